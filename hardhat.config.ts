@@ -1,0 +1,42 @@
+import { subtask } from "hardhat/config";
+import { TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD } from "hardhat/builtin-tasks/task-names";
+import type { HardhatUserConfig } from "hardhat/config";
+import "@nomicfoundation/hardhat-toolbox";
+
+// The compiler comes from the npm `solc` package (solc-js): Hardhat's own download fails offline.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const SOLC_VERSION: string = require("solc/package.json").version;
+
+subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string }, _hre, runSuper) => {
+  if (args.solcVersion !== SOLC_VERSION) return runSuper(args);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const longVersion: string = require("solc").version().replace(/\.Emscripten\.clang$/, "");
+  return { compilerPath: require.resolve("solc/soljson.js"), isSolcJs: true, version: SOLC_VERSION, longVersion };
+});
+
+const accounts = process.env.DEPLOYER_PRIVATE_KEY ? [process.env.DEPLOYER_PRIVATE_KEY] : [];
+
+const config: HardhatUserConfig = {
+  solidity: {
+    version: SOLC_VERSION,
+    settings: { optimizer: { enabled: true, runs: 10_000 }, evmVersion: "cancun", viaIR: false },
+  },
+  networks: {
+    hardhat: {
+      chainId: 8453,
+      // Payments of many agents in one test run: keep blocks free of the default limit.
+      blockGasLimit: 60_000_000,
+      initialBaseFeePerGas: 0,
+    },
+    base: { url: process.env.BASE_RPC_URL ?? "https://mainnet.base.org", chainId: 8453, accounts },
+    baseSepolia: { url: process.env.BASE_SEPOLIA_RPC_URL ?? "https://sepolia.base.org", chainId: 84532, accounts },
+  },
+  etherscan: {
+    apiKey: { base: process.env.BASESCAN_API_KEY ?? "", baseSepolia: process.env.BASESCAN_API_KEY ?? "" },
+  },
+  sourcify: { enabled: false },
+  gasReporter: { enabled: false },
+  mocha: { timeout: 120_000 },
+};
+
+export default config;
