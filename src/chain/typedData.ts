@@ -1,0 +1,82 @@
+/**
+ * The EIP-712 types owners sign (DESIGN.md section 5). One definition serves the contracts' tests, the service's
+ * verification, the dashboard and the README, so wallets, server and contracts agree byte for byte.
+ */
+import type { TypedDataDomain, TypedDataField } from "ethers";
+
+export const DOMAIN_NAME = "SpendGate";
+export const DOMAIN_VERSION = "1";
+
+export const SET_POLICY_TYPES: Record<string, TypedDataField[]> = {
+  SetPolicy: [
+    { name: "agent", type: "address" },
+    { name: "perTxLimit", type: "uint256" },
+    { name: "dailyBudget", type: "uint256" },
+    { name: "allowlistRoot", type: "bytes32" },
+    { name: "approvalThreshold", type: "uint256" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+export const SET_PAUSED_TYPES: Record<string, TypedDataField[]> = {
+  SetPaused: [
+    { name: "agent", type: "address" },
+    { name: "paused", type: "bool" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+export const SET_OPERATOR_TYPES: Record<string, TypedDataField[]> = {
+  SetOperator: [
+    { name: "agent", type: "address" },
+    { name: "operator", type: "address" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+export const APPROVAL_DECISION_TYPES: Record<string, TypedDataField[]> = {
+  ApprovalDecision: [
+    { name: "action", type: "string" },
+    { name: "approvalId", type: "string" },
+    { name: "agent", type: "address" },
+    { name: "merchant", type: "string" },
+    { name: "amount", type: "uint256" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+export const LINK_AGENT_TYPES: Record<string, TypedDataField[]> = {
+  LinkAgent: [
+    { name: "agent", type: "address" },
+    { name: "owner", type: "address" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+/** Domain of what the agent's SpendPolicy contract checks (verifyingContract = the policy's address). */
+export function policyDomain(chainId: bigint | number, policyAddress: string): TypedDataDomain {
+  return { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId, verifyingContract: policyAddress };
+}
+
+/** Domain of what only the server checks (no contract). */
+export function serviceDomain(chainId: bigint | number): TypedDataDomain {
+  return { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId };
+}
+
+export interface SetPolicyMessage {
+  agent: string;
+  perTxLimit: bigint;
+  dailyBudget: bigint;
+  allowlistRoot: string;
+  approvalThreshold: bigint;
+  timestamp: bigint;
+}
+
+export interface ApprovalDecisionMessage {
+  action: "approve" | "deny";
+  approvalId: string;
+  agent: string;
+  merchant: string;
+  amount: bigint;
+  timestamp: bigint;
+}
