@@ -1,0 +1,121 @@
+/** The chain module: provider, contracts and the operator's serialised transaction sender. */
+import {
+  Contract,
+  JsonRpcProvider,
+  Network,
+  Wallet,
+  type ContractRunner,
+  type InterfaceAbi,
+  type TransactionReceipt,
+  type TransactionResponse,
+} from "ethers";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const ROOT = join(__dirname, "..", "..");
+
+function artifactAbi(contractFile: string, name: string): InterfaceAbi {
+  const path = join(ROOT, "artifacts", "contracts", contractFile, `${name}.json`);
+  return JSON.parse(readFileSync(path, "utf8")).abi;
+}
+
+export const ERC20_ABI = [
+  "function balanceOf(address) view returns (uint256)",
+  "function decimals() view returns (uint8)",
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+];
+
+export interface ChainOptions {
+  rpcUrl: string;
+  chainId: number;
+  operatorPrivateKey: string;
+  factoryAddress: string;
+  usdcAddress: string;
+  pollingIntervalMs?: number;
+}
+
+/** Serialises the operator's sends so nonces never collide; mining is not serialised. */
+class OperatorSender {
+  private tail: Promise<unknown> = Promise.resolve();
+  private nextNonce: number | undefined;
+
+  constructor(
+    private readonly wallet: Wallet,
+    private readonly provider: JsonRpcProvider,
+  ) {}
+
+  send(build: (overrides: { nonce: number }) => Promise<TransactionResponse>): Promise<TransactionResponse> {
+    const run = this.tail.then(async () => {
+      if (this.nextNonce === undefined) {
+        this.nextNonce = await this.provider.getTransactionCount(this.wallet.address, "pending");
+      }
+      try {
+        const tx = await build({ nonce: this.nextNonce });
+        this.nextNonce += 1;
+        return tx;
+      } catch (err) {
+        this.nextNonce = undefined; // unknown whether the nonce was used: ask the node next time
+        throw err;
+      }
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+}
+
+export class ChainClient {
+  readonly provider: JsonRpcProvider;
+  readonly operator: Wallet;
+  readonly factory: Contract;
+  readonly usdc: Contract;
+  private readonly policyAbi: InterfaceAbi;
+  private readonly sender: OperatorSender;
+
+  constructor(readonly options: ChainOptions) {
+    const network = Network.from(options.chainId);
+    this.provider = new JsonRpcProvider(options.rpcUrl, network, {
+      staticNetwork: network,
+      batchMaxCount: 1,
+      pollingInterval: options.pollingIntervalMs ?? 1_000,
+    });
+    this.operator = new Wallet(options.operatorPrivateKey, this.provider);
+    this.sender = new OperatorSender(this.operator, this.provider);
+    this.factory = new Contract(
+      options.factoryAddress,
+      artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"),
+      this.operator,
+    );
+    this.policyAbi = artifactAbi("SpendPolicy.sol", "SpendPolicy");
+    this.usdc = new Contract(options.usdcAddress, ERC20_ABI, this.provider);
+  }
+
+  get chainId(): number {
+    return this.options.chainId;
+  }
+
+  policyAt(address: string, runner: ContractRunner = this.operator): Contract {
+    return new Contract(address, this.policyAbi, runner);
+  }
+
+  /** Sends a transaction from the operator (nonce-serialised) and waits for its receipt. */
+  async sendAndWait(
+    build: (overrides: { nonce: number }) => Promise<TransactionResponse>,
+  ): Promise<{ tx: TransactionResponse; receipt: TransactionReceipt }> {
+    const tx = await this.sender.send(build);
+    const receipt = await tx.wait(1);
+    if (!receipt) throw new Error(`transaction ${tx.hash} was dropped`);
+    return { tx, receipt };
+  }
+
+  async isDeployed(address: string): Promise<boolean> {
+    return (await this.provider.getCode(address)) !== "0x";
+  }
+
+  destroy(): void {
+    this.provider.destroy();
+  }
+}

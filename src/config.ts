@@ -1,0 +1,171 @@
+/** Configuration: one zod schema over the environment, parsed once; every problem is listed at once. */
+import { z } from "zod";
+import { isAddress, getAddress, isHexString } from "ethers";
+
+export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+const privateKey = z.string().refine((v) => isHexString(v, 32), "must be a 0x-prefixed 32-byte hex private key");
+const address = z.string().refine((v) => isAddress(v), "must be a 0x address").transform((v) => getAddress(v));
+const url = z.url({ protocol: /^https?$/ });
+
+const EnvSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8402),
+    HOST: z.string().min(1).default("127.0.0.1"),
+    BASE_URL: url.optional(),
+    DASHBOARD_URL: url.optional(),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+
+    RPC_URL: url.optional(),
+    CHAIN_ID: z.coerce.number().int().positive().default(8453),
+    USDC_ADDRESS: address.default(BASE_USDC),
+    FACTORY_ADDRESS: address.optional(),
+    FACTORY_DEPLOY_BLOCK: z.coerce.number().int().min(0).optional(),
+    OPERATOR_PRIVATE_KEY: privateKey.optional(),
+    CONFIRMATIONS: z.coerce.number().int().min(0).max(64).optional(),
+    EXPLORER_URL: url.default("https://basescan.org"),
+    NETWORK_NAME: z.string().min(1).default("base"),
+
+    MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, "must be a mongodb:// or mongodb+srv:// URI").optional(),
+    MONGODB_DB: z.string().min(1).default("spendgate"),
+    WALLET_ENCRYPTION_KEY: z
+      .string()
+      .refine((v) => isHexString(v, 32) || /^[0-9a-fA-F]{64}$/.test(v), "must be 32 bytes as 64 hex characters")
+      .optional(),
+
+    FACILITATOR_URL: url.optional(),
+    FACILITATOR_PRIVATE_KEY: privateKey.optional(),
+
+    GENESIS_OPEN: bool.optional(),
+    REGISTRATION_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    ALLOW_PRIVATE_SELLERS: bool.optional(),
+    APPROVAL_TTL: z.coerce.number().int().min(60).default(86_400),
+    OWNER_KEY_TTL: z.coerce.number().int().min(60).default(43_200),
+    SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
+    SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+    SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+    SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
+    SELL_PAY_TO: address.optional(),
+  })
+  .superRefine((env, ctx) => {
+    if (env.RPC_URL) {
+      for (const key of ["OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS"] as const) {
+        if (!env[key]) ctx.addIssue({ code: "custom", path: [key], message: "is required when RPC_URL is set" });
+      }
+      if (!env.FACILITATOR_URL && !env.FACILITATOR_PRIVATE_KEY) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["FACILITATOR_PRIVATE_KEY"],
+          message: "is required when RPC_URL is set and FACILITATOR_URL is not (the in-process facilitator needs its own key)",
+        });
+      }
+    }
+    if (env.MONGODB_URI && !env.WALLET_ENCRYPTION_KEY) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["WALLET_ENCRYPTION_KEY"],
+        message: "is required when MONGODB_URI is set (agent keys are stored encrypted under it)",
+      });
+    }
+    if (env.FACILITATOR_PRIVATE_KEY && env.OPERATOR_PRIVATE_KEY && env.FACILITATOR_PRIVATE_KEY === env.OPERATOR_PRIVATE_KEY) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["FACILITATOR_PRIVATE_KEY"],
+        message: "must differ from OPERATOR_PRIVATE_KEY (two senders on one key race for the nonce)",
+      });
+    }
+  });
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config {
+  embeddedChain: boolean;
+  embeddedStore: boolean;
+  port: number;
+  host: string;
+  baseUrl?: string;
+  dashboardUrl?: string;
+  logLevel: Env["LOG_LEVEL"];
+  rpcUrl?: string;
+  chainId: number;
+  usdcAddress: string;
+  factoryAddress?: string;
+  factoryDeployBlock?: number;
+  operatorPrivateKey?: string;
+  confirmations: number;
+  explorerUrl: string;
+  networkName: string;
+  mongodbUri?: string;
+  mongodbDb: string;
+  walletEncryptionKey?: string;
+  facilitatorUrl?: string;
+  facilitatorPrivateKey?: string;
+  genesisOpen: boolean;
+  registrationToken?: string;
+  allowPrivateSellers: boolean;
+  approvalTtlSeconds: number;
+  ownerKeyTtlSeconds: number;
+  signatureWindowSeconds: number;
+  rateLimitPerMinute: number;
+  sellerTimeoutMs: number;
+  sellerMaxBytes: number;
+  sellPrice: string;
+  sellPayTo?: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Parses the environment; throws ConfigError naming every problem. Empty strings count as unset. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(source)) if (v !== undefined && v !== "") env[k] = v;
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const embeddedChain = !e.RPC_URL;
+  return {
+    embeddedChain,
+    embeddedStore: !e.MONGODB_URI,
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl: e.BASE_URL?.replace(/\/+$/, ""),
+    dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ""),
+    logLevel: e.LOG_LEVEL,
+    rpcUrl: e.RPC_URL,
+    chainId: e.CHAIN_ID,
+    usdcAddress: e.USDC_ADDRESS,
+    factoryAddress: e.FACTORY_ADDRESS,
+    factoryDeployBlock: e.FACTORY_DEPLOY_BLOCK,
+    operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
+    confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
+    explorerUrl: e.EXPLORER_URL.replace(/\/+$/, ""),
+    networkName: e.NETWORK_NAME,
+    mongodbUri: e.MONGODB_URI,
+    mongodbDb: e.MONGODB_DB,
+    walletEncryptionKey: e.WALLET_ENCRYPTION_KEY,
+    facilitatorUrl: e.FACILITATOR_URL,
+    facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY,
+    genesisOpen: e.GENESIS_OPEN ?? embeddedChain,
+    registrationToken: e.REGISTRATION_TOKEN,
+    allowPrivateSellers: e.ALLOW_PRIVATE_SELLERS ?? embeddedChain,
+    approvalTtlSeconds: e.APPROVAL_TTL,
+    ownerKeyTtlSeconds: e.OWNER_KEY_TTL,
+    signatureWindowSeconds: e.SIGNATURE_WINDOW,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
+    sellerMaxBytes: e.SELLER_MAX_BYTES,
+    sellPrice: e.SELL_PRICE,
+    sellPayTo: e.SELL_PAY_TO,
+  };
+}

@@ -1,0 +1,31 @@
+/** One error type for everything a client should see; the error middleware turns it into { error, message, status }. */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}
+
+export const badRequest = (message: string, details?: unknown) => new AppError(400, "bad_request", message, details);
+export const unauthorized = (message = "Missing or invalid API key.") => new AppError(401, "unauthorized", message);
+export const invalidSignature = (message: string) => new AppError(401, "invalid_signature", message);
+export const forbidden = (message: string) => new AppError(403, "forbidden", message);
+export const notFound = (message: string) => new AppError(404, "not_found", message);
+export const conflict = (message: string, details?: unknown) => new AppError(409, "conflict", message, details);
+export const payloadTooLarge = (message = "Request body is too large.") => new AppError(413, "payload_too_large", message);
+export const unsupportedMediaType = (message = "Send the request body as application/json.") =>
+  new AppError(415, "unsupported_media_type", message);
+export const unprocessable = (code: string, message: string, details?: unknown) => new AppError(422, code, message, details);
+export const rateLimited = (retryAfterSeconds: number) =>
+  new AppError(429, "rate_limited", `Too many requests; retry after ${retryAfterSeconds} s.`, undefined, {
+    "Retry-After": String(retryAfterSeconds),
+  });
+export const upstreamError = (message: string, details?: unknown) => new AppError(502, "upstream_error", message, details);
+export const unavailable = (message: string) => new AppError(503, "unavailable", message);
+export const gatewayTimeout = (message: string) => new AppError(504, "upstream_timeout", message);

@@ -1,0 +1,51 @@
+/** Bearer authentication: resolves the key into ctx.state.principal; 401 for a key that is present but wrong. */
+import { timingSafeEqual } from "node:crypto";
+import { forbidden, unauthorized } from "../errors";
+import type { KeyService, Principal } from "../services/keys";
+import type { Middleware } from "./types";
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function bearerToken(header: string): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : null;
+}
+
+export function authenticate(keys: KeyService, registrationToken?: string): Middleware {
+  return async function resolvePrincipal(ctx, next) {
+    const header = ctx.get("Authorization");
+    if (header) {
+      const token = bearerToken(header);
+      if (!token) throw unauthorized("The Authorization header must be 'Bearer <API key>'.");
+      if (registrationToken && sameSecret(token, registrationToken)) {
+        ctx.state.principal = { role: "registrar" };
+      } else {
+        const principal = await keys.resolve(token);
+        if (!principal) throw unauthorized("The API key is unknown, revoked or expired.");
+        ctx.state.principal = principal;
+      }
+    }
+    await next();
+  };
+}
+
+/** Requires a principal of one of the given roles (default: agent or owner). */
+export function requireAuth(...roles: Principal["role"][]): Middleware {
+  const allowed = roles.length ? roles : (["agent", "owner"] as Principal["role"][]);
+  return async function requirePrincipal(ctx, next) {
+    const p = ctx.state.principal;
+    if (!p) throw unauthorized("This call needs 'Authorization: Bearer <API key>'.");
+    if (!allowed.includes(p.role)) {
+      throw forbidden(
+        allowed.includes("owner") && !allowed.includes("agent")
+          ? "Only the owner may do this: sign in with your wallet (SIWE) and use the owner key."
+          : "This key may not make this call.",
+      );
+    }
+    await next();
+  };
+}

@@ -1,0 +1,86 @@
+/** Cross-cutting middleware: request ids and logs, the error shape, JSON-only bodies, rate limits. */
+import { createHash, randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { AppError, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
+import type { Middleware } from "./types";
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** First middleware: request id, access log, and every error turned into { error, message, status }. */
+export function errorsAndLogging(logger: Logger): Middleware {
+  return async function handleErrors(ctx, next) {
+    const incoming = ctx.get("X-Request-Id");
+    ctx.state.requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.set("X-Request-Id", ctx.state.requestId);
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body == null && ctx.respond !== false) {
+        throw new AppError(404, "not_found", `No route for ${ctx.method} ${ctx.path}.`);
+      }
+    } catch (err) {
+      const appError = toAppError(err);
+      if (appError.status >= 500 && !(err instanceof AppError)) {
+        logger.error({ err, requestId: ctx.state.requestId, path: ctx.path }, "unhandled error");
+      }
+      ctx.status = appError.status;
+      for (const [k, v] of Object.entries(appError.headers ?? {})) ctx.set(k, v);
+      ctx.body = {
+        error: appError.code,
+        message: appError.message,
+        status: appError.status,
+        ...(appError.details !== undefined ? { details: appError.details } : {}),
+      };
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger.info(
+        { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
+        "request",
+      );
+    }
+  };
+}
+
+/** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
+  const status = e.status ?? e.statusCode;
+  if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
+  if (status === 415) return unsupportedMediaType();
+  if (e.type === "entity.parse.failed" || (status === 400 && e.expose)) {
+    return new AppError(400, "bad_request", "The request body is not valid JSON.");
+  }
+  if (status && status >= 400 && status < 500 && e.expose) {
+    return new AppError(status, status === 404 ? "not_found" : "bad_request", e.message ?? "Bad request.");
+  }
+  return new AppError(500, "internal", "Something went wrong on our side; nothing was charged. Try again later.");
+}
+
+/** Bodies of POST/PUT/PATCH must be JSON (the seller and MCP routes do their own parsing). */
+export function requireJsonBodies(exempt: (path: string) => boolean): Middleware {
+  return async function jsonOnly(ctx, next) {
+    if (["POST", "PUT", "PATCH"].includes(ctx.method) && !exempt(ctx.path)) {
+      const hasBody = Number(ctx.get("Content-Length") || 0) > 0 || ctx.get("Transfer-Encoding") !== "";
+      if (hasBody && !ctx.is("application/json")) throw unsupportedMediaType();
+    }
+    await next();
+  };
+}
+
+/** Per-key (or per-address when anonymous) request budget per minute; 429 with Retry-After past it. */
+export function rateLimit(pointsPerMinute: number): Middleware {
+  const limiter = new RateLimiterMemory({ points: pointsPerMinute, duration: 60 });
+  return async function limitRate(ctx, next) {
+    const auth = ctx.get("Authorization");
+    const key = auth ? `k:${createHash("sha256").update(auth).digest("hex")}` : `ip:${ctx.ip}`;
+    try {
+      await limiter.consume(key);
+    } catch (res) {
+      if (res instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
+      throw res;
+    }
+    await next();
+  };
+}

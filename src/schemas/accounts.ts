@@ -1,0 +1,75 @@
+/** Wallet genesis, agent linking, owner sign-in. */
+import { z } from "zod";
+import { Address, Signature, UnixTimestamp } from "./common";
+
+export const GenesisRequest = z
+  .strictObject({
+    email: z.email().max(254).optional(),
+    label: z.string().trim().min(1).max(100).optional(),
+  })
+  .meta({ id: "GenesisRequest" });
+export type GenesisRequest = z.infer<typeof GenesisRequest>;
+
+export const GenesisResponse = z
+  .object({
+    agentAddress: z.string(),
+    apiKey: z.string().meta({ description: "shown once; store it in ~/.spendgate/config.json" }),
+    label: z.string(),
+    createdAt: z.string(),
+    message: z.string(),
+    ownerAddress: z.string().nullable(),
+  })
+  .meta({ id: "GenesisResponse" });
+
+export const LinkRequest = z
+  .strictObject({
+    agentAddress: Address,
+    ownerAddress: Address,
+    ownerSignature: Signature,
+    timestamp: UnixTimestamp,
+  })
+  .meta({ id: "LinkRequest" });
+export type LinkRequest = z.infer<typeof LinkRequest>;
+
+export const LinkResponse = z.object({ agentAddress: z.string(), ownerAddress: z.string() }).meta({ id: "LinkResponse" });
+
+export const SiweNonceRequest = z.strictObject({ address: Address }).meta({ id: "SiweNonceRequest" });
+export const SiweNonceResponse = z.object({ nonce: z.string() }).meta({ id: "SiweNonceResponse" });
+
+export const SiweVerifyRequest = z
+  .strictObject({ message: z.string().min(1).max(4_096), signature: Signature })
+  .meta({ id: "SiweVerifyRequest" });
+export type SiweVerifyRequest = z.infer<typeof SiweVerifyRequest>;
+export const SiweVerifyResponse = z
+  .object({ apiKey: z.string(), ownerAddress: z.string(), expiresAt: z.string() })
+  .meta({ id: "SiweVerifyResponse" });
+
+export const AddressQuery = z.strictObject({ address: Address });
+export const OptionalAddressQuery = z.strictObject({ address: Address.optional() });
+
+export const AgentSummary = z.object({
+  address: z.string(),
+  label: z.string(),
+  createdAt: z.string(),
+  ownerAddress: z.string().nullable(),
+  policyContract: z.string(),
+  deployed: z.boolean(),
+});
+export const AgentsResponse = z.object({ agents: z.array(AgentSummary) }).meta({ id: "AgentsResponse" });
+
+export const BalanceResponse = z
+  .object({
+    agentAddress: z.string(),
+    chainId: z.number().int(),
+    blockNumber: z.number().int(),
+    usdc: z.string(),
+    eth: z.string(),
+    currency: z.literal("USDC"),
+    dailyBudget: z.string(),
+    spentToday: z.string(),
+    remainingDailyBudget: z.string(),
+    policyContract: z.string(),
+    deployed: z.boolean(),
+    paused: z.boolean(),
+  })
+  .meta({ id: "BalanceResponse" });

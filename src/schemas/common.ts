@@ -1,0 +1,43 @@
+/** Building blocks shared by every request schema (REST, MCP and the generated API reference). */
+import { z } from "zod";
+import { getAddress, isAddress, isHexString } from "ethers";
+import { DECIMAL_AMOUNT, MAX_AMOUNT, toBaseUnits } from "../amounts";
+
+export const Address = z
+  .string()
+  .trim()
+  .refine((v) => /^0x[0-9a-fA-F]{40}$/.test(v) && isAddress(v), "must be a 0x-prefixed 20-byte address (checksum, if mixed case, must be valid)")
+  .transform((v) => getAddress(v))
+  .meta({ description: "Ethereum address, 0x-prefixed", example: "0x1111111111111111111111111111111111111111" });
+
+/** A USDC amount as a decimal string: digits, at most 6 decimals, no sign, no exponent. */
+export const Amount = z
+  .string()
+  .trim()
+  .regex(DECIMAL_AMOUNT, "must be a decimal string with at most 6 decimals, like \"1.25\"")
+  .refine((v) => toBaseUnits(v) <= MAX_AMOUNT, "is too large")
+  .meta({ description: "USDC amount as a decimal string (6 decimals at most)", example: "1.50" });
+
+export const PositiveAmount = Amount.refine((v) => toBaseUnits(v) > 0n, "must be greater than 0");
+
+export const Signature = z
+  .string()
+  .trim()
+  .refine((v) => isHexString(v) && v.length >= 132 && v.length <= 8_192, "must be a 0x-prefixed hex signature")
+  .meta({ description: "EIP-712 or EIP-191 signature, 0x-prefixed hex" });
+
+export const UnixTimestamp = z
+  .number()
+  .int("must be an integer number of seconds")
+  .min(0)
+  .max(2 ** 40)
+  .meta({ description: "Unix time in seconds, the one in the signed message" });
+
+export const ErrorBody = z
+  .object({
+    error: z.string().meta({ description: "machine-readable code, e.g. bad_request" }),
+    message: z.string(),
+    status: z.number().int(),
+    details: z.unknown().optional(),
+  })
+  .meta({ id: "Error" });

@@ -1,0 +1,144 @@
+/** Agents: wallet genesis, linking to an owner, listing, and who may act for which agent. */
+import { createHash } from "node:crypto";
+import { getAddress } from "ethers";
+import type { AgentDoc } from "../store/documents";
+import { conflict, forbidden, notFound, unauthorized } from "../errors";
+import { LINK_AGENT_TYPES, serviceDomain } from "../chain/typedData";
+import type { GenesisRequest, LinkRequest } from "../schemas/accounts";
+import type { Principal } from "./keys";
+import type { ServiceContext } from "./context";
+
+export interface GenesisResult {
+  agentAddress: string;
+  apiKey: string;
+  label: string;
+  createdAt: string;
+  message: string;
+  ownerAddress: string | null;
+}
+
+export class AgentService {
+  constructor(private readonly ctx: ServiceContext) {}
+
+  activationLink(agentAddress: string): string {
+    return `${this.ctx.urls.dashboard}/onboarding?agent=${agentAddress}`;
+  }
+
+  async genesis(principal: Principal | undefined, input: GenesisRequest): Promise<GenesisResult> {
+    if (principal?.role === "agent") throw forbidden("An agent key cannot create agents; use an owner key.");
+    if (!principal && !this.ctx.config.genesisOpen) {
+      throw unauthorized("Registration is closed: use an owner key or the operator's registration token.");
+    }
+    const ownerAddress = principal?.role === "owner" ? principal.ownerAddress : null;
+    const email = input.email?.toLowerCase() ?? null;
+    const registrationKey =
+      email || input.label
+        ? createHash("sha256").update(JSON.stringify([ownerAddress, email, input.label ?? null])).digest("hex")
+        : null;
+    if (registrationKey) {
+      const existing = await this.ctx.store.agents.findOne({ registrationKey });
+      if (existing) throw this.alreadyRegistered(existing);
+    }
+
+    const address = await this.ctx.wallets.create();
+    const now = new Date();
+    const doc: AgentDoc = {
+      address,
+      label: input.label ?? `agent-${address.slice(2, 8).toLowerCase()}`,
+      email,
+      registrationKey,
+      ownerAddress,
+      policyAddress: getAddress(await this.ctx.chain.factory.predictPolicyAddress(address)),
+      createdAt: now,
+      linkedAt: ownerAddress ? now : null,
+    };
+    if (registrationKey) {
+      // Upsert on the natural key: of two identical concurrent requests exactly one creates the agent.
+      const before = await this.ctx.store.agents.findOneAndUpdate(
+        { registrationKey },
+        { $setOnInsert: doc },
+        { upsert: true, returnDocument: "before" },
+      );
+      if (before) {
+        await this.ctx.store.walletKeys.deleteOne({ address });
+        throw this.alreadyRegistered(before);
+      }
+    } else {
+      await this.ctx.store.agents.insertOne(doc);
+    }
+    const apiKey = await this.ctx.keys.issue({ role: "agent", agentAddress: address });
+    const link = this.activationLink(address);
+    return {
+      agentAddress: address,
+      apiKey,
+      label: doc.label,
+      createdAt: now.toISOString(),
+      ownerAddress,
+      message: ownerAddress
+        ? `Agent wallet created and linked to ${ownerAddress}. Set its spend policy at ${link}`
+        : `Agent wallet created. Ask your owner to activate it at ${link}`,
+    };
+  }
+
+  private alreadyRegistered(existing: AgentDoc) {
+    return conflict(
+      `Agent already registered with this email and label: ${existing.address}. Use the API key saved in your config.`,
+      { agentAddress: existing.address },
+    );
+  }
+
+  async link(input: LinkRequest): Promise<{ agentAddress: string; ownerAddress: string }> {
+    const agent = await this.ctx.store.agents.findOne({ address: input.agentAddress });
+    if (!agent) throw notFound(`Agent ${input.agentAddress} not found.`);
+    if (agent.ownerAddress) throw conflict(`Agent ${agent.address} is already linked to ${agent.ownerAddress}.`);
+    const digest = await this.ctx.signatures.verify({
+      kind: "LinkAgent",
+      domain: serviceDomain(this.ctx.config.chainId),
+      types: LINK_AGENT_TYPES,
+      message: { agent: input.agentAddress, owner: input.ownerAddress, timestamp: input.timestamp },
+      signature: input.ownerSignature,
+      expectedSigner: input.ownerAddress,
+      timestamp: input.timestamp,
+    });
+    await this.ctx.signatures.consume("LinkAgent", digest);
+    const result = await this.ctx.store.agents.updateOne(
+      { address: agent.address, ownerAddress: null },
+      { $set: { ownerAddress: input.ownerAddress, linkedAt: new Date() } },
+    );
+    if (result.modifiedCount !== 1) throw conflict(`Agent ${agent.address} is already linked.`);
+    await this.ctx.store.owners.updateOne(
+      { address: input.ownerAddress },
+      { $setOnInsert: { address: input.ownerAddress, createdAt: new Date(), lastSignInAt: new Date(0) } },
+      { upsert: true },
+    );
+    return { agentAddress: agent.address, ownerAddress: input.ownerAddress };
+  }
+
+  /** The agent, if the principal may act for it: its own agent key, or the owner it is linked to. */
+  async authorize(principal: Principal | undefined, agentAddress: string): Promise<AgentDoc> {
+    if (!principal) throw unauthorized();
+    const agent = await this.ctx.store.agents.findOne({ address: agentAddress });
+    const allowed =
+      agent &&
+      ((principal.role === "agent" && principal.agentAddress === agent.address) ||
+        (principal.role === "owner" && principal.ownerAddress === agent.ownerAddress));
+    if (!allowed) {
+      // The same answer for "not yours" and "does not exist": keys cannot probe for other agents.
+      if (principal.role === "agent") throw forbidden(`This key acts for ${principal.agentAddress} only.`);
+      throw forbidden(`Agent ${agentAddress} is not linked to this owner.`);
+    }
+    return agent;
+  }
+
+  /** Agents visible to a principal: its own agent, or every agent linked to the owner. */
+  async visible(principal: Principal): Promise<AgentDoc[]> {
+    if (principal.role === "agent") {
+      const agent = await this.ctx.store.agents.findOne({ address: principal.agentAddress });
+      return agent ? [agent] : [];
+    }
+    if (principal.role === "owner") {
+      return this.ctx.store.agents.find({ ownerAddress: principal.ownerAddress }).sort({ createdAt: -1 }).toArray();
+    }
+    return [];
+  }
+}

@@ -1,0 +1,75 @@
+/** Owner sign-in with Sign-In with Ethereum (EIP-4361): a one-time nonce, then an owner API key. */
+import { randomBytes } from "node:crypto";
+import { Contract, getAddress, hashMessage, verifyMessage } from "ethers";
+import { parseSiweMessage, validateSiweMessage } from "viem/siwe";
+import { badRequest, invalidSignature } from "../errors";
+import type { ServiceContext } from "./context";
+
+const NONCE_TTL_MS = 10 * 60 * 1000;
+
+export class AuthService {
+  constructor(private readonly ctx: ServiceContext) {}
+
+  async nonce(address: string): Promise<{ nonce: string }> {
+    const nonce = randomBytes(16).toString("hex");
+    const now = new Date();
+    await this.ctx.store.siweNonces.insertOne({
+      nonce,
+      address,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + NONCE_TTL_MS),
+      usedAt: null,
+    });
+    return { nonce };
+  }
+
+  async verify(message: string, signature: string): Promise<{ apiKey: string; ownerAddress: string; expiresAt: string }> {
+    const fields = parseSiweMessage(message);
+    if (!fields.address || !fields.nonce || !fields.domain || !fields.uri) {
+      throw badRequest("The message is not an EIP-4361 (SIWE) message.");
+    }
+    const base = new URL(this.ctx.urls.base);
+    const valid = validateSiweMessage({ message: fields, domain: base.host, nonce: fields.nonce, time: new Date() });
+    if (!valid || fields.uri.replace(/\/+$/, "") !== base.origin || fields.chainId !== this.ctx.config.chainId) {
+      throw invalidSignature(
+        `The SIWE message must name domain ${base.host}, URI ${base.origin} and chain ${this.ctx.config.chainId}, and not be expired.`,
+      );
+    }
+    const address = getAddress(fields.address);
+    if (!(await this.signedBy(address, message, signature))) throw invalidSignature(`The message is not signed by ${address}.`);
+
+    const now = new Date();
+    // The nonce is used once: only the request that flips usedAt from null gets a key.
+    const claimed = await this.ctx.store.siweNonces.findOneAndUpdate(
+      { nonce: fields.nonce, address, usedAt: null, expiresAt: { $gt: now } },
+      { $set: { usedAt: now } },
+      { returnDocument: "after" },
+    );
+    if (!claimed) throw invalidSignature("The sign-in nonce is unknown, expired or already used; ask for a new one.");
+
+    const expiresAt = new Date(now.getTime() + this.ctx.config.ownerKeyTtlSeconds * 1000);
+    const apiKey = await this.ctx.keys.issue({ role: "owner", ownerAddress: address, expiresAt });
+    await this.ctx.store.owners.updateOne(
+      { address },
+      { $set: { lastSignInAt: now }, $setOnInsert: { address, createdAt: now } },
+      { upsert: true },
+    );
+    return { apiKey, ownerAddress: address, expiresAt: expiresAt.toISOString() };
+  }
+
+  /** EOA (EIP-191) or contract wallet (ERC-1271) signature of the message. */
+  private async signedBy(address: string, message: string, signature: string): Promise<boolean> {
+    try {
+      if (getAddress(verifyMessage(message, signature)) === address) return true;
+    } catch {
+      // fall through to ERC-1271
+    }
+    if ((await this.ctx.chain.provider.getCode(address)) === "0x") return false;
+    try {
+      const wallet = new Contract(address, ["function isValidSignature(bytes32,bytes) view returns (bytes4)"], this.ctx.chain.provider);
+      return (await wallet.isValidSignature(hashMessage(message), signature)) === "0x1626ba7e";
+    } catch {
+      return false;
+    }
+  }
+}

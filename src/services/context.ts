@@ -1,0 +1,23 @@
+/** What every service gets: config, store, chain, custody, and the shared helpers. */
+import type { Logger } from "pino";
+import type { ChainClient } from "../chain/client";
+import type { Config } from "../config";
+import type { Store } from "../store";
+import type { KeyedMutex } from "../util/mutex";
+import type { WalletProvider } from "../wallets/provider";
+import type { KeyService } from "./keys";
+import type { SignatureService } from "./signatures";
+
+export interface ServiceContext {
+  config: Config;
+  /** Public URLs, resolved once the server listens. */
+  urls: { base: string; dashboard: string };
+  store: Store;
+  chain: ChainClient;
+  wallets: WalletProvider;
+  keys: KeyService;
+  signatures: SignatureService;
+  /** Serialises work per agent (payments, policy changes); different agents run in parallel. */
+  agentLock: KeyedMutex;
+  logger: Logger;
+}

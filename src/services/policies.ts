@@ -1,0 +1,156 @@
+/** Spend policies: read from the agent's SpendPolicy contract, changed only with the owner's SetPolicy signature. */
+import { getAddress } from "ethers";
+import { fromBaseUnits, toBaseUnits } from "../amounts";
+import { revertToAppError } from "../chain/errors";
+import { SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
+import { badRequest, conflict } from "../errors";
+import { EMPTY_ROOT, allowlistRoot, normalizeAllowlist } from "../policy/allowlist";
+import type { PolicyView, SetLimitsRequest } from "../schemas/limits";
+import type { AgentDoc, PolicyDoc } from "../store/documents";
+import type { ServiceContext } from "./context";
+import type { Principal } from "./keys";
+import { maskKey } from "./keys";
+
+export interface OnchainPolicy {
+  deployed: boolean;
+  perTxLimit: bigint;
+  dailyBudget: bigint;
+  allowlistRoot: string;
+  approvalThreshold: bigint;
+  paused: boolean;
+  spentToday: bigint;
+  lastUpdated: number | null;
+}
+
+const UNDEPLOYED: OnchainPolicy = {
+  deployed: false,
+  perTxLimit: 0n,
+  dailyBudget: 0n,
+  allowlistRoot: EMPTY_ROOT,
+  approvalThreshold: 0n,
+  paused: false,
+  spentToday: 0n,
+  lastUpdated: null,
+};
+
+export class PolicyService {
+  constructor(private readonly ctx: ServiceContext) {}
+
+  /** The policy as the contract holds it now (the chain is the source of truth). */
+  async onchain(agent: AgentDoc): Promise<OnchainPolicy> {
+    if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
+    const c = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
+    const [p, paused, spent, last] = await Promise.all([c.policy(), c.paused(), c.spentToday(), c.lastTimestamp(0)]);
+    return {
+      deployed: true,
+      perTxLimit: p.perTxLimit,
+      dailyBudget: p.dailyBudget,
+      allowlistRoot: p.allowlistRoot,
+      approvalThreshold: p.approvalThreshold,
+      paused,
+      spentToday: spent,
+      lastUpdated: Number(last),
+    };
+  }
+
+  /** The allowlist entries behind an on-chain root (the chain stores only the root). */
+  async allowlistFor(root: string): Promise<string[]> {
+    if (root === EMPTY_ROOT) return [];
+    const doc = await this.ctx.store.allowlists.findOne({ root });
+    return doc ? doc.entries : [];
+  }
+
+  async view(agent: AgentDoc): Promise<PolicyView> {
+    const p = await this.onchain(agent);
+    const remaining = p.dailyBudget > p.spentToday ? p.dailyBudget - p.spentToday : 0n;
+    return {
+      address: agent.address,
+      perTxLimit: fromBaseUnits(p.perTxLimit),
+      dailyBudget: fromBaseUnits(p.dailyBudget),
+      allowlist: await this.allowlistFor(p.allowlistRoot),
+      approvalThreshold: fromBaseUnits(p.approvalThreshold),
+      policyContract: agent.policyAddress,
+      deployed: p.deployed,
+      paused: p.paused,
+      ownerAddress: agent.ownerAddress,
+      allowlistRoot: p.allowlistRoot,
+      spentToday: fromBaseUnits(p.spentToday),
+      remainingDailyBudget: fromBaseUnits(remaining),
+      lastUpdated: p.lastUpdated,
+    };
+  }
+
+  /** Deploys the agent's policy (first time) or updates it, with the owner's SetPolicy signature over every field. */
+  async set(principal: Principal, agent: AgentDoc, input: SetLimitsRequest) {
+    if (!agent.ownerAddress) {
+      throw conflict(`Agent ${agent.address} has no owner yet: link it first (POST /agents/link).`);
+    }
+    const owner = agent.ownerAddress;
+    const { entries, invalid } = normalizeAllowlist(input.allowlist);
+    if (invalid.length) throw badRequest(`Not host names: ${invalid.join(", ")}`, { invalidAllowlistEntries: invalid });
+    const policy = {
+      perTxLimit: toBaseUnits(input.perTxLimit),
+      dailyBudget: toBaseUnits(input.dailyBudget),
+      allowlistRoot: allowlistRoot(entries),
+      approvalThreshold: toBaseUnits(input.approvalThreshold),
+    };
+    const digest = await this.ctx.signatures.verify({
+      kind: "SetPolicy",
+      domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
+      types: SET_POLICY_TYPES,
+      message: { agent: agent.address, ...policy, timestamp: input.timestamp },
+      signature: input.humanSignature,
+      expectedSigner: owner,
+      timestamp: input.timestamp,
+    });
+
+    return this.ctx.agentLock.run(agent.address, async () => {
+      await this.ctx.signatures.consume("SetPolicy", digest);
+      // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
+      await this.ctx.store.allowlists.updateOne(
+        { root: policy.allowlistRoot },
+        { $setOnInsert: { root: policy.allowlistRoot, entries, createdAt: new Date() } },
+        { upsert: true },
+      );
+      const chain = this.ctx.chain;
+      const deployed = await chain.isDeployed(agent.policyAddress);
+      const tuple = [policy.perTxLimit, policy.dailyBudget, policy.allowlistRoot, policy.approvalThreshold];
+      const contract = deployed ? chain.policyAt(agent.policyAddress) : chain.factory;
+      const { receipt } = await chain
+        .sendAndWait((overrides) =>
+          deployed
+            ? contract.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
+            : contract.deployPolicy(agent.address, owner, tuple, input.timestamp, input.humanSignature, overrides),
+        )
+        .catch((err) => revertToAppError(contract, err));
+      const doc: PolicyDoc = {
+        agentAddress: agent.address,
+        policyAddress: getAddress(agent.policyAddress),
+        perTxLimit: policy.perTxLimit.toString(),
+        dailyBudget: policy.dailyBudget.toString(),
+        approvalThreshold: policy.approvalThreshold.toString(),
+        allowlist: entries,
+        allowlistRoot: policy.allowlistRoot,
+        timestamp: input.timestamp,
+        txHash: receipt.hash,
+        deployed: true,
+        updatedAt: new Date(),
+      };
+      await this.ctx.store.policies.updateOne({ agentAddress: agent.address }, { $set: doc }, { upsert: true });
+      this.ctx.logger.info({ agent: agent.address, txHash: receipt.hash, deployed: !deployed }, "policy set");
+      return {
+        status: "deployed" as const,
+        policyContract: agent.policyAddress,
+        txHash: receipt.hash,
+        agentAddress: agent.address,
+        apiKey: principal.role === "registrar" ? "" : maskKey(principal.keyPrefix),
+        perTxLimit: fromBaseUnits(policy.perTxLimit),
+        dailyBudget: fromBaseUnits(policy.dailyBudget),
+        allowlist: entries,
+        approvalThreshold: fromBaseUnits(policy.approvalThreshold),
+        allowlistRoot: policy.allowlistRoot,
+        timestamp: input.timestamp,
+      };
+    });
+  }
+}

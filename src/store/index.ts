@@ -1,0 +1,69 @@
+/** MongoDB access: one client, typed collections and their indexes. Correct on real MongoDB and on CongoDB. */
+import { MongoClient, type Collection, type Db, type Document } from "mongodb";
+import type { AgentDoc, AllowlistDoc, ApiKeyDoc, OwnerDoc, PolicyDoc, SiweNonceDoc, UsedSignatureDoc, WalletKeyDoc } from "./documents";
+
+export interface Store {
+  client: MongoClient;
+  db: Db;
+  owners: Collection<OwnerDoc>;
+  apiKeys: Collection<ApiKeyDoc>;
+  agents: Collection<AgentDoc>;
+  walletKeys: Collection<WalletKeyDoc>;
+  policies: Collection<PolicyDoc>;
+  allowlists: Collection<AllowlistDoc>;
+  usedSignatures: Collection<UsedSignatureDoc>;
+  siweNonces: Collection<SiweNonceDoc>;
+  collection<T extends Document>(name: string): Collection<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Unique indexes are declared even though CongoDB does not enforce them: writes are upserts on the natural key. */
+const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; expireAfterSeconds?: number }[]> = {
+  owners: [{ key: { address: 1 }, unique: true }],
+  apiKeys: [{ key: { hash: 1 }, unique: true }, { key: { agentAddress: 1 } }, { key: { ownerAddress: 1 } }],
+  agents: [
+    { key: { address: 1 }, unique: true },
+    { key: { registrationKey: 1 } },
+    { key: { ownerAddress: 1, createdAt: -1 } },
+  ],
+  walletKeys: [{ key: { address: 1 }, unique: true }],
+  policies: [{ key: { agentAddress: 1 }, unique: true }],
+  allowlists: [{ key: { root: 1 }, unique: true }],
+  usedSignatures: [{ key: { hash: 1 }, unique: true }],
+  siweNonces: [{ key: { nonce: 1 }, unique: true }, { key: { expiresAt: 1 }, expireAfterSeconds: 0 }],
+};
+
+export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
+  await client.connect();
+  const db = client.db(dbName);
+  const all = { ...INDEXES, ...extraIndexes };
+  for (const [name, specs] of Object.entries(all)) {
+    for (const spec of specs) {
+      const options: { unique?: boolean; expireAfterSeconds?: number } = {};
+      if (spec.unique) options.unique = true;
+      if (spec.expireAfterSeconds !== undefined) options.expireAfterSeconds = spec.expireAfterSeconds;
+      await db.collection(name).createIndex(spec.key, options);
+    }
+  }
+  return {
+    client,
+    db,
+    owners: db.collection<OwnerDoc>("owners"),
+    apiKeys: db.collection<ApiKeyDoc>("apiKeys"),
+    agents: db.collection<AgentDoc>("agents"),
+    walletKeys: db.collection<WalletKeyDoc>("walletKeys"),
+    policies: db.collection<PolicyDoc>("policies"),
+    allowlists: db.collection<AllowlistDoc>("allowlists"),
+    usedSignatures: db.collection<UsedSignatureDoc>("usedSignatures"),
+    siweNonces: db.collection<SiweNonceDoc>("siweNonces"),
+    collection: <T extends Document>(name: string) => db.collection<T>(name),
+    ping: async () => {
+      await db.command({ ping: 1 });
+    },
+    close: () => client.close(),
+  };
+}
+
+export type IndexSpecs = typeof INDEXES;

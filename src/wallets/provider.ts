@@ -1,0 +1,79 @@
+/**
+ * Key custody. Agent keys are generated here, encrypted at rest with AES-256-GCM and decrypted only to sign.
+ * WalletProvider is the seam where a hosted custody API can replace the local provider.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { Wallet, getAddress } from "ethers";
+import type { Collection } from "mongodb";
+import type { WalletKeyDoc } from "../store/documents";
+
+export interface TypedDataToSign {
+  domain: Record<string, unknown>;
+  types: Record<string, { name: string; type: string }[]>;
+  primaryType: string;
+  message: Record<string, unknown>;
+}
+
+/** What x402's exact EVM client needs from a buyer (a viem-compatible signer). */
+export interface AgentSigner {
+  address: `0x${string}`;
+  signTypedData(data: TypedDataToSign): Promise<`0x${string}`>;
+}
+
+export interface WalletProvider {
+  /** Creates a new agent wallet and returns its checksummed address. */
+  create(): Promise<string>;
+  /** A signer for an agent wallet this provider holds. */
+  signer(address: string): Promise<AgentSigner>;
+}
+
+export class LocalWalletProvider implements WalletProvider {
+  private readonly key: Buffer;
+
+  constructor(
+    private readonly keys: Collection<WalletKeyDoc>,
+    encryptionKeyHex: string,
+  ) {
+    this.key = Buffer.from(encryptionKeyHex.replace(/^0x/, ""), "hex");
+    if (this.key.length !== 32) throw new Error("WALLET_ENCRYPTION_KEY must be 32 bytes");
+  }
+
+  async create(): Promise<string> {
+    const wallet = Wallet.createRandom();
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    cipher.setAAD(Buffer.from(wallet.address.toLowerCase()));
+    const ciphertext = Buffer.concat([cipher.update(Buffer.from(wallet.privateKey.slice(2), "hex")), cipher.final()]);
+    await this.keys.insertOne({
+      address: wallet.address,
+      provider: "local",
+      ciphertext: ciphertext.toString("base64"),
+      iv: iv.toString("base64"),
+      tag: cipher.getAuthTag().toString("base64"),
+      createdAt: new Date(),
+    });
+    return wallet.address;
+  }
+
+  async signer(address: string): Promise<AgentSigner> {
+    const checksummed = getAddress(address);
+    const doc = await this.keys.findOne({ address: checksummed });
+    if (!doc) throw new Error(`no key held for ${checksummed}`);
+    const wallet = new Wallet(this.decrypt(doc));
+    return {
+      address: checksummed as `0x${string}`,
+      signTypedData: async ({ domain, types, message }) => {
+        const { EIP712Domain: _ignored, ...rest } = types as Record<string, { name: string; type: string }[]>;
+        return (await wallet.signTypedData(domain, rest, message)) as `0x${string}`;
+      },
+    };
+  }
+
+  private decrypt(doc: WalletKeyDoc): string {
+    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(doc.iv, "base64"));
+    decipher.setAAD(Buffer.from(doc.address.toLowerCase()));
+    decipher.setAuthTag(Buffer.from(doc.tag, "base64"));
+    const plain = Buffer.concat([decipher.update(Buffer.from(doc.ciphertext, "base64")), decipher.final()]);
+    return "0x" + plain.toString("hex");
+  }
+}
