@@ -1,0 +1,52 @@
+/** Entry point: `npm start`. Embedded mode (no RPC_URL, no MONGODB_URI) needs no setup at all. */
+import { ConfigError, loadConfig } from "./config";
+import { startService } from "./server";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const svc = await startService(config);
+  const c = svc.config;
+  const lines = [
+    "",
+    `SpendGate is running at ${svc.services.ctx.urls.base}`,
+    c.embeddedChain
+      ? "  EMBEDDED MODE: a sandbox with an in-process chain and in-memory database. Nothing persists."
+      : `  chain: ${c.rpcUrl?.replace(/\/\/[^/]*@/, "//***@")} (chain id ${c.chainId})`,
+    `  API:          ${svc.services.ctx.urls.base}`,
+    `  dashboard:    ${svc.services.ctx.urls.dashboard}`,
+    `  MCP:          ${svc.services.ctx.urls.base}/mcp`,
+    `  chain RPC:    ${c.embeddedChain ? c.rpcUrl : "(configured RPC_URL)"}  chain id ${c.chainId}`,
+    `  USDC:         ${c.usdcAddress}`,
+    `  factory:      ${c.factoryAddress}`,
+    svc.embeddedChain ? `  multicall3:   ${svc.embeddedChain.addresses.multicall3}` : "",
+    `  operator:     ${svc.chain.operator.address}`,
+    `  database:     ${c.embeddedStore ? "embedded (in memory)" : "MONGODB_URI"}`,
+    "",
+  ].filter((l) => l !== "");
+  console.log(lines.join("\n"));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    svc.logger.info({ signal }, "shutting down");
+    await svc.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch((err) => {
+  console.error("SpendGate failed to start:", err instanceof Error ? err.message : err);
+  process.exit(1);
+});

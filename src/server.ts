@@ -1,0 +1,131 @@
+/**
+ * Boots the whole service: config -> chain (embedded or RPC) -> store (embedded or MONGODB_URI) -> services -> app
+ * -> listen. Used by src/index.ts and by the test stack, so both run exactly the same wiring.
+ */
+import { randomBytes } from "node:crypto";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import pino, { type Logger } from "pino";
+import { createApp } from "./app";
+import { ChainClient } from "./chain/client";
+import type { EmbeddedChain } from "./chain/embedded";
+import type { Config } from "./config";
+import { createServices, type Services } from "./services";
+import { KeyService } from "./services/keys";
+import { SignatureService } from "./services/signatures";
+import { connectStore, type Store } from "./store";
+import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
+import { KeyedMutex } from "./util/mutex";
+import { LocalWalletProvider } from "./wallets/provider";
+
+export interface RunningService {
+  url: string;
+  config: Config;
+  services: Services;
+  store: Store;
+  chain: ChainClient;
+  embeddedChain?: EmbeddedChain;
+  embeddedMongo?: EmbeddedMongo;
+  logger: Logger;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Reuse a running embedded chain (tests share one per file). */
+  embeddedChain?: EmbeddedChain;
+}
+
+export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
+  const logger = opts.logger ?? pino({ level: config.logLevel, redact: ["req.headers.authorization", "*.privateKey", "*.apiKey"] });
+  const cleanup: (() => Promise<void>)[] = [];
+  try {
+    let embeddedChain = opts.embeddedChain;
+    if (config.embeddedChain && !embeddedChain) {
+      const { startEmbeddedChain } = await import("./chain/embedded");
+      embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
+      const started = embeddedChain;
+      cleanup.push(() => started.close());
+    }
+    if (embeddedChain) {
+      config.rpcUrl = embeddedChain.rpcUrl;
+      config.factoryAddress = embeddedChain.addresses.factory;
+      config.factoryDeployBlock = embeddedChain.deployBlock;
+      config.usdcAddress = embeddedChain.addresses.usdc;
+      config.operatorPrivateKey = embeddedChain.operator.privateKey;
+      config.facilitatorPrivateKey ??= embeddedChain.facilitator.privateKey;
+    }
+
+    let embeddedMongo: EmbeddedMongo | undefined;
+    let mongoUri = config.mongodbUri;
+    if (!mongoUri) {
+      embeddedMongo = await startEmbeddedMongo();
+      mongoUri = embeddedMongo.uri;
+      const started = embeddedMongo;
+      cleanup.push(() => started.stop());
+    }
+    // Each embedded run gets its own database so runs never see each other's data.
+    const dbName = embeddedMongo ? `spendgate_${randomBytes(4).toString("hex")}` : config.mongodbDb;
+    const store = await connectStore(mongoUri, dbName);
+    cleanup.push(() => store.close());
+
+    const chain = new ChainClient({
+      rpcUrl: config.rpcUrl!,
+      chainId: config.chainId,
+      operatorPrivateKey: config.operatorPrivateKey!,
+      factoryAddress: config.factoryAddress!,
+      usdcAddress: config.usdcAddress,
+      pollingIntervalMs: embeddedChain ? 100 : 1_000,
+    });
+    cleanup.push(async () => chain.destroy());
+
+    const walletKey = config.walletEncryptionKey ?? randomBytes(32).toString("hex");
+    const urls = { base: config.baseUrl ?? "", dashboard: config.dashboardUrl ?? "" };
+    const services = createServices({
+      config,
+      urls,
+      store,
+      chain,
+      wallets: new LocalWalletProvider(store.walletKeys, walletKey),
+      keys: new KeyService(store.apiKeys),
+      signatures: new SignatureService(chain.provider, store.usedSignatures, config.signatureWindowSeconds),
+      agentLock: new KeyedMutex(),
+      logger,
+    });
+
+    const app = createApp({ services, logger });
+    const server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.port, config.host, () => resolve(s));
+      s.once("error", reject);
+    });
+    server.requestTimeout = 120_000;
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    urls.base = config.baseUrl ?? url;
+    urls.dashboard = config.dashboardUrl ?? urls.base;
+
+    let closed = false;
+    return {
+      url,
+      config,
+      services,
+      store,
+      chain,
+      embeddedChain,
+      embeddedMongo,
+      logger,
+      server,
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+    throw err;
+  }
+}
