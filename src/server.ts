@@ -43,7 +43,9 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   try {
     let embeddedChain = opts.embeddedChain;
     if (config.embeddedChain && !embeddedChain) {
-      const { startEmbeddedChain } = await import("./chain/embedded");
+      // require, not import(): the embedded chain loads Hardhat, which production never needs.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
       embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
       const started = embeddedChain;
       cleanup.push(() => started.close());

@@ -80,6 +80,8 @@ export class ChainClient {
     this.provider = new JsonRpcProvider(options.rpcUrl, network, {
       staticNetwork: network,
       batchMaxCount: 1,
+      // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
+      cacheTimeout: -1,
       pollingInterval: options.pollingIntervalMs ?? 1_000,
     });
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);

@@ -1,0 +1,141 @@
+/**
+ * The test stack: the real service (embedded chain, CongoDB, real HTTP on a random port) booted once per test
+ * file, plus an owner wallet and small helpers to sign and call the API the way users do.
+ */
+import { Writable } from "node:stream";
+import { Wallet, getAddress } from "ethers";
+import pino from "pino";
+import { loadConfig } from "../../src/config";
+import { startService, type RunningService } from "../../src/server";
+import {
+  LINK_AGENT_TYPES,
+  SET_POLICY_TYPES,
+  SET_PAUSED_TYPES,
+  policyDomain,
+  serviceDomain,
+} from "../../src/chain/typedData";
+import { allowlistRoot, normalizeAllowlist } from "../../src/policy/allowlist";
+import { toBaseUnits } from "../../src/amounts";
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface Stack {
+  svc: RunningService;
+  url: string;
+  logs: string[];
+  api<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  now(): number;
+  /** Creates an agent with open genesis; returns its address and key. */
+  genesis(body?: Record<string, unknown>): Promise<{ agentAddress: string; apiKey: string }>;
+  signLink(owner: Wallet, agent: string, timestamp?: number): Promise<Record<string, unknown>>;
+  policyBody(
+    owner: Wallet,
+    agent: string,
+    policy: { perTxLimit: string; dailyBudget: string; allowlist: string[]; approvalThreshold: string },
+    timestamp?: number,
+  ): Promise<Record<string, unknown>>;
+  signPause(owner: Wallet, agent: string, paused: boolean, timestamp?: number): Promise<{ signature: string; timestamp: number }>;
+  /** Genesis, link to `owner` and deploy a policy: a ready-to-pay agent. */
+  onboard(
+    owner: Wallet,
+    policy?: Partial<{ perTxLimit: string; dailyBudget: string; allowlist: string[]; approvalThreshold: string }>,
+  ): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
+  close(): Promise<void>;
+}
+
+export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(chunk.toString());
+      cb();
+    },
+  });
+  const logger = pino({ level: "info" }, sink);
+  const config = loadConfig({ PORT: "0", ...env });
+  const svc = await startService(config, { logger });
+  const url = svc.url;
+  const chainId = config.chainId;
+  const now = () => Math.floor(Date.now() / 1000);
+
+  const api: Stack["api"] = async (method, path, opts = {}) => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      headers["Content-Type"] ??= "application/json";
+    }
+    const res = await fetch(url + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: any = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+
+  const policyAddressOf = async (agent: string) => getAddress(await svc.chain.factory.predictPolicyAddress(agent));
+
+  const stack: Stack = {
+    svc,
+    url,
+    logs,
+    api,
+    now,
+    async genesis(body = {}) {
+      const res = await api("POST", "/wallet/genesis", { body });
+      if (res.status !== 201) throw new Error(`genesis failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return { agentAddress: res.body.agentAddress, apiKey: res.body.apiKey };
+    },
+    async signLink(owner, agent, timestamp = now()) {
+      const ownerSignature = await owner.signTypedData(serviceDomain(chainId), LINK_AGENT_TYPES, {
+        agent,
+        owner: owner.address,
+        timestamp,
+      });
+      return { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp };
+    },
+    async policyBody(owner, agent, policy, timestamp = now()) {
+      const { entries } = normalizeAllowlist(policy.allowlist);
+      const humanSignature = await owner.signTypedData(policyDomain(chainId, await policyAddressOf(agent)), SET_POLICY_TYPES, {
+        agent,
+        perTxLimit: toBaseUnits(policy.perTxLimit),
+        dailyBudget: toBaseUnits(policy.dailyBudget),
+        allowlistRoot: allowlistRoot(entries),
+        approvalThreshold: toBaseUnits(policy.approvalThreshold),
+        timestamp,
+      });
+      return { agentAddress: agent, ...policy, humanSignature, timestamp };
+    },
+    async signPause(owner, agent, paused, timestamp = now()) {
+      const signature = await owner.signTypedData(policyDomain(chainId, await policyAddressOf(agent)), SET_PAUSED_TYPES, {
+        agent,
+        paused,
+        timestamp,
+      });
+      return { signature, timestamp };
+    },
+    async onboard(owner, policy = {}) {
+      const { agentAddress, apiKey } = await stack.genesis();
+      const link = await api("POST", "/agents/link", { body: await stack.signLink(owner, agentAddress) });
+      if (link.status !== 200) throw new Error(`link failed: ${link.status} ${JSON.stringify(link.body)}`);
+      const full = { perTxLimit: "5", dailyBudget: "20", allowlist: ["127.0.0.1", "localhost"], approvalThreshold: "2", ...policy };
+      const res = await api("POST", "/limits", { key: apiKey, body: await stack.policyBody(owner, agentAddress, full) });
+      if (res.status !== 201) throw new Error(`limits failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return { agentAddress, apiKey, policyContract: res.body.policyContract };
+    },
+    close: () => svc.close(),
+  };
+  return stack;
+}
+
+export function randomOwner(): Wallet {
+  return Wallet.createRandom() as unknown as Wallet;
+}
