@@ -1,0 +1,141 @@
+import { expect } from "chai";
+import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
+import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
+import { EMPTY_ROOT, allowlistRoot, leafMatches, proveMerchant } from "../../src/policy/allowlist";
+import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor } from "../helpers/policyFixture";
+
+const Allow = 0n;
+const Block = 2n;
+
+describe("SpendPolicy allowlist", function () {
+  it("allows a merchant equal to an exact leaf", async function () {
+    const { policy, agent, pay } = await loadFixture(policyFixture);
+    const id = paymentId();
+    await expect(pay(1n, "weather.xyz", { id }))
+      .to.emit(policy, "PaymentAuthorized")
+      .withArgs(id, agent, "weather.xyz", 1n, 1n);
+  });
+
+  it("lets *.domain admit sub.domain and a.b.domain", async function () {
+    const { policy, pay } = await loadFixture(policyFixture);
+    for (const merchant of ["sub.data.io", "a.b.data.io"]) {
+      expect(proofFor(ALLOWLIST, merchant).leaf).to.equal("*.data.io");
+      await expect(pay(1n, merchant)).to.emit(policy, "PaymentAuthorized");
+    }
+  });
+
+  it("does not let *.domain admit domain itself or evil-domain, and blocks them with reason 1", async function () {
+    const { policy, agent, operator } = await loadFixture(policyFixture);
+    const { proof } = proveMerchant(ALLOWLIST, "sub.data.io")!;
+    // ".data.io" ends in the suffix but is not longer than it (and is no host): refused like leafMatches() does.
+    for (const merchant of ["data.io", "evildata.io", "evil-data.io", "data.io.evil.com", ".data.io"]) {
+      const id = paymentId();
+      await expect(policy.connect(operator).authorizePayment(id, merchant, "*.data.io", proof, 1n, NO_APPROVAL))
+        .to.emit(policy, "PaymentBlocked")
+        .withArgs(id, agent, merchant, 1n, 1);
+    }
+  });
+
+  it("lets * admit any merchant", async function () {
+    const { policy, pay, setPolicy } = await loadFixture(policyFixture);
+    const entries = ["*"];
+    await setPolicy({ allowlistRoot: allowlistRoot(entries) });
+    for (const merchant of ["anything.example", "x.y.z.w", "localhost"]) {
+      await expect(pay(1n, merchant, { entries })).to.emit(policy, "PaymentAuthorized");
+    }
+  });
+
+  it("denies everything with an empty allowlist (zero root), even a * leaf", async function () {
+    const { policy, agent, operator, pay, setPolicy } = await loadFixture(policyFixture);
+    await setPolicy({ allowlistRoot: EMPTY_ROOT });
+    const id = paymentId();
+    await expect(pay(1n, "api.example.com", { id }))
+      .to.emit(policy, "PaymentBlocked")
+      .withArgs(id, agent, "api.example.com", 1n, 1);
+    const id2 = paymentId();
+    await expect(policy.connect(operator).authorizePayment(id2, "api.example.com", "*", [], 1n, NO_APPROVAL))
+      .to.emit(policy, "PaymentBlocked")
+      .withArgs(id2, agent, "api.example.com", 1n, 1);
+  });
+
+  it("denies a leaf with a wrong or empty proof", async function () {
+    const { policy, agent, operator } = await loadFixture(policyFixture);
+    const { proof } = proveMerchant(ALLOWLIST, "weather.xyz")!;
+    const tampered = [...proof];
+    tampered[0] = "0x" + "11".repeat(32);
+    for (const badProof of [proof, tampered, []]) {
+      const id = paymentId();
+      // `proof` proves weather.xyz, not api.example.com.
+      await expect(
+        policy.connect(operator).authorizePayment(id, "api.example.com", "api.example.com", badProof, 1n, NO_APPROVAL),
+      )
+        .to.emit(policy, "PaymentBlocked")
+        .withArgs(id, agent, "api.example.com", 1n, 1);
+    }
+  });
+
+  it("denies a valid leaf that does not admit the merchant", async function () {
+    const { policy, agent, operator } = await loadFixture(policyFixture);
+    const { leaf, proof } = proveMerchant(ALLOWLIST, "api.example.com")!;
+    const id = paymentId();
+    await expect(policy.connect(operator).authorizePayment(id, "weather.xyz", leaf, proof, 1n, NO_APPROVAL))
+      .to.emit(policy, "PaymentBlocked")
+      .withArgs(id, agent, "weather.xyz", 1n, 1);
+  });
+
+  it("denies a merchant that is not in the allowlist at all", async function () {
+    const { policy, agent, pay } = await loadFixture(policyFixture);
+    const id = paymentId();
+    await expect(pay(1n, "evil.example.net", { id }))
+      .to.emit(policy, "PaymentBlocked")
+      .withArgs(id, agent, "evil.example.net", 1n, 1);
+  });
+
+  it("never admits an empty merchant, even under *", async function () {
+    const { policy, agent, operator, setPolicy } = await loadFixture(policyFixture);
+    await setPolicy({ allowlistRoot: allowlistRoot(["*"]) });
+    const { proof } = proveMerchant(["*"], "any.host")!;
+    const id = paymentId();
+    await expect(policy.connect(operator).authorizePayment(id, "", "*", proof, 1n, NO_APPROVAL))
+      .to.emit(policy, "PaymentBlocked")
+      .withArgs(id, agent, "", 1n, 1);
+  });
+
+  it("agrees with leafMatches() of src/policy/allowlist.ts on every leaf and merchant pair", async function () {
+    const { policy, setPolicy } = await loadFixture(policyFixture);
+    const leaves = ["*", "*.data.io", "data.io", "api.example.com", "*.io", "*.a.b.c", "x"];
+    const merchants = [
+      "data.io",
+      "sub.data.io",
+      "a.b.data.io",
+      "evildata.io",
+      "api.example.com",
+      "api.example.co",
+      "example.com",
+      "io",
+      "x",
+      "xx",
+      "d.a.b.c",
+      "a.b.c",
+    ];
+    await setPolicy({ allowlistRoot: allowlistRoot(leaves) });
+    for (const leaf of leaves) {
+      const proof = proofOfLeaf(leaves, leaf);
+      for (const merchant of merchants) {
+        const [decision] = await policy.checkPayment(merchant, leaf, proof, 1n);
+        const expected = leafMatches(leaf, merchant) ? Allow : Block;
+        expect(decision).to.equal(expected, `leaf ${leaf} merchant ${merchant}`);
+      }
+    }
+  });
+});
+
+/** The proof of one leaf in the StandardMerkleTree of `entries` (as allowlistRoot() builds it). */
+function proofOfLeaf(entries: string[], leaf: string): string[] {
+  const tree = StandardMerkleTree.of(
+    entries.map((e) => [e]),
+    ["string"],
+  );
+  for (const [i, value] of tree.entries()) if (value[0] === leaf) return tree.getProof(i);
+  throw new Error(`${leaf} not in tree`);
+}
