@@ -75,6 +75,7 @@ export function allowlistRoot(normalizedEntries: readonly string[]): string {
 
 /** Whether an allowlist leaf admits a normalised merchant host (the contract applies the same rule). */
 export function leafMatches(leaf: string, merchant: string): boolean {
+  if (!merchant) return false;
   if (leaf === "*") return true;
   if (leaf.startsWith("*.")) return merchant.endsWith(leaf.slice(1)) && merchant.length > leaf.length - 1;
   return leaf === merchant;

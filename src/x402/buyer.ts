@@ -1,0 +1,200 @@
+/**
+ * The buyer side of x402, used by POST /pay: ask the seller (bounded in time and size), read its 402 in either
+ * protocol version, pick the exact-USDC-on-Base requirement, sign with the agent's key through the real x402
+ * client, and send the paid request.
+ */
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import type { AgentSigner } from "../wallets/provider";
+import { privateAddressesOf } from "./ssrf";
+
+export interface SellerRequest {
+  url: string;
+  method: "GET" | "POST";
+  body?: unknown;
+}
+
+export interface SellerResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+  /** The URL that answered (after same-host redirects). */
+  url: string;
+}
+
+/** A seller problem the caller should see as a clear error (never a 500). */
+export class SellerError extends Error {
+  constructor(
+    readonly code: "seller_unreachable" | "seller_timeout" | "seller_response_too_large" | "seller_redirect_refused" | "unsafe_seller_address" | "invalid_payment_required",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface BuyerOptions {
+  timeoutMs: number;
+  maxBytes: number;
+  allowPrivate: boolean;
+  chainId: number;
+  usdcAddress: string;
+}
+
+const MAX_REDIRECTS = 3;
+const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
+
+async function readLimited(res: Response, maxBytes: number): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? 0);
+  if (declared > maxBytes) {
+    await res.body?.cancel();
+    throw new SellerError("seller_response_too_large", `The seller's response is larger than ${maxBytes} bytes.`);
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new SellerError("seller_response_too_large", `The seller's response is larger than ${maxBytes} bytes.`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function parseBody(text: string, contentType: string | null): unknown {
+  if (!text) return null;
+  if (contentType?.includes("json") || /^\s*[[{]/.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+/** Requests the seller. Redirects are followed only on the same host (another host would bypass the allowlist). */
+export async function requestSeller(req: SellerRequest, opts: BuyerOptions, headers: Record<string, string> = {}): Promise<SellerResponse> {
+  let url = new URL(req.url);
+  const originalHost = url.host;
+  for (let hop = 0; ; hop++) {
+    if (!opts.allowPrivate) {
+      const privateIps = await privateAddressesOf(url.hostname).catch(() => {
+        throw new SellerError("seller_unreachable", `Could not resolve the seller's host ${url.hostname}.`);
+      });
+      if (privateIps.length) {
+        throw new SellerError("unsafe_seller_address", `The seller's host ${url.hostname} resolves to a private address; refused.`);
+      }
+    }
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: req.method,
+        headers: { Accept: "application/json", ...(req.body !== undefined ? { "Content-Type": "application/json" } : {}), ...headers },
+        body: req.body !== undefined ? JSON.stringify(req.body) : undefined,
+        redirect: "manual",
+        signal: AbortSignal.timeout(opts.timeoutMs),
+      });
+    } catch (err) {
+      const e = err as { name?: string };
+      if (e.name === "TimeoutError" || e.name === "AbortError") {
+        throw new SellerError("seller_timeout", `The seller did not answer within ${opts.timeoutMs} ms.`);
+      }
+      throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin}.`);
+    }
+    if (res.status >= 300 && res.status < 400 && res.headers.get("location")) {
+      await res.body?.cancel();
+      const next = new URL(res.headers.get("location")!, url);
+      if (next.host !== originalHost || !/^https?:$/.test(next.protocol) || hop >= MAX_REDIRECTS) {
+        throw new SellerError(
+          "seller_redirect_refused",
+          `The seller redirected to ${next.protocol}//${next.host}; only up to ${MAX_REDIRECTS} redirects on the same host are followed.`,
+        );
+      }
+      url = next;
+      continue;
+    }
+    let text: string;
+    try {
+      text = await readLimited(res, opts.maxBytes);
+    } catch (err) {
+      if (err instanceof SellerError) throw err;
+      const e = err as { name?: string };
+      if (e.name === "TimeoutError" || e.name === "AbortError") {
+        throw new SellerError("seller_timeout", `The seller did not finish answering within ${opts.timeoutMs} ms.`);
+      }
+      throw new SellerError("seller_unreachable", "The seller's response broke off.");
+    }
+    return { status: res.status, headers: res.headers, body: parseBody(text, res.headers.get("content-type")), url: url.toString() };
+  }
+}
+
+export interface Quote {
+  paymentRequired: PaymentRequired;
+  requirement: PaymentRequirements;
+  /** Price in token base units. */
+  amount: bigint;
+  version: 1 | 2;
+}
+
+/** Reads a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body) and picks exact / this chain / USDC; null if none fits. */
+export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId" | "usdcAddress">): Quote | null {
+  const http = new x402HTTPClient(new x402Client());
+  let paymentRequired: PaymentRequired;
+  try {
+    paymentRequired = http.getPaymentRequiredResponse((n) => res.headers.get(n), res.body);
+  } catch {
+    throw new SellerError("invalid_payment_required", "The seller's 402 carries no readable x402 payment requirement.");
+  }
+  if (!paymentRequired || !Array.isArray(paymentRequired.accepts)) {
+    throw new SellerError("invalid_payment_required", "The seller's 402 has no list of accepted payments.");
+  }
+  const version = paymentRequired.x402Version === 1 ? 1 : 2;
+  const network = version === 1 ? V1_NETWORKS[opts.chainId] : `eip155:${opts.chainId}`;
+  for (const r of paymentRequired.accepts as unknown as Record<string, unknown>[]) {
+    if (!r || typeof r !== "object") continue;
+    const raw = version === 1 ? r.maxAmountRequired : r.amount;
+    if (r.scheme !== "exact" || r.network !== network) continue;
+    if (typeof r.asset !== "string" || r.asset.toLowerCase() !== opts.usdcAddress.toLowerCase()) continue;
+    if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw) || typeof r.payTo !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(r.payTo)) {
+      continue;
+    }
+    return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount: BigInt(raw), version };
+  }
+  return null;
+}
+
+export interface SignedPayment {
+  payload: PaymentPayload;
+  headers: Record<string, string>;
+  /** The EIP-3009 nonce: SpendGate's paymentId. */
+  nonce: string;
+}
+
+/** Signs the EIP-3009 authorisation for exactly this requirement with the agent's key, through the x402 client. */
+export async function signPayment(signer: AgentSigner, quote: Quote): Promise<SignedPayment> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer });
+  client.setSpendControls(false); // the on-chain policy is the spend control
+  const http = new x402HTTPClient(client);
+  const only = { ...quote.paymentRequired, accepts: [quote.requirement] } as PaymentRequired;
+  const payload = await http.createPaymentPayload(only);
+  const auth = (payload.payload as { authorization?: { nonce?: string } }).authorization;
+  if (!auth?.nonce) throw new Error("x402 client produced a payload without an EIP-3009 nonce");
+  return { payload, headers: http.encodePaymentSignatureHeader(payload), nonce: auth.nonce };
+}
+
+/** The settlement the seller reports in PAYMENT-RESPONSE / X-PAYMENT-RESPONSE, if any. */
+export function readSettlement(res: SellerResponse): SettleResponse | null {
+  try {
+    return new x402HTTPClient(new x402Client()).getPaymentSettleResponse((n) => res.headers.get(n));
+  } catch {
+    return null;
+  }
+}
