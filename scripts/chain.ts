@@ -1,0 +1,39 @@
+/**
+ * Starts the embedded chain on its own and keeps it up until Ctrl-C: Hardhat's network with chain id 8453, TestUSDC
+ * at the Base USDC address, Multicall3 and a SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never
+ * keys). `npx tsx scripts/chain.ts [--port N]` (after `npx hardhat compile`).
+ */
+import { startEmbeddedChain } from "../src/chain/embedded";
+
+async function main(): Promise<void> {
+  const i = process.argv.indexOf("--port");
+  const port = i > 0 ? Number(process.argv[i + 1]) : Number(process.env.CHAIN_PORT ?? 8545);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port: ${process.argv[i + 1]}`);
+  const t0 = performance.now();
+  const chain = await startEmbeddedChain({ port });
+  console.log(`Embedded chain (sandbox: nothing persists) up in ${Math.round(performance.now() - t0)} ms`);
+  console.log(`  JSON-RPC:     ${chain.rpcUrl}`);
+  console.log(`  chain id:     ${chain.chainId}`);
+  console.log(`  USDC (test):  ${chain.addresses.usdc}`);
+  console.log(`  Multicall3:   ${chain.addresses.multicall3}`);
+  console.log(`  factory:      ${chain.addresses.factory} (block ${chain.deployBlock})`);
+  console.log(`  operator:     ${chain.operator.address}`);
+  console.log(`  facilitator:  ${chain.facilitator.address}`);
+  console.log("Ctrl-C to stop.");
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    chain.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

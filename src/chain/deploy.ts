@@ -1,0 +1,180 @@
+/**
+ * Deploys SpendPolicyFactory to the network Hardhat is connected to and records it in deployments/<network>.json.
+ * Used by scripts/deploy.ts (`npx hardhat run scripts/deploy.ts --network base`) and by its test on the in-process
+ * network. The embedded chain uses deployFactoryContract only (it records nothing).
+ */
+import { Contract, ContractFactory, getAddress, isAddress, keccak256, toUtf8Bytes, type Signer } from "ethers";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { HardhatRuntimeEnvironment } from "hardhat/types";
+
+/** USDC of the networks we deploy to, by chain id (the in-process hardhat network uses Base's chain id 8453). */
+export const USDC_ADDRESSES: Readonly<Record<number, string>> = {
+  8453: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+  84532: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+};
+
+export interface DeploymentRecord {
+  network: string;
+  chainId: number;
+  factory: {
+    address: string;
+    txHash: string;
+    block: number;
+    deployer: string;
+    owner: string;
+    defaultOperator: string;
+    constructorArgs: [owner: string, defaultOperator: string];
+  };
+  usdc: string | null;
+  abiHash: string;
+  deployedAt: string;
+}
+
+export interface DeployFactoryOptions {
+  /** Factory owner. Default: the deployer. */
+  owner?: string;
+  /** The factory's defaultOperator (the service's relayer). Required except on the hardhat network (default: deployer). */
+  operator?: string;
+  /** Default: the first account of the network (DEPLOYER_PRIVATE_KEY on live networks). */
+  deployer?: Signer;
+  /** Blocks to wait for. Default 1 on hardhat, 2 elsewhere. */
+  confirmations?: number;
+  /** Where records go. Default: <project root>/deployments. */
+  deploymentsDir?: string;
+  log?: (line: string) => void;
+}
+
+export class DeploymentChainMismatchError extends Error {
+  constructor(
+    readonly file: string,
+    readonly recordedChainId: number,
+    readonly chainId: number,
+  ) {
+    super(`${file} records chain id ${recordedChainId}, but this network has chain id ${chainId}: refusing to overwrite`);
+  }
+}
+
+/** keccak256 of the JSON of the factory and policy ABIs: tells whether a record matches the compiled contracts. */
+export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
+  const [factory, policy] = await Promise.all([
+    hre.artifacts.readArtifact("SpendPolicyFactory"),
+    hre.artifacts.readArtifact("SpendPolicy"),
+  ]);
+  return keccak256(toUtf8Bytes(JSON.stringify({ SpendPolicyFactory: factory.abi, SpendPolicy: policy.abi })));
+}
+
+/** Deploys SpendPolicyFactory(owner, operator) from `deployer` and waits for `confirmations`. */
+export async function deployFactoryContract(
+  hre: HardhatRuntimeEnvironment,
+  deployer: Signer,
+  owner: string,
+  operator: string,
+  confirmations = 1,
+): Promise<{ address: string; txHash: string; block: number }> {
+  const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
+  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator);
+  const tx = factory.deploymentTransaction();
+  if (!tx) throw new Error("SpendPolicyFactory deployment sent no transaction");
+  const receipt = await tx.wait(confirmations);
+  if (!receipt || receipt.status !== 1) throw new Error(`SpendPolicyFactory deployment failed (tx ${tx.hash})`);
+  return { address: await factory.getAddress(), txHash: tx.hash, block: receipt.blockNumber };
+}
+
+/** The record of `network` in `dir`, if any. */
+export function readDeploymentRecord(dir: string, network: string): DeploymentRecord | undefined {
+  const file = join(dir, `${network}.json`);
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, "utf8")) as DeploymentRecord;
+}
+
+function assertSameChain(dir: string, network: string, chainId: number): void {
+  const previous = readDeploymentRecord(dir, network);
+  if (previous && previous.chainId !== chainId) {
+    throw new DeploymentChainMismatchError(join(dir, `${network}.json`), previous.chainId, chainId);
+  }
+}
+
+/** The command that verifies the factory's source on Basescan. */
+export function verifyCommand(record: DeploymentRecord): string {
+  const [owner, operator] = record.factory.constructorArgs;
+  return `npx hardhat verify --network ${record.network} ${record.factory.address} ${owner} ${operator}`;
+}
+
+/**
+ * Deploys the factory, checks its defaultOperator, writes deployments/<network>.json and returns the record.
+ * Refuses (before sending anything) when an existing record of that name was made on another chain id.
+ */
+export async function deployFactory(
+  hre: HardhatRuntimeEnvironment,
+  opts: DeployFactoryOptions = {},
+): Promise<DeploymentRecord> {
+  const log = opts.log ?? (() => undefined);
+  const network = hre.network.name;
+  const dir = opts.deploymentsDir ?? join(hre.config.paths.root, "deployments");
+  // Arguments first, so a mistake costs no RPC call.
+  if (opts.operator === undefined && network !== "hardhat") {
+    throw new Error(`operator (OPERATOR_ADDRESS) is required on network ${network}`);
+  }
+  if (opts.operator !== undefined) checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator);
+  if (opts.owner !== undefined) checkedAddress("owner (FACTORY_OWNER)", opts.owner);
+
+  const chainId = Number(await hre.network.provider.request({ method: "eth_chainId" }));
+  assertSameChain(dir, network, chainId);
+
+  const deployer = opts.deployer ?? (await defaultDeployer(hre));
+  const deployerAddress = getAddress(await deployer.getAddress());
+  const operator = checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator ?? deployerAddress);
+  const owner = checkedAddress("owner (FACTORY_OWNER)", opts.owner ?? deployerAddress);
+  const confirmations = opts.confirmations ?? (network === "hardhat" ? 1 : 2);
+
+  log(`Deploying SpendPolicyFactory to ${network} (chain id ${chainId}) from ${deployerAddress}`);
+  log(`  owner ${owner}, defaultOperator ${operator}; waiting for ${confirmations} confirmation(s)`);
+  const deployed = await deployFactoryContract(hre, deployer, owner, operator, confirmations);
+
+  const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
+  const onChainOperator: string = await new Contract(deployed.address, artifact.abi, deployer).defaultOperator();
+  if (getAddress(onChainOperator) !== operator) {
+    throw new Error(`factory ${deployed.address} reports defaultOperator ${onChainOperator}, expected ${operator}`);
+  }
+
+  const record: DeploymentRecord = {
+    network,
+    chainId,
+    factory: {
+      address: deployed.address,
+      txHash: deployed.txHash,
+      block: deployed.block,
+      deployer: deployerAddress,
+      owner,
+      defaultOperator: operator,
+      constructorArgs: [owner, operator],
+    },
+    usdc: USDC_ADDRESSES[chainId] ?? null,
+    abiHash: await abiHash(hre),
+    deployedAt: new Date().toISOString(),
+  };
+  // Checked again: a record may have appeared while we waited for confirmations.
+  assertSameChain(dir, network, chainId);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${network}.json`);
+  writeFileSync(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
+  renameSync(`${file}.tmp`, file);
+  log(`SpendPolicyFactory at ${deployed.address} (block ${deployed.block}, tx ${deployed.txHash}); wrote ${file}`);
+  return record;
+}
+
+async function defaultDeployer(hre: HardhatRuntimeEnvironment): Promise<Signer> {
+  const signers = await hre.ethers.getSigners();
+  if (signers.length === 0) {
+    throw new Error(`no deployer account on network ${hre.network.name}: set DEPLOYER_PRIVATE_KEY`);
+  }
+  return signers[0];
+}
+
+function checkedAddress(what: string, value: string): string {
+  if (!isAddress(value)) throw new Error(`${what} is not an address: ${value}`);
+  const address = getAddress(value);
+  if (address === "0x0000000000000000000000000000000000000000") throw new Error(`${what} must not be the zero address`);
+  return address;
+}

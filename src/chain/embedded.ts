@@ -1,0 +1,147 @@
+/**
+ * The embedded chain: Hardhat's in-process network (chain id 8453, automine) served as JSON-RPC on 127.0.0.1, with
+ * TestUSDC's code at the real Base USDC address, Multicall3 at its canonical address and a fresh SpendPolicyFactory.
+ *
+ * Hardhat's runtime environment is a singleton per process, so there is one embedded chain per process at a time:
+ * a second start while one is running throws; after close() a new start resets the network (hardhat_reset, which
+ * also forgets loadFixture snapshots) and begins again from genesis. Hardhat is loaded only when this is called, so
+ * production (RPC_URL set) never loads it. Needs compiled artifacts (`npx hardhat compile`; `npm start` does it).
+ */
+import { Wallet } from "ethers";
+import { join } from "node:path";
+import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
+import { MULTICALL3_ADDRESS } from "./viem";
+import { USDC_ADDRESSES, deployFactoryContract } from "./deploy";
+
+export const BASE_USDC_ADDRESS = USDC_ADDRESSES[8453];
+export { MULTICALL3_ADDRESS };
+
+export interface EmbeddedKey {
+  address: string;
+  privateKey: string;
+}
+
+export interface EmbeddedChain {
+  /** http://127.0.0.1:<port> */
+  rpcUrl: string;
+  /** 8453 */
+  chainId: number;
+  addresses: { usdc: string; multicall3: string; factory: string };
+  /** Block of the factory deployment. */
+  deployBlock: number;
+  /** Random key, funded with ETH, the factory's defaultOperator. */
+  operator: EmbeddedKey;
+  /** Random key, funded with ETH, for the in-process x402 facilitator. */
+  facilitator: EmbeddedKey;
+  /** Random key, funded with ETH, that deployed and owns the factory. */
+  factoryOwner: EmbeddedKey;
+  close(): Promise<void>;
+}
+
+const FUNDING_WEI = 10n ** 22n; // 10 000 ETH each
+
+let running = false;
+
+/** Starts the embedded chain; `port` 0 (default) picks a free port. One per process at a time (see above). */
+export async function startEmbeddedChain(opts: { port?: number; host?: string } = {}): Promise<EmbeddedChain> {
+  if (running) {
+    throw new Error(
+      "startEmbeddedChain: an embedded chain is already running in this process (Hardhat's network is a " +
+        "per-process singleton); close() it first or share it",
+    );
+  }
+  running = true;
+  let server: JsonRpcServer | undefined;
+  try {
+    // Hardhat looks for its config from the working directory; point it at ours so any cwd works.
+    process.env.HARDHAT_CONFIG ??= join(__dirname, "..", "..", "hardhat.config.ts");
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const hre: HardhatRuntimeEnvironment = require("hardhat");
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { TASK_NODE_CREATE_SERVER } = require("hardhat/builtin-tasks/task-names") as { TASK_NODE_CREATE_SERVER: string };
+    if (hre.network.name !== "hardhat") {
+      throw new Error(`startEmbeddedChain needs the in-process hardhat network, not "${hre.network.name}"`);
+    }
+    const provider = hre.network.provider;
+    await resetNetwork(hre);
+
+    const [usdcArtifact, multicallArtifact] = await Promise.all([
+      readArtifact(hre, "TestUSDC"),
+      readArtifact(hre, "Multicall3"),
+    ]);
+    await provider.request({ method: "hardhat_setCode", params: [BASE_USDC_ADDRESS, usdcArtifact.deployedBytecode] });
+    await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
+
+    const [deployer, operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom(), Wallet.createRandom()];
+    for (const w of [deployer, operator, facilitator]) {
+      await provider.request({ method: "hardhat_setBalance", params: [w.address, `0x${FUNDING_WEI.toString(16)}`] });
+    }
+    const deployed = await deployFactoryContract(
+      hre,
+      deployer.connect(hre.ethers.provider),
+      deployer.address,
+      operator.address,
+    );
+
+    const hostname = opts.host ?? "127.0.0.1";
+    server = (await hre.run(TASK_NODE_CREATE_SERVER, { hostname, port: opts.port ?? 0, provider })) as JsonRpcServer;
+    const { port } = await server.listen();
+    const chainId = Number(await provider.request({ method: "eth_chainId" }));
+    const srv = server;
+    let closed = false;
+    return {
+      rpcUrl: `http://${urlHost(hostname)}:${port}`,
+      chainId,
+      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address },
+      deployBlock: deployed.block,
+      operator: keyOf(operator),
+      facilitator: keyOf(facilitator),
+      factoryOwner: keyOf(deployer),
+      async close() {
+        if (closed) return;
+        closed = true;
+        try {
+          await srv.close();
+        } finally {
+          running = false;
+        }
+      },
+    };
+  } catch (err) {
+    if (server) await server.close().catch(() => undefined);
+    running = false;
+    throw err;
+  }
+}
+
+function keyOf(w: { address: string; privateKey: string }): EmbeddedKey {
+  return { address: w.address, privateKey: w.privateKey };
+}
+
+function urlHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+async function readArtifact(hre: HardhatRuntimeEnvironment, name: string) {
+  let artifact;
+  try {
+    artifact = await hre.artifacts.readArtifact(name);
+  } catch (err) {
+    throw new Error(`artifact ${name} not found: run \`npx hardhat compile\` first (${(err as Error).message})`);
+  }
+  if (Object.keys(artifact.deployedLinkReferences).length > 0) throw new Error(`${name} needs linked libraries`);
+  return artifact;
+}
+
+/** hardhat_reset through the network helpers when present, so loadFixture snapshots of earlier tests are dropped. */
+async function resetNetwork(hre: HardhatRuntimeEnvironment): Promise<void> {
+  let helpers: { reset(): Promise<void> } | undefined;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    helpers = require("@nomicfoundation/hardhat-network-helpers");
+  } catch {
+    helpers = undefined;
+  }
+  if (helpers) await helpers.reset();
+  else await hre.network.provider.request({ method: "hardhat_reset", params: [] });
+}

@@ -1,0 +1,81 @@
+/**
+ * viem clients bound to one explicit RPC URL. Never use viem's built-in chain objects (`base`, `baseSepolia`) or
+ * `http()` without a URL here: they point at the public Base RPC.
+ */
+import type {
+  Chain,
+  HttpTransport,
+  PrivateKeyAccount,
+  PublicActions,
+  PublicClient,
+  WalletClient,
+} from "viem" with { "resolution-mode": "import" };
+
+// viem ships CommonJS builds but marks its type declarations as ESM, so under `module: node16` TypeScript refuses a
+// static import from this CommonJS project. require() loads viem's CJS build; the types come from the ESM typings.
+type Viem = typeof import("viem", { with: { "resolution-mode": "import" } });
+type ViemAccounts = typeof import("viem/accounts", { with: { "resolution-mode": "import" } });
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const viem: Viem = require("viem");
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const viemAccounts: ViemAccounts = require("viem/accounts");
+const { createPublicClient, createWalletClient, defineChain, http, nonceManager, publicActions } = viem;
+const { privateKeyToAccount } = viemAccounts;
+
+export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11" as const;
+
+export interface TransportOptions {
+  /**
+   * viem retries JSON-RPC -32603 errors, and Hardhat reports every revert as -32603: a reverted call would take
+   * about 1 s. Default 0.
+   */
+  retryCount?: number;
+  /** Per-request timeout in ms. Default 10 000. */
+  timeout?: number;
+}
+
+/** A viem chain whose only RPC URL is `rpcUrl` (plus the canonical Multicall3, present on Base and embedded). */
+export function viemChain(chainId: number, rpcUrl: string): Chain {
+  const names: Record<number, string> = { 8453: "Base", 84532: "Base Sepolia", 31337: "Hardhat" };
+  return defineChain({
+    id: chainId,
+    name: names[chainId] ?? `Chain ${chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+    contracts: { multicall3: { address: MULTICALL3_ADDRESS } },
+  });
+}
+
+function transportFor(rpcUrl: string, opts: TransportOptions = {}): HttpTransport {
+  return http(rpcUrl, { retryCount: opts.retryCount ?? 0, timeout: opts.timeout ?? 10_000 });
+}
+
+/** A public client for `rpcUrl`. */
+export function publicClientFor(rpcUrl: string, chainId: number, opts?: TransportOptions): PublicClient {
+  return createPublicClient({
+    chain: viemChain(chainId, rpcUrl),
+    transport: transportFor(rpcUrl, opts),
+    pollingInterval: 1_000,
+  });
+}
+
+export type SignerClient = WalletClient<HttpTransport, Chain, PrivateKeyAccount> & PublicActions<HttpTransport, Chain>;
+
+/**
+ * A wallet client (with public actions) for a private key. The account uses viem's nonce manager, so concurrent
+ * sends from one key get consecutive nonces.
+ */
+export function walletClientFor(
+  privateKey: string,
+  rpcUrl: string,
+  chainId: number,
+  opts?: TransportOptions,
+): SignerClient {
+  const account = privateKeyToAccount(privateKey as `0x${string}`, { nonceManager });
+  return createWalletClient({
+    account,
+    chain: viemChain(chainId, rpcUrl),
+    transport: transportFor(rpcUrl, opts),
+    pollingInterval: 1_000,
+  }).extend(publicActions);
+}
