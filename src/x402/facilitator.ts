@@ -1,0 +1,204 @@
+/**
+ * The x402 facilitator the service talks to: the real x402 v2 facilitator in-process (its own key, settling on our
+ * RPC) or a remote one over HTTP (FACILITATOR_URL: POST /verify, POST /settle, GET /supported). Both answer with
+ * the x402 types; refusals are values (`isValid: false`, `success: false`), never exceptions. Exceptions mean the
+ * facilitator or the chain could not be reached.
+ */
+import { x402Facilitator } from "@x402/core/facilitator";
+import { HTTPFacilitatorClient } from "@x402/core/http";
+import type {
+  SettleError,
+  VerifyError,
+  PaymentPayload,
+  PaymentPayloadV1,
+  PaymentRequirements,
+  PaymentRequirementsV1,
+  SettleResponse,
+  SupportedResponse,
+  VerifyResponse,
+} from "@x402/core/types";
+import { toFacilitatorEvmSigner, type FacilitatorEvmSigner } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
+import type { Abi } from "viem" with { "resolution-mode": "import" };
+import { walletClientFor } from "../chain/viem";
+
+export type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse };
+export type AnyPaymentPayload = PaymentPayload | PaymentPayloadV1;
+export type AnyPaymentRequirements = PaymentRequirements | PaymentRequirementsV1;
+
+/** What the service needs from a facilitator, in-process or remote. v1 payloads are accepted too. */
+export interface Facilitator {
+  verify(payload: AnyPaymentPayload, requirements: AnyPaymentRequirements): Promise<VerifyResponse>;
+  settle(payload: AnyPaymentPayload, requirements: AnyPaymentRequirements): Promise<SettleResponse>;
+  supported(): Promise<SupportedResponse>;
+}
+
+/** The in-process facilitator also tells the address it settles from (it needs ETH for gas). */
+export interface InProcessFacilitator extends Facilitator {
+  readonly address: `0x${string}`;
+}
+
+export interface InProcessFacilitatorConfig {
+  rpcUrl: string;
+  chainId: number;
+  privateKey: string;
+  /** Bound on each receipt wait; past it settle answers `settlement_pending` with the tx hash. Default 60 000. */
+  confirmationTimeoutMs?: number;
+}
+
+/** v1 network names for the chains we settle on; the in-process facilitator only settles on its own chain. */
+const V1_NETWORK_CHAIN_IDS: Record<string, number> = { base: 8453, "base-sepolia": 84532 };
+
+export const UNSUPPORTED_NETWORK = "invalid_network";
+
+function chainIdOfNetwork(network: string): number | undefined {
+  const m = /^eip155:(\d+)$/.exec(network);
+  if (m) return Number(m[1]);
+  return V1_NETWORK_CHAIN_IDS[network];
+}
+
+/** Runs sends one at a time so nonces are taken in order (estimation failures reset viem's nonce manager). */
+function serial() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+/** The real x402 facilitator (exact EVM scheme, v2 `eip155:<chainId>` and v1 names) settling with its own key. */
+export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InProcessFacilitator {
+  const client = walletClientFor(cfg.privateKey, cfg.rpcUrl, cfg.chainId);
+  const queue = serial();
+  const evmSigner: FacilitatorEvmSigner = toFacilitatorEvmSigner(
+    {
+      address: client.account.address,
+      readContract: (args) =>
+        client.readContract({
+          address: args.address,
+          abi: args.abi as Abi,
+          functionName: args.functionName,
+          args: args.args ?? [],
+        }),
+      verifyTypedData: (args) =>
+        client.verifyTypedData({
+          address: args.address,
+          domain: args.domain,
+          types: args.types,
+          primaryType: args.primaryType,
+          message: args.message,
+          signature: args.signature,
+        } as Parameters<typeof client.verifyTypedData>[0]),
+      writeContract: (args) =>
+        queue(() =>
+          client.writeContract({
+            address: args.address,
+            abi: args.abi as Abi,
+            functionName: args.functionName,
+            args: args.args,
+            gas: args.gas,
+            dataSuffix: args.dataSuffix,
+          } as Parameters<typeof client.writeContract>[0]),
+        ),
+      sendTransaction: (args) => queue(() => client.sendTransaction({ to: args.to, data: args.data })),
+      waitForTransactionReceipt: (args) =>
+        client.waitForTransactionReceipt({ hash: args.hash, timeout: args.timeout }),
+      getCode: (args) => client.getCode({ address: args.address }),
+    },
+    { confirmationTimeoutMs: cfg.confirmationTimeoutMs ?? 60_000 },
+  );
+  const facilitator = new x402Facilitator();
+  registerExactEvmScheme(facilitator, { signer: evmSigner, networks: `eip155:${cfg.chainId}` });
+
+  // registerExactEvmScheme also registers every v1 network name with the same signer; refuse other chains here so
+  // a payload for another chain is never simulated or settled on ours.
+  const onOurChain = (req: AnyPaymentRequirements) => chainIdOfNetwork(req.network) === cfg.chainId;
+  const payerOf = (payload: AnyPaymentPayload): string | undefined => {
+    const auth = (payload.payload as { authorization?: { from?: unknown } }).authorization;
+    return typeof auth?.from === "string" ? auth.from : undefined;
+  };
+
+  return {
+    address: client.account.address,
+    async verify(payload, requirements) {
+      if (!onOurChain(requirements)) {
+        return { isValid: false, invalidReason: UNSUPPORTED_NETWORK, payer: payerOf(payload) };
+      }
+      return facilitator.verify(payload as PaymentPayload, requirements as PaymentRequirements);
+    },
+    async settle(payload, requirements) {
+      if (!onOurChain(requirements)) {
+        return {
+          success: false,
+          errorReason: UNSUPPORTED_NETWORK,
+          transaction: "",
+          network: requirements.network,
+          payer: payerOf(payload),
+        };
+      }
+      return facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
+    },
+    async supported() {
+      const all = facilitator.getSupported();
+      const kinds = all.kinds.filter((k) => chainIdOfNetwork(k.network) === cfg.chainId);
+      return { ...all, kinds: kinds as SupportedResponse["kinds"] };
+    },
+  };
+}
+
+// @x402/core bundles each entry point separately, so the VerifyError thrown by @x402/core/http is not the class
+// exported by @x402/core/types: recognise them by name.
+const isVerifyError = (err: unknown): err is VerifyError => err instanceof Error && err.name === "VerifyError";
+const isSettleError = (err: unknown): err is SettleError => err instanceof Error && err.name === "SettleError";
+
+/** A remote facilitator over HTTP; a non-2xx answer carrying a verify/settle result is returned as that result. */
+export function createRemoteFacilitator(cfg: { url: string; timeoutMs?: number }): Facilitator {
+  const http = new HTTPFacilitatorClient({ url: cfg.url, timeoutMs: cfg.timeoutMs ?? 15_000 });
+  return {
+    async verify(payload, requirements) {
+      try {
+        return await http.verify(payload as PaymentPayload, requirements as PaymentRequirements);
+      } catch (err) {
+        if (isVerifyError(err)) {
+          return { isValid: false, invalidReason: err.invalidReason, invalidMessage: err.invalidMessage, payer: err.payer };
+        }
+        throw err;
+      }
+    },
+    async settle(payload, requirements) {
+      try {
+        return await http.settle(payload as PaymentPayload, requirements as PaymentRequirements);
+      } catch (err) {
+        if (isSettleError(err)) {
+          return {
+            success: false,
+            errorReason: err.errorReason,
+            errorMessage: err.errorMessage,
+            payer: err.payer,
+            transaction: err.transaction,
+            network: err.network,
+          };
+        }
+        throw err;
+      }
+    },
+    supported: () => http.getSupported(),
+  };
+}
+
+/**
+ * `url` set: the remote facilitator at that URL. Otherwise the in-process one, which needs `privateKey` (its own
+ * key: two senders on one key race for the account nonce).
+ */
+export function createFacilitator(cfg: {
+  url?: string;
+  rpcUrl: string;
+  chainId: number;
+  privateKey?: string;
+  timeoutMs?: number;
+}): Facilitator {
+  if (cfg.url) return createRemoteFacilitator({ url: cfg.url, timeoutMs: cfg.timeoutMs });
+  if (!cfg.privateKey) throw new Error("createFacilitator: privateKey is required for the in-process facilitator");
+  return createInProcessFacilitator({ rpcUrl: cfg.rpcUrl, chainId: cfg.chainId, privateKey: cfg.privateKey });
+}
