@@ -1,0 +1,100 @@
+import { expect } from "chai";
+import hre from "hardhat";
+import { Contract, Wallet, keccak256, toUtf8Bytes } from "ethers";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  DeploymentChainMismatchError,
+  deployFactory,
+  readDeploymentRecord,
+  verifyCommand,
+  type DeploymentRecord,
+} from "../src/chain/deploy";
+
+const { ethers } = hre;
+
+describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", function () {
+  let dir: string;
+
+  beforeEach(function () {
+    dir = mkdtempSync(join(tmpdir(), "spendgate-deployments-"));
+  });
+  afterEach(function () {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("deploys the factory and records network, chain id, addresses, tx, block, USDC and ABI hash", async function () {
+    const [deployer] = await ethers.getSigners();
+    const operator = Wallet.createRandom().address;
+    const owner = Wallet.createRandom().address;
+    const record = await deployFactory(hre, { operator, owner, deploymentsDir: dir });
+
+    const onDisk = JSON.parse(readFileSync(join(dir, "hardhat.json"), "utf8")) as DeploymentRecord;
+    expect(onDisk).to.deep.equal(record);
+    expect(record).to.include({ network: "hardhat", chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
+    expect(record.factory).to.include({ deployer: deployer.address, owner, defaultOperator: operator });
+    expect(record.factory.constructorArgs).to.deep.equal([owner, operator]);
+    expect(new Date(record.deployedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
+
+    const receipt = await ethers.provider.getTransactionReceipt(record.factory.txHash);
+    expect(receipt?.contractAddress).to.equal(record.factory.address);
+    expect(receipt?.blockNumber).to.equal(record.factory.block);
+    const factory = new Contract(
+      record.factory.address,
+      ["function defaultOperator() view returns (address)", "function owner() view returns (address)"],
+      ethers.provider,
+    );
+    expect(await factory.defaultOperator()).to.equal(operator);
+    expect(await factory.owner()).to.equal(owner);
+
+    const abis = {
+      SpendPolicyFactory: (await hre.artifacts.readArtifact("SpendPolicyFactory")).abi,
+      SpendPolicy: (await hre.artifacts.readArtifact("SpendPolicy")).abi,
+    };
+    expect(record.abiHash).to.equal(keccak256(toUtf8Bytes(JSON.stringify(abis))));
+    expect(verifyCommand(record)).to.equal(
+      `npx hardhat verify --network hardhat ${record.factory.address} ${owner} ${operator}`,
+    );
+  });
+
+  it("defaults owner and operator to the deployer on the hardhat network and overwrites a record of the same chain", async function () {
+    const [deployer] = await ethers.getSigners();
+    const first = await deployFactory(hre, { deploymentsDir: dir });
+    expect(first.factory).to.include({ owner: deployer.address, defaultOperator: deployer.address });
+    const second = await deployFactory(hre, { deploymentsDir: dir });
+    expect(second.factory.address).to.not.equal(first.factory.address);
+    expect(readDeploymentRecord(dir, "hardhat")?.factory.address).to.equal(second.factory.address);
+  });
+
+  it("refuses to overwrite a record made on another chain id, before sending anything", async function () {
+    const file = join(dir, "hardhat.json");
+    const foreign = JSON.stringify({ network: "hardhat", chainId: 84532, factory: { address: "0x01" } });
+    writeFileSync(file, foreign);
+    const [deployer] = await ethers.getSigners();
+    const nonceBefore = await ethers.provider.getTransactionCount(deployer.address);
+
+    let error: unknown;
+    try {
+      await deployFactory(hre, { deploymentsDir: dir });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).to.be.instanceOf(DeploymentChainMismatchError);
+    expect((error as Error).message).to.match(/chain id 84532.*chain id 8453/);
+    expect(readFileSync(file, "utf8")).to.equal(foreign);
+    expect(await ethers.provider.getTransactionCount(deployer.address)).to.equal(nonceBefore);
+  });
+
+  it("rejects an operator or owner that is not an address", async function () {
+    for (const opts of [{ operator: "0x1234" }, { owner: "not-an-address" }, { operator: ethers.ZeroAddress }]) {
+      let error: Error | undefined;
+      try {
+        await deployFactory(hre, { ...opts, deploymentsDir: dir });
+      } catch (err) {
+        error = err as Error;
+      }
+      expect(error?.message, JSON.stringify(opts)).to.match(/not an address|zero address/);
+    }
+  });
+});
