@@ -17,6 +17,8 @@ import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
 import { KeyedMutex } from "./util/mutex";
 import { LocalWalletProvider } from "./wallets/provider";
+import { createFacilitator } from "./x402/facilitator";
+import { paymentRoutes } from "./http/routes/payments";
 
 export interface RunningService {
   url: string;
@@ -91,12 +93,27 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       chain,
       wallets: new LocalWalletProvider(store.walletKeys, walletKey),
       keys: new KeyService(store.apiKeys),
+      facilitator: createFacilitator({
+        url: config.facilitatorUrl,
+        rpcUrl: config.rpcUrl!,
+        chainId: config.chainId,
+        privateKey: config.facilitatorPrivateKey,
+      }),
       signatures: new SignatureService(chain.provider, store.usedSignatures, config.signatureWindowSeconds),
       agentLock: new KeyedMutex(),
       logger,
     });
 
-    const app = createApp({ services, logger });
+    // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
+    const recovered = await services.settlement.recover();
+    if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
+    const sweep = setInterval(() => {
+      services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));
+    }, 30_000);
+    sweep.unref();
+    cleanup.push(async () => clearInterval(sweep));
+
+    const app = createApp({ services, logger, routers: [paymentRoutes(services)] });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);

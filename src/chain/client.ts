@@ -24,6 +24,7 @@ export const ERC20_ABI = [
   "function decimals() view returns (uint8)",
   "function name() view returns (string)",
   "function version() view returns (string)",
+  "function mint(address to, uint256 amount)",
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
   "event Transfer(address indexed from, address indexed to, uint256 value)",
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
@@ -103,14 +104,23 @@ export class ChainClient {
     return new Contract(address, this.policyAbi, runner);
   }
 
+  /** Sends a transaction from the operator (nonce-serialised); does not wait for it to be mined. */
+  sendTx(build: (overrides: { nonce: number }) => Promise<TransactionResponse>): Promise<TransactionResponse> {
+    return this.sender.send(build);
+  }
+
+  async waitFor(tx: TransactionResponse): Promise<TransactionReceipt> {
+    const receipt = await tx.wait(1);
+    if (!receipt) throw new Error(`transaction ${tx.hash} was dropped`);
+    return receipt;
+  }
+
   /** Sends a transaction from the operator (nonce-serialised) and waits for its receipt. */
   async sendAndWait(
     build: (overrides: { nonce: number }) => Promise<TransactionResponse>,
   ): Promise<{ tx: TransactionResponse; receipt: TransactionReceipt }> {
     const tx = await this.sender.send(build);
-    const receipt = await tx.wait(1);
-    if (!receipt) throw new Error(`transaction ${tx.hash} was dropped`);
-    return { tx, receipt };
+    return { tx, receipt: await this.waitFor(tx) };
   }
 
   async isDeployed(address: string): Promise<boolean> {

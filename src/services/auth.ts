@@ -1,6 +1,6 @@
 /** Owner sign-in with Sign-In with Ethereum (EIP-4361): a one-time nonce, then an owner API key. */
 import { randomBytes } from "node:crypto";
-import { Contract, getAddress, hashMessage, verifyMessage } from "ethers";
+import { Contract, getAddress, hashMessage, isAddress, verifyMessage } from "ethers";
 import { parseSiweMessage, validateSiweMessage } from "viem/siwe";
 import { badRequest, invalidSignature } from "../errors";
 import type { ServiceContext } from "./context";
@@ -28,6 +28,8 @@ export class AuthService {
     if (!fields.address || !fields.nonce || !fields.domain || !fields.uri) {
       throw badRequest("The message is not an EIP-4361 (SIWE) message.");
     }
+    // viem's parser takes any 40 hex digits; a broken EIP-55 checksum must be the client's error, not a 500.
+    if (!isAddress(fields.address)) throw badRequest("The message's address has an invalid EIP-55 checksum.");
     const base = new URL(this.ctx.urls.base);
     const valid = validateSiweMessage({ message: fields, domain: base.host, nonce: fields.nonce, time: new Date() });
     if (!valid || fields.uri.replace(/\/+$/, "") !== base.origin || fields.chainId !== this.ctx.config.chainId) {

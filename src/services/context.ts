@@ -5,6 +5,7 @@ import type { Config } from "../config";
 import type { Store } from "../store";
 import type { KeyedMutex } from "../util/mutex";
 import type { WalletProvider } from "../wallets/provider";
+import type { Facilitator } from "../x402/facilitator";
 import type { KeyService } from "./keys";
 import type { SignatureService } from "./signatures";
 
@@ -16,6 +17,7 @@ export interface ServiceContext {
   chain: ChainClient;
   wallets: WalletProvider;
   keys: KeyService;
+  facilitator: Facilitator;
   signatures: SignatureService;
   /** Serialises work per agent (payments, policy changes); different agents run in parallel. */
   agentLock: KeyedMutex;

@@ -1,7 +1,12 @@
 import { AgentService } from "./agents";
+import { ApprovalService } from "./approvals";
 import { AuthService } from "./auth";
 import type { ServiceContext } from "./context";
+import { IdempotencyService } from "./idempotency";
+import { LedgerService } from "./ledger";
+import { PaymentService } from "./payments";
 import { PolicyService } from "./policies";
+import { SettlementService } from "./settlement";
 import { WalletService } from "./wallet";
 
 export interface Services {
@@ -10,15 +15,27 @@ export interface Services {
   policies: PolicyService;
   auth: AuthService;
   wallet: WalletService;
+  settlement: SettlementService;
+  payments: PaymentService;
+  approvals: ApprovalService;
+  ledger: LedgerService;
+  idempotency: IdempotencyService;
 }
 
 export function createServices(ctx: ServiceContext): Services {
   const policies = new PolicyService(ctx);
+  const settlement = new SettlementService(ctx);
+  const payments = new PaymentService(ctx, policies, settlement);
   return {
     ctx,
     agents: new AgentService(ctx),
     policies,
     auth: new AuthService(ctx),
     wallet: new WalletService(ctx, policies),
+    settlement,
+    payments,
+    approvals: new ApprovalService(ctx, policies, payments, settlement),
+    ledger: new LedgerService(ctx),
+    idempotency: new IdempotencyService(ctx.store),
   };
 }

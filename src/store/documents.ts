@@ -81,3 +81,96 @@ export interface AllowlistDoc {
   entries: string[];
   createdAt: Date;
 }
+
+/**
+ * A ledger entry (`txn_...`). `status` is what users see; `phase` tracks a payment between authorise and settle so
+ * that a restart can finish it (see PaymentService.recover).
+ */
+export type LedgerStatus = "approved" | "blocked" | "pending" | "denied" | "failed" | "expired" | "processing";
+export type PaymentPhase = "quoted" | "authorizing" | "authorized" | "settling" | "done";
+
+export interface PaymentDoc {
+  _id?: ObjectId;
+  txnId: string;
+  agentAddress: string;
+  ownerAddress: string | null;
+  policyAddress: string;
+  merchant: string;
+  serviceUrl: string;
+  amount: string; // base units
+  currency: "USDC";
+  intent: string;
+  status: LedgerStatus;
+  phase: PaymentPhase;
+  reason: string | null;
+  /** Seller or facilitator message for failed payments. */
+  detail?: string | null;
+  paymentId: string | null; // EIP-3009 nonce, bytes32
+  approvalId: string | null;
+  /** Settlement tx (approved) or the PaymentBlocked tx (blocked). */
+  txHash: string | null;
+  authorizeTxHash: string | null;
+  releaseTxHash: string | null;
+  payTo: string | null;
+  validBefore: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+  settledAt: Date | null;
+  onchain: { confirmed: boolean; blockNumber: number | null };
+}
+
+export type ApprovalStatus = "pending" | "approving" | "approved" | "denied" | "expired" | "failed";
+
+export interface ApprovalDoc {
+  _id?: ObjectId;
+  approvalId: string;
+  txnId: string;
+  agentAddress: string;
+  ownerAddress: string | null;
+  merchant: string;
+  serviceUrl: string;
+  method: "GET" | "POST";
+  requestBody?: unknown;
+  amount: string; // base units, the quoted price
+  maxAmount: string; // base units
+  intent: string;
+  status: ApprovalStatus;
+  requestedAt: Date;
+  resolvedAt: Date | null;
+  expiresAt: Date;
+}
+
+export interface IdempotencyDoc {
+  _id?: ObjectId;
+  /** sha256(principal, Idempotency-Key) */
+  scope: string;
+  requestHash: string;
+  state: "in_progress" | "done";
+  response: { status: number; body: unknown } | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface ChainEventDoc {
+  _id?: ObjectId;
+  chainId: number;
+  txHash: string;
+  logIndex: number;
+  blockNumber: number;
+  blockHash: string;
+  address: string;
+  event: string;
+  args: Record<string, string | number | boolean>;
+  agentAddress: string | null;
+  paymentId: string | null;
+  confirmed: boolean;
+  removed: boolean;
+}
+
+export interface IndexerStateDoc {
+  _id?: ObjectId;
+  name: string;
+  chainId: number;
+  nextBlock: number;
+  updatedAt: Date;
+}

@@ -1,6 +1,15 @@
 /** MongoDB access: one client, typed collections and their indexes. Correct on real MongoDB and on CongoDB. */
 import { MongoClient, type Collection, type Db, type Document } from "mongodb";
-import type { AgentDoc, AllowlistDoc, ApiKeyDoc, OwnerDoc, PolicyDoc, SiweNonceDoc, UsedSignatureDoc, WalletKeyDoc } from "./documents";
+import type {
+  AgentDoc,
+  AllowlistDoc,
+  ApiKeyDoc,
+  ApprovalDoc,
+  ChainEventDoc,
+  IdempotencyDoc,
+  IndexerStateDoc,
+  PaymentDoc,
+  OwnerDoc, PolicyDoc, SiweNonceDoc, UsedSignatureDoc, WalletKeyDoc } from "./documents";
 
 export interface Store {
   client: MongoClient;
@@ -13,6 +22,11 @@ export interface Store {
   allowlists: Collection<AllowlistDoc>;
   usedSignatures: Collection<UsedSignatureDoc>;
   siweNonces: Collection<SiweNonceDoc>;
+  payments: Collection<PaymentDoc>;
+  approvals: Collection<ApprovalDoc>;
+  idempotency: Collection<IdempotencyDoc>;
+  chainEvents: Collection<ChainEventDoc>;
+  indexerState: Collection<IndexerStateDoc>;
   collection<T extends Document>(name: string): Collection<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -32,6 +46,26 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
   allowlists: [{ key: { root: 1 }, unique: true }],
   usedSignatures: [{ key: { hash: 1 }, unique: true }],
   siweNonces: [{ key: { nonce: 1 }, unique: true }, { key: { expiresAt: 1 }, expireAfterSeconds: 0 }],
+  payments: [
+    { key: { txnId: 1 }, unique: true },
+    { key: { paymentId: 1 } },
+    { key: { agentAddress: 1, createdAt: -1 } },
+    { key: { ownerAddress: 1, createdAt: -1 } },
+    { key: { status: 1, createdAt: -1 } },
+    { key: { phase: 1 } },
+  ],
+  approvals: [
+    { key: { approvalId: 1 }, unique: true },
+    { key: { ownerAddress: 1, status: 1, requestedAt: -1 } },
+    { key: { agentAddress: 1, status: 1 } },
+  ],
+  idempotency: [{ key: { scope: 1 }, unique: true }, { key: { expiresAt: 1 }, expireAfterSeconds: 0 }],
+  chainEvents: [
+    { key: { chainId: 1, txHash: 1, logIndex: 1 }, unique: true },
+    { key: { paymentId: 1 } },
+    { key: { agentAddress: 1, blockNumber: -1 } },
+  ],
+  indexerState: [{ key: { name: 1 }, unique: true }],
 };
 
 export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {
@@ -58,6 +92,11 @@ export async function connectStore(uri: string, dbName: string, extraIndexes: ty
     allowlists: db.collection<AllowlistDoc>("allowlists"),
     usedSignatures: db.collection<UsedSignatureDoc>("usedSignatures"),
     siweNonces: db.collection<SiweNonceDoc>("siweNonces"),
+    payments: db.collection<PaymentDoc>("payments"),
+    approvals: db.collection<ApprovalDoc>("approvals"),
+    idempotency: db.collection<IdempotencyDoc>("idempotency"),
+    chainEvents: db.collection<ChainEventDoc>("chainEvents"),
+    indexerState: db.collection<IndexerStateDoc>("indexerState"),
     collection: <T extends Document>(name: string) => db.collection<T>(name),
     ping: async () => {
       await db.command({ ping: 1 });

@@ -1,0 +1,130 @@
+/** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
+import { Contract, Signature, getAddress, type Log, type TransactionReceipt } from "ethers";
+import type { AgentSigner } from "../wallets/provider";
+import type { ChainClient } from "./client";
+
+export const REASONS: Record<number, string> = {
+  1: "merchant_not_allowed",
+  2: "per_tx_limit_exceeded",
+  3: "daily_budget_exceeded",
+  4: "policy_paused",
+  5: "approval_required",
+};
+
+export const DECISION = { Allow: 0, RequiresApproval: 1, Block: 2 } as const;
+
+export interface OwnerApprovalInput {
+  approvalId: string;
+  amount: bigint;
+  timestamp: number;
+  signature: string;
+}
+
+export const NO_APPROVAL: OwnerApprovalInput = { approvalId: "", amount: 0n, timestamp: 0, signature: "0x" };
+
+export interface AuthorizeResult {
+  authorized: boolean;
+  reason: string | null;
+  spentToday: bigint | null;
+  txHash: string;
+  blockNumber: number;
+}
+
+const CANCEL_TYPES = { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] };
+const USDC_CANCEL_ABI = [
+  "function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+];
+
+export class PolicyOps {
+  constructor(private readonly chain: ChainClient) {}
+
+  /** Simulates the policy: [decision, reason] with no state change. */
+  async check(policyAddress: string, merchant: string, leaf: string, proof: string[], amount: bigint) {
+    const c = this.chain.policyAt(policyAddress, this.chain.provider);
+    const [decision, reason] = await c.checkPayment(merchant, leaf, proof, amount);
+    return { decision: Number(decision), reason: REASONS[Number(reason)] ?? null };
+  }
+
+  /** authorizePayment: authorised or blocked (PaymentBlocked on-chain), decoded from the receipt. */
+  async authorize(
+    policyAddress: string,
+    paymentId: string,
+    merchant: string,
+    leaf: string,
+    proof: string[],
+    amount: bigint,
+    approval: OwnerApprovalInput = NO_APPROVAL,
+    onSent?: (txHash: string) => Promise<void>,
+  ): Promise<AuthorizeResult> {
+    const c = this.chain.policyAt(policyAddress);
+    const tuple = [approval.approvalId, approval.amount, approval.timestamp, approval.signature];
+    const tx = await this.chain.sendTx((o) => c.authorizePayment(paymentId, merchant, leaf, proof, amount, tuple, o));
+    if (onSent) await onSent(tx.hash);
+    const receipt = await this.chain.waitFor(tx);
+    for (const log of this.logsOf(receipt, policyAddress)) {
+      const parsed = c.interface.parseLog(log);
+      if (parsed?.name === "PaymentAuthorized") {
+        return { authorized: true, reason: null, spentToday: parsed.args.spentToday, txHash: receipt.hash, blockNumber: receipt.blockNumber };
+      }
+      if (parsed?.name === "PaymentBlocked") {
+        return {
+          authorized: false,
+          reason: REASONS[Number(parsed.args.reason)] ?? `reason_${parsed.args.reason}`,
+          spentToday: null,
+          txHash: receipt.hash,
+          blockNumber: receipt.blockNumber,
+        };
+      }
+    }
+    throw new Error(`authorizePayment ${receipt.hash} emitted neither PaymentAuthorized nor PaymentBlocked`);
+  }
+
+  async release(policyAddress: string, paymentId: string): Promise<string> {
+    const c = this.chain.policyAt(policyAddress);
+    const { receipt } = await this.chain.sendAndWait((o) => c.releasePayment(paymentId, o));
+    return receipt.hash;
+  }
+
+  /** 0 unknown, 1 authorised, 2 released. */
+  async paymentState(policyAddress: string, paymentId: string): Promise<number> {
+    return Number(await this.chain.policyAt(policyAddress, this.chain.provider).paymentState(paymentId));
+  }
+
+  async authorizationUsed(agent: string, nonce: string): Promise<boolean> {
+    return this.chain.usdc.authorizationState(agent, nonce);
+  }
+
+  /**
+   * Cancels the agent's EIP-3009 authorisation (signed by the agent, relayed by the operator) so that it can never
+   * settle. Returns false when it was already used, i.e. the payment settled.
+   */
+  async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<boolean> {
+    if (await this.authorizationUsed(signer.address, nonce)) return false;
+    const usdc = new Contract(this.chain.usdc.target as string, USDC_CANCEL_ABI, this.chain.operator);
+    const [name, version] = await Promise.all([this.chain.usdc.name(), this.chain.usdc.version()]);
+    const domain = { name, version, chainId: this.chain.chainId, verifyingContract: getAddress(usdc.target as string) };
+    const sig = Signature.from(
+      await signer.signTypedData({ domain, types: CANCEL_TYPES, primaryType: "CancelAuthorization", message: { authorizer: signer.address, nonce } }),
+    );
+    try {
+      await this.chain.sendAndWait((o) => usdc.cancelAuthorization(signer.address, nonce, sig.v, sig.r, sig.s, o));
+      return true;
+    } catch (err) {
+      if (await this.authorizationUsed(signer.address, nonce)) return false;
+      throw err;
+    }
+  }
+
+  /** The settlement transaction of an EIP-3009 authorisation (USDC AuthorizationUsed), if it is on-chain. */
+  async settlementTx(agent: string, nonce: string, fromBlock: number): Promise<string | null> {
+    const filter = this.chain.usdc.filters.AuthorizationUsed(agent, nonce);
+    const logs = await this.chain.usdc.queryFilter(filter, Math.max(0, fromBlock));
+    return logs.length ? logs[logs.length - 1].transactionHash : null;
+  }
+
+  private logsOf(receipt: TransactionReceipt, address: string): readonly Log[] {
+    return receipt.logs.filter((l) => l.address.toLowerCase() === address.toLowerCase());
+  }
+}
+

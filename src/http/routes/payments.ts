@@ -1,0 +1,87 @@
+/** Payments, approvals, the ledger and the embedded dev faucet. */
+import Router from "@koa/router";
+import { toBaseUnits } from "../../amounts";
+import { AppError, notFound } from "../../errors";
+import {
+  ApprovalDecisionRequest,
+  ApprovalIdParam,
+  FaucetRequest,
+  LedgerQuery,
+  PayRequest,
+} from "../../schemas/payments";
+import { OptionalAddressQuery } from "../../schemas/accounts";
+import type { Services } from "../../services";
+import { requireAuth } from "../auth";
+import type { AppContext, AppState } from "../types";
+import { validate } from "../validate";
+
+function approvalId(ctx: AppContext): string {
+  const parsed = ApprovalIdParam.safeParse(ctx.params.id);
+  if (!parsed.success) throw notFound(`Approval ${ctx.params.id} not found.`);
+  return parsed.data;
+}
+
+export function paymentRoutes(s: Services): Router<AppState> {
+  const router = new Router<AppState>();
+
+  router.post("/pay", requireAuth(), validate({ body: PayRequest }), async (ctx) => {
+    const input = ctx.state.input as PayRequest;
+    const principal = ctx.state.principal!;
+    const agent = await s.agents.authorize(principal, input.agentAddress);
+    const run = async () => {
+      try {
+        const outcome = await s.payments.pay(agent, input);
+        return { status: outcome.httpStatus, body: outcome.body };
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) {
+          return { status: err.status, body: { error: err.code, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } };
+        }
+        throw err;
+      }
+    };
+    const key = ctx.get("Idempotency-Key");
+    const callerId = principal.role === "registrar" ? "registrar" : principal.keyPrefix + (principal.role === "agent" ? principal.agentAddress : principal.ownerAddress);
+    const result = key ? await s.idempotency.run(callerId, key, input, run) : { ...(await run()), replayed: false };
+    if (result.replayed) ctx.set("Idempotent-Replayed", "true");
+    ctx.status = result.status;
+    ctx.body = result.body;
+  });
+
+  router.get("/approvals", requireAuth("owner"), validate({ query: OptionalAddressQuery }), async (ctx) => {
+    const p = ctx.state.principal!;
+    if (p.role !== "owner") return;
+    ctx.body = await s.approvals.list(p.ownerAddress, ctx.state.input.address as string | undefined);
+  });
+
+  router.post("/approvals/:id/approve", requireAuth("owner"), validate({ body: ApprovalDecisionRequest }), async (ctx) => {
+    ctx.body = await s.approvals.approve(ctx.state.principal!, approvalId(ctx), ctx.state.input as ApprovalDecisionRequest);
+  });
+
+  router.post("/approvals/:id/deny", requireAuth("owner"), validate({ body: ApprovalDecisionRequest }), async (ctx) => {
+    ctx.body = await s.approvals.deny(ctx.state.principal!, approvalId(ctx), ctx.state.input as ApprovalDecisionRequest);
+  });
+
+  router.get("/ledger", requireAuth(), validate({ query: LedgerQuery }), async (ctx) => {
+    const q = ctx.state.input as { address?: string; status?: never; limit: number; offset: number };
+    if (q.address) await s.agents.authorize(ctx.state.principal, q.address);
+    ctx.body = await s.ledger.list(ctx.state.principal!, q);
+  });
+
+  router.get("/ledger/:id", requireAuth(), async (ctx) => {
+    const doc = /^txn_[0-9a-f]{24}$/.test(ctx.params.id) ? await s.ledger.get(ctx.params.id) : null;
+    if (!doc) throw notFound(`Transaction ${ctx.params.id} not found.`);
+    await s.agents.authorize(ctx.state.principal, doc.agentAddress);
+    ctx.body = s.ledger.view(doc);
+  });
+
+  router.post("/dev/faucet", validate({ body: FaucetRequest }), async (ctx) => {
+    if (!s.ctx.config.embeddedChain) throw notFound("No route for POST /dev/faucet.");
+    const { agentAddress, amount } = ctx.state.input as { agentAddress: string; amount: string };
+    const units = toBaseUnits(amount);
+    if (units > 1_000_000n * 10n ** 6n) throw new AppError(400, "bad_request", "The faucet gives at most 1000000 USDC at a time.");
+    const { receipt } = await s.ctx.chain.sendAndWait((o) => s.ctx.chain.usdc.connect(s.ctx.chain.operator).getFunction("mint")(agentAddress, units, o));
+    ctx.body = { agentAddress, amount, currency: "USDC", txHash: receipt.hash };
+  });
+
+  return router;
+}

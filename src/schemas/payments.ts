@@ -1,0 +1,100 @@
+/** Payments, approvals and the ledger. */
+import { z } from "zod";
+import { Address, PositiveAmount, Signature, UnixTimestamp } from "./common";
+
+export const PayRequest = z
+  .strictObject({
+    agentAddress: Address,
+    serviceUrl: z
+      .url({ protocol: /^https?$/ })
+      .max(2_048)
+      .meta({ description: "the seller's URL (http or https)", example: "https://api.example.com/data" }),
+    maxAmount: PositiveAmount.meta({ description: "the most the caller allows to be paid, in USDC" }),
+    intent: z.string().trim().min(1, "must say what the payment is for").max(500),
+    method: z.enum(["GET", "POST"]).default("GET").meta({ description: "HTTP method for the seller (default GET)" }),
+    body: z.unknown().optional().meta({ description: "JSON body sent to the seller with POST" }),
+  })
+  .meta({ id: "PayRequest" });
+export type PayRequest = z.infer<typeof PayRequest>;
+
+export const PayResult = z
+  .object({
+    status: z.enum(["approved", "pending", "blocked"]),
+    amount: z.string(),
+    merchant: z.string(),
+    txHash: z.string().nullable().optional(),
+    currency: z.literal("USDC").optional(),
+    remainingDailyBudget: z.string().optional(),
+    settledAt: z.string().optional(),
+    approvalId: z.string().optional(),
+    intent: z.string().optional(),
+    message: z.string().optional(),
+    reason: z.string().optional(),
+    onchainEvent: z.string().nullable().optional(),
+    transactionId: z.string().optional(),
+    paymentId: z.string().nullable().optional(),
+    response: z.object({ status: z.number().int(), body: z.unknown() }).optional(),
+  })
+  .meta({ id: "PayResult" });
+
+export const ApprovalDecisionRequest = z
+  .strictObject({
+    humanSignature: Signature.meta({ description: "the owner's EIP-712 ApprovalDecision signature" }),
+    timestamp: UnixTimestamp,
+  })
+  .meta({ id: "ApprovalDecisionRequest" });
+export type ApprovalDecisionRequest = z.infer<typeof ApprovalDecisionRequest>;
+
+export const ApprovalIdParam = z.string().regex(/^apr_[0-9a-f]{24}$/, "must be an approval id like apr_<24 hex>");
+
+export const ApprovalView = z
+  .object({
+    id: z.string(),
+    agentAddress: z.string(),
+    merchant: z.string(),
+    serviceUrl: z.string(),
+    amount: z.string(),
+    intent: z.string(),
+    status: z.string(),
+    requestedAt: z.string(),
+    resolvedAt: z.string().nullable(),
+    expiresAt: z.string(),
+  })
+  .meta({ id: "Approval" });
+export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalView) }).meta({ id: "ApprovalsResponse" });
+
+export const LedgerStatusFilter = z.enum(["approved", "blocked", "pending", "denied", "failed", "expired", "processing"]);
+
+export const LedgerQuery = z.strictObject({
+  address: Address.optional(),
+  status: LedgerStatusFilter.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+
+export const LedgerEntry = z
+  .object({
+    id: z.string(),
+    agentAddress: z.string(),
+    merchant: z.string(),
+    amount: z.string(),
+    currency: z.literal("USDC"),
+    intent: z.string(),
+    status: z.string(),
+    txHash: z.string().nullable(),
+    createdAt: z.string(),
+    reason: z.string().nullable(),
+    approvalId: z.string().nullable(),
+    paymentId: z.string().nullable(),
+    serviceUrl: z.string(),
+    settledAt: z.string().nullable(),
+    explorerUrl: z.string().nullable(),
+    onchain: z.object({ confirmed: z.boolean(), blockNumber: z.number().int().nullable() }),
+  })
+  .meta({ id: "LedgerTransaction" });
+
+export const LedgerResponse = z
+  .object({ transactions: z.array(LedgerEntry), total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
+  .meta({ id: "LedgerResponse" });
+
+export const FaucetRequest = z.strictObject({ agentAddress: Address, amount: PositiveAmount }).meta({ id: "FaucetRequest" });

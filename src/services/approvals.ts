@@ -1,0 +1,164 @@
+/**
+ * Owner approvals of payments above the threshold. Approve and deny need the owner key and the owner's EIP-712
+ * ApprovalDecision signature; approve also carries that signature on-chain (the contract checks it again).
+ */
+import { fromBaseUnits } from "../amounts";
+import { DECISION } from "../chain/policyOps";
+import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
+import { AppError, conflict, forbidden, notFound } from "../errors";
+import { proveMerchant } from "../policy/allowlist";
+import type { ApprovalDecisionRequest } from "../schemas/payments";
+import type { ApprovalDoc } from "../store/documents";
+import type { ServiceContext } from "./context";
+import type { Principal } from "./keys";
+import type { PaymentContext, PaymentService } from "./payments";
+import type { PolicyService } from "./policies";
+import type { SettlementService } from "./settlement";
+
+export class ApprovalService {
+  constructor(
+    private readonly ctx: ServiceContext,
+    private readonly policies: PolicyService,
+    private readonly payments: PaymentService,
+    private readonly settlement: SettlementService,
+  ) {}
+
+  view(a: ApprovalDoc) {
+    return {
+      id: a.approvalId,
+      agentAddress: a.agentAddress,
+      merchant: a.merchant,
+      serviceUrl: a.serviceUrl,
+      amount: fromBaseUnits(a.amount),
+      intent: a.intent,
+      status: a.status,
+      requestedAt: a.requestedAt.toISOString(),
+      resolvedAt: a.resolvedAt ? a.resolvedAt.toISOString() : null,
+      expiresAt: a.expiresAt.toISOString(),
+    };
+  }
+
+  /** Pending approvals of the owner's agents, oldest first (expired ones are closed first). */
+  async list(ownerAddress: string, agentAddress?: string) {
+    await this.expire();
+    const filter: Record<string, unknown> = { ownerAddress, status: "pending" };
+    if (agentAddress) filter.agentAddress = agentAddress;
+    const docs = await this.ctx.store.approvals.find(filter).sort({ requestedAt: 1 }).limit(500).toArray();
+    return { approvals: docs.map((a) => this.view(a)) };
+  }
+
+  /** Closes pending approvals past their TTL as `expired` (ledger too). */
+  async expire(now = new Date()): Promise<number> {
+    const due = await this.ctx.store.approvals.find({ status: "pending", expiresAt: { $lte: now } }).toArray();
+    let n = 0;
+    for (const a of due) {
+      const r = await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId, status: "pending" }, { $set: { status: "expired", resolvedAt: now } });
+      if (r.modifiedCount === 1) {
+        n++;
+        await this.ctx.store.payments.updateOne({ txnId: a.txnId }, { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } });
+      }
+    }
+    return n;
+  }
+
+  private async load(principal: Principal, approvalId: string): Promise<ApprovalDoc> {
+    if (principal.role !== "owner") throw forbidden("Only the owner may approve or deny payments; an agent cannot approve its own.");
+    const a = await this.ctx.store.approvals.findOne({ approvalId });
+    if (!a) throw notFound(`Approval ${approvalId} not found.`);
+    if (a.ownerAddress !== principal.ownerAddress) throw forbidden(`Approval ${approvalId} belongs to another owner's agent.`);
+    if (a.status === "pending" && a.expiresAt.getTime() <= Date.now()) {
+      await this.expire();
+      throw conflict(`Approval ${approvalId} expired at ${a.expiresAt.toISOString()}.`);
+    }
+    if (a.status !== "pending") throw conflict(`Approval ${approvalId} is already ${a.status}.`);
+    return a;
+  }
+
+  private async verifyDecision(a: ApprovalDoc, action: "approve" | "deny", input: ApprovalDecisionRequest): Promise<string> {
+    const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
+    return this.ctx.signatures.verify({
+      kind: "ApprovalDecision",
+      domain: policyDomain(this.ctx.config.chainId, agent!.policyAddress),
+      types: APPROVAL_DECISION_TYPES,
+      message: { action, approvalId: a.approvalId, agent: a.agentAddress, merchant: a.merchant, amount: BigInt(a.amount), timestamp: input.timestamp },
+      signature: input.humanSignature,
+      expectedSigner: a.ownerAddress!,
+      timestamp: input.timestamp,
+    });
+  }
+
+  async deny(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
+    const a = await this.load(principal, approvalId);
+    const digest = await this.verifyDecision(a, "deny", input);
+    await this.ctx.signatures.consume("ApprovalDecision", digest);
+    const now = new Date();
+    const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
+    if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
+    await this.ctx.store.payments.updateOne({ txnId: a.txnId }, { $set: { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now } });
+    return { id: approvalId, status: "denied" as const, merchant: a.merchant, amount: fromBaseUnits(a.amount), deniedAt: now.toISOString() };
+  }
+
+  async approve(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
+    const first = await this.load(principal, approvalId);
+    const digest = await this.verifyDecision(first, "approve", input);
+    return this.ctx.agentLock.run(first.agentAddress, async () => {
+      // Claim it: of two concurrent approvals (or an approve racing a deny) exactly one proceeds.
+      const a = await this.ctx.store.approvals.findOneAndUpdate({ approvalId, status: "pending" }, { $set: { status: "approving" } }, { returnDocument: "after" });
+      if (!a) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
+      try {
+        return await this.execute(a, digest, input);
+      } catch (err) {
+        const back = err instanceof AppError && err.code === "price_changed" ? "pending" : "failed";
+        await this.ctx.store.approvals.updateOne({ approvalId, status: "approving" }, { $set: { status: back, resolvedAt: back === "failed" ? new Date() : null } });
+        if (back === "failed") {
+          await this.ctx.store.payments.updateOne({ txnId: a.txnId, status: "pending" }, { $set: { status: "failed", phase: "done", reason: "approval_failed", updatedAt: new Date() } });
+        }
+        throw err;
+      }
+    });
+  }
+
+  private async execute(a: ApprovalDoc, digest: string, input: ApprovalDecisionRequest) {
+    const agent = (await this.ctx.store.agents.findOne({ address: a.agentAddress }))!;
+    const pc: PaymentContext = {
+      agent,
+      merchant: a.merchant,
+      serviceUrl: a.serviceUrl,
+      intent: a.intent,
+      seller: { url: a.serviceUrl, method: a.method, body: a.requestBody },
+    };
+    const quote = await this.payments.quote(pc);
+    if (!quote) throw new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain.");
+    if (quote.amount > BigInt(a.amount)) {
+      throw new AppError(409, "price_changed", `The seller's price rose from ${fromBaseUnits(a.amount)} to ${fromBaseUnits(quote.amount)} USDC; the approval stays pending. Deny it, or let the agent ask again.`, {
+        approvedAmount: fromBaseUnits(a.amount),
+        newAmount: fromBaseUnits(quote.amount),
+      });
+    }
+    await this.ctx.signatures.consume("ApprovalDecision", digest);
+    const policy = await this.policies.onchain(agent);
+    const proof = proveMerchant(await this.policies.allowlistFor(policy.allowlistRoot), a.merchant) ?? { leaf: "", proof: [] };
+    const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof.leaf, proof.proof, quote.amount);
+    let outcome;
+    if (check.decision === DECISION.Block) {
+      outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);
+    } else {
+      outcome = await this.settlement.execute({
+        txnId: a.txnId,
+        base: { ...this.payments.ledgerBase(pc, a.approvalId), createdAt: a.requestedAt },
+        seller: pc.seller,
+        quote,
+        proof,
+        dailyBudget: policy.dailyBudget,
+        approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
+      });
+    }
+    const b = outcome.body;
+    if (outcome.httpStatus !== 200) {
+      await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
+      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${b.reason}.`, b);
+    }
+    await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
+    return { id: a.approvalId, status: "approved" as const, txHash: b.txHash, amount: b.amount, merchant: b.merchant, settledAt: b.settledAt, transactionId: a.txnId, response: b.response };
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * POST /pay: the policy first (before any value moves), then the seller's quote, the contract's simulation, and
+ * one of three outcomes: blocked (recorded on-chain as PaymentBlocked), pending (waits for the owner) or approved
+ * (authorised on-chain, paid through x402, settled). Payments of one agent run one at a time.
+ */
+import { randomBytes } from "node:crypto";
+import { fromBaseUnits, toBaseUnits } from "../amounts";
+import { DECISION } from "../chain/policyOps";
+import { AppError } from "../errors";
+import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
+import type { PayRequest } from "../schemas/payments";
+import type { AgentDoc, PaymentDoc } from "../store/documents";
+import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller } from "../x402/buyer";
+import type { ServiceContext } from "./context";
+import type { PolicyService } from "./policies";
+import { type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+
+const BLOCK_DEDUPE_MS = 60_000;
+
+export const newTxnId = () => `txn_${randomBytes(12).toString("hex")}`;
+export const newApprovalId = () => `apr_${randomBytes(12).toString("hex")}`;
+
+/** The merchant of a URL: its normalised host name. */
+export function merchantOf(serviceUrl: string): string {
+  const url = new URL(serviceUrl);
+  const host = normalizeHost(url.hostname.replace(/^\[|\]$/g, ""));
+  if (!host) throw new AppError(400, "bad_request", `The serviceUrl's host ${url.hostname} is not a host name.`);
+  return host;
+}
+
+export interface PaymentContext {
+  agent: AgentDoc;
+  merchant: string;
+  serviceUrl: string;
+  intent: string;
+  seller: SellerRequest;
+}
+
+export class PaymentService {
+  constructor(
+    private readonly ctx: ServiceContext,
+    private readonly policies: PolicyService,
+    private readonly settlement: SettlementService,
+  ) {}
+
+  async pay(agent: AgentDoc, input: PayRequest): Promise<PayOutcome> {
+    const merchant = merchantOf(input.serviceUrl);
+    const pc: PaymentContext = {
+      agent,
+      merchant,
+      serviceUrl: input.serviceUrl,
+      intent: input.intent,
+      seller: { url: input.serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
+    };
+    return this.ctx.agentLock.run(agent.address, () => this.payLocked(pc, toBaseUnits(input.maxAmount)));
+  }
+
+  private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
+    const policy = await this.policies.onchain(pc.agent);
+    if (!policy.deployed) {
+      throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
+    }
+    const entries = await this.policies.allowlistFor(policy.allowlistRoot);
+    const proof = proveMerchant(entries, pc.merchant);
+    if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", { leaf: "", proof: [] });
+
+    const quote = await this.quote(pc);
+    if (!quote) return this.block(pc, maxAmount, "unsupported_payment", null);
+    if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
+
+    const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
+    if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
+    if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
+    return this.settlement.execute({
+      txnId: newTxnId(),
+      base: this.ledgerBase(pc, null),
+      seller: pc.seller,
+      quote,
+      proof,
+      dailyBudget: policy.dailyBudget,
+    });
+  }
+
+  /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */
+  async quote(pc: PaymentContext): Promise<Quote | null> {
+    const c = this.ctx.config;
+    const opts = { timeoutMs: c.sellerTimeoutMs, maxBytes: c.sellerMaxBytes, allowPrivate: c.allowPrivateSellers, chainId: c.chainId, usdcAddress: c.usdcAddress };
+    try {
+      const res = await requestSeller(pc.seller, opts);
+      if (res.status !== 402) {
+        if (res.status >= 200 && res.status < 300) {
+          throw new AppError(422, "payment_not_required", `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`);
+        }
+        throw new AppError(502, "upstream_error", `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`, {
+          sellerStatus: res.status,
+        });
+      }
+      return readQuote(res, opts);
+    } catch (err) {
+      if (err instanceof SellerError) throw sellerAppError(err);
+      throw err;
+    }
+  }
+
+  ledgerBase(pc: PaymentContext, approvalId: string | null) {
+    return {
+      agentAddress: pc.agent.address,
+      ownerAddress: pc.agent.ownerAddress,
+      policyAddress: pc.agent.policyAddress,
+      merchant: pc.merchant,
+      serviceUrl: pc.serviceUrl,
+      currency: "USDC" as const,
+      intent: pc.intent,
+      approvalId,
+    };
+  }
+
+  /**
+   * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
+   * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
+   */
+  async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string): Promise<PayOutcome> {
+    const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
+    const previous = txnId
+      ? null
+      : await this.ctx.store.payments.findOne(
+          { agentAddress: pc.agent.address, merchant: pc.merchant, amount: amount.toString(), reason, status: "blocked", createdAt: { $gte: since } },
+          { sort: { createdAt: -1 } },
+        );
+    if (previous) return this.blockedOutcome(previous, true);
+
+    let txHash: string | null = null;
+    let blockNumber: number | null = null;
+    let finalReason = reason;
+    if (proof) {
+      const paymentId = "0x" + randomBytes(32).toString("hex");
+      const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, amount);
+      if (result.authorized) {
+        // The policy changed between simulation and transaction: never keep budget for a payment not made.
+        await this.settlement.ops.release(pc.agent.policyAddress, paymentId);
+      } else {
+        finalReason = result.reason ?? reason;
+      }
+      txHash = result.txHash;
+      blockNumber = result.blockNumber;
+    }
+    const now = new Date();
+    const doc: PaymentDoc = {
+      txnId: txnId ?? newTxnId(),
+      ...this.ledgerBase(pc, approvalId),
+      amount: amount.toString(),
+      status: "blocked",
+      phase: "done",
+      reason: finalReason,
+      paymentId: null,
+      txHash,
+      authorizeTxHash: txHash,
+      releaseTxHash: null,
+      payTo: null,
+      validBefore: null,
+      createdAt: now,
+      updatedAt: now,
+      settledAt: null,
+      onchain: { confirmed: false, blockNumber },
+    };
+    if (txnId) {
+      const { createdAt: _keep, ...rest } = doc;
+      await this.ctx.store.payments.updateOne({ txnId }, { $set: rest });
+    } else {
+      await this.ctx.store.payments.insertOne(doc);
+    }
+    return this.blockedOutcome(doc, false);
+  }
+
+  private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayOutcome {
+    return {
+      httpStatus: 422,
+      body: {
+        status: "blocked",
+        reason: doc.reason,
+        onchainEvent: doc.txHash ? "PaymentBlocked" : null,
+        txHash: doc.txHash,
+        amount: fromBaseUnits(doc.amount),
+        merchant: doc.merchant,
+        intent: doc.intent,
+        transactionId: doc.txnId,
+        message: blockMessage(doc.reason ?? "blocked") + (replayed ? " (same as a blocked request moments ago)" : ""),
+      },
+    };
+  }
+
+  private async requestApproval(pc: PaymentContext, quote: Quote, maxAmount: bigint): Promise<PayOutcome> {
+    const approvalId = newApprovalId();
+    const txnId = newTxnId();
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);
+    await this.ctx.store.approvals.insertOne({
+      approvalId,
+      txnId,
+      agentAddress: pc.agent.address,
+      ownerAddress: pc.agent.ownerAddress,
+      merchant: pc.merchant,
+      serviceUrl: pc.serviceUrl,
+      method: pc.seller.method,
+      requestBody: pc.seller.body,
+      amount: quote.amount.toString(),
+      maxAmount: maxAmount.toString(),
+      intent: pc.intent,
+      status: "pending",
+      requestedAt: now,
+      resolvedAt: null,
+      expiresAt,
+    });
+    await this.ctx.store.payments.insertOne({
+      txnId,
+      ...this.ledgerBase(pc, approvalId),
+      amount: quote.amount.toString(),
+      status: "pending",
+      phase: "quoted",
+      reason: null,
+      paymentId: null,
+      txHash: null,
+      authorizeTxHash: null,
+      releaseTxHash: null,
+      payTo: quote.requirement.payTo,
+      validBefore: null,
+      createdAt: now,
+      updatedAt: now,
+      settledAt: null,
+      onchain: { confirmed: false, blockNumber: null },
+    });
+    const amount = fromBaseUnits(quote.amount);
+    return {
+      httpStatus: 202,
+      body: {
+        status: "pending",
+        approvalId,
+        amount,
+        merchant: pc.merchant,
+        intent: pc.intent,
+        transactionId: txnId,
+        expiresAt: expiresAt.toISOString(),
+        message: `Payment of ${amount} USDC to ${pc.merchant} is above the approval threshold and waits for the owner's approval at ${this.ctx.urls.dashboard}/approvals. Do not retry; check the ledger for the outcome.`,
+      },
+    };
+  }
+}
+
+export function blockMessage(reason: string): string {
+  const messages: Record<string, string> = {
+    merchant_not_allowed: "The merchant is not on the agent's allowlist.",
+    per_tx_limit_exceeded: "The price is above the per-payment limit.",
+    daily_budget_exceeded: "The payment would exceed today's budget.",
+    policy_paused: "The owner has paused this agent's payments.",
+    approval_required: "The payment needs a valid owner approval.",
+    max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
+    unsupported_payment: "The seller offers no exact USDC payment on this chain.",
+  };
+  return `${messages[reason] ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
+}
