@@ -1,6 +1,7 @@
 import { AgentService } from "./agents";
 import { ApprovalService } from "./approvals";
 import { AuthService } from "./auth";
+import { ControlService } from "./controls";
 import type { ServiceContext } from "./context";
 import { IdempotencyService } from "./idempotency";
 import { LedgerService } from "./ledger";
@@ -20,6 +21,7 @@ export interface Services {
   approvals: ApprovalService;
   ledger: LedgerService;
   idempotency: IdempotencyService;
+  controls: ControlService;
 }
 
 export function createServices(ctx: ServiceContext): Services {
@@ -37,5 +39,6 @@ export function createServices(ctx: ServiceContext): Services {
     approvals: new ApprovalService(ctx, policies, payments, settlement),
     ledger: new LedgerService(ctx),
     idempotency: new IdempotencyService(ctx.store),
+    controls: new ControlService(ctx),
   };
 }
