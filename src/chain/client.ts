@@ -39,23 +39,46 @@ export interface ChainOptions {
   pollingIntervalMs?: number;
 }
 
-/** Serialises the operator's sends so nonces never collide; mining is not serialised. */
+export interface TxOverrides {
+  nonce: number;
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+}
+
+const FEE_TTL_MS = 2_000;
+
+/**
+ * Serialises the operator's sends so nonces never collide (mining is not serialised), and caches fee data for two
+ * seconds so a payment does not pay three extra RPC round trips for it.
+ */
 class OperatorSender {
   private tail: Promise<unknown> = Promise.resolve();
   private nextNonce: number | undefined;
+  private fees: { at: number; maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint } | undefined;
 
   constructor(
     private readonly wallet: Wallet,
     private readonly provider: JsonRpcProvider,
   ) {}
 
-  send(build: (overrides: { nonce: number }) => Promise<TransactionResponse>): Promise<TransactionResponse> {
+  private async feeOverrides(): Promise<Omit<TxOverrides, "nonce">> {
+    if (!this.fees || Date.now() - this.fees.at > FEE_TTL_MS) {
+      const f = await this.provider.getFeeData();
+      // Headroom over the current base fee so a transaction survives a few rising blocks.
+      const maxFeePerGas = f.maxFeePerGas !== null ? f.maxFeePerGas * 2n : undefined;
+      this.fees = { at: Date.now(), maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas ?? undefined };
+    }
+    const { maxFeePerGas, maxPriorityFeePerGas } = this.fees;
+    return maxFeePerGas !== undefined && maxPriorityFeePerGas !== undefined ? { maxFeePerGas, maxPriorityFeePerGas } : {};
+  }
+
+  send(build: (overrides: TxOverrides) => Promise<TransactionResponse>): Promise<TransactionResponse> {
     const run = this.tail.then(async () => {
       if (this.nextNonce === undefined) {
         this.nextNonce = await this.provider.getTransactionCount(this.wallet.address, "pending");
       }
       try {
-        const tx = await build({ nonce: this.nextNonce });
+        const tx = await build({ nonce: this.nextNonce, ...(await this.feeOverrides()) });
         this.nextNonce += 1;
         return tx;
       } catch (err) {
@@ -105,7 +128,7 @@ export class ChainClient {
   }
 
   /** Sends a transaction from the operator (nonce-serialised); does not wait for it to be mined. */
-  sendTx(build: (overrides: { nonce: number }) => Promise<TransactionResponse>): Promise<TransactionResponse> {
+  sendTx(build: (overrides: TxOverrides) => Promise<TransactionResponse>): Promise<TransactionResponse> {
     return this.sender.send(build);
   }
 
@@ -117,7 +140,7 @@ export class ChainClient {
 
   /** Sends a transaction from the operator (nonce-serialised) and waits for its receipt. */
   async sendAndWait(
-    build: (overrides: { nonce: number }) => Promise<TransactionResponse>,
+    build: (overrides: TxOverrides) => Promise<TransactionResponse>,
   ): Promise<{ tx: TransactionResponse; receipt: TransactionReceipt }> {
     const tx = await this.sender.send(build);
     return { tx, receipt: await this.waitFor(tx) };

@@ -38,9 +38,15 @@ export class PolicyService {
 
   /** The policy as the contract holds it now (the chain is the source of truth). */
   async onchain(agent: AgentDoc): Promise<OnchainPolicy> {
-    if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
     const c = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
-    const [p, paused, spent, last] = await Promise.all([c.policy(), c.paused(), c.spentToday(), c.lastTimestamp(0)]);
+    let p, paused, spent, last;
+    try {
+      // Read first, ask about code only when the read fails: one round trip on the payment path, not two.
+      [p, paused, spent, last] = await Promise.all([c.policy(), c.paused(), c.spentToday(), c.lastTimestamp(0)]);
+    } catch (err) {
+      if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
+      throw err;
+    }
     return {
       deployed: true,
       perTxLimit: p.perTxLimit,

@@ -88,6 +88,11 @@ export class SettlementService {
       { upsert: true },
     );
 
+    // The facilitator's check runs while the authorisation is mined; nothing is sent to the seller before both pass.
+    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
+      this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
+      return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
+    });
     let result;
     try {
       result = await this.ops.authorize(
@@ -129,10 +134,7 @@ export class SettlementService {
       throw error;
     };
 
-    const verify = await this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
-      this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
-      return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
-    });
+    const verify = await verifying;
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
       return failAfterAuthorize(`facilitator: ${reason}`, upstreamError(`The facilitator refused the payment: ${reason}. The budget was released; nothing was paid.`, { reason }));
