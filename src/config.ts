@@ -1,5 +1,7 @@
 /** Configuration: one zod schema over the environment, parsed once; every problem is listed at once. */
 import { z } from "zod";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { isAddress, getAddress, isHexString } from "ethers";
 
 export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -50,35 +52,33 @@ const EnvSchema = z
     SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
     SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
     SELL_PAY_TO: address.optional(),
-  })
-  .superRefine((env, ctx) => {
-    if (env.RPC_URL) {
-      for (const key of ["OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS"] as const) {
-        if (!env[key]) ctx.addIssue({ code: "custom", path: [key], message: "is required when RPC_URL is set" });
-      }
-      if (!env.FACILITATOR_URL && !env.FACILITATOR_PRIVATE_KEY) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["FACILITATOR_PRIVATE_KEY"],
-          message: "is required when RPC_URL is set and FACILITATOR_URL is not (the in-process facilitator needs its own key)",
-        });
-      }
-    }
-    if (env.MONGODB_URI && !env.WALLET_ENCRYPTION_KEY) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["WALLET_ENCRYPTION_KEY"],
-        message: "is required when MONGODB_URI is set (agent keys are stored encrypted under it)",
-      });
-    }
-    if (env.FACILITATOR_PRIVATE_KEY && env.OPERATOR_PRIVATE_KEY && env.FACILITATOR_PRIVATE_KEY === env.OPERATOR_PRIVATE_KEY) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["FACILITATOR_PRIVATE_KEY"],
-        message: "must differ from OPERATOR_PRIVATE_KEY (two senders on one key race for the nonce)",
-      });
-    }
   });
+
+/**
+ * Rules between variables. Checked on the raw strings, next to the schema and not inside it: zod skips an object's
+ * refinements once a field fails, and every problem must be listed at once.
+ */
+function crossFieldProblems(env: Record<string, string>): string[] {
+  const problems: string[] = [];
+  if (env.RPC_URL) {
+    for (const key of ["OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS"]) {
+      if (!env[key]) problems.push(`${key}: is required when RPC_URL is set`);
+    }
+    if (!env.FACILITATOR_URL && !env.FACILITATOR_PRIVATE_KEY) {
+      problems.push(
+        "FACILITATOR_PRIVATE_KEY: is required when RPC_URL is set and FACILITATOR_URL is not (the in-process facilitator needs its own key)",
+      );
+    }
+  }
+  if (env.MONGODB_URI && !env.WALLET_ENCRYPTION_KEY) {
+    problems.push("WALLET_ENCRYPTION_KEY: is required when MONGODB_URI is set (agent keys are stored encrypted under it)");
+  }
+  const facilitator = env.FACILITATOR_PRIVATE_KEY?.toLowerCase();
+  if (facilitator && facilitator === env.OPERATOR_PRIVATE_KEY?.toLowerCase()) {
+    problems.push("FACILITATOR_PRIVATE_KEY: must differ from OPERATOR_PRIVATE_KEY (two senders on one key race for the nonce)");
+  }
+  return problems;
+}
 
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -124,14 +124,32 @@ export class ConfigError extends Error {
   }
 }
 
+/** FACTORY_ADDRESS and FACTORY_DEPLOY_BLOCK from deployments/<network>.json (written by scripts/deploy.ts). */
+function factoryFromDeployments(network: string): Record<string, string> {
+  const file = join(__dirname, "..", "deployments", `${network}.json`);
+  if (!/^[A-Za-z0-9_-]+$/.test(network) || !existsSync(file)) return {};
+  try {
+    const record = JSON.parse(readFileSync(file, "utf8")) as { factory?: { address?: string; block?: number } };
+    const out: Record<string, string> = {};
+    if (record.factory?.address) out.FACTORY_ADDRESS = record.factory.address;
+    if (record.factory?.block !== undefined) out.FACTORY_DEPLOY_BLOCK = String(record.factory.block);
+    return out;
+  } catch {
+    return {};
+  }
+}
+
 /** Parses the environment; throws ConfigError naming every problem. Empty strings count as unset. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(source)) if (v !== undefined && v !== "") env[k] = v;
+  if (env.RPC_URL && !env.FACTORY_ADDRESS) Object.assign(env, factoryFromDeployments(env.NETWORK_NAME ?? "base"));
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`));
-  }
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`)),
+    ...crossFieldProblems(env),
+  ];
+  if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const embeddedChain = !e.RPC_URL;
   return {
