@@ -22,7 +22,7 @@ export interface AppDeps {
 const OWN_BODY = (path: string) => path.startsWith("/sell/") || path === "/mcp";
 
 export function createApp({ services, logger, routers = [] }: AppDeps): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: process.env.TRUST_PROXY === "true" });
+  const app = new Koa<AppState>({ proxy: services.ctx.config.trustProxy });
   app.silent = true; // errors are logged by errorsAndLogging, once
   app.use(errorsAndLogging(logger));
   app.use(requireJsonBodies(OWN_BODY));

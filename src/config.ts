@@ -19,6 +19,7 @@ const EnvSchema = z
     HOST: z.string().min(1).default("127.0.0.1"),
     BASE_URL: url.optional(),
     DASHBOARD_URL: url.optional(),
+    TRUST_PROXY: bool.default(false),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 
     RPC_URL: url.optional(),
@@ -90,6 +91,7 @@ export interface Config {
   baseUrl?: string;
   dashboardUrl?: string;
   logLevel: Env["LOG_LEVEL"];
+  trustProxy: boolean;
   rpcUrl?: string;
   chainId: number;
   usdcAddress: string;
@@ -160,6 +162,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     baseUrl: e.BASE_URL?.replace(/\/+$/, ""),
     dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ""),
     logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
     rpcUrl: e.RPC_URL,
     chainId: e.CHAIN_ID,
     usdcAddress: e.USDC_ADDRESS,
