@@ -83,6 +83,7 @@ function parseBody(text: string, contentType: string | null): unknown {
 export async function requestSeller(req: SellerRequest, opts: BuyerOptions, headers: Record<string, string> = {}): Promise<SellerResponse> {
   let url = new URL(req.url);
   const originalHost = url.host;
+  const body = req.method === "POST" && req.body !== undefined && req.body !== null ? JSON.stringify(req.body) : undefined;
   for (let hop = 0; ; hop++) {
     if (!opts.allowPrivate) {
       const privateIps = await privateAddressesOf(url.hostname).catch(() => {
@@ -96,8 +97,8 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
     try {
       res = await fetch(url, {
         method: req.method,
-        headers: { Accept: "application/json", ...(req.body !== undefined ? { "Content-Type": "application/json" } : {}), ...headers },
-        body: req.body !== undefined ? JSON.stringify(req.body) : undefined,
+        headers: { Accept: "application/json", ...(body !== undefined ? { "Content-Type": "application/json" } : {}), ...headers },
+        body,
         redirect: "manual",
         signal: AbortSignal.timeout(opts.timeoutMs),
       });
@@ -106,7 +107,7 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
       if (e.name === "TimeoutError" || e.name === "AbortError") {
         throw new SellerError("seller_timeout", `The seller did not answer within ${opts.timeoutMs} ms.`);
       }
-      throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin}.`);
+      throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin} (${describeCause(err)}).`);
     }
     if (res.status >= 300 && res.status < 400 && res.headers.get("location")) {
       await res.body?.cancel();
@@ -197,4 +198,9 @@ export function readSettlement(res: SellerResponse): SettleResponse | null {
   } catch {
     return null;
   }
+}
+
+function describeCause(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err as Error).message ?? "network error";
 }

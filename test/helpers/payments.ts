@@ -1,0 +1,41 @@
+/** Helpers for payment tests: owner approval signatures and reading the policy's events from a receipt. */
+import type { Wallet } from "ethers";
+import { getAddress } from "ethers";
+import { APPROVAL_DECISION_TYPES, policyDomain } from "../../src/chain/typedData";
+import { toBaseUnits } from "../../src/amounts";
+import type { Stack } from "./stack";
+
+/** The owner's ApprovalDecision signature body for approve or deny of an approval. */
+export async function approvalDecision(
+  s: Stack,
+  owner: Wallet,
+  a: { id: string; agentAddress: string; merchant: string; amount: string },
+  action: "approve" | "deny",
+  timestamp = s.now(),
+): Promise<{ humanSignature: string; timestamp: number }> {
+  const policy = getAddress(await s.svc.chain.factory.predictPolicyAddress(a.agentAddress));
+  const humanSignature = await owner.signTypedData(policyDomain(8453, policy), APPROVAL_DECISION_TYPES, {
+    action,
+    approvalId: a.id,
+    agent: a.agentAddress,
+    merchant: a.merchant,
+    amount: toBaseUnits(a.amount),
+    timestamp,
+  });
+  return { humanSignature, timestamp };
+}
+
+/** The SpendPolicy events in a transaction's receipt, decoded. */
+export async function policyEvents(s: Stack, policyAddress: string, txHash: string) {
+  const receipt = await s.svc.chain.provider.getTransactionReceipt(txHash);
+  if (!receipt) throw new Error(`no receipt for ${txHash}`);
+  const c = s.svc.chain.policyAt(policyAddress, s.svc.chain.provider);
+  return receipt.logs
+    .filter((l) => l.address.toLowerCase() === policyAddress.toLowerCase())
+    .map((l) => c.interface.parseLog(l))
+    .filter((e): e is NonNullable<typeof e> => e !== null);
+}
+
+export async function spentToday(s: Stack, policyAddress: string): Promise<bigint> {
+  return s.svc.chain.policyAt(policyAddress, s.svc.chain.provider).spentToday();
+}
