@@ -127,12 +127,14 @@ export class PaymentService {
           { agentAddress: pc.agent.address, merchant: pc.merchant, amount: amount.toString(), reason, status: "blocked", createdAt: { $gte: since } },
           { sort: { createdAt: -1 } },
         );
-    if (previous) return this.blockedOutcome(previous, true);
-
     let txHash: string | null = null;
     let blockNumber: number | null = null;
     let finalReason = reason;
-    if (proof) {
+    if (previous) {
+      // Every attempt gets its own ledger entry; only the on-chain record is shared with the first one.
+      txHash = previous.txHash;
+      blockNumber = previous.onchain.blockNumber;
+    } else if (proof) {
       const paymentId = "0x" + randomBytes(32).toString("hex");
       const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, amount);
       if (result.authorized) {
@@ -161,7 +163,8 @@ export class PaymentService {
       createdAt: now,
       updatedAt: now,
       settledAt: null,
-      onchain: { confirmed: false, blockNumber },
+      onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
+      ...(previous ? { duplicateOf: previous.txnId } : {}),
     };
     if (txnId) {
       const { createdAt: _keep, ...rest } = doc;
@@ -169,7 +172,7 @@ export class PaymentService {
     } else {
       await this.ctx.store.payments.insertOne(doc);
     }
-    return this.blockedOutcome(doc, false);
+    return this.blockedOutcome(doc, previous !== null);
   }
 
   private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayOutcome {
@@ -184,7 +187,7 @@ export class PaymentService {
         merchant: doc.merchant,
         intent: doc.intent,
         transactionId: doc.txnId,
-        message: blockMessage(doc.reason ?? "blocked") + (replayed ? " (same as a blocked request moments ago)" : ""),
+        message: blockMessage(doc.reason ?? "blocked") + (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
       },
     };
   }

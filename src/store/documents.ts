@@ -103,6 +103,8 @@ export interface PaymentDoc {
   status: LedgerStatus;
   phase: PaymentPhase;
   reason: string | null;
+  /** The first of identical blocked requests within 60 s, whose on-chain record this one shares. */
+  duplicateOf?: string;
   /** Seller or facilitator message for failed payments. */
   detail?: string | null;
   paymentId: string | null; // EIP-3009 nonce, bytes32

@@ -211,7 +211,9 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
       const second = await pay(a, v2.resource);
       expect(second.status).to.equal(422);
       expect(second.body.txHash).to.equal(first.body.txHash);
-      expect(second.body.transactionId).to.equal(first.body.transactionId);
+      expect(second.body.transactionId).to.not.equal(first.body.transactionId);
+      const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}&status=blocked`, { key: a.apiKey });
+      expect(ledger.body.total).to.equal(2);
     });
 
     it("no_policy: an agent whose owner set no policy cannot pay", async () => {

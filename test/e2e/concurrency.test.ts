@@ -1,0 +1,74 @@
+import { expect } from "chai";
+import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { spentToday } from "../helpers/payments";
+import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+
+const USDC = 1_000_000n;
+
+describe("POST /pay under concurrency and retries", () => {
+  let s: Stack;
+  let seller: TestSeller;
+
+  before(async () => {
+    s = await startStack();
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+  });
+  after(async () => {
+    await seller?.close();
+    await s?.close();
+  });
+
+  const payBody = (agentAddress: string, intent: string) => ({ agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent });
+
+  it("20 simultaneous payments of one agent whose budget covers 5: exactly 5 approved, 15 blocked, nothing lost", async () => {
+    const a = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "5", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 50n * USDC);
+    const before = await usdcBalance(s, a.agentAddress);
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, `purchase ${i}`) })),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((x) => x === 200), JSON.stringify(results.map((r) => r.body))).to.have.length(5);
+    expect(statuses.filter((x) => x === 422)).to.have.length(15);
+    for (const r of results.filter((x) => x.status === 422)) expect(r.body.reason).to.equal("daily_budget_exceeded");
+    expect(await spentToday(s, a.policyContract)).to.equal(5n * USDC);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(before - 5n * USDC);
+
+    const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}&limit=200`, { key: a.apiKey });
+    const byStatus = (st: string) => ledger.body.transactions.filter((t: { status: string }) => t.status === st).length;
+    expect(ledger.body.total).to.equal(20);
+    expect(byStatus("approved")).to.equal(5);
+    expect(byStatus("blocked")).to.equal(15);
+    const ledgerIds = new Set(ledger.body.transactions.map((t: { id: string }) => t.id));
+    for (const r of results) expect(ledgerIds.has(r.body.transactionId)).to.equal(true);
+    const intents = new Set(ledger.body.transactions.map((t: { intent: string }) => t.intent));
+    expect(intents.size).to.equal(20);
+  });
+
+  it("the same request sent 10 times with one Idempotency-Key pays once and answers the same result", async () => {
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    const before = await usdcBalance(s, a.agentAddress);
+    const body = payBody(a.agentAddress, "one idempotent purchase");
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => s.api("POST", "/pay", { key: a.apiKey, body, headers: { "Idempotency-Key": "order-42" } })),
+    );
+    expect(results.map((r) => r.status)).to.deep.equal(Array(10).fill(200));
+    expect(new Set(results.map((r) => r.body.txHash)).size).to.equal(1);
+    expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).to.have.length(9);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(before - USDC);
+    expect(await spentToday(s, a.policyContract)).to.equal(USDC);
+
+    const reused = await s.api("POST", "/pay", { key: a.apiKey, body: { ...body, intent: "something else" }, headers: { "Idempotency-Key": "order-42" } });
+    expect(reused.status).to.equal(409);
+    expect(reused.body).to.include({ error: "conflict", status: 409 });
+  });
+
+  it("payments of different agents run in parallel", async () => {
+    const agents = await Promise.all([0, 1, 2, 3].map(() => s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] })));
+    for (const a of agents) await mintUsdc(s, a.agentAddress, 5n * USDC);
+    const results = await Promise.all(agents.map((a) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, "parallel") })));
+    expect(results.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
+    for (const a of agents) expect(await spentToday(s, a.policyContract)).to.equal(USDC);
+  });
+});
