@@ -96,24 +96,24 @@ export class PolicyOps {
   }
 
   /**
-   * Cancels the agent's EIP-3009 authorisation (signed by the agent, relayed by the operator) so that it can never
-   * settle. Returns false when it was already used, i.e. the payment settled.
+   * Where an EIP-3009 authorisation stands. USDC marks a nonce "used" both when it settles and when it is cancelled,
+   * so the AuthorizationUsed event tells the two apart.
    */
-  async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<boolean> {
-    if (await this.authorizationUsed(signer.address, nonce)) return false;
+  async authorizationStatus(agent: string, nonce: string, fromBlock: number): Promise<{ state: "open" | "settled" | "cancelled"; txHash: string | null }> {
+    if (!(await this.authorizationUsed(agent, nonce))) return { state: "open", txHash: null };
+    const txHash = await this.settlementTx(agent, nonce, fromBlock);
+    return txHash ? { state: "settled", txHash } : { state: "cancelled", txHash: null };
+  }
+
+  /** Cancels the agent's open EIP-3009 authorisation (signed by the agent, relayed by the operator). */
+  async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<void> {
     const usdc = new Contract(this.chain.usdc.target as string, USDC_CANCEL_ABI, this.chain.operator);
     const [name, version] = await Promise.all([this.chain.usdc.name(), this.chain.usdc.version()]);
     const domain = { name, version, chainId: this.chain.chainId, verifyingContract: getAddress(usdc.target as string) };
     const sig = Signature.from(
       await signer.signTypedData({ domain, types: CANCEL_TYPES, primaryType: "CancelAuthorization", message: { authorizer: signer.address, nonce } }),
     );
-    try {
-      await this.chain.sendAndWait((o) => usdc.cancelAuthorization(signer.address, nonce, sig.v, sig.r, sig.s, o));
-      return true;
-    } catch (err) {
-      if (await this.authorizationUsed(signer.address, nonce)) return false;
-      throw err;
-    }
+    await this.chain.sendAndWait((o) => usdc.cancelAuthorization(signer.address, nonce, sig.v, sig.r, sig.s, o));
   }
 
   /** The settlement transaction of an EIP-3009 authorisation (USDC AuthorizationUsed), if it is on-chain. */

@@ -126,7 +126,7 @@ export class SettlementService {
         },
       };
     }
-    await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash });
+    await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
     const failAfterAuthorize = async (detail: string, error: AppError): Promise<never> => {
       const settled = await this.finishUnsettled(txnId, detail);
@@ -151,6 +151,7 @@ export class SettlementService {
     const settlement = readSettlement(res);
     let settledTx = settlement?.success && settlement.transaction ? settlement.transaction : null;
     if (settledTx) await this.ctx.chain.provider.waitForTransaction(settledTx, 1, 30_000).catch(() => null);
+    // Nothing has cancelled this authorisation yet, so "used" here means settled.
     const used = await this.ops.authorizationUsed(agent, paymentId);
     if (!used) {
       const sellerReason =
@@ -195,14 +196,22 @@ export class SettlementService {
   private async finishUnsettled(txnId: string, detail: string): Promise<string | null> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc?.paymentId) return null;
-    const signer = await this.ctx.wallets.signer(doc.agentAddress);
-    const cancelled = await this.ops.cancelAuthorization(signer, doc.paymentId);
-    if (!cancelled) {
-      const tx = await this.ops.settlementTx(doc.agentAddress, doc.paymentId, 0);
-      await this.update(txnId, { status: "approved", phase: "done", txHash: tx, settledAt: new Date(), detail });
-      return tx ?? "unknown";
+    const from = doc.authorizeBlock ?? 0;
+    let status = await this.ops.authorizationStatus(doc.agentAddress, doc.paymentId, from);
+    if (status.state === "open") {
+      const signer = await this.ctx.wallets.signer(doc.agentAddress);
+      await this.ops.cancelAuthorization(signer, doc.paymentId).catch((err) => {
+        this.ctx.logger.warn({ err, txnId }, "cancelAuthorization failed; reading the outcome from chain");
+      });
+      status = await this.ops.authorizationStatus(doc.agentAddress, doc.paymentId, from);
+      if (status.state === "open") throw new Error(`could not cancel the authorisation of ${txnId}`);
     }
-    const releaseTx = await this.ops.release(doc.policyAddress, doc.paymentId);
+    if (status.state === "settled") {
+      await this.update(txnId, { status: "approved", phase: "done", txHash: status.txHash, settledAt: new Date(), detail });
+      return status.txHash;
+    }
+    const releaseTx =
+      (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === 1 ? await this.ops.release(doc.policyAddress, doc.paymentId) : null;
     await this.update(txnId, { status: "failed", phase: "done", reason: "settlement_failed", detail, releaseTxHash: releaseTx });
     return null;
   }
@@ -214,7 +223,10 @@ export class SettlementService {
   async resolveInFlight(txnId: string): Promise<void> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
-    if (doc.authorizeTxHash) await this.ctx.chain.provider.waitForTransaction(doc.authorizeTxHash, 1, 30_000).catch(() => null);
+    if (doc.authorizeTxHash) {
+      const receipt = await this.ctx.chain.provider.waitForTransaction(doc.authorizeTxHash, 1, 30_000).catch(() => null);
+      if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
+    }
     const state = await this.ops.paymentState(doc.policyAddress, doc.paymentId);
     if (state === 1) {
       await this.finishUnsettled(txnId, "recovered after an interruption");

@@ -112,6 +112,8 @@ export interface PaymentDoc {
   /** Settlement tx (approved) or the PaymentBlocked tx (blocked). */
   txHash: string | null;
   authorizeTxHash: string | null;
+  /** Block of the authorisation: settlement logs are searched from here. */
+  authorizeBlock?: number | null;
   releaseTxHash: string | null;
   payTo: string | null;
   validBefore: number | null;

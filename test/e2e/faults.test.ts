@@ -1,0 +1,112 @@
+import { expect } from "chai";
+import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { spentToday } from "../helpers/payments";
+import {
+  fundedFacilitator,
+  mintUsdc,
+  startMisbehavingSeller,
+  startV2Seller,
+  usdcBalance,
+  type MisbehaviourMode,
+  type TestSeller,
+} from "../helpers/sellers";
+import { requestSeller, SellerError } from "../../src/x402/buyer";
+
+const USDC = 1_000_000n;
+
+describe("POST /pay when sellers and facilitators fail", () => {
+  let s: Stack;
+  const sellers: TestSeller[] = [];
+
+  before(async () => {
+    s = await startStack({ SELLER_TIMEOUT_MS: "800", SELLER_MAX_BYTES: "65536" });
+  });
+  after(async () => {
+    for (const x of sellers) await x.close();
+    await s?.close();
+  });
+
+  async function agent() {
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 20n * USDC);
+    return a;
+  }
+
+  async function payAndExpectNothingMoved(serviceUrl: string) {
+    const a = await agent();
+    const before = await usdcBalance(s, a.agentAddress);
+    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl, maxAmount: "5", intent: "fault test" } });
+    expect(res.status, JSON.stringify(res.body)).to.be.within(400, 599);
+    expect(res.status).to.not.equal(500);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(before);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+    return { a, res };
+  }
+
+  it("a seller failing after the payment header: 502, the authorisation is cancelled, the budget released, the ledger says failed", async () => {
+    const seller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
+    sellers.push(seller);
+    const { a, res } = await payAndExpectNothingMoved(seller.resource);
+    expect(res.status).to.equal(502);
+    expect(res.body).to.include({ error: "upstream_error", status: 502 });
+    expect(res.body.message).to.include("released");
+    const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(ledger.body.transactions).to.have.length(1);
+    const entry = ledger.body.transactions[0];
+    expect(entry).to.include({ status: "failed", reason: "settlement_failed", amount: "1" });
+    const policy = s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider);
+    expect(await policy.paymentState(entry.paymentId)).to.equal(2n); // released
+    expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, entry.paymentId)).to.equal(true); // cancelled: can never settle
+  });
+
+  it("the facilitator refusing (the agent holds no USDC): 502 with the facilitator's reason, budget released", async () => {
+    const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    sellers.push(seller);
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "no funds" } });
+    expect(res.status).to.equal(502);
+    expect(res.body.details.reason).to.match(/insufficient/);
+    expect(seller.hits.paid).to.equal(0);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+    const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(ledger.body.transactions[0]).to.include({ status: "failed" });
+  });
+
+  const misbehaviour: [MisbehaviourMode, number, string][] = [
+    ["garbage402", 502, "invalid_payment_required"],
+    ["hugeBody", 502, "seller_response_too_large"],
+    ["redirectPrivate", 502, "seller_redirect_refused"],
+    ["slow", 504, "upstream_timeout"],
+    ["free200", 422, "payment_not_required"],
+    ["http500", 502, "upstream_error"],
+  ];
+  for (const [mode, status, code] of misbehaviour) {
+    it(`a seller that misbehaves (${mode}) gets ${status} ${code} and no value moves`, async () => {
+      const seller = await startMisbehavingSeller(mode, { usdc: s.svc.config.usdcAddress, price: USDC });
+      sellers.push(seller);
+      const { res } = await payAndExpectNothingMoved(seller.resource);
+      expect(res.status).to.equal(status);
+      expect(res.body).to.include({ error: code, status });
+      expect(res.body.message).to.be.a("string").that.is.not.empty;
+    });
+  }
+
+  for (const mode of ["otherNetwork", "otherToken"] as const) {
+    it(`a price in another ${mode === "otherNetwork" ? "network" : "token"} is blocked as unsupported_payment`, async () => {
+      const seller = await startMisbehavingSeller(mode, { usdc: s.svc.config.usdcAddress, price: USDC });
+      sellers.push(seller);
+      const { res } = await payAndExpectNothingMoved(seller.resource);
+      expect(res.status).to.equal(422);
+      expect(res.body).to.include({ status: "blocked", reason: "unsupported_payment", onchainEvent: null });
+    });
+  }
+
+  it("refuses sellers on private addresses unless ALLOW_PRIVATE_SELLERS (SSRF)", async () => {
+    const opts = { timeoutMs: 500, maxBytes: 1024, allowPrivate: false, chainId: 8453, usdcAddress: s.svc.config.usdcAddress };
+    for (const url of ["http://127.0.0.1:1/x", "http://10.1.2.3/x", "http://169.254.169.254/latest", "http://[::1]:1/x", "http://localhost:1/x"]) {
+      const err = await requestSeller({ url, method: "GET" }, opts).then(() => null, (e: unknown) => e);
+      expect(err, url).to.be.instanceOf(SellerError);
+      expect((err as SellerError).code, url).to.equal("unsafe_seller_address");
+    }
+  });
+});
