@@ -19,6 +19,7 @@ import { KeyedMutex } from "./util/mutex";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
 import { paymentRoutes } from "./http/routes/payments";
+import { sellRoutes } from "./http/routes/sell";
 import { controlRoutes } from "./http/routes/controls";
 
 export interface RunningService {
@@ -114,7 +115,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     sweep.unref();
     cleanup.push(async () => clearInterval(sweep));
 
-    const app = createApp({ services, logger, routers: [paymentRoutes(services), controlRoutes(services)] });
+    const app = createApp({ services, logger, routers: [paymentRoutes(services), controlRoutes(services), sellRoutes(services)] });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);
