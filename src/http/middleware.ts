@@ -16,8 +16,9 @@ export function errorsAndLogging(logger: Logger): Middleware {
     const started = process.hrtime.bigint();
     try {
       await next();
-      if (ctx.status === 404 && ctx.body == null && ctx.respond !== false) {
-        throw new AppError(404, "not_found", `No route for ${ctx.method} ${ctx.path}.`);
+      // Answers no handler wrote (no route, or the router's 405/501) get the error shape too.
+      if (ctx.status >= 400 && ctx.body == null && ctx.respond !== false) {
+        throw emptyErrorAnswer(ctx.status, ctx.method, ctx.path, ctx.response.get("Allow"));
       }
     } catch (err) {
       const appError = toAppError(err);
@@ -42,6 +43,15 @@ export function errorsAndLogging(logger: Logger): Middleware {
   };
 }
 
+function emptyErrorAnswer(status: number, method: string, path: string, allow: string): AppError {
+  if (status === 404) return new AppError(404, "not_found", `No route for ${method} ${path}.`);
+  if (status === 405) {
+    return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
+  }
+  if (status === 501) return new AppError(501, "not_implemented", `${method} is not supported.`);
+  return new AppError(status, status < 500 ? "bad_request" : "internal", status < 500 ? "Bad request." : "Something went wrong on our side.");
+}
+
 /** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -49,11 +59,13 @@ export function toAppError(err: unknown): AppError {
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
   if (status === 415) return unsupportedMediaType();
-  if (e.type === "entity.parse.failed" || (status === 400 && e.expose)) {
-    return new AppError(400, "bad_request", "The request body is not valid JSON.");
+  // co-body throws a SyntaxError with status 400 and no `expose` for bad JSON, non-object JSON and __proto__ keys.
+  if (e.type === "entity.parse.failed" || (status === 400 && (e.expose || err instanceof SyntaxError))) {
+    return new AppError(400, "bad_request", "The request body is not valid JSON (an object is expected).");
   }
-  if (status && status >= 400 && status < 500 && e.expose) {
-    return new AppError(status, status === 404 ? "not_found" : "bad_request", e.message ?? "Bad request.");
+  if (status && status >= 400 && status < 500) {
+    // A client error from Koa or a parser: never a 500, and its message only when it is meant to be shown.
+    return new AppError(status, status === 404 ? "not_found" : "bad_request", e.expose && e.message ? e.message : "Bad request.");
   }
   return new AppError(500, "internal", "Something went wrong on our side; nothing was charged. Try again later.");
 }

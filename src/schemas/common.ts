@@ -10,15 +10,19 @@ export const Address = z
   .transform((v) => getAddress(v))
   .meta({ description: "Ethereum address, 0x-prefixed", example: "0x1111111111111111111111111111111111111111" });
 
+/** Base units of a well-formed amount, else null. Zod 4 runs refinements even after the regex failed, and
+ * toBaseUnits throws on "1e5" or "": the refinements below must never throw (a throw would be a 500). */
+const unitsOf = (v: string): bigint | null => (DECIMAL_AMOUNT.test(v) ? toBaseUnits(v) : null);
+
 /** A USDC amount as a decimal string: digits, at most 6 decimals, no sign, no exponent. */
 export const Amount = z
   .string()
   .trim()
   .regex(DECIMAL_AMOUNT, "must be a decimal string with at most 6 decimals, like \"1.25\"")
-  .refine((v) => toBaseUnits(v) <= MAX_AMOUNT, "is too large")
+  .refine((v) => (unitsOf(v) ?? 0n) <= MAX_AMOUNT, "is too large")
   .meta({ description: "USDC amount as a decimal string (6 decimals at most)", example: "1.50" });
 
-export const PositiveAmount = Amount.refine((v) => toBaseUnits(v) > 0n, "must be greater than 0");
+export const PositiveAmount = Amount.refine((v) => (unitsOf(v) ?? 1n) > 0n, "must be greater than 0");
 
 export const Signature = z
   .string()

@@ -1,0 +1,63 @@
+/** Owner helpers for API tests: Sign-In with Ethereum the way a wallet does it (EIP-4361, personal_sign). */
+import type { Wallet } from "ethers";
+import { createSiweMessage } from "viem/siwe";
+import type { ApiResponse, Stack } from "./stack";
+
+export interface SiweOverrides {
+  domain?: string;
+  uri?: string;
+  chainId?: number;
+  /** Address written in the message (default: the signer's). */
+  address?: string;
+  expirationTime?: Date;
+}
+
+/** An EIP-4361 message for the stack's API (domain = its host, URI = its origin, chain 8453). */
+export function siweMessage(s: Stack, address: string, nonce: string, o: SiweOverrides = {}): string {
+  const url = new URL(s.url);
+  return createSiweMessage({
+    domain: o.domain ?? url.host,
+    uri: o.uri ?? url.origin,
+    address: (o.address ?? address) as `0x${string}`,
+    chainId: o.chainId ?? 8453,
+    nonce,
+    version: "1",
+    statement: "Sign in to SpendGate.",
+    issuedAt: new Date(),
+    expirationTime: o.expirationTime,
+  });
+}
+
+export async function siweNonce(s: Stack, address: string): Promise<string> {
+  const res = await s.api("POST", "/auth/siwe/nonce", { body: { address } });
+  if (res.status !== 200) throw new Error(`nonce failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.nonce;
+}
+
+/** Asks for a nonce, signs the message with `signer` (default: the owner) and posts it to /auth/siwe/verify. */
+export async function siweVerify(
+  s: Stack,
+  owner: Wallet,
+  opts: SiweOverrides & { signer?: Wallet; nonce?: string } = {},
+): Promise<ApiResponse & { message: string; signature: string }> {
+  const nonce = opts.nonce ?? (await siweNonce(s, owner.address));
+  const message = siweMessage(s, owner.address, nonce, opts);
+  const signature = await (opts.signer ?? owner).signMessage(message);
+  const res = await s.api("POST", "/auth/siwe/verify", { body: { message, signature } });
+  return { ...res, message, signature };
+}
+
+/** Signs in and returns the owner key. */
+export async function ownerKey(s: Stack, owner: Wallet): Promise<string> {
+  const res = await siweVerify(s, owner);
+  if (res.status !== 200) throw new Error(`SIWE failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.apiKey;
+}
+
+/** Genesis then link to `owner`: an agent with an owner and no policy yet. */
+export async function linkedAgent(s: Stack, owner: Wallet, body: Record<string, unknown> = {}) {
+  const agent = await s.genesis(body);
+  const res = await s.api("POST", "/agents/link", { body: await s.signLink(owner, agent.agentAddress) });
+  if (res.status !== 200) throw new Error(`link failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return agent;
+}
