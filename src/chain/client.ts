@@ -30,6 +30,17 @@ export const ERC20_ABI = [
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
 ];
 
+export const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+const MULTICALL3_ABI = [
+  "function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)",
+];
+
+export interface ReadCall {
+  contract: Contract;
+  method: string;
+  args?: unknown[];
+}
+
 export interface ChainOptions {
   rpcUrl: string;
   chainId: number;
@@ -144,6 +155,28 @@ export class ChainClient {
   ): Promise<{ tx: TransactionResponse; receipt: TransactionReceipt }> {
     const tx = await this.sender.send(build);
     return { tx, receipt: await this.waitFor(tx) };
+  }
+
+  /**
+   * Several view calls in one round trip (Multicall3, at its canonical address on Base and on the embedded chain).
+   * A call that fails or returns nothing (no code at the address) answers null.
+   */
+  async readMany(calls: ReadCall[]): Promise<(unknown[] | null)[]> {
+    const multicall = new Contract(MULTICALL3, MULTICALL3_ABI, this.provider);
+    const encoded = calls.map((c) => ({
+      target: c.contract.target as string,
+      allowFailure: true,
+      callData: c.contract.interface.encodeFunctionData(c.method, c.args ?? []),
+    }));
+    const results: { success: boolean; returnData: string }[] = await multicall.aggregate3.staticCall(encoded);
+    return results.map((r, i) => {
+      if (!r.success || r.returnData === "0x") return null;
+      try {
+        return [...calls[i].contract.interface.decodeFunctionResult(calls[i].method, r.returnData)];
+      } catch {
+        return null;
+      }
+    });
   }
 
   async isDeployed(address: string): Promise<boolean> {

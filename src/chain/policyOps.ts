@@ -11,6 +11,8 @@ export const REASONS: Record<number, string> = {
   5: "approval_required",
 };
 
+const AUTHORIZE_GAS_LIMIT = 250_000n;
+
 export const DECISION = { Allow: 0, RequiresApproval: 1, Block: 2 } as const;
 
 export interface OwnerApprovalInput {
@@ -59,7 +61,10 @@ export class PolicyOps {
   ): Promise<AuthorizeResult> {
     const c = this.chain.policyAt(policyAddress);
     const tuple = [approval.approvalId, approval.amount, approval.timestamp, approval.signature];
-    const tx = await this.chain.sendTx((o) => c.authorizePayment(paymentId, merchant, leaf, proof, amount, tuple, o));
+    // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
+    // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
+    const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(proof.length) * 5_000n;
+    const tx = await this.chain.sendTx((o) => c.authorizePayment(paymentId, merchant, leaf, proof, amount, tuple, { ...o, gasLimit }));
     if (onSent) await onSent(tx.hash);
     const receipt = await this.chain.waitFor(tx);
     for (const log of this.logsOf(receipt, policyAddress)) {
@@ -89,6 +94,23 @@ export class PolicyOps {
   /** 0 unknown, 1 authorised, 2 released. */
   async paymentState(policyAddress: string, paymentId: string): Promise<number> {
     return Number(await this.chain.policyAt(policyAddress, this.chain.provider).paymentState(paymentId));
+  }
+
+  /** Whether a mined transaction carries USDC's AuthorizationUsed(agent, nonce): the settlement of this payment. */
+  async settledIn(txHash: string, agent: string, nonce: string): Promise<boolean> {
+    // A seller may answer before its settlement is mined: wait for it, within bounds.
+    const receipt =
+      (await this.chain.provider.getTransactionReceipt(txHash)) ?? (await this.chain.provider.waitForTransaction(txHash, 1, 30_000));
+    if (!receipt || receipt.status !== 1) return false;
+    const usdc = (this.chain.usdc.target as string).toLowerCase();
+    const topic = this.chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;
+    return receipt.logs.some(
+      (l) =>
+        l.address.toLowerCase() === usdc &&
+        l.topics[0] === topic &&
+        getAddress("0x" + l.topics[1].slice(26)) === getAddress(agent) &&
+        l.topics[2].toLowerCase() === nonce.toLowerCase(),
+    );
   }
 
   async authorizationUsed(agent: string, nonce: string): Promise<boolean> {

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { DECISION } from "../chain/policyOps";
+import { phaseTimer } from "../util/timer";
 import { AppError } from "../errors";
 import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
@@ -56,7 +57,9 @@ export class PaymentService {
   }
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
+    const timer = phaseTimer();
     const policy = await this.policies.onchain(pc.agent);
+    timer.mark("policy");
     if (!policy.deployed) {
       throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
     }
@@ -65,10 +68,12 @@ export class PaymentService {
     if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", { leaf: "", proof: [] });
 
     const quote = await this.quote(pc);
+    timer.mark("quote");
     if (!quote) return this.block(pc, maxAmount, "unsupported_payment", null);
     if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
 
     const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
+    timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
     return this.settlement.execute({
@@ -78,6 +83,7 @@ export class PaymentService {
       quote,
       proof,
       dailyBudget: policy.dailyBudget,
+      timer,
     });
   }
 

@@ -38,24 +38,28 @@ export class PolicyService {
 
   /** The policy as the contract holds it now (the chain is the source of truth). */
   async onchain(agent: AgentDoc): Promise<OnchainPolicy> {
-    const c = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
-    let p, paused, spent, last;
-    try {
-      // Read first, ask about code only when the read fails: one round trip on the payment path, not two.
-      [p, paused, spent, last] = await Promise.all([c.policy(), c.paused(), c.spentToday(), c.lastTimestamp(0)]);
-    } catch (err) {
+    const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
+    // One round trip for the four reads (this sits on the payment path).
+    const [p, paused, spent, last] = await this.ctx.chain.readMany([
+      { contract, method: "policy" },
+      { contract, method: "paused" },
+      { contract, method: "spentToday" },
+      { contract, method: "lastTimestamp", args: [0] },
+    ]);
+    if (!p || !paused || !spent || !last) {
       if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
-      throw err;
+      throw new Error(`could not read the policy at ${agent.policyAddress}`);
     }
+    const policy = p[0] as { perTxLimit: bigint; dailyBudget: bigint; allowlistRoot: string; approvalThreshold: bigint };
     return {
       deployed: true,
-      perTxLimit: p.perTxLimit,
-      dailyBudget: p.dailyBudget,
-      allowlistRoot: p.allowlistRoot,
-      approvalThreshold: p.approvalThreshold,
-      paused,
-      spentToday: spent,
-      lastUpdated: Number(last),
+      perTxLimit: policy.perTxLimit,
+      dailyBudget: policy.dailyBudget,
+      allowlistRoot: policy.allowlistRoot,
+      approvalThreshold: policy.approvalThreshold,
+      paused: paused[0] as boolean,
+      spentToday: spent[0] as bigint,
+      lastUpdated: Number(last[0]),
     };
   }
 

@@ -10,6 +10,7 @@ import type { AllowlistProof } from "../policy/allowlist";
 import type { PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, SellerError, readSettlement, requestSeller, signPayment } from "../x402/buyer";
 import type { ServiceContext } from "./context";
+import { type PhaseTimer, phaseTimer } from "../util/timer";
 
 export interface PayOutcome {
   httpStatus: 200 | 202 | 422;
@@ -30,6 +31,7 @@ export interface ExecuteInput {
   proof: AllowlistProof;
   dailyBudget: bigint;
   approval?: OwnerApprovalInput;
+  timer?: PhaseTimer;
 }
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
@@ -58,10 +60,12 @@ export class SettlementService {
   /** Authorises on-chain, pays the seller and settles. Called with the agent's lock held. */
   async execute(input: ExecuteInput): Promise<PayOutcome> {
     const { txnId, base, quote, proof } = input;
+    const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
     const signer = await this.ctx.wallets.signer(agent);
     const signed = await signPayment(signer, quote);
     const paymentId = signed.nonce;
+    timer.mark("sign");
     const auth = signed.payload.payload as { authorization?: { validBefore?: string } };
     const now = new Date();
     await this.ctx.store.payments.updateOne(
@@ -87,6 +91,7 @@ export class SettlementService {
       },
       { upsert: true },
     );
+    timer.mark("ledger");
 
     // The facilitator's check runs while the authorisation is mined; nothing is sent to the seller before both pass.
     const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
@@ -126,6 +131,7 @@ export class SettlementService {
         },
       };
     }
+    timer.mark("authorize");
     await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
     const failAfterAuthorize = async (detail: string, error: AppError): Promise<never> => {
@@ -135,12 +141,12 @@ export class SettlementService {
     };
 
     const verify = await verifying;
+    timer.mark("verify");
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
       return failAfterAuthorize(`facilitator: ${reason}`, upstreamError(`The facilitator refused the payment: ${reason}. The budget was released; nothing was paid.`, { reason }));
     }
 
-    await this.update(txnId, { phase: "settling" });
     let res;
     try {
       res = await requestSeller(input.seller, this.sellerOptions(), signed.headers);
@@ -148,11 +154,13 @@ export class SettlementService {
       if (!(err instanceof SellerError)) throw err;
       return failAfterAuthorize(`seller: ${err.code}`, sellerAppError(err));
     }
+    timer.mark("seller");
     const settlement = readSettlement(res);
     let settledTx = settlement?.success && settlement.transaction ? settlement.transaction : null;
-    if (settledTx) await this.ctx.chain.provider.waitForTransaction(settledTx, 1, 30_000).catch(() => null);
-    // Nothing has cancelled this authorisation yet, so "used" here means settled.
-    const used = await this.ops.authorizationUsed(agent, paymentId);
+    // The seller's word is checked on-chain: its transaction must carry our AuthorizationUsed; without one, the
+    // authorisation state decides (nothing has cancelled it yet, so "used" here means settled).
+    const inSellerTx = settledTx !== null && (await this.ops.settledIn(settledTx, agent, paymentId).catch(() => false));
+    const used = inSellerTx || (await this.ops.authorizationUsed(agent, paymentId));
     if (!used) {
       const sellerReason =
         (settlement && !settlement.success && settlement.errorReason) ||
@@ -166,9 +174,11 @@ export class SettlementService {
         }),
       );
     }
-    settledTx ??= await this.ops.settlementTx(agent, paymentId, result.blockNumber);
+    if (!inSellerTx) settledTx = await this.ops.settlementTx(agent, paymentId, result.blockNumber);
+    timer.mark("confirm");
     const settledAt = new Date();
     await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail: res.status >= 400 ? `seller answered HTTP ${res.status} after settling` : null });
+    this.ctx.logger.info({ txnId, agent, merchant: base.merchant, amount: quote.amount.toString(), ms: timer.done() }, "payment approved");
     const spent = result.spentToday ?? 0n;
     return {
       httpStatus: 200,

@@ -69,7 +69,8 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
 };
 
 export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
+  // Polling monitoring: with the streaming protocol CongoDB made some operations wait ~500 ms for server selection.
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50, serverMonitoringMode: "poll" });
   await client.connect();
   const db = client.db(dbName);
   const all = { ...INDEXES, ...extraIndexes };
