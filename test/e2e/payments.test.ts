@@ -146,6 +146,23 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     expect(await spentToday(s, a.policyContract)).to.equal(0n);
   });
 
+  it("pending approvals expire after APPROVAL_TTL: listed no more, approve answers 409, the ledger says expired", async () => {
+    const a = await agent({ approvalThreshold: "0.75" });
+    const res = await pay(a, v2.resource);
+    expect(res.status).to.equal(202);
+    const item = { id: res.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1" };
+    const later = new Date(Date.now() + (s.svc.config.approvalTtlSeconds + 1) * 1000);
+    expect(await s.svc.services.approvals.expire(later)).to.be.greaterThan(0);
+    const list = await s.api("GET", `/approvals?address=${a.agentAddress}`, { key: ownerApiKey });
+    expect(list.body.approvals).to.have.length(0);
+    const approve = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "approve") });
+    expect(approve.status).to.equal(409);
+    expect(approve.body.message).to.include("expired");
+    const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(ledger.body.transactions[0]).to.include({ status: "expired", reason: "approval_expired" });
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+  });
+
   describe("blocked payments", () => {
     it("merchant_not_allowed: refused before contacting the seller, PaymentBlocked on-chain", async () => {
       const a = await agent({ allowlist: ["example.com"] });
