@@ -20,6 +20,7 @@ import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
 import { paymentRoutes } from "./http/routes/payments";
 import { sellRoutes } from "./http/routes/sell";
+import { Indexer } from "./indexer/indexer";
 import { controlRoutes } from "./http/routes/controls";
 
 export interface RunningService {
@@ -28,6 +29,7 @@ export interface RunningService {
   services: Services;
   store: Store;
   chain: ChainClient;
+  indexer: Indexer;
   embeddedChain?: EmbeddedChain;
   embeddedMongo?: EmbeddedMongo;
   logger: Logger;
@@ -115,6 +117,18 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     sweep.unref();
     cleanup.push(async () => clearInterval(sweep));
 
+    const indexer = new Indexer({
+      chain,
+      store,
+      chainId: config.chainId,
+      confirmations: config.confirmations,
+      startBlock: config.factoryDeployBlock ?? 0,
+      logger,
+    });
+    await indexer.syncOnce();
+    indexer.start(config.embeddedChain ? 500 : 2000);
+    cleanup.push(() => indexer.stop());
+
     const app = createApp({ services, logger, routers: [paymentRoutes(services), controlRoutes(services), sellRoutes(services)] });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
@@ -133,6 +147,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       services,
       store,
       chain,
+      indexer,
       embeddedChain,
       embeddedMongo,
       logger,
