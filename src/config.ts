@@ -62,8 +62,9 @@ const EnvSchema = z
 function crossFieldProblems(env: Record<string, string>): string[] {
   const problems: string[] = [];
   if (env.RPC_URL) {
-    for (const key of ["OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS"]) {
-      if (!env[key]) problems.push(`${key}: is required when RPC_URL is set`);
+    for (const key of ["OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS", "FACTORY_DEPLOY_BLOCK"]) {
+      const hint = key.startsWith("FACTORY_") ? " (or deployments/<NETWORK_NAME>.json, written by scripts/deploy.ts)" : "";
+      if (!env[key]) problems.push(`${key}: is required when RPC_URL is set${hint}`);
     }
     if (!env.FACILITATOR_URL && !env.FACILITATOR_PRIVATE_KEY) {
       problems.push(

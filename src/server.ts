@@ -125,7 +125,9 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       startBlock: config.factoryDeployBlock ?? 0,
       logger,
     });
-    await indexer.syncOnce();
+    // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
+    // catch-up over many blocks must not hold the API back; the loop does it.
+    if (config.embeddedChain) await indexer.syncOnce();
     indexer.start(config.embeddedChain ? 500 : 2000);
     cleanup.push(() => indexer.stop());
 

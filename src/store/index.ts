@@ -65,7 +65,7 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { paymentId: 1 } },
     { key: { agentAddress: 1, blockNumber: -1 } },
   ],
-  indexerState: [{ key: { name: 1 }, unique: true }],
+  indexerState: [{ key: { name: 1, chainId: 1 }, unique: true }],
 };
 
 export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {

@@ -49,7 +49,10 @@ describe("config: loadConfig over the environment", () => {
       OPERATOR_PRIVATE_KEY: KEY_A,
       FACILITATOR_PRIVATE_KEY: KEY_A,
     });
-    expect(problems.join("\n")).to.match(/^FACTORY_ADDRESS: /m).and.match(/^FACILITATOR_PRIVATE_KEY: .*differ/m);
+    expect(problems.join("\n"))
+      .to.match(/^FACTORY_ADDRESS: /m)
+      .and.match(/^FACTORY_DEPLOY_BLOCK: /m)
+      .and.match(/^FACILITATOR_PRIVATE_KEY: .*differ/m);
   });
 
   it("never echoes a private key value in a problem", () => {
@@ -71,6 +74,7 @@ describe("config: loadConfig over the environment", () => {
       OPERATOR_PRIVATE_KEY: KEY_A,
       FACILITATOR_PRIVATE_KEY: KEY_B,
       FACTORY_ADDRESS: "0x" + "33".repeat(20),
+      FACTORY_DEPLOY_BLOCK: "24000000",
       MONGODB_URI: "mongodb://db.example.com:27017",
       WALLET_ENCRYPTION_KEY: "44".repeat(32),
       BASE_URL: "https://api.example.com/",
