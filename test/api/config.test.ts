@@ -24,10 +24,11 @@ describe("config: loadConfig over the environment", () => {
       GENESIS_OPEN: "maybe",
     });
     const text = problems.join("\n");
-    for (const name of ["PORT", "GENESIS_OPEN", "OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS", "FACILITATOR_PRIVATE_KEY", "WALLET_ENCRYPTION_KEY"]) {
+    const names = ["PORT", "GENESIS_OPEN", "OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS", "FACTORY_DEPLOY_BLOCK", "FACILITATOR_PRIVATE_KEY", "WALLET_ENCRYPTION_KEY"];
+    for (const name of names) {
       expect(text, `${name} is named`).to.match(new RegExp(`^${name}: `, "m"));
     }
-    expect(problems).to.have.length(6);
+    expect(problems).to.have.length(names.length);
   });
 
   it("names every variable in the error's message so start-up output shows them all", () => {
