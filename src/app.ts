@@ -30,8 +30,9 @@ export function createApp({ services, logger, routers = [] }: AppDeps): Koa<AppS
     if (OWN_BODY(ctx.path)) return next();
     return bodyParser({ enableTypes: ["json"], jsonLimit: "64kb", strict: true })(ctx, next);
   });
-  app.use(authenticate(services.ctx.keys, services.ctx.config.registrationToken));
+  // Limits before authentication, so that requests with bad keys count too.
   app.use(rateLimit(services.ctx.config.rateLimitPerMinute));
+  app.use(authenticate(services.ctx.keys, services.ctx.config.registrationToken, services.ctx.config.authFailuresPerMinute));
   for (const router of [systemRoutes(services), accountRoutes(services), limitRoutes(services), ...routers]) {
     app.use(router.routes());
     app.use(router.allowedMethods({ throw: false }));

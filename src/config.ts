@@ -49,6 +49,7 @@ const EnvSchema = z
     OWNER_KEY_TTL: z.coerce.number().int().min(60).default(43_200),
     SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
+    AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
     SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
     SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
     SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
@@ -114,6 +115,7 @@ export interface Config {
   ownerKeyTtlSeconds: number;
   signatureWindowSeconds: number;
   rateLimitPerMinute: number;
+  authFailuresPerMinute: number;
   sellerTimeoutMs: number;
   sellerMaxBytes: number;
   sellPrice: string;
@@ -185,6 +187,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     ownerKeyTtlSeconds: e.OWNER_KEY_TTL,
     signatureWindowSeconds: e.SIGNATURE_WINDOW,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
     sellerMaxBytes: e.SELLER_MAX_BYTES,
     sellPrice: e.SELL_PRICE,

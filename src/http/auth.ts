@@ -1,6 +1,7 @@
 /** Bearer authentication: resolves the key into ctx.state.principal; 401 for a key that is present but wrong. */
 import { timingSafeEqual } from "node:crypto";
-import { forbidden, unauthorized } from "../errors";
+import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { forbidden, rateLimited, unauthorized } from "../errors";
 import type { KeyService, Principal } from "../services/keys";
 import type { Middleware } from "./types";
 
@@ -15,17 +16,34 @@ export function bearerToken(header: string): string | null {
   return m ? m[1] : null;
 }
 
-export function authenticate(keys: KeyService, registrationToken?: string): Middleware {
+/**
+ * Resolves the Bearer key. A client address with more than `failuresPerMinute` failed authentications in a minute
+ * gets 429 for every keyed request until the minute is over: keys cannot be guessed (256 bits), a registration
+ * token might be, and this keeps guessing slow.
+ */
+export function authenticate(keys: KeyService, registrationToken: string | undefined, failuresPerMinute: number): Middleware {
+  const failures = new RateLimiterMemory({ points: failuresPerMinute, duration: 60 });
+  const refuse = async (ip: string, message: string): Promise<never> => {
+    try {
+      await failures.consume(ip);
+    } catch (res) {
+      if (res instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
+      throw res;
+    }
+    throw unauthorized(message);
+  };
   return async function resolvePrincipal(ctx, next) {
     const header = ctx.get("Authorization");
     if (header) {
+      const blocked = await failures.get(ctx.ip);
+      if (blocked && blocked.remainingPoints <= 0) throw rateLimited(Math.max(1, Math.ceil(blocked.msBeforeNext / 1000)));
       const token = bearerToken(header);
-      if (!token) throw unauthorized("The Authorization header must be 'Bearer <API key>'.");
+      if (!token) return refuse(ctx.ip, "The Authorization header must be 'Bearer <API key>'.");
       if (registrationToken && sameSecret(token, registrationToken)) {
         ctx.state.principal = { role: "registrar" };
       } else {
         const principal = await keys.resolve(token);
-        if (!principal) throw unauthorized("The API key is unknown, revoked or expired.");
+        if (!principal) return refuse(ctx.ip, "The API key is unknown, revoked or expired.");
         ctx.state.principal = principal;
       }
     }

@@ -31,8 +31,10 @@ export class AgentService {
     }
     const ownerAddress = principal?.role === "owner" ? principal.ownerAddress : null;
     const email = input.email?.toLowerCase() ?? null;
+    // The natural key: email + label, scoped to the creating owner. A label alone identifies an agent only within
+    // one owner's account; anonymous agents without an email never collide with each other.
     const registrationKey =
-      email || input.label
+      email || (ownerAddress && input.label)
         ? createHash("sha256").update(JSON.stringify([ownerAddress, email, input.label ?? null])).digest("hex")
         : null;
     if (registrationKey) {
