@@ -109,7 +109,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     });
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
-    const recovered = await services.settlement.recover();
+    const recovered = (await services.settlement.recover()) + (await services.approvals.recover());
     if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
     const sweep = setInterval(() => {
       services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));

@@ -61,6 +61,23 @@ export class ApprovalService {
     return n;
   }
 
+  /**
+   * On start-up (after payments are recovered): an approval left `approving` by a crash takes the outcome of its
+   * payment, or goes back to `pending` when its payment never started.
+   */
+  async recover(): Promise<number> {
+    const stuck = await this.ctx.store.approvals.find({ status: "approving" }).toArray();
+    for (const a of stuck) {
+      const payment = await this.ctx.store.payments.findOne({ txnId: a.txnId });
+      const next = payment?.status === "approved" ? "approved" : payment?.status === "pending" || !payment ? "pending" : "failed";
+      await this.ctx.store.approvals.updateOne(
+        { approvalId: a.approvalId, status: "approving" },
+        { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } },
+      );
+    }
+    return stuck.length;
+  }
+
   private async load(principal: Principal, approvalId: string): Promise<ApprovalDoc> {
     if (principal.role !== "owner") throw forbidden("Only the owner may approve or deny payments; an agent cannot approve its own.");
     const a = await this.ctx.store.approvals.findOne({ approvalId });

@@ -163,6 +163,16 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     expect(await spentToday(s, a.policyContract)).to.equal(0n);
   });
 
+  it("an approval left half-way by a crash goes back to pending on recovery, and can then be decided", async () => {
+    const a = await agent({ approvalThreshold: "0.75" });
+    const res = await pay(a, v2.resource);
+    await s.svc.store.approvals.updateOne({ approvalId: res.body.approvalId }, { $set: { status: "approving" } });
+    expect(await s.svc.services.approvals.recover()).to.equal(1);
+    const item = { id: res.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1" };
+    const denied = await s.api("POST", `/approvals/${item.id}/deny`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "deny") });
+    expect(denied.status).to.equal(200);
+  });
+
   describe("blocked payments", () => {
     it("merchant_not_allowed: refused before contacting the seller, PaymentBlocked on-chain", async () => {
       const a = await agent({ allowlist: ["example.com"] });
