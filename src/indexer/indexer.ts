@@ -16,40 +16,25 @@
  * height that no longer exists) marks the event `removed` and undoes the ledger confirmation it gave. A transaction
  * that is mined again in another block is picked up by the re-read (new blockHash, `removed: false`).
  */
-import { ZeroAddress, getAddress, zeroPadValue, type Interface, type Log } from "ethers";
+import { getAddress, zeroPadValue, type Log } from "ethers";
 import type { AnyBulkWriteOperation, Filter, ObjectId } from "mongodb";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/client";
 import type { Store } from "../store";
-import type { ChainEventDoc, PaymentDoc } from "../store/documents";
+import type { ChainEventDoc } from "../store/documents";
+import { decode, eventSources, type Decoded, type EventSources } from "./decode";
+import { LedgerLinker } from "./ledgerLinks";
+
+export { POLICY_EVENTS } from "./decode";
 
 /** The cursor's name in `indexerState` (together with the chain id). */
 export const INDEXER_NAME = "spendgate";
-
-/** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
-export const POLICY_EVENTS = [
-  "PaymentAuthorized",
-  "PaymentBlocked",
-  "PaymentReleased",
-  "PolicyUpdated",
-  "PausedSet",
-  "OperatorSet",
-] as const;
-
-/** Ledger statuses whose payments a USDC AuthorizationUsed (the settlement) confirms. */
-const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
 
 /** Full reload of the trusted policy set at least this often (see loadPolicies). */
 const POLICY_RELOAD_MS = 60_000;
 
 /** A first run further behind than this many blocks says so (and how to avoid it). */
 const CATCH_UP_WARN_BLOCKS = 100_000;
-
-/** The events that confirm ledger entries. */
-const LEDGER_EVENTS = new Set(["PaymentAuthorized", "PaymentBlocked", "PaymentReleased", "AuthorizationUsed"]);
-
-/** How far back (ms) the ledger reconciliation looks before the previous run, for clock skew between instances. */
-const RECONCILE_SLACK_MS = 5 * 60_000;
 
 export interface IndexerDeps {
   chain: ChainClient;
@@ -85,28 +70,6 @@ export interface IndexerRunStats {
   ms: number;
 }
 
-type Args = ChainEventDoc["args"];
-
-interface Decoded {
-  txHash: string;
-  logIndex: number;
-  blockNumber: number;
-  blockHash: string;
-  address: string;
-  event: string;
-  args: Args;
-  agentAddress: string | null;
-  paymentId: string | null;
-}
-
-interface Source {
-  iface: Interface;
-  /** Lower-case addresses this source may emit from. */
-  addresses: Set<string>;
-  /** topic0 -> event name, for the events indexed from this source. */
-  topics: Map<string, string>;
-}
-
 export class Indexer {
   private readonly chain: ChainClient;
   private readonly store: Store;
@@ -117,22 +80,14 @@ export class Indexer {
   private readonly batchBlocks: number;
   private readonly reorgBlocks: number;
   private readonly addressChunk: number;
-
-  private readonly factoryAddress: string;
-  private readonly usdcAddress: string;
-  private readonly factoryIface: Interface;
-  private readonly policyIface: Interface;
-  private readonly usdcIface: Interface;
-  private readonly policyTopics: Map<string, string>;
-  private readonly policyDeployedTopic: string;
-  private readonly authorizationUsedTopic: string;
+  private readonly sources: EventSources;
+  private readonly ledger: LedgerLinker;
 
   /** policy (lower case) -> agent (checksummed), from non-removed PolicyDeployed events. */
   private policies = new Map<string, string>();
   private tail: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
-  private reconciledAt: number | undefined;
   private policiesLoadedAt: number | undefined;
   private lastFrom: number | undefined;
   /** Statistics of the last completed run. */
@@ -148,15 +103,8 @@ export class Indexer {
     this.batchBlocks = Math.max(1, Math.floor(deps.batchBlocks ?? 2000));
     this.reorgBlocks = Math.max(0, Math.floor(deps.reorgBlocks ?? 12));
     this.addressChunk = Math.max(1, Math.floor(deps.addressChunk ?? 100));
-
-    this.factoryAddress = getAddress(this.chain.factory.target as string);
-    this.usdcAddress = getAddress(this.chain.usdc.target as string);
-    this.factoryIface = this.chain.factory.interface;
-    this.policyIface = this.chain.policyAt(ZeroAddress).interface;
-    this.usdcIface = this.chain.usdc.interface;
-    this.policyDeployedTopic = this.factoryIface.getEvent("PolicyDeployed")!.topicHash;
-    this.authorizationUsedTopic = this.usdcIface.getEvent("AuthorizationUsed")!.topicHash;
-    this.policyTopics = new Map(POLICY_EVENTS.map((name) => [this.policyIface.getEvent(name)!.topicHash, name]));
+    this.sources = eventSources(this.chain);
+    this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId });
   }
 
   /**
@@ -223,7 +171,7 @@ export class Indexer {
     // 1. Reorgs: stored events from `from` on whose block is no longer canonical.
     const removed = await this.detectReorgs(from);
     stats.removed = removed.length;
-    stats.linked += await this.unlink(removed);
+    stats.linked += await this.ledger.unlink(removed);
 
     // 2. The policies the factory deployed (after step 1, so a removed deployment is no longer trusted).
     await this.loadPolicies(Math.min(from, this.lastFrom ?? from), removed.some((e) => e.event === "PolicyDeployed"));
@@ -250,7 +198,7 @@ export class Indexer {
     const { confirmed, linked } = await this.confirm(head - this.confirmations);
     stats.confirmed = confirmed;
     stats.linked += linked;
-    stats.linked += await this.reconcile(state?.updatedAt);
+    stats.linked += await this.ledger.reconcile(state?.updatedAt);
 
     stats.written += stats.removed;
     stats.policies = this.policies.size;
@@ -275,7 +223,7 @@ export class Indexer {
    */
   private async loadPolicies(since: number, deploymentRemoved: boolean): Promise<void> {
     const full = this.policiesLoadedAt === undefined || deploymentRemoved || Date.now() - this.policiesLoadedAt > POLICY_RELOAD_MS;
-    const filter: Filter<ChainEventDoc> = { chainId: this.chainId, event: "PolicyDeployed", address: this.factoryAddress, removed: false };
+    const filter: Filter<ChainEventDoc> = { chainId: this.chainId, event: "PolicyDeployed", address: this.sources.factoryAddress, removed: false };
     if (!full) filter.blockNumber = { $gte: since };
     const deployed = await this.store.chainEvents.find(filter, { projection: { args: 1 } }).toArray();
     const policies = full ? new Map<string, string>() : this.policies;
@@ -291,15 +239,11 @@ export class Indexer {
   /** Reads and writes one block range: factory first (new policies), then policies, then USDC. */
   private async indexRange(from: number, to: number): Promise<number> {
     const decoded: Decoded[] = [];
+    const { factoryAddress, usdcAddress, policyDeployedTopic, authorizationUsedTopic, policyTopics } = this.sources;
 
-    const factory: Source = {
-      iface: this.factoryIface,
-      addresses: new Set([this.factoryAddress.toLowerCase()]),
-      topics: new Map([[this.policyDeployedTopic, "PolicyDeployed"]]),
-    };
-    const factoryLogs = await this.getLogs(from, to, this.factoryAddress, [this.policyDeployedTopic]);
+    const factoryLogs = await this.getLogs(from, to, factoryAddress, [policyDeployedTopic]);
     for (const log of factoryLogs) {
-      const d = this.decode(log, factory);
+      const d = decode(log, this.sources.factory);
       if (!d) continue;
       decoded.push(d);
       if (typeof d.args.policy === "string" && typeof d.args.agent === "string") {
@@ -308,29 +252,23 @@ export class Indexer {
     }
 
     const policyAddresses = [...this.policies.keys()];
-    const policyTopics = [...this.policyTopics.keys()];
     for (let i = 0; i < policyAddresses.length; i += this.addressChunk) {
       const chunk = policyAddresses.slice(i, i + this.addressChunk);
-      const source: Source = { iface: this.policyIface, addresses: new Set(chunk), topics: this.policyTopics };
+      const source = this.sources.policies(chunk);
       const logs = await this.getLogs(from, to, chunk.map((a) => getAddress(a)), [policyTopics]);
       for (const log of logs) {
-        const d = this.decode(log, source);
+        const d = decode(log, source);
         if (d) decoded.push(d);
       }
     }
 
     const agents = [...new Set([...this.policies.values()].map((a) => a.toLowerCase()))];
-    const usdc: Source = {
-      iface: this.usdcIface,
-      addresses: new Set([this.usdcAddress.toLowerCase()]),
-      topics: new Map([[this.authorizationUsedTopic, "AuthorizationUsed"]]),
-    };
     for (let i = 0; i < agents.length; i += this.addressChunk) {
       const chunk = agents.slice(i, i + this.addressChunk);
-      const logs = await this.getLogs(from, to, this.usdcAddress, [this.authorizationUsedTopic, chunk.map((a) => zeroPadValue(a, 32))]);
+      const logs = await this.getLogs(from, to, usdcAddress, [authorizationUsedTopic, chunk.map((a) => zeroPadValue(a, 32))]);
       const wanted = new Set(chunk);
       for (const log of logs) {
-        const d = this.decode(log, usdc);
+        const d = decode(log, this.sources.usdc);
         if (d && d.agentAddress && wanted.has(d.agentAddress.toLowerCase())) decoded.push(d);
       }
     }
@@ -350,38 +288,6 @@ export class Indexer {
       }
       throw err;
     }
-  }
-
-  /** Decodes a log from a trusted source into plain JSON; null for anything else. */
-  private decode(log: Log, source: Source): Decoded | null {
-    if (log.removed) return null;
-    if (!source.addresses.has(log.address.toLowerCase())) return null;
-    const name = source.topics.get(log.topics[0]);
-    if (!name) return null;
-    let parsed;
-    try {
-      parsed = source.iface.parseLog({ topics: [...log.topics], data: log.data });
-    } catch {
-      return null;
-    }
-    if (!parsed || parsed.name !== name) return null;
-    const args: Args = {};
-    parsed.fragment.inputs.forEach((input, i) => {
-      args[input.name] = plain(parsed.args[i], input.type);
-    });
-    const agent = typeof args.agent === "string" ? args.agent : typeof args.authorizer === "string" ? args.authorizer : null;
-    const paymentId = typeof args.paymentId === "string" ? args.paymentId : typeof args.nonce === "string" ? args.nonce : null;
-    return {
-      txHash: log.transactionHash.toLowerCase(),
-      logIndex: log.index,
-      blockNumber: log.blockNumber,
-      blockHash: log.blockHash.toLowerCase(),
-      address: getAddress(log.address),
-      event: name,
-      args,
-      agentAddress: agent,
-      paymentId,
-    };
   }
 
   /** Upserts what is new or changed (re-included elsewhere, or back after a removal). Returns how many. */
@@ -477,7 +383,7 @@ export class Indexer {
       .toArray();
     if (due.length === 0) return { confirmed: 0, linked: 0 };
     let linked = 0;
-    for (let i = 0; i < due.length; i += 500) linked += await this.link(due.slice(i, i + 500));
+    for (let i = 0; i < due.length; i += 500) linked += await this.ledger.link(due.slice(i, i + 500));
     const res = await this.store.chainEvents.bulkWrite(
       due.map((e) => ({
         updateOne: {
@@ -489,162 +395,4 @@ export class Indexer {
     );
     return { confirmed: res.modifiedCount, linked };
   }
-
-  /** Marks the ledger entries these (confirmed) events match `onchain.confirmed`, at their highest block. */
-  private async link(events: ChainEventDoc[]): Promise<number> {
-    if (!events.some((e) => LEDGER_EVENTS.has(e.event))) return 0;
-    const byPaymentId = new Map<string, ChainEventDoc[]>();
-    const byTxHash = new Map<string, ChainEventDoc[]>();
-    for (const e of events) {
-      if (e.paymentId) byPaymentId.set(e.paymentId, [...(byPaymentId.get(e.paymentId) ?? []), e]);
-      byTxHash.set(e.txHash, [...(byTxHash.get(e.txHash) ?? []), e]);
-    }
-    const paymentIds = [...byPaymentId.keys()];
-    const txHashes = [...byTxHash.keys()];
-    const candidates = await this.store.payments
-      .find({ $or: [{ paymentId: { $in: paymentIds } }, { txHash: { $in: txHashes } }, { authorizeTxHash: { $in: txHashes } }] })
-      .toArray();
-    const ops: AnyBulkWriteOperation<PaymentDoc>[] = [];
-    for (const p of candidates) {
-      const related = [
-        ...(p.paymentId ? byPaymentId.get(p.paymentId) ?? [] : []),
-        ...(p.txHash ? byTxHash.get(p.txHash.toLowerCase()) ?? [] : []),
-        ...(p.authorizeTxHash ? byTxHash.get(p.authorizeTxHash.toLowerCase()) ?? [] : []),
-      ].filter((e) => matches(e, p));
-      if (related.length === 0) continue;
-      const blockNumber = Math.max(...related.map((e) => e.blockNumber));
-      if (p.onchain?.confirmed === true && p.onchain.blockNumber !== null && p.onchain.blockNumber >= blockNumber) continue;
-      ops.push({
-        updateOne: {
-          filter: {
-            _id: p._id as ObjectId,
-            $or: [
-              { "onchain.confirmed": { $ne: true } },
-              { "onchain.blockNumber": null },
-              { "onchain.blockNumber": { $lt: blockNumber } },
-            ],
-          },
-          update: { $set: { onchain: { confirmed: true, blockNumber } } },
-        },
-      });
-    }
-    if (ops.length === 0) return 0;
-    const res = await this.store.payments.bulkWrite(ops, { ordered: false });
-    return res.modifiedCount;
-  }
-
-  /** After removals: every ledger entry they had confirmed is recomputed from the events that remain. */
-  private async unlink(removed: ChainEventDoc[]): Promise<number> {
-    let changed = 0;
-    const done = new Set<string>();
-    for (const e of removed) {
-      const match = ledgerMatch(e, true);
-      if (!match) continue;
-      for (const p of await this.store.payments.find(match).toArray()) {
-        const id = String(p._id);
-        if (done.has(id)) continue;
-        done.add(id);
-        const onchain = (await this.onchainOf(p)) ?? { confirmed: false, blockNumber: null };
-        if (p.onchain?.confirmed === onchain.confirmed && p.onchain?.blockNumber === onchain.blockNumber) continue;
-        await this.store.payments.updateOne({ _id: p._id }, { $set: { onchain } });
-        changed += 1;
-      }
-    }
-    return changed;
-  }
-
-  /**
-   * Ledger entries written or rewritten after their event was confirmed (the payment service inserts a blocked
-   * entry after its transaction is mined, and sets `onchain` itself): every entry changed since the previous run
-   * that is not confirmed yet is recomputed from the confirmed events.
-   */
-  private async reconcile(previousRunAt: Date | undefined): Promise<number> {
-    const startedAt = Date.now();
-    const since = new Date((this.reconciledAt ?? previousRunAt?.getTime() ?? 0) - RECONCILE_SLACK_MS);
-    const candidates = await this.store.payments
-      .find({
-        "onchain.confirmed": { $ne: true },
-        updatedAt: { $gte: since },
-        $or: [{ paymentId: { $ne: null } }, { txHash: { $ne: null } }, { authorizeTxHash: { $ne: null } }],
-      })
-      .toArray();
-    let changed = 0;
-    for (const p of candidates) {
-      const onchain = await this.onchainOf(p);
-      if (!onchain) continue;
-      const res = await this.store.payments.updateOne(
-        { _id: p._id, "onchain.confirmed": { $ne: true } },
-        { $set: { onchain } },
-      );
-      changed += res.modifiedCount;
-    }
-    this.reconciledAt = startedAt;
-    return changed;
-  }
-
-  /** A ledger entry's `onchain` from its confirmed, non-removed events; null when it has none. */
-  private async onchainOf(p: PaymentDoc): Promise<PaymentDoc["onchain"] | null> {
-    const or: Filter<ChainEventDoc>[] = [];
-    if (p.paymentId) {
-      or.push({ event: { $in: ["PaymentAuthorized", "PaymentReleased"] }, paymentId: p.paymentId, address: p.policyAddress });
-      if (SETTLED_STATUSES.includes(p.status)) {
-        or.push({ event: "AuthorizationUsed", paymentId: p.paymentId, agentAddress: p.agentAddress });
-      }
-    }
-    const hashes = [p.txHash, p.authorizeTxHash].filter((h): h is string => !!h).map((h) => h.toLowerCase());
-    if (hashes.length) or.push({ event: "PaymentBlocked", txHash: { $in: hashes } });
-    if (or.length === 0) return null;
-    const events = await this.store.chainEvents
-      .find({ chainId: this.chainId, removed: false, confirmed: true, $or: or }, { projection: { blockNumber: 1 } })
-      .toArray();
-    if (events.length === 0) return null;
-    return { confirmed: true, blockNumber: Math.max(...events.map((e) => e.blockNumber)) };
-  }
-}
-
-/**
- * The ledger entries an event confirms: PaymentAuthorized/Released by paymentId (of that policy), PaymentBlocked by
- * its transaction (payments.txHash or authorizeTxHash), AuthorizationUsed by (agent, nonce) of settled payments.
- * `anyStatus` widens the last to every status (to undo a confirmation whatever happened since).
- */
-function ledgerMatch(e: Pick<ChainEventDoc, "event" | "paymentId" | "address" | "txHash" | "agentAddress">, anyStatus = false): Filter<PaymentDoc> | null {
-  switch (e.event) {
-    case "PaymentAuthorized":
-    case "PaymentReleased":
-      return e.paymentId ? { paymentId: e.paymentId, policyAddress: e.address } : null;
-    case "PaymentBlocked":
-      return { $or: [{ txHash: e.txHash }, { authorizeTxHash: e.txHash }] };
-    case "AuthorizationUsed":
-      if (!e.paymentId || !e.agentAddress) return null;
-      return anyStatus
-        ? { agentAddress: e.agentAddress, paymentId: e.paymentId }
-        : { agentAddress: e.agentAddress, paymentId: e.paymentId, status: { $in: SETTLED_STATUSES } };
-    default:
-      return null;
-  }
-}
-
-/** The in-memory form of ledgerMatch (without `anyStatus`). */
-function matches(e: ChainEventDoc, p: PaymentDoc): boolean {
-  switch (e.event) {
-    case "PaymentAuthorized":
-    case "PaymentReleased":
-      return !!e.paymentId && p.paymentId === e.paymentId && p.policyAddress === e.address;
-    case "PaymentBlocked":
-      return p.txHash?.toLowerCase() === e.txHash || p.authorizeTxHash?.toLowerCase() === e.txHash;
-    case "AuthorizationUsed":
-      return !!e.paymentId && p.paymentId === e.paymentId && p.agentAddress === e.agentAddress && SETTLED_STATUSES.includes(p.status);
-    default:
-      return false;
-  }
-}
-
-/** A decoded event argument as plain JSON: bigints as decimal strings, addresses checksummed, bytes lower case. */
-function plain(value: unknown, type: string): string | number | boolean {
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "boolean") return value;
-  if (typeof value === "number") return value;
-  if (type === "address" && typeof value === "string") return getAddress(value);
-  if (typeof value === "string") return type.startsWith("bytes") ? value.toLowerCase() : value;
-  return String(value);
 }

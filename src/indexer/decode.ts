@@ -1,0 +1,125 @@
+/**
+ * Event decoding for the indexer: the events it reads from the factory, the SpendPolicy contracts and USDC, their
+ * topics, and the decoding of a log into the plain JSON of a `chainEvents` document.
+ */
+import { ZeroAddress, getAddress, type Interface, type Log } from "ethers";
+import type { ChainClient } from "../chain/client";
+import type { ChainEventDoc } from "../store/documents";
+
+/** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
+export const POLICY_EVENTS = [
+  "PaymentAuthorized",
+  "PaymentBlocked",
+  "PaymentReleased",
+  "PolicyUpdated",
+  "PausedSet",
+  "OperatorSet",
+] as const;
+
+type Args = ChainEventDoc["args"];
+
+/** A log decoded into the fields of a chainEvents document. */
+export interface Decoded {
+  txHash: string;
+  logIndex: number;
+  blockNumber: number;
+  blockHash: string;
+  address: string;
+  event: string;
+  args: Args;
+  agentAddress: string | null;
+  paymentId: string | null;
+}
+
+export interface Source {
+  iface: Interface;
+  /** Lower-case addresses this source may emit from. */
+  addresses: Set<string>;
+  /** topic0 -> event name, for the events indexed from this source. */
+  topics: Map<string, string>;
+}
+
+/** The configured contracts, their indexed events' topics and the sources their logs are decoded against. */
+export interface EventSources {
+  factoryAddress: string;
+  usdcAddress: string;
+  policyDeployedTopic: string;
+  authorizationUsedTopic: string;
+  /** topic0 of every POLICY_EVENTS entry. */
+  policyTopics: string[];
+  /** The factory's PolicyDeployed. */
+  factory: Source;
+  /** USDC AuthorizationUsed. */
+  usdc: Source;
+  /** The POLICY_EVENTS of these (lower-case) policy addresses. */
+  policies(addresses: Iterable<string>): Source;
+}
+
+export function eventSources(chain: ChainClient): EventSources {
+  const factoryAddress = getAddress(chain.factory.target as string);
+  const usdcAddress = getAddress(chain.usdc.target as string);
+  const policyIface = chain.policyAt(ZeroAddress).interface;
+  const policyDeployedTopic = chain.factory.interface.getEvent("PolicyDeployed")!.topicHash;
+  const authorizationUsedTopic = chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;
+  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [policyIface.getEvent(name)!.topicHash, name]));
+  return {
+    factoryAddress,
+    usdcAddress,
+    policyDeployedTopic,
+    authorizationUsedTopic,
+    policyTopics: [...policyTopics.keys()],
+    factory: {
+      iface: chain.factory.interface,
+      addresses: new Set([factoryAddress.toLowerCase()]),
+      topics: new Map([[policyDeployedTopic, "PolicyDeployed"]]),
+    },
+    usdc: {
+      iface: chain.usdc.interface,
+      addresses: new Set([usdcAddress.toLowerCase()]),
+      topics: new Map([[authorizationUsedTopic, "AuthorizationUsed"]]),
+    },
+    policies: (addresses) => ({ iface: policyIface, addresses: new Set(addresses), topics: policyTopics }),
+  };
+}
+
+/** Decodes a log from a trusted source into plain JSON; null for anything else. */
+export function decode(log: Log, source: Source): Decoded | null {
+  if (log.removed) return null;
+  if (!source.addresses.has(log.address.toLowerCase())) return null;
+  const name = source.topics.get(log.topics[0]);
+  if (!name) return null;
+  let parsed;
+  try {
+    parsed = source.iface.parseLog({ topics: [...log.topics], data: log.data });
+  } catch {
+    return null;
+  }
+  if (!parsed || parsed.name !== name) return null;
+  const args: Args = {};
+  parsed.fragment.inputs.forEach((input, i) => {
+    args[input.name] = plain(parsed.args[i], input.type);
+  });
+  const agent = typeof args.agent === "string" ? args.agent : typeof args.authorizer === "string" ? args.authorizer : null;
+  const paymentId = typeof args.paymentId === "string" ? args.paymentId : typeof args.nonce === "string" ? args.nonce : null;
+  return {
+    txHash: log.transactionHash.toLowerCase(),
+    logIndex: log.index,
+    blockNumber: log.blockNumber,
+    blockHash: log.blockHash.toLowerCase(),
+    address: getAddress(log.address),
+    event: name,
+    args,
+    agentAddress: agent,
+    paymentId,
+  };
+}
+
+/** A decoded event argument as plain JSON: bigints as decimal strings, addresses checksummed, bytes lower case. */
+function plain(value: unknown, type: string): string | number | boolean {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "boolean") return value;
+  if (typeof value === "number") return value;
+  if (type === "address" && typeof value === "string") return getAddress(value);
+  if (typeof value === "string") return type.startsWith("bytes") ? value.toLowerCase() : value;
+  return String(value);
+}

@@ -1,0 +1,182 @@
+/**
+ * Ledger linkage for the indexer: marks ledger entries (`payments.onchain`) confirmed from confirmed, non-removed
+ * chainEvents, recomputes them when a reorg removes their events, and catches entries written after their event was
+ * already confirmed.
+ */
+import type { AnyBulkWriteOperation, Filter, ObjectId } from "mongodb";
+import type { Store } from "../store";
+import type { ChainEventDoc, PaymentDoc } from "../store/documents";
+
+/** Ledger statuses whose payments a USDC AuthorizationUsed (the settlement) confirms. */
+const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
+
+/** The events that confirm ledger entries. */
+const LEDGER_EVENTS = new Set(["PaymentAuthorized", "PaymentBlocked", "PaymentReleased", "AuthorizationUsed"]);
+
+/** How far back (ms) the ledger reconciliation looks before the previous run, for clock skew between instances. */
+const RECONCILE_SLACK_MS = 5 * 60_000;
+
+export interface LedgerLinkerDeps {
+  store: Store;
+  chainId: number;
+}
+
+/** Links confirmed chainEvents to the ledger entries they match, and undoes that for removed ones. */
+export class LedgerLinker {
+  private readonly store: Store;
+  private readonly chainId: number;
+  private reconciledAt: number | undefined;
+
+  constructor(deps: LedgerLinkerDeps) {
+    this.store = deps.store;
+    this.chainId = deps.chainId;
+  }
+
+  /** Marks the ledger entries these (confirmed) events match `onchain.confirmed`, at their highest block. */
+  async link(events: ChainEventDoc[]): Promise<number> {
+    if (!events.some((e) => LEDGER_EVENTS.has(e.event))) return 0;
+    const byPaymentId = new Map<string, ChainEventDoc[]>();
+    const byTxHash = new Map<string, ChainEventDoc[]>();
+    for (const e of events) {
+      if (e.paymentId) byPaymentId.set(e.paymentId, [...(byPaymentId.get(e.paymentId) ?? []), e]);
+      byTxHash.set(e.txHash, [...(byTxHash.get(e.txHash) ?? []), e]);
+    }
+    const paymentIds = [...byPaymentId.keys()];
+    const txHashes = [...byTxHash.keys()];
+    const candidates = await this.store.payments
+      .find({ $or: [{ paymentId: { $in: paymentIds } }, { txHash: { $in: txHashes } }, { authorizeTxHash: { $in: txHashes } }] })
+      .toArray();
+    const ops: AnyBulkWriteOperation<PaymentDoc>[] = [];
+    for (const p of candidates) {
+      const related = [
+        ...(p.paymentId ? byPaymentId.get(p.paymentId) ?? [] : []),
+        ...(p.txHash ? byTxHash.get(p.txHash.toLowerCase()) ?? [] : []),
+        ...(p.authorizeTxHash ? byTxHash.get(p.authorizeTxHash.toLowerCase()) ?? [] : []),
+      ].filter((e) => matches(e, p));
+      if (related.length === 0) continue;
+      const blockNumber = Math.max(...related.map((e) => e.blockNumber));
+      if (p.onchain?.confirmed === true && p.onchain.blockNumber !== null && p.onchain.blockNumber >= blockNumber) continue;
+      ops.push({
+        updateOne: {
+          filter: {
+            _id: p._id as ObjectId,
+            $or: [
+              { "onchain.confirmed": { $ne: true } },
+              { "onchain.blockNumber": null },
+              { "onchain.blockNumber": { $lt: blockNumber } },
+            ],
+          },
+          update: { $set: { onchain: { confirmed: true, blockNumber } } },
+        },
+      });
+    }
+    if (ops.length === 0) return 0;
+    const res = await this.store.payments.bulkWrite(ops, { ordered: false });
+    return res.modifiedCount;
+  }
+
+  /** After removals: every ledger entry they had confirmed is recomputed from the events that remain. */
+  async unlink(removed: ChainEventDoc[]): Promise<number> {
+    let changed = 0;
+    const done = new Set<string>();
+    for (const e of removed) {
+      const match = ledgerMatch(e, true);
+      if (!match) continue;
+      for (const p of await this.store.payments.find(match).toArray()) {
+        const id = String(p._id);
+        if (done.has(id)) continue;
+        done.add(id);
+        const onchain = (await this.onchainOf(p)) ?? { confirmed: false, blockNumber: null };
+        if (p.onchain?.confirmed === onchain.confirmed && p.onchain?.blockNumber === onchain.blockNumber) continue;
+        await this.store.payments.updateOne({ _id: p._id }, { $set: { onchain } });
+        changed += 1;
+      }
+    }
+    return changed;
+  }
+
+  /**
+   * Ledger entries written or rewritten after their event was confirmed (the payment service inserts a blocked
+   * entry after its transaction is mined, and sets `onchain` itself): every entry changed since the previous run
+   * that is not confirmed yet is recomputed from the confirmed events.
+   */
+  async reconcile(previousRunAt: Date | undefined): Promise<number> {
+    const startedAt = Date.now();
+    const since = new Date((this.reconciledAt ?? previousRunAt?.getTime() ?? 0) - RECONCILE_SLACK_MS);
+    const candidates = await this.store.payments
+      .find({
+        "onchain.confirmed": { $ne: true },
+        updatedAt: { $gte: since },
+        $or: [{ paymentId: { $ne: null } }, { txHash: { $ne: null } }, { authorizeTxHash: { $ne: null } }],
+      })
+      .toArray();
+    let changed = 0;
+    for (const p of candidates) {
+      const onchain = await this.onchainOf(p);
+      if (!onchain) continue;
+      const res = await this.store.payments.updateOne(
+        { _id: p._id, "onchain.confirmed": { $ne: true } },
+        { $set: { onchain } },
+      );
+      changed += res.modifiedCount;
+    }
+    this.reconciledAt = startedAt;
+    return changed;
+  }
+
+  /** A ledger entry's `onchain` from its confirmed, non-removed events; null when it has none. */
+  private async onchainOf(p: PaymentDoc): Promise<PaymentDoc["onchain"] | null> {
+    const or: Filter<ChainEventDoc>[] = [];
+    if (p.paymentId) {
+      or.push({ event: { $in: ["PaymentAuthorized", "PaymentReleased"] }, paymentId: p.paymentId, address: p.policyAddress });
+      if (SETTLED_STATUSES.includes(p.status)) {
+        or.push({ event: "AuthorizationUsed", paymentId: p.paymentId, agentAddress: p.agentAddress });
+      }
+    }
+    const hashes = [p.txHash, p.authorizeTxHash].filter((h): h is string => !!h).map((h) => h.toLowerCase());
+    if (hashes.length) or.push({ event: "PaymentBlocked", txHash: { $in: hashes } });
+    if (or.length === 0) return null;
+    const events = await this.store.chainEvents
+      .find({ chainId: this.chainId, removed: false, confirmed: true, $or: or }, { projection: { blockNumber: 1 } })
+      .toArray();
+    if (events.length === 0) return null;
+    return { confirmed: true, blockNumber: Math.max(...events.map((e) => e.blockNumber)) };
+  }
+}
+
+/**
+ * The ledger entries an event confirms: PaymentAuthorized/Released by paymentId (of that policy), PaymentBlocked by
+ * its transaction (payments.txHash or authorizeTxHash), AuthorizationUsed by (agent, nonce) of settled payments.
+ * `anyStatus` widens the last to every status (to undo a confirmation whatever happened since).
+ */
+function ledgerMatch(e: Pick<ChainEventDoc, "event" | "paymentId" | "address" | "txHash" | "agentAddress">, anyStatus = false): Filter<PaymentDoc> | null {
+  switch (e.event) {
+    case "PaymentAuthorized":
+    case "PaymentReleased":
+      return e.paymentId ? { paymentId: e.paymentId, policyAddress: e.address } : null;
+    case "PaymentBlocked":
+      return { $or: [{ txHash: e.txHash }, { authorizeTxHash: e.txHash }] };
+    case "AuthorizationUsed":
+      if (!e.paymentId || !e.agentAddress) return null;
+      return anyStatus
+        ? { agentAddress: e.agentAddress, paymentId: e.paymentId }
+        : { agentAddress: e.agentAddress, paymentId: e.paymentId, status: { $in: SETTLED_STATUSES } };
+    default:
+      return null;
+  }
+}
+
+/** The in-memory form of ledgerMatch (without `anyStatus`). */
+function matches(e: ChainEventDoc, p: PaymentDoc): boolean {
+  switch (e.event) {
+    case "PaymentAuthorized":
+    case "PaymentReleased":
+      return !!e.paymentId && p.paymentId === e.paymentId && p.policyAddress === e.address;
+    case "PaymentBlocked":
+      return p.txHash?.toLowerCase() === e.txHash || p.authorizeTxHash?.toLowerCase() === e.txHash;
+    case "AuthorizationUsed":
+      return !!e.paymentId && p.paymentId === e.paymentId && p.agentAddress === e.agentAddress && SETTLED_STATUSES.includes(p.status);
+    default:
+      return false;
+  }
+}
