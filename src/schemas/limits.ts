@@ -54,3 +54,7 @@ export const SetLimitsResponse = z
     timestamp: z.number().int(),
   })
   .meta({ id: "SetLimitsResponse" });
+
+export const PauseResponse = z
+  .object({ agentAddress: z.string(), paused: z.boolean(), policyContract: z.string(), txHash: z.string() })
+  .meta({ id: "PauseResponse" });

@@ -33,7 +33,9 @@ export const PayResult = z
     onchainEvent: z.string().nullable().optional(),
     transactionId: z.string().optional(),
     paymentId: z.string().nullable().optional(),
-    response: z.object({ status: z.number().int(), body: z.unknown() }).optional(),
+    authorizeTxHash: z.string().nullable().optional().meta({ description: "approved: the SpendPolicy authorizePayment transaction" }),
+    expiresAt: z.string().optional().meta({ description: "pending: when the approval request expires unless the owner decides" }),
+    response: z.object({ status: z.number().int(), body: z.unknown() }).optional().meta({ description: "approved: the seller's HTTP status and body" }),
   })
   .meta({ id: "PayResult" });
 
@@ -44,6 +46,23 @@ export const ApprovalDecisionRequest = z
   })
   .meta({ id: "ApprovalDecisionRequest" });
 export type ApprovalDecisionRequest = z.infer<typeof ApprovalDecisionRequest>;
+
+export const ApproveResponse = z
+  .object({
+    id: z.string(),
+    status: z.literal("approved"),
+    txHash: z.string().meta({ description: "the settlement transaction" }),
+    amount: z.string(),
+    merchant: z.string(),
+    settledAt: z.string(),
+    transactionId: z.string(),
+    response: z.object({ status: z.number().int(), body: z.unknown() }).meta({ description: "the seller's HTTP status and body" }),
+  })
+  .meta({ id: "ApproveResponse" });
+
+export const DenyResponse = z
+  .object({ id: z.string(), status: z.literal("denied"), merchant: z.string(), amount: z.string(), deniedAt: z.string() })
+  .meta({ id: "DenyResponse" });
 
 export const ApprovalIdParam = z.string().regex(/^apr_[0-9a-f]{24}$/, "must be an approval id like apr_<24 hex>");
 
@@ -98,3 +117,11 @@ export const LedgerResponse = z
   .meta({ id: "LedgerResponse" });
 
 export const FaucetRequest = z.strictObject({ agentAddress: Address, amount: PositiveAmount }).meta({ id: "FaucetRequest" });
+export const FaucetResponse = z
+  .object({ agentAddress: z.string(), amount: z.string(), currency: z.literal("USDC"), txHash: z.string() })
+  .meta({ id: "FaucetResponse" });
+
+export const TransactionId = z
+  .string()
+  .regex(/^txn_[0-9a-f]{24}$/, "must be a transaction id like txn_<24 hex>")
+  .meta({ description: "ledger transaction id (txn_<24 hex>)", example: "txn_0123456789abcdef01234567" });

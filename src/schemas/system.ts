@@ -1,0 +1,60 @@
+/** Responses of the system routes and of SpendGate's own x402 seller route (documented, not validated). */
+import { z } from "zod";
+
+export const HealthResponse = z
+  .object({
+    status: z.enum(["ok", "degraded"]),
+    mode: z.enum(["embedded", "production"]),
+    store: z.enum(["ok", "unreachable"]),
+    chain: z.enum(["ok", "unreachable"]),
+    chainId: z.number().int(),
+    blockNumber: z.number().int().nullable(),
+    factory: z.string().nullable(),
+    usdc: z.string(),
+  })
+  .meta({ id: "HealthResponse" });
+
+const RequirementV1 = z.object({
+  scheme: z.literal("exact"),
+  network: z.string().meta({ description: "x402 v1 network name, e.g. base" }),
+  maxAmountRequired: z.string().meta({ description: "price in USDC base units (6 decimals)" }),
+  resource: z.string(),
+  description: z.string(),
+  mimeType: z.string(),
+  outputSchema: z.object({}),
+  payTo: z.string(),
+  maxTimeoutSeconds: z.number().int(),
+  asset: z.string().meta({ description: "the USDC contract" }),
+  extra: z.object({ name: z.string(), version: z.string() }).meta({ description: "the token's EIP-712 domain name and version" }),
+});
+
+export const PaymentChallenge = z
+  .object({
+    x402Version: z.literal(1),
+    error: z.string().meta({ description: "why payment is required, or why the payment was refused (x402 reason)" }),
+    message: z.string().optional(),
+    accepts: z.array(RequirementV1),
+  })
+  .meta({ id: "PaymentChallenge", description: "x402 v1 402 body; the v2 requirement is in the PAYMENT-REQUIRED header" });
+
+export const AgentIntel = z
+  .object({
+    agent: z.object({ address: z.string(), network: z.string(), chainId: z.number().int() }),
+    portfolio: z.object({
+      totalValueUsd: z.string().nullable(),
+      tokens: z.array(
+        z.object({ symbol: z.string(), address: z.string().optional(), balance: z.string(), valueUsd: z.string().optional() }),
+      ),
+      error: z.string().optional(),
+    }),
+    payment: z.object({
+      status: z.literal("settled"),
+      txHash: z.string(),
+      network: z.string(),
+      token: z.literal("USDC"),
+      amount: z.string(),
+      payer: z.string(),
+      explorer: z.string(),
+    }),
+  })
+  .meta({ id: "AgentIntel" });
