@@ -1,0 +1,69 @@
+/**
+ * /mcp: the tool server for agents, stateless Streamable HTTP (a new server and transport per POST, JSON answers).
+ * The Bearer key and X-Agent-Address are checked here, before the MCP layer, and answer in the REST error shape.
+ */
+import type { IncomingMessage } from "node:http";
+import Router from "@koa/router";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { AppError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
+import { createMcpServer } from "../../mcp/server";
+import { Address } from "../../schemas/common";
+import type { Services } from "../../services";
+import type { AppState } from "../types";
+
+export const MCP_PATH = "/mcp";
+const MAX_BODY_BYTES = 256 * 1024;
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw payloadTooLarge(`An MCP message may be at most ${MAX_BODY_BYTES} bytes.`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function mcpRoutes(s: Services): Router<AppState> {
+  const router = new Router<AppState>();
+
+  router.post(MCP_PATH, async (ctx) => {
+    const principal = ctx.state.principal;
+    if (!principal) throw unauthorized("The MCP server needs 'Authorization: Bearer <API key>' and 'X-Agent-Address: <agent address>'.");
+    if (principal.role === "registrar") throw forbidden("The registration token cannot use the MCP server; use the agent's API key.");
+    const header = ctx.get("X-Agent-Address");
+    if (!header) throw badRequest("The MCP server needs the header 'X-Agent-Address: <agent address>'.");
+    const address = Address.safeParse(header);
+    if (!address.success) throw badRequest("X-Agent-Address must be a 0x-prefixed 20-byte address.");
+    const agent = await s.agents.authorize(principal, address.data);
+
+    const text = await readBody(ctx.req);
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      ctx.status = 400;
+      ctx.body = { jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON." }, id: null };
+      return;
+    }
+
+    const server = createMcpServer(s, { principal, agent });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    ctx.respond = false; // the transport writes the answer
+    ctx.res.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(ctx.req, ctx.res, message);
+  });
+
+  // Stateless: no server-sent event stream to open (GET) and no session to end (DELETE).
+  const notAllowed = async () => {
+    throw new AppError(405, "method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", undefined, { Allow: "POST" });
+  };
+  router.get(MCP_PATH, notAllowed);
+  router.delete(MCP_PATH, notAllowed);
+  return router;
+}

@@ -1,0 +1,92 @@
+/**
+ * verify_merchant: what paying a URL would do, without paying. The allowlist decision and the contract's own
+ * check come from the same services as POST /pay, and so does the seller's quote (the same request and parser).
+ */
+import { fromBaseUnits } from "../amounts";
+import { DECISION } from "../chain/policyOps";
+import { AppError } from "../errors";
+import { proveMerchant } from "../policy/allowlist";
+import type { Services } from "../services";
+import { merchantOf } from "../services/payments";
+import type { AgentDoc } from "../store/documents";
+import type { Quote } from "../x402/buyer";
+import type { VerifyMerchantResult } from "./schemas";
+
+export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: string): Promise<VerifyMerchantResult> {
+  const merchant = merchantOf(serviceUrl);
+  const [policy, approvedPayments] = await Promise.all([
+    s.policies.onchain(agent),
+    s.ctx.store.payments.countDocuments({ agentAddress: agent.address, merchant, status: "approved" }),
+  ]);
+  const proof = policy.deployed ? proveMerchant(await s.policies.allowlistFor(policy.allowlistRoot), merchant) : null;
+
+  let quote: Quote | null = null;
+  let quoteError: VerifyMerchantResult["quoteError"] = null;
+  try {
+    quote = await s.payments.quote({ agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" } });
+    if (!quote) quoteError = { error: "unsupported_payment", message: "The seller offers no exact USDC payment on this chain." };
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    quoteError = { error: err.code, message: err.message };
+  }
+
+  let expectedOutcome: VerifyMerchantResult["expectedOutcome"] = "unknown";
+  let reason: string | null = null;
+  if (!policy.deployed) [expectedOutcome, reason] = ["blocked", "no_policy"];
+  else if (!proof) [expectedOutcome, reason] = ["blocked", "merchant_not_allowed"];
+  else if (!quote && quoteError?.error === "unsupported_payment") [expectedOutcome, reason] = ["blocked", "unsupported_payment"];
+  else if (quote) {
+    const check = await s.settlement.ops.check(agent.policyAddress, merchant, proof.leaf, proof.proof, quote.amount);
+    if (check.decision === DECISION.Allow) expectedOutcome = "approved";
+    else if (check.decision === DECISION.RequiresApproval) expectedOutcome = "pending";
+    else [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
+  }
+
+  const price = quote ? fromBaseUnits(quote.amount) : null;
+  const newMerchant = approvedPayments === 0;
+  return {
+    serviceUrl,
+    merchant,
+    allowed: proof !== null,
+    allowlistEntry: proof?.leaf ?? null,
+    policyDeployed: policy.deployed,
+    paused: policy.paused,
+    quote: quote
+      ? {
+          price: price!,
+          amount: quote.amount.toString(),
+          currency: "USDC",
+          scheme: quote.requirement.scheme,
+          network: quote.requirement.network,
+          asset: quote.requirement.asset,
+          payTo: quote.requirement.payTo,
+          x402Version: quote.version,
+        }
+      : null,
+    quoteError,
+    newMerchant,
+    approvedPayments,
+    expectedOutcome,
+    reason,
+    advice: advise(s, agent, merchant, { expectedOutcome, reason, price, newMerchant, quoteError }),
+  };
+}
+
+function advise(
+  s: Services,
+  agent: AgentDoc,
+  merchant: string,
+  v: { expectedOutcome: string; reason: string | null; price: string | null; newMerchant: boolean; quoteError: { message: string } | null },
+): string {
+  if (v.reason === "no_policy") {
+    return `This agent has no spend policy yet: ask your owner to activate it at ${s.agents.activationLink(agent.address)}. Do not pay.`;
+  }
+  if (v.reason === "merchant_not_allowed") {
+    return `${merchant} is not on your allowlist: a payment would be blocked and recorded on-chain. Ask your owner to add it; do not pay.`;
+  }
+  if (v.expectedOutcome === "unknown") return `No x402 price could be read from the seller (${v.quoteError?.message}). Do not pay it now.`;
+  if (v.expectedOutcome === "blocked") return `Paying ${v.price ?? "it"} USDC would be blocked (${v.reason}). Do not pay; tell your owner if you need it.`;
+  const fresh = v.newMerchant ? ` ${merchant} is new to you: make sure it is the service you mean to pay.` : "";
+  if (v.expectedOutcome === "pending") return `Paying ${v.price} USDC would wait for your owner's approval (above the approval threshold).${fresh}`;
+  return `Paying ${v.price} USDC is within your policy and would be approved.${fresh}`;
+}

@@ -1,0 +1,68 @@
+/**
+ * Tool input and output schemas, derived from the shared REST schemas so both surfaces validate the same fields.
+ * Roots are fresh objects without an `id`: MCP wants `type: "object"` at the root of every tool schema.
+ */
+import { z } from "zod";
+import { BalanceResponse } from "../schemas/accounts";
+import { PolicyView } from "../schemas/limits";
+import { LedgerEntry, LedgerQuery, LedgerResponse, PayRequest, PayResult, TransactionId } from "../schemas/payments";
+
+/** The same fields as a shared object schema, as a new root schema (no `id`, so no top-level $ref). */
+const rootOf = <S extends z.ZodRawShape>(schema: z.ZodObject<S>) => z.object(schema.shape);
+
+export const NoInput = z.strictObject({});
+
+export const VerifyMerchantInput = z.strictObject({
+  serviceUrl: PayRequest.shape.serviceUrl,
+});
+
+export const PayToolInput = PayRequest.omit({ agentAddress: true }).extend({
+  idempotencyKey: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, "must be 1-200 printable ASCII characters")
+    .optional()
+    .meta({ description: "same key and same input: the first result is returned instead of paying twice" }),
+});
+export type PayToolInput = z.infer<typeof PayToolInput>;
+
+export const ListTransactionsInput = LedgerQuery.omit({ address: true });
+export const GetPaymentInput = z.strictObject({ transactionId: TransactionId });
+
+export const QuoteView = z.object({
+  price: z.string().meta({ description: "the seller's price in USDC (decimal string)" }),
+  amount: z.string().meta({ description: "the price in USDC base units (6 decimals)" }),
+  currency: z.literal("USDC"),
+  scheme: z.string(),
+  network: z.string().meta({ description: "x402 network: eip155:8453 (v2) or base (v1)" }),
+  asset: z.string().meta({ description: "token contract the seller wants" }),
+  payTo: z.string().meta({ description: "the seller's receiving address" }),
+  x402Version: z.number().int(),
+});
+
+export const VerifyMerchantResult = z.object({
+  serviceUrl: z.string(),
+  merchant: z.string().meta({ description: "the URL's normalised host, the name the allowlist and the ledger use" }),
+  allowed: z.boolean().meta({ description: "whether the agent's on-chain allowlist admits the merchant" }),
+  allowlistEntry: z.string().nullable().meta({ description: "the allowlist entry that admits it (exact host, *.domain or *)" }),
+  policyDeployed: z.boolean(),
+  paused: z.boolean(),
+  quote: QuoteView.nullable().meta({ description: "the seller's x402 quote (nothing was paid); null when it could not be read" }),
+  quoteError: z
+    .object({ error: z.string(), message: z.string() })
+    .nullable()
+    .meta({ description: "why no quote could be read (seller unreachable, no 402, no exact USDC offer on this chain)" }),
+  newMerchant: z.boolean().meta({ description: "true when this agent has no approved payment to this merchant yet" }),
+  approvedPayments: z.number().int().meta({ description: "approved payments of this agent to this merchant" }),
+  expectedOutcome: z
+    .enum(["approved", "pending", "blocked", "unknown"])
+    .meta({ description: "what pay would answer for the quoted price now, from the policy contract's own check" }),
+  reason: z.string().nullable().meta({ description: "the block reason when expectedOutcome is blocked" }),
+  advice: z.string(),
+});
+export type VerifyMerchantResult = z.infer<typeof VerifyMerchantResult>;
+
+export const LimitsOutput = rootOf(PolicyView);
+export const BalanceOutput = rootOf(BalanceResponse);
+export const PayOutput = rootOf(PayResult);
+export const TransactionsOutput = rootOf(LedgerResponse);
+export const PaymentOutput = rootOf(LedgerEntry);
