@@ -1,0 +1,63 @@
+/** Every error code the service answers with, every block reason and ledger status: the API reference's tables. */
+import { REASONS } from "../chain/policyOps";
+
+export interface ErrorCodeDoc {
+  status: number;
+  meaning: string;
+}
+
+/** `error` codes of `{ error, message, status }` bodies. A test checks that every code in src/ is listed here. */
+export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
+  bad_request: { status: 400, meaning: "A field, query parameter or header is invalid; `details` lists each problem as `{ path, message }`." },
+  unauthorized: { status: 401, meaning: "No API key where one is needed, or an unknown, revoked or expired key." },
+  invalid_signature: { status: 401, meaning: "An owner signature does not verify, was already used, or its timestamp is outside ±300 s." },
+  forbidden: { status: 403, meaning: "The key may not act for this agent (another agent's, or not linked to this owner) or may not make this call (agents cannot approve, deny or create agents)." },
+  not_found: { status: 404, meaning: "No such route, agent, approval or transaction (another caller's resources answer the same)." },
+  method_not_allowed: { status: 405, meaning: "The path exists but not with this method; the `Allow` header lists the methods." },
+  conflict: { status: 409, meaning: "Already registered, already linked, already resolved, an Idempotency-Key reused with another body, or a stale signed timestamp." },
+  price_changed: { status: 409, meaning: "Approve: the seller's price rose above the approved amount; the approval stays pending." },
+  payload_too_large: { status: 413, meaning: "The request body is too large (64 KiB for REST, 256 KiB for an MCP message)." },
+  unsupported_media_type: { status: 415, meaning: "A request body that is not `application/json`." },
+  no_policy: { status: 422, meaning: "POST /pay for an agent whose owner has not set a spend policy yet." },
+  payment_not_required: { status: 422, meaning: "The seller answered 2xx without asking for payment; nothing was paid." },
+  unsupported_payment: { status: 422, meaning: "Approve: the seller no longer offers an exact USDC payment on this chain." },
+  unsafe_seller_address: { status: 422, meaning: "The seller's host resolves to a private, loopback or link-local address (refused unless ALLOW_PRIVATE_SELLERS)." },
+  blocked: { status: 422, meaning: "Approve: the approved payment was blocked on-chain (the body's `details` is the blocked payment result)." },
+  rate_limited: { status: 429, meaning: "Too many requests for this key (or address) this minute; see `Retry-After`." },
+  internal: { status: 500, meaning: "An unexpected error on the service's side; nothing was charged." },
+  not_implemented: { status: 501, meaning: "An HTTP method the service does not implement." },
+  upstream_error: { status: 502, meaning: "The seller or the facilitator failed (unreachable, not a 402, verify or settle refused); the budget was released." },
+  invalid_payment_required: { status: 502, meaning: "The seller's 402 carries no readable x402 payment requirement." },
+  seller_redirect_refused: { status: 502, meaning: "The seller redirected to another host or scheme, or more than 3 times." },
+  seller_response_too_large: { status: 502, meaning: "The seller's response is larger than SELLER_MAX_BYTES." },
+  unavailable: { status: 503, meaning: "The service cannot act now (e.g. it is not the operator of the agent's policy contract)." },
+  upstream_timeout: { status: 504, meaning: "The seller did not answer within SELLER_TIMEOUT_MS." },
+};
+
+/** `reason` of a blocked payment (422 `{ status: "blocked" }`). */
+export const BLOCK_REASONS: Record<string, string> = {
+  ...Object.fromEntries(Object.entries(REASONS).map(([code, reason]) => [reason, `on-chain reason ${code}`])),
+  max_amount_exceeded: "the seller's price is above the caller's maxAmount (the caller's own ceiling; not recorded on-chain)",
+  unsupported_payment: "the seller offers no exact USDC payment on this chain (not recorded on-chain)",
+};
+
+const REASON_MEANING: Record<string, string> = {
+  merchant_not_allowed: "the merchant's host is not on the allowlist (checked before the seller is contacted)",
+  per_tx_limit_exceeded: "the price is above perTxLimit",
+  daily_budget_exceeded: "the payment would take today's spend (UTC day) above dailyBudget",
+  policy_paused: "the owner paused the agent (kill switch)",
+  approval_required: "above approvalThreshold without a valid owner approval",
+};
+for (const [reason, meaning] of Object.entries(REASON_MEANING)) {
+  if (BLOCK_REASONS[reason]) BLOCK_REASONS[reason] = `${meaning} (${BLOCK_REASONS[reason]})`;
+}
+
+export const LEDGER_STATUSES: Record<string, string> = {
+  approved: "paid and settled",
+  blocked: "refused by the policy (PaymentBlocked on-chain) or by the caller's maxAmount",
+  pending: "above the approval threshold; waits for the owner",
+  denied: "the owner denied it",
+  failed: "authorised but not settled; the day's budget was released",
+  expired: "an approval nobody decided in time (APPROVAL_TTL)",
+  processing: "between authorisation and settlement; a restart resolves it from chain state",
+};

@@ -1,0 +1,219 @@
+/** The API reference in markdown (GET /references/api_docs.md), generated from the same registry as OpenAPI. */
+import {
+  APPROVAL_DECISION_TYPES,
+  DOMAIN_NAME,
+  DOMAIN_VERSION,
+  LINK_AGENT_TYPES,
+  SET_OPERATOR_TYPES,
+  SET_PAUSED_TYPES,
+  SET_POLICY_TYPES,
+} from "../chain/typedData";
+import { TOOLS } from "../mcp/tools";
+import { BLOCK_REASONS, ERROR_CODES, LEDGER_STATUSES } from "./errors";
+import { SchemaSet, refName, type JsonSchema } from "./jsonSchema";
+import { buildOpenApi, errorsByStatus, type DocsContext } from "./openapi";
+import { AUTH_MODES, ROUTES, type RouteDoc } from "./registry";
+
+const SAFE_INT = 9007199254740991;
+const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+
+function typeLabel(js: JsonSchema): string {
+  const name = refName(js);
+  if (name) return `[${name}](#${name.toLowerCase()})`;
+  if (js.anyOf || js.oneOf) return (js.anyOf ?? js.oneOf).map(typeLabel).join(" or ");
+  if (js.const !== undefined) return JSON.stringify(js.const);
+  if (js.enum) return js.enum.map((v: unknown) => JSON.stringify(v)).join(" | ");
+  if (Array.isArray(js.type)) return js.type.join(" or ");
+  if (js.type === "array") return `array of ${js.items ? typeLabel(js.items) : "any"}`;
+  if (js.type === "object" && !js.properties && js.additionalProperties) return "object (map)";
+  return js.type ?? "any (JSON)";
+}
+
+function constraints(js: JsonSchema): string {
+  const c: string[] = [];
+  if (js.format) c.push(`format ${js.format}`);
+  if (js.pattern) c.push(`pattern \`${js.pattern}\``);
+  if (js.minLength !== undefined) c.push(`min length ${js.minLength}`);
+  if (js.maxLength !== undefined) c.push(`max length ${js.maxLength}`);
+  if (js.minimum !== undefined && Math.abs(js.minimum) !== SAFE_INT) c.push(`≥ ${js.minimum}`);
+  if (js.maximum !== undefined && Math.abs(js.maximum) !== SAFE_INT) c.push(`≤ ${js.maximum}`);
+  if (js.maxItems !== undefined) c.push(`at most ${js.maxItems} items`);
+  if (js.default !== undefined) c.push(`default ${JSON.stringify(js.default)}`);
+  if (js.example !== undefined) c.push(`e.g. \`${JSON.stringify(js.example)}\``);
+  return c.join("; ");
+}
+
+interface Row {
+  name: string;
+  type: string;
+  required: boolean;
+  notes: string;
+}
+
+/** One row per field; inline objects and arrays of inline objects are flattened (a.b, a[].b). */
+function fieldRows(js: JsonSchema, set: SchemaSet, prefix = ""): Row[] {
+  const obj = set.resolve(js);
+  const required = new Set<string>(obj.required ?? []);
+  const rows: Row[] = [];
+  for (const [name, raw] of Object.entries(obj.properties ?? {}) as [string, JsonSchema][]) {
+    const full = prefix + name;
+    const notes = [raw.description, constraints(raw)].filter(Boolean).join("; ");
+    rows.push({ name: full, type: typeLabel(raw), required: required.has(name), notes });
+    if (raw.type === "object" && raw.properties) rows.push(...fieldRows(raw, set, `${full}.`));
+    if (raw.type === "array" && raw.items?.type === "object" && raw.items.properties) rows.push(...fieldRows(raw.items, set, `${full}[].`));
+    for (const alt of raw.anyOf ?? []) if (alt.type === "object" && alt.properties) rows.push(...fieldRows(alt, set, `${full}.`));
+  }
+  return rows;
+}
+
+function rowsTable(rows: Row[]): string {
+  if (!rows.length) return "(no fields)\n";
+  const lines = ["| field | type | required | notes |", "|---|---|---|---|"];
+  for (const r of rows) lines.push(`| \`${r.name}\` | ${cell(r.type)} | ${r.required ? "yes" : "no"} | ${cell(r.notes)} |`);
+  return lines.join("\n") + "\n";
+}
+
+function routeSection(route: RouteDoc, op: JsonSchema, set: SchemaSet): string {
+  const out: string[] = [`### \`${route.method} ${route.path}\``, "", route.summary + ".", ""];
+  if (route.description) out.push(route.description, "");
+  out.push(`- Auth: ${AUTH_MODES[route.auth]}.`);
+  if (route.signature) out.push(`- Signed by the owner: \`${route.signature}\` (see [EIP-712 signing](#eip-712-signing)).`);
+  out.push("");
+  const params = (op.parameters ?? []) as JsonSchema[];
+  for (const where of ["path", "query", "header"]) {
+    const list = params.filter((p) => p.in === where);
+    if (!list.length) continue;
+    out.push(`${where === "path" ? "Path parameters" : where === "query" ? "Query parameters" : "Headers"}:`, "");
+    out.push("| name | type | required | notes |", "|---|---|---|---|");
+    for (const p of list) {
+      const notes = [p.description, constraints(p.schema)].filter(Boolean).join("; ");
+      out.push(`| \`${p.name}\` | ${cell(typeLabel(p.schema))} | ${p.required ? "yes" : "no"} | ${cell(notes)} |`);
+    }
+    out.push("");
+  }
+  const body = op.requestBody?.content?.["application/json"]?.schema as JsonSchema | undefined;
+  if (body) {
+    const name = refName(body);
+    out.push(`Request body (JSON${name ? `, [${name}](#${name.toLowerCase()})` : ""}):`, "", rowsTable(fieldRows(body, set)));
+  }
+  out.push("Responses:", "", "| status | body | meaning |", "|---|---|---|");
+  for (const [status, r] of Object.entries(route.responses)) {
+    const schema = op.responses[status]?.content?.[r.contentType ?? "application/json"]?.schema as JsonSchema | undefined;
+    const shown = schema?.oneOf ? schema.oneOf[0] : schema;
+    const body = shown ? typeLabel(shown) : r.contentType ?? "(none)";
+    const headers = r.headers ? ` Headers: ${Object.keys(r.headers).map((h) => `\`${h}\``).join(", ")}.` : "";
+    out.push(`| ${status} | ${cell(body)} | ${cell(r.description + "." + headers)} |`);
+  }
+  for (const [status, codes] of [...errorsByStatus(route)].sort(([a], [b]) => a - b)) {
+    out.push(`| ${status} | [Error](#error) | ${codes.map((c) => `\`${c}\``).join(", ")} |`);
+  }
+  out.push("");
+  return out.join("\n");
+}
+
+function typesBlock(name: string, types: Record<string, { name: string; type: string }[]>): string {
+  const [primary, fields] = Object.entries(types)[0];
+  return `${primary}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})` + (name ? `   ${name}` : "");
+}
+
+function signingSection(): string {
+  return [
+    "## EIP-712 signing",
+    "",
+    "Owners sign with their own wallet; the service and the SpendPolicy contract verify. Timestamps are Unix seconds",
+    "within ±300 s of the server clock; every signature is single use. Amounts are USDC base units (6 decimals) as",
+    "uint256. Two domains:",
+    "",
+    `- policy domain: \`{ name: "${DOMAIN_NAME}", version: "${DOMAIN_VERSION}", chainId: 8453, verifyingContract: <the agent's SpendPolicy> }\``,
+    "  (`policyContract` in GET /limits, known before deployment);",
+    `- service domain: \`{ name: "${DOMAIN_NAME}", version: "${DOMAIN_VERSION}", chainId: 8453 }\`.`,
+    "",
+    "```",
+    typesBlock("policy domain: POST /limits (deploy or update)", SET_POLICY_TYPES),
+    typesBlock("policy domain: POST /agents/:address/pause", SET_PAUSED_TYPES),
+    typesBlock("policy domain: operator rotation (contract only)", SET_OPERATOR_TYPES),
+    typesBlock("policy domain: POST /approvals/:id/approve and /deny (action \"approve\" or \"deny\")", APPROVAL_DECISION_TYPES),
+    typesBlock("service domain: POST /agents/link", LINK_AGENT_TYPES),
+    "```",
+    "",
+    "`allowlistRoot`: normalise each entry (trim, lower case, IDNA to ASCII, no trailing dot, no scheme, port or path;",
+    "`*.example.com` for any subdomain, `*` for any merchant), drop duplicates, then",
+    '`StandardMerkleTree.of(entries.map(e => [e]), ["string"]).root` (@openzeppelin/merkle-tree); the empty list has',
+    "root `0x00…00` and allows nothing. Owner sign-in (SIWE, EIP-4361) uses personal_sign, not EIP-712.",
+    "",
+    "Example (ethers v6), signing a policy for POST /limits:",
+    "",
+    "```js",
+    'const domain = { name: "SpendGate", version: "1", chainId: 8453, verifyingContract: policyContract };',
+    `const types = ${JSON.stringify(SET_POLICY_TYPES)};`,
+    "const timestamp = Math.floor(Date.now() / 1000);",
+    'const message = { agent, perTxLimit: 5_000000n, dailyBudget: 20_000000n, allowlistRoot, approvalThreshold: 2_000000n, timestamp };',
+    "const humanSignature = await owner.signTypedData(domain, types, message);",
+    '// POST /limits { agentAddress: agent, perTxLimit: "5", dailyBudget: "20", allowlist, approvalThreshold: "2", humanSignature, timestamp }',
+    "```",
+    "",
+  ].join("\n");
+}
+
+function table(header: string, rows: [string, string][]): string {
+  return [`| ${header} |`, "|---|---|", ...rows.map(([a, b]) => `| \`${a}\` | ${cell(b)} |`)].join("\n") + "\n";
+}
+
+export function buildApiDocs(ctx: DocsContext): string {
+  const openapi = buildOpenApi(ctx);
+  const set = new SchemaSet();
+  Object.assign(set.components, openapi.components.schemas);
+  const out: string[] = [
+    "# SpendGate API reference",
+    "",
+    `Base URL: \`${ctx.baseUrl}\`. The same API as OpenAPI 3.1: \`${ctx.baseUrl}/openapi.json\`. Generated by the service from`,
+    "its own request and response schemas and route list, so it matches what the service does.",
+    "",
+    "## Conventions",
+    "",
+    '- Amounts are decimal strings in USDC with at most 6 decimals (`"1.25"`); on-chain and in signatures they are base units.',
+    "- Addresses are 0x-prefixed hex; answers use EIP-55 checksums. Timestamps in answers are ISO 8601 strings.",
+    "- Bodies are JSON (`Content-Type: application/json`); unknown fields in a request body are refused (400).",
+    '- Errors: `{ "error": "<code>", "message": "…", "status": <http status> }`, plus `details` for field problems. Every route',
+    "  can also answer 429 `rate_limited` (with `Retry-After`) and 500 `internal`; an unknown path answers 404 `not_found`.",
+    "",
+    "## Authentication",
+    "",
+    table("mode | meaning", Object.entries(AUTH_MODES)),
+    "`Authorization: Bearer <API key>`. A key present but unknown, revoked or expired is 401 on every route.",
+    "",
+    "## Endpoints",
+    "",
+    "| method | path | auth | summary |",
+    "|---|---|---|---|",
+    ...ROUTES.map((r) => `| ${r.method} | \`${r.path}\` | ${r.auth} | ${cell(r.summary)} |`),
+    "",
+  ];
+  for (const route of ROUTES) {
+    const op = openapi.paths[route.path.replace(/:([A-Za-z_]\w*)/g, "{$1}")][route.method.toLowerCase()];
+    out.push(routeSection(route, op, set));
+  }
+
+  out.push("## MCP tools", "", `\`POST ${ctx.baseUrl}/mcp\` with \`Authorization: Bearer <apiKey>\` and \`X-Agent-Address: <agentAddress>\`.`);
+  out.push("Each tool has an input and an output JSON Schema (tools/list). A blocked payment, a refusal and a service error are");
+  out.push("`isError: true` results; a service error's text is the REST error body. No tool approves, denies or changes limits.", "");
+  for (const tool of TOOLS) {
+    out.push(`### ${tool.name}`, "", tool.description, "", "Input:", "", rowsTable(fieldRows(set.convert(tool.input, "input"), set)));
+    out.push("Output (`structuredContent`):", "", rowsTable(fieldRows(set.convert(tool.output, "output"), set)));
+  }
+
+  out.push("## Schemas", "");
+  for (const [name, schema] of Object.entries(set.components).sort(([a], [b]) => a.localeCompare(b))) {
+    out.push(`### ${name}`, "");
+    if (schema.description) out.push(schema.description, "");
+    out.push(rowsTable(fieldRows(schema, set)));
+  }
+
+  out.push("## Error codes", "", "| code | status | meaning |", "|---|---|---|");
+  for (const [code, doc] of Object.entries(ERROR_CODES)) out.push(`| \`${code}\` | ${doc.status} | ${cell(doc.meaning)} |`);
+  out.push("", "## Block reasons", "", "`reason` of a blocked payment (POST /pay 422, `status: \"blocked\"`):", "");
+  out.push(table("reason | meaning", Object.entries(BLOCK_REASONS)));
+  out.push("## Ledger statuses", "", table("status | meaning", Object.entries(LEDGER_STATUSES)));
+  out.push(signingSection());
+  return out.join("\n");
+}

@@ -1,0 +1,149 @@
+/** GET /skill.md: the onboarding file agents follow, with this deployment's URLs filled in. */
+
+export const CONFIG_PATH = "~/.spendgate/config.json";
+
+/** The MCP client configuration (Claude / Cursor style `mcpServers`), shared by /skill.md and `spendgate onboard`. */
+export function mcpClientConfig(baseUrl: string, agentAddress = "<agentAddress>", apiKey = "<apiKey>") {
+  return {
+    mcpServers: {
+      spendgate: {
+        type: "http",
+        url: `${baseUrl}/mcp`,
+        headers: { Authorization: `Bearer ${apiKey}`, "X-Agent-Address": agentAddress },
+      },
+    },
+  };
+}
+
+export function activationLink(dashboardUrl: string, agentAddress: string): string {
+  return `${dashboardUrl}/onboarding?agent=${agentAddress}`;
+}
+
+export function buildSkill(baseUrl: string, dashboardUrl: string): string {
+  const mcp = JSON.stringify(mcpClientConfig(baseUrl), null, 2);
+  return `---
+name: spendgate
+description: Pay x402 sellers (HTTP 402) in USDC on Base through SpendGate, under a spend policy your human owner controls on-chain. Use it whenever a resource you need asks for payment.
+---
+
+# SpendGate onboarding for agents
+
+SpendGate gives you a wallet and pays x402 sellers for you, in USDC on Base (chain id 8453). Every payment goes
+through a spend policy that your human owner sets and signs; it lives in a SpendPolicy contract on-chain.
+
+- API (base URL): ${baseUrl}
+- Owner dashboard: ${dashboardUrl}
+- MCP tool server: ${baseUrl}/mcp (HTTP transport)
+- API reference: ${baseUrl}/references/api_docs.md (OpenAPI: ${baseUrl}/openapi.json)
+
+Do the steps in order, once. Replace every \`<...>\` with the real value.
+
+## 1. Check for your config first
+
+Your config lives in \`${CONFIG_PATH}\`. Look for it before anything else:
+
+\`\`\`sh
+cat ${CONFIG_PATH}
+\`\`\`
+
+| field | meaning |
+|---|---|
+| agentAddress | your wallet address (0x...) |
+| apiKey | your API key (sk_...): a secret, shown only once, at creation |
+| label | the name you were created with |
+| createdAt | ISO 8601 time of creation |
+| baseUrl | the SpendGate it belongs to (${baseUrl}) |
+
+If it exists and its \`baseUrl\` is ${baseUrl}, you are already registered: skip to step 4. Never overwrite or
+delete an existing config: it holds the only copy of its API key.
+
+## 2. Create your wallet (genesis)
+
+\`\`\`sh
+curl -s -X POST ${baseUrl}/wallet/genesis -H 'Content-Type: application/json' -d '{"email":"<owner email>","label":"<agent name>"}'
+\`\`\`
+
+The answer (201) holds \`agentAddress\`, \`apiKey\`, \`label\`, \`createdAt\` and \`message\`, which contains your owner's
+activation link. A 409 \`conflict\` means an agent with this email and label exists already: find its config, do
+not create another.
+
+## 3. Write your config
+
+Create the folder and write the answer's fields, readable by you only:
+
+\`\`\`sh
+mkdir -p ~/.spendgate && chmod 700 ~/.spendgate
+\`\`\`
+
+\`\`\`json
+{
+  "agentAddress": "<agentAddress>",
+  "apiKey": "<apiKey>",
+  "label": "<label>",
+  "createdAt": "<createdAt>",
+  "baseUrl": "${baseUrl}"
+}
+\`\`\`
+
+\`\`\`sh
+chmod 600 ${CONFIG_PATH}
+\`\`\`
+
+## 4. Register the MCP server
+
+Add SpendGate to your MCP client over HTTP with the two headers (both are required on every request):
+
+\`\`\`json
+${mcp}
+\`\`\`
+
+With Claude Code: \`claude mcp add --transport http spendgate ${baseUrl}/mcp --header "Authorization: Bearer <apiKey>" --header "X-Agent-Address: <agentAddress>"\`.
+
+## 5. Ask your owner to activate you
+
+Send your owner the activation link from \`message\`:
+
+${activationLink(dashboardUrl, "<agentAddress>")}
+
+There the owner connects a wallet, links you to it and signs your spend policy: perTxLimit, dailyBudget, an
+allowlist of merchant domains and an approval threshold. Until then every payment is refused (\`no_policy\`).
+
+## 6. Check your limits
+
+\`\`\`sh
+curl -s "${baseUrl}/limits?address=<agentAddress>" -H "Authorization: Bearer <apiKey>"
+\`\`\`
+
+Active when your entry shows \`"deployed": true\` with the limits your owner set. If not, wait for your owner.
+
+## 7. Restart
+
+Restart your MCP client (or your session) so the SpendGate tools appear natively: \`get_limits\`,
+\`verify_merchant\`, \`pay\`, \`get_balance\`, \`list_transactions\`, \`get_payment\`.
+
+## Rules
+
+1. Always read your limits (\`get_limits\`) before spending.
+2. Verify a merchant that is new to you (\`verify_merchant\`) before paying it: it tells you the allowlist decision,
+   the seller's price and what \`pay\` would answer, without paying.
+3. Send a meaningful \`intent\` with every payment: what you are buying and why. Your owner reads it.
+4. Never retry a blocked payment. Report the \`reason\` to your owner and stop.
+5. A pending payment waits for your owner's approval: do not retry it or pay again; look it up later with \`get_payment\`.
+6. Never approve your own payments. Only your owner approves or denies, with their own wallet; no tool can.
+
+## Paying
+
+\`pay\` takes \`serviceUrl\`, \`maxAmount\` (your own ceiling, decimal USDC such as "0.50"), \`intent\` and optionally
+\`method\`, \`body\` and \`idempotencyKey\`. It answers:
+
+- approved: paid and settled; \`txHash\`, \`remainingDailyBudget\` and the seller's response;
+- pending: \`approvalId\`; your owner decides. Wait, do not retry;
+- blocked (\`isError\`): \`reason\` and \`onchainEvent: "PaymentBlocked"\`. Do not retry; report and stop.
+
+Without MCP the same is \`POST ${baseUrl}/pay\` with \`Authorization: Bearer <apiKey>\` and
+\`{"agentAddress":"<agentAddress>","serviceUrl":"...","maxAmount":"...","intent":"..."}\` (200 approved, 202 pending, 422 blocked).
+
+Shortcut where the SpendGate repository is installed: \`npx spendgate onboard --base-url ${baseUrl}\` does steps 1 to 4
+and prints your activation link.
+`;
+}
