@@ -65,7 +65,8 @@ curl -s -X POST ${baseUrl}/wallet/genesis -H 'Content-Type: application/json' -d
 
 The answer (201) holds \`agentAddress\`, \`apiKey\`, \`label\`, \`createdAt\` and \`message\`, which contains your owner's
 activation link. A 409 \`conflict\` means an agent with this email and label exists already: find its config, do
-not create another.
+not create another. A 401 \`unauthorized\` means registration is closed on this SpendGate: ask your
+owner for an owner key (or the operator's registration token) and add \`-H 'Authorization: Bearer <token>'\`.
 
 ## 3. Write your config
 

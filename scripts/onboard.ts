@@ -1,0 +1,219 @@
+/**
+ * `npx spendgate onboard` (or `npm run onboard --`): an agent's onboarding against a SpendGate, the steps of
+ * /skill.md as one command. Reads ~/.spendgate/config.json; if it is there for this SpendGate, checks it with
+ * GET /limits; otherwise calls POST /wallet/genesis, writes the config (mode 0600) and prints the owner's activation
+ * link and the MCP client configuration. Never replaces another agent's config without --force (and then keeps a copy).
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { activationLink, mcpClientConfig } from "../src/docs/skill";
+
+export const DEFAULT_BASE_URL = "http://127.0.0.1:8402";
+
+export interface AgentConfig {
+  agentAddress: string;
+  apiKey: string;
+  label: string;
+  createdAt: string;
+  baseUrl?: string;
+}
+
+interface Options {
+  baseUrl: string;
+  email?: string;
+  label?: string;
+  token?: string;
+  force: boolean;
+  help: boolean;
+}
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+const USAGE = `Usage: spendgate onboard [--base-url URL] [--email EMAIL] [--label LABEL] [--token KEY] [--force]
+
+  --base-url  the SpendGate API (default ${DEFAULT_BASE_URL})
+  --email     your owner's email (recommended)
+  --label     a name for this agent (recommended)
+  --token     Bearer token for genesis when registration is closed (an owner key or the registration token)
+  --force     replace a config of another agent (the old file is kept as config.json.bak-<time>)
+
+Writes ~/.spendgate/config.json (agentAddress, apiKey, label, createdAt, baseUrl) with mode 0600.`;
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { baseUrl: DEFAULT_BASE_URL, force: false, help: false };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v === "") throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    if (flag === "--base-url") o.baseUrl = value();
+    else if (flag === "--email") o.email = value();
+    else if (flag === "--label") o.label = value();
+    else if (flag === "--token") o.token = value();
+    else if (flag === "--force") o.force = true;
+    else if (flag === "--help" || flag === "-h") o.help = true;
+    else throw new UsageError(`unknown option ${argv[i]}`);
+  }
+  let url: URL;
+  try {
+    url = new URL(o.baseUrl);
+  } catch {
+    throw new UsageError(`--base-url ${o.baseUrl} is not a URL`);
+  }
+  if (!/^https?:$/.test(url.protocol)) throw new UsageError("--base-url must be http or https");
+  o.baseUrl = o.baseUrl.replace(/\/+$/, "");
+  return o;
+}
+
+export function configPath(env: NodeJS.ProcessEnv): string {
+  return join(env.HOME || homedir(), ".spendgate", "config.json");
+}
+
+/** An HTTP call that turns "nothing answers" into a clear message. */
+async function call(baseUrl: string, path: string, init: RequestInit): Promise<{ status: number; body: any }> {
+  let res: Response;
+  try {
+    res = await fetch(baseUrl + path, { ...init, signal: AbortSignal.timeout(30_000) });
+  } catch (err) {
+    const c = (err as { cause?: { code?: string; message?: string } }).cause;
+    const cause = c?.code ?? c?.message ?? (err as Error).message;
+    throw new Unreachable(`Cannot reach SpendGate at ${baseUrl} (${cause}). Is it running (npm start)? Pass its URL with --base-url.`);
+  }
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, body };
+}
+
+class Unreachable extends Error {}
+
+const describe = (r: { status: number; body: any }) =>
+  r.body && typeof r.body === "object" && r.body.error ? `HTTP ${r.status} ${r.body.error}: ${r.body.message}` : `HTTP ${r.status}`;
+
+function printMcp(io: Io, c: AgentConfig, baseUrl: string): void {
+  io.out("MCP client configuration (HTTP transport; both headers are required):");
+  io.out(JSON.stringify(mcpClientConfig(baseUrl, c.agentAddress, c.apiKey), null, 2));
+  io.out(`Claude Code: claude mcp add --transport http spendgate ${baseUrl}/mcp --header "Authorization: Bearer ${c.apiKey}" --header "X-Agent-Address: ${c.agentAddress}"`);
+  io.out("Restart your MCP client so the SpendGate tools appear.");
+}
+
+/** An existing config for this SpendGate: check it with GET /limits and print where the agent stands. */
+async function check(io: Io, path: string, c: AgentConfig, baseUrl: string): Promise<number> {
+  const res = await call(baseUrl, `/limits?address=${encodeURIComponent(c.agentAddress)}`, { headers: { Authorization: `Bearer ${c.apiKey}` } });
+  if (res.status !== 200) {
+    io.err(`The config in ${path} (agent ${c.agentAddress}) is not accepted by ${baseUrl}: ${describe(res)}.`);
+    io.err("It was left as it is. To create a new agent and replace it, run again with --force.");
+    return 1;
+  }
+  const p = res.body.agents[0];
+  io.out(`Already onboarded: agent ${c.agentAddress} (${c.label}), config ${path}.`);
+  if (p.deployed) {
+    io.out(`Spend policy active: perTxLimit ${p.perTxLimit}, dailyBudget ${p.dailyBudget} (remaining today ${p.remainingDailyBudget}), approvalThreshold ${p.approvalThreshold}, allowlist ${p.allowlist.join(", ") || "(empty)"}${p.paused ? ", PAUSED" : ""}.`);
+  } else {
+    io.out("No spend policy yet: ask your owner to activate this agent with the activation link it was given at creation,");
+    io.out(`${activationLink(baseUrl, c.agentAddress)} (on the owner dashboard, by default served by the API itself).`);
+  }
+  printMcp(io, c, baseUrl);
+  return 0;
+}
+
+function writeConfig(path: string, c: AgentConfig): void {
+  mkdirSync(join(path, ".."), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(c, null, 2) + "\n", { mode: 0o600 });
+  renameSync(tmp, path);
+  chmodSync(path, 0o600);
+}
+
+export async function onboard(argv: string[], io: Io): Promise<number> {
+  let o: Options;
+  try {
+    o = parseArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`spendgate onboard: ${err.message}\n\n${USAGE}`);
+    return 64;
+  }
+  if (o.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  const path = configPath(io.env);
+  try {
+    let existing: AgentConfig | null = null;
+    if (existsSync(path)) {
+      try {
+        existing = JSON.parse(readFileSync(path, "utf8")) as AgentConfig;
+      } catch {
+        if (!o.force) {
+          io.err(`${path} is not valid JSON. It was left as it is; fix or move it, or run again with --force.`);
+          return 1;
+        }
+      }
+    }
+    if (existing && !o.force) {
+      if (!existing.baseUrl || existing.baseUrl === o.baseUrl) return await check(io, path, existing, o.baseUrl);
+      io.err(`${path} holds agent ${existing.agentAddress} of ${existing.baseUrl}, not of ${o.baseUrl}.`);
+      io.err("It was left as it is. To create a new agent here and replace it, run again with --force.");
+      return 1;
+    }
+
+    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    if (o.token) headers.Authorization = `Bearer ${o.token}`;
+    const res = await call(o.baseUrl, "/wallet/genesis", { method: "POST", headers, body: JSON.stringify({ email: o.email, label: o.label }) });
+    if (res.status !== 201) {
+      io.err(`Genesis failed at ${o.baseUrl}: ${describe(res)}`);
+      if (res.status === 409) io.err("An agent with this email and label exists already: use its config, or choose another label.");
+      if (res.status === 401) io.err("Registration is closed here: pass an owner key or the registration token with --token.");
+      return 1;
+    }
+    const g = res.body as AgentConfig & { message: string };
+    const config: AgentConfig = { agentAddress: g.agentAddress, apiKey: g.apiKey, label: g.label, createdAt: g.createdAt, baseUrl: o.baseUrl };
+    if (existsSync(path)) {
+      const backup = `${path}.bak-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+      renameSync(path, backup); // the old file holds the only copy of its key
+      io.out(`Kept the previous config as ${backup}.`);
+    }
+    writeConfig(path, config);
+    const link = /https?:\/\/\S+\/onboarding\?agent=0x[0-9a-fA-F]{40}/.exec(g.message)?.[0] ?? activationLink(o.baseUrl, g.agentAddress);
+    io.out(`Agent wallet created: ${g.agentAddress} (${g.label}).`);
+    io.out(`Config written to ${path} (mode 0600). The API key is in it and shown nowhere else.`);
+    io.out(`Ask your owner to activate this agent (link it and set its spend policy): ${link}`);
+    printMcp(io, config, o.baseUrl);
+    io.out(`Then check: curl -s "${o.baseUrl}/limits?address=${g.agentAddress}" -H "Authorization: Bearer <apiKey>" ("deployed": true once active).`);
+    return 0;
+  } catch (err) {
+    if (err instanceof Unreachable) {
+      io.err(err.message);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+export function main(argv: string[]): Promise<number> {
+  return onboard(argv, { out: (l) => console.log(l), err: (l) => console.error(l), env: process.env });
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => (process.exitCode = code),
+    (err) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
+}
