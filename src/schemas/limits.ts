@@ -20,17 +20,17 @@ export type SetLimitsRequest = z.infer<typeof SetLimitsRequest>;
 
 export const PolicyView = z
   .object({
-    address: z.string(),
-    perTxLimit: z.string(),
-    dailyBudget: z.string(),
-    allowlist: z.array(z.string()),
-    approvalThreshold: z.string(),
-    policyContract: z.string(),
-    deployed: z.boolean(),
-    paused: z.boolean(),
+    address: z.string().meta({ description: "the agent" }),
+    perTxLimit: z.string().meta({ description: "most one payment may be, USDC" }),
+    dailyBudget: z.string().meta({ description: "most the agent may spend per UTC day, USDC" }),
+    allowlist: z.array(z.string()).meta({ description: "merchant hosts allowed (\"*.domain\" any subdomain, \"*\" any)" }),
+    approvalThreshold: z.string().meta({ description: "payments above it wait for the owner's approval, USDC" }),
+    policyContract: z.string().meta({ description: "the agent's SpendPolicy (predicted address before deployment)" }),
+    deployed: z.boolean().meta({ description: "false until the owner sets the first policy" }),
+    paused: z.boolean().meta({ description: "the owner's kill switch" }),
     ownerAddress: z.string().nullable(),
-    allowlistRoot: z.string(),
-    spentToday: z.string(),
+    allowlistRoot: z.string().meta({ description: "Merkle root of the allowlist, as stored on-chain" }),
+    spentToday: z.string().meta({ description: "spent in the current UTC day, USDC" }),
     remainingDailyBudget: z.string(),
     lastUpdated: z.number().int().nullable().meta({ description: "timestamp of the owner's last SetPolicy" }),
   })
