@@ -55,8 +55,17 @@ export function mcpRoutes(s: Services): Router<AppState> {
       void transport.close();
       void server.close();
     });
-    await server.connect(transport);
-    await transport.handleRequest(ctx.req, ctx.res, message);
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(ctx.req, ctx.res, message);
+    } catch (err) {
+      // Koa no longer answers for us: never leave the request hanging.
+      s.ctx.logger.error({ err, requestId: ctx.state.requestId }, "mcp transport failed");
+      if (!ctx.res.headersSent) {
+        ctx.res.writeHead(500, { "Content-Type": "application/json" });
+        ctx.res.end(JSON.stringify({ error: "internal", message: "Something went wrong on our side; nothing was charged.", status: 500 }));
+      } else ctx.res.end();
+    }
   });
 
   // Stateless: no server-sent event stream to open (GET) and no session to end (DELETE).
