@@ -22,6 +22,7 @@ import { paymentRoutes } from "./http/routes/payments";
 import { sellRoutes } from "./http/routes/sell";
 import { Indexer } from "./indexer/indexer";
 import { controlRoutes } from "./http/routes/controls";
+import { dashboardRoutes } from "./http/routes/dashboard";
 import { mcpRoutes } from "./http/routes/mcp";
 import { docsRoutes } from "./http/routes/docs";
 
@@ -133,7 +134,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     indexer.start(config.embeddedChain ? 500 : 2000);
     cleanup.push(() => indexer.stop());
 
-    const app = createApp({ services, logger, routers: [paymentRoutes(services), controlRoutes(services), sellRoutes(services), mcpRoutes(services), docsRoutes(services)] });
+    const app = createApp({ services, logger, routers: [dashboardRoutes(services), paymentRoutes(services), controlRoutes(services), sellRoutes(services), mcpRoutes(services), docsRoutes(services)] });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);

@@ -1,0 +1,73 @@
+/**
+ * Builds the owner dashboard (client/*.ts and styles.css) with esbuild into memory, once per process: nothing is
+ * fetched from a CDN and nothing is written to disk. File names carry a content hash so they can be cached forever.
+ */
+import { join } from "node:path";
+import { build, type Plugin } from "esbuild";
+
+export interface DashboardAsset {
+  body: Buffer;
+  type: string;
+}
+
+export interface DashboardBundle {
+  /** URL path of the script and the stylesheet, e.g. /dashboard/assets/app-3F2A….js */
+  script: string;
+  style: string;
+  assets: Map<string, DashboardAsset>;
+  builtInMs: number;
+}
+
+export const ASSET_PREFIX = "/dashboard/assets/";
+
+const TYPES: Record<string, string> = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" };
+
+/** src/policy/allowlist.ts imports node:url; the browser gets the same parser from its URL class. */
+const nodeUrlShim: Plugin = {
+  name: "node-url-shim",
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?url$/ }, () => ({ path: join(__dirname, "shims", "node-url.ts") }));
+  },
+};
+
+export async function buildDashboard(): Promise<DashboardBundle> {
+  const started = Date.now();
+  const result = await build({
+    entryPoints: { app: join(__dirname, "client", "main.ts"), styles: join(__dirname, "styles.css") },
+    bundle: true,
+    write: false,
+    outdir: "/dashboard",
+    entryNames: "[name]-[hash]",
+    format: "esm",
+    platform: "browser",
+    target: ["es2022", "chrome111", "firefox115", "safari16"],
+    minify: true,
+    legalComments: "none",
+    logLevel: "silent",
+    plugins: [nodeUrlShim],
+    define: { "process.env.NODE_ENV": '"production"' },
+  });
+  const assets = new Map<string, DashboardAsset>();
+  let script = "";
+  let style = "";
+  for (const file of result.outputFiles) {
+    const name = file.path.slice(file.path.lastIndexOf("/") + 1);
+    const ext = name.slice(name.lastIndexOf("."));
+    assets.set(name, { body: Buffer.from(file.contents), type: TYPES[ext] ?? "application/octet-stream" });
+    if (name.startsWith("app-") && ext === ".js") script = ASSET_PREFIX + name;
+    if (name.startsWith("styles-") && ext === ".css") style = ASSET_PREFIX + name;
+  }
+  if (!script || !style) throw new Error("the dashboard build produced no script or stylesheet");
+  return { script, style, assets, builtInMs: Date.now() - started };
+}
+
+let cached: Promise<DashboardBundle> | undefined;
+
+/** The bundle, built on first use and kept for the life of the process (a failed build is retried next time). */
+export function dashboardBundle(): Promise<DashboardBundle> {
+  cached ??= buildDashboard().catch((err: unknown) => {
+    cached = undefined;
+    throw err;
+  });
+  return cached;
+}

@@ -1,0 +1,270 @@
+/**
+ * The page controller shared by every page: the owner's session (SIWE sign-in, key in sessionStorage), the chosen
+ * wallet, the header's account area, and how problems and results are shown.
+ */
+import { getAddress } from "viem";
+import { createSiweMessage } from "viem/siwe";
+import { SignInRequiredError, api, getSession, onSessionChange, setSession, type DashboardConfig, type OwnerSession } from "./api";
+import { announce, byId, h, replace, shortAddress } from "./dom";
+import { describe, type Problem } from "./errors";
+import { nowSeconds } from "./typed";
+import { Wallet, WalletMissingError, chainLabel, discoverWallets, type WalletEntry } from "./wallet";
+
+/** The owner closed the wallet picker: not an error, nothing to show. */
+export class CancelledError extends Error {
+  constructor() {
+    super("cancelled");
+    this.name = "CancelledError";
+  }
+}
+
+export class App {
+  private wallet: Wallet | null = null;
+  private chainWarning: string | null = null;
+
+  constructor(readonly config: DashboardConfig) {
+    onSessionChange(() => this.renderAccount());
+  }
+
+  session(): OwnerSession | null {
+    return getSession();
+  }
+
+  // ---- wallets -------------------------------------------------------------------------------------------------
+
+  /** The wallet used to sign in (found again by its EIP-6963 rdns), else the owner's pick among installed wallets. */
+  async chooseWallet(forcePick = false): Promise<Wallet> {
+    if (this.wallet && !forcePick) return this.wallet;
+    const wallets = await discoverWallets();
+    if (!wallets.length) throw new WalletMissingError();
+    const remembered = this.session()?.wallet;
+    let entry = !forcePick && remembered ? wallets.find((w) => (w.info.rdns || w.info.uuid) === remembered) : undefined;
+    if (!entry) entry = wallets.length === 1 ? wallets[0] : await pickWallet(wallets);
+    return this.useWallet(entry);
+  }
+
+  private useWallet(entry: WalletEntry): Wallet {
+    const wallet = new Wallet(entry, this.config);
+    this.wallet = wallet;
+    wallet.on("chainChanged", (id) => {
+      this.chainWarning = String(id).toLowerCase() === this.config.chainIdHex ? null : String(id);
+      this.renderAccount();
+    });
+    wallet.on("accountsChanged", () => this.renderAccount());
+    return wallet;
+  }
+
+  /** On page load: reconnect to the signed-in wallet without prompting, to show its network. */
+  async restoreWallet(): Promise<void> {
+    const session = this.session();
+    if (!session) return;
+    const wallets = await discoverWallets();
+    const entry = wallets.find((w) => (w.info.rdns || w.info.uuid) === session.wallet);
+    if (!entry) return;
+    const wallet = this.useWallet(entry);
+    try {
+      const chain = await wallet.chainId();
+      this.chainWarning = chain === this.config.chainIdHex ? null : chain;
+    } catch {
+      this.chainWarning = null;
+    }
+    this.renderAccount();
+  }
+
+  /** The wallet, on the right chain, with the signed-in owner's account selected: ready to sign for the owner. */
+  async signer(): Promise<{ wallet: Wallet; owner: string }> {
+    const session = this.session();
+    if (!session) throw new SignInRequiredError();
+    const wallet = await this.chooseWallet();
+    await wallet.ensureChain();
+    this.chainWarning = null;
+    this.renderAccount();
+    await wallet.ensureAccount(session.ownerAddress);
+    return { wallet, owner: session.ownerAddress };
+  }
+
+  // ---- sign-in -------------------------------------------------------------------------------------------------
+
+  /** Sign-In with Ethereum: connect, check the network, sign the EIP-4361 message, keep the owner key for this tab. */
+  async signIn(): Promise<OwnerSession> {
+    const wallet = await this.chooseWallet(true);
+    const address = getAddress(await wallet.connect());
+    await wallet.ensureChain();
+    this.chainWarning = null;
+    const { nonce } = await api<{ nonce: string }>("POST", "/auth/siwe/nonce", { body: { address }, auth: false });
+    const now = new Date(nowSeconds() * 1000); // the server's clock: it checks the expiry against its own
+    const message = createSiweMessage({
+      domain: location.host,
+      uri: location.origin,
+      address,
+      chainId: this.config.chainId,
+      nonce,
+      version: "1",
+      statement: "Sign in to SpendGate to manage your agents' spending. This signature costs nothing and moves no funds.",
+      issuedAt: now,
+      expirationTime: new Date(now.getTime() + 10 * 60_000),
+    });
+    const signature = await wallet.personalSign(address, message);
+    const res = await api<{ apiKey: string; ownerAddress: string; expiresAt: string }>("POST", "/auth/siwe/verify", {
+      body: { message, signature },
+      auth: false,
+    });
+    const session: OwnerSession = { ...res, wallet: wallet.id, walletName: wallet.name };
+    setSession(session);
+    announce(`Signed in as ${res.ownerAddress}.`);
+    return session;
+  }
+
+  signOut(): void {
+    setSession(null);
+    this.wallet = null;
+    announce("Signed out.");
+  }
+
+  /** Runs a sign-in from a button: problems are shown, a closed picker is not one. Resolves true when signed in. */
+  async signInFromButton(): Promise<boolean> {
+    this.clearAlerts();
+    try {
+      await this.signIn();
+      return true;
+    } catch (err) {
+      if (!(err instanceof CancelledError)) this.report(err, "sign in");
+      return false;
+    }
+  }
+
+  // ---- showing things ------------------------------------------------------------------------------------------
+
+  clearAlerts(): void {
+    replace(byId("alerts"));
+  }
+
+  /** Shows a problem at the top of the page (an ARIA alert) with what to do; never leaves the page blank. */
+  report(err: unknown, doing?: string): Problem {
+    if (err instanceof CancelledError) return { kind: "cancelled", title: "", detail: "" };
+    const problem = describe(err, doing);
+    if (problem.kind === "signed-out") this.renderAccount();
+    const actions: HTMLElement[] = [];
+    if (problem.action === "sign-in") {
+      actions.push(h("button", { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) }, "Sign in again"));
+    } else if (problem.action === "switch-chain") {
+      actions.push(h("button", { type: "button", onclick: () => this.switchChain() }, `Switch to ${chainLabel(this.config.chainIdHex)}`));
+    } else if (problem.action === "reload") {
+      actions.push(h("button", { type: "button", onclick: () => location.reload() }, "Reload the page"));
+    }
+    const box = h(
+      "div",
+      { class: "problem", "data-kind": problem.kind },
+      h("p", { class: "problem-title" }, h("strong", null, problem.title)),
+      h("p", null, problem.detail),
+      h("div", { class: "actions" }, actions, h("button", { type: "button", class: "link", onclick: () => box.remove() }, "Dismiss")),
+    );
+    replace(byId("alerts"), box);
+    box.scrollIntoView?.({ block: "nearest" });
+    return problem;
+  }
+
+  /** A confirmation at the top of the page (also announced). */
+  notify(message: string, ...extra: (Node | string)[]): void {
+    const box = h("div", { class: "notice", "data-kind": "success" }, h("p", null, message, ...extra));
+    replace(byId("alerts"), box);
+    announce(message);
+  }
+
+  async switchChain(): Promise<void> {
+    try {
+      const wallet = await this.chooseWallet();
+      await wallet.ensureChain();
+      this.chainWarning = null;
+      this.clearAlerts();
+      this.renderAccount();
+      announce(`Your wallet is on ${chainLabel(this.config.chainIdHex)}.`);
+    } catch (err) {
+      this.report(err, "switch networks");
+    }
+  }
+
+  txLink(hash: string | null | undefined, text = "View transaction"): Node {
+    if (!hash) return document.createTextNode("no transaction");
+    return explorerLink(`${this.config.explorerUrl}/tx/${hash}`, text, hash);
+  }
+
+  addressLink(address: string, text = address): Node {
+    return explorerLink(`${this.config.explorerUrl}/address/${address}`, text, address);
+  }
+
+  renderAccount(): void {
+    const el = byId("account");
+    const session = this.session();
+    if (!session) {
+      // The page reloads after signing in so that everything on it is read with the owner key.
+      replace(el, h("button", { type: "button", class: "primary", id: "sign-in", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) }, "Connect wallet and sign in"));
+      return;
+    }
+    const wrong = this.chainWarning
+      ? h(
+          "span",
+          { class: "badge warn" },
+          `Wallet on ${chainLabel(this.chainWarning)} `,
+          h("button", { type: "button", class: "link", onclick: () => this.switchChain() }, "Switch network"),
+        )
+      : null;
+    replace(
+      el,
+      h("span", { class: "who", title: session.ownerAddress }, "Signed in as ", h("strong", { "data-owner": session.ownerAddress }, shortAddress(session.ownerAddress)), ` with ${session.walletName}`),
+      wrong,
+      h("button", { type: "button", id: "sign-out", onclick: () => (this.signOut(), location.reload()) }, "Sign out"),
+    );
+  }
+
+  /** For pages that need the owner: a sign-in prompt in the page body. */
+  signInPrompt(target: HTMLElement, what: string): void {
+    replace(
+      target,
+      h(
+        "section",
+        { class: "card", "aria-labelledby": "signin-title" },
+        h("h2", { id: "signin-title" }, "Sign in to continue"),
+        h("p", null, `Sign in with your wallet to see ${what}. Signing in costs nothing: your wallet signs a one-time message (Sign-In with Ethereum) and this tab keeps the resulting key until you close it.`),
+        h("button", { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) }, "Connect wallet and sign in"),
+      ),
+    );
+  }
+}
+
+function explorerLink(href: string, text: string, full: string): HTMLAnchorElement {
+  return h("a", { href, target: "_blank", rel: "noopener noreferrer", class: "explorer", title: full }, text, h("span", { class: "visually-hidden" }, " (opens the block explorer in a new tab)"));
+}
+
+/** The EIP-6963 choice: a modal dialog listing every wallet; Escape or Cancel closes it. */
+function pickWallet(wallets: WalletEntry[]): Promise<WalletEntry> {
+  const dialog = byId<HTMLDialogElement>("wallet-picker");
+  return new Promise((resolve, reject) => {
+    let chosen: WalletEntry | null = null;
+    const close = () => dialog.close();
+    replace(
+      dialog,
+      h("h2", { id: "wallet-picker-title" }, "Choose a wallet"),
+      h("p", null, "Several wallets are installed in this browser. Pick the one that holds your owner account."),
+      h(
+        "ul",
+        { class: "wallet-list" },
+        wallets.map((w) =>
+          h(
+            "li",
+            null,
+            h(
+              "button",
+              { type: "button", class: "wallet-option", "data-rdns": w.info.rdns, onclick: () => ((chosen = w), close()) },
+              w.info.icon.startsWith("data:image/") ? h("img", { src: w.info.icon, alt: "", width: 24, height: 24 }) : null,
+              w.info.name,
+            ),
+          ),
+        ),
+      ),
+      h("button", { type: "button", onclick: close }, "Cancel"),
+    );
+    dialog.addEventListener("close", () => (chosen ? resolve(chosen) : reject(new CancelledError())), { once: true });
+    dialog.showModal();
+  });
+}

@@ -1,0 +1,60 @@
+/** Boot: load the page config, restore the owner's session and wallet, then render the page the server named. */
+import { loadConfig } from "./api";
+import { App } from "./app";
+import { byId, h, replace } from "./dom";
+import { describe } from "./errors";
+import { syncClock } from "./typed";
+import { agentsPage } from "./pages/agents";
+import { approvalsPage } from "./pages/approvals";
+import { homePage } from "./pages/home";
+import { ledgerPage } from "./pages/ledger";
+import { onboardingPage } from "./pages/onboarding";
+
+const PAGES: Record<string, (app: App, root: HTMLElement) => Promise<void> | void> = {
+  "/": homePage,
+  "/onboarding": onboardingPage,
+  "/agents": agentsPage,
+  "/approvals": approvalsPage,
+  "/ledger": ledgerPage,
+};
+
+/** Last resort: whatever fails is shown as a message, never as a blank page. */
+function showFatal(err: unknown): void {
+  const problem = describe(err, "load this page");
+  replace(
+    byId("alerts"),
+    h(
+      "div",
+      { class: "problem", "data-kind": problem.kind },
+      h("p", { class: "problem-title" }, h("strong", null, problem.title)),
+      h("p", null, problem.detail),
+      h("div", { class: "actions" }, h("button", { type: "button", onclick: () => location.reload() }, "Reload the page")),
+    ),
+  );
+}
+
+async function boot(): Promise<void> {
+  const root = byId("page");
+  let app: App;
+  try {
+    app = new App(await loadConfig());
+    syncClock(app.config.serverTime);
+  } catch (err) {
+    replace(root);
+    showFatal(err);
+    return;
+  }
+  window.addEventListener("unhandledrejection", (e) => app.report(e.reason, "finish that"));
+  app.renderAccount();
+  replace(root);
+  await app.restoreWallet().catch(() => undefined);
+  const page = PAGES[document.body.dataset.page ?? location.pathname] ?? homePage;
+  try {
+    await page(app, root);
+  } catch (err) {
+    app.report(err, "load this page");
+  }
+}
+
+window.addEventListener("error", (e) => showFatal(e.error ?? e.message));
+void boot();

@@ -1,0 +1,135 @@
+/**
+ * /agents: the owner's agents with their on-chain policies, balances, today's spend against the budget, and the
+ * kill switch (SetPaused signed by the owner, relayed by POST /agents/:address/pause: payments stop at once).
+ */
+import { api } from "../api";
+import type { App } from "../app";
+import { usdc } from "../amounts";
+import { dateTime, h, replace, time } from "../dom";
+import { nowSeconds, setPausedData } from "../typed";
+import type { AgentSummary, Balance, PolicyView } from "../types";
+
+export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
+  if (!app.session()) return app.signInPrompt(root, "your agents");
+  const list = h("div", { class: "agents", id: "agent-list" }, h("p", { class: "loading" }, "Loading your agents…"));
+  const refresh = h("button", { type: "button", id: "agents-refresh", onclick: () => load() }, "Refresh");
+  replace(root, h("div", { class: "toolbar" }, refresh), list);
+
+  const load = async () => {
+    try {
+      const [{ agents }, { agents: policies }] = await Promise.all([
+        api<{ agents: AgentSummary[] }>("GET", "/wallet/agents", { auth: "required" }),
+        api<{ agents: PolicyView[] }>("GET", "/limits", { auth: "required" }),
+      ]);
+      if (!agents.length) {
+        replace(list, h("p", null, "No agents are linked to your wallet yet. Open the activation link an agent gives you to link it."));
+        return;
+      }
+      const balances = await Promise.all(
+        agents.map((a) => api<Balance>("GET", `/wallet/balance?address=${a.address}`, { auth: "required" }).catch(() => null)),
+      );
+      replace(
+        list,
+        agents.map((a, i) => agentCard(app, a, policies.find((p) => p.address === a.address) ?? null, balances[i], load)),
+      );
+    } catch (err) {
+      app.report(err, "load your agents");
+      replace(list, h("p", null, "Your agents could not be loaded. See the message above."));
+    }
+  };
+  await load();
+}
+
+function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance: Balance | null, reload: () => Promise<void>): HTMLElement {
+  const titleId = `agent-${a.address}-title`;
+  const paused = policy?.paused ?? balance?.paused ?? false;
+  const card = h("article", { class: "card agent", "data-agent": a.address, "aria-labelledby": titleId });
+  const status = policy?.deployed ? (paused ? "Paused: every payment is blocked" : "Active") : "No policy yet";
+  const facts: [string, Node | string][] = [
+    ["Address", app.addressLink(a.address)],
+    ["Created", time(a.createdAt, dateTime(a.createdAt))],
+    ["Status", h("span", { class: paused ? "badge danger" : policy?.deployed ? "badge ok" : "badge", "data-field": "status" }, status)],
+  ];
+  if (policy?.deployed) {
+    facts.push(
+      ["Policy contract", app.addressLink(policy.policyContract)],
+      ["Per-payment limit", usdc(policy.perTxLimit)],
+      ["Daily budget", usdc(policy.dailyBudget)],
+      ["Approval above", usdc(policy.approvalThreshold)],
+      ["Allowlist", policy.allowlist.length ? policy.allowlist.join(", ") : "empty (no merchant allowed)"],
+    );
+  }
+  if (balance) facts.push(["Balance", `${usdc(balance.usdc)} · ${balance.eth} ETH`]);
+
+  const spend = policy?.deployed ? spendMeter(a.address, policy) : null;
+  const pauseButton = policy?.deployed
+    ? h(
+        "button",
+        {
+          type: "button",
+          class: paused ? "primary" : "danger",
+          "data-action": paused ? "resume" : "pause",
+          "aria-describedby": `${a.address}-pause-hint`,
+          onclick: (e: Event) => setPaused(app, a, !paused, e.currentTarget as HTMLButtonElement, reload),
+        },
+        paused ? `Resume payments of ${a.label}` : `Pause all payments of ${a.label}`,
+      )
+    : h("a", { href: `/onboarding?agent=${a.address}`, class: "button" }, `Set the spend policy of ${a.label}`);
+  replace(
+    card,
+    h("h2", { id: titleId }, a.label),
+    h("dl", { class: "facts" }, facts.map(([t, d]) => [h("dt", null, t), h("dd", null, d)])),
+    spend,
+    h(
+      "div",
+      { class: "actions" },
+      pauseButton,
+      policy?.deployed ? h("a", { href: `/onboarding?agent=${a.address}`, class: "button" }, `Change the policy of ${a.label}`) : null,
+      h("a", { href: `/ledger?agent=${a.address}`, class: "button" }, `Ledger of ${a.label}`),
+    ),
+    policy?.deployed
+      ? h(
+          "p",
+          { class: "hint", id: `${a.address}-pause-hint` },
+          paused
+            ? "Resuming lets payments through again under the policy. Your wallet signs SetPaused(false)."
+            : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
+        )
+      : null,
+  );
+  return card;
+}
+
+function spendMeter(address: string, p: PolicyView): HTMLElement {
+  const id = `spend-${address}`;
+  const budget = Number(p.dailyBudget);
+  const spent = Number(p.spentToday);
+  return h(
+    "div",
+    { class: "spend" },
+    h("label", { for: id }, "Spent today"),
+    h("meter", { id, min: 0, max: budget > 0 ? budget : 1, value: Math.min(spent, budget), optimum: 0, high: budget * 0.8, low: budget * 0.5 }),
+    h("span", { "data-field": "spent" }, ` ${usdc(p.spentToday)} of ${usdc(p.dailyBudget)} (${usdc(p.remainingDailyBudget)} left today, UTC)`),
+  );
+}
+
+async function setPaused(app: App, a: AgentSummary, paused: boolean, button: HTMLButtonElement, reload: () => Promise<void>): Promise<void> {
+  app.clearAlerts();
+  const label = button.textContent;
+  button.disabled = true;
+  button.textContent = "Waiting for your wallet…";
+  try {
+    const { wallet, owner } = await app.signer();
+    const timestamp = nowSeconds();
+    const humanSignature = await wallet.signTypedData(owner, setPausedData(app.config.chainId, a.policyContract, a.address, paused, timestamp));
+    button.textContent = paused ? "Pausing on-chain…" : "Resuming on-chain…";
+    const res = await api<{ txHash: string }>("POST", `/agents/${a.address}/pause`, { auth: "required", body: { paused, humanSignature, timestamp } });
+    await reload();
+    app.notify(paused ? `${a.label} is paused: every payment is blocked on-chain. ` : `${a.label} is active again. `, app.txLink(res.txHash));
+    document.querySelector<HTMLElement>(`[data-agent="${a.address}"] [data-action]`)?.focus();
+  } catch (err) {
+    app.report(err, paused ? "pause the agent" : "resume the agent");
+    button.disabled = false;
+    button.textContent = label;
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * /approvals: payments above an agent's threshold, waiting for the owner. Polled every few seconds (new requests
+ * appear without a reload; rows are updated in place so focus stays where it is). Approve and deny are
+ * ApprovalDecision signatures in the policy domain of the agent's SpendPolicy.
+ */
+import { api } from "../api";
+import type { App } from "../app";
+import { toUnits, usdc } from "../amounts";
+import { age, announce, dateTime, h, replace, shortAddress, time, until } from "../dom";
+import { approvalDecisionData, nowSeconds } from "../typed";
+import type { AgentSummary, ApprovalItem, LedgerPage } from "../types";
+
+const POLL_MS = 3_000;
+
+export async function approvalsPage(app: App, root: HTMLElement): Promise<void> {
+  if (!app.session()) return app.signInPrompt(root, "the payments waiting for you");
+  const agents = new Map<string, AgentSummary>();
+  const rows = new Map<string, { row: HTMLTableRowElement; item: ApprovalItem }>();
+  const busy = new Set<string>();
+
+  const tbody = h("tbody");
+  const empty = h("p", { id: "approvals-empty" }, "No payments are waiting for you.");
+  const table = h(
+    "table",
+    { id: "approvals-table", hidden: true },
+    h("caption", null, "Payments above an agent's approval threshold. Approving pays the seller; denying closes the request."),
+    h("thead", null, h("tr", null, ["Requested", "Agent", "Intent", "Merchant", "Amount", "Decision"].map((c) => h("th", { scope: "col" }, c)))),
+    tbody,
+  );
+  const updated = h("p", { class: "hint", id: "approvals-updated" }, "Checking for new requests…");
+  const decided = h("ol", { id: "decided", class: "plain" });
+  const loadDecided = async () => {
+    // The ledger remembers decisions across visits: entries that came from an approval and are no longer pending.
+    const res = await api<LedgerPage>("GET", "/ledger?limit=50", { auth: "required" });
+    const items = res.transactions.filter((t) => t.approvalId && t.status !== "pending").slice(0, 10);
+    replace(
+      decided,
+      items.length
+        ? items.map((t) =>
+            h(
+              "li",
+              { "data-approval": t.approvalId!, "data-status": t.status },
+              h("span", { class: `badge status-${t.status}` }, t.status),
+              ` ${usdc(t.amount)} to ${t.merchant} for “${t.intent}”, ${age(t.createdAt)} `,
+              t.txHash ? app.txLink(t.txHash) : null,
+            ),
+          )
+        : h("li", { class: "muted" }, "Nothing decided yet."),
+    );
+  };
+  replace(
+    root,
+    h("section", { class: "card", "aria-labelledby": "pending-title" }, h("h2", { id: "pending-title" }, "Waiting for you"), updated, empty, table),
+    h("section", { class: "card", "aria-labelledby": "decided-title" }, h("h2", { id: "decided-title" }, "Recently decided"), decided),
+  );
+
+  const loadAgents = async () => {
+    const res = await api<{ agents: AgentSummary[] }>("GET", "/wallet/agents", { auth: "required" });
+    for (const a of res.agents) agents.set(a.address, a);
+  };
+
+  const agentCell = (address: string) => {
+    const a = agents.get(address);
+    return h("td", null, a ? a.label : shortAddress(address), h("br"), h("span", { class: "muted mono", title: address }, shortAddress(address)));
+  };
+
+  const decide = async (item: ApprovalItem, action: "approve" | "deny", button: HTMLButtonElement) => {
+    if (busy.has(item.id)) return;
+    app.clearAlerts();
+    busy.add(item.id);
+    const buttons = rows.get(item.id)?.row.querySelectorAll("button");
+    buttons?.forEach((b) => (b.disabled = true));
+    const label = button.textContent;
+    button.textContent = "Waiting for your wallet…";
+    try {
+      const agent = agents.get(item.agentAddress);
+      if (!agent) throw new Error(`agent ${item.agentAddress} is not among your agents`);
+      const { wallet, owner } = await app.signer();
+      const timestamp = nowSeconds();
+      const data = approvalDecisionData(
+        app.config.chainId,
+        agent.policyContract,
+        { action, approvalId: item.id, agent: item.agentAddress, merchant: item.merchant, amount: toUnits(item.amount)! },
+        timestamp,
+      );
+      const humanSignature = await wallet.signTypedData(owner, data);
+      button.textContent = action === "approve" ? "Paying…" : "Denying…";
+      const res = await api<{ txHash?: string; status: string }>("POST", `/approvals/${item.id}/${action}`, { auth: "required", body: { humanSignature, timestamp } });
+      rows.get(item.id)?.row.remove();
+      rows.delete(item.id);
+      const text = action === "approve" ? `Approved: ${usdc(item.amount)} paid to ${item.merchant} for “${item.intent}”. ` : `Denied: ${usdc(item.amount)} to ${item.merchant} for “${item.intent}”. Nothing was paid.`;
+      await loadDecided().catch(() => undefined);
+      app.notify(text, ...(action === "approve" ? [app.txLink(res.txHash)] : []));
+      syncEmpty();
+      // Keep keyboard users in the table: the next decision, or the heading when none is left.
+      (tbody.querySelector<HTMLButtonElement>("button") ?? document.getElementById("pending-title"))?.focus();
+    } catch (err) {
+      app.report(err, action === "approve" ? "approve the payment" : "deny the payment");
+      buttons?.forEach((b) => (b.disabled = false));
+      button.textContent = label;
+    } finally {
+      busy.delete(item.id);
+    }
+  };
+
+  const makeRow = (item: ApprovalItem): HTMLTableRowElement => {
+    const what = `${usdc(item.amount)} to ${item.merchant}`;
+    return h(
+      "tr",
+      { "data-approval": item.id },
+      h("td", null, time(item.requestedAt, dateTime(item.requestedAt)), h("br"), h("span", { class: "muted", "data-field": "age" }, age(item.requestedAt)), h("br"), h("span", { class: "muted", "data-field": "expires" }, `expires ${until(item.expiresAt)}`)),
+      agentCell(item.agentAddress),
+      h("td", { class: "intent" }, item.intent),
+      h("td", null, item.merchant, h("br"), h("span", { class: "muted small" }, item.serviceUrl)),
+      h("td", { class: "num" }, usdc(item.amount)),
+      h(
+        "td",
+        { class: "decision" },
+        h("button", { type: "button", class: "primary", "data-action": "approve", "aria-label": `Approve ${what}`, onclick: (e: Event) => decide(item, "approve", e.currentTarget as HTMLButtonElement) }, "Approve"),
+        " ",
+        h("button", { type: "button", class: "danger", "data-action": "deny", "aria-label": `Deny ${what}`, onclick: (e: Event) => decide(item, "deny", e.currentTarget as HTMLButtonElement) }, "Deny"),
+      ),
+    );
+  };
+
+  const syncEmpty = () => {
+    table.hidden = rows.size === 0;
+    empty.hidden = rows.size > 0;
+  };
+
+  let stopped = false;
+  let failing = false;
+  let timer: number | undefined;
+  const poll = async () => {
+    try {
+      const { approvals } = await api<{ approvals: ApprovalItem[] }>("GET", "/approvals", { auth: "required" });
+      if (approvals.some((a) => !agents.has(a.agentAddress))) await loadAgents();
+      const ids = new Set(approvals.map((a) => a.id));
+      for (const [id, r] of rows) {
+        if (!ids.has(id) && !busy.has(id)) {
+          r.row.remove();
+          rows.delete(id);
+        }
+      }
+      let added = 0;
+      for (const item of approvals) {
+        const existing = rows.get(item.id);
+        if (existing) {
+          existing.row.querySelector('[data-field="age"]')!.textContent = age(item.requestedAt);
+          existing.row.querySelector('[data-field="expires"]')!.textContent = `expires ${until(item.expiresAt)}`;
+          continue;
+        }
+        const row = makeRow(item);
+        rows.set(item.id, { row, item });
+        tbody.appendChild(row); // oldest first, as the API lists them
+        added++;
+      }
+      syncEmpty();
+      if (added) announce(added === 1 ? "A new payment is waiting for your approval." : `${added} new payments are waiting for your approval.`);
+      updated.textContent = `Updated ${new Date().toLocaleTimeString()}; checks every ${POLL_MS / 1000} s.`;
+      failing = false;
+    } catch (err) {
+      // Said once, not every few seconds; the polling goes on and recovers by itself.
+      if (!failing) {
+        const problem = app.report(err, "see the payments waiting for you");
+        if (problem.kind === "signed-out") stopped = true; // nothing to poll until the owner signs in again
+      }
+      failing = true;
+      updated.textContent = "Could not check for new requests; see the message above. Retrying.";
+    }
+    if (!stopped) timer = window.setTimeout(poll, POLL_MS);
+  };
+
+  await loadAgents();
+  await Promise.all([poll(), loadDecided().catch((err: unknown) => app.report(err, "see recent decisions"))]);
+  window.addEventListener("pagehide", () => {
+    stopped = true;
+    clearTimeout(timer);
+  });
+}

@@ -1,0 +1,258 @@
+/**
+ * The spend-policy form: amounts, the allowlist editor (each entry with its normalisation), a review of exactly what
+ * the wallet will sign (SetPolicy typed data, the normalised allowlist and its Merkle root computed here), then
+ * POST /limits and the deployed contract with its transaction.
+ */
+import { allowlistRoot, normalizeAllowlistEntry } from "../../../policy/allowlist";
+import { api } from "../api";
+import type { App } from "../app";
+import { announce, focusOn, h, replace } from "../dom";
+import { fromUnits, toUnits } from "../amounts";
+import { nowSeconds, setPolicyData, type TypedData } from "../typed";
+import type { AgentSummary, PolicyView, SetLimitsResult } from "../types";
+
+interface Entry {
+  raw: string;
+  normalized: string | null;
+}
+
+interface Amounts {
+  perTxLimit: bigint;
+  dailyBudget: bigint;
+  approvalThreshold: bigint;
+}
+
+const AMOUNT_FIELDS: { key: keyof Amounts; label: string; hint: string; fallback: string }[] = [
+  { key: "perTxLimit", label: "Per-payment limit (USDC)", hint: "No single payment may be larger.", fallback: "1" },
+  { key: "dailyBudget", label: "Daily budget (USDC)", hint: "The most the agent may spend per day (UTC), all payments together.", fallback: "10" },
+  { key: "approvalThreshold", label: "Approval threshold (USDC)", hint: "Payments above this wait for your approval here.", fallback: "0.5" },
+];
+
+/** Normalised entries without duplicates (first wins), as the server and the contract will hold them. */
+function normalizedList(entries: Entry[]): string[] {
+  const out: string[] = [];
+  for (const e of entries) if (e.normalized && !out.includes(e.normalized)) out.push(e.normalized);
+  return out;
+}
+
+export function policyEditor(app: App, agent: AgentSummary, current: PolicyView, onDeployed: () => Promise<void>): HTMLElement {
+  const entries: Entry[] = (current.deployed ? current.allowlist : []).map((raw) => ({ raw, normalized: normalizeAllowlistEntry(raw) }));
+  const inputs = {} as Record<keyof Amounts, HTMLInputElement>;
+  const errors = {} as Record<keyof Amounts, HTMLElement>;
+
+  const amountField = (f: (typeof AMOUNT_FIELDS)[number]) => {
+    const id = `policy-${f.key}`;
+    errors[f.key] = h("p", { id: `${id}-error`, class: "field-error", hidden: true });
+    inputs[f.key] = h("input", {
+      id,
+      name: f.key,
+      type: "text",
+      inputmode: "decimal",
+      autocomplete: "off",
+      required: true,
+      value: current.deployed ? current[f.key] : f.fallback,
+      "aria-describedby": `${id}-hint`,
+    });
+    return h("div", { class: "field" }, h("label", { for: id }, f.label), inputs[f.key], h("p", { id: `${id}-hint`, class: "hint" }, f.hint), errors[f.key]);
+  };
+
+  // Allowlist editor
+  const listEl = h("ul", { class: "allowlist", id: "allowlist-entries", "aria-label": "Allowlist entries" });
+  const allowInput = h("input", { id: "allowlist-input", type: "text", autocomplete: "off", spellcheck: "false", "aria-describedby": "allowlist-hint" });
+  const allowError = h("p", { class: "field-error", id: "allowlist-error", hidden: true });
+  const renderEntries = () => {
+    const seen = new Set<string>();
+    replace(
+      listEl,
+      entries.length
+        ? entries.map((e, i) => {
+            const dup = e.normalized !== null && seen.has(e.normalized);
+            if (e.normalized) seen.add(e.normalized);
+            return h(
+              "li",
+              { "data-raw": e.raw, "data-normalized": e.normalized ?? "" },
+              h("code", null, e.raw),
+              e.normalized === null
+                ? h("span", { class: "bad" }, " — not a host name; remove it")
+                : [" → ", h("code", { class: "normalized" }, e.normalized), dup ? h("span", { class: "muted" }, " (duplicate, counted once)") : null, e.normalized === "*" ? h("span", { class: "warn" }, " (any merchant)") : null],
+              " ",
+              h("button", { type: "button", class: "link", "aria-label": `Remove ${e.raw}`, onclick: () => (entries.splice(i, 1), renderEntries(), announce(`Removed ${e.raw}.`), allowInput.focus()) }, "Remove"),
+            );
+          })
+        : h("li", { class: "muted" }, "No merchants: the agent may pay nobody (deny by default)."),
+    );
+  };
+  const addEntries = () => {
+    const parts = allowInput.value.split(/[\s,]+/).filter(Boolean);
+    if (!parts.length) return;
+    for (const raw of parts) entries.push({ raw, normalized: normalizeAllowlistEntry(raw) });
+    allowInput.value = "";
+    renderEntries();
+    const last = entries[entries.length - 1];
+    announce(last.normalized ? `Added ${last.raw} as ${last.normalized}.` : `${last.raw} is not a host name.`);
+  };
+  allowInput.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      addEntries();
+    }
+  });
+  renderEntries();
+
+  const review = h("section", { class: "review", id: "policy-review", "aria-labelledby": "review-title", hidden: true });
+  const form = h(
+    "form",
+    { id: "policy-form", novalidate: true },
+    AMOUNT_FIELDS.map(amountField),
+    h(
+      "fieldset",
+      null,
+      h("legend", null, "Merchants the agent may pay (allowlist)"),
+      h(
+        "p",
+        { id: "allowlist-hint", class: "hint" },
+        "A host name such as api.example.com, *.example.com for any of its subdomains, or * for any merchant. A URL is fine: only its host is kept. Each entry is shown as it will be signed.",
+      ),
+      h("label", { for: "allowlist-input" }, "Merchant to add"),
+      h("div", { class: "row" }, allowInput, h("button", { type: "button", id: "allowlist-add", onclick: addEntries }, "Add")),
+      allowError,
+      listEl,
+    ),
+    h("button", { type: "submit", class: "primary", id: "policy-review-button" }, "Review what you will sign"),
+  );
+
+  const readAmounts = (): Amounts | null => {
+    const out = {} as Amounts;
+    let ok = true;
+    for (const f of AMOUNT_FIELDS) {
+      const units = toUnits(inputs[f.key].value);
+      const problem = units === null ? "Enter an amount like 2.50 (at most 6 decimals)." : null;
+      setError(inputs[f.key], errors[f.key], problem);
+      if (units === null) ok = false;
+      else out[f.key] = units;
+    }
+    if (ok && out.perTxLimit > out.dailyBudget) {
+      setError(inputs.perTxLimit, errors.perTxLimit, "The per-payment limit is above the daily budget; no payment could use it fully.");
+      ok = false;
+    }
+    const bad = entries.filter((e) => e.normalized === null);
+    allowError.hidden = bad.length === 0;
+    allowError.textContent = bad.length ? `Remove what is not a host name: ${bad.map((e) => e.raw).join(", ")}.` : "";
+    allowInput.setAttribute("aria-invalid", String(bad.length > 0));
+    if (bad.length) ok = false;
+    if (!ok) {
+      const first = form.querySelector<HTMLElement>("[aria-invalid=true]");
+      first?.focus();
+    }
+    return ok ? out : null;
+  };
+
+  let pending: { amounts: Amounts; list: string[]; root: string; timestamp: number; data: TypedData } | null = null;
+
+  const showReview = (amounts: Amounts, timestamp = nowSeconds()) => {
+    const list = normalizedList(entries);
+    const root = allowlistRoot(list);
+    const data = setPolicyData(app.config.chainId, agent.policyContract, agent.address, { ...amounts, allowlistRoot: root }, timestamp);
+    pending = { amounts, list, root, timestamp, data };
+    const usdcLine = (units: bigint) => `${fromUnits(units)} USDC (${units} base units)`;
+    replace(
+      review,
+      h("h3", { id: "review-title", tabindex: -1 }, "What you will sign"),
+      h("p", null, `Your wallet signs this SetPolicy message (EIP-712) for the agent's SpendPolicy contract. The contract checks your signature itself, so the server cannot change any of it.`),
+      h(
+        "dl",
+        { class: "facts" },
+        [
+          ["Agent", agent.address],
+          ["Policy contract", app.addressLink(agent.policyContract)],
+          ["Per-payment limit", usdcLine(amounts.perTxLimit)],
+          ["Daily budget", usdcLine(amounts.dailyBudget)],
+          ["Approval threshold", usdcLine(amounts.approvalThreshold)],
+        ].map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
+      ),
+      h("h4", null, "Allowlist, normalised"),
+      list.length ? h("ol", { id: "review-allowlist" }, list.map((e) => h("li", null, h("code", null, e)))) : h("p", { id: "review-allowlist" }, "Empty: the agent may pay nobody."),
+      h("p", null, "Merkle root: ", h("code", { id: "review-root" }, root)),
+      h("p", { class: "hint" }, "The root of an OpenZeppelin StandardMerkleTree of these entries, computed in this page; the contract stores only the root."),
+      h("h4", null, "Typed data"),
+      h("pre", { class: "typed", id: "review-typed-data", tabindex: 0, "aria-label": "SetPolicy typed data" }, JSON.stringify(data, null, 2)),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "button", class: "primary", id: "policy-sign", onclick: (e: Event) => sign(e.currentTarget as HTMLButtonElement) }, current.deployed ? "Sign and update the policy" : "Sign and deploy the policy"),
+        h("button", { type: "button", id: "policy-edit", onclick: () => ((review.hidden = true), inputs.perTxLimit.focus()) }, "Change something"),
+      ),
+    );
+    review.hidden = false;
+    focusOn(review.querySelector<HTMLElement>("#review-title"));
+  };
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    app.clearAlerts();
+    const amounts = readAmounts();
+    if (amounts) showReview(amounts);
+  });
+
+  const result = h("div", { id: "policy-result", "aria-live": "polite" });
+
+  const sign = async (button: HTMLButtonElement) => {
+    if (!pending) return;
+    app.clearAlerts();
+    // A review left open too long would be refused (the server takes ±window s): sign what is shown, refreshed.
+    if (nowSeconds() - pending.timestamp > app.config.signatureWindowSeconds / 2) showReview(pending.amounts);
+    const p = pending;
+    const label = button.textContent;
+    button.disabled = true;
+    button.textContent = "Waiting for your wallet…";
+    try {
+      const { wallet, owner } = await app.signer();
+      const humanSignature = await wallet.signTypedData(owner, p.data);
+      button.textContent = current.deployed ? "Updating on-chain…" : "Deploying on-chain…";
+      const res = await api<SetLimitsResult>("POST", "/limits", {
+        auth: "required",
+        body: {
+          agentAddress: agent.address,
+          perTxLimit: fromUnits(p.amounts.perTxLimit),
+          dailyBudget: fromUnits(p.amounts.dailyBudget),
+          allowlist: p.list,
+          approvalThreshold: fromUnits(p.amounts.approvalThreshold),
+          humanSignature,
+          timestamp: p.timestamp,
+        },
+      });
+      replace(
+        result,
+        h(
+          "div",
+          { class: "notice", "data-state": "deployed" },
+          h("p", null, h("strong", null, current.deployed ? "Policy updated on-chain." : "Policy deployed on-chain.")),
+          h("p", null, "Contract: ", app.addressLink(res.policyContract), h("code", { class: "block", id: "deployed-contract" }, res.policyContract)),
+          h("p", null, "Transaction: ", app.txLink(res.txHash), res.txHash ? h("code", { class: "block", id: "deployed-tx" }, res.txHash) : null),
+        ),
+      );
+      review.hidden = true;
+      button.textContent = label;
+      button.disabled = false;
+      current = { ...current, deployed: true };
+      announce("The policy is active on-chain.");
+      await onDeployed();
+    } catch (err) {
+      app.report(err, "set the policy");
+      button.disabled = false;
+      button.textContent = label;
+    }
+  };
+
+  return h("div", null, current.deployed ? h("p", null, "The agent already has a policy; change it here. Every field is signed again.") : null, form, review, result);
+}
+
+function setError(input: HTMLInputElement, el: HTMLElement, message: string | null): void {
+  el.hidden = !message;
+  el.textContent = message ?? "";
+  input.setAttribute("aria-invalid", String(!!message));
+  const ids = new Set((input.getAttribute("aria-describedby") ?? "").split(" ").filter(Boolean));
+  if (message) ids.add(el.id);
+  else ids.delete(el.id);
+  input.setAttribute("aria-describedby", [...ids].join(" "));
+}

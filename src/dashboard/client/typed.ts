@@ -1,0 +1,106 @@
+/**
+ * The EIP-712 typed data the dashboard asks wallets to sign, built from the same type definitions the server and the
+ * contracts use (src/chain/typedData.ts), in the JSON form of eth_signTypedData_v4. uint256 values are decimal strings.
+ */
+import {
+  APPROVAL_DECISION_TYPES,
+  DOMAIN_NAME,
+  DOMAIN_VERSION,
+  LINK_AGENT_TYPES,
+  SET_PAUSED_TYPES,
+  SET_POLICY_TYPES,
+} from "../../chain/typedData";
+
+type Field = { name: string; type: string };
+
+export interface TypedData {
+  types: Record<string, Field[]>;
+  primaryType: string;
+  domain: { name: string; version: string; chainId: number; verifyingContract?: string };
+  message: Record<string, string | number | boolean>;
+}
+
+const SERVICE_DOMAIN_TYPE: Field[] = [
+  { name: "name", type: "string" },
+  { name: "version", type: "string" },
+  { name: "chainId", type: "uint256" },
+];
+const POLICY_DOMAIN_TYPE: Field[] = [...SERVICE_DOMAIN_TYPE, { name: "verifyingContract", type: "address" }];
+
+function typed(
+  types: Record<string, readonly { name: string; type: string }[]>,
+  chainId: number,
+  verifyingContract: string | null,
+  message: TypedData["message"],
+): TypedData {
+  const [primaryType, fields] = Object.entries(types)[0];
+  return {
+    types: {
+      EIP712Domain: verifyingContract ? POLICY_DOMAIN_TYPE : SERVICE_DOMAIN_TYPE,
+      [primaryType]: fields.map((f) => ({ name: f.name, type: f.type })),
+    },
+    primaryType,
+    domain: {
+      name: DOMAIN_NAME,
+      version: DOMAIN_VERSION,
+      chainId,
+      ...(verifyingContract ? { verifyingContract } : {}),
+    },
+    message,
+  };
+}
+
+let clockOffset = 0;
+
+/** Signed timestamps follow the server's clock (it accepts ±SIGNATURE_WINDOW s), not a possibly wrong local one. */
+export function syncClock(serverTime: number): void {
+  clockOffset = serverTime - Math.floor(Date.now() / 1000);
+}
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000) + clockOffset;
+
+/** LinkAgent, service domain (POST /agents/link). */
+export function linkAgentData(chainId: number, agent: string, owner: string, timestamp: number): TypedData {
+  return typed(LINK_AGENT_TYPES, chainId, null, { agent, owner, timestamp });
+}
+
+export interface PolicyUnits {
+  perTxLimit: bigint;
+  dailyBudget: bigint;
+  allowlistRoot: string;
+  approvalThreshold: bigint;
+}
+
+/** SetPolicy, policy domain of the agent's SpendPolicy (POST /limits). */
+export function setPolicyData(chainId: number, policyContract: string, agent: string, p: PolicyUnits, timestamp: number): TypedData {
+  return typed(SET_POLICY_TYPES, chainId, policyContract, {
+    agent,
+    perTxLimit: p.perTxLimit.toString(),
+    dailyBudget: p.dailyBudget.toString(),
+    allowlistRoot: p.allowlistRoot,
+    approvalThreshold: p.approvalThreshold.toString(),
+    timestamp,
+  });
+}
+
+/** SetPaused, policy domain (POST /agents/:address/pause). */
+export function setPausedData(chainId: number, policyContract: string, agent: string, paused: boolean, timestamp: number): TypedData {
+  return typed(SET_PAUSED_TYPES, chainId, policyContract, { agent, paused, timestamp });
+}
+
+/** ApprovalDecision, policy domain (POST /approvals/:id/approve|deny); amount in base units. */
+export function approvalDecisionData(
+  chainId: number,
+  policyContract: string,
+  d: { action: "approve" | "deny"; approvalId: string; agent: string; merchant: string; amount: bigint },
+  timestamp: number,
+): TypedData {
+  return typed(APPROVAL_DECISION_TYPES, chainId, policyContract, {
+    action: d.action,
+    approvalId: d.approvalId,
+    agent: d.agent,
+    merchant: d.merchant,
+    amount: d.amount.toString(),
+    timestamp,
+  });
+}

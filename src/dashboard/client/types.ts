@@ -1,0 +1,89 @@
+/** Shapes of the API answers the pages read (see src/schemas). */
+export interface AgentSummary {
+  address: string;
+  label: string;
+  createdAt: string;
+  ownerAddress: string | null;
+  policyContract: string;
+  deployed: boolean;
+}
+
+export interface PolicyView {
+  address: string;
+  perTxLimit: string;
+  dailyBudget: string;
+  allowlist: string[];
+  approvalThreshold: string;
+  policyContract: string;
+  deployed: boolean;
+  paused: boolean;
+  ownerAddress: string | null;
+  allowlistRoot: string;
+  spentToday: string;
+  remainingDailyBudget: string;
+  lastUpdated: number | null;
+}
+
+export interface Balance {
+  agentAddress: string;
+  usdc: string;
+  eth: string;
+  dailyBudget: string;
+  spentToday: string;
+  remainingDailyBudget: string;
+  policyContract: string;
+  deployed: boolean;
+  paused: boolean;
+}
+
+export interface ApprovalItem {
+  id: string;
+  agentAddress: string;
+  merchant: string;
+  serviceUrl: string;
+  amount: string;
+  intent: string;
+  status: string;
+  requestedAt: string;
+  resolvedAt: string | null;
+  expiresAt: string;
+}
+
+export interface LedgerItem {
+  id: string;
+  agentAddress: string;
+  merchant: string;
+  amount: string;
+  currency: string;
+  intent: string;
+  status: string;
+  txHash: string | null;
+  createdAt: string;
+  reason: string | null;
+  approvalId: string | null;
+  paymentId: string | null;
+  serviceUrl: string;
+  settledAt: string | null;
+  explorerUrl: string | null;
+  onchain: { confirmed: boolean; blockNumber: number | null };
+}
+
+export interface LedgerPage {
+  transactions: LedgerItem[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export interface SetLimitsResult {
+  status: "deployed";
+  policyContract: string;
+  txHash: string | null;
+  agentAddress: string;
+  perTxLimit: string;
+  dailyBudget: string;
+  allowlist: string[];
+  approvalThreshold: string;
+  allowlistRoot: string;
+  timestamp: number;
+}
