@@ -1,36 +1,11 @@
 /**
- * The owner dashboard's routes, for the route registry. Not in ROUTES yet: the dashboard router is not mounted in
- * this commit. When it is, add `...DASHBOARD_ROUTES` to ROUTES (registry.ts); test/docs checks both directions.
+ * The owner dashboard's routes, for the route registry (spread into ROUTES; test/docs checks both directions).
  */
 import { z } from "zod";
 import type { RouteDoc } from "./registry";
+import { AgentPublic, DashboardConfigResponse as DashboardConfig } from "../schemas/dashboard";
 
 const html = (description: string) => ({ description, contentType: "text/html; charset=utf-8" });
-
-export const DashboardConfig = z
-  .object({
-    mode: z.enum(["embedded", "production"]),
-    chainId: z.number().int(),
-    chainIdHex: z.string(),
-    chainName: z.string(),
-    rpcUrl: z.string().nullable().meta({ description: "embedded chain's RPC, or a public RPC of a known chain" }),
-    explorerUrl: z.string(),
-    baseUrl: z.string(),
-    usdcAddress: z.string(),
-    signatureWindowSeconds: z.number().int(),
-  })
-  .meta({ id: "DashboardConfig" });
-
-export const AgentPublic = z
-  .object({
-    address: z.string(),
-    label: z.string(),
-    createdAt: z.string(),
-    ownerAddress: z.string().nullable(),
-    policyContract: z.string(),
-    deployed: z.boolean(),
-  })
-  .meta({ id: "AgentPublic" });
 
 export const DASHBOARD_ROUTES: RouteDoc[] = [
   ...["/", "/onboarding", "/agents"].map(

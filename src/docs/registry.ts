@@ -37,6 +37,7 @@ import {
   TransactionId,
 } from "../schemas/payments";
 import { AgentIntel, HealthResponse, PaymentChallenge } from "../schemas/system";
+import { DASHBOARD_ROUTES } from "./registry.dashboard";
 
 export type AuthMode = "none" | "key" | "owner" | "genesis" | "x402" | "mcp";
 export type SignedType = "SetPolicy" | "SetPaused" | "ApprovalDecision" | "LinkAgent" | "SIWE";
@@ -382,6 +383,7 @@ export const ROUTES: RouteDoc[] = [
     responses: { 200: { description: "the OpenAPI document" } },
     errors: [],
   },
+  ...DASHBOARD_ROUTES,
 ];
 
 /** The Koa path in OpenAPI form: /approvals/:id/approve -> /approvals/{id}/approve. */

@@ -4,7 +4,8 @@
  * the REST routers: a page path that is also an endpoint passes API requests on.
  */
 import Router from "@koa/router";
-import { z } from "zod";
+import type { z } from "zod";
+import type { DashboardConfigResponse as DashboardConfigSchema } from "../../schemas/dashboard";
 import { ASSET_PREFIX, dashboardBundle } from "../../dashboard/build";
 import { PAGES, renderBuildError, renderPage } from "../../dashboard/pages";
 import { notFound } from "../../errors";
@@ -25,20 +26,6 @@ const PAGE_CSP = [
 ].join("; ");
 
 /** GET /dashboard/config: what the pages need to talk to wallets (for the API reference too). */
-export const DashboardConfigResponse = z
-  .object({
-    mode: z.enum(["embedded", "production"]),
-    chainId: z.number().int(),
-    chainIdHex: z.string(),
-    chainName: z.string(),
-    rpcUrl: z.string().nullable().meta({ description: "for wallet_addEthereumChain: the embedded chain's RPC, or the chain's public RPC; never RPC_URL" }),
-    explorerUrl: z.string(),
-    baseUrl: z.string(),
-    usdcAddress: z.string(),
-    signatureWindowSeconds: z.number().int(),
-    serverTime: z.number().int().meta({ description: "the server's clock (Unix seconds): pages sign timestamps in its time" }),
-  })
-  .meta({ id: "DashboardConfig" });
 
 /** Chains a wallet can be asked to add with a public RPC (the service's own RPC URL may carry a provider key). */
 const PUBLIC_CHAINS: Record<number, { name: string; rpcUrl: string }> = {
@@ -89,7 +76,7 @@ export function dashboardRoutes(s: Services): Router<AppState> {
   router.get("/dashboard/config", async (ctx) => {
     const known = PUBLIC_CHAINS[config.chainId];
     ctx.set("Cache-Control", "no-store");
-    const body: z.infer<typeof DashboardConfigResponse> = {
+    const body: z.infer<typeof DashboardConfigSchema> = {
       mode: config.embeddedChain ? "embedded" : "production",
       chainId: config.chainId,
       chainIdHex: `0x${config.chainId.toString(16)}`,

@@ -1,0 +1,28 @@
+/** The owner dashboard's JSON endpoints (its pages are HTML). */
+import { z } from "zod";
+
+export const DashboardConfigResponse = z
+  .object({
+    mode: z.enum(["embedded", "production"]),
+    chainId: z.number().int(),
+    chainIdHex: z.string(),
+    chainName: z.string(),
+    rpcUrl: z.string().nullable().meta({ description: "for wallet_addEthereumChain: the embedded chain's RPC, or the chain's public RPC; never RPC_URL" }),
+    explorerUrl: z.string(),
+    baseUrl: z.string(),
+    usdcAddress: z.string(),
+    signatureWindowSeconds: z.number().int(),
+    serverTime: z.number().int().meta({ description: "the server's clock (Unix seconds): pages sign timestamps in its time" }),
+  })
+  .meta({ id: "DashboardConfig" });
+
+export const AgentPublic = z
+  .object({
+    address: z.string(),
+    label: z.string(),
+    createdAt: z.string(),
+    ownerAddress: z.string().nullable(),
+    policyContract: z.string(),
+    deployed: z.boolean(),
+  })
+  .meta({ id: "AgentPublic" });
