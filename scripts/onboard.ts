@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { activationLink, mcpClientConfig } from "../src/docs/skill";
+import { mcpClientConfig } from "../src/docs/skill";
 
 export const DEFAULT_BASE_URL = "http://127.0.0.1:8402";
 
@@ -124,7 +124,8 @@ async function check(io: Io, path: string, c: AgentConfig, baseUrl: string): Pro
     io.out(`Spend policy active: perTxLimit ${p.perTxLimit}, dailyBudget ${p.dailyBudget} (remaining today ${p.remainingDailyBudget}), approvalThreshold ${p.approvalThreshold}, allowlist ${p.allowlist.join(", ") || "(empty)"}${p.paused ? ", PAUSED" : ""}.`);
   } else {
     io.out("No spend policy yet: ask your owner to activate this agent with the activation link it was given at creation,");
-    io.out(`${activationLink(baseUrl, c.agentAddress)} (on the owner dashboard, by default served by the API itself).`);
+    const a = await call(baseUrl, `/wallet/activation?address=${encodeURIComponent(c.agentAddress)}`, { headers: { Authorization: `Bearer ${c.apiKey}` } });
+    io.out(`${a.status === 200 ? a.body.activationUrl : "(GET /wallet/activation with your key returns it)"} (on the owner dashboard, by default served by the API itself).`);
   }
   printMcp(io, c, baseUrl);
   return 0;
@@ -180,7 +181,7 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
       if (res.status === 401) io.err("Registration is closed here: pass an owner key or the registration token with --token.");
       return 1;
     }
-    const g = res.body as AgentConfig & { message: string };
+    const g = res.body as AgentConfig & { message: string; activationUrl: string };
     const config: AgentConfig = { agentAddress: g.agentAddress, apiKey: g.apiKey, label: g.label, createdAt: g.createdAt, baseUrl: o.baseUrl };
     if (existsSync(path)) {
       const backup = `${path}.bak-${new Date().toISOString().replace(/[:.]/g, "-")}`;
@@ -188,7 +189,7 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
       io.out(`Kept the previous config as ${backup}.`);
     }
     writeConfig(path, config);
-    const link = /https?:\/\/\S+\/onboarding\?agent=0x[0-9a-fA-F]{40}/.exec(g.message)?.[0] ?? activationLink(o.baseUrl, g.agentAddress);
+    const link = g.activationUrl;
     io.out(`Agent wallet created: ${g.agentAddress} (${g.label}).`);
     io.out(`Config written to ${path} (mode 0600). The API key is in it and shown nowhere else.`);
     io.out(`Ask your owner to activate this agent (link it and set its spend policy): ${link}`);

@@ -2,7 +2,7 @@
  * Boots the whole service: config -> chain (embedded or RPC) -> store (embedded or MONGODB_URI) -> services -> app
  * -> listen. Used by src/index.ts and by the test stack, so both run exactly the same wiring.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino, { type Logger } from "pino";
@@ -107,6 +107,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         privateKey: config.facilitatorPrivateKey,
       }),
       signatures: new SignatureService(chain.provider, store.usedSignatures, config.signatureWindowSeconds),
+      activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
       agentLock: new KeyedMutex(),
       logger,
     });

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { PauseRequest } from "../http/routes/controls";
 import {
+  ActivationResponse,
   AddressQuery,
   AgentsResponse,
   BalanceResponse,
@@ -129,12 +130,23 @@ export const ROUTES: RouteDoc[] = [
     path: "/agents/link",
     tag: "Owners",
     summary: "Link an agent to its owner",
-    description: "No API key: the owner's LinkAgent signature (service domain) proves the link.",
+    description:
+      "No API key: the owner's LinkAgent signature (service domain) proves who the owner is, and `activationCode` (the `code` of the agent's activation link) proves the owner got the link from the agent. With the agent's own key as Bearer the code is not needed.",
     auth: "none",
     signature: "LinkAgent",
     body: LinkRequest,
     responses: { 200: json("linked", LinkResponse) },
-    errors: ["bad_request", "not_found", "conflict", ...SIGNED],
+    errors: ["bad_request", "forbidden", "not_found", "conflict", ...SIGNED],
+  },
+  {
+    method: "GET",
+    path: "/wallet/activation",
+    tag: "Agents",
+    summary: "The agent's activation link again (with its code), for the agent or its owner",
+    auth: "key",
+    query: AddressQuery,
+    responses: { 200: json("the activation link", ActivationResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden"],
   },
   {
     method: "GET",

@@ -15,9 +15,6 @@ export function mcpClientConfig(baseUrl: string, agentAddress = "<agentAddress>"
   };
 }
 
-export function activationLink(dashboardUrl: string, agentAddress: string): string {
-  return `${dashboardUrl}/onboarding?agent=${agentAddress}`;
-}
 
 export function buildSkill(baseUrl: string, dashboardUrl: string): string {
   const mcp = JSON.stringify(mcpClientConfig(baseUrl), null, 2);
@@ -63,8 +60,8 @@ delete an existing config: it holds the only copy of its API key.
 curl -s -X POST ${baseUrl}/wallet/genesis -H 'Content-Type: application/json' -d '{"email":"<owner email>","label":"<agent name>"}'
 \`\`\`
 
-The answer (201) holds \`agentAddress\`, \`apiKey\`, \`label\`, \`createdAt\` and \`message\`, which contains your owner's
-activation link. A 409 \`conflict\` means an agent with this email and label exists already: find its config, do
+The answer (201) holds \`agentAddress\`, \`apiKey\`, \`label\`, \`createdAt\`, \`activationUrl\` (your owner's
+activation link) and \`message\`. A 409 \`conflict\` means an agent with this email and label exists already: find its config, do
 not create another. A 401 \`unauthorized\` means registration is closed on this SpendGate: ask your
 owner for an owner key (or the operator's registration token) and add \`-H 'Authorization: Bearer <token>'\`.
 
@@ -102,9 +99,12 @@ With Claude Code: \`claude mcp add --transport http spendgate ${baseUrl}/mcp --h
 
 ## 5. Ask your owner to activate you
 
-Send your owner the activation link from \`message\`:
+Send your owner the \`activationUrl\` from the genesis answer. It looks like
 
-${activationLink(dashboardUrl, "<agentAddress>")}
+${dashboardUrl}/onboarding?agent=<agentAddress>&code=<activationCode>
+
+and only who has it can link you (keep it between you and your owner). Lost it? Ask again with your key:
+\`curl -s "${baseUrl}/wallet/activation?address=<agentAddress>" -H "Authorization: Bearer <apiKey>"\`.
 
 There the owner connects a wallet, links you to it and signs your spend policy: perTxLimit, dailyBudget, an
 allowlist of merchant domains and an approval threshold. Until then every payment is refused (\`no_policy\`).

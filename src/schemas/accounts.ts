@@ -18,8 +18,18 @@ export const GenesisResponse = z
     createdAt: z.string(),
     message: z.string(),
     ownerAddress: z.string().nullable(),
+    activationUrl: z.string().meta({ description: "the owner's activation link: {dashboard}/onboarding?agent=<address>&code=<activation code>" }),
   })
   .meta({ id: "GenesisResponse" });
+
+export const ActivationCode = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{16,64}$/, "must be the code from the agent's activation link")
+  .meta({ description: "the `code` of the agent's activation link: proves the owner got the link from the agent" });
+
+export const ActivationResponse = z
+  .object({ agentAddress: z.string(), linked: z.boolean(), activationUrl: z.string() })
+  .meta({ id: "ActivationResponse" });
 
 export const LinkRequest = z
   .strictObject({
@@ -27,6 +37,7 @@ export const LinkRequest = z
     ownerAddress: Address,
     ownerSignature: Signature,
     timestamp: UnixTimestamp,
+    activationCode: ActivationCode.optional(),
   })
   .meta({ id: "LinkRequest" });
 export type LinkRequest = z.infer<typeof LinkRequest>;

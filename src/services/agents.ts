@@ -1,5 +1,5 @@
 /** Agents: wallet genesis, linking to an owner, listing, and who may act for which agent. */
-import { createHash } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { getAddress } from "ethers";
 import type { AgentDoc } from "../store/documents";
 import { conflict, forbidden, notFound, unauthorized } from "../errors";
@@ -15,13 +15,28 @@ export interface GenesisResult {
   createdAt: string;
   message: string;
   ownerAddress: string | null;
+  activationUrl: string;
 }
 
 export class AgentService {
   constructor(private readonly ctx: ServiceContext) {}
 
+  /**
+   * The activation code of an agent: an HMAC of its address under a key derived from the wallet encryption key, so
+   * it needs no storage and the agent can ask for its link again. Only who got the link from the agent can link it.
+   */
+  activationCode(agentAddress: string): string {
+    return createHmac("sha256", this.ctx.activationSecret).update(getAddress(agentAddress)).digest("base64url").slice(0, 22);
+  }
+
   activationLink(agentAddress: string): string {
-    return `${this.ctx.urls.dashboard}/onboarding?agent=${agentAddress}`;
+    return `${this.ctx.urls.dashboard}/onboarding?agent=${agentAddress}&code=${this.activationCode(agentAddress)}`;
+  }
+
+  /** The activation link again, for the agent itself (its key) or its owner. */
+  async activation(principal: Principal | undefined, agentAddress: string) {
+    const agent = await this.authorize(principal, agentAddress);
+    return { agentAddress: agent.address, linked: agent.ownerAddress !== null, activationUrl: this.activationLink(agent.address) };
   }
 
   async genesis(principal: Principal | undefined, input: GenesisRequest): Promise<GenesisResult> {
@@ -76,6 +91,7 @@ export class AgentService {
       label: doc.label,
       createdAt: now.toISOString(),
       ownerAddress,
+      activationUrl: link,
       message: ownerAddress
         ? `Agent wallet created and linked to ${ownerAddress}. Set its spend policy at ${link}`
         : `Agent wallet created. Ask your owner to activate it at ${link}`,
@@ -89,9 +105,19 @@ export class AgentService {
     );
   }
 
-  async link(input: LinkRequest): Promise<{ agentAddress: string; ownerAddress: string }> {
+  async link(principal: Principal | undefined, input: LinkRequest): Promise<{ agentAddress: string; ownerAddress: string }> {
     const agent = await this.ctx.store.agents.findOne({ address: input.agentAddress });
     if (!agent) throw notFound(`Agent ${input.agentAddress} not found.`);
+    // Knowing an address is not enough to claim an agent: the request carries the code of the activation link the
+    // agent gave its owner, or comes with the agent's own key.
+    const byAgent = principal?.role === "agent" && principal.agentAddress === agent.address;
+    if (!byAgent && !sameCode(input.activationCode ?? "", this.activationCode(agent.address))) {
+      throw forbidden(
+        input.activationCode
+          ? "The activation code does not belong to this agent: open the activation link the agent gave you."
+          : "Linking needs the activation code of the agent's activation link (the `code` in it): open that link.",
+      );
+    }
     if (agent.ownerAddress) throw conflict(`Agent ${agent.address} is already linked to ${agent.ownerAddress}.`);
     const digest = await this.ctx.signatures.verify({
       kind: "LinkAgent",
@@ -143,4 +169,10 @@ export class AgentService {
     }
     return [];
   }
+}
+
+function sameCode(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }

@@ -19,6 +19,8 @@ export interface ServiceContext {
   keys: KeyService;
   facilitator: Facilitator;
   signatures: SignatureService;
+  /** Key of the agents' activation codes (derived from the wallet encryption key). */
+  activationSecret: Buffer;
   /** Serialises work per agent (payments, policy changes); different agents run in parallel. */
   agentLock: KeyedMutex;
   logger: Logger;

@@ -47,7 +47,8 @@ describe("POST /agents/link (owner's EIP-712 LinkAgent signature)", () => {
     const owner = randomOwner();
     const [a, b] = [await s.genesis(), await s.genesis()];
     const signedForA = await s.signLink(owner, a.agentAddress);
-    const res = await s.api("POST", "/agents/link", { body: { ...signedForA, agentAddress: b.agentAddress } });
+    const codeOfB = (await s.signLink(owner, b.agentAddress)).activationCode;
+    const res = await s.api("POST", "/agents/link", { body: { ...signedForA, agentAddress: b.agentAddress, activationCode: codeOfB } });
     expectErrorShape(res, 401);
     expect(await ownerOf(b.agentAddress)).to.equal(null);
   });
@@ -130,5 +131,44 @@ describe("POST /agents/link (owner's EIP-712 LinkAgent signature)", () => {
     expect(list.status).to.equal(200);
     const listed = list.body.agents.map((x: { address: string }) => x.address).sort();
     expect(listed).to.deep.equal([a.agentAddress, b.agentAddress].sort());
+  });
+});
+
+describe("POST /agents/link needs the activation code (an agent's address alone claims nothing)", () => {
+  let s: Stack;
+  before(async () => {
+    s = await startStack();
+  });
+  after(async () => s?.close());
+
+  it("refuses a link without the code or with another agent's code (403), and links nothing", async () => {
+    const owner = randomOwner();
+    const a = await s.genesis();
+    const b = await s.genesis();
+    const signed = await s.signLink(owner, a.agentAddress);
+    const { activationCode: codeA, ...withoutCode } = signed;
+    const codeB = (await s.signLink(owner, b.agentAddress)).activationCode;
+    expect(codeA).to.match(/^[A-Za-z0-9_-]{22}$/);
+    for (const body of [withoutCode, { ...withoutCode, activationCode: codeB }, { ...withoutCode, activationCode: "A".repeat(22) }]) {
+      const res = await s.api("POST", "/agents/link", { body });
+      expect(res.status).to.equal(403);
+      expect(res.body).to.include({ error: "forbidden", status: 403 });
+    }
+    expect((await s.svc.store.agents.findOne({ address: a.agentAddress }))!.ownerAddress).to.equal(null);
+    expect((await s.api("POST", "/agents/link", { body: signed })).status).to.equal(200);
+  });
+
+  it("links without the code when the agent's own key asks, and GET /wallet/activation gives the link again", async () => {
+    const owner = randomOwner();
+    const a = await s.genesis();
+    const activation = await s.api("GET", `/wallet/activation?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(activation.status).to.equal(200);
+    expect(activation.body).to.include({ agentAddress: a.agentAddress, linked: false });
+    expect(activation.body.activationUrl).to.equal((await s.api("GET", `/wallet/activation?address=${a.agentAddress}`, { key: a.apiKey })).body.activationUrl);
+    expect(activation.body.activationUrl).to.match(new RegExp(`/onboarding\\?agent=${a.agentAddress}&code=[A-Za-z0-9_-]{22}$`));
+    const { activationCode: _code, ...withoutCode } = await s.signLink(owner, a.agentAddress);
+    const other = await s.genesis();
+    expect((await s.api("POST", "/agents/link", { body: withoutCode, key: other.apiKey })).status).to.equal(403);
+    expect((await s.api("POST", "/agents/link", { body: withoutCode, key: a.apiKey })).status).to.equal(200);
   });
 });

@@ -69,7 +69,7 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
   }
 
   it("signed out: landmarks, a skip link, and no serious axe violations on every page", async () => {
-    for (const path of ["/", "/onboarding", `/onboarding?agent=${fresh.agentAddress}`, "/agents", "/approvals", "/ledger"]) {
+    for (const path of ["/", "/onboarding", s.activationPath(fresh.agentAddress), "/agents", "/approvals", "/ledger"]) {
       await page.goto(`${s.url}${path}`);
       await page.locator("#page .loading").waitFor({ state: "detached" });
       expect(await page.getByRole("banner").count(), path).to.equal(1);
@@ -130,7 +130,7 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
     await page.locator("details summary").click();
     await expectNoSeriousViolations("ledger with the chart's table open");
 
-    await page.goto(`${s.url}/onboarding?agent=${agent.agentAddress}`);
+    await page.goto(`${s.url}${s.activationPath(agent.agentAddress)}`);
     await page.getByRole("button", { name: "Review what you will sign" }).click();
     await page.locator("#review-typed-data").waitFor();
     await expectNoSeriousViolations("onboarding with the signature review");
@@ -149,7 +149,7 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
   });
 
   it("every form control on every page has an accessible name", async () => {
-    for (const path of ["/", `/onboarding?agent=${agent.agentAddress}`, "/agents", "/approvals", "/ledger"]) {
+    for (const path of ["/", s.activationPath(agent.agentAddress), "/agents", "/approvals", "/ledger"]) {
       await page.goto(`${s.url}${path}`);
       await page.locator("#page .loading").waitFor({ state: "detached" });
       await page.waitForLoadState("networkidle");

@@ -57,7 +57,7 @@ describe("dashboard errors in Chromium: each failure says what happened and what
     expect(await page.evaluate(() => Date.now())).to.be.lessThan(Date.now() - 3_000_000);
     expect(await page.locator("#account").textContent()).to.include("Browser wallet (window.ethereum)");
     const agent = await s.genesis({ label: "legacy-bot" });
-    await page.goto(`${s.url}/onboarding?agent=${agent.agentAddress}`);
+    await page.goto(`${s.url}${s.activationPath(agent.agentAddress)}`);
     await page.locator("#link-agent").click();
     await page.locator("[data-state=linked]").waitFor();
     const signed = JSON.parse(wallet.typedSigned[0].json);
@@ -82,7 +82,7 @@ describe("dashboard errors in Chromium: each failure says what happened and what
   it("without any wallet: 'No wallet found' and what to do, while the public onboarding page still shows the agent", async () => {
     const agent = await s.genesis({ label: "walletless-bot" });
     const page = await pageWith();
-    await page.goto(`${s.url}/onboarding?agent=${agent.agentAddress}`);
+    await page.goto(`${s.url}${s.activationPath(agent.agentAddress)}`);
     await page.getByText("walletless-bot").waitFor();
     await page.locator("#onboarding-sign-in").click();
     const p = await problem(page);
@@ -123,7 +123,7 @@ describe("dashboard errors in Chromium: each failure says what happened and what
     const agent = await s.genesis({ label: "chain-hopper" });
     wallet.chainId = 1;
     wallet.refuseSwitch = true;
-    await page.goto(`${s.url}/onboarding?agent=${agent.agentAddress}`);
+    await page.goto(`${s.url}${s.activationPath(agent.agentAddress)}`);
     await page.locator("#link-agent").click();
     const p = await problem(page);
     expect(p.kind).to.equal("wrong-chain");
@@ -143,7 +143,7 @@ describe("dashboard errors in Chromium: each failure says what happened and what
     const page = await pageWith(wallet);
     await signIn(page, wallet);
     const agent = await s.genesis({ label: "careful-bot" });
-    await page.goto(`${s.url}/onboarding?agent=${agent.agentAddress}`);
+    await page.goto(`${s.url}${s.activationPath(agent.agentAddress)}`);
 
     wallet.rejectNext.add("eth_signTypedData_v4");
     await page.locator("#link-agent").click();

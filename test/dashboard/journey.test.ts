@@ -87,7 +87,8 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
   it("opens the onboarding link from a genesis answer and shows the agent", async () => {
     const res = await s.api("POST", "/wallet/genesis", { body: { label: "research-bot", email: "bot@example.com" } });
     expect(res.status).to.equal(201);
-    const link = /https?:\/\/\S+\/onboarding\?agent=0x[0-9a-fA-F]{40}/.exec(res.body.message)![0];
+    const link = /https?:\/\/\S+\/onboarding\?agent=0x[0-9a-fA-F]{40}&code=[A-Za-z0-9_-]+/.exec(res.body.message)![0];
+    expect(link).to.equal(res.body.activationUrl);
     agent = { agentAddress: res.body.agentAddress, apiKey: res.body.apiKey, link };
     await page.goto(link);
     const facts = page.locator("#agent-step");

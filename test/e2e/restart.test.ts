@@ -134,7 +134,8 @@ describe("a service killed between authorise and settle", function () {
     const agent = g.body.agentAddress as string;
     const ts = Math.floor(Date.now() / 1000);
     const ownerSignature = await owner.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, { agent, owner: owner.address, timestamp: ts });
-    expect((await call(url, "POST", "/agents/link", { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp: ts })).status).to.equal(200);
+    const activationCode = new URL(g.body.activationUrl).searchParams.get("code");
+    expect((await call(url, "POST", "/agents/link", { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp: ts, activationCode })).status).to.equal(200);
     const factory = new (await import("ethers")).Contract(chain.addresses.factory, ["function predictPolicyAddress(address) view returns (address)"], provider);
     const policyAddress = getAddress(await factory.predictPolicyAddress(agent));
     const policy = { perTxLimit: 5n * USDC, dailyBudget: 20n * USDC, allowlistRoot: allowlistRoot(["127.0.0.1"]), approvalThreshold: 5n * USDC };

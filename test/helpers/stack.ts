@@ -32,6 +32,8 @@ export interface Stack {
   /** Creates an agent with open genesis; returns its address and key. */
   genesis(body?: Record<string, unknown>): Promise<{ agentAddress: string; apiKey: string }>;
   signLink(owner: Wallet, agent: string, timestamp?: number): Promise<Record<string, unknown>>;
+  /** The path of an agent's activation link (with its code) as genesis answered it. */
+  activationPath(agent: string): string;
   policyBody(
     owner: Wallet,
     agent: string,
@@ -62,6 +64,8 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
   const chainId = config.chainId;
   const now = () => Math.floor(Date.now() / 1000);
 
+  // Activation codes from genesis answers, so that signLink can send the one the owner would have in the link.
+  const activationCodes = new Map<string, string>();
   const api: Stack["api"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
@@ -77,6 +81,9 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
       parsed = text ? JSON.parse(text) : null;
     } catch {
       // not JSON: keep the text
+    }
+    if (path === "/wallet/genesis" && res.status === 201 && typeof parsed?.activationUrl === "string") {
+      activationCodes.set(parsed.agentAddress, new URL(parsed.activationUrl).searchParams.get("code") ?? "");
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
@@ -94,13 +101,18 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
       if (res.status !== 201) throw new Error(`genesis failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { agentAddress: res.body.agentAddress, apiKey: res.body.apiKey };
     },
+    activationPath(agent) {
+      const code = activationCodes.get(agent);
+      return `/onboarding?agent=${agent}${code ? `&code=${code}` : ""}`;
+    },
     async signLink(owner, agent, timestamp = now()) {
       const ownerSignature = await owner.signTypedData(serviceDomain(chainId), LINK_AGENT_TYPES, {
         agent,
         owner: owner.address,
         timestamp,
       });
-      return { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp };
+      const activationCode = activationCodes.get(agent);
+      return { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp, ...(activationCode ? { activationCode } : {}) };
     },
     async policyBody(owner, agent, policy, timestamp = now()) {
       const { entries } = normalizeAllowlist(policy.allowlist);

@@ -57,7 +57,14 @@ describe("/skill.md followed literally by a script ends with a paid call through
     // 2. Genesis, with the curl command as written.
     const genesis = JSON.parse(await shell(fill(block("/wallet/genesis"))));
     expect(genesis.agentAddress).to.match(/^0x[0-9a-fA-F]{40}$/);
-    values = { ...values, "<agentAddress>": genesis.agentAddress, "<apiKey>": genesis.apiKey, "<label>": genesis.label, "<createdAt>": genesis.createdAt };
+    values = {
+      ...values,
+      "<agentAddress>": genesis.agentAddress,
+      "<apiKey>": genesis.apiKey,
+      "<label>": genesis.label,
+      "<createdAt>": genesis.createdAt,
+      "<activationCode>": new URL(genesis.activationUrl).searchParams.get("code")!,
+    };
 
     // 3. Write the config: the folder command, the file from the template, the chmod command.
     await shell(block("mkdir -p ~/.spendgate"));
@@ -75,8 +82,11 @@ describe("/skill.md followed literally by a script ends with a paid call through
     // 5. The owner opens the activation link, links the agent and signs its policy.
     const link = fill(/^(http\S+\/onboarding\?agent=\S+)$/m.exec(skill)![1]);
     expect(genesis.message).to.include(link);
+    expect(genesis.activationUrl).to.equal(link);
     const owner = randomOwner();
-    expect((await s.api("POST", "/agents/link", { body: await s.signLink(owner, genesis.agentAddress) })).status).to.equal(200);
+    const activationCode = new URL(link).searchParams.get("code");
+    const linked = await s.api("POST", "/agents/link", { body: { ...(await s.signLink(owner, genesis.agentAddress)), activationCode } });
+    expect(linked.status).to.equal(200);
     const policy = await s.policyBody(owner, genesis.agentAddress, { perTxLimit: "1", dailyBudget: "5", allowlist: ["127.0.0.1"], approvalThreshold: "0.5" });
     const set = await s.api("POST", "/limits", { key: await ownerKey(s, owner), body: policy });
     expect(set.status, JSON.stringify(set.body)).to.equal(201);

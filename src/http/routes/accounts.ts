@@ -21,7 +21,7 @@ export function accountRoutes(s: Services): Router<AppState> {
   });
 
   router.post("/agents/link", validate({ body: LinkRequest }), async (ctx) => {
-    ctx.body = await s.agents.link(ctx.state.input as LinkRequest);
+    ctx.body = await s.agents.link(ctx.state.principal, ctx.state.input as LinkRequest);
   });
 
   router.get("/wallet/agents", requireAuth(), async (ctx) => {
@@ -42,6 +42,10 @@ export function accountRoutes(s: Services): Router<AppState> {
   router.get("/wallet/balance", requireAuth(), validate({ query: AddressQuery }), async (ctx) => {
     const agent = await s.agents.authorize(ctx.state.principal, ctx.state.input.address as string);
     ctx.body = await s.wallet.balance(agent);
+  });
+
+  router.get("/wallet/activation", requireAuth(), validate({ query: AddressQuery }), async (ctx) => {
+    ctx.body = await s.agents.activation(ctx.state.principal, ctx.state.input.address as string);
   });
 
   router.post("/auth/siwe/nonce", validate({ body: SiweNonceRequest }), async (ctx) => {

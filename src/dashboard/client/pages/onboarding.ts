@@ -18,7 +18,10 @@ interface State {
 }
 
 export async function onboardingPage(app: App, root: HTMLElement): Promise<void> {
-  const address = new URLSearchParams(location.search).get("agent")?.trim() ?? "";
+  const params = new URLSearchParams(location.search);
+  const address = params.get("agent")?.trim() ?? "";
+  // The code of the agent's activation link: the service links an agent only with it.
+  const activationCode = params.get("code")?.trim() ?? "";
   const steps = {
     agent: step("agent", "1. The agent"),
     signIn: step("signin", "2. Sign in as the owner"),
@@ -88,6 +91,10 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       steps.link.body(
         h("p", { "data-state": "other-owner" }, `This agent is linked to another owner, ${agent.ownerAddress}. Only that owner can set its policy. If this is your agent, sign in with that wallet.`),
       );
+    } else if (!activationCode) {
+      steps.link.body(
+        h("p", { "data-state": "no-code", role: "alert" }, "This address has no activation code. Open the full activation link the agent gave you (it ends with &code=…); the agent can ask for it again with GET /wallet/activation."),
+      );
     } else {
       const preview = h("pre", { class: "typed", tabindex: 0, "aria-label": "LinkAgent typed data" }, JSON.stringify(linkAgentData(app.config.chainId, agent.address, session.ownerAddress, nowSeconds()), null, 2));
       steps.link.body(
@@ -128,7 +135,7 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       preview.textContent = JSON.stringify(data, null, 2);
       const ownerSignature = await wallet.signTypedData(owner, data);
       button.textContent = "Linking…";
-      await api("POST", "/agents/link", { body: { agentAddress: state.agent!.address, ownerAddress: owner, ownerSignature, timestamp }, auth: false });
+      await api("POST", "/agents/link", { body: { agentAddress: state.agent!.address, ownerAddress: owner, ownerSignature, timestamp, activationCode }, auth: false });
       state.agent = await api<AgentSummary>("GET", `/agents/${state.agent!.address}`, { auth: false });
       app.notify(`${state.agent.label} is linked to your wallet. Now set its spend policy.`);
       await render("policy");
