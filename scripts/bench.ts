@@ -20,7 +20,7 @@ function stats(samples: number[]) {
 }
 
 async function main(): Promise<void> {
-  const s = await startStack({ RATE_LIMIT_PER_MINUTE: "100000" });
+  const s = await startStack({ RATE_LIMIT_PER_MINUTE: "100000" }); // logs go to s.logs (the phase timings below)
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
   const agent = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "1000", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
   await mintUsdc(s, agent.agentAddress, 1_000_000_000n);

@@ -65,8 +65,8 @@ export class PolicyOps {
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
     const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(proof.length) * 5_000n;
     const tx = await this.chain.sendTx((o) => c.authorizePayment(paymentId, merchant, leaf, proof, amount, tuple, { ...o, gasLimit }));
-    if (onSent) await onSent(tx.hash);
-    const receipt = await this.chain.waitFor(tx);
+    // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
+    const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);
     for (const log of this.logsOf(receipt, policyAddress)) {
       const parsed = c.interface.parseLog(log);
       if (parsed?.name === "PaymentAuthorized") {

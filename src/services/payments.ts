@@ -72,6 +72,9 @@ export class PaymentService {
     if (!quote) return this.block(pc, maxAmount, "unsupported_payment", null);
     if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
 
+    // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
+    const signed = this.settlement.sign(pc.agent.address, quote);
+    signed.catch(() => undefined);
     const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
@@ -84,6 +87,7 @@ export class PaymentService {
       proof,
       dailyBudget: policy.dailyBudget,
       timer,
+      signed,
     });
   }
 

@@ -34,6 +34,8 @@ const UNDEPLOYED: OnchainPolicy = {
 };
 
 export class PolicyService {
+  private readonly allowlistCache = new Map<string, string[]>();
+
   constructor(private readonly ctx: ServiceContext) {}
 
   /** The policy as the contract holds it now (the chain is the source of truth). */
@@ -66,8 +68,15 @@ export class PolicyService {
   /** The allowlist entries behind an on-chain root (the chain stores only the root). */
   async allowlistFor(root: string): Promise<string[]> {
     if (root === EMPTY_ROOT) return [];
+    const cached = this.allowlistCache.get(root);
+    if (cached) return cached;
     const doc = await this.ctx.store.allowlists.findOne({ root });
-    return doc ? doc.entries : [];
+    if (!doc) return [];
+    // Content-addressed (the root is the hash of the entries), so a cached answer can never be stale.
+    if (allowlistRoot(doc.entries) !== root) throw new Error(`stored allowlist does not hash to ${root}`);
+    if (this.allowlistCache.size > 10_000) this.allowlistCache.clear();
+    this.allowlistCache.set(root, doc.entries);
+    return doc.entries;
   }
 
   async view(agent: AgentDoc): Promise<PolicyView> {

@@ -8,7 +8,7 @@ import { type OwnerApprovalInput, NO_APPROVAL, PolicyOps } from "../chain/policy
 import { AppError, gatewayTimeout, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { PaymentDoc } from "../store/documents";
-import { type Quote, type SellerRequest, SellerError, readSettlement, requestSeller, signPayment } from "../x402/buyer";
+import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, signPayment } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 
@@ -32,6 +32,8 @@ export interface ExecuteInput {
   dailyBudget: bigint;
   approval?: OwnerApprovalInput;
   timer?: PhaseTimer;
+  /** The payment already signed (while the policy was simulated); signed here otherwise. */
+  signed?: Promise<SignedPayment>;
 }
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
@@ -57,13 +59,17 @@ export class SettlementService {
     await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date() } });
   }
 
+  /** The agent's EIP-3009 authorisation for the quote. It stays in memory until the policy has authorised it. */
+  sign(agent: string, quote: Quote): Promise<SignedPayment> {
+    return this.ctx.wallets.signer(agent).then((signer) => signPayment(signer, quote));
+  }
+
   /** Authorises on-chain, pays the seller and settles. Called with the agent's lock held. */
   async execute(input: ExecuteInput): Promise<PayOutcome> {
     const { txnId, base, quote, proof } = input;
     const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
-    const signer = await this.ctx.wallets.signer(agent);
-    const signed = await signPayment(signer, quote);
+    const signed = await (input.signed ?? this.sign(agent, quote));
     const paymentId = signed.nonce;
     timer.mark("sign");
     const auth = signed.payload.payload as { authorization?: { validBefore?: string } };
