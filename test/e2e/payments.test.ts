@@ -76,6 +76,22 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     expect(await usdcBalance(s, v1.payTo)).to.equal(before + USDC / 2n);
   });
 
+  it("pays SpendGate's own /sell/agent-intel through POST /pay (GET and POST) and gets the paid resource", async () => {
+    const a = await agent();
+    const payTo = s.svc.chain.operator.address; // SELL_PAY_TO unset: the operator receives
+    const before = await usdcBalance(s, payTo);
+    const res = await pay(a, `${s.url}/sell/agent-intel`, "0.05");
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body).to.include({ status: "approved", amount: "0.01", merchant: "127.0.0.1" });
+    const intel = res.body.response.body;
+    expect(intel.agent).to.include({ address: a.agentAddress, chainId: 8453 });
+    expect(intel.payment).to.include({ status: "settled", txHash: res.body.txHash, token: "USDC", amount: "0.01", payer: a.agentAddress });
+    expect(intel.payment.explorer).to.equal(`${s.svc.config.explorerUrl}/tx/${res.body.txHash}`);
+    const viaPost = await pay(a, `${s.url}/sell/agent-intel`, "0.05", { method: "POST", body: { topic: "portfolio" } });
+    expect(viaPost.status, JSON.stringify(viaPost.body)).to.equal(200);
+    expect(await usdcBalance(s, payTo)).to.equal(before + 20_000n);
+  });
+
   it("holds a payment above the threshold as pending; the owner's approval pays it exactly once", async () => {
     const a = await agent({ approvalThreshold: "0.75" });
     const sellerBefore = await usdcBalance(s, v2.payTo);
