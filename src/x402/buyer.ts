@@ -144,7 +144,21 @@ export interface Quote {
   version: 1 | 2;
 }
 
-/** Reads a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body) and picks exact / this chain / USDC; null if none fits. */
+/**
+ * The x402 EVM client signs EIP-3009 (transferWithAuthorization) by default, and a Permit2 message when the
+ * requirement's `extra.assetTransferMethod` says so. SpendGate settles EIP-3009 only (the nonce is its paymentId),
+ * so a requirement naming any other transfer method is not one we can pay.
+ */
+function signsEip3009(extra: unknown): boolean {
+  if (extra === undefined || extra === null || typeof extra !== "object") return true;
+  const method = (extra as { assetTransferMethod?: unknown }).assetTransferMethod;
+  return method === undefined || method === "eip3009";
+}
+
+/**
+ * Reads a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body) and picks exact / this chain / USDC / EIP-3009; null if
+ * none fits.
+ */
 export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId" | "usdcAddress">): Quote | null {
   const http = new x402HTTPClient(new x402Client());
   let paymentRequired: PaymentRequired;
@@ -166,6 +180,7 @@ export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId
     if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw) || typeof r.payTo !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(r.payTo)) {
       continue;
     }
+    if (!signsEip3009(r.extra)) continue;
     return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount: BigInt(raw), version };
   }
   return null;
