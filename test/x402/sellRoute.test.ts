@@ -231,6 +231,47 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
     }
   });
 
+  it("refuses a malformed EIP-3009 authorization or signature with 402 invalid_payload before the facilitator, never 5xx", async function () {
+    const buyer = await fundedBuyer();
+    const before = await usdcBalance(stack, buyer.address);
+    const { v2 } = await challenge();
+    const signed = await buyer.client.createPaymentPayload(v2);
+    const logsBefore = stack.logs.length;
+    const tamper = (auth: Record<string, unknown>, signature?: unknown): string => {
+      const inner = signed.payload as { signature: string; authorization: Record<string, unknown> };
+      const payload = { ...inner, authorization: { ...inner.authorization, ...auth }, ...(signature !== undefined ? { signature } : {}) };
+      return encodePaymentSignatureHeader({ ...signed, payload } as PaymentPayload);
+    };
+    const cases: [string, string][] = [
+      ["validAfter not numeric", tamper({ validAfter: "soon" })],
+      ["validAfter a number", tamper({ validAfter: 0 })],
+      ["validAfter missing", tamper({ validAfter: undefined })],
+      ["validBefore not numeric", tamper({ validBefore: "0x10" })],
+      ["validBefore negative", tamper({ validBefore: "-1" })],
+      ["validBefore above uint256", tamper({ validBefore: "9".repeat(78) })],
+      ["value not numeric", tamper({ value: "1e4" })],
+      ["nonce not hex", tamper({ nonce: "0x" + "zz".repeat(32) })],
+      ["nonce too short", tamper({ nonce: "0x1234" })],
+      ["nonce without 0x", tamper({ nonce: "ab".repeat(32) })],
+      ["signature not a string", tamper({}, 12345)],
+      ["signature not hex", tamper({}, "0xnot-a-signature")],
+      ["signature empty", tamper({}, "0x")],
+      ["signature missing", tamper({}, null)],
+    ];
+    for (const [what, header] of cases) {
+      for (const method of ["GET", "POST"]) {
+        const res = await fetch(url, { method, headers: { "PAYMENT-SIGNATURE": header } });
+        expect(res.status, `${what} (${method})`).to.equal(402);
+        const body = await expectRefusal(res, "invalid_payload");
+        expect(body.accepts[0].payTo).to.equal(payTo);
+      }
+    }
+    expect(stack.logs.slice(logsBefore).filter((l) => l.includes("facilitator unreachable"))).to.deep.equal([]);
+    expect(await usdcBalance(stack, buyer.address)).to.equal(before);
+    // The untouched payment still pays.
+    expect((await fetch(url, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(signed) } })).status).to.equal(200);
+  });
+
   it("refuses a signed payment for another amount, payee, asset or network before settling", async function () {
     const buyer = await fundedBuyer();
     const before = await usdcBalance(stack, buyer.address);
