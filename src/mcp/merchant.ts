@@ -1,6 +1,8 @@
 /**
  * verify_merchant: what paying a URL would do, without paying. The allowlist decision and the contract's own
  * check come from the same services as POST /pay, and so does the seller's quote (the same request and parser).
+ * The seller is asked for its quote only when the agent's on-chain allowlist admits the merchant: an agent key must
+ * not be able to make the service request arbitrary URLs.
  */
 import { fromBaseUnits } from "../amounts";
 import { DECISION } from "../chain/policyOps";
@@ -22,12 +24,19 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
 
   let quote: Quote | null = null;
   let quoteError: VerifyMerchantResult["quoteError"] = null;
-  try {
-    quote = await s.payments.quote({ agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" } });
-    if (!quote) quoteError = { error: "unsupported_payment", message: "The seller offers no exact USDC payment on this chain." };
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    quoteError = { error: err.code, message: err.message };
+  if (!policy.deployed) {
+    // No policy, no allowlist: pay would refuse it, so the seller is not contacted (the tool is no request proxy).
+    quoteError = { error: "no_policy", message: "Not asked: this agent has no spend policy yet, so its seller was not contacted." };
+  } else if (!proof) {
+    quoteError = { error: "merchant_not_allowed", message: `Not asked: ${merchant} is not on this agent's allowlist, so its seller was not contacted.` };
+  } else {
+    try {
+      quote = await s.payments.quote({ agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" } });
+      if (!quote) quoteError = { error: "unsupported_payment", message: "The seller offers no exact USDC payment on this chain." };
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      quoteError = { error: err.code, message: err.message };
+    }
   }
 
   let expectedOutcome: VerifyMerchantResult["expectedOutcome"] = "unknown";

@@ -115,6 +115,38 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(other.structuredContent.advice).to.include("not on your allowlist");
   });
 
+  it("verify_merchant does not contact a seller the allowlist refuses, nor any seller of an agent without a policy", async () => {
+    const a = await agent(); // allowlist: 127.0.0.1 only
+    const c = await connect(agentHeaders(a));
+    const before = { ...seller.hits };
+    const refused = await callTool(c, "verify_merchant", { serviceUrl: seller.resource.replace("127.0.0.1", "localhost") });
+    expect(refused.isError ?? false, textOf(refused)).to.equal(false);
+    expect(refused.structuredContent).to.deep.include({
+      merchant: "localhost",
+      allowed: false,
+      allowlistEntry: null,
+      quote: null,
+      expectedOutcome: "blocked",
+      reason: "merchant_not_allowed",
+    });
+    expect(refused.structuredContent.quoteError.error).to.equal("merchant_not_allowed");
+    expect(refused.structuredContent.quoteError.message).to.include("not contacted");
+    expect(refused.structuredContent.advice).to.include("not on your allowlist");
+    expect(seller.hits).to.deep.equal(before);
+
+    const fresh = await s.genesis(); // no owner, no policy
+    const cf = await connect(agentHeaders(fresh));
+    const noPolicy = await callTool(cf, "verify_merchant", { serviceUrl: seller.resource });
+    expect(noPolicy.structuredContent).to.deep.include({ policyDeployed: false, allowed: false, quote: null, expectedOutcome: "blocked", reason: "no_policy" });
+    expect(noPolicy.structuredContent.quoteError.error).to.equal("no_policy");
+    expect(seller.hits).to.deep.equal(before);
+
+    // The allowed URL is still quoted: one unpaid request.
+    const allowed = await callTool(c, "verify_merchant", { serviceUrl: seller.resource });
+    expect(allowed.structuredContent.quote.amount).to.equal("1000000");
+    expect(seller.hits).to.deep.equal({ paid: before.paid, unpaid: before.unpaid + 1 });
+  });
+
   it("pay: approved settles through x402 and shows in list_transactions and get_payment", async () => {
     const a = await agent();
     const c = await connect(agentHeaders(a));
