@@ -5,7 +5,7 @@
 import type { ToolAnnotations, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AppError, notFound } from "../errors";
+import { AppError, forbidden, notFound } from "../errors";
 import type { PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../services/keys";
@@ -56,6 +56,8 @@ export function idempotencyCaller(p: ToolCaller["principal"]): string {
 
 async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promise<CallToolResult> {
   const { s, agent, principal, logger } = ctx;
+  // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay (DESIGN 6).
+  if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
   const { idempotencyKey, ...fields } = input;
   const request: PayRequest = { agentAddress: agent.address, ...fields };
   const run = async () => {
@@ -122,7 +124,8 @@ export const TOOLS: ToolDef[] = [
     description:
       "Pay an x402 seller URL in USDC under this agent's on-chain spend policy. Answers approved (paid, with the " +
       "seller's response), pending (waits for the owner: do not retry) or blocked (isError with reason and " +
-      "onchainEvent: never retry, report and stop). Give a meaningful intent; maxAmount is your own ceiling.",
+      "onchainEvent: never retry, report and stop). Give a meaningful intent; maxAmount is your own ceiling. " +
+      "Agent keys only: an owner key gets forbidden.",
     input: PayToolInput,
     output: PayOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

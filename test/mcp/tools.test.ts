@@ -262,6 +262,35 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(res.body).to.include({ error: "forbidden" });
   });
 
+  it("an owner key reads through the tools but cannot pay: pay is an isError forbidden result and nothing moves", async () => {
+    const a = await agent();
+    const key = await ownerKey(s, owner);
+    const c = await connect({ Authorization: `Bearer ${key}`, "X-Agent-Address": a.agentAddress });
+    const before = { ...seller.hits, balance: await usdcBalance(s, a.agentAddress) };
+    for (const args of [
+      { serviceUrl: seller.resource, maxAmount: "2", intent: "an owner trying to pay" },
+      { serviceUrl: seller.resource, maxAmount: "2", intent: "an owner trying to pay", idempotencyKey: "owner-1" },
+    ]) {
+      const r = await callTool(c, "pay", args);
+      expect(r.isError, textOf(r)).to.equal(true);
+      expect(r.structuredContent).to.equal(undefined);
+      expect(errorOf(r)).to.include({ error: "forbidden", status: 403 });
+      expect(errorOf(r).message).to.include("agent");
+    }
+    expect(seller.hits).to.deep.equal({ paid: before.paid, unpaid: before.unpaid });
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(before.balance);
+    expect((await callTool(c, "list_transactions")).structuredContent.total).to.equal(0);
+    // Read tools still answer for the owner key.
+    expect((await callTool(c, "get_limits")).structuredContent).to.include({ address: a.agentAddress });
+    expect((await callTool(c, "get_balance")).structuredContent).to.include({ agentAddress: a.agentAddress, usdc: "50" });
+    expect((await callTool(c, "verify_merchant", { serviceUrl: seller.resource })).structuredContent).to.include({ allowed: true, expectedOutcome: "approved" });
+
+    // The agent's own key still pays.
+    const ca = await connect(agentHeaders(a));
+    const paid = await callTool(ca, "pay", { serviceUrl: seller.resource, maxAmount: "2", intent: "the agent's own purchase" });
+    expect(paid.structuredContent.status, textOf(paid)).to.equal("approved");
+  });
+
   it("one agent cannot see another's data", async () => {
     const a = await agent();
     const b = await agent();
