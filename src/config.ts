@@ -50,6 +50,8 @@ const EnvSchema = z
     SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
     AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
+    PAYMENT_LEASE_MS: z.coerce.number().int().min(1).default(180_000),
+    BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
     SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
     SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
     SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
@@ -117,6 +119,8 @@ export interface Config {
   rateLimitPerMinute: number;
   authFailuresPerMinute: number;
   sellerTimeoutMs: number;
+  paymentLeaseMs: number;
+  blockedOnchainPerHour: number;
   sellerMaxBytes: number;
   sellPrice: string;
   sellPayTo?: string;
@@ -189,6 +193,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
+    paymentLeaseMs: e.PAYMENT_LEASE_MS,
+    blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
     sellerMaxBytes: e.SELLER_MAX_BYTES,
     sellPrice: e.SELL_PRICE,
     sellPayTo: e.SELL_PAY_TO,

@@ -117,6 +117,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
     const sweep = setInterval(() => {
       services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));
+      // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
+      services.settlement.recover().catch((err) => logger.error({ err }, "payment recovery failed"));
     }, 30_000);
     sweep.unref();
     cleanup.push(async () => clearInterval(sweep));

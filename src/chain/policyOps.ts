@@ -127,15 +127,16 @@ export class PolicyOps {
     return txHash ? { state: "settled", txHash } : { state: "cancelled", txHash: null };
   }
 
-  /** Cancels the agent's open EIP-3009 authorisation (signed by the agent, relayed by the operator). */
-  async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<void> {
+  /** Cancels the agent's open EIP-3009 authorisation (signed by the agent, relayed by the operator); the tx hash. */
+  async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<string> {
     const usdc = new Contract(this.chain.usdc.target as string, USDC_CANCEL_ABI, this.chain.operator);
     const [name, version] = await Promise.all([this.chain.usdc.name(), this.chain.usdc.version()]);
     const domain = { name, version, chainId: this.chain.chainId, verifyingContract: getAddress(usdc.target as string) };
     const sig = Signature.from(
       await signer.signTypedData({ domain, types: CANCEL_TYPES, primaryType: "CancelAuthorization", message: { authorizer: signer.address, nonce } }),
     );
-    await this.chain.sendAndWait((o) => usdc.cancelAuthorization(signer.address, nonce, sig.v, sig.r, sig.s, o));
+    const { receipt } = await this.chain.sendAndWait((o) => usdc.cancelAuthorization(signer.address, nonce, sig.v, sig.r, sig.s, o));
+    return receipt.hash;
   }
 
   /** The settlement transaction of an EIP-3009 authorisation (USDC AuthorizationUsed), if it is on-chain. */

@@ -61,7 +61,9 @@ export function requireAuth(...roles: Principal["role"][]): Middleware {
       throw forbidden(
         allowed.includes("owner") && !allowed.includes("agent")
           ? "Only the owner may do this: sign in with your wallet (SIWE) and use the owner key."
-          : "This key may not make this call.",
+          : allowed.includes("agent") && !allowed.includes("owner")
+            ? "Only an agent pays: use the agent's own key (owners approve, deny and set limits)."
+            : "This key may not make this call.",
       );
     }
     await next();

@@ -125,10 +125,12 @@ export class ApprovalService {
       try {
         return await this.execute(a, digest, input);
       } catch (err) {
-        const back = err instanceof AppError && err.code === "price_changed" ? "pending" : "failed";
-        await this.ctx.store.approvals.updateOne({ approvalId, status: "approving" }, { $set: { status: back, resolvedAt: back === "failed" ? new Date() : null } });
-        if (back === "failed") {
-          await this.ctx.store.payments.updateOne({ txnId: a.txnId, status: "pending" }, { $set: { status: "failed", phase: "done", reason: "approval_failed", updatedAt: new Date() } });
+        // The approval follows its payment: nothing authorised yet (a seller or facilitator outage, a price change)
+        // -> pending again, for the owner to retry or deny; otherwise the payment's outcome.
+        const payment = await this.ctx.store.payments.findOne({ txnId: a.txnId });
+        const next = !payment || payment.status === "pending" ? "pending" : payment.status === "approved" ? "approved" : payment.status === "processing" ? "approving" : "failed";
+        if (next !== "approving") {
+          await this.ctx.store.approvals.updateOne({ approvalId, status: "approving" }, { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } });
         }
         throw err;
       }

@@ -1,6 +1,6 @@
 /**
- * Idempotency-Key: the same key and body returns the first result (also while the first is still running); the
- * same key with another body is 409. Keys are scoped to the caller's API key and kept for 24 h.
+ * Idempotency-Key: the same key and body returns the first result (also while the first is still running), whatever
+ * it was; the same key with another body is 409. Keys are scoped to the caller's API key and kept for 24 h.
  */
 import { createHash } from "node:crypto";
 import { conflict, badRequest } from "../errors";
@@ -52,12 +52,10 @@ export class IdempotencyService {
       return { ...(await this.awaitResult(scope)), replayed: true };
     }
     try {
+      // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again. Only an
+      // exception (nothing answered) frees the key.
       const response = await fn();
-      if (response.status >= 500) {
-        await this.store.idempotency.deleteOne({ scope }); // a server-side failure may be retried with the same key
-      } else {
-        await this.store.idempotency.updateOne({ scope }, { $set: { state: "done", response } });
-      }
+      await this.store.idempotency.updateOne({ scope }, { $set: { state: "done", response } });
       return { ...response, replayed: false };
     } catch (err) {
       await this.store.idempotency.deleteOne({ scope });

@@ -131,30 +131,36 @@ export class PaymentService {
    */
   async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string): Promise<PayOutcome> {
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
+    // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
+    const sameRefusal =
+      reason === "merchant_not_allowed"
+        ? { agentAddress: pc.agent.address, merchant: pc.merchant, reason, status: "blocked" as const, txHash: { $ne: null } }
+        : { agentAddress: pc.agent.address, merchant: pc.merchant, amount: amount.toString(), reason, status: "blocked" as const };
     const previous = txnId
       ? null
-      : await this.ctx.store.payments.findOne(
-          { agentAddress: pc.agent.address, merchant: pc.merchant, amount: amount.toString(), reason, status: "blocked", createdAt: { $gte: since } },
-          { sort: { createdAt: -1 } },
-        );
+      : await this.ctx.store.payments.findOne({ ...sameRefusal, createdAt: { $gte: since } }, { sort: { createdAt: -1 } });
     let txHash: string | null = null;
     let blockNumber: number | null = null;
     let finalReason = reason;
+    let capped = false;
     if (previous) {
       // Every attempt gets its own ledger entry; only the on-chain record is shared with the first one.
       txHash = previous.txHash;
       blockNumber = previous.onchain.blockNumber;
     } else if (proof) {
-      const paymentId = "0x" + randomBytes(32).toString("hex");
-      const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, amount);
-      if (result.authorized) {
-        // The policy changed between simulation and transaction: never keep budget for a payment not made.
-        await this.settlement.ops.release(pc.agent.policyAddress, paymentId);
-      } else {
-        finalReason = result.reason ?? reason;
+      capped = (await this.onchainBlocksLeft(pc.agent.address)) <= 0;
+      if (!capped) {
+        const paymentId = "0x" + randomBytes(32).toString("hex");
+        const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, amount);
+        if (result.authorized) {
+          // The policy changed between simulation and transaction: never keep budget for a payment not made.
+          await this.settlement.ops.release(pc.agent.policyAddress, paymentId);
+        } else {
+          finalReason = result.reason ?? reason;
+        }
+        txHash = result.txHash;
+        blockNumber = result.blockNumber;
       }
-      txHash = result.txHash;
-      blockNumber = result.blockNumber;
     }
     const now = new Date();
     const doc: PaymentDoc = {
@@ -174,6 +180,7 @@ export class PaymentService {
       updatedAt: now,
       settledAt: null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
+      ...(capped ? { detail: `not recorded on-chain: more than ${this.ctx.config.blockedOnchainPerHour} blocked attempts this hour` } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
     };
     if (txnId) {
@@ -183,6 +190,22 @@ export class PaymentService {
       await this.ctx.store.payments.insertOne(doc);
     }
     return this.blockedOutcome(doc, previous !== null);
+  }
+
+  /**
+   * Blocked attempts are written on-chain at the operator's cost: a runaway agent gets BLOCKED_ONCHAIN_PER_HOUR of
+   * them, then its refusals are kept in the ledger only.
+   */
+  private async onchainBlocksLeft(agentAddress: string): Promise<number> {
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const used = await this.ctx.store.payments.countDocuments({
+      agentAddress,
+      status: "blocked",
+      txHash: { $ne: null },
+      duplicateOf: { $exists: false },
+      createdAt: { $gte: hourAgo },
+    });
+    return this.ctx.config.blockedOnchainPerHour - used;
   }
 
   private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayOutcome {

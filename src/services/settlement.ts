@@ -55,8 +55,13 @@ export class SettlementService {
     return { timeoutMs: c.sellerTimeoutMs, maxBytes: c.sellerMaxBytes, allowPrivate: c.allowPrivateSellers, chainId: c.chainId, usdcAddress: c.usdcAddress };
   }
 
+  /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
+  private lease(): Date {
+    return new Date(Date.now() + this.ctx.config.paymentLeaseMs);
+  }
+
   private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date() } });
+    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease() } });
   }
 
   /** The agent's EIP-3009 authorisation for the quote. It stays in memory until the policy has authorised it. */
@@ -89,6 +94,8 @@ export class SettlementService {
           releaseTxHash: null,
           payTo: quote.requirement.payTo,
           validBefore: Number(auth.authorization?.validBefore ?? 0),
+          cancelTxHash: null,
+          leaseUntil: this.lease(),
           updatedAt: now,
           settledAt: null,
           onchain: { confirmed: false, blockNumber: null },
@@ -99,11 +106,6 @@ export class SettlementService {
     );
     timer.mark("ledger");
 
-    // The facilitator's check runs while the authorisation is mined; nothing is sent to the seller before both pass.
-    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
-      this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
-      return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
-    });
     let result;
     try {
       result = await this.ops.authorize(
@@ -140,13 +142,43 @@ export class SettlementService {
     timer.mark("authorize");
     await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
-    const failAfterAuthorize = async (detail: string, error: AppError): Promise<never> => {
+    // After a failure past authorisation: cancel and release, unless it settled after all, which is then a success.
+    const approved = async (settledTx: string | null, res: { status: number; body: unknown } | null, detail: string | null): Promise<PayOutcome> => {
+      const settledAt = new Date();
+      await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail });
+      this.ctx.logger.info({ txnId, agent, merchant: base.merchant, amount: quote.amount.toString(), ms: timer.done() }, "payment approved");
+      const spent = result.spentToday ?? 0n;
+      return {
+        httpStatus: 200,
+        body: {
+          status: "approved",
+          txHash: settledTx,
+          amount: fromBaseUnits(quote.amount),
+          currency: "USDC",
+          merchant: base.merchant,
+          remainingDailyBudget: fromBaseUnits(input.dailyBudget > spent ? input.dailyBudget - spent : 0n),
+          settledAt: settledAt.toISOString(),
+          intent: base.intent,
+          transactionId: txnId,
+          paymentId,
+          authorizeTxHash: result.txHash,
+          ...(detail ? { message: detail } : {}),
+          response: res ?? { status: 0, body: null },
+        },
+      };
+    };
+    const failAfterAuthorize = async (detail: string, error: AppError, res: { status: number; body: unknown } | null = null): Promise<PayOutcome> => {
       const settled = await this.finishUnsettled(txnId, detail);
-      if (settled) throw new AppError(502, "upstream_error", `${error.message} The payment did settle on-chain (${settled}); it is recorded as approved.`);
+      if (settled.state === "settled") return approved(settled.txHash, res, `${error.message} The payment settled on-chain all the same.`);
       throw error;
     };
 
-    const verify = await verifying;
+    // The signed authorisation leaves this process (a remote facilitator, the seller) only once the policy has
+    // authorised it on-chain.
+    const verify = await this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
+      this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
+      return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
+    });
     timer.mark("verify");
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
@@ -178,93 +210,112 @@ export class SettlementService {
           reason: sellerReason,
           sellerStatus: res.status,
         }),
+        { status: res.status, body: res.body },
       );
     }
     if (!inSellerTx) settledTx = await this.ops.settlementTx(agent, paymentId, result.blockNumber);
     timer.mark("confirm");
-    const settledAt = new Date();
-    await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail: res.status >= 400 ? `seller answered HTTP ${res.status} after settling` : null });
-    this.ctx.logger.info({ txnId, agent, merchant: base.merchant, amount: quote.amount.toString(), ms: timer.done() }, "payment approved");
-    const spent = result.spentToday ?? 0n;
-    return {
-      httpStatus: 200,
-      body: {
-        status: "approved",
-        txHash: settledTx,
-        amount: fromBaseUnits(quote.amount),
-        currency: "USDC",
-        merchant: base.merchant,
-        remainingDailyBudget: fromBaseUnits(input.dailyBudget > spent ? input.dailyBudget - spent : 0n),
-        settledAt: settledAt.toISOString(),
-        intent: base.intent,
-        transactionId: txnId,
-        paymentId,
-        authorizeTxHash: result.txHash,
-        response: { status: res.status, body: res.body },
-      },
-    };
+    return approved(settledTx, { status: res.status, body: res.body }, res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null);
   }
 
   /**
-   * After authorisation, when the payment did not (visibly) settle: cancel the EIP-3009 authorisation so it can
-   * never settle later, then release the budget. Returns the settlement tx if it had settled after all.
+   * After authorisation, when the payment did not (visibly) settle: cancel the EIP-3009 authorisation so that it can
+   * never settle later, then release the budget. USDC marks a nonce used both when it settles and when it is
+   * cancelled, so the cancel we sent is recorded: "used" without our cancel means settled.
    */
-  private async finishUnsettled(txnId: string, detail: string): Promise<string | null> {
+  private async finishUnsettled(txnId: string, detail: string): Promise<{ state: "settled" | "released"; txHash: string | null }> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
-    if (!doc?.paymentId) return null;
-    const from = doc.authorizeBlock ?? 0;
-    let status = await this.ops.authorizationStatus(doc.agentAddress, doc.paymentId, from);
-    if (status.state === "open") {
-      const signer = await this.ctx.wallets.signer(doc.agentAddress);
-      await this.ops.cancelAuthorization(signer, doc.paymentId).catch((err) => {
+    if (!doc?.paymentId) throw new Error(`payment ${txnId} has no paymentId`);
+    const { agentAddress: agent, paymentId } = doc;
+    let cancelTxHash = doc.cancelTxHash ?? null;
+    if (!(await this.ops.authorizationUsed(agent, paymentId))) {
+      const signer = await this.ctx.wallets.signer(agent);
+      try {
+        cancelTxHash = await this.ops.cancelAuthorization(signer, paymentId);
+        await this.update(txnId, { cancelTxHash });
+      } catch (err) {
         this.ctx.logger.warn({ err, txnId }, "cancelAuthorization failed; reading the outcome from chain");
-      });
-      status = await this.ops.authorizationStatus(doc.agentAddress, doc.paymentId, from);
-      if (status.state === "open") throw new Error(`could not cancel the authorisation of ${txnId}`);
+        if (!(await this.ops.authorizationUsed(agent, paymentId))) {
+          // Neither settled nor cancelled: leave it in flight (lease kept) for the recovery sweep to finish.
+          throw new AppError(502, "upstream_error", "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.");
+        }
+      }
     }
-    if (status.state === "settled") {
-      await this.update(txnId, { status: "approved", phase: "done", txHash: status.txHash, settledAt: new Date(), detail });
-      return status.txHash;
+    if (cancelTxHash === null) {
+      // Used, and not by our cancel: it settled.
+      const txHash = await this.ops.settlementTx(agent, paymentId, doc.authorizeBlock ?? 0);
+      await this.update(txnId, { status: "approved", phase: "done", txHash, settledAt: new Date(), detail });
+      return { state: "settled", txHash };
     }
-    const releaseTx =
-      (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === 1 ? await this.ops.release(doc.policyAddress, doc.paymentId) : null;
+    const releaseTx = (await this.ops.paymentState(doc.policyAddress, paymentId)) === 1 ? await this.ops.release(doc.policyAddress, paymentId) : null;
     await this.update(txnId, { status: "failed", phase: "done", reason: "settlement_failed", detail, releaseTxHash: releaseTx });
-    return null;
+    return { state: "released", txHash: null };
   }
 
   /**
-   * Resolves a payment left between authorise and settle from chain state: settled on-chain -> approved;
-   * authorised but unsettled -> authorisation cancelled, budget released -> failed; never authorised -> failed.
+   * Resolves a payment left between authorise and settle from chain state: settled -> approved; authorised but not
+   * settled -> authorisation cancelled, budget released -> failed; never authorised -> authorisation cancelled ->
+   * failed. An authorisation transaction still pending is left for a later sweep.
    */
   async resolveInFlight(txnId: string): Promise<void> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
     if (doc.authorizeTxHash) {
       const receipt = await this.ctx.chain.provider.waitForTransaction(doc.authorizeTxHash, 1, 30_000).catch(() => null);
+      if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
     const state = await this.ops.paymentState(doc.policyAddress, doc.paymentId);
     if (state === 1) {
       await this.finishUnsettled(txnId, "recovered after an interruption");
-    } else {
-      await this.update(txnId, {
-        status: "failed",
-        phase: "done",
-        reason: state === 2 ? "settlement_failed" : "not_authorized",
-        detail: "recovered after an interruption",
-      });
+      return;
     }
+    if (state === 0 && !(await this.ops.authorizationUsed(doc.agentAddress, doc.paymentId))) {
+      // Never authorised: make sure the signed authorisation can never be used either.
+      const signer = await this.ctx.wallets.signer(doc.agentAddress);
+      await this.update(txnId, { cancelTxHash: await this.ops.cancelAuthorization(signer, doc.paymentId) });
+    }
+    await this.update(txnId, {
+      status: "failed",
+      phase: "done",
+      reason: state === 2 ? "settlement_failed" : "not_authorized",
+      detail: "recovered after an interruption",
+    });
   }
 
-  /** On start-up: every payment left in flight is resolved; nothing stays in between. */
-  async recover(): Promise<number> {
-    const stuck = await this.ctx.store.payments.find({ phase: { $in: ["authorizing", "authorized", "settling"] } }).toArray();
-    for (const doc of stuck) {
-      await this.ctx.agentLock.run(doc.agentAddress, () => this.resolveInFlight(doc.txnId)).catch((err) => {
-        this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment");
-      });
+  /** An approval whose payment was finished by recovery takes the payment's outcome. */
+  private async settleApproval(txnId: string, approvalId: string): Promise<void> {
+    const payment = await this.ctx.store.payments.findOne({ txnId });
+    if (!payment || payment.phase !== "done") return;
+    const status = payment.status === "approved" ? "approved" : "failed";
+    await this.ctx.store.approvals.updateOne({ approvalId, status: "approving" }, { $set: { status, resolvedAt: new Date() } });
+  }
+
+  /**
+   * Finishes payments whose lease ran out (the instance working on them stopped): at start-up and then
+   * periodically. A payment another live instance is working on keeps its lease and is left alone.
+   */
+  async recover(now = new Date()): Promise<number> {
+    const due = await this.ctx.store.payments
+      .find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }] })
+      .toArray();
+    let resolved = 0;
+    for (const doc of due) {
+      // Claim it: of several recovering instances exactly one proceeds.
+      const claimed = await this.ctx.store.payments.findOneAndUpdate(
+        { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
+        { $set: { leaseUntil: this.lease() } },
+      );
+      if (!claimed) continue;
+      await this.ctx.agentLock
+        .run(doc.agentAddress, async () => {
+          await this.resolveInFlight(doc.txnId);
+          if (doc.approvalId) await this.settleApproval(doc.txnId, doc.approvalId);
+        })
+        .then(() => resolved++)
+        .catch((err) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
     }
-    return stuck.length;
+    return resolved;
   }
 }
 

@@ -115,6 +115,10 @@ export interface PaymentDoc {
   /** Block of the authorisation: settlement logs are searched from here. */
   authorizeBlock?: number | null;
   releaseTxHash: string | null;
+  /** Our USDC cancelAuthorization, when we cancelled (tells "cancelled" from "settled"). */
+  cancelTxHash?: string | null;
+  /** The instance working on an in-flight payment owns it until then; recovery waits for it to pass. */
+  leaseUntil?: Date;
   payTo: string | null;
   validBefore: number | null;
   createdAt: Date;

@@ -84,6 +84,8 @@ describe("a service killed between authorise and settle", function () {
       ALLOW_PRIVATE_SELLERS: "true",
       CONFIRMATIONS: "0",
       LOG_LEVEL: "warn",
+      // The killed process's lease on its payment runs out at once, so the restart resolves it without waiting.
+      PAYMENT_LEASE_MS: "1",
     };
   });
   after(async () => {

@@ -24,7 +24,8 @@ function approvalId(ctx: AppContext): string {
 export function paymentRoutes(s: Services): Router<AppState> {
   const router = new Router<AppState>();
 
-  router.post("/pay", requireAuth(), validate({ body: PayRequest }), async (ctx) => {
+  // Paying is the agent's: owner keys read, approve and set limits (DESIGN 6).
+  router.post("/pay", requireAuth("agent"), validate({ body: PayRequest }), async (ctx) => {
     const input = ctx.state.input as PayRequest;
     const principal = ctx.state.principal!;
     const agent = await s.agents.authorize(principal, input.agentAddress);
@@ -33,7 +34,8 @@ export function paymentRoutes(s: Services): Router<AppState> {
         const outcome = await s.payments.pay(agent, input);
         return { status: outcome.httpStatus, body: outcome.body };
       } catch (err) {
-        if (err instanceof AppError && err.status < 500) {
+        // Every refusal or failure the service explains is an answer, kept under the Idempotency-Key like a success.
+        if (err instanceof AppError) {
           return { status: err.status, body: { error: err.code, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } };
         }
         throw err;

@@ -1,0 +1,145 @@
+/** Money safety under retries, outages, several instances and runaway agents. */
+import { expect } from "chai";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { Wallet } from "ethers";
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { ownerKey } from "../helpers/owner";
+import { approvalDecision, spentToday } from "../helpers/payments";
+import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import type { Facilitator } from "../../src/x402/facilitator";
+
+const USDC = 1_000_000n;
+
+/** A v1 seller that settles the payment, then never answers (the buyer times out after value moved). */
+async function settleThenHang(facilitator: Facilitator, usdc: string) {
+  const payTo = Wallet.createRandom().address;
+  let url = "";
+  let paid = 0;
+  const requirement = () => ({
+    scheme: "exact", network: "base", maxAmountRequired: USDC.toString(), resource: `${url}/r`, description: "slow",
+    mimeType: "application/json", payTo, maxTimeoutSeconds: 120, asset: usdc, extra: { name: "USD Coin", version: "2" },
+  });
+  const server: Server = createServer(async (req, res) => {
+    const header = req.headers["x-payment"];
+    if (typeof header !== "string") {
+      res.writeHead(402, { "Content-Type": "application/json" }).end(JSON.stringify({ x402Version: 1, error: "pay", accepts: [requirement()] }));
+      return;
+    }
+    paid++;
+    await facilitator.settle(decodePaymentSignatureHeader(header) as never, requirement() as never);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url: `${url}/r`, payTo, paid: () => paid, close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }) };
+}
+
+describe("money safety: retries, outages, instances, runaway agents", () => {
+  let s: Stack;
+  const sellers: { close(): Promise<void> }[] = [];
+  before(async () => {
+    s = await startStack({ SELLER_TIMEOUT_MS: "1000", BLOCKED_ONCHAIN_PER_HOUR: "2" });
+  });
+  after(async () => {
+    for (const x of sellers) await x.close();
+    await s?.close();
+  });
+
+  async function agent(policy: Parameters<Stack["onboard"]>[1] = {}) {
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], ...policy });
+    await mintUsdc(s, a.agentAddress, 20n * USDC);
+    return a;
+  }
+  const body = (a: { agentAddress: string }, serviceUrl: string, maxAmount = "5") => ({ agentAddress: a.agentAddress, serviceUrl, maxAmount, intent: "safety test" });
+
+  it("a payment that settled although the seller never answered is approved (200), and a retry with its Idempotency-Key does not pay again", async () => {
+    const seller = await settleThenHang(await fundedFacilitator(s), s.svc.config.usdcAddress);
+    sellers.push(seller);
+    const a = await agent();
+    const first = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.url), headers: { "Idempotency-Key": "slow-1" } });
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+    expect(first.body).to.include({ status: "approved", amount: "1" });
+    expect(first.body.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    const retry = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.url), headers: { "Idempotency-Key": "slow-1" } });
+    expect(retry.status).to.equal(200);
+    expect(retry.headers.get("idempotent-replayed")).to.equal("true");
+    expect(seller.paid()).to.equal(1);
+    expect(await usdcBalance(s, seller.payTo)).to.equal(USDC);
+    expect(await spentToday(s, a.policyContract)).to.equal(USDC);
+  });
+
+  it("a failed payment's answer is kept under its Idempotency-Key: the retry replays the 502 and the seller is not paid twice", async () => {
+    const seller: TestSeller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
+    sellers.push(seller);
+    const a = await agent();
+    const first = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.resource), headers: { "Idempotency-Key": "fail-1" } });
+    expect(first.status).to.equal(502);
+    const retry = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.resource), headers: { "Idempotency-Key": "fail-1" } });
+    expect(retry.status).to.equal(502);
+    expect(retry.body).to.deep.equal(first.body);
+    expect(seller.hits.paid).to.equal(1);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+  });
+
+  it("recovery leaves a payment another instance is working on (lease not expired) alone, and finishes it once the lease runs out", async () => {
+    const a = await agent();
+    const txnId = `txn_${randomBytes(12).toString("hex")}`;
+    const paymentId = "0x" + randomBytes(32).toString("hex");
+    const now = new Date();
+    await s.svc.store.payments.insertOne({
+      txnId, agentAddress: a.agentAddress, ownerAddress: null, policyAddress: a.policyContract, merchant: "127.0.0.1",
+      serviceUrl: "http://127.0.0.1/x", amount: USDC.toString(), currency: "USDC", intent: "in flight elsewhere", status: "processing",
+      phase: "authorizing", reason: null, paymentId, approvalId: null, txHash: null, authorizeTxHash: null, releaseTxHash: null,
+      payTo: null, validBefore: null, createdAt: now, updatedAt: now, settledAt: null, onchain: { confirmed: false, blockNumber: null },
+      leaseUntil: new Date(Date.now() + 60_000),
+    });
+    expect(await s.svc.services.settlement.recover()).to.equal(0);
+    expect((await s.svc.store.payments.findOne({ txnId }))!.phase).to.equal("authorizing");
+    expect(await s.svc.services.settlement.recover(new Date(Date.now() + 120_000))).to.equal(1);
+    const done = (await s.svc.store.payments.findOne({ txnId }))!;
+    expect(done).to.include({ phase: "done", status: "failed", reason: "not_authorized" });
+    expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, paymentId)).to.equal(true); // cancelled, unusable
+  });
+
+  it("an approve that meets a seller outage answers 502 and leaves the approval pending for the owner to retry", async () => {
+    const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    const owner = randomOwner();
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], approvalThreshold: "0.5" });
+    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    const pending = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.resource) });
+    expect(pending.status).to.equal(202);
+    await seller.close();
+    const key = await ownerKey(s, owner);
+    const item = { id: pending.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1" };
+    const res = await s.api("POST", `/approvals/${item.id}/approve`, { key, body: await approvalDecision(s, owner, item, "approve") });
+    expect(res.status).to.equal(502);
+    const list = await s.api("GET", `/approvals?address=${a.agentAddress}`, { key });
+    expect(list.body.approvals.map((x: { id: string; status: string }) => [x.id, x.status])).to.deep.equal([[item.id, "pending"]]);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+  });
+
+  it("owner keys do not pay (403): paying is the agent's", async () => {
+    const owner = randomOwner();
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    const res = await s.api("POST", "/pay", { key: await ownerKey(s, owner), body: body(a, "http://127.0.0.1:1/x") });
+    expect(res.status).to.equal(403);
+    expect(res.body).to.include({ error: "forbidden", status: 403 });
+  });
+
+  it("caps on-chain records of blocked attempts per agent per hour; merchant_not_allowed is recorded once whatever the amount", async () => {
+    const a = await agent({ allowlist: ["example.com"] });
+    const r1 = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.1:1/a", "1") });
+    const r2 = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.1:1/b", "2") });
+    expect(r1.body.onchainEvent).to.equal("PaymentBlocked");
+    expect(r2.body.txHash).to.equal(r1.body.txHash); // same merchant refused: one on-chain record
+    const x = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://localhost:1/c", "1") });
+    const y = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.2:1/d", "1") });
+    expect(x.body.onchainEvent).to.equal("PaymentBlocked"); // second on-chain record of the hour (cap 2)
+    expect(y.status).to.equal(422);
+    expect(y.body).to.include({ reason: "merchant_not_allowed", onchainEvent: null, txHash: null });
+    const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(ledger.body.total).to.equal(4);
+  });
+});
