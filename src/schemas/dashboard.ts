@@ -1,5 +1,6 @@
 /** The owner dashboard's JSON endpoints (its pages are HTML). */
 import { z } from "zod";
+import { AgentSummary } from "./accounts";
 
 export const DashboardConfigResponse = z
   .object({
@@ -16,13 +17,5 @@ export const DashboardConfigResponse = z
   })
   .meta({ id: "DashboardConfig" });
 
-export const AgentPublic = z
-  .object({
-    address: z.string(),
-    label: z.string(),
-    createdAt: z.string(),
-    ownerAddress: z.string().nullable(),
-    policyContract: z.string(),
-    deployed: z.boolean(),
-  })
-  .meta({ id: "AgentPublic" });
+/** The same fields as an agent in GET /wallet/agents: nothing secret, shown before sign-in. */
+export const AgentPublic = AgentSummary.meta({ id: "AgentPublic" });
