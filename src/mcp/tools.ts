@@ -8,6 +8,7 @@ import type { z } from "zod";
 import { AppError, forbidden, notFound } from "../errors";
 import type { PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
+import { idempotencyCaller } from "../services/idempotency";
 import type { Principal } from "../services/keys";
 import type { AgentDoc, LedgerStatus } from "../store/documents";
 import { verifyMerchant } from "./merchant";
@@ -49,10 +50,6 @@ export interface ToolDef {
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-/** The caller id idempotency keys are scoped to, the same as POST /pay's (so a key means one payment on both surfaces). */
-export function idempotencyCaller(p: ToolCaller["principal"]): string {
-  return p.keyPrefix + (p.role === "agent" ? p.agentAddress : p.ownerAddress);
-}
 
 async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promise<CallToolResult> {
   const { s, agent, principal, logger } = ctx;
@@ -65,7 +62,8 @@ async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promi
       const outcome = await s.payments.pay(agent, request);
       return { status: outcome.httpStatus as number, body: outcome.body as unknown };
     } catch (err) {
-      if (err instanceof AppError && err.status < 500) return { status: err.status, body: errorBody(err) as unknown };
+      // Every explained failure is an answer kept under the idempotency key, as on POST /pay.
+      if (err instanceof AppError) return { status: err.status, body: errorBody(err) as unknown };
       throw err;
     }
   };

@@ -5,10 +5,17 @@
 import { createHash } from "node:crypto";
 import { conflict, badRequest } from "../errors";
 import type { Store } from "../store";
+import type { Principal } from "./keys";
 
 const TTL_MS = 24 * 3600 * 1000;
 const WAIT_STEP_MS = 25;
 const WAIT_MAX_MS = 120_000;
+
+/** The caller idempotency keys are scoped to: the API key (one key means one payment on REST and MCP alike). */
+export function idempotencyCaller(p: Principal): string {
+  if (p.role === "registrar") return "registrar";
+  return p.keyPrefix + (p.role === "agent" ? p.agentAddress : p.ownerAddress);
+}
 
 export interface StoredResponse {
   status: number;

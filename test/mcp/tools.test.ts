@@ -158,6 +158,8 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(r.structuredContent.response).to.deep.equal({ status: 200, body: { data: "paid content", payer: a.agentAddress } });
     expect(seller.settlements).to.include(r.structuredContent.txHash);
     expect(await usdcBalance(s, seller.payTo)).to.equal(sellerBefore + USDC);
+    // The indexer confirms entries in the background: let it catch up so both reads see the same ledger.
+    await s.svc.indexer.syncOnce();
 
     const list = await callTool(c, "list_transactions", { limit: 10 });
     expect(list.structuredContent).to.include({ total: 1, limit: 10, offset: 0 });

@@ -11,6 +11,7 @@ import {
 } from "../../schemas/payments";
 import { OptionalAddressQuery } from "../../schemas/accounts";
 import type { Services } from "../../services";
+import { idempotencyCaller } from "../../services/idempotency";
 import { requireAuth } from "../auth";
 import type { AppContext, AppState } from "../types";
 import { validate } from "../validate";
@@ -42,8 +43,7 @@ export function paymentRoutes(s: Services): Router<AppState> {
       }
     };
     const key = ctx.get("Idempotency-Key");
-    const callerId = principal.role === "registrar" ? "registrar" : principal.keyPrefix + (principal.role === "agent" ? principal.agentAddress : principal.ownerAddress);
-    const result = key ? await s.idempotency.run(callerId, key, input, run) : { ...(await run()), replayed: false };
+    const result = key ? await s.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
     if (result.replayed) ctx.set("Idempotent-Replayed", "true");
     ctx.status = result.status;
     ctx.body = result.body;
