@@ -76,6 +76,10 @@ export class IdempotencyService {
       const doc = await this.store.idempotency.findOne({ scope });
       if (!doc) throw conflict("The first request with this Idempotency-Key failed; retry it.");
       if (doc.state === "done" && doc.response) return doc.response;
+      if (Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
+        // Its process stopped before answering; the payment itself is finished by recovery and shows in the ledger.
+        throw conflict("The first request with this Idempotency-Key was interrupted before it answered; check the ledger for its outcome.");
+      }
       if (Date.now() > deadline) throw conflict("The first request with this Idempotency-Key is still running.");
       await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
     }
