@@ -117,16 +117,6 @@ export class PolicyOps {
     return this.chain.usdc.authorizationState(agent, nonce);
   }
 
-  /**
-   * Where an EIP-3009 authorisation stands. USDC marks a nonce "used" both when it settles and when it is cancelled,
-   * so the AuthorizationUsed event tells the two apart.
-   */
-  async authorizationStatus(agent: string, nonce: string, fromBlock: number): Promise<{ state: "open" | "settled" | "cancelled"; txHash: string | null }> {
-    if (!(await this.authorizationUsed(agent, nonce))) return { state: "open", txHash: null };
-    const txHash = await this.settlementTx(agent, nonce, fromBlock);
-    return txHash ? { state: "settled", txHash } : { state: "cancelled", txHash: null };
-  }
-
   /** Cancels the agent's open EIP-3009 authorisation (signed by the agent, relayed by the operator); the tx hash. */
   async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<string> {
     const usdc = new Contract(this.chain.usdc.target as string, USDC_CANCEL_ABI, this.chain.operator);
