@@ -7,7 +7,12 @@ import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import type { AgentSigner } from "../wallets/provider";
-import { privateAddressesOf } from "./ssrf";
+import { Agent, fetch as undiciFetch } from "undici";
+import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
+
+/** Connections to sellers resolve names through a lookup that refuses private addresses (no DNS rebinding). */
+const PUBLIC_ONLY = new Agent({ connect: { lookup: publicOnlyLookup } });
+const ANY_ADDRESS = new Agent();
 
 export interface SellerRequest {
   url: string;
@@ -15,9 +20,14 @@ export interface SellerRequest {
   body?: unknown;
 }
 
+/** What is read of response headers (the fetch Headers of any implementation). */
+export interface HeaderReader {
+  get(name: string): string | null;
+}
+
 export interface SellerResponse {
   status: number;
-  headers: Headers;
+  headers: HeaderReader;
   body: unknown;
   /** The URL that answered (after same-host redirects). */
   url: string;
@@ -44,7 +54,12 @@ export interface BuyerOptions {
 const MAX_REDIRECTS = 3;
 const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
 
-async function readLimited(res: Response, maxBytes: number): Promise<string> {
+interface BodyResponse {
+  headers: HeaderReader;
+  body: ReadableStream<Uint8Array> | null;
+}
+
+async function readLimited(res: BodyResponse, maxBytes: number): Promise<string> {
   const declared = Number(res.headers.get("content-length") ?? 0);
   if (declared > maxBytes) {
     await res.body?.cancel();
@@ -93,9 +108,10 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
         throw new SellerError("unsafe_seller_address", `The seller's host ${url.hostname} resolves to a private address; refused.`);
       }
     }
-    let res: Response;
+    let res: Awaited<ReturnType<typeof undiciFetch>>;
     try {
-      res = await fetch(url, {
+      res = await undiciFetch(url, {
+        dispatcher: opts.allowPrivate ? ANY_ADDRESS : PUBLIC_ONLY,
         method: req.method,
         headers: { Accept: "application/json", ...(body !== undefined ? { "Content-Type": "application/json" } : {}), ...headers },
         body,
@@ -103,9 +119,12 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
         signal: AbortSignal.timeout(opts.timeoutMs),
       });
     } catch (err) {
-      const e = err as { name?: string };
+      const e = err as { name?: string; cause?: { code?: string } };
       if (e.name === "TimeoutError" || e.name === "AbortError") {
         throw new SellerError("seller_timeout", `The seller did not answer within ${opts.timeoutMs} ms.`);
+      }
+      if (e.cause?.code === "EPRIVATEADDRESS") {
+        throw new SellerError("unsafe_seller_address", `The seller's host ${url.hostname} resolves to a private address; refused.`);
       }
       throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin} (${describeCause(err)}).`);
     }
@@ -123,7 +142,7 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
     }
     let text: string;
     try {
-      text = await readLimited(res, opts.maxBytes);
+      text = await readLimited(res as unknown as BodyResponse, opts.maxBytes);
     } catch (err) {
       if (err instanceof SellerError) throw err;
       const e = err as { name?: string };

@@ -1,4 +1,5 @@
 /** Outbound request safety: private, loopback and link-local seller addresses are refused unless allowed. */
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
 import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 
@@ -85,4 +86,26 @@ export async function privateAddressesOf(hostname: string): Promise<string[]> {
   const host = hostname.replace(/^\[|\]$/g, "");
   const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
   return addresses.filter(isPrivateAddress);
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A DNS lookup for outgoing connections that refuses private addresses at connect time. Checking a host first and
+ * connecting later would let a name resolve to a public address for the check and a private one for the connection
+ * (DNS rebinding); this lookup is the one the connection uses.
+ */
+export function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true, verbatim: true }, (err, addresses) => {
+    if (err) return callback(err, "");
+    const list = addresses as LookupAddress[];
+    const refused = list.filter((a) => isPrivateAddress(a.address));
+    if (refused.length || list.length === 0) {
+      const e: NodeJS.ErrnoException = new Error(`${hostname} resolves to a private address`);
+      e.code = "EPRIVATEADDRESS";
+      return callback(e, "");
+    }
+    if (options.all) return callback(null, list);
+    callback(null, list[0].address, list[0].family);
+  });
 }

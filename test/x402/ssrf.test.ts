@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { embeddedIpv4, isPrivateAddress, privateAddressesOf } from "../../src/x402/ssrf";
+import { embeddedIpv4, isPrivateAddress, privateAddressesOf, publicOnlyLookup } from "../../src/x402/ssrf";
 
 const expectAll = (ips: string[], expected: boolean) => {
   for (const ip of ips) expect(isPrivateAddress(ip), ip).to.equal(expected);
@@ -64,5 +64,25 @@ describe("isPrivateAddress (outbound seller address check)", () => {
     expect(await privateAddressesOf("[64:ff9b::7f00:1]")).to.deep.equal(["64:ff9b::7f00:1"]);
     expect(await privateAddressesOf("[2002:7f00:1::]")).to.deep.equal(["2002:7f00:1::"]);
     expect(await privateAddressesOf("8.8.8.8")).to.deep.equal([]);
+  });
+});
+
+describe("publicOnlyLookup (the lookup seller connections use: no DNS rebinding)", () => {
+  const lookup = (host: string, all = false) =>
+    new Promise<{ err: NodeJS.ErrnoException | null; address: unknown }>((resolve) =>
+      publicOnlyLookup(host, { all }, (err, address) => resolve({ err, address })),
+    );
+
+  it("refuses, at connect time, a name that resolves to a private address", async () => {
+    for (const all of [false, true]) {
+      const { err } = await lookup("localhost", all);
+      expect(err?.code).to.equal("EPRIVATEADDRESS");
+    }
+  });
+
+  it("passes resolution errors through", async () => {
+    const { err } = await lookup("no-such-host.invalid");
+    expect(err).to.be.instanceOf(Error);
+    expect(err?.code).to.not.equal("EPRIVATEADDRESS");
   });
 });
