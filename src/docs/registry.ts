@@ -37,7 +37,7 @@ import {
   PayResult,
   TransactionId,
 } from "../schemas/payments";
-import { AgentIntel, HealthResponse, PaymentChallenge } from "../schemas/system";
+import { AgentIntel, HealthResponse, JsonRpcMessage, JsonRpcResponse, PaymentChallenge } from "../schemas/system";
 import { DASHBOARD_ROUTES } from "./registry.dashboard";
 
 export type AuthMode = "none" | "key" | "owner" | "genesis" | "x402" | "mcp";
@@ -77,24 +77,6 @@ export const AUTH_MODES: Record<AuthMode, string> = {
   x402: "x402 payment header (PAYMENT-SIGNATURE v2 or X-PAYMENT v1); the challenge is public",
   mcp: "Bearer API key plus X-Agent-Address (the agent the tools act for)",
 };
-
-const JsonRpcMessage = z
-  .object({
-    jsonrpc: z.literal("2.0"),
-    id: z.union([z.string(), z.number().int()]).optional(),
-    method: z.string().meta({ description: "initialize, tools/list, tools/call, notifications/initialized, ..." }),
-    params: z.record(z.string(), z.unknown()).optional(),
-  })
-  .meta({ id: "JsonRpcMessage", description: "an MCP JSON-RPC 2.0 request or notification (or a batch of them)" });
-
-const JsonRpcResponse = z
-  .object({
-    jsonrpc: z.literal("2.0"),
-    id: z.union([z.string(), z.number().int(), z.null()]),
-    result: z.record(z.string(), z.unknown()).optional(),
-    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
-  })
-  .meta({ id: "JsonRpcResponse" });
 
 const markdown = (description: string): ResponseDoc => ({ description, contentType: "text/markdown; charset=utf-8" });
 const json = (description: string, schema: z.ZodType, headers?: Record<string, string>): ResponseDoc => ({ description, schema, headers });

@@ -58,3 +58,22 @@ export const AgentIntel = z
     }),
   })
   .meta({ id: "AgentIntel" });
+
+/** The MCP endpoint speaks JSON-RPC 2.0 (documented in the API reference). */
+export const JsonRpcMessage = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: z.union([z.string(), z.number().int()]).optional(),
+    method: z.string().meta({ description: "initialize, tools/list, tools/call, notifications/initialized, ..." }),
+    params: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: "JsonRpcMessage", description: "an MCP JSON-RPC 2.0 request or notification (or a batch of them)" });
+
+export const JsonRpcResponse = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: z.union([z.string(), z.number().int(), z.null()]),
+    result: z.record(z.string(), z.unknown()).optional(),
+    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
+  })
+  .meta({ id: "JsonRpcResponse" });
