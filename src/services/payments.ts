@@ -143,6 +143,7 @@ export class PaymentService {
     let blockNumber: number | null = null;
     let finalReason = reason;
     let capped = false;
+    let strayPaymentId: string | null = null;
     if (previous) {
       // Every attempt gets its own ledger entry; only the on-chain record is shared with the first one.
       txHash = previous.txHash;
@@ -154,7 +155,11 @@ export class PaymentService {
         const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, amount);
         if (result.authorized) {
           // The policy changed between simulation and transaction: never keep budget for a payment not made.
-          await this.settlement.ops.release(pc.agent.policyAddress, paymentId);
+          await this.settlement.ops.release(pc.agent.policyAddress, paymentId).catch((err) => {
+            // Left to the recovery sweep, which releases it (the entry below records the paymentId).
+            this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
+            strayPaymentId = paymentId;
+          });
         } else {
           finalReason = result.reason ?? reason;
         }
@@ -168,9 +173,10 @@ export class PaymentService {
       ...this.ledgerBase(pc, approvalId),
       amount: amount.toString(),
       status: "blocked",
-      phase: "done",
+      phase: strayPaymentId ? "authorized" : "done",
       reason: finalReason,
-      paymentId: null,
+      paymentId: strayPaymentId,
+      ...(strayPaymentId ? { leaseUntil: new Date(0) } : {}),
       txHash,
       authorizeTxHash: txHash,
       releaseTxHash: null,

@@ -248,7 +248,15 @@ export class SettlementService {
       return { state: "settled", txHash };
     }
     const releaseTx = (await this.ops.paymentState(doc.policyAddress, paymentId)) === 1 ? await this.ops.release(doc.policyAddress, paymentId) : null;
-    await this.update(txnId, { status: "failed", phase: "done", reason: "settlement_failed", detail, releaseTxHash: releaseTx });
+    // A refused payment whose stray authorisation is released here keeps its "blocked" answer.
+    const refused = doc.status === "blocked";
+    await this.update(txnId, {
+      status: refused ? "blocked" : "failed",
+      phase: "done",
+      reason: refused ? doc.reason : "settlement_failed",
+      detail: refused ? doc.detail ?? null : detail,
+      releaseTxHash: releaseTx,
+    });
     return { state: "released", txHash: null };
   }
 
