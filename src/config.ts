@@ -4,7 +4,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAddress, getAddress, isHexString } from "ethers";
 
-export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+import { BASE_USDC } from "./chain/addresses";
+
+export { BASE_USDC };
 
 const bool = z
   .enum(["true", "false", "1", "0", "yes", "no"])

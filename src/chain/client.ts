@@ -10,6 +10,7 @@ import {
   type TransactionResponse,
 } from "ethers";
 import { readFileSync } from "node:fs";
+import { MULTICALL3_ADDRESS } from "./addresses";
 import { join } from "node:path";
 
 const ROOT = join(__dirname, "..", "..");
@@ -30,7 +31,6 @@ export const ERC20_ABI = [
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
 ];
 
-export const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
 const MULTICALL3_ABI = [
   "function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)",
 ];
@@ -162,7 +162,7 @@ export class ChainClient {
    * A call that fails or returns nothing (no code at the address) answers null.
    */
   async readMany(calls: ReadCall[]): Promise<(unknown[] | null)[]> {
-    const multicall = new Contract(MULTICALL3, MULTICALL3_ABI, this.provider);
+    const multicall = new Contract(MULTICALL3_ADDRESS, MULTICALL3_ABI, this.provider);
     const encoded = calls.map((c) => ({
       target: c.contract.target as string,
       allowFailure: true,

@@ -8,11 +8,9 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 
-/** USDC of the networks we deploy to, by chain id (the in-process hardhat network uses Base's chain id 8453). */
-export const USDC_ADDRESSES: Readonly<Record<number, string>> = {
-  8453: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-  84532: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-};
+import { USDC_ADDRESSES } from "./addresses";
+
+export { USDC_ADDRESSES };
 
 export interface DeploymentRecord {
   network: string;

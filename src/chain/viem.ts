@@ -22,7 +22,9 @@ export const viemAccounts: ViemAccounts = require("viem/accounts");
 const { createPublicClient, createWalletClient, defineChain, http, nonceManager, publicActions } = viem;
 const { privateKeyToAccount } = viemAccounts;
 
-export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11" as const;
+import { MULTICALL3_ADDRESS } from "./addresses";
+
+export { MULTICALL3_ADDRESS };
 
 export interface TransportOptions {
   /**
