@@ -1,21 +1,42 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-/// @title SpendGate spend policy: types, errors and events shared by the policy, its factory and the service.
-/// @notice One SpendPolicy per agent wallet. Amounts are USDC base units (6 decimals). Merchants are normalised
-/// host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over ["string"] leaves, each leaf an
-/// exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant). A zero root allows
-/// nothing.
+/// @title SpendGate agent wallet and spend policy: types, errors and events shared by the contracts and the service.
+/// @notice One contract per agent, at the agent's address: it holds the agent's funds and is the only thing that can
+/// let them out. USDC leaves it in exactly two ways: (1) an EIP-3009 `transferWithAuthorization` whose digest this
+/// policy authorised with `authorizePayment` (the wallet answers ERC-1271 for that digest alone, signed by the agent's
+/// signing key), or (2) an owner-signed EIP-712 `Withdraw`. Amounts are USDC base units (6 decimals). Merchants are
+/// normalised host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over ["string"] leaves, each
+/// leaf an exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant). A zero root
+/// allows nothing.
 interface ISpendPolicy {
     // ---------------------------------------------------------------- types
+    /// @notice What checkPayment decides.
     enum Decision {
         Allow,
         RequiresApproval,
         Block
     }
 
-    /// @dev Reason codes of PaymentBlocked and checkPayment. 0 means no reason (allowed or needs approval).
-    /// 1 merchant_not_allowed, 2 per_tx_limit_exceeded, 3 daily_budget_exceeded, 4 policy_paused, 5 approval_required.
+    /// @notice Why a payment was refused (PaymentBlocked.reason, checkPayment's reason).
+    /// None: allowed. MerchantNotAllowed (1): the merchant is not in the owner-signed allowlist.
+    /// PerTxLimitExceeded (2): the amount is above the per-payment limit. DailyBudgetExceeded (3): today's spend plus
+    /// the amount would pass the daily budget (UTC day). PolicyPaused (4): the owner paused the agent.
+    /// ApprovalRequired (5): the amount is above the approval threshold and no valid owner approval came with it.
+    enum BlockReason {
+        None,
+        MerchantNotAllowed,
+        PerTxLimitExceeded,
+        DailyBudgetExceeded,
+        PolicyPaused,
+        ApprovalRequired
+    }
+
+    /// @notice The owner-signed policy (EIP-712 SetPolicy). Each amount fits in 64 bits (SpendPolicyInvalidPolicy).
+    /// @param perTxLimit the largest single payment
+    /// @param dailyBudget the most that may be authorised per UTC day
+    /// @param allowlistRoot the StandardMerkleTree root of the allowed merchants (zero: none)
+    /// @param approvalThreshold payments above it need the owner's ApprovalDecision
     struct Policy {
         uint256 perTxLimit;
         uint256 dailyBudget;
@@ -23,7 +44,15 @@ interface ISpendPolicy {
         uint256 approvalThreshold;
     }
 
-    /// @dev The owner's EIP-712 ApprovalDecision with action "approve". An empty signature means "no approval".
+    /// @notice The one EIP-3009 transfer a payment authorises (from is always this wallet, nonce the paymentId).
+    struct Transfer {
+        address payTo;
+        uint256 amount;
+        uint256 validAfter;
+        uint256 validBefore;
+    }
+
+    /// @notice The owner's EIP-712 ApprovalDecision with action "approve". An empty signature means "no approval".
     /// `amount` is the amount the owner signed; a payment may be for that amount or less, never more.
     struct OwnerApproval {
         string approvalId;
@@ -37,58 +66,113 @@ interface ISpendPolicy {
     error SpendPolicyInvalidSignature();
     error SpendPolicyStaleTimestamp(uint256 timestamp, uint256 lastTimestamp);
     error SpendPolicyTimestampOutOfWindow(uint256 timestamp, uint256 blockTimestamp);
+    error SpendPolicySignatureUsed(bytes32 digest);
     error SpendPolicyPaymentExists(bytes32 paymentId);
     error SpendPolicyUnknownPayment(bytes32 paymentId);
+    error SpendPolicyPaymentSettled(bytes32 paymentId);
+    error SpendPolicyInvalidTransfer();
     error SpendPolicyInvalidPolicy();
     error SpendPolicyZeroAddress();
-    error SpendPolicyAlreadyDeployed(address agent, address policy);
+    error SpendPolicyAlreadyDeployed(address agent);
     error SpendPolicyUnauthorizedDeployer(address caller);
+    error SpendPolicyWithdrawFailed(address token, address to, uint256 amount);
 
     // ---------------------------------------------------------------- events (the auditors' interface: fixed)
+    /// @notice A payment was authorised: exactly one EIP-3009 transfer of `amount` USDC from `agent` to `payTo`,
+    /// nonce `paymentId`, valid until `validBefore`, may now settle. The amount counts against today's budget.
+    /// @param paymentId the payment's id, also the EIP-3009 nonce
+    /// @param agent the agent wallet (this contract)
+    /// @param merchantHash keccak256 of the merchant string
+    /// @param merchant the merchant host name the service paid
+    /// @param payTo the address the transfer pays
+    /// @param amount USDC base units
+    /// @param validBefore Unix time after which the transfer can no longer settle
+    /// @param spentToday the day's spend including this payment
     event PaymentAuthorized(
         bytes32 indexed paymentId,
         address indexed agent,
+        bytes32 indexed merchantHash,
         string merchant,
+        address payTo,
         uint256 amount,
+        uint256 validBefore,
         uint256 spentToday
     );
-    event PaymentBlocked(bytes32 indexed paymentId, address indexed agent, string merchant, uint256 amount, uint8 reason);
-    event PaymentReleased(bytes32 indexed paymentId, address indexed agent, uint256 amount);
-    event PolicyUpdated(
+    /// @notice A payment was refused by the policy; no value moved.
+    /// @param paymentId the refused payment's id (not reserved: it is never settled)
+    /// @param agent the agent wallet
+    /// @param merchantHash keccak256 of the merchant string
+    /// @param merchant the merchant host name
+    /// @param amount USDC base units asked for
+    /// @param reason 1 merchant_not_allowed, 2 per_tx_limit_exceeded, 3 daily_budget_exceeded, 4 policy_paused,
+    /// 5 approval_required
+    event PaymentBlocked(
+        bytes32 indexed paymentId,
         address indexed agent,
-        uint256 perTxLimit,
-        uint256 dailyBudget,
-        bytes32 allowlistRoot,
-        uint256 approvalThreshold,
+        bytes32 indexed merchantHash,
+        string merchant,
+        uint256 amount,
+        BlockReason reason
+    );
+    /// @notice An authorised payment that never settled was released: its transfer can never settle now, and its
+    /// amount went back to the budget of the day it was authorised on (if that is today).
+    /// @param spentToday today's spend after the release
+    event PaymentReleased(bytes32 indexed paymentId, address indexed agent, uint256 amount, uint256 spentToday);
+    /// @notice The owner's approval `approvalId` (for up to `approvedAmount`, signed at `timestamp`) authorised payment
+    /// `paymentId`; it can never be used again.
+    event ApprovalUsed(
+        bytes32 indexed paymentId,
+        address indexed agent,
+        string approvalId,
+        uint256 approvedAmount,
         uint256 timestamp
     );
-    event PausedSet(address indexed agent, bool paused);
-    event OperatorSet(address indexed agent, address operator);
+    /// @notice The owner signed (at `timestamp`) policy number `version` (1 for the first).
+    event PolicyUpdated(address indexed agent, uint256 indexed version, Policy policy, uint256 timestamp);
+    /// @notice The owner paused (every payment blocked, reason 4) or resumed the agent, signed at `timestamp`.
+    event PausedSet(address indexed agent, bool paused, uint256 timestamp);
+    /// @notice The account that may authorise and release payments (the service's relayer); timestamp 0 when set at
+    /// deployment, otherwise the owner's signed SetOperator timestamp.
+    event OperatorSet(address indexed agent, address operator, uint256 timestamp);
+    /// @notice Ownership passed to `owner` (signed by the previous owner at `timestamp`; 0 at deployment).
+    event OwnerSet(address indexed agent, address indexed owner, uint256 timestamp);
+    /// @notice The owner withdrew `amount` of `token` (0x0: ETH) to `to`, signed at `timestamp`.
+    event Withdrawn(address indexed agent, address indexed token, address to, uint256 amount, uint256 timestamp);
 
     // ---------------------------------------------------------------- external
-    /// @notice Operator only. Authorises a payment: adds it to the day's spend and emits PaymentAuthorized, or emits
-    /// PaymentBlocked and returns without reverting when a rule fails. Reverts only for a reused paymentId or a
-    /// caller that is not the operator.
+    /// @notice Operator only. Authorises one payment: records exactly the EIP-3009 transfer `transfer` with nonce
+    /// `paymentId`, adds it to today's spend and emits PaymentAuthorized; or emits PaymentBlocked and returns without
+    /// reverting when a rule fails. Reverts only for a reused paymentId, an impossible transfer or a caller that is
+    /// not the operator.
     function authorizePayment(
         bytes32 paymentId,
         string calldata merchant,
         string calldata allowlistLeaf,
         bytes32[] calldata proof,
-        uint256 amount,
+        Transfer calldata transfer,
         OwnerApproval calldata ownerApproval
-    ) external returns (bool authorized, uint8 reason);
+    ) external returns (bool authorized, BlockReason reason);
 
-    /// @notice Operator only. Gives an authorised payment's amount back to the day's budget (settlement failed).
-    function releasePayment(bytes32 paymentId) external;
+    /// @notice Operator only. Releases an authorised payment whose nonce USDC has not used: the transfer can never
+    /// settle from then on, and its amount returns to the budget. Reverts for a settled or unknown payment.
+    function releasePayment(bytes32 paymentId, Transfer calldata transfer) external;
 
     /// @notice Anyone may relay: the owner's EIP-712 SetPolicy signature authorises the change.
     function updatePolicy(Policy calldata policy, uint256 timestamp, bytes calldata signature) external;
 
-    /// @notice Anyone may relay: the owner's EIP-712 SetPaused signature authorises the change.
+    /// @notice Anyone may relay: the owner's EIP-712 SetPaused signature. A pause signed within the window always
+    /// takes effect; a resume must be newer than every pause and resume before it.
     function setPaused(bool paused, uint256 timestamp, bytes calldata signature) external;
 
     /// @notice Anyone may relay: the owner's EIP-712 SetOperator signature authorises the change.
     function setOperator(address operator, uint256 timestamp, bytes calldata signature) external;
+
+    /// @notice Anyone may relay: the current owner's EIP-712 SetOwner signature hands ownership over.
+    function setOwner(address newOwner, uint256 timestamp, bytes calldata signature) external;
+
+    /// @notice Anyone may relay: the owner's EIP-712 Withdraw signature moves `amount` of `token` (0x0: ETH) to `to`.
+    /// Works while paused. Each signature works once.
+    function withdraw(address token, address to, uint256 amount, uint256 timestamp, bytes calldata signature) external;
 
     // ---------------------------------------------------------------- view
     /// @notice What authorizePayment would decide now, with no state change (no approval considered).
@@ -97,43 +181,54 @@ interface ISpendPolicy {
         string calldata allowlistLeaf,
         bytes32[] calldata proof,
         uint256 amount
-    ) external view returns (Decision decision, uint8 reason);
+    ) external view returns (Decision decision, BlockReason reason);
 
     function agent() external view returns (address);
+    function signer() external view returns (address);
     function owner() external view returns (address);
     function operator() external view returns (address);
     function paused() external view returns (bool);
     function policy() external view returns (Policy memory);
+    function policyVersion() external view returns (uint256);
     /// @notice The amount spent in the current UTC day (block.timestamp / 1 days).
     function spentToday() external view returns (uint256);
     function remainingDailyBudget() external view returns (uint256);
-    /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator.
+    /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator, 3 SetOwner.
     function lastTimestamp(uint8 kind) external view returns (uint256);
-    /// @notice 0 unknown, 1 authorised, 2 released.
+    /// @notice 1 while a payment is authorised and not released; 0 for an unknown or released payment (a release
+    /// deletes the record: the authorisation is dead, and its paymentId could only be authorised again, in the open).
     function paymentState(bytes32 paymentId) external view returns (uint8);
     function approvalUsed(string calldata approvalId) external view returns (bool);
-    /// @notice The EIP-712 digest the owner signs for each kind (helps wallets and the service agree byte for byte).
+    /// @notice Whether `signature` is the owner's over the EIP-712 struct `structHash` in this policy's domain, by the
+    /// same check every owner action uses (EOA, ERC-1271 or EIP-7702 account).
+    function isValidOwnerSignature(bytes32 structHash, bytes calldata signature) external view returns (bool);
+    /// @notice The EIP-712 domain separator of this policy ({name "SpendGate", version "1", chainId, this}).
     function domainSeparator() external view returns (bytes32);
 }
 
-/// @title Deploys one SpendPolicy per agent with CREATE2 (salt from the agent address).
+/// @title Deploys each agent's wallet and policy as a minimal proxy (ERC-1167 with immutable args) with CREATE2.
 interface ISpendPolicyFactory {
-    event PolicyDeployed(address indexed agent, address indexed owner, address policy);
+    event AgentDeployed(address indexed agent, address indexed owner, address policy);
     event DefaultOperatorSet(address operator);
 
-    /// @notice The address the agent's policy has, or will have once deployed.
-    function predictPolicyAddress(address agent) external view returns (address);
+    /// @notice The agent (wallet and policy) address of signing key `signer`, deployed or not.
+    function predictAgent(address signer) external view returns (address);
 
-    /// @notice Default operator only. Deploys the agent's policy; the owner's SetPolicy signature (domain: the
-    /// predicted address) authorises the first policy.
-    function deployPolicy(
-        address agent,
+    /// @notice Default operator only. Deploys the agent of `signer`; the owner's SetPolicy signature (domain: the
+    /// predicted address) authorises the first policy. The default operator becomes the agent's operator.
+    function deployAgent(
+        address signer,
         address owner,
         ISpendPolicy.Policy calldata policy,
         uint256 timestamp,
         bytes calldata signature
-    ) external returns (address policy_);
+    ) external returns (address agent);
 
-    function policyOf(address agent) external view returns (address);
+    /// @notice The deployed agent of `signer`, or the zero address.
+    function agentOf(address signer) external view returns (address);
     function defaultOperator() external view returns (address);
+    function implementation() external view returns (address);
+    /// @notice OpenZeppelin SignatureChecker as a view (EOA, ERC-1271, EIP-7702): the service checks owner signatures
+    /// with it, so it never accepts one the contracts would refuse.
+    function isValidSignatureNow(address signer, bytes32 hash, bytes calldata signature) external view returns (bool);
 }

@@ -1,44 +1,49 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
-import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {ISpendPolicy} from "./ISpendPolicy.sol";
+import {PolicyRules} from "./PolicyRules.sol";
 
-/// @title What a SpendPolicy reads from its deployer while it is constructed.
-/// @notice The Uniswap v3 "parameters" pattern: the policy's init code takes no arguments, so its CREATE2 address
-/// depends only on the factory and the agent, and owners can sign for it before it exists.
-interface ISpendPolicyDeployer {
-    /// @notice The agent, owner and operator of the policy being deployed (only meaningful during deployPolicy).
-    function parameters() external view returns (address agent, address owner, address operator);
+/// @title What the wallet needs of USDC (FiatToken v2.2): the EIP-3009 domain and nonce state.
+interface IERC3009 {
+    function DOMAIN_SEPARATOR() external view returns (bytes32);
+    function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
 }
 
-/// @title SpendGate spend policy of one agent wallet.
-/// @notice Gates every payment of the agent: the service's operator asks `authorizePayment` before any value moves,
-/// and the owner's EIP-712 signatures (EOA or ERC-1271) are the only way to change the policy.
-/// @dev Deployed by SpendPolicyFactory with CREATE2. A payment of amount 0 is judged by the same rules as any
-/// other (it passes every limit), so it is authorised when the merchant is allowed and the policy is not paused.
-contract SpendPolicy is ISpendPolicy, EIP712 {
+/// @title SpendGate agent wallet and spend policy (one per agent, a minimal proxy of one implementation).
+/// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the USDC TransferWithAuthorization digest of
+/// a payment this policy authorised and has not released, signed by the agent's signing key; everything else that
+/// moves value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments within
+/// the owner-signed policy and release unsettled ones; it cannot change the policy, pause state, owner or operator.
+/// @dev Deployed by SpendPolicyFactory as an ERC-1167 clone with the agent's signing key as immutable argument, so
+/// the address depends only on the factory and that key. Wallet signature format (97 bytes): paymentId (32) then the
+/// signing key's ECDSA signature (r, s, v) of the digest.
+contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
+    using SafeERC20 for IERC20;
+
     // ---------------------------------------------------------------- constants
-    /// @notice How far (either side of block.timestamp) an owner's SetPolicy, SetPaused or SetOperator may be.
+    /// @notice How far (either side of block.timestamp) an owner's signed timestamp may be.
     uint256 public constant SIGNATURE_WINDOW = 15 minutes;
     /// @notice How far (either side of block.timestamp) an owner's ApprovalDecision may be: the service relays it
     /// after fetching the merchant's quote again.
     uint256 public constant APPROVAL_WINDOW = 1 hours;
+    /// @notice The longest an authorised transfer may stay valid (validBefore - block.timestamp).
+    uint256 public constant MAX_VALIDITY = 1 hours;
 
     uint8 private constant KIND_SET_POLICY = 0;
     uint8 private constant KIND_SET_PAUSED = 1;
     uint8 private constant KIND_SET_OPERATOR = 2;
+    uint8 private constant KIND_SET_OWNER = 3;
 
-    uint8 private constant REASON_MERCHANT_NOT_ALLOWED = 1;
-    uint8 private constant REASON_PER_TX_LIMIT_EXCEEDED = 2;
-    uint8 private constant REASON_DAILY_BUDGET_EXCEEDED = 3;
-    uint8 private constant REASON_POLICY_PAUSED = 4;
-    uint8 private constant REASON_APPROVAL_REQUIRED = 5;
-
-    uint8 private constant STATE_AUTHORIZED = 1;
-    uint8 private constant STATE_RELEASED = 2;
+    bytes4 private constant ERC1271_INVALID = 0xffffffff;
 
     bytes32 private constant SET_POLICY_TYPEHASH =
         keccak256(
@@ -47,46 +52,64 @@ contract SpendPolicy is ISpendPolicy, EIP712 {
     bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 timestamp)");
     bytes32 private constant SET_OPERATOR_TYPEHASH =
         keccak256("SetOperator(address agent,address operator,uint256 timestamp)");
+    bytes32 private constant SET_OWNER_TYPEHASH = keccak256("SetOwner(address agent,address newOwner,uint256 timestamp)");
+    bytes32 private constant WITHDRAW_TYPEHASH =
+        keccak256("Withdraw(address agent,address token,address to,uint256 amount,uint256 timestamp)");
     bytes32 private constant APPROVAL_DECISION_TYPEHASH =
         keccak256(
             "ApprovalDecision(string action,string approvalId,address agent,string merchant,uint256 amount,uint256 timestamp)"
         );
     bytes32 private constant ACTION_APPROVE_HASH = keccak256("approve");
+    bytes32 private constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
+        keccak256(
+            "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+        );
 
-    // Bit layout of the packed words below (legacy codegen writes a storage struct member by member; one word is one
-    // SSTORE). Daily spend: amount in bits 0-95, day in bits 96-255. Payment record: amount in bits 0-95, day in bits
-    // 96-159, state in bits 160-167.
-    uint256 private constant AMOUNT_MASK = type(uint96).max;
-    uint256 private constant DAY_SHIFT = 96;
-    uint256 private constant STATE_SHIFT = 160;
+    // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
+    // 192-255. Payment record: the low 216 bits of the authorised transfer's EIP-3009 digest, the UTC day it was
+    // authorised on in bits 216-247, the state in bits 248-255.
+    uint256 private constant OPERATOR_MASK = type(uint160).max;
+    uint256 private constant SPEND_DAY_SHIFT = 160;
+    uint256 private constant SPEND_AMOUNT_SHIFT = 192;
+    uint256 private constant DIGEST_MASK = type(uint216).max;
+    uint256 private constant RECORD_DAY_SHIFT = 216;
+    uint256 private constant RECORD_STATE_SHIFT = 248;
+    uint256 private constant STATE_AUTHORIZED = 1;
 
-    // ---------------------------------------------------------------- storage
+    // ---------------------------------------------------------------- immutables (shared by every clone)
+    address private immutable _factory;
+    address private immutable _usdc;
+    bytes32 private immutable _usdcDomainSeparator;
+
+    // ---------------------------------------------------------------- storage (each clone's own)
     /// @dev Read together by every payment.
     struct Limits {
-        uint96 dailyBudget;
-        uint96 approvalThreshold;
+        uint64 perTxLimit;
+        uint64 dailyBudget;
+        uint64 approvalThreshold;
         bool paused;
+        uint32 version;
     }
 
-    address private immutable _factory;
-    address private immutable _agent;
-    address private immutable _owner;
-
-    // Slot 0: the operator check and the per-transaction limit share one SLOAD.
-    address private _operator;
-    uint96 private _perTxLimit;
+    // Slot 0: the operator check and the day's spend share one SLOAD (layout above); the spend resets lazily when a
+    // new day is first touched.
+    uint256 private _operatorAndSpend;
     // Slot 1.
     Limits private _limits;
     // Slot 2.
     bytes32 private _allowlistRoot;
-    // Slot 3: the day's spend (day, amount), reset lazily on the first payment of a new day. Never zero once
-    // initialised, so a day's first payment pays for a reset, not for a new slot.
-    uint256 private _dailySpend;
-    // Slot 4: last accepted owner signature timestamp per kind.
-    uint64[3] private _lastTimestamps;
+    // Slot 3: the owner and the last SetPolicy and SetPaused timestamps.
+    address private _owner;
+    uint48 private _lastPolicyTimestamp;
+    uint48 private _lastPausedTimestamp;
+    // Slot 4: the last SetOperator and SetOwner timestamps (zero until used).
+    uint48 private _lastOperatorTimestamp;
+    uint48 private _lastOwnerTimestamp;
 
     mapping(bytes32 paymentId => uint256 record) private _payments;
     mapping(bytes32 approvalIdHash => bool) private _approvalsUsed;
+    /// @dev EIP-712 digests of owner signatures that are not ordered by timestamp (pause, withdraw).
+    mapping(bytes32 digest => bool) private _signaturesUsed;
 
     // ---------------------------------------------------------------- modifiers
     modifier onlyOperator() {
@@ -94,32 +117,40 @@ contract SpendPolicy is ISpendPolicy, EIP712 {
         _;
     }
 
-    modifier onlyFactory() {
-        _checkFactory();
-        _;
+    // ---------------------------------------------------------------- constructor
+    /// @param usdc_ the token whose EIP-3009 transfers this wallet authorises (Base USDC)
+    /// @dev Only the implementation is constructed; its deployer (the factory) is the only account that initialises
+    /// clones. The implementation itself is never initialised and holds nothing.
+    constructor(address usdc_) EIP712("SpendGate", "1") {
+        _factory = msg.sender;
+        _usdc = usdc_;
+        _usdcDomainSeparator = IERC3009(usdc_).DOMAIN_SEPARATOR();
     }
 
-    // ---------------------------------------------------------------- constructor
-    constructor() EIP712("SpendGate", "1") {
-        (address agent_, address owner_, address operator_) = ISpendPolicyDeployer(msg.sender).parameters();
-        _factory = msg.sender;
-        _agent = agent_;
-        _owner = owner_;
-        _operator = operator_;
-        emit OperatorSet(agent_, operator_);
-    }
+    /// @notice ETH may be sent to the wallet; only the owner's Withdraw takes it out.
+    receive() external payable {}
 
     // ---------------------------------------------------------------- external
-    /// @notice Factory only, once: sets the first policy, authorised by the owner's SetPolicy signature whose
-    /// domain is this (then predicted) address. Its timestamp becomes lastTimestamp(0).
-    function initialize(Policy calldata firstPolicy, uint256 timestamp, bytes calldata signature) external onlyFactory {
-        if (_lastTimestamps[KIND_SET_POLICY] != 0) revert SpendPolicyAlreadyDeployed(_agent, address(this));
-        _dailySpend = (block.timestamp / 1 days) << DAY_SHIFT;
+    /// @notice Factory only, once: sets the owner, the operator and the first policy, authorised by the owner's
+    /// SetPolicy signature whose domain is this (then predicted) address.
+    function initialize(
+        address owner_,
+        address operator_,
+        Policy calldata firstPolicy,
+        uint256 timestamp,
+        bytes calldata signature
+    ) external {
+        if (msg.sender != _factory) revert SpendPolicyUnauthorizedDeployer(msg.sender);
+        if (_owner != address(0)) revert SpendPolicyAlreadyDeployed(address(this));
+        if (owner_ == address(0) || operator_ == address(0)) revert SpendPolicyZeroAddress();
+        _owner = owner_;
+        _operatorAndSpend = uint160(operator_);
+        emit OwnerSet(address(this), owner_, 0);
+        emit OperatorSet(address(this), operator_, 0);
         _setPolicy(firstPolicy, timestamp, signature);
     }
 
-    /// @notice Operator only. Authorises a payment: adds it to the day's spend and emits PaymentAuthorized, or emits
-    /// PaymentBlocked and returns (false, reason) without reverting or storing anything when a rule fails.
+    /// @inheritdoc ISpendPolicy
     /// @dev `ownerApproval` is only read (and its approvalId only consumed) when the amount is above the threshold.
     /// A blocked paymentId is not recorded, so it may be submitted again later.
     function authorizePayment(
@@ -127,112 +158,180 @@ contract SpendPolicy is ISpendPolicy, EIP712 {
         string calldata merchant,
         string calldata allowlistLeaf,
         bytes32[] calldata proof,
-        uint256 amount,
+        Transfer calldata transfer,
         OwnerApproval calldata ownerApproval
-    ) external onlyOperator returns (bool authorized, uint8 reason) {
+    ) external onlyOperator returns (bool, BlockReason) {
         if (_payments[paymentId] != 0) revert SpendPolicyPaymentExists(paymentId);
-        uint256 today = block.timestamp / 1 days;
-        uint256 spent;
-        (reason, spent) = _evaluate(merchant, allowlistLeaf, proof, amount, today);
-        if (reason == REASON_APPROVAL_REQUIRED && _useApproval(merchant, amount, ownerApproval)) reason = 0;
-        if (reason != 0) {
-            emit PaymentBlocked(paymentId, _agent, merchant, amount, reason);
+        _checkTransfer(transfer);
+        (BlockReason reason, uint256 spent) = _evaluate(
+            merchant,
+            allowlistLeaf,
+            proof,
+            transfer.amount,
+            block.timestamp / 1 days
+        );
+        if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer.amount, ownerApproval)) {
+            reason = BlockReason.None;
+        }
+        if (reason != BlockReason.None) {
+            emit PaymentBlocked(paymentId, address(this), keccak256(bytes(merchant)), merchant, transfer.amount, reason);
             return (false, reason);
         }
-        // _evaluate passed: spent + amount <= dailyBudget <= type(uint96).max, so both fit their 96 bits.
-        unchecked {
-            spent += amount;
-        }
-        _dailySpend = (today << DAY_SHIFT) | spent;
-        _payments[paymentId] = (uint256(STATE_AUTHORIZED) << STATE_SHIFT) | (today << DAY_SHIFT) | amount;
-        emit PaymentAuthorized(paymentId, _agent, merchant, amount, spent);
-        return (true, 0);
+        _record(paymentId, merchant, transfer, spent);
+        return (true, BlockReason.None);
     }
 
-    /// @notice Operator only. Gives an authorised payment's amount back to today's budget (settlement failed). A
-    /// payment of an earlier day is marked released without touching today's spend.
-    function releasePayment(bytes32 paymentId) external onlyOperator {
+    /// @inheritdoc ISpendPolicy
+    /// @dev A payment authorised on an earlier day is released without touching today's spend.
+    function releasePayment(bytes32 paymentId, Transfer calldata transfer) external onlyOperator {
         uint256 record = _payments[paymentId];
-        if (record >> STATE_SHIFT != STATE_AUTHORIZED) revert SpendPolicyUnknownPayment(paymentId);
-        _payments[paymentId] = (uint256(STATE_RELEASED) << STATE_SHIFT) | uint160(record);
-        uint256 amount = record & AMOUNT_MASK;
+        if (
+            record >> RECORD_STATE_SHIFT != STATE_AUTHORIZED ||
+            record & DIGEST_MASK != uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK
+        ) revert SpendPolicyUnknownPayment(paymentId);
+        if (IERC3009(_usdc).authorizationState(address(this), paymentId)) revert SpendPolicyPaymentSettled(paymentId);
+        // Deleting the record kills the authorisation: the wallet refuses its digest from now on.
+        delete _payments[paymentId];
         uint256 today = block.timestamp / 1 days;
-        if (uint160(record) >> DAY_SHIFT == today) {
-            uint256 spend = _dailySpend;
-            if (spend >> DAY_SHIFT == today) {
-                uint256 spent = spend & AMOUNT_MASK;
-                unchecked {
-                    spent = spent > amount ? spent - amount : 0;
-                }
-                _dailySpend = (today << DAY_SHIFT) | spent;
+        uint256 word = _operatorAndSpend;
+        uint256 spent = _spentOn(word, today);
+        if ((record >> RECORD_DAY_SHIFT) & type(uint32).max == today) {
+            unchecked {
+                spent = spent > transfer.amount ? spent - transfer.amount : 0;
             }
+            _operatorAndSpend = _withSpend(word, today, spent);
         }
-        emit PaymentReleased(paymentId, _agent, amount);
+        emit PaymentReleased(paymentId, address(this), transfer.amount, spent);
     }
 
-    /// @notice Anyone may relay: the owner's EIP-712 SetPolicy signature authorises the change. Every value must fit
-    /// in 96 bits (SpendPolicyInvalidPolicy otherwise).
+    /// @inheritdoc ISpendPolicy
     function updatePolicy(Policy calldata newPolicy, uint256 timestamp, bytes calldata signature) external {
         _setPolicy(newPolicy, timestamp, signature);
     }
 
-    /// @notice Anyone may relay: the owner's EIP-712 SetPaused signature authorises the change.
+    /// @inheritdoc ISpendPolicy
+    /// @dev A pause is single-use by its digest and needs no ordering, so no resume (however far ahead it is dated)
+    /// can lock a pause out. A resume must be newer than every accepted pause and resume and than the block time of
+    /// the last pause, so a resume signed before a pause cannot undo it.
     function setPaused(bool paused_, uint256 timestamp, bytes calldata signature) external {
-        _useOwnerSignature(
-            KIND_SET_PAUSED,
-            timestamp,
-            keccak256(abi.encode(SET_PAUSED_TYPEHASH, _agent, paused_, timestamp)),
-            signature
-        );
+        bytes32 digest = _ownerDigest(keccak256(abi.encode(SET_PAUSED_TYPEHASH, address(this), paused_, timestamp)));
+        uint256 last = _lastPausedTimestamp;
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        if (paused_) {
+            if (_signaturesUsed[digest]) revert SpendPolicySignatureUsed(digest);
+            _checkOwnerSignature(digest, signature);
+            _signaturesUsed[digest] = true;
+            uint256 floor = timestamp > block.timestamp ? timestamp : block.timestamp;
+            if (floor > last) _lastPausedTimestamp = uint48(floor);
+        } else {
+            if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
+            _checkOwnerSignature(digest, signature);
+            _lastPausedTimestamp = uint48(timestamp);
+        }
         _limits.paused = paused_;
-        emit PausedSet(_agent, paused_);
+        emit PausedSet(address(this), paused_, timestamp);
     }
 
-    /// @notice Anyone may relay: the owner's EIP-712 SetOperator signature authorises the change.
+    /// @inheritdoc ISpendPolicy
     function setOperator(address operator_, uint256 timestamp, bytes calldata signature) external {
         if (operator_ == address(0)) revert SpendPolicyZeroAddress();
-        _useOwnerSignature(
+        _useOrderedSignature(
             KIND_SET_OPERATOR,
             timestamp,
-            keccak256(abi.encode(SET_OPERATOR_TYPEHASH, _agent, operator_, timestamp)),
+            keccak256(abi.encode(SET_OPERATOR_TYPEHASH, address(this), operator_, timestamp)),
             signature
         );
-        _operator = operator_;
-        emit OperatorSet(_agent, operator_);
+        _operatorAndSpend = (_operatorAndSpend & ~OPERATOR_MASK) | uint160(operator_);
+        emit OperatorSet(address(this), operator_, timestamp);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function setOwner(address newOwner, uint256 timestamp, bytes calldata signature) external {
+        if (newOwner == address(0)) revert SpendPolicyZeroAddress();
+        _useOrderedSignature(
+            KIND_SET_OWNER,
+            timestamp,
+            keccak256(abi.encode(SET_OWNER_TYPEHASH, address(this), newOwner, timestamp)),
+            signature
+        );
+        _owner = newOwner;
+        emit OwnerSet(address(this), newOwner, timestamp);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function withdraw(address token, address to, uint256 amount, uint256 timestamp, bytes calldata signature) external {
+        if (to == address(0)) revert SpendPolicyZeroAddress();
+        bytes32 digest = _ownerDigest(
+            keccak256(abi.encode(WITHDRAW_TYPEHASH, address(this), token, to, amount, timestamp))
+        );
+        if (_signaturesUsed[digest]) revert SpendPolicySignatureUsed(digest);
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        _checkOwnerSignature(digest, signature);
+        _signaturesUsed[digest] = true;
+        if (token == address(0)) {
+            (bool ok, ) = to.call{value: amount}("");
+            if (!ok) revert SpendPolicyWithdrawFailed(token, to, amount);
+        } else {
+            IERC20(token).safeTransfer(to, amount);
+        }
+        emit Withdrawn(address(this), token, to, amount, timestamp);
+    }
+
+    /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
+    /// payment, signed by the agent's signing key. `signature` is paymentId (32 bytes) then r, s, v (65 bytes).
+    function isValidSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {
+        if (signature.length != 97) return ERC1271_INVALID;
+        uint256 record = _payments[bytes32(signature[0:32])];
+        if (record >> RECORD_STATE_SHIFT != STATE_AUTHORIZED || record & DIGEST_MASK != uint256(digest) & DIGEST_MASK) {
+            return ERC1271_INVALID;
+        }
+        (address recovered, ECDSA.RecoverError err, ) = ECDSA.tryRecoverCalldata(digest, signature[32:97]);
+        if (err != ECDSA.RecoverError.NoError || recovered != _signer()) return ERC1271_INVALID;
+        return IERC1271.isValidSignature.selector;
     }
 
     // ---------------------------------------------------------------- view
-    /// @notice What authorizePayment would decide now, with no state change (no approval considered).
+    /// @inheritdoc ISpendPolicy
     function checkPayment(
         string calldata merchant,
         string calldata allowlistLeaf,
         bytes32[] calldata proof,
         uint256 amount
-    ) external view returns (Decision decision, uint8 reason) {
+    ) external view returns (Decision decision, BlockReason reason) {
         (reason, ) = _evaluate(merchant, allowlistLeaf, proof, amount, block.timestamp / 1 days);
-        if (reason == 0) return (Decision.Allow, 0);
-        if (reason == REASON_APPROVAL_REQUIRED) return (Decision.RequiresApproval, reason);
+        if (reason == BlockReason.None) return (Decision.Allow, reason);
+        if (reason == BlockReason.ApprovalRequired) return (Decision.RequiresApproval, reason);
         return (Decision.Block, reason);
     }
 
-    /// @notice The agent wallet this policy gates.
+    /// @notice The agent: this wallet.
     function agent() external view returns (address) {
-        return _agent;
+        return address(this);
     }
 
-    /// @notice The owner whose signatures (EOA or ERC-1271) change the policy and approve payments.
+    /// @notice The agent's signing key (the service holds it; alone it can move nothing).
+    function signer() external view returns (address) {
+        return _signer();
+    }
+
+    /// @notice The owner whose signatures change the policy, approve payments and withdraw.
     function owner() external view returns (address) {
         return _owner;
     }
 
     /// @notice The account allowed to authorise and release payments (the service's relayer).
     function operator() external view returns (address) {
-        return _operator;
+        return address(uint160(_operatorAndSpend));
     }
 
-    /// @notice The factory that deployed this policy.
+    /// @notice The factory that deployed this agent.
     function factory() external view returns (address) {
         return _factory;
+    }
+
+    /// @notice The token of EIP-3009 payments (USDC).
+    function usdc() external view returns (address) {
+        return _usdc;
     }
 
     /// @notice Whether every payment is blocked (reason 4).
@@ -243,29 +342,38 @@ contract SpendPolicy is ISpendPolicy, EIP712 {
     /// @notice The current policy.
     function policy() external view returns (Policy memory) {
         Limits memory limits = _limits;
-        return Policy(_perTxLimit, limits.dailyBudget, _allowlistRoot, limits.approvalThreshold);
+        return Policy(limits.perTxLimit, limits.dailyBudget, _allowlistRoot, limits.approvalThreshold);
     }
 
-    /// @notice The amount spent in the current UTC day (block.timestamp / 1 days).
+    /// @notice How many policies the owner has signed (1 for the first).
+    function policyVersion() external view returns (uint256) {
+        return _limits.version;
+    }
+
+    /// @inheritdoc ISpendPolicy
     function spentToday() external view returns (uint256) {
-        return _spentOn(block.timestamp / 1 days);
+        return _spentOn(_operatorAndSpend, block.timestamp / 1 days);
     }
 
     /// @notice What is left of today's budget (0 when the budget was lowered below today's spend).
     function remainingDailyBudget() external view returns (uint256) {
         uint256 budget = _limits.dailyBudget;
-        uint256 spent = _spentOn(block.timestamp / 1 days);
+        uint256 spent = _spentOn(_operatorAndSpend, block.timestamp / 1 days);
         return budget > spent ? budget - spent : 0;
     }
 
-    /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator (0 for others).
+    /// @inheritdoc ISpendPolicy
     function lastTimestamp(uint8 kind) external view returns (uint256) {
-        return kind <= KIND_SET_OPERATOR ? _lastTimestamps[kind] : 0;
+        if (kind == KIND_SET_POLICY) return _lastPolicyTimestamp;
+        if (kind == KIND_SET_PAUSED) return _lastPausedTimestamp;
+        if (kind == KIND_SET_OPERATOR) return _lastOperatorTimestamp;
+        if (kind == KIND_SET_OWNER) return _lastOwnerTimestamp;
+        return 0;
     }
 
-    /// @notice 0 unknown, 1 authorised, 2 released.
+    /// @inheritdoc ISpendPolicy
     function paymentState(bytes32 paymentId) external view returns (uint8) {
-        return uint8(_payments[paymentId] >> STATE_SHIFT);
+        return uint8(_payments[paymentId] >> RECORD_STATE_SHIFT);
     }
 
     /// @notice Whether an owner approval with this approvalId has been used.
@@ -273,88 +381,124 @@ contract SpendPolicy is ISpendPolicy, EIP712 {
         return _approvalsUsed[keccak256(bytes(approvalId))];
     }
 
-    /// @notice The EIP-712 domain separator of this policy ({name "SpendGate", version "1", chainId, this}).
+    /// @inheritdoc ISpendPolicy
+    function isValidOwnerSignature(bytes32 structHash, bytes calldata signature) external view returns (bool) {
+        return SignatureChecker.isValidSignatureNowCalldata(_owner, _ownerDigest(structHash), signature);
+    }
+
+    /// @inheritdoc ISpendPolicy
     function domainSeparator() external view returns (bytes32) {
         return _domainSeparatorV4();
     }
 
+    /// @notice The USDC TransferWithAuthorization digest of a transfer from this wallet with nonce `paymentId`.
+    function transferDigest(bytes32 paymentId, Transfer calldata transfer) external view returns (bytes32) {
+        return _transferDigest(paymentId, transfer);
+    }
+
     // ---------------------------------------------------------------- internal
     function _checkOperator() internal view {
-        if (msg.sender != _operator) revert SpendPolicyUnauthorizedOperator(msg.sender);
+        if (msg.sender != address(uint160(_operatorAndSpend))) revert SpendPolicyUnauthorizedOperator(msg.sender);
     }
 
-    function _checkFactory() internal view {
-        if (msg.sender != _factory) revert SpendPolicyUnauthorizedDeployer(msg.sender);
+    function _signer() private view returns (address) {
+        return address(bytes20(Clones.fetchCloneArgs(address(this))));
     }
 
-    /// @dev The rules in order. Returns the reason (0 allowed, 5 needs approval) and, once the daily rule has been
-    /// reached, the amount spent today before this payment (storage is read only as far as needed).
+    function _checkTransfer(Transfer calldata transfer) private view {
+        if (
+            transfer.payTo == address(0) ||
+            transfer.payTo == address(this) ||
+            transfer.amount > type(uint64).max ||
+            transfer.validBefore <= block.timestamp ||
+            transfer.validBefore > block.timestamp + MAX_VALIDITY ||
+            transfer.validAfter >= transfer.validBefore
+        ) revert SpendPolicyInvalidTransfer();
+    }
+
+    function _transferDigest(bytes32 paymentId, Transfer calldata t) private view returns (bytes32) {
+        return
+            MessageHashUtils.toTypedDataHash(
+                _usdcDomainSeparator,
+                keccak256(
+                    abi.encode(
+                        TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
+                        address(this),
+                        t.payTo,
+                        t.amount,
+                        t.validAfter,
+                        t.validBefore,
+                        paymentId
+                    )
+                )
+            );
+    }
+
+    /// @dev Counts an allowed payment in today's spend and records its transfer digest.
+    function _record(bytes32 paymentId, string calldata merchant, Transfer calldata transfer, uint256 spent) private {
+        uint256 today = block.timestamp / 1 days;
+        // _evaluate passed: spent + amount <= dailyBudget < 2^64.
+        unchecked {
+            spent += transfer.amount;
+        }
+        _operatorAndSpend = _withSpend(_operatorAndSpend, today, spent);
+        _payments[paymentId] =
+            (STATE_AUTHORIZED << RECORD_STATE_SHIFT) |
+            (today << RECORD_DAY_SHIFT) |
+            (uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK);
+        emit PaymentAuthorized(
+            paymentId,
+            address(this),
+            keccak256(bytes(merchant)),
+            merchant,
+            transfer.payTo,
+            transfer.amount,
+            transfer.validBefore,
+            spent
+        );
+    }
+
+    /// @dev The rules in order. Returns the reason and, once the daily rule has been reached, today's spend before
+    /// this payment (storage is read only as far as needed).
     function _evaluate(
         string calldata merchant,
         string calldata leaf,
         bytes32[] calldata proof,
         uint256 amount,
         uint256 today
-    ) private view returns (uint8 reason, uint256 spent) {
+    ) private view returns (BlockReason reason, uint256 spent) {
         Limits memory limits = _limits;
-        if (limits.paused) return (REASON_POLICY_PAUSED, 0);
-        if (!_merchantAllowed(merchant, leaf, proof)) return (REASON_MERCHANT_NOT_ALLOWED, 0);
-        if (amount > _perTxLimit) return (REASON_PER_TX_LIMIT_EXCEEDED, 0);
-        spent = _spentOn(today);
-        // amount <= perTxLimit and spent <= dailyBudget at the time: both below 2^96, no overflow.
+        if (limits.paused) return (BlockReason.PolicyPaused, 0);
+        if (!PolicyRules.merchantAllowed(_allowlistRoot, merchant, leaf, proof)) {
+            return (BlockReason.MerchantNotAllowed, 0);
+        }
+        if (amount > limits.perTxLimit) return (BlockReason.PerTxLimitExceeded, 0);
+        spent = _spentOn(_operatorAndSpend, today);
+        // amount <= perTxLimit and spent <= dailyBudget at the time: both below 2^64, no overflow.
         unchecked {
-            if (spent + amount > limits.dailyBudget) return (REASON_DAILY_BUDGET_EXCEEDED, spent);
+            if (spent + amount > limits.dailyBudget) return (BlockReason.DailyBudgetExceeded, spent);
         }
-        if (amount > limits.approvalThreshold) return (REASON_APPROVAL_REQUIRED, spent);
-        return (0, spent);
+        if (amount > limits.approvalThreshold) return (BlockReason.ApprovalRequired, spent);
+        return (BlockReason.None, spent);
     }
 
-    function _spentOn(uint256 today) private view returns (uint256) {
-        uint256 spend = _dailySpend;
-        return spend >> DAY_SHIFT == today ? spend & AMOUNT_MASK : 0;
+    function _spentOn(uint256 word, uint256 today) private pure returns (uint256) {
+        return (word >> SPEND_DAY_SHIFT) & type(uint32).max == today ? word >> SPEND_AMOUNT_SHIFT : 0;
     }
 
-    /// @dev The leaf is in the allowlist (a zero root allows nothing) and admits the merchant.
-    function _merchantAllowed(
-        string calldata merchant,
-        string calldata leaf,
-        bytes32[] calldata proof
-    ) private view returns (bool) {
-        bytes32 root = _allowlistRoot;
-        if (root == 0 || !_leafMatches(bytes(leaf), bytes(merchant))) return false;
-        // OpenZeppelin StandardMerkleTree leaf of ["string"]: double keccak of the ABI encoding.
-        bytes32 leafHash = keccak256(bytes.concat(keccak256(abi.encode(leaf))));
-        return MerkleProof.verifyCalldata(proof, root, leafHash);
-    }
-
-    /// @dev Same rule as leafMatches() in src/policy/allowlist.ts: "*" admits any merchant, "*.domain" any merchant
-    /// ending in ".domain" and longer than it (so not "domain" itself), anything else only itself. An empty
-    /// merchant is never admitted.
-    function _leafMatches(bytes calldata leaf, bytes calldata merchant) private pure returns (bool) {
-        uint256 merchantLength = merchant.length;
-        if (merchantLength == 0) return false;
-        uint256 leafLength = leaf.length;
-        if (leafLength != 0 && leaf[0] == "*") {
-            if (leafLength == 1) return true;
-            if (leaf[1] == ".") {
-                // suffix = leaf[1:], ".domain"; merchant must be strictly longer.
-                uint256 suffixLength = leafLength - 1;
-                if (merchantLength <= suffixLength) return false;
-                return keccak256(merchant[merchantLength - suffixLength:]) == keccak256(leaf[1:]);
-            }
-        }
-        return merchantLength == leafLength && keccak256(merchant) == keccak256(leaf);
+    function _withSpend(uint256 word, uint256 today, uint256 spent) private pure returns (uint256) {
+        return (spent << SPEND_AMOUNT_SHIFT) | (today << SPEND_DAY_SHIFT) | (word & OPERATOR_MASK);
     }
 
     /// @dev Checks and consumes the owner's approval of a payment above the threshold. Any failure returns false
     /// (the payment is then blocked with approval_required), never reverts.
     function _useApproval(
+        bytes32 paymentId,
         string calldata merchant,
         uint256 amount,
         OwnerApproval calldata approval
     ) private returns (bool) {
-        if (approval.signature.length == 0) return false;
-        if (amount > approval.amount) return false;
+        if (approval.signature.length == 0 || amount > approval.amount) return false;
         if (!_withinWindow(approval.timestamp, APPROVAL_WINDOW)) return false;
         bytes32 idHash = keccak256(bytes(approval.approvalId));
         if (_approvalsUsed[idHash]) return false;
@@ -363,72 +507,74 @@ contract SpendPolicy is ISpendPolicy, EIP712 {
                 APPROVAL_DECISION_TYPEHASH,
                 ACTION_APPROVE_HASH,
                 idHash,
-                _agent,
+                address(this),
                 keccak256(bytes(merchant)),
                 approval.amount,
                 approval.timestamp
             )
         );
-        if (!SignatureChecker.isValidSignatureNowCalldata(_owner, _hashTypedDataV4(structHash), approval.signature)) {
+        if (!SignatureChecker.isValidSignatureNowCalldata(_owner, _ownerDigest(structHash), approval.signature)) {
             return false;
         }
         _approvalsUsed[idHash] = true;
+        emit ApprovalUsed(paymentId, address(this), approval.approvalId, approval.amount, approval.timestamp);
         return true;
     }
 
-    function _setPolicy(Policy calldata newPolicy, uint256 timestamp, bytes calldata signature) private {
-        _useOwnerSignature(
+    function _setPolicy(Policy calldata p, uint256 timestamp, bytes calldata signature) private {
+        _useOrderedSignature(
             KIND_SET_POLICY,
             timestamp,
             keccak256(
                 abi.encode(
                     SET_POLICY_TYPEHASH,
-                    _agent,
-                    newPolicy.perTxLimit,
-                    newPolicy.dailyBudget,
-                    newPolicy.allowlistRoot,
-                    newPolicy.approvalThreshold,
+                    address(this),
+                    p.perTxLimit,
+                    p.dailyBudget,
+                    p.allowlistRoot,
+                    p.approvalThreshold,
                     timestamp
                 )
             ),
             signature
         );
         if (
-            newPolicy.perTxLimit > type(uint96).max ||
-            newPolicy.dailyBudget > type(uint96).max ||
-            newPolicy.approvalThreshold > type(uint96).max
+            p.perTxLimit > type(uint64).max || p.dailyBudget > type(uint64).max || p.approvalThreshold > type(uint64).max
         ) revert SpendPolicyInvalidPolicy();
-        _perTxLimit = uint96(newPolicy.perTxLimit);
-        _limits = Limits(uint96(newPolicy.dailyBudget), uint96(newPolicy.approvalThreshold), _limits.paused);
-        _allowlistRoot = newPolicy.allowlistRoot;
-        emit PolicyUpdated(
-            _agent,
-            newPolicy.perTxLimit,
-            newPolicy.dailyBudget,
-            newPolicy.allowlistRoot,
-            newPolicy.approvalThreshold,
-            timestamp
-        );
+        Limits memory limits = _limits;
+        uint32 version = limits.version + 1;
+        _limits = Limits(uint64(p.perTxLimit), uint64(p.dailyBudget), uint64(p.approvalThreshold), limits.paused, version);
+        _allowlistRoot = p.allowlistRoot;
+        emit PolicyUpdated(address(this), version, p, timestamp);
     }
 
-    /// @dev Replay protection of the owner's changes: newer than the last of its kind, near the block time, and
-    /// signed by the owner. Records the timestamp.
-    function _useOwnerSignature(
-        uint8 kind,
-        uint256 timestamp,
-        bytes32 structHash,
-        bytes calldata signature
-    ) private {
-        uint256 last = _lastTimestamps[kind];
+    /// @dev Owner changes ordered by timestamp: newer than the last of its kind (so no older one can be replayed
+    /// over a newer one), near the block time, and signed by the owner. Records the timestamp.
+    function _useOrderedSignature(uint8 kind, uint256 timestamp, bytes32 structHash, bytes calldata signature) private {
+        uint256 last = kind == KIND_SET_POLICY ? _lastPolicyTimestamp : kind == KIND_SET_OPERATOR
+            ? _lastOperatorTimestamp
+            : _lastOwnerTimestamp;
         if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
-        if (!_withinWindow(timestamp, SIGNATURE_WINDOW)) {
-            revert SpendPolicyTimestampOutOfWindow(timestamp, block.timestamp);
-        }
-        if (!SignatureChecker.isValidSignatureNowCalldata(_owner, _hashTypedDataV4(structHash), signature)) {
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        _checkOwnerSignature(_ownerDigest(structHash), signature);
+        // Within the window, so far below 2^48.
+        if (kind == KIND_SET_POLICY) _lastPolicyTimestamp = uint48(timestamp);
+        else if (kind == KIND_SET_OPERATOR) _lastOperatorTimestamp = uint48(timestamp);
+        else _lastOwnerTimestamp = uint48(timestamp);
+    }
+
+    function _ownerDigest(bytes32 structHash) private view returns (bytes32) {
+        return _hashTypedDataV4(structHash);
+    }
+
+    function _checkOwnerSignature(bytes32 digest, bytes calldata signature) private view {
+        if (!SignatureChecker.isValidSignatureNowCalldata(_owner, digest, signature)) {
             revert SpendPolicyInvalidSignature();
         }
-        // Within the window, so far below 2^64.
-        _lastTimestamps[kind] = uint64(timestamp);
+    }
+
+    function _checkWindow(uint256 timestamp, uint256 window) private view {
+        if (!_withinWindow(timestamp, window)) revert SpendPolicyTimestampOutOfWindow(timestamp, block.timestamp);
     }
 
     function _withinWindow(uint256 timestamp, uint256 window) private view returns (bool) {

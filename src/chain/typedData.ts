@@ -45,6 +45,47 @@ export const APPROVAL_DECISION_TYPES: Record<string, TypedDataField[]> = {
   ],
 };
 
+export const SET_OWNER_TYPES: Record<string, TypedDataField[]> = {
+  SetOwner: [
+    { name: "agent", type: "address" },
+    { name: "newOwner", type: "address" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+export const WITHDRAW_TYPES: Record<string, TypedDataField[]> = {
+  Withdraw: [
+    { name: "agent", type: "address" },
+    { name: "token", type: "address" },
+    { name: "to", type: "address" },
+    { name: "amount", type: "uint256" },
+    { name: "timestamp", type: "uint256" },
+  ],
+};
+
+/** USDC's EIP-3009 transfer (FiatToken v2.2): the one thing an agent wallet signs, once its policy authorised it. */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES: Record<string, TypedDataField[]> = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+};
+
+/**
+ * The agent wallet's ERC-1271 signature (97 bytes): the paymentId (the EIP-3009 nonce) then the agent signing key's
+ * 65-byte ECDSA signature of the transfer's digest. The wallet finds the payment's record by the paymentId.
+ */
+export function walletSignature(paymentId: string, ecdsaSignature: string): string {
+  const id = paymentId.toLowerCase().replace(/^0x/, "");
+  const sig = ecdsaSignature.toLowerCase().replace(/^0x/, "");
+  if (id.length !== 64 || sig.length !== 130) throw new Error("walletSignature: a 32-byte paymentId and a 65-byte signature");
+  return `0x${id}${sig}`;
+}
+
 export const LINK_AGENT_TYPES: Record<string, TypedDataField[]> = {
   LinkAgent: [
     { name: "agent", type: "address" },

@@ -9,11 +9,15 @@ import {
   APPROVAL_DECISION_TYPES,
   SET_OPERATOR_TYPES,
   SET_PAUSED_TYPES,
+  SET_OWNER_TYPES,
   SET_POLICY_TYPES,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  WITHDRAW_TYPES,
   policyDomain,
+  walletSignature,
 } from "../../src/chain/typedData";
 import { allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
-import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory } from "../../typechain-types";
+import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory, TestUSDC } from "../../typechain-types";
 
 const { ethers } = hre;
 
@@ -94,6 +98,30 @@ export async function signSetOperator(
   });
 }
 
+export async function signSetOwner(
+  signer: Signer,
+  policyAddress: string,
+  newOwner: string,
+  timestamp: bigint,
+): Promise<string> {
+  return signer.signTypedData(policyDomain(CHAIN_ID, policyAddress), SET_OWNER_TYPES, {
+    agent: policyAddress,
+    newOwner,
+    timestamp,
+  });
+}
+
+export interface WithdrawFields {
+  token: string;
+  to: string;
+  amount: bigint;
+  timestamp: bigint;
+}
+
+export async function signWithdraw(signer: Signer, policyAddress: string, w: WithdrawFields): Promise<string> {
+  return signer.signTypedData(policyDomain(CHAIN_ID, policyAddress), WITHDRAW_TYPES, { agent: policyAddress, ...w });
+}
+
 export interface ApprovalFields {
   approvalId: string;
   agent: string;
@@ -125,46 +153,102 @@ export function paymentId(): string {
   return ethers.id(`payment-${idCounter}`);
 }
 
-/** Deploys an agent's policy through the factory with an owner-signed first policy. */
-export async function deployPolicyFor(
+/** The one EIP-3009 transfer a payment authorises (authorizePayment's `transfer`). */
+export interface TransferValues {
+  payTo: string;
+  amount: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+}
+
+/** A transfer of `amount` to `payTo`, valid for the next 10 minutes of chain time. */
+export async function transferOf(amount: bigint, payTo: string, validFor = 600n): Promise<TransferValues> {
+  const now = BigInt(await time.latest());
+  return { payTo, amount, validAfter: 0n, validBefore: now + validFor };
+}
+
+/** The EIP-712 domain of USDC (TestUSDC) at `token`. */
+export async function usdcDomain(token: TestUSDC) {
+  return { name: await token.name(), version: await token.version(), chainId: CHAIN_ID, verifyingContract: await token.getAddress() };
+}
+
+/** The agent signing key's wallet signature for an authorised transfer (paymentId then ECDSA over the digest). */
+export async function signTransfer(
+  agentSigner: Signer,
+  token: TestUSDC,
+  wallet: string,
+  id: string,
+  t: TransferValues,
+): Promise<string> {
+  const digest = ethers.TypedDataEncoder.hash(await usdcDomain(token), TRANSFER_WITH_AUTHORIZATION_TYPES, {
+    from: wallet,
+    to: t.payTo,
+    value: t.amount,
+    validAfter: t.validAfter,
+    validBefore: t.validBefore,
+    nonce: id,
+  });
+  const key = agentSigner as unknown as { signingKey?: { sign(d: string): { serialized: string } } };
+  if (!key.signingKey) throw new Error("signTransfer needs a Wallet (a raw signing key)");
+  return walletSignature(id, key.signingKey.sign(digest).serialized);
+}
+
+/** Deploys an agent (wallet and policy) for signing key `signer` through the factory, first policy owner-signed. */
+export async function deployAgentFor(
   factory: SpendPolicyFactory,
   operator: Signer,
-  agent: string,
+  signer: string,
   ownerAddress: string,
   ownerSigner: Signer,
   values: PolicyValues = DEFAULT_POLICY,
 ): Promise<SpendPolicy> {
-  const predicted = await factory.predictPolicyAddress(agent);
+  const predicted = await factory.predictAgent(signer);
   const timestamp = await nextTimestamp();
-  const signature = await signSetPolicy(ownerSigner, predicted, agent, values, timestamp);
-  await (await factory.connect(operator).deployPolicy(agent, ownerAddress, values, timestamp, signature)).wait();
+  const signature = await signSetPolicy(ownerSigner, predicted, predicted, values, timestamp);
+  await (await factory.connect(operator).deployAgent(signer, ownerAddress, values, timestamp, signature)).wait();
   return ethers.getContractAt("SpendPolicy", predicted);
 }
 
-/** One factory and one agent's policy with DEFAULT_POLICY over ALLOWLIST, plus an ERC-1271-owned policy. */
+/**
+ * One factory over a TestUSDC, one agent (wallet + policy) with DEFAULT_POLICY over ALLOWLIST and 100 USDC, plus an
+ * agent owned by an ERC-1271 wallet. `agentKey` is the agent's signing key (a random Wallet, as the service makes).
+ */
 export async function policyFixture() {
-  const [deployer, operator, agentWallet, owner, other, walletSigner, agent2Wallet] = await ethers.getSigners();
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address]);
-  const agent = agentWallet.address;
-  const policy = await deployPolicyFor(factory, operator, agent, owner.address, owner);
+  const [deployer, operator, owner, other, walletSigner, merchant] = await ethers.getSigners();
+  const token: TestUSDC = await ethers.deployContract("TestUSDC");
+  const tokenAddress = await token.getAddress();
+  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, tokenAddress]);
+  const agentKey = ethers.Wallet.createRandom();
+  const policy = await deployAgentFor(factory, operator, agentKey.address, owner.address, owner);
   const policyAddress = await policy.getAddress();
+  const agent = policyAddress;
+  await (await token.mint(agent, usdc(100))).wait();
 
   const wallet: ERC1271Wallet = await ethers.deployContract("ERC1271Wallet", [walletSigner.address]);
   const walletAddress = await wallet.getAddress();
-  const agent2 = agent2Wallet.address;
-  const walletPolicy = await deployPolicyFor(factory, operator, agent2, walletAddress, walletSigner);
+  const agent2Key = ethers.Wallet.createRandom();
+  const walletPolicy = await deployAgentFor(factory, operator, agent2Key.address, walletAddress, walletSigner);
+  const agent2 = await walletPolicy.getAddress();
 
   /** Sends authorizePayment from the operator with the proof the service would build. */
   async function pay(
     amount: bigint,
-    merchant = "api.example.com",
-    opts: { id?: string; approval?: Approval; entries?: readonly string[]; target?: SpendPolicy; from?: Signer } = {},
+    merchantHost = "api.example.com",
+    opts: {
+      id?: string;
+      approval?: Approval;
+      entries?: readonly string[];
+      target?: SpendPolicy;
+      from?: Signer;
+      transfer?: TransferValues;
+    } = {},
   ) {
-    const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchant);
+    const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost);
     const target = opts.target ?? policy;
+    const transfer = opts.transfer ?? (await transferOf(amount, merchant.address));
     return target
       .connect(opts.from ?? operator)
-      .authorizePayment(opts.id ?? paymentId(), merchant, leaf, proof, amount, opts.approval ?? NO_APPROVAL);
+      .authorizePayment(opts.id ?? paymentId(), merchantHost, leaf, proof, transfer, opts.approval ?? NO_APPROVAL);
   }
 
   /** Replaces the policy (owner-signed, relayed by `other`). */
@@ -184,19 +268,24 @@ export async function policyFixture() {
   }
 
   return {
+    token,
+    tokenAddress,
     factory,
     policy,
     policyAddress,
     agent,
+    agentKey,
     deployer,
     operator,
     owner,
     other,
+    merchant,
     wallet,
     walletAddress,
     walletSigner,
     walletPolicy,
     agent2,
+    agent2Key,
     pay,
     setPolicy,
     setPaused,
