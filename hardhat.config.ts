@@ -31,10 +31,9 @@ const config: HardhatUserConfig = {
     base: { url: process.env.BASE_RPC_URL ?? "https://mainnet.base.org", chainId: 8453, accounts },
     baseSepolia: { url: process.env.BASE_SEPOLIA_RPC_URL ?? "https://sepolia.base.org", chainId: 84532, accounts },
   },
-  etherscan: {
-    apiKey: { base: process.env.BASESCAN_API_KEY ?? "", baseSepolia: process.env.BASESCAN_API_KEY ?? "" },
-  },
-  sourcify: { enabled: false },
+  // Etherscan's v2 API: one key for every chain (Basescan included); Sourcify needs none.
+  etherscan: { apiKey: process.env.ETHERSCAN_API_KEY ?? "" },
+  sourcify: { enabled: true },
   gasReporter: { enabled: false },
   mocha: { timeout: 120_000 },
 };

@@ -1,14 +1,17 @@
 /**
- * Deploys SpendPolicyFactory and records it in deployments/<network>.json.
+ * Deploys SpendPolicyFactory (which deploys the one SpendPolicy implementation every agent clones) and records both in
+ * deployments/<network>.json, then prints the verify command of every contract.
  *
  *   DEPLOYER_PRIVATE_KEY=0x... BASE_RPC_URL=https://... OPERATOR_ADDRESS=0x... \
  *     npx hardhat run scripts/deploy.ts --network base          (baseSepolia: BASE_SEPOLIA_RPC_URL)
  *
  * Env: OPERATOR_ADDRESS (the service's relayer; required except on the hardhat network), FACTORY_OWNER (default:
- * the deployer), CONFIRMATIONS (default 2; 1 on hardhat). Refuses to overwrite a record made on another chain id.
+ * the deployer), USDC_ADDRESS (default: Circle's USDC of Base or Base Sepolia), CONFIRMATIONS (default 2; 1 on
+ * hardhat). Refuses to overwrite a record made on another chain id. On the in-process hardhat network it first puts
+ * TestUSDC's code at the Base USDC address (a dry run).
  */
 import hre from "hardhat";
-import { deployFactory, verifyCommand } from "../src/chain/deploy";
+import { USDC_ADDRESSES, deployFactory, verifyCommands } from "../src/chain/deploy";
 
 async function main(): Promise<void> {
   if (hre.network.name !== "hardhat" && !process.env.DEPLOYER_PRIVATE_KEY) {
@@ -18,17 +21,20 @@ async function main(): Promise<void> {
   if (confirmations !== undefined && !(Number.isInteger(confirmations) && confirmations >= 1)) {
     throw new Error(`CONFIRMATIONS must be a positive integer, got ${process.env.CONFIRMATIONS}`);
   }
+  if (hre.network.name === "hardhat") {
+    const testUsdc = await hre.artifacts.readArtifact("TestUSDC");
+    await hre.network.provider.request({ method: "hardhat_setCode", params: [USDC_ADDRESSES[8453], testUsdc.deployedBytecode] });
+  }
   const record = await deployFactory(hre, {
     operator: process.env.OPERATOR_ADDRESS || undefined,
     owner: process.env.FACTORY_OWNER || undefined,
+    usdc: process.env.USDC_ADDRESS || undefined,
     confirmations,
     log: (line) => console.log(line),
   });
   console.log(JSON.stringify(record, null, 2));
-  if (record.network !== "hardhat" && record.network !== "localhost") {
-    console.log("\nVerify the source on Basescan (needs BASESCAN_API_KEY):");
-    console.log(`  ${verifyCommand(record)}`);
-  }
+  console.log("\nVerify every contract on the explorer (Etherscan v2 API: ETHERSCAN_API_KEY, one key for all chains) and on Sourcify:");
+  for (const line of verifyCommands(record)) console.log(`  ${line}`);
 }
 
 main().catch((err: unknown) => {

@@ -8,7 +8,8 @@ import {
   DeploymentChainMismatchError,
   deployFactory,
   readDeploymentRecord,
-  verifyCommand,
+  verifyCommands,
+  USDC_ADDRESSES,
   type DeploymentRecord,
 } from "../src/chain/deploy";
 
@@ -17,6 +18,11 @@ const { ethers } = hre;
 describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", function () {
   let dir: string;
 
+  before(async function () {
+    // The factory reads USDC's EIP-712 domain when it deploys the implementation: TestUSDC at the Base address.
+    const testUsdc = await hre.artifacts.readArtifact("TestUSDC");
+    await hre.network.provider.request({ method: "hardhat_setCode", params: [USDC_ADDRESSES[8453], testUsdc.deployedBytecode] });
+  });
   beforeEach(function () {
     dir = mkdtempSync(join(tmpdir(), "spendgate-deployments-"));
   });
@@ -34,7 +40,9 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(onDisk).to.deep.equal(record);
     expect(record).to.include({ network: "hardhat", chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
     expect(record.factory).to.include({ deployer: deployer.address, owner, defaultOperator: operator });
-    expect(record.factory.constructorArgs).to.deep.equal([owner, operator]);
+    const usdc = USDC_ADDRESSES[8453];
+    expect(record.factory.constructorArgs).to.deep.equal([owner, operator, usdc]);
+    expect(record.implementation.constructorArgs).to.deep.equal([usdc]);
     expect(new Date(record.deployedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
 
     const receipt = await ethers.provider.getTransactionReceipt(record.factory.txHash);
@@ -42,20 +50,25 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(receipt?.blockNumber).to.equal(record.factory.block);
     const factory = new Contract(
       record.factory.address,
-      ["function defaultOperator() view returns (address)", "function owner() view returns (address)"],
+      ["function defaultOperator() view returns (address)", "function owner() view returns (address)", "function implementation() view returns (address)"],
       ethers.provider,
     );
     expect(await factory.defaultOperator()).to.equal(operator);
     expect(await factory.owner()).to.equal(owner);
+    expect(await factory.implementation()).to.equal(record.implementation.address);
+    const implementation = new Contract(record.implementation.address, ["function usdc() view returns (address)", "function factory() view returns (address)"], ethers.provider);
+    expect(await implementation.usdc()).to.equal(usdc);
+    expect(await implementation.factory()).to.equal(record.factory.address);
 
     const abis = {
       SpendPolicyFactory: (await hre.artifacts.readArtifact("SpendPolicyFactory")).abi,
       SpendPolicy: (await hre.artifacts.readArtifact("SpendPolicy")).abi,
     };
     expect(record.abiHash).to.equal(keccak256(toUtf8Bytes(JSON.stringify(abis))));
-    expect(verifyCommand(record)).to.equal(
-      `npx hardhat verify --network hardhat ${record.factory.address} ${owner} ${operator}`,
-    );
+    expect(verifyCommands(record)).to.deep.equal([
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${operator} ${usdc}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicy.sol:SpendPolicy ${record.implementation.address} ${usdc}`,
+    ]);
   });
 
   it("defaults owner and operator to the deployer on the hardhat network and overwrites a record of the same chain", async function () {
@@ -87,7 +100,7 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
   });
 
   it("rejects an operator or owner that is not an address", async function () {
-    for (const opts of [{ operator: "0x1234" }, { owner: "not-an-address" }, { operator: ethers.ZeroAddress }]) {
+    for (const opts of [{ operator: "0x1234" }, { owner: "not-an-address" }, { operator: ethers.ZeroAddress }, { usdc: "0x12" }]) {
       let error: Error | undefined;
       try {
         await deployFactory(hre, { ...opts, deploymentsDir: dir });

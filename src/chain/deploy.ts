@@ -22,9 +22,11 @@ export interface DeploymentRecord {
     deployer: string;
     owner: string;
     defaultOperator: string;
-    constructorArgs: [owner: string, defaultOperator: string];
+    constructorArgs: [owner: string, defaultOperator: string, usdc: string];
   };
-  usdc: string | null;
+  /** The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor). */
+  implementation: { address: string; constructorArgs: [usdc: string] };
+  usdc: string;
   abiHash: string;
   deployedAt: string;
 }
@@ -38,6 +40,8 @@ export interface DeployFactoryOptions {
   deployer?: Signer;
   /** Blocks to wait for. Default 1 on hardhat, 2 elsewhere. */
   confirmations?: number;
+  /** The USDC the agents pay with. Default: USDC_ADDRESSES[chainId] (Base, Base Sepolia); required elsewhere. */
+  usdc?: string;
   /** Where records go. Default: <project root>/deployments. */
   deploymentsDir?: string;
   log?: (line: string) => void;
@@ -62,21 +66,23 @@ export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
   return keccak256(toUtf8Bytes(JSON.stringify({ SpendPolicyFactory: factory.abi, SpendPolicy: policy.abi })));
 }
 
-/** Deploys SpendPolicyFactory(owner, operator) from `deployer` and waits for `confirmations`. */
+/** Deploys SpendPolicyFactory(owner, operator, usdc) from `deployer` and waits for `confirmations`. */
 export async function deployFactoryContract(
   hre: HardhatRuntimeEnvironment,
   deployer: Signer,
   owner: string,
   operator: string,
+  usdc: string,
   confirmations = 1,
-): Promise<{ address: string; txHash: string; block: number }> {
+): Promise<{ address: string; txHash: string; block: number; implementation: string }> {
   const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
-  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator);
+  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator, usdc);
   const tx = factory.deploymentTransaction();
   if (!tx) throw new Error("SpendPolicyFactory deployment sent no transaction");
   const receipt = await tx.wait(confirmations);
   if (!receipt || receipt.status !== 1) throw new Error(`SpendPolicyFactory deployment failed (tx ${tx.hash})`);
-  return { address: await factory.getAddress(), txHash: tx.hash, block: receipt.blockNumber };
+  const implementation: string = await (factory as unknown as { implementation(): Promise<string> }).implementation();
+  return { address: await factory.getAddress(), txHash: tx.hash, block: receipt.blockNumber, implementation };
 }
 
 /** The record of `network` in `dir`, if any. */
@@ -93,10 +99,17 @@ function assertSameChain(dir: string, network: string, chainId: number): void {
   }
 }
 
-/** The command that verifies the factory's source on Basescan. */
-export function verifyCommand(record: DeploymentRecord): string {
-  const [owner, operator] = record.factory.constructorArgs;
-  return `npx hardhat verify --network ${record.network} ${record.factory.address} ${owner} ${operator}`;
+/**
+ * The commands that verify every contract's source on the explorer (Etherscan's v2 API, one key for all chains) and
+ * Sourcify: the factory, and the one SpendPolicy implementation it deployed. Agents are ERC-1167 clones of that
+ * implementation, which explorers recognise as proxies of verified code.
+ */
+export function verifyCommands(record: DeploymentRecord): string[] {
+  const [owner, operator, usdc] = record.factory.constructorArgs;
+  return [
+    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${operator} ${usdc}`,
+    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicy.sol:SpendPolicy ${record.implementation.address} ${record.implementation.constructorArgs[0]}`,
+  ];
 }
 
 /**
@@ -125,10 +138,14 @@ export async function deployFactory(
   const operator = checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator ?? deployerAddress);
   const owner = checkedAddress("owner (FACTORY_OWNER)", opts.owner ?? deployerAddress);
   const confirmations = opts.confirmations ?? (network === "hardhat" ? 1 : 2);
+  const usdcAddress = opts.usdc ?? USDC_ADDRESSES[chainId];
+  if (!usdcAddress) throw new Error(`no USDC address known for chain id ${chainId}: pass usdc (USDC_ADDRESS)`);
+  const usdc = checkedAddress("usdc (USDC_ADDRESS)", usdcAddress);
+  if ((await hre.ethers.provider.getCode(usdc)) === "0x") throw new Error(`no contract at USDC address ${usdc} on ${network}`);
 
   log(`Deploying SpendPolicyFactory to ${network} (chain id ${chainId}) from ${deployerAddress}`);
-  log(`  owner ${owner}, defaultOperator ${operator}; waiting for ${confirmations} confirmation(s)`);
-  const deployed = await deployFactoryContract(hre, deployer, owner, operator, confirmations);
+  log(`  owner ${owner}, defaultOperator ${operator}, usdc ${usdc}; waiting for ${confirmations} confirmation(s)`);
+  const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations);
 
   const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
   const onChainOperator: string = await new Contract(deployed.address, artifact.abi, deployer).defaultOperator();
@@ -146,9 +163,10 @@ export async function deployFactory(
       deployer: deployerAddress,
       owner,
       defaultOperator: operator,
-      constructorArgs: [owner, operator],
+      constructorArgs: [owner, operator, usdc],
     },
-    usdc: USDC_ADDRESSES[chainId] ?? null,
+    implementation: { address: getAddress(deployed.implementation), constructorArgs: [usdc] },
+    usdc,
     abiHash: await abiHash(hre),
     deployedAt: new Date().toISOString(),
   };
@@ -159,6 +177,7 @@ export async function deployFactory(
   writeFileSync(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
   renameSync(`${file}.tmp`, file);
   log(`SpendPolicyFactory at ${deployed.address} (block ${deployed.block}, tx ${deployed.txHash}); wrote ${file}`);
+  log(`SpendPolicy implementation at ${record.implementation.address}`);
   return record;
 }
 

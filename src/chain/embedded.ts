@@ -81,6 +81,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
       deployer.connect(hre.ethers.provider),
       deployer.address,
       operator.address,
+      BASE_USDC_ADDRESS,
     );
 
     const hostname = opts.host ?? "127.0.0.1";
