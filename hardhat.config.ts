@@ -27,6 +27,9 @@ const config: HardhatUserConfig = {
       // Payments of many agents in one test run: keep blocks free of the default limit.
       blockGasLimit: 60_000_000,
       initialBaseFeePerGas: 0,
+      // Automine gives every block at least the previous timestamp + 1 s: under bursts the chain ran ahead of the
+      // wall clock (an hour after 3,500 blocks) and EIP-3009 validity windows failed. Blocks may share a second.
+      allowBlocksWithSameTimestamp: true,
     },
     base: { url: process.env.BASE_RPC_URL ?? "https://mainnet.base.org", chainId: 8453, accounts },
     baseSepolia: { url: process.env.BASE_SEPOLIA_RPC_URL ?? "https://sepolia.base.org", chainId: 84532, accounts },

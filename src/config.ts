@@ -56,6 +56,8 @@ const EnvSchema = z
     BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
     SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
     SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+    // The contract refuses authorisations valid for more than an hour.
+    MAX_PAYMENT_VALIDITY_SECONDS: z.coerce.number().int().min(30).max(3_600).default(600),
     SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
     SELL_PAY_TO: address.optional(),
   });
@@ -124,6 +126,7 @@ export interface Config {
   paymentLeaseMs: number;
   blockedOnchainPerHour: number;
   sellerMaxBytes: number;
+  maxPaymentValiditySeconds: number;
   sellPrice: string;
   sellPayTo?: string;
 }
@@ -198,6 +201,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     paymentLeaseMs: e.PAYMENT_LEASE_MS,
     blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
     sellerMaxBytes: e.SELLER_MAX_BYTES,
+    maxPaymentValiditySeconds: e.MAX_PAYMENT_VALIDITY_SECONDS,
     sellPrice: e.SELL_PRICE,
     sellPayTo: e.SELL_PAY_TO,
   };

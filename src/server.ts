@@ -106,7 +106,11 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         chainId: config.chainId,
         privateKey: config.facilitatorPrivateKey,
       }),
-      signatures: new SignatureService(chain.provider, store.usedSignatures, config.signatureWindowSeconds),
+      signatures: new SignatureService(
+        (signer, digest, signature) => chain.factory.isValidSignatureNow(signer, digest, signature) as Promise<boolean>,
+        store.usedSignatures,
+        config.signatureWindowSeconds,
+      ),
       activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
       agentLock: new KeyedMutex(),
       logger,

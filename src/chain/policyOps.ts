@@ -1,7 +1,7 @@
 /** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
-import { Contract, Signature, getAddress, type Log, type TransactionReceipt } from "ethers";
-import type { AgentSigner } from "../wallets/provider";
+import { getAddress, type Log, type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
+import { decodeRevert } from "./errors";
 
 export const REASONS: Record<number, string> = {
   1: "merchant_not_allowed",
@@ -32,11 +32,18 @@ export interface AuthorizeResult {
   blockNumber: number;
 }
 
-const CANCEL_TYPES = { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] };
-const USDC_CANCEL_ABI = [
-  "function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-];
+/** The one EIP-3009 transfer a payment authorises (from = the agent wallet, nonce = the paymentId). */
+export interface TransferInput {
+  payTo: string;
+  amount: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+}
+
+const toTuple = (t: TransferInput) => [t.payTo, t.amount, t.validAfter, t.validBefore];
+
+/** Where a refused payment's on-chain record "pays" (nothing can ever settle it: it is never authorised). */
+export const BLOCKED_RECORD_PAY_TO = "0x000000000000000000000000000000000000dEaD";
 
 export class PolicyOps {
   constructor(private readonly chain: ChainClient) {}
@@ -48,14 +55,17 @@ export class PolicyOps {
     return { decision: Number(decision), reason: REASONS[Number(reason)] ?? null };
   }
 
-  /** authorizePayment: authorised or blocked (PaymentBlocked on-chain), decoded from the receipt. */
+  /**
+   * authorizePayment of exactly `transfer`: authorised or blocked (PaymentBlocked on-chain), decoded from the
+   * receipt. Once authorised, the agent wallet answers ERC-1271 for that one EIP-3009 transfer.
+   */
   async authorize(
     policyAddress: string,
     paymentId: string,
     merchant: string,
     leaf: string,
     proof: string[],
-    amount: bigint,
+    transfer: TransferInput,
     approval: OwnerApprovalInput = NO_APPROVAL,
     onSent?: (txHash: string) => Promise<void>,
   ): Promise<AuthorizeResult> {
@@ -64,7 +74,9 @@ export class PolicyOps {
     // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
     const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(proof.length) * 5_000n;
-    const tx = await this.chain.sendTx((o) => c.authorizePayment(paymentId, merchant, leaf, proof, amount, tuple, { ...o, gasLimit }));
+    const tx = await this.chain.sendTx((o) =>
+      c.authorizePayment(paymentId, merchant, leaf, proof, toTuple(transfer), tuple, { ...o, gasLimit }),
+    );
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
     const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);
     for (const log of this.logsOf(receipt, policyAddress)) {
@@ -85,13 +97,22 @@ export class PolicyOps {
     throw new Error(`authorizePayment ${receipt.hash} emitted neither PaymentAuthorized nor PaymentBlocked`);
   }
 
-  async release(policyAddress: string, paymentId: string): Promise<string> {
+  /**
+   * releasePayment: gives an authorised payment's amount back and kills its authorisation for good. The contract
+   * refuses it once USDC has used the nonce: then the payment settled, and this answers { settled: true }.
+   */
+  async release(policyAddress: string, paymentId: string, transfer: TransferInput): Promise<{ settled: false; txHash: string } | { settled: true }> {
     const c = this.chain.policyAt(policyAddress);
-    const { receipt } = await this.chain.sendAndWait((o) => c.releasePayment(paymentId, o));
-    return receipt.hash;
+    try {
+      const { receipt } = await this.chain.sendAndWait((o) => c.releasePayment(paymentId, toTuple(transfer), o));
+      return { settled: false, txHash: receipt.hash };
+    } catch (err) {
+      if (decodeRevert(c, err)?.name === "SpendPolicyPaymentSettled") return { settled: true };
+      throw err;
+    }
   }
 
-  /** 0 unknown, 1 authorised, 2 released. */
+  /** 1 while authorised and not released; 0 unknown or released. */
   async paymentState(policyAddress: string, paymentId: string): Promise<number> {
     return Number(await this.chain.policyAt(policyAddress, this.chain.provider).paymentState(paymentId));
   }
@@ -115,18 +136,6 @@ export class PolicyOps {
 
   async authorizationUsed(agent: string, nonce: string): Promise<boolean> {
     return this.chain.usdc.authorizationState(agent, nonce);
-  }
-
-  /** Cancels the agent's open EIP-3009 authorisation (signed by the agent, relayed by the operator); the tx hash. */
-  async cancelAuthorization(signer: AgentSigner, nonce: string): Promise<string> {
-    const usdc = new Contract(this.chain.usdc.target as string, USDC_CANCEL_ABI, this.chain.operator);
-    const [name, version] = await Promise.all([this.chain.usdc.name(), this.chain.usdc.version()]);
-    const domain = { name, version, chainId: this.chain.chainId, verifyingContract: getAddress(usdc.target as string) };
-    const sig = Signature.from(
-      await signer.signTypedData({ domain, types: CANCEL_TYPES, primaryType: "CancelAuthorization", message: { authorizer: signer.address, nonce } }),
-    );
-    const { receipt } = await this.chain.sendAndWait((o) => usdc.cancelAuthorization(signer.address, nonce, sig.v, sig.r, sig.s, o));
-    return receipt.hash;
   }
 
   /** The settlement transaction of an EIP-3009 authorisation (USDC AuthorizationUsed), if it is on-chain. */

@@ -11,9 +11,12 @@ export const POLICY_EVENTS = [
   "PaymentAuthorized",
   "PaymentBlocked",
   "PaymentReleased",
+  "ApprovalUsed",
   "PolicyUpdated",
   "PausedSet",
   "OperatorSet",
+  "OwnerSet",
+  "Withdrawn",
 ] as const;
 
 type Args = ChainEventDoc["args"];
@@ -43,11 +46,11 @@ export interface Source {
 export interface EventSources {
   factoryAddress: string;
   usdcAddress: string;
-  policyDeployedTopic: string;
+  agentDeployedTopic: string;
   authorizationUsedTopic: string;
   /** topic0 of every POLICY_EVENTS entry. */
   policyTopics: string[];
-  /** The factory's PolicyDeployed. */
+  /** The factory's AgentDeployed. */
   factory: Source;
   /** USDC AuthorizationUsed. */
   usdc: Source;
@@ -59,19 +62,19 @@ export function eventSources(chain: ChainClient): EventSources {
   const factoryAddress = getAddress(chain.factory.target as string);
   const usdcAddress = getAddress(chain.usdc.target as string);
   const policyIface = chain.policyAt(ZeroAddress).interface;
-  const policyDeployedTopic = chain.factory.interface.getEvent("PolicyDeployed")!.topicHash;
+  const agentDeployedTopic = chain.factory.interface.getEvent("AgentDeployed")!.topicHash;
   const authorizationUsedTopic = chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;
   const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [policyIface.getEvent(name)!.topicHash, name]));
   return {
     factoryAddress,
     usdcAddress,
-    policyDeployedTopic,
+    agentDeployedTopic,
     authorizationUsedTopic,
     policyTopics: [...policyTopics.keys()],
     factory: {
       iface: chain.factory.interface,
       addresses: new Set([factoryAddress.toLowerCase()]),
-      topics: new Map([[policyDeployedTopic, "PolicyDeployed"]]),
+      topics: new Map([[agentDeployedTopic, "AgentDeployed"]]),
     },
     usdc: {
       iface: chain.usdc.interface,
@@ -97,7 +100,12 @@ export function decode(log: Log, source: Source): Decoded | null {
   if (!parsed || parsed.name !== name) return null;
   const args: Args = {};
   parsed.fragment.inputs.forEach((input, i) => {
-    args[input.name] = plain(parsed.args[i], input.type);
+    // A tuple (PolicyUpdated's policy) is flattened into its fields: stored field names may not contain dots.
+    if (input.baseType === "tuple" && input.components) {
+      input.components.forEach((c, j) => (args[c.name] = plain((parsed.args[i] as unknown[])[j], c.type)));
+    } else {
+      args[input.name] = plain(parsed.args[i], input.type);
+    }
   });
   const agent = typeof args.agent === "string" ? args.agent : typeof args.authorizer === "string" ? args.authorizer : null;
   const paymentId = typeof args.paymentId === "string" ? args.paymentId : typeof args.nonce === "string" ? args.nonce : null;

@@ -1,10 +1,10 @@
 /**
- * The chain indexer: follows the factory's PolicyDeployed, the SpendPolicy events of the policies it deployed and
+ * The chain indexer: follows the factory's AgentDeployed, the SpendPolicy events of the policies it deployed and
  * USDC AuthorizationUsed of their agents into `chainEvents`, from a stored cursor, with a confirmation depth, and
  * marks ledger entries (`payments.onchain`) confirmed once their events are.
  *
  * Trust: logs are requested by contract address only: the configured factory, addresses the factory itself announced
- * in a (non-removed) PolicyDeployed, and the configured USDC. A look-alike event from any other contract is never
+ * in a (non-removed) AgentDeployed, and the configured USDC. A look-alike event from any other contract is never
  * requested, and every returned log is checked against the address it was requested for.
  *
  * Idempotence: every write is an upsert on the natural key (chainId, txHash, logIndex) (CongoDB does not enforce
@@ -83,7 +83,7 @@ export class Indexer {
   private readonly sources: EventSources;
   private readonly ledger: LedgerLinker;
 
-  /** policy (lower case) -> agent (checksummed), from non-removed PolicyDeployed events. */
+  /** policy (lower case) -> agent (checksummed), from non-removed AgentDeployed events. */
   private policies = new Map<string, string>();
   private tail: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
@@ -108,7 +108,7 @@ export class Indexer {
   }
 
   /**
-   * Reads new blocks once (and re-reads the reorg window): factory PolicyDeployed, then the SpendPolicy events of
+   * Reads new blocks once (and re-reads the reorg window): factory AgentDeployed, then the SpendPolicy events of
    * known policies and USDC AuthorizationUsed of their agents; writes chainEvents, advances the cursor, confirms
    * events deep enough and links them to the ledger. Returns how many chainEvents were written (inserted, changed
    * or marked removed). Runs of one Indexer never overlap: a call made during a run starts after it.
@@ -174,7 +174,7 @@ export class Indexer {
     stats.linked += await this.ledger.unlink(removed);
 
     // 2. The policies the factory deployed (after step 1, so a removed deployment is no longer trusted).
-    await this.loadPolicies(Math.min(from, this.lastFrom ?? from), removed.some((e) => e.event === "PolicyDeployed"));
+    await this.loadPolicies(Math.min(from, this.lastFrom ?? from), removed.some((e) => e.event === "AgentDeployed"));
     this.lastFrom = from;
 
     // 3. Read [from, head] in chunks, writing events and advancing the cursor after each chunk.
@@ -217,13 +217,13 @@ export class Indexer {
   }
 
   /**
-   * The trusted policies: every non-removed PolicyDeployed of the factory. Reloaded in full on the first run, after a
+   * The trusted policies: every non-removed AgentDeployed of the factory. Reloaded in full on the first run, after a
    * removed deployment and every POLICY_RELOAD_MS; otherwise only deployments from `since` on (those another
    * instance may have indexed in blocks this one skips because it moved the shared cursor).
    */
   private async loadPolicies(since: number, deploymentRemoved: boolean): Promise<void> {
     const full = this.policiesLoadedAt === undefined || deploymentRemoved || Date.now() - this.policiesLoadedAt > POLICY_RELOAD_MS;
-    const filter: Filter<ChainEventDoc> = { chainId: this.chainId, event: "PolicyDeployed", address: this.sources.factoryAddress, removed: false };
+    const filter: Filter<ChainEventDoc> = { chainId: this.chainId, event: "AgentDeployed", address: this.sources.factoryAddress, removed: false };
     if (!full) filter.blockNumber = { $gte: since };
     const deployed = await this.store.chainEvents.find(filter, { projection: { args: 1 } }).toArray();
     const policies = full ? new Map<string, string>() : this.policies;
@@ -239,9 +239,9 @@ export class Indexer {
   /** Reads and writes one block range: factory first (new policies), then policies, then USDC. */
   private async indexRange(from: number, to: number): Promise<number> {
     const decoded: Decoded[] = [];
-    const { factoryAddress, usdcAddress, policyDeployedTopic, authorizationUsedTopic, policyTopics } = this.sources;
+    const { factoryAddress, usdcAddress, agentDeployedTopic, authorizationUsedTopic, policyTopics } = this.sources;
 
-    const factoryLogs = await this.getLogs(from, to, factoryAddress, [policyDeployedTopic]);
+    const factoryLogs = await this.getLogs(from, to, factoryAddress, [agentDeployedTopic]);
     for (const log of factoryLogs) {
       const d = decode(log, this.sources.factory);
       if (!d) continue;

@@ -57,7 +57,10 @@ export class AgentService {
       if (existing) throw this.alreadyRegistered(existing);
     }
 
-    const address = await this.ctx.wallets.create();
+    // The agent's signing key, and its wallet: the factory's CREATE2 clone for that key, known (and fundable) before
+    // it is deployed with the first owner-signed policy.
+    const signerAddress = await this.ctx.wallets.create();
+    const address = getAddress(await this.ctx.chain.factory.predictAgent(signerAddress));
     const now = new Date();
     const doc: AgentDoc = {
       address,
@@ -65,7 +68,8 @@ export class AgentService {
       email,
       registrationKey,
       ownerAddress,
-      policyAddress: getAddress(await this.ctx.chain.factory.predictPolicyAddress(address)),
+      policyAddress: address,
+      signerAddress,
       createdAt: now,
       linkedAt: ownerAddress ? now : null,
     };
@@ -77,7 +81,7 @@ export class AgentService {
         { upsert: true, returnDocument: "before" },
       );
       if (before) {
-        await this.ctx.store.walletKeys.deleteOne({ address });
+        await this.ctx.store.walletKeys.deleteOne({ address: signerAddress });
         throw this.alreadyRegistered(before);
       }
     } else {

@@ -169,6 +169,7 @@ export class ApprovalService {
         quote,
         proof,
         dailyBudget: policy.dailyBudget,
+        agent,
         approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
       });
     }

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
-import { DECISION } from "../chain/policyOps";
+import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
 import { phaseTimer } from "../util/timer";
 import { AppError } from "../errors";
 import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
@@ -73,7 +73,7 @@ export class PaymentService {
     if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
 
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
-    const signed = this.settlement.sign(pc.agent.address, quote);
+    const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
     timer.mark("simulate");
@@ -144,6 +144,7 @@ export class PaymentService {
     let finalReason = reason;
     let capped = false;
     let strayPaymentId: string | null = null;
+    let recordTransfer: TransferInput | null = null;
     if (previous) {
       // Every attempt gets its own ledger entry; only the on-chain record is shared with the first one.
       txHash = previous.txHash;
@@ -152,10 +153,13 @@ export class PaymentService {
       capped = (await this.onchainBlocksLeft(pc.agent.address)) <= 0;
       if (!capped) {
         const paymentId = "0x" + randomBytes(32).toString("hex");
-        const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, amount);
+        // A refused payment names no real payee: nothing may ever settle its record (it is not authorised anyway).
+        recordTransfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
+        const transfer = recordTransfer;
+        const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, transfer);
         if (result.authorized) {
           // The policy changed between simulation and transaction: never keep budget for a payment not made.
-          await this.settlement.ops.release(pc.agent.policyAddress, paymentId).catch((err) => {
+          await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err) => {
             // Left to the recovery sweep, which releases it (the entry below records the paymentId).
             this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
             strayPaymentId = paymentId;
@@ -180,8 +184,10 @@ export class PaymentService {
       txHash,
       authorizeTxHash: txHash,
       releaseTxHash: null,
-      payTo: null,
-      validBefore: null,
+      // Kept for a stray authorisation, which recovery releases with these exact fields.
+      payTo: strayPaymentId ? recordTransfer!.payTo : null,
+      validAfter: strayPaymentId ? 0 : null,
+      validBefore: strayPaymentId ? Number(recordTransfer!.validBefore) : null,
       createdAt: now,
       updatedAt: now,
       settledAt: null,

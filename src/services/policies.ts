@@ -139,7 +139,7 @@ export class PolicyService {
         .sendAndWait((overrides) =>
           deployed
             ? contract.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
-            : contract.deployPolicy(agent.address, owner, tuple, input.timestamp, input.humanSignature, overrides),
+            : contract.deployAgent(agent.signerAddress, owner, tuple, input.timestamp, input.humanSignature, overrides),
         )
         .catch((err) => revertToAppError(contract, err));
       const doc: PolicyDoc = {

@@ -4,11 +4,11 @@
  * restart can finish what a crash interrupted (resolveInFlight).
  */
 import { fromBaseUnits } from "../amounts";
-import { type OwnerApprovalInput, NO_APPROVAL, PolicyOps } from "../chain/policyOps";
+import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL, PolicyOps } from "../chain/policyOps";
 import { AppError, gatewayTimeout, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
-import type { PaymentDoc } from "../store/documents";
-import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, signPayment } from "../x402/buyer";
+import type { AgentDoc, PaymentDoc } from "../store/documents";
+import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, signPayment, walletPayer } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 
@@ -32,8 +32,9 @@ export interface ExecuteInput {
   dailyBudget: bigint;
   approval?: OwnerApprovalInput;
   timer?: PhaseTimer;
-  /** The payment already signed (while the policy was simulated); signed here otherwise. */
+  /** The payment already signed (while the policy was simulated); signed here for `agent` otherwise. */
   signed?: Promise<SignedPayment>;
+  agent?: AgentDoc;
 }
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
@@ -64,9 +65,15 @@ export class SettlementService {
     await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease() } });
   }
 
-  /** The agent's EIP-3009 authorisation for the quote. It stays in memory until the policy has authorised it. */
-  sign(agent: string, quote: Quote): Promise<SignedPayment> {
-    return this.ctx.wallets.signer(agent).then((signer) => signPayment(signer, quote));
+  /**
+   * The agent wallet's EIP-3009 authorisation for the quote, signed by the agent's signing key. It is worth nothing
+   * until the policy authorises exactly this transfer on-chain (the wallet answers ERC-1271 for it only then), and it
+   * stays in memory until then.
+   */
+  sign(agent: AgentDoc, quote: Quote): Promise<SignedPayment> {
+    return this.ctx.wallets
+      .signer(agent.signerAddress)
+      .then((key) => signPayment(walletPayer(agent.address, key), quote, this.ctx.config.maxPaymentValiditySeconds));
   }
 
   /** Authorises on-chain, pays the seller and settles. Called with the agent's lock held. */
@@ -74,10 +81,11 @@ export class SettlementService {
     const { txnId, base, quote, proof } = input;
     const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
-    const signed = await (input.signed ?? this.sign(agent, quote));
+    if (!input.signed && !input.agent) throw new Error("execute needs the signed payment or the agent");
+    const signed = await (input.signed ?? this.sign(input.agent!, quote));
     const paymentId = signed.nonce;
     timer.mark("sign");
-    const auth = signed.payload.payload as { authorization?: { validBefore?: string } };
+    const transfer = signed.transfer;
     const now = new Date();
     await this.ctx.store.payments.updateOne(
       { txnId },
@@ -92,9 +100,9 @@ export class SettlementService {
           txHash: null,
           authorizeTxHash: null,
           releaseTxHash: null,
-          payTo: quote.requirement.payTo,
-          validBefore: Number(auth.authorization?.validBefore ?? 0),
-          cancelTxHash: null,
+          payTo: transfer.payTo,
+          validAfter: Number(transfer.validAfter),
+          validBefore: Number(transfer.validBefore),
           leaseUntil: this.lease(),
           updatedAt: now,
           settledAt: null,
@@ -114,7 +122,7 @@ export class SettlementService {
         base.merchant,
         proof.leaf,
         proof.proof,
-        quote.amount,
+        transfer,
         input.approval ?? NO_APPROVAL,
         (hash) => this.update(txnId, { authorizeTxHash: hash }),
       );
@@ -142,7 +150,8 @@ export class SettlementService {
     timer.mark("authorize");
     await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
-    // After a failure past authorisation: cancel and release, unless it settled after all, which is then a success.
+    // After a failure past authorisation: release (which kills the authorisation), unless it settled after all, which
+    // is then a success.
     const approved = async (settledTx: string | null, res: { status: number; body: unknown } | null, detail: string | null): Promise<PayOutcome> => {
       const settledAt = new Date();
       await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail });
@@ -219,35 +228,38 @@ export class SettlementService {
   }
 
   /**
-   * After authorisation, when the payment did not (visibly) settle: cancel the EIP-3009 authorisation so that it can
-   * never settle later, then release the budget. USDC marks a nonce used both when it settles and when it is
-   * cancelled, so the cancel we sent is recorded: "used" without our cancel means settled.
+   * After authorisation, when the payment did not (visibly) settle: release it on-chain, which kills the
+   * authorisation for good (the wallet refuses its digest from then on) and gives the budget back. The contract
+   * refuses the release once USDC has used the nonce: then it settled, and the payment is approved after all.
    */
   private async finishUnsettled(txnId: string, detail: string): Promise<{ state: "settled" | "released"; txHash: string | null }> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc?.paymentId) throw new Error(`payment ${txnId} has no paymentId`);
     const { agentAddress: agent, paymentId } = doc;
-    let cancelTxHash = doc.cancelTxHash ?? null;
-    if (!(await this.ops.authorizationUsed(agent, paymentId))) {
-      const signer = await this.ctx.wallets.signer(agent);
+    let releaseTx: string | null = null;
+    let settled = false;
+    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === 1) {
       try {
-        cancelTxHash = await this.ops.cancelAuthorization(signer, paymentId);
-        await this.update(txnId, { cancelTxHash });
+        const r = await this.ops.release(doc.policyAddress, paymentId, transferOf(doc));
+        if (r.settled) settled = true;
+        else releaseTx = r.txHash;
       } catch (err) {
-        this.ctx.logger.warn({ err, txnId }, "cancelAuthorization failed; reading the outcome from chain");
+        this.ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
         if (!(await this.ops.authorizationUsed(agent, paymentId))) {
-          // Neither settled nor cancelled: leave it in flight (lease kept) for the recovery sweep to finish.
+          // Neither settled nor released: leave it in flight (lease kept) for the recovery sweep to finish.
           throw new AppError(502, "upstream_error", "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.");
         }
+        settled = true;
       }
+    } else {
+      // Not authorised any more (released before an interruption) or never: only a settlement could have used it.
+      settled = await this.ops.authorizationUsed(agent, paymentId);
     }
-    if (cancelTxHash === null) {
-      // Used, and not by our cancel: it settled.
+    if (settled) {
       const txHash = await this.ops.settlementTx(agent, paymentId, doc.authorizeBlock ?? 0);
       await this.update(txnId, { status: "approved", phase: "done", txHash, settledAt: new Date(), detail });
       return { state: "settled", txHash };
     }
-    const releaseTx = (await this.ops.paymentState(doc.policyAddress, paymentId)) === 1 ? await this.ops.release(doc.policyAddress, paymentId) : null;
     // A refused payment whose stray authorisation is released here keeps its "blocked" answer.
     const refused = doc.status === "blocked";
     await this.update(txnId, {
@@ -255,15 +267,16 @@ export class SettlementService {
       phase: "done",
       reason: refused ? doc.reason : "settlement_failed",
       detail: refused ? doc.detail ?? null : detail,
-      releaseTxHash: releaseTx,
+      releaseTxHash: releaseTx ?? doc.releaseTxHash ?? null,
     });
     return { state: "released", txHash: null };
   }
 
   /**
    * Resolves a payment left between authorise and settle from chain state: settled -> approved; authorised but not
-   * settled -> authorisation cancelled, budget released -> failed; never authorised -> authorisation cancelled ->
-   * failed. An authorisation transaction still pending is left for a later sweep.
+   * settled -> released (the authorisation dies with it) -> failed; never authorised -> failed (the wallet never
+   * answers for an unauthorised transfer, so nothing can settle it). An authorisation still pending is left for a
+   * later sweep.
    */
   async resolveInFlight(txnId: string): Promise<void> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
@@ -273,22 +286,11 @@ export class SettlementService {
       if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
-    const state = await this.ops.paymentState(doc.policyAddress, doc.paymentId);
-    if (state === 1) {
-      await this.finishUnsettled(txnId, "recovered after an interruption");
-      return;
+    const wasAuthorized = doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === 1;
+    const outcome = await this.finishUnsettled(txnId, "recovered after an interruption");
+    if (outcome.state === "released" && !wasAuthorized && doc.status !== "blocked") {
+      await this.update(txnId, { reason: "not_authorized" });
     }
-    if (state === 0 && !(await this.ops.authorizationUsed(doc.agentAddress, doc.paymentId))) {
-      // Never authorised: make sure the signed authorisation can never be used either.
-      const signer = await this.ctx.wallets.signer(doc.agentAddress);
-      await this.update(txnId, { cancelTxHash: await this.ops.cancelAuthorization(signer, doc.paymentId) });
-    }
-    await this.update(txnId, {
-      status: "failed",
-      phase: "done",
-      reason: state === 2 ? "settlement_failed" : "not_authorized",
-      detail: "recovered after an interruption",
-    });
   }
 
   /** An approval whose payment was finished by recovery takes the payment's outcome. */
@@ -325,6 +327,12 @@ export class SettlementService {
     }
     return resolved;
   }
+}
+
+/** The transfer a payment authorised, as its ledger entry recorded it (recovery releases with it). */
+export function transferOf(doc: PaymentDoc): TransferInput {
+  if (!doc.payTo || doc.validBefore == null) throw new Error(`payment ${doc.txnId} has no recorded transfer`);
+  return { payTo: doc.payTo, amount: BigInt(doc.amount), validAfter: BigInt(doc.validAfter ?? 0), validBefore: BigInt(doc.validBefore) };
 }
 
 function withoutCreatedAt(base: LedgerBase): Omit<LedgerBase, "createdAt"> {

@@ -1,14 +1,17 @@
 /**
- * Owner signatures checked by the server: EIP-712 typed data from EOAs (ECDSA) or contract wallets (ERC-1271),
- * a timestamp window around the server clock, and single use (the digest is stored once used).
+ * Owner signatures checked by the server: EIP-712 typed data, a timestamp window around the server clock, and single
+ * use (the digest is stored once used). Whether a signature is the signer's is asked of the chain, through the
+ * factory's `isValidSignatureNow` (OpenZeppelin SignatureChecker, the check every contract uses): EOAs, ERC-1271
+ * contract wallets (a Safe) and EIP-7702 accounts are judged exactly as the contracts will judge them, so the server
+ * never consumes a signature the chain would refuse, nor refuses one it would accept.
  */
-import { Contract, TypedDataEncoder, getAddress, keccak256, toUtf8Bytes, verifyTypedData, type Provider, type TypedDataDomain, type TypedDataField } from "ethers";
+import { TypedDataEncoder, keccak256, toUtf8Bytes, type TypedDataDomain, type TypedDataField } from "ethers";
 import type { Collection } from "mongodb";
 import { invalidSignature } from "../errors";
 import type { UsedSignatureDoc } from "../store/documents";
 
-const ERC1271_MAGIC = "0x1626ba7e";
-const ERC1271_ABI = ["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"];
+/** The chain's signature check: (signer, digest, signature) -> valid. */
+export type SignatureCheck = (signer: string, digest: string, signature: string) => Promise<boolean>;
 
 export interface TypedSignatureCheck {
   kind: string;
@@ -22,7 +25,7 @@ export interface TypedSignatureCheck {
 
 export class SignatureService {
   constructor(
-    private readonly provider: Provider,
+    private readonly check: SignatureCheck,
     private readonly used: Collection<UsedSignatureDoc>,
     private readonly windowSeconds: number,
     private readonly now: () => number = () => Math.floor(Date.now() / 1000),
@@ -32,7 +35,7 @@ export class SignatureService {
   async verify(check: TypedSignatureCheck): Promise<string> {
     this.checkTimestamp(check.timestamp);
     const digest = TypedDataEncoder.hash(check.domain, check.types, check.message);
-    if (!(await this.isValidSignature(check.expectedSigner, digest, check))) {
+    if (!(await this.isValidSignature(check.expectedSigner, digest, check.signature))) {
       throw invalidSignature(
         `The signature is not ${check.expectedSigner}'s ${Object.keys(check.types)[0]} over these exact fields.`,
       );
@@ -51,11 +54,6 @@ export class SignatureService {
     if (before) throw invalidSignature("This signature was already used; sign again with a new timestamp.");
   }
 
-  /** Whether a digest was already consumed (for a read-only check before an on-chain step). */
-  async isUsed(kind: string, digest: string): Promise<boolean> {
-    return (await this.used.countDocuments({ hash: keccak256(toUtf8Bytes(`${kind}:${digest}`)) })) > 0;
-  }
-
   checkTimestamp(timestamp: number): void {
     const skew = Math.abs(this.now() - timestamp);
     if (skew > this.windowSeconds) {
@@ -65,19 +63,8 @@ export class SignatureService {
     }
   }
 
-  private async isValidSignature(signer: string, digest: string, check: TypedSignatureCheck): Promise<boolean> {
-    try {
-      const recovered = verifyTypedData(check.domain, check.types, check.message, check.signature);
-      if (getAddress(recovered) === getAddress(signer)) return true;
-    } catch {
-      // not an ECDSA signature: it may still be a contract wallet's
-    }
-    if ((await this.provider.getCode(signer)) === "0x") return false;
-    try {
-      const wallet = new Contract(signer, ERC1271_ABI, this.provider);
-      return (await wallet.isValidSignature(digest, check.signature)) === ERC1271_MAGIC;
-    } catch {
-      return false;
-    }
+  private async isValidSignature(signer: string, digest: string, signature: string): Promise<boolean> {
+    if (!/^0x([0-9a-fA-F]{2})*$/.test(signature)) return false;
+    return this.check(signer, digest, signature);
   }
 }

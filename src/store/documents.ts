@@ -28,7 +28,10 @@ export interface AgentDoc {
   /** sha256 of (creator owner, email, label) when email or label is given: the natural key that makes genesis 409. */
   registrationKey: string | null;
   ownerAddress: string | null;
-  policyAddress: string; // the factory's prediction (equal to the deployed address once deployed)
+  /** The agent's wallet and spend policy: one contract, so always equal to `address` (kept for the ledger's shape). */
+  policyAddress: string;
+  /** The agent's signing key (held by the WalletProvider); the agent address is the factory's CREATE2 clone of it. */
+  signerAddress: string;
   createdAt: Date;
   linkedAt: Date | null;
 }
@@ -115,8 +118,8 @@ export interface PaymentDoc {
   /** Block of the authorisation: settlement logs are searched from here. */
   authorizeBlock?: number | null;
   releaseTxHash: string | null;
-  /** Our USDC cancelAuthorization, when we cancelled (tells "cancelled" from "settled"). */
-  cancelTxHash?: string | null;
+  /** The authorised transfer's validAfter (with payTo, amount and validBefore: what releasePayment is called with). */
+  validAfter?: number | null;
   /** The instance working on an in-flight payment owns it until then; recovery waits for it to pass. */
   leaseUntil?: Date;
   payTo: string | null;

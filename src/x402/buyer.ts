@@ -6,6 +6,8 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { getAddress } from "ethers";
+import { walletSignature } from "../chain/typedData";
 import type { AgentSigner } from "../wallets/provider";
 import { Agent, fetch as undiciFetch } from "undici";
 import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
@@ -210,19 +212,50 @@ export interface SignedPayment {
   headers: Record<string, string>;
   /** The EIP-3009 nonce: SpendGate's paymentId. */
   nonce: string;
+  /** Exactly the transfer signed: what the policy must authorise before the signature is worth anything. */
+  transfer: { payTo: string; amount: bigint; validAfter: bigint; validBefore: bigint };
 }
 
-/** Signs the EIP-3009 authorisation for exactly this requirement with the agent's key, through the x402 client. */
-export async function signPayment(signer: AgentSigner, quote: Quote): Promise<SignedPayment> {
+/**
+ * The x402 signer of an agent: its address is the agent wallet (the contract that holds the funds, and the
+ * EIP-3009 `from`), and its signature is the wallet's ERC-1271 format: the nonce (paymentId) followed by the agent
+ * signing key's signature of the EIP-712 digest. The wallet accepts it only for a transfer its policy authorised.
+ */
+export function walletPayer(walletAddress: string, key: AgentSigner): AgentSigner {
+  return {
+    address: getAddress(walletAddress) as `0x${string}`,
+    signTypedData: async (data) => {
+      const nonce = data.message.nonce;
+      if (data.primaryType !== "TransferWithAuthorization" || typeof nonce !== "string") {
+        throw new Error(`an agent wallet signs only EIP-3009 TransferWithAuthorization, not ${data.primaryType}`);
+      }
+      return walletSignature(nonce, await key.signTypedData(data)) as `0x${string}`;
+    },
+  };
+}
+
+/**
+ * Signs the EIP-3009 authorisation for exactly this requirement through the x402 client, valid for at most
+ * `maxValiditySeconds` whatever the seller asks (the payload still names the seller's own requirement, which sellers
+ * match exactly).
+ */
+export async function signPayment(signer: AgentSigner, quote: Quote, maxValiditySeconds = 600): Promise<SignedPayment> {
   const client = new x402Client();
   registerExactEvmScheme(client, { signer });
   client.setSpendControls(false); // the on-chain policy is the spend control
   const http = new x402HTTPClient(client);
-  const only = { ...quote.paymentRequired, accepts: [quote.requirement] } as PaymentRequired;
-  const payload = await http.createPaymentPayload(only);
-  const auth = (payload.payload as { authorization?: { nonce?: string } }).authorization;
-  if (!auth?.nonce) throw new Error("x402 client produced a payload without an EIP-3009 nonce");
-  return { payload, headers: http.encodePaymentSignatureHeader(payload), nonce: auth.nonce };
+  const asked = Number(quote.requirement.maxTimeoutSeconds);
+  const validity = Number.isSafeInteger(asked) && asked > 0 ? Math.min(asked, maxValiditySeconds) : maxValiditySeconds;
+  const capped = { ...quote.requirement, maxTimeoutSeconds: validity };
+  const payload = await http.createPaymentPayload({ ...quote.paymentRequired, accepts: [capped] } as PaymentRequired);
+  if (payload.x402Version === 2) (payload as { accepted?: unknown }).accepted = quote.requirement;
+  const auth = (payload.payload as { authorization?: Record<string, string> }).authorization;
+  if (!auth?.nonce || !auth.to || !auth.value || auth.validBefore === undefined) {
+    throw new Error("x402 client produced a payload without an EIP-3009 authorization");
+  }
+  const transfer = { payTo: getAddress(auth.to), amount: BigInt(auth.value), validAfter: BigInt(auth.validAfter ?? 0), validBefore: BigInt(auth.validBefore) };
+  if (transfer.amount !== quote.amount) throw new Error("x402 client signed another amount than quoted");
+  return { payload, headers: http.encodePaymentSignatureHeader(payload), nonce: auth.nonce, transfer };
 }
 
 /** The settlement the seller reports in PAYMENT-RESPONSE / X-PAYMENT-RESPONSE, if any. */

@@ -14,7 +14,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
   });
   after(async () => s?.close());
 
-  const predicted = async (agent: string) => getAddress(await s.svc.chain.factory.predictPolicyAddress(agent));
+  const predicted = async (agent: string) => getAddress(agent); // the agent wallet is its policy contract
   /** The policy as the contract holds it, in base units. */
   const onchain = async (policyContract: string) => {
     const c = s.svc.chain.policyAt(policyContract, s.svc.chain.provider);

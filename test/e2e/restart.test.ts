@@ -138,8 +138,7 @@ describe("a service killed between authorise and settle", function () {
     const ownerSignature = await owner.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, { agent, owner: owner.address, timestamp: ts });
     const activationCode = new URL(g.body.activationUrl).searchParams.get("code");
     expect((await call(url, "POST", "/agents/link", { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp: ts, activationCode })).status).to.equal(200);
-    const factory = new (await import("ethers")).Contract(chain.addresses.factory, ["function predictPolicyAddress(address) view returns (address)"], provider);
-    const policyAddress = getAddress(await factory.predictPolicyAddress(agent));
+    const policyAddress = getAddress(agent); // the agent wallet is its policy contract
     const policy = { perTxLimit: 5n * USDC, dailyBudget: 20n * USDC, allowlistRoot: allowlistRoot(["127.0.0.1"]), approvalThreshold: 5n * USDC };
     const humanSignature = await owner.signTypedData(policyDomain(8453, policyAddress), SET_POLICY_TYPES, { agent, ...policy, timestamp: ts });
     const limits = await call(url, "POST", "/limits", { agentAddress: agent, perTxLimit: "5", dailyBudget: "20", allowlist: ["127.0.0.1"], approvalThreshold: "5", humanSignature, timestamp: ts }, g.body.apiKey);

@@ -6,7 +6,7 @@
  */
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { Contract, Signature, Wallet, type Signer } from "ethers";
+import { BaseWallet, Contract, Signature, type Signer } from "ethers";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, walletSignature } from "../../src/chain/typedData";
 import type { SpendPolicy, TestUSDC } from "../../typechain-types";
 
@@ -16,7 +16,7 @@ export interface Secrets {
   /** The operator's key: authorises and releases payments, deploys agents. */
   operator: Signer;
   /** The agent's signing key (the service decrypts it to sign). */
-  agentKey: Wallet;
+  agentKey: BaseWallet;
 }
 
 export interface Target {

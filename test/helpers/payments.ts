@@ -13,7 +13,7 @@ export async function approvalDecision(
   action: "approve" | "deny",
   timestamp = s.now(),
 ): Promise<{ humanSignature: string; timestamp: number }> {
-  const policy = getAddress(await s.svc.chain.factory.predictPolicyAddress(a.agentAddress));
+  const policy = getAddress(a.agentAddress);
   const humanSignature = await owner.signTypedData(policyDomain(8453, policy), APPROVAL_DECISION_TYPES, {
     action,
     approvalId: a.id,

@@ -88,7 +88,8 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     return { status: res.status, body: parsed, headers: res.headers };
   };
 
-  const policyAddressOf = async (agent: string) => getAddress(await svc.chain.factory.predictPolicyAddress(agent));
+  // The agent wallet is its policy contract (one contract since v2): the policy domain's verifyingContract is the agent.
+  const policyAddressOf = async (agent: string) => getAddress(agent);
 
   const stack: Stack = {
     svc,
