@@ -22,6 +22,8 @@ export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
   payment_not_required: { status: 422, meaning: "The seller answered 2xx without asking for payment; nothing was paid." },
   unsupported_payment: { status: 422, meaning: "Approve: the seller no longer offers an exact USDC payment on this chain." },
   unsafe_seller_address: { status: 422, meaning: "The seller's host resolves to a private, loopback or link-local address (refused unless ALLOW_PRIVATE_SELLERS)." },
+  insufficient_funds: { status: 422, meaning: "Withdraw: the agent wallet holds less of the token than asked." },
+  withdraw_failed: { status: 422, meaning: "Withdraw: the recipient refused the transfer (for example a contract that does not accept ETH)." },
   blocked: { status: 422, meaning: "Approve: the approved payment was blocked on-chain (the body's `details` is the blocked payment result)." },
   rate_limited: { status: 429, meaning: "Too many requests for this key (or address) this minute; see `Retry-After`." },
   internal: { status: 500, meaning: "An unexpected error on the service's side; nothing was charged." },

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { PauseRequest } from "../http/routes/controls";
+import { SetOwnerRequest, SetOwnerResponse, WithdrawRequest, WithdrawResponse } from "../schemas/owner";
 import {
   ActivationResponse,
   AddressQuery,
@@ -41,7 +42,7 @@ import { AgentIntel, HealthResponse, JsonRpcMessage, JsonRpcResponse, PaymentCha
 import { DASHBOARD_ROUTES } from "./registry.dashboard";
 
 export type AuthMode = "none" | "key" | "owner" | "genesis" | "x402" | "mcp";
-export type SignedType = "SetPolicy" | "SetPaused" | "ApprovalDecision" | "LinkAgent" | "SIWE";
+export type SignedType = "SetPolicy" | "SetPaused" | "ApprovalDecision" | "LinkAgent" | "SIWE" | "Withdraw" | "SetOwner";
 
 export interface ResponseDoc {
   description: string;
@@ -206,6 +207,33 @@ export const ROUTES: RouteDoc[] = [
     body: PauseRequest,
     responses: { 200: json("the pause state on-chain", PauseResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "unavailable", ...SIGNED],
+  },
+  {
+    method: "POST",
+    path: "/agents/:address/withdraw",
+    tag: "Policy",
+    summary: "Withdraw funds from the agent's wallet (owner-signed; works while paused)",
+    description:
+      "The only way out of an agent wallet besides a payment the policy authorised: the owner's EIP-712 Withdraw, relayed by the service. " +
+      "Any token (USDC, ETH, another ERC-20) to any address; each signature works once.",
+    auth: "owner",
+    signature: "Withdraw",
+    params: { address: { schema: Address, description: "the agent" } },
+    body: WithdrawRequest,
+    responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
+  },
+  {
+    method: "POST",
+    path: "/agents/:address/owner",
+    tag: "Policy",
+    summary: "Hand the agent over to a new owner (signed by the current owner)",
+    auth: "owner",
+    signature: "SetOwner",
+    params: { address: { schema: Address, description: "the agent" } },
+    body: SetOwnerRequest,
+    responses: { 200: json("the new owner, on-chain and in the service", SetOwnerResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "no_policy", ...SIGNED],
   },
   {
     method: "POST",

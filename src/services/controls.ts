@@ -1,7 +1,13 @@
-/** The kill switch: pause or resume an agent's payments on-chain with the owner's SetPaused signature. */
+/**
+ * The owner's controls beyond the policy, each relayed on-chain with the owner's EIP-712 signature: the kill switch
+ * (SetPaused), taking funds out of the agent's wallet (Withdraw) and handing ownership over (SetOwner).
+ */
+import { Contract, ZeroAddress, formatUnits, getAddress, parseUnits } from "ethers";
 import { revertToAppError } from "../chain/errors";
-import { SET_PAUSED_TYPES, policyDomain } from "../chain/typedData";
-import { conflict } from "../errors";
+import { ERC20_ABI } from "../chain/client";
+import { SET_OWNER_TYPES, SET_PAUSED_TYPES, WITHDRAW_TYPES, policyDomain } from "../chain/typedData";
+import { AppError, badRequest, conflict } from "../errors";
+import type { SetOwnerRequest, WithdrawRequest } from "../schemas/owner";
 import type { AgentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 
@@ -31,5 +37,79 @@ export class ControlService {
       .catch((err) => revertToAppError(policy, err));
     this.ctx.logger.info({ agent: agent.address, paused: input.paused, txHash: receipt.hash }, "pause set");
     return { agentAddress: agent.address, paused: input.paused, policyContract: agent.policyAddress, txHash: receipt.hash };
+  }
+
+  /** Moves funds out of the agent's wallet with the owner's Withdraw signature (works while paused). */
+  async withdraw(agent: AgentDoc, input: WithdrawRequest) {
+    const owner = await this.deployedOwner(agent);
+    const { chain } = this.ctx;
+    const token = input.token === "ETH" ? ZeroAddress : input.token === "USDC" ? getAddress(this.ctx.config.usdcAddress) : input.token;
+    const erc20 = token === ZeroAddress ? null : new Contract(token, ERC20_ABI, chain.provider);
+    const decimals = erc20 ? Number(await erc20.decimals().catch(() => Promise.reject(badRequest(`${token} is not an ERC-20 token.`)))) : 18;
+    let amount: bigint;
+    try {
+      amount = parseUnits(input.amount, decimals);
+    } catch {
+      throw badRequest(`amount: at most ${decimals} decimals for this token.`);
+    }
+    if (amount <= 0n) throw badRequest("amount: must be greater than 0.");
+    const digest = await this.ctx.signatures.verify({
+      kind: "Withdraw",
+      domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
+      types: WITHDRAW_TYPES,
+      message: { agent: agent.address, token, to: input.to, amount, timestamp: input.timestamp },
+      signature: input.humanSignature,
+      expectedSigner: owner,
+      timestamp: input.timestamp,
+    });
+    const balance: bigint = erc20 ? await erc20.balanceOf(agent.address) : await chain.provider.getBalance(agent.address);
+    if (balance < amount) {
+      throw new AppError(422, "insufficient_funds", `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`);
+    }
+    await this.ctx.signatures.consume("Withdraw", digest);
+    const wallet = chain.policyAt(agent.policyAddress);
+    const { receipt } = await chain
+      .sendAndWait((o) => wallet.withdraw(token, input.to, amount, input.timestamp, input.humanSignature, o))
+      .catch((err) => revertToAppError(wallet, err));
+    this.ctx.logger.info({ agent: agent.address, token, to: input.to, amount: amount.toString(), txHash: receipt.hash }, "withdrawn");
+    return { status: "withdrawn" as const, agentAddress: agent.address, token, to: input.to, amount: formatUnits(amount, decimals), txHash: receipt.hash };
+  }
+
+  /** Hands the agent over to a new owner with the current owner's SetOwner signature, on-chain and in the store. */
+  async setOwner(agent: AgentDoc, input: SetOwnerRequest) {
+    const owner = await this.deployedOwner(agent);
+    const digest = await this.ctx.signatures.verify({
+      kind: "SetOwner",
+      domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
+      types: SET_OWNER_TYPES,
+      message: { agent: agent.address, newOwner: input.newOwner, timestamp: input.timestamp },
+      signature: input.humanSignature,
+      expectedSigner: owner,
+      timestamp: input.timestamp,
+    });
+    await this.ctx.signatures.consume("SetOwner", digest);
+    const { chain, store } = this.ctx;
+    const wallet = chain.policyAt(agent.policyAddress);
+    const { receipt } = await chain
+      .sendAndWait((o) => wallet.setOwner(input.newOwner, input.timestamp, input.humanSignature, o))
+      .catch((err) => revertToAppError(wallet, err));
+    // The chain decided; the store follows (the old owner's keys lose the agent at once).
+    await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });
+    await store.owners.updateOne(
+      { address: input.newOwner },
+      { $setOnInsert: { address: input.newOwner, createdAt: new Date(), lastSignInAt: new Date(0) } },
+      { upsert: true },
+    );
+    this.ctx.logger.info({ agent: agent.address, from: owner, to: input.newOwner, txHash: receipt.hash }, "owner set");
+    return { agentAddress: agent.address, ownerAddress: input.newOwner, txHash: receipt.hash };
+  }
+
+  /** The owner the contract knows, for an agent whose wallet is deployed. */
+  private async deployedOwner(agent: AgentDoc): Promise<string> {
+    if (!agent.ownerAddress) throw conflict(`Agent ${agent.address} has no owner yet.`);
+    if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) {
+      throw new AppError(422, "no_policy", `Agent ${agent.address} has no wallet contract yet: its owner deploys it by setting a policy.`);
+    }
+    return getAddress(await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).owner());
   }
 }

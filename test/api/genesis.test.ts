@@ -24,8 +24,13 @@ describe("POST /wallet/genesis (open registration)", () => {
     expect(new Date(createdAt).toISOString()).to.equal(createdAt);
     expect(new Date(createdAt).getTime()).to.be.within(before - 1000, Date.now() + 1000);
     expect(message).to.be.a("string").and.include(`${DASHBOARD}/onboarding?agent=${agentAddress}`);
-    // The wallet really exists: its key is held (encrypted) and it can read its own policy.
-    expect(await s.svc.store.walletKeys.countDocuments({ address: agentAddress })).to.equal(1);
+    // The agent address is the factory's CREATE2 wallet of a signing key the service holds (encrypted): known now,
+    // deployed with the first owner-signed policy.
+    const doc = (await s.svc.store.agents.findOne({ address: agentAddress }))!;
+    expect(await s.svc.store.walletKeys.countDocuments({ address: doc.signerAddress })).to.equal(1);
+    expect(getAddress(await s.svc.chain.factory.predictAgent(doc.signerAddress))).to.equal(agentAddress);
+    expect(doc.policyAddress).to.equal(agentAddress);
+    expect(await s.svc.chain.isDeployed(agentAddress)).to.equal(false);
     const limits = await s.api("GET", "/limits", { key: apiKey });
     expect(limits.status).to.equal(200);
     expect(limits.body.agents.map((a: { address: string }) => a.address)).to.deep.equal([agentAddress]);

@@ -46,7 +46,15 @@ describe("GET /wallet/balance and GET /wallet/agents", () => {
     const policy = s.svc.chain.policyAt(policyContract);
     const empty = { approvalId: "", amount: 0n, timestamp: 0n, signature: "0x" };
     await s.svc.chain.sendAndWait((o) =>
-      policy.authorizePayment(hexlify(randomBytes(32)), "api.example.com", proof.leaf, proof.proof, 3_250_000n, empty, o),
+      policy.authorizePayment(
+        hexlify(randomBytes(32)),
+        "api.example.com",
+        proof.leaf,
+        proof.proof,
+        [randomOwner().address, 3_250_000n, 0n, BigInt(Math.floor(Date.now() / 1000) + 300)],
+        empty,
+        o,
+      ),
     );
     expect(await policy.spentToday()).to.equal(3_250_000n);
 

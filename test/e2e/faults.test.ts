@@ -11,6 +11,7 @@ import {
   type TestSeller,
 } from "../helpers/sellers";
 import { requestSeller, SellerError } from "../../src/x402/buyer";
+import { decodePaymentSignatureHeader } from "@x402/core/http";
 
 const USDC = 1_000_000n;
 
@@ -43,7 +44,7 @@ describe("POST /pay when sellers and facilitators fail", () => {
     return { a, res };
   }
 
-  it("a seller failing after the payment header: 502, the authorisation is cancelled, the budget released, the ledger says failed", async () => {
+  it("a seller failing after the payment header: 502, the payment released on-chain (its signed authorisation dead), the ledger says failed", async () => {
     const seller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
     sellers.push(seller);
     const { a, res } = await payAndExpectNothingMoved(seller.resource);
@@ -55,8 +56,17 @@ describe("POST /pay when sellers and facilitators fail", () => {
     const entry = ledger.body.transactions[0];
     expect(entry).to.include({ status: "failed", reason: "settlement_failed", amount: "1" });
     const policy = s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider);
-    expect(await policy.paymentState(entry.paymentId)).to.equal(2n); // released
-    expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, entry.paymentId)).to.equal(true); // cancelled: can never settle
+    expect(await policy.paymentState(entry.paymentId)).to.equal(0n); // released: the record is gone
+    const released = await s.svc.chain.provider.getTransactionReceipt(entry.releaseTxHash);
+    const events = released!.logs.map((l) => policy.interface.parseLog(l)).filter((e) => e?.name === "PaymentReleased");
+    expect(events.map((e) => e!.args.paymentId)).to.deep.equal([entry.paymentId]);
+    // The hostile seller kept the signed payment and settles it later with its own facilitator: the wallet refuses.
+    expect(seller.paymentHeaders).to.have.length(1);
+    const payload = decodePaymentSignatureHeader(seller.paymentHeaders![0]);
+    const late = await (await fundedFacilitator(s)).settle(payload, payload.accepted);
+    expect(late.success).to.equal(false);
+    expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, entry.paymentId)).to.equal(false);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(20n * USDC);
   });
 
   it("the facilitator refusing (the agent holds no USDC): 502 with the facilitator's reason, budget released", async () => {

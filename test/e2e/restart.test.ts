@@ -152,7 +152,7 @@ describe("a service killed between authorise and settle", function () {
   for (const settleFirst of [false, true]) {
     const name = settleFirst
       ? "resolves a payment the seller settled before the kill as approved"
-      : "cancels and releases a payment that never settled, and records it as failed";
+      : "releases a payment that never settled (its authorisation dead on-chain), and records it as failed";
     it(name, async () => {
       const sellerKey = Wallet.createRandom();
       await provider.send("hardhat_setBalance", [sellerKey.address, "0x3635C9ADC5DEA00000"]);
@@ -182,9 +182,10 @@ describe("a service killed between authorise and settle", function () {
         expect(await a.usdc.balanceOf(a.agent)).to.equal(balanceBefore - USDC);
       } else {
         expect(doc!.status).to.equal("failed");
-        expect(await policy.paymentState(doc!.paymentId)).to.equal(2n);
+        expect(await policy.paymentState(doc!.paymentId)).to.equal(0n); // released: the wallet refuses it from now on
+        expect(doc!.releaseTxHash).to.match(/^0x[0-9a-f]{64}$/);
         expect(await policy.spentToday()).to.equal(0n);
-        expect(await a.usdc.authorizationState(a.agent, doc!.paymentId)).to.equal(true); // cancelled: cannot settle later
+        expect(await a.usdc.authorizationState(a.agent, doc!.paymentId)).to.equal(false);
         expect(await a.usdc.balanceOf(a.agent)).to.equal(balanceBefore);
       }
       expect(await svc.store.payments.countDocuments({ phase: { $in: ["authorizing", "authorized", "settling"] } })).to.equal(0);

@@ -100,7 +100,9 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     expect(await s.svc.services.settlement.recover(new Date(Date.now() + 120_000))).to.equal(1);
     const done = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(done).to.include({ phase: "done", status: "failed", reason: "not_authorized" });
-    expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, paymentId)).to.equal(true); // cancelled, unusable
+    // Never authorised: the wallet answers for no transfer of it, so nothing can ever settle it (no cancel needed).
+    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paymentState(paymentId)).to.equal(0n);
+    expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, paymentId)).to.equal(false);
   });
 
   it("an approve that meets a seller outage answers 502 and leaves the approval pending for the owner to retry", async () => {

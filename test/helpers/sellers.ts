@@ -33,6 +33,8 @@ export interface TestSeller {
   hits: { paid: number; unpaid: number };
   /** Transaction hashes this seller settled. */
   settlements: string[];
+  /** The payment headers this seller received (PAYMENT-SIGNATURE or X-PAYMENT), as sent: a hostile seller keeps them. */
+  paymentHeaders?: string[];
   setPrice(units: bigint): void;
   close(): Promise<void>;
 }
@@ -287,6 +289,7 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
   let price = opts.price ?? 10_000n;
   const hits = { paid: 0, unpaid: 0 };
   const timers = new Set<NodeJS.Timeout>();
+  const paymentHeaders: string[] = [];
 
   const requirements = (over: Partial<PaymentRequirements> = {}): PaymentRequirements => ({
     scheme: "exact",
@@ -300,7 +303,9 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
   });
 
   const listener = await listen(async (req, res, url) => {
-    const paid = Boolean(header(req, "payment-signature") || header(req, "x-payment"));
+    const paymentHeader = header(req, "payment-signature") || header(req, "x-payment");
+    const paid = Boolean(paymentHeader);
+    if (paymentHeader) paymentHeaders.push(paymentHeader);
     if (paid) hits.paid++;
     else hits.unpaid++;
     if (mode !== "slow") await readBody(req);
@@ -345,6 +350,7 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
     payTo,
     hits,
     settlements: [],
+    paymentHeaders,
     setPrice: (units) => {
       price = units;
     },

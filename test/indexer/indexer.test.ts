@@ -6,13 +6,14 @@ import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Contract, ContractFactory, Wallet, getAddress, type TransactionReceipt } from "ethers";
+import { Contract, ContractFactory, Wallet, getAddress, id, type TransactionReceipt } from "ethers";
 import pino from "pino";
 import { Writable } from "node:stream";
 import { Indexer, INDEXER_NAME } from "../../src/indexer/indexer";
 import { connectStore, type Store } from "../../src/store";
 import type { PaymentDoc } from "../../src/store/documents";
 import { SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
+import { walletPayer } from "../../src/x402/buyer";
 import { allowlistRoot, normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 
@@ -34,6 +35,9 @@ const TRANSFER_WITH_AUTHORIZATION_TYPES = {
 };
 
 const randomId = () => "0x" + randomBytes(32).toString("hex");
+/** The one transfer an authorised payment lets settle (v2: authorizePayment binds payTo, amount and expiry). */
+const transferOf = (amount: bigint, payTo = PAY_TO) => [payTo, amount, 0n, BigInt(Math.floor(Date.now() / 1000) + 600)] as const;
+const PAY_TO = Wallet.createRandom().address;
 
 function quietLogger(lines: string[] = []) {
   return pino(
@@ -87,19 +91,23 @@ describe("indexer", () => {
     });
   }
 
+  const transfers = new Map<string, ReturnType<typeof transferOf>>();
+
   /** authorizePayment straight from the operator (nonce-serialised with the service's own sends). */
-  async function authorize(policy: string, paymentId: string, amount: bigint, merchant = "localhost"): Promise<TransactionReceipt> {
+  async function authorize(policy: string, paymentId: string, amount: bigint, merchant = "localhost", payTo = PAY_TO): Promise<TransactionReceipt> {
     const proof = proveMerchant(ALLOWLIST, merchant) ?? { leaf: "localhost", proof: [] };
     const c = chain().policyAt(policy);
+    const transfer = transferOf(amount, payTo);
+    transfers.set(paymentId, transfer);
     const { receipt } = await chain().sendAndWait((o) =>
-      c.authorizePayment(paymentId, merchant, proof.leaf, proof.proof, amount, NO_APPROVAL, o),
+      c.authorizePayment(paymentId, merchant, proof.leaf, proof.proof, transfer, NO_APPROVAL, o),
     );
     return receipt;
   }
 
   async function release(policy: string, paymentId: string): Promise<TransactionReceipt> {
     const c = chain().policyAt(policy);
-    return (await chain().sendAndWait((o) => c.releasePayment(paymentId, o))).receipt;
+    return (await chain().sendAndWait((o) => c.releasePayment(paymentId, transfers.get(paymentId)!, o))).receipt;
   }
 
   async function fundedWallet(): Promise<Wallet> {
@@ -139,12 +147,18 @@ describe("indexer", () => {
     };
   }
 
-  /** The agent's EIP-3009 transfer, signed with its custodied key, as a raw transaction from `relayer`. */
+  /**
+   * The agent wallet's EIP-3009 transfer, authorised by its policy and signed with its custodied key (the wallet's
+   * ERC-1271 format), as a raw transaction from `relayer`.
+   */
   async function signedTransfer(relayer: Wallet, nonce: string, value = 1n): Promise<string> {
     const usdc = new Contract(chain().usdc.target as string, USDC_EIP3009_ABI, relayer);
     await (await usdc.mint(agent.agentAddress, 1_000_000n)).wait();
-    const signer = await s.svc.services.ctx.wallets.signer(agent.agentAddress);
-    const message = { from: agent.agentAddress, to: relayer.address, value, validAfter: 0n, validBefore: 2n ** 40n, nonce };
+    await authorize(agent.policyContract, nonce, value, "localhost", relayer.address);
+    const [, , validAfter, validBefore] = transfers.get(nonce)!;
+    const doc = (await store().agents.findOne({ address: agent.agentAddress }))!;
+    const signer = walletPayer(agent.agentAddress, await s.svc.services.ctx.wallets.signer(doc.signerAddress));
+    const message = { from: agent.agentAddress, to: relayer.address, value, validAfter, validBefore, nonce };
     const signature = await signer.signTypedData({
       domain: { name: "USD Coin", version: "2", chainId: s.svc.config.chainId, verifyingContract: getAddress(usdc.target as string) },
       types: TRANSFER_WITH_AUTHORIZATION_TYPES,
@@ -163,13 +177,13 @@ describe("indexer", () => {
     expect(state!.nextBlock).to.be.greaterThan(s.svc.config.factoryDeployBlock!);
   });
 
-  it("indexes an onboarded agent's PolicyDeployed, PolicyUpdated and OperatorSet with decoded args", async () => {
+  it("indexes an onboarded agent's AgentDeployed, PolicyUpdated, OwnerSet and OperatorSet with decoded args", async () => {
     await s.svc.indexer.syncOnce();
     const events = await store().chainEvents.find({ agentAddress: agent.agentAddress }).toArray();
     const byName = Object.fromEntries(events.map((e) => [e.event, e]));
-    expect(Object.keys(byName)).to.include.members(["PolicyDeployed", "PolicyUpdated", "OperatorSet"]);
+    expect(Object.keys(byName)).to.include.members(["AgentDeployed", "PolicyUpdated", "OwnerSet", "OperatorSet"]);
 
-    const deployed = byName.PolicyDeployed;
+    const deployed = byName.AgentDeployed;
     expect(deployed.address).to.equal(getAddress(chain().factory.target as string));
     expect(deployed.args).to.deep.equal({ agent: agent.agentAddress, owner: owner.address, policy: agent.policyContract });
     expect(deployed).to.include({ chainId: 8453, confirmed: true, removed: false, paymentId: null });
@@ -188,7 +202,9 @@ describe("indexer", () => {
       allowlistRoot: allowlistRoot(ALLOWLIST),
     });
     expect(updated.args.timestamp).to.match(/^\d+$/);
-    expect(byName.OperatorSet.args).to.deep.equal({ agent: agent.agentAddress, operator: chain().operator.address });
+    expect(updated.args.version).to.equal("1");
+    expect(byName.OperatorSet.args).to.deep.equal({ agent: agent.agentAddress, operator: chain().operator.address, timestamp: "0" });
+    expect(byName.OwnerSet.args).to.deep.equal({ agent: agent.agentAddress, owner: owner.address, timestamp: "0" });
   });
 
   it("indexes PaymentAuthorized, PaymentBlocked and PaymentReleased sent straight from the operator", async () => {
@@ -201,16 +217,25 @@ describe("indexer", () => {
 
     const authorized = await store().chainEvents.findOne({ txHash: a.hash });
     expect(authorized).to.include({ event: "PaymentAuthorized", paymentId: authorizedId, agentAddress: agent.agentAddress, blockNumber: a.blockNumber, confirmed: true, removed: false });
-    expect(authorized!.args).to.deep.equal({ paymentId: authorizedId, agent: agent.agentAddress, merchant: "localhost", amount: "1500000", spentToday: authorized!.args.spentToday });
+    expect(authorized!.args).to.deep.equal({
+      paymentId: authorizedId,
+      agent: agent.agentAddress,
+      merchantHash: id("localhost"),
+      merchant: "localhost",
+      payTo: PAY_TO,
+      amount: "1500000",
+      validBefore: transfers.get(authorizedId)![3].toString(),
+      spentToday: authorized!.args.spentToday,
+    });
     expect(BigInt(authorized!.args.spentToday as string) >= 1_500_000n).to.equal(true);
 
     const blocked = await store().chainEvents.findOne({ txHash: b.hash });
     expect(blocked).to.include({ event: "PaymentBlocked", paymentId: blockedId, agentAddress: agent.agentAddress, confirmed: true });
-    expect(blocked!.args).to.deep.equal({ paymentId: blockedId, agent: agent.agentAddress, merchant: "localhost", amount: "6000000", reason: "2" });
+    expect(blocked!.args).to.deep.equal({ paymentId: blockedId, agent: agent.agentAddress, merchantHash: id("localhost"), merchant: "localhost", amount: "6000000", reason: "2" });
 
     const released = await store().chainEvents.findOne({ txHash: r.hash });
     expect(released).to.include({ event: "PaymentReleased", paymentId: authorizedId });
-    expect(released!.args).to.deep.equal({ paymentId: authorizedId, agent: agent.agentAddress, amount: "1500000" });
+    expect(released!.args).to.deep.equal({ paymentId: authorizedId, agent: agent.agentAddress, amount: "1500000", spentToday: String(BigInt(authorized!.args.spentToday as string) - 1_500_000n) });
   });
 
   it("is idempotent: a second run writes nothing and no event is stored twice", async () => {
@@ -258,7 +283,7 @@ describe("indexer", () => {
     const id = randomId();
     await authorize(newcomer.policyContract, id, 1n);
     expect(await a.syncOnce()).to.equal(1);
-    expect(a.lastRun!.fromBlock).to.be.greaterThan((await store().chainEvents.findOne({ event: "PolicyDeployed", agentAddress: newcomer.agentAddress }))!.blockNumber);
+    expect(a.lastRun!.fromBlock).to.be.greaterThan((await store().chainEvents.findOne({ event: "AgentDeployed", agentAddress: newcomer.agentAddress }))!.blockNumber);
     expect(await store().chainEvents.findOne({ paymentId: id })).to.include({ event: "PaymentAuthorized", agentAddress: newcomer.agentAddress, confirmed: true });
   });
 
@@ -273,22 +298,23 @@ describe("indexer", () => {
     const artifact = JSON.parse(
       readFileSync(join(__dirname, "..", "..", "artifacts", "contracts", "SpendPolicyFactory.sol", "SpendPolicyFactory.json"), "utf8"),
     );
-    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(stranger.address, stranger.address);
+    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(stranger.address, stranger.address, chain().usdc.target);
     await fake.waitForDeployment();
     const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);
-    const fakePolicyAddress: string = getAddress(await fakeFactory.predictPolicyAddress(agent.agentAddress));
+    const signerAddress = (await store().agents.findOne({ address: agent.agentAddress }))!.signerAddress;
+    const fakePolicyAddress: string = getAddress(await fakeFactory.predictAgent(signerAddress));
     expect(fakePolicyAddress).to.not.equal(agent.policyContract);
     const timestamp = s.now();
-    const policy = { agent: agent.agentAddress, perTxLimit: 10n ** 9n, dailyBudget: 10n ** 12n, allowlistRoot: allowlistRoot(ALLOWLIST), approvalThreshold: 10n ** 9n, timestamp };
+    const policy = { agent: fakePolicyAddress, perTxLimit: 10n ** 9n, dailyBudget: 10n ** 12n, allowlistRoot: allowlistRoot(ALLOWLIST), approvalThreshold: 10n ** 9n, timestamp };
     const sig = await owner.signTypedData(policyDomain(8453, fakePolicyAddress), SET_POLICY_TYPES, policy);
-    const deployTx = await fakeFactory.deployPolicy(
-      agent.agentAddress, owner.address, [policy.perTxLimit, policy.dailyBudget, policy.allowlistRoot, policy.approvalThreshold], timestamp, sig,
+    const deployTx = await fakeFactory.deployAgent(
+      signerAddress, owner.address, [policy.perTxLimit, policy.dailyBudget, policy.allowlistRoot, policy.approvalThreshold], timestamp, sig,
     );
     const deployReceipt = await deployTx.wait();
     // ... and emits PaymentAuthorized with the paymentId of one of our ledger entries.
     const proof = proveMerchant(ALLOWLIST, "localhost")!;
     const fakePolicy = chain().policyAt(fakePolicyAddress, stranger);
-    const payReceipt = await (await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.proof, 1n, NO_APPROVAL)).wait();
+    const payReceipt = await (await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.proof, transferOf(1n), NO_APPROVAL)).wait();
     expect(payReceipt.logs.length).to.be.greaterThan(0);
 
     expect(await s.svc.indexer.syncOnce()).to.equal(0);
@@ -388,7 +414,9 @@ describe("indexer", () => {
 
       expect((await store().payments.findOne({ paymentId: approvedNonce }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: r1!.blockNumber });
       expect(await store().chainEvents.countDocuments({ txHash: r2!.hash, event: "AuthorizationUsed" })).to.equal(1);
-      expect((await store().payments.findOne({ paymentId: failedNonce }))!.onchain.confirmed).to.equal(false);
+      // A failed payment keeps the confirmation of its authorisation, never the settlement's.
+      const authorizedFailed = await store().chainEvents.findOne({ paymentId: failedNonce, event: "PaymentAuthorized" });
+      expect((await store().payments.findOne({ paymentId: failedNonce }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: authorizedFailed!.blockNumber });
     });
   });
 
@@ -397,7 +425,8 @@ describe("indexer", () => {
     const relayer = await fundedWallet();
     const nonce = randomId();
     await store().payments.insertOne(ledgerEntry({ paymentId: nonce, status: "approved", phase: "done" }));
-    const raw = await signedTransfer(relayer, nonce); // mints first: the mint stays, the transfer goes
+    const raw = await signedTransfer(relayer, nonce); // mints and authorises first: those stay, the transfer goes
+    await s.svc.indexer.syncOnce();
 
     // Also a policy event relayed by a stranger (no operator nonce involved): the owner pauses the policy.
     const pause = await s.signPause(owner, agent.agentAddress, true);
@@ -420,7 +449,9 @@ describe("indexer", () => {
       ["PausedSet", true, false],
     ]);
     const undone = await store().payments.findOne({ paymentId: nonce });
-    expect(undone!.onchain).to.deep.equal({ confirmed: false, blockNumber: null });
+    // Back to the confirmation of its authorisation, which stayed on the chain.
+    const authorizedEvent = await store().chainEvents.findOne({ paymentId: nonce, event: "PaymentAuthorized" });
+    expect(undone!.onchain).to.deep.equal({ confirmed: true, blockNumber: authorizedEvent!.blockNumber });
     expect(undone!.status).to.equal("approved");
     expect(await s.svc.indexer.syncOnce(), "stable after the reorg").to.equal(0);
 
@@ -472,7 +503,7 @@ describe("indexer", () => {
     const c = chain().policyAt(payer.policyContract);
     const ids = Array.from({ length: 200 }, randomId);
     const sent = [];
-    for (const id of ids) sent.push(await chain().sendTx((o) => c.authorizePayment(id, "localhost", proof.leaf, proof.proof, 1n, NO_APPROVAL, o)));
+    for (const id of ids) sent.push(await chain().sendTx((o) => c.authorizePayment(id, "localhost", proof.leaf, proof.proof, transferOf(1n), NO_APPROVAL, o)));
     await Promise.all(sent.map((tx) => chain().waitFor(tx)));
 
     const st = await freshStore();

@@ -1,4 +1,4 @@
-/** Owner controls beyond the policy: the on-chain pause switch. */
+/** Owner controls beyond the policy: the on-chain pause switch, withdrawals from the agent wallet, ownership. */
 import Router from "@koa/router";
 import { z } from "zod";
 import { Address, Signature, UnixTimestamp } from "../../schemas/common";
@@ -7,6 +7,15 @@ import { requireAuth } from "../auth";
 import type { AppState } from "../types";
 import { validate } from "../validate";
 import { notFound } from "../../errors";
+import { SetOwnerRequest, WithdrawRequest } from "../../schemas/owner";
+import type { AppContext } from "../types";
+
+/** The agent of the path, if the caller may act for it (404 for a malformed address). */
+async function pathAgent(s: Services, ctx: AppContext) {
+  const address = Address.safeParse(ctx.params.address);
+  if (!address.success) throw notFound(`Agent ${ctx.params.address} not found.`);
+  return s.agents.authorize(ctx.state.principal, address.data);
+}
 
 export const PauseRequest = z
   .strictObject({
@@ -19,10 +28,14 @@ export const PauseRequest = z
 export function controlRoutes(s: Services): Router<AppState> {
   const router = new Router<AppState>();
   router.post("/agents/:address/pause", requireAuth(), validate({ body: PauseRequest }), async (ctx) => {
-    const address = Address.safeParse(ctx.params.address);
-    if (!address.success) throw notFound(`Agent ${ctx.params.address} not found.`);
-    const agent = await s.agents.authorize(ctx.state.principal, address.data);
-    ctx.body = await s.controls.setPaused(agent, ctx.state.input as z.infer<typeof PauseRequest>);
+    ctx.body = await s.controls.setPaused(await pathAgent(s, ctx), ctx.state.input as z.infer<typeof PauseRequest>);
+  });
+  // Moving funds out and handing the agent over are the owner's alone (an owner key and the owner's signature).
+  router.post("/agents/:address/withdraw", requireAuth("owner"), validate({ body: WithdrawRequest }), async (ctx) => {
+    ctx.body = await s.controls.withdraw(await pathAgent(s, ctx), ctx.state.input as WithdrawRequest);
+  });
+  router.post("/agents/:address/owner", requireAuth("owner"), validate({ body: SetOwnerRequest }), async (ctx) => {
+    ctx.body = await s.controls.setOwner(await pathAgent(s, ctx), ctx.state.input as SetOwnerRequest);
   });
   return router;
 }
