@@ -184,7 +184,7 @@ interface ISpendPolicy {
     ) external view returns (Decision decision, BlockReason reason);
 
     function agent() external view returns (address);
-    function signer() external view returns (address);
+    function signingKey() external view returns (address);
     function owner() external view returns (address);
     function operator() external view returns (address);
     function paused() external view returns (bool);

@@ -310,7 +310,7 @@ contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
     }
 
     /// @notice The agent's signing key (the service holds it; alone it can move nothing).
-    function signer() external view returns (address) {
+    function signingKey() external view returns (address) {
         return _signer();
     }
 

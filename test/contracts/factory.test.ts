@@ -1,171 +1,159 @@
 import { expect } from "chai";
 import hre from "hardhat";
-import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, nextTimestamp, signSetPolicy } from "../helpers/policyFixture";
+import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
+import { DEFAULT_POLICY, nextTimestamp, signSetPolicy, usdc } from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
 async function factoryFixture() {
-  const [deployer, operator, agentWallet, owner, other, newOperator] = await ethers.getSigners();
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address]);
-  const agent = agentWallet.address;
+  const [deployer, operator, owner, other, newOperator] = await ethers.getSigners();
+  const token = await ethers.deployContract("TestUSDC");
+  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress()]);
+  const signer = ethers.Wallet.createRandom().address;
   const policyAt = (address: string) => ethers.getContractAt("SpendPolicy", address);
   /** The owner's first SetPolicy for the agent's predicted address. */
-  async function firstPolicySignature(forAgent = agent, signer = owner) {
-    const predicted = await factory.predictPolicyAddress(forAgent);
+  async function firstPolicySignature(forSigner = signer, by = owner) {
+    const predicted = await factory.predictAgent(forSigner);
     const timestamp = await nextTimestamp();
-    const signature = await signSetPolicy(signer, predicted, forAgent, DEFAULT_POLICY, timestamp);
+    const signature = await signSetPolicy(by, predicted, predicted, DEFAULT_POLICY, timestamp);
     return { predicted, timestamp, signature };
   }
-  return { factory, deployer, operator, agent, owner, other, newOperator, policyAt, firstPolicySignature };
+  return { token, factory, deployer, operator, signer, owner, other, newOperator, policyAt, firstPolicySignature };
 }
 
 describe("SpendPolicyFactory", function () {
-  it("deploys the policy at the CREATE2 address predicted before deployment", async function () {
-    const { factory, operator, agent, owner, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
+  it("deploys the agent (wallet and policy) at the CREATE2 address predicted before deployment", async function () {
+    const { factory, operator, signer, owner, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
     const { predicted, timestamp, signature } = await firstPolicySignature();
-    expect(await factory.policyOf(agent)).to.equal(ethers.ZeroAddress);
+    expect(await factory.agentOf(signer)).to.equal(ethers.ZeroAddress);
     expect(await ethers.provider.getCode(predicted)).to.equal("0x");
 
-    const deployed = await factory.connect(operator).deployPolicy.staticCall(agent, owner.address, DEFAULT_POLICY, timestamp, signature);
+    const deployed = await factory.connect(operator).deployAgent.staticCall(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
     expect(deployed).to.equal(predicted);
     const policy = await policyAt(predicted);
-    await expect(factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, timestamp, signature))
-      .to.emit(factory, "PolicyDeployed")
-      .withArgs(agent, owner.address, predicted)
+    const tuple = [DEFAULT_POLICY.perTxLimit, DEFAULT_POLICY.dailyBudget, DEFAULT_POLICY.allowlistRoot, DEFAULT_POLICY.approvalThreshold];
+    await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
+      .to.emit(factory, "AgentDeployed")
+      .withArgs(predicted, owner.address, predicted)
       .and.to.emit(policy, "PolicyUpdated")
-      .withArgs(
-        agent,
-        DEFAULT_POLICY.perTxLimit,
-        DEFAULT_POLICY.dailyBudget,
-        DEFAULT_POLICY.allowlistRoot,
-        DEFAULT_POLICY.approvalThreshold,
-        timestamp,
-      )
+      .withArgs(predicted, 1n, tuple, timestamp)
       .and.to.emit(policy, "OperatorSet")
-      .withArgs(agent, operator.address);
-    expect(await factory.policyOf(agent)).to.equal(predicted);
-    expect(await policy.agent()).to.equal(agent);
+      .withArgs(predicted, operator.address, 0n)
+      .and.to.emit(policy, "OwnerSet")
+      .withArgs(predicted, owner.address, 0n);
+    expect(await factory.agentOf(signer)).to.equal(predicted);
+    expect(await policy.agent()).to.equal(predicted);
+    expect(await policy.signingKey()).to.equal(signer);
     expect(await policy.owner()).to.equal(owner.address);
     expect(await policy.operator()).to.equal(operator.address);
+    expect(await policy.policyVersion()).to.equal(1n);
     expect(await policy.lastTimestamp(0)).to.equal(timestamp);
   });
 
-  it("predicts from the factory address, the agent and a constant init code only", async function () {
-    const { factory, agent } = await loadFixture(factoryFixture);
-    const artifact = await hre.artifacts.readArtifact("SpendPolicy");
-    const initCodeHash = ethers.keccak256(artifact.bytecode);
-    expect(await factory.policyInitCodeHash()).to.equal(initCodeHash);
-    const salt = ethers.zeroPadValue(agent, 32);
-    expect(await factory.predictPolicyAddress(agent)).to.equal(
-      ethers.getCreate2Address(await factory.getAddress(), salt, initCodeHash),
-    );
+  it("predicts an ERC-1167 clone of the one implementation, with the signing key as immutable argument", async function () {
+    const { factory, signer } = await loadFixture(factoryFixture);
+    const implementation = await factory.implementation();
+    expect(await ethers.provider.getCode(implementation)).to.not.equal("0x");
+    // OpenZeppelin Clones with immutable args: 0x61 <len> 3d81600a3d39f3 363d3d373d3d3d363d73 <impl> 5af43d82803e903d91602b57fd5bf3 <args>
+    const runtime = `363d3d373d3d3d363d73${implementation.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3${signer.slice(2).toLowerCase()}`;
+    const initCode = `0x61${(runtime.length / 2).toString(16).padStart(4, "0")}3d81600a3d39f3${runtime}`;
+    const salt = ethers.zeroPadValue(signer, 32);
+    expect(await factory.predictAgent(signer)).to.equal(ethers.getCreate2Address(await factory.getAddress(), salt, ethers.keccak256(initCode)));
   });
 
-  it("gives different agents different policies", async function () {
-    const { factory, operator, agent, owner, other, firstPolicySignature } = await loadFixture(factoryFixture);
-    const a = await firstPolicySignature(agent);
-    await factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, a.timestamp, a.signature);
-    const b = await firstPolicySignature(other.address);
-    await factory.connect(operator).deployPolicy(other.address, owner.address, DEFAULT_POLICY, b.timestamp, b.signature);
-    expect(a.predicted).to.not.equal(b.predicted);
-    expect(await factory.policyOf(other.address)).to.equal(b.predicted);
+  it("lets funds arrive before deployment: they are the wallet's once it is deployed", async function () {
+    const { token, factory, operator, signer, owner, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
+    const { predicted, timestamp, signature } = await firstPolicySignature();
+    await token.mint(predicted, usdc(7));
+    await owner.sendTransaction({ to: predicted, value: 1000n });
+    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
+    expect(await token.balanceOf(predicted)).to.equal(usdc(7));
+    expect(await ethers.provider.getBalance(predicted)).to.equal(1000n);
+    expect(await (await policyAt(predicted)).owner()).to.equal(owner.address);
   });
 
-  it("reverts SpendPolicyUnauthorizedDeployer when anyone but the default operator deploys", async function () {
-    const { factory, agent, owner, other, firstPolicySignature } = await loadFixture(factoryFixture);
+  it("lets only the default operator deploy (nobody can squat an agent's address with an owner of their own)", async function () {
+    const { factory, other, owner, signer, firstPolicySignature } = await loadFixture(factoryFixture);
     const { timestamp, signature } = await firstPolicySignature();
-    for (const caller of [other, owner]) {
-      await expect(factory.connect(caller).deployPolicy(agent, owner.address, DEFAULT_POLICY, timestamp, signature))
-        .to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer")
-        .withArgs(caller.address);
-    }
-  });
-
-  it("reverts SpendPolicyAlreadyDeployed when the agent's policy exists", async function () {
-    const { factory, operator, agent, owner, firstPolicySignature } = await loadFixture(factoryFixture);
-    const first = await firstPolicySignature();
-    await factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, first.timestamp, first.signature);
-    const again = await firstPolicySignature();
-    await expect(factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, again.timestamp, again.signature))
-      .to.be.revertedWithCustomError(factory, "SpendPolicyAlreadyDeployed")
-      .withArgs(agent, first.predicted);
-  });
-
-  it("reverts SpendPolicyZeroAddress for a zero agent or owner", async function () {
-    const { factory, operator, agent, owner, firstPolicySignature } = await loadFixture(factoryFixture);
-    const { timestamp, signature } = await firstPolicySignature();
-    const zero = ethers.ZeroAddress;
-    await expect(
-      factory.connect(operator).deployPolicy(zero, owner.address, DEFAULT_POLICY, timestamp, signature),
-    ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
-    await expect(
-      factory.connect(operator).deployPolicy(agent, zero, DEFAULT_POLICY, timestamp, signature),
-    ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
-  });
-
-  it("deploys nothing when the first policy is not signed by the owner", async function () {
-    const { factory, operator, agent, owner, other, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
-    const { predicted, timestamp, signature } = await firstPolicySignature(agent, other);
-    const policy = await policyAt(predicted);
-    await expect(
-      factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, timestamp, signature),
-    ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
-    expect(await factory.policyOf(agent)).to.equal(ethers.ZeroAddress);
-  });
-
-  it("deploys nothing when the first policy is signed for another address or a stale time", async function () {
-    const { factory, operator, agent, owner, policyAt } = await loadFixture(factoryFixture);
-    const predicted = await factory.predictPolicyAddress(agent);
-    const policy = await policyAt(predicted);
-    const ts = await nextTimestamp();
-    const wrongDomain = await signSetPolicy(owner, await factory.getAddress(), agent, DEFAULT_POLICY, ts);
-    await expect(
-      factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, ts, wrongDomain),
-    ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
-
-    const old = await signSetPolicy(owner, predicted, agent, DEFAULT_POLICY, ts);
-    await time.setNextBlockTimestamp(ts + 901n);
-    await expect(factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, ts, old))
-      .to.be.revertedWithCustomError(policy, "SpendPolicyTimestampOutOfWindow")
-      .withArgs(ts, ts + 901n);
-    expect(await factory.policyOf(agent)).to.equal(ethers.ZeroAddress);
-  });
-
-  it("lets only the factory owner change the default operator, which then deploys and operates new policies", async function () {
-    const { factory, deployer, agent, owner, other, newOperator, operator, policyAt, firstPolicySignature } =
-      await loadFixture(factoryFixture);
-    await expect(factory.connect(other).setDefaultOperator(newOperator.address))
-      .to.be.revertedWithCustomError(factory, "OwnableUnauthorizedAccount")
+    await expect(factory.connect(other).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
+      .to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer")
       .withArgs(other.address);
-    await expect(factory.connect(deployer).setDefaultOperator(ethers.ZeroAddress)).to.be.revertedWithCustomError(
+    await expect(factory.connect(owner).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
+      .to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer")
+      .withArgs(owner.address);
+  });
+
+  it("reverts SpendPolicyAlreadyDeployed for a second deployment of the same signing key", async function () {
+    const { factory, operator, owner, signer, firstPolicySignature } = await loadFixture(factoryFixture);
+    const first = await firstPolicySignature();
+    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, first.timestamp, first.signature);
+    const again = await firstPolicySignature();
+    await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, again.timestamp, again.signature))
+      .to.be.revertedWithCustomError(factory, "SpendPolicyAlreadyDeployed")
+      .withArgs(first.predicted);
+  });
+
+  it("refuses a first policy not signed by the named owner, and zero addresses", async function () {
+    const { factory, operator, owner, other, signer, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
+    const forged = await firstPolicySignature(signer, other);
+    const implementation = await policyAt(await factory.implementation());
+    await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, forged.timestamp, forged.signature)).to.be.revertedWithCustomError(
+      implementation,
+      "SpendPolicyInvalidSignature",
+    );
+    const ok = await firstPolicySignature();
+    await expect(factory.connect(operator).deployAgent(ethers.ZeroAddress, owner.address, DEFAULT_POLICY, ok.timestamp, ok.signature)).to.be.revertedWithCustomError(
       factory,
       "SpendPolicyZeroAddress",
     );
-    await expect(factory.connect(deployer).setDefaultOperator(newOperator.address))
-      .to.emit(factory, "DefaultOperatorSet")
-      .withArgs(newOperator.address);
-    expect(await factory.defaultOperator()).to.equal(newOperator.address);
+    await expect(factory.connect(operator).deployAgent(signer, ethers.ZeroAddress, DEFAULT_POLICY, ok.timestamp, ok.signature)).to.be.revertedWithCustomError(
+      factory,
+      "SpendPolicyZeroAddress",
+    );
+  });
 
+  it("never lets anyone initialise the implementation or a deployed agent again", async function () {
+    const { factory, operator, owner, other, signer, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
+    const implementation = await policyAt(await factory.implementation());
+    await expect(implementation.connect(other).initialize(other.address, other.address, DEFAULT_POLICY, 1n, "0x"))
+      .to.be.revertedWithCustomError(implementation, "SpendPolicyUnauthorizedDeployer")
+      .withArgs(other.address);
     const { predicted, timestamp, signature } = await firstPolicySignature();
-    await expect(factory.connect(operator).deployPolicy(agent, owner.address, DEFAULT_POLICY, timestamp, signature))
-      .to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer")
+    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
+    const agent = await policyAt(predicted);
+    await expect(agent.connect(operator).initialize(other.address, other.address, DEFAULT_POLICY, 1n, "0x"))
+      .to.be.revertedWithCustomError(agent, "SpendPolicyUnauthorizedDeployer")
       .withArgs(operator.address);
-    await factory.connect(newOperator).deployPolicy(agent, owner.address, DEFAULT_POLICY, timestamp, signature);
-    expect(await (await policyAt(predicted)).operator()).to.equal(newOperator.address);
   });
 
-  it("starts with its constructor's owner and default operator, and no deployment parameters outside deployPolicy", async function () {
-    const { factory, deployer, operator } = await loadFixture(factoryFixture);
-    expect(await factory.owner()).to.equal(deployer.address);
-    expect(await factory.defaultOperator()).to.equal(operator.address);
-    expect(await factory.parameters()).to.deep.equal([ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress]);
+  it("lets only its owner change the default operator, which deploys and operates new agents only", async function () {
+    const { factory, deployer, operator, other, newOperator, owner, signer, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
+    const first = await firstPolicySignature();
+    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, first.timestamp, first.signature);
+    await expect(factory.connect(other).setDefaultOperator(newOperator.address)).to.be.revertedWithCustomError(factory, "OwnableUnauthorizedAccount");
+    await expect(factory.connect(deployer).setDefaultOperator(ethers.ZeroAddress)).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
+    await expect(factory.connect(deployer).setDefaultOperator(newOperator.address)).to.emit(factory, "DefaultOperatorSet").withArgs(newOperator.address);
+    expect(await factory.defaultOperator()).to.equal(newOperator.address);
+    expect(await (await policyAt(first.predicted)).operator()).to.equal(operator.address); // existing agents keep theirs
+    const second = ethers.Wallet.createRandom().address;
+    const s2 = await firstPolicySignature(second);
+    await expect(factory.connect(operator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature)).to.be.revertedWithCustomError(
+      factory,
+      "SpendPolicyUnauthorizedDeployer",
+    );
+    await factory.connect(newOperator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature);
+    expect(await (await policyAt(s2.predicted)).operator()).to.equal(newOperator.address);
   });
 
-  it("refuses a zero default operator at construction", async function () {
-    const { deployer, factory } = await loadFixture(factoryFixture);
-    await expect(
-      ethers.deployContract("SpendPolicyFactory", [deployer.address, ethers.ZeroAddress]),
-    ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
+  it("isValidSignatureNow agrees with the contracts for EOA and ERC-1271 signers", async function () {
+    const { factory, other } = await loadFixture(factoryFixture);
+    const hash = ethers.id("anything");
+    const wallet = ethers.Wallet.createRandom();
+    const good = wallet.signingKey.sign(hash).serialized;
+    expect(await factory.isValidSignatureNow(wallet.address, hash, good)).to.equal(true);
+    expect(await factory.isValidSignatureNow(other.address, hash, good)).to.equal(false);
+    const erc1271 = await ethers.deployContract("ERC1271Wallet", [wallet.address]);
+    expect(await factory.isValidSignatureNow(await erc1271.getAddress(), hash, good)).to.equal(true);
+    expect(await factory.isValidSignatureNow(await erc1271.getAddress(), ethers.id("other"), good)).to.equal(false);
   });
 });

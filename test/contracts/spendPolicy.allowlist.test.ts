@@ -1,8 +1,14 @@
+import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import { expect } from "chai";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { EMPTY_ROOT, allowlistRoot, leafMatches, proveMerchant } from "../../src/policy/allowlist";
-import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor } from "../helpers/policyFixture";
+import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor, transferOf,
+  merchantHash,
+} from "../helpers/policyFixture";
+
+/** Where the authorised transfers pay (any address but the wallet). */
+const PAYEE = "0x00000000000000000000000000000000000bee01";
 
 const Allow = 0n;
 const Block = 2n;
@@ -13,7 +19,7 @@ describe("SpendPolicy allowlist", function () {
     const id = paymentId();
     await expect(pay(1n, "weather.xyz", { id }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(id, agent, "weather.xyz", 1n, 1n);
+      .withArgs(id, agent, merchantHash("weather.xyz"), "weather.xyz", anyValue, 1n, anyValue, 1n);
   });
 
   it("lets *.domain admit sub.domain and a.b.domain", async function () {
@@ -30,9 +36,9 @@ describe("SpendPolicy allowlist", function () {
     // ".data.io" ends in the suffix but is not longer than it (and is no host): refused like leafMatches() does.
     for (const merchant of ["data.io", "evildata.io", "evil-data.io", "data.io.evil.com", ".data.io"]) {
       const id = paymentId();
-      await expect(policy.connect(operator).authorizePayment(id, merchant, "*.data.io", proof, 1n, NO_APPROVAL))
+      await expect(policy.connect(operator).authorizePayment(id, merchant, "*.data.io", proof, await transferOf(1n, PAYEE), NO_APPROVAL))
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(id, agent, merchant, 1n, 1);
+        .withArgs(id, agent, merchantHash(merchant), merchant, 1n, 1);
     }
   });
 
@@ -51,11 +57,11 @@ describe("SpendPolicy allowlist", function () {
     const id = paymentId();
     await expect(pay(1n, "api.example.com", { id }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, "api.example.com", 1n, 1);
+      .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
     const id2 = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id2, "api.example.com", "*", [], 1n, NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id2, "api.example.com", "*", [], await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id2, agent, "api.example.com", 1n, 1);
+      .withArgs(id2, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
   });
 
   it("denies a leaf with a wrong or empty proof", async function () {
@@ -67,10 +73,10 @@ describe("SpendPolicy allowlist", function () {
       const id = paymentId();
       // `proof` proves weather.xyz, not api.example.com.
       await expect(
-        policy.connect(operator).authorizePayment(id, "api.example.com", "api.example.com", badProof, 1n, NO_APPROVAL),
+        policy.connect(operator).authorizePayment(id, "api.example.com", "api.example.com", badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
       )
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(id, agent, "api.example.com", 1n, 1);
+        .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
     }
   });
 
@@ -78,9 +84,9 @@ describe("SpendPolicy allowlist", function () {
     const { policy, agent, operator } = await loadFixture(policyFixture);
     const { leaf, proof } = proveMerchant(ALLOWLIST, "api.example.com")!;
     const id = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id, "weather.xyz", leaf, proof, 1n, NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id, "weather.xyz", leaf, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, "weather.xyz", 1n, 1);
+      .withArgs(id, agent, merchantHash("weather.xyz"), "weather.xyz", 1n, 1);
   });
 
   it("denies a merchant that is not in the allowlist at all", async function () {
@@ -88,7 +94,7 @@ describe("SpendPolicy allowlist", function () {
     const id = paymentId();
     await expect(pay(1n, "evil.example.net", { id }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, "evil.example.net", 1n, 1);
+      .withArgs(id, agent, merchantHash("evil.example.net"), "evil.example.net", 1n, 1);
   });
 
   it("never admits an empty merchant, even under *", async function () {
@@ -96,9 +102,9 @@ describe("SpendPolicy allowlist", function () {
     await setPolicy({ allowlistRoot: allowlistRoot(["*"]) });
     const { proof } = proveMerchant(["*"], "any.host")!;
     const id = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id, "", "*", proof, 1n, NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id, "", "*", proof, await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, "", 1n, 1);
+      .withArgs(id, agent, merchantHash(""), "", 1n, 1);
   });
 
   it("agrees with leafMatches() of src/policy/allowlist.ts on every leaf and merchant pair", async function () {

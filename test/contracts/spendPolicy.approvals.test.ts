@@ -1,3 +1,4 @@
+import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
@@ -10,7 +11,12 @@ import {
   proofFor,
   signApproval,
   usdc,
+  transferOf,
+  merchantHash,
 } from "../helpers/policyFixture";
+
+/** Where the authorised transfers pay (any address but the wallet). */
+const PAYEE = "0x00000000000000000000000000000000000bee01";
 
 const MERCHANT = "api.example.com";
 const ABOVE = DEFAULT_POLICY.approvalThreshold + 1n; // 3.000001 USDC, needs an approval
@@ -43,7 +49,7 @@ describe("SpendPolicy owner approvals", function () {
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(id, agent, MERCHANT, ABOVE, ABOVE);
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, anyValue, ABOVE, anyValue, ABOVE);
     expect(await policy.approvalUsed("apr_1")).to.equal(true);
     expect(await policy.spentToday()).to.equal(ABOVE);
   });
@@ -54,7 +60,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, MERCHANT, ABOVE, 5);
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
   });
 
@@ -65,7 +71,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, MERCHANT, ABOVE, 5);
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
   });
 
   it("blocks a payment larger than the approved amount with reason 5 and leaves the approval unused", async function () {
@@ -74,7 +80,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc(4) + 1n, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, MERCHANT, usdc(4) + 1n, 5);
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, usdc(4) + 1n, 5);
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
   });
 
@@ -84,7 +90,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc("3.5"), MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(id, agent, MERCHANT, usdc("3.5"), usdc("3.5"));
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, anyValue, usdc("3.5"), anyValue, usdc("3.5"));
     const approval2 = await approve({ approvalId: "apr_2", amount: usdc(4) });
     await expect(pay(usdc(4), MERCHANT, { approval: approval2 })).to.emit(policy, "PaymentAuthorized");
   });
@@ -95,7 +101,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, MERCHANT, ABOVE, 5);
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
   });
 
   it("blocks with reason 5 for a deny decision signed by the owner", async function () {
@@ -116,13 +122,14 @@ describe("SpendPolicy owner approvals", function () {
     const signedAt = BigInt(await time.latest());
     const fresh = await approve({ approvalId: "apr_fresh", timestamp: signedAt });
     const stale = await approve({ approvalId: "apr_stale", timestamp: signedAt });
+    const validBefore = signedAt + 4000n;
     await time.setNextBlockTimestamp(signedAt + 3600n);
-    await expect(pay(ABOVE, MERCHANT, { approval: fresh })).to.emit(policy, "PaymentAuthorized");
+    await expect(pay(ABOVE, MERCHANT, { approval: fresh, validBefore })).to.emit(policy, "PaymentAuthorized");
     await time.setNextBlockTimestamp(signedAt + 3601n);
     const id = paymentId();
-    await expect(pay(ABOVE, MERCHANT, { id, approval: stale }))
+    await expect(pay(ABOVE, MERCHANT, { id, approval: stale, validBefore }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, await policy.agent(), MERCHANT, ABOVE, 5);
+      .withArgs(id, await policy.agent(), merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
   });
 
   it("blocks with reason 5 an approval dated more than an hour ahead", async function () {
@@ -144,7 +151,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc(6), MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, MERCHANT, usdc(6), 2);
+      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, usdc(6), 2);
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
   });
 
@@ -155,7 +162,7 @@ describe("SpendPolicy owner approvals", function () {
       const id = paymentId();
       await expect(pay(ABOVE, MERCHANT, { id, approval, target: walletPolicy }))
         .to.emit(walletPolicy, "PaymentAuthorized")
-        .withArgs(id, agent2, MERCHANT, ABOVE, ABOVE);
+        .withArgs(id, agent2, merchantHash(MERCHANT), MERCHANT, anyValue, ABOVE, anyValue, ABOVE);
     });
 
     it("blocks with reason 5 an approval signed by another key", async function () {
@@ -164,7 +171,7 @@ describe("SpendPolicy owner approvals", function () {
       const id = paymentId();
       await expect(pay(ABOVE, MERCHANT, { id, approval, target: walletPolicy }))
         .to.emit(walletPolicy, "PaymentBlocked")
-        .withArgs(id, agent2, MERCHANT, ABOVE, 5);
+        .withArgs(id, agent2, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
     });
   });
 
@@ -174,7 +181,7 @@ describe("SpendPolicy owner approvals", function () {
     const { leaf, proof } = proofFor(ALLOWLIST, MERCHANT);
     const result = await policy
       .connect(operator)
-      .authorizePayment.staticCall(hre.ethers.ZeroHash, MERCHANT, leaf, proof, ABOVE, approval);
+      .authorizePayment.staticCall(hre.ethers.ZeroHash, MERCHANT, leaf, proof, await transferOf(ABOVE, PAYEE), approval);
     expect([result[0], result[1]]).to.deep.equal([false, 5n]);
   });
 });

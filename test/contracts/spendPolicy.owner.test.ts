@@ -29,7 +29,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const sig = await signSetPolicy(owner, policyAddress, agent, NEW_POLICY, ts);
       await expect(policy.connect(other).updatePolicy(NEW_POLICY, ts, sig))
         .to.emit(policy, "PolicyUpdated")
-        .withArgs(agent, NEW_POLICY.perTxLimit, NEW_POLICY.dailyBudget, NEW_POLICY.allowlistRoot, NEW_POLICY.approvalThreshold, ts);
+        .withArgs(agent, 2n, [NEW_POLICY.perTxLimit, NEW_POLICY.dailyBudget, NEW_POLICY.allowlistRoot, NEW_POLICY.approvalThreshold], ts);
       const stored = await policy.policy();
       expect([stored.perTxLimit, stored.dailyBudget, stored.allowlistRoot, stored.approvalThreshold]).to.deep.equal([
         NEW_POLICY.perTxLimit,
@@ -130,9 +130,9 @@ describe("SpendPolicy owner-signed changes", function () {
       );
     });
 
-    it("rejects limits that do not fit in 96 bits", async function () {
+    it("rejects limits that do not fit in 64 bits (18 trillion USDC)", async function () {
       const { policy, policyAddress, agent, owner } = await loadFixture(policyFixture);
-      const max96 = 2n ** 96n - 1n;
+      const max96 = 2n ** 64n - 1n;
       const ts = await nextTimestamp();
       const fits = { ...NEW_POLICY, perTxLimit: max96, dailyBudget: max96, approvalThreshold: max96 };
       for (const key of ["perTxLimit", "dailyBudget", "approvalThreshold"] as const) {
@@ -154,17 +154,16 @@ describe("SpendPolicy owner-signed changes", function () {
       const policyTs = await policy.lastTimestamp(0);
       const ts = await nextTimestamp();
       const sig = await signSetPaused(owner, policyAddress, agent, true, ts);
-      await expect(policy.connect(other).setPaused(true, ts, sig)).to.emit(policy, "PausedSet").withArgs(agent, true);
+      await expect(policy.connect(other).setPaused(true, ts, sig)).to.emit(policy, "PausedSet").withArgs(agent, true, ts);
       expect(await policy.paused()).to.equal(true);
       expect(await policy.lastTimestamp(1)).to.equal(ts);
       expect(await policy.lastTimestamp(0)).to.equal(policyTs);
 
-      await expect(policy.setPaused(true, ts, sig))
-        .to.be.revertedWithCustomError(policy, "SpendPolicyStaleTimestamp")
-        .withArgs(ts, ts);
+      // A pause is single use (a resume is ordered by timestamp instead).
+      await expect(policy.setPaused(true, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicySignatureUsed");
       const ts2 = await nextTimestamp();
       const sig2 = await signSetPaused(owner, policyAddress, agent, false, ts2);
-      await expect(policy.setPaused(false, ts2, sig2)).to.emit(policy, "PausedSet").withArgs(agent, false);
+      await expect(policy.setPaused(false, ts2, sig2)).to.emit(policy, "PausedSet").withArgs(agent, false, ts2);
       expect(await policy.paused()).to.equal(false);
     });
 
@@ -193,7 +192,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const { policy, policyAddress, agent, owner, operator, other, pay } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const sig = await signSetOperator(owner, policyAddress, agent, other.address, ts);
-      await expect(policy.setOperator(other.address, ts, sig)).to.emit(policy, "OperatorSet").withArgs(agent, other.address);
+      await expect(policy.setOperator(other.address, ts, sig)).to.emit(policy, "OperatorSet").withArgs(agent, other.address, ts);
       expect(await policy.operator()).to.equal(other.address);
       expect(await policy.lastTimestamp(2)).to.equal(ts);
 
@@ -230,14 +229,14 @@ describe("SpendPolicy owner-signed changes", function () {
       const good = await signSetPolicy(walletSigner, address, agent2, NEW_POLICY, ts);
       await expect(walletPolicy.updatePolicy(NEW_POLICY, ts, good))
         .to.emit(walletPolicy, "PolicyUpdated")
-        .withArgs(agent2, NEW_POLICY.perTxLimit, NEW_POLICY.dailyBudget, NEW_POLICY.allowlistRoot, NEW_POLICY.approvalThreshold, ts);
+        .withArgs(agent2, 2n, [NEW_POLICY.perTxLimit, NEW_POLICY.dailyBudget, NEW_POLICY.allowlistRoot, NEW_POLICY.approvalThreshold], ts);
     });
 
     it("accepts a pause signed by the wallet's signer", async function () {
       const { walletPolicy, walletSigner, agent2 } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const sig = await signSetPaused(walletSigner, await walletPolicy.getAddress(), agent2, true, ts);
-      await expect(walletPolicy.setPaused(true, ts, sig)).to.emit(walletPolicy, "PausedSet").withArgs(agent2, true);
+      await expect(walletPolicy.setPaused(true, ts, sig)).to.emit(walletPolicy, "PausedSet").withArgs(agent2, true, ts);
     });
   });
 

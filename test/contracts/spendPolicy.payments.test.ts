@@ -1,13 +1,13 @@
 import { expect } from "chai";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, paymentId, policyFixture, usdc } from "../helpers/policyFixture";
+import { DEFAULT_POLICY, paymentId, policyFixture, transferOf, usdc } from "../helpers/policyFixture";
 
 const DAY = 86_400;
 
 describe("SpendPolicy payment ids, release and access", function () {
   describe("payment ids", function () {
     it("reverts SpendPolicyPaymentExists when an authorised paymentId is authorised again", async function () {
-      const { policy, pay } = await loadFixture(policyFixture);
+      const { policy, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(1n, "api.example.com", { id });
       await expect(pay(1n, "api.example.com", { id }))
@@ -15,18 +15,19 @@ describe("SpendPolicy payment ids, release and access", function () {
         .withArgs(id);
     });
 
-    it("reverts SpendPolicyPaymentExists for a released paymentId too", async function () {
-      const { policy, operator, pay } = await loadFixture(policyFixture);
+    it("lets a released paymentId be authorised again only by a new, visible, budgeted authorisation", async function () {
+      const { policy, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
-      await pay(1n, "api.example.com", { id });
-      await policy.connect(operator).releasePayment(id);
-      await expect(pay(1n, "api.example.com", { id }))
-        .to.be.revertedWithCustomError(policy, "SpendPolicyPaymentExists")
-        .withArgs(id);
+      await pay(usdc(1), "api.example.com", { id });
+      await release(id);
+      expect(await policy.spentToday()).to.equal(0n);
+      await expect(pay(usdc(1), "api.example.com", { id })).to.emit(policy, "PaymentAuthorized");
+      expect(await policy.spentToday()).to.equal(usdc(1));
+      expect(await policy.paymentState(id)).to.equal(1n);
     });
 
     it("records nothing for a blocked paymentId, so it can be authorised later", async function () {
-      const { policy, pay } = await loadFixture(policyFixture);
+      const { policy, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await expect(pay(1n, "evil.com", { id })).to.emit(policy, "PaymentBlocked");
       expect(await policy.paymentState(id)).to.equal(0n);
@@ -37,52 +38,52 @@ describe("SpendPolicy payment ids, release and access", function () {
 
   describe("releasePayment", function () {
     it("gives the amount back to today's budget, marks the payment released and emits PaymentReleased", async function () {
-      const { policy, agent, operator, pay } = await loadFixture(policyFixture);
+      const { policy, agent, operator, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(usdc(3), "api.example.com", { id });
       await pay(usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(5));
-      await expect(policy.connect(operator).releasePayment(id))
+      await expect(release(id))
         .to.emit(policy, "PaymentReleased")
-        .withArgs(id, agent, usdc(3));
+        .withArgs(id, agent, usdc(3), usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(2));
       expect(await policy.remainingDailyBudget()).to.equal(DEFAULT_POLICY.dailyBudget - usdc(2));
-      expect(await policy.paymentState(id)).to.equal(2n);
+      expect(await policy.paymentState(id)).to.equal(0n); // the record is gone: the wallet refuses its transfer
     });
 
     it("lets a released amount be spent again the same day", async function () {
-      const { policy, operator, pay } = await loadFixture(policyFixture);
+      const { policy, operator, pay, release } = await loadFixture(policyFixture);
       const ids = [paymentId(), paymentId(), paymentId(), paymentId()];
       for (const id of ids) await pay(usdc(3), "api.example.com", { id });
       await expect(pay(1n)).to.emit(policy, "PaymentBlocked");
-      await policy.connect(operator).releasePayment(ids[0]);
+      await release(ids[0]);
       await expect(pay(usdc(3))).to.emit(policy, "PaymentAuthorized");
     });
 
     it("releases a previous day's payment without touching today's spend", async function () {
-      const { policy, agent, operator, pay } = await loadFixture(policyFixture);
+      const { policy, agent, operator, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(usdc(3), "api.example.com", { id });
       await time.increase(DAY);
       await pay(usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(2));
-      await expect(policy.connect(operator).releasePayment(id))
+      await expect(release(id))
         .to.emit(policy, "PaymentReleased")
-        .withArgs(id, agent, usdc(3));
+        .withArgs(id, agent, usdc(3), usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(2));
-      expect(await policy.paymentState(id)).to.equal(2n);
+      expect(await policy.paymentState(id)).to.equal(0n);
     });
 
     it("reverts SpendPolicyUnknownPayment when released twice or never authorised", async function () {
-      const { policy, operator, pay } = await loadFixture(policyFixture);
+      const { policy, other, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(1n, "api.example.com", { id });
-      await policy.connect(operator).releasePayment(id);
-      await expect(policy.connect(operator).releasePayment(id))
+      await release(id);
+      await expect(release(id))
         .to.be.revertedWithCustomError(policy, "SpendPolicyUnknownPayment")
         .withArgs(id);
       const unknown = paymentId();
-      await expect(policy.connect(operator).releasePayment(unknown))
+      await expect(release(unknown, { transfer: await transferOf(1n, other.address) }))
         .to.be.revertedWithCustomError(policy, "SpendPolicyUnknownPayment")
         .withArgs(unknown);
     });
@@ -90,7 +91,7 @@ describe("SpendPolicy payment ids, release and access", function () {
 
   describe("operator-only calls", function () {
     it("reverts authorizePayment from another account with SpendPolicyUnauthorizedOperator(caller)", async function () {
-      const { policy, other, owner, pay } = await loadFixture(policyFixture);
+      const { policy, other, owner, pay, release } = await loadFixture(policyFixture);
       for (const caller of [other, owner]) {
         await expect(pay(1n, "api.example.com", { from: caller }))
           .to.be.revertedWithCustomError(policy, "SpendPolicyUnauthorizedOperator")
@@ -99,17 +100,17 @@ describe("SpendPolicy payment ids, release and access", function () {
     });
 
     it("reverts releasePayment from another account with SpendPolicyUnauthorizedOperator(caller)", async function () {
-      const { policy, other, pay } = await loadFixture(policyFixture);
+      const { policy, other, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(1n, "api.example.com", { id });
-      await expect(policy.connect(other).releasePayment(id))
+      await expect(release(id, { from: other }))
         .to.be.revertedWithCustomError(policy, "SpendPolicyUnauthorizedOperator")
         .withArgs(other.address);
     });
 
     it("reverts initialize from anyone but the factory with SpendPolicyUnauthorizedDeployer(caller)", async function () {
       const { policy, operator } = await loadFixture(policyFixture);
-      await expect(policy.connect(operator).initialize(DEFAULT_POLICY, 1n, "0x"))
+      await expect(policy.connect(operator).initialize(operator.address, operator.address, DEFAULT_POLICY, 1n, "0x"))
         .to.be.revertedWithCustomError(policy, "SpendPolicyUnauthorizedDeployer")
         .withArgs(operator.address);
     });
@@ -133,6 +134,7 @@ describe("SpendPolicy payment ids, release and access", function () {
       expect(await policy.lastTimestamp(0)).to.be.greaterThan(0n);
       expect(await policy.lastTimestamp(1)).to.equal(0n);
       expect(await policy.lastTimestamp(2)).to.equal(0n);
+      expect(await policy.lastTimestamp(3)).to.equal(0n);
       expect(await policy.lastTimestamp(7)).to.equal(0n);
       expect(await policy.spentToday()).to.equal(0n);
       expect(await policy.remainingDailyBudget()).to.equal(DEFAULT_POLICY.dailyBudget);

@@ -23,6 +23,9 @@ const { ethers } = hre;
 
 export const CHAIN_ID = 8453n;
 
+/** PaymentAuthorized/PaymentBlocked's indexed merchantHash: keccak256 of the merchant string. */
+export const merchantHash = (merchant: string): string => ethers.id(merchant);
+
 /** USDC base units (6 decimals). */
 export function usdc(amount: string | number): bigint {
   return ethers.parseUnits(String(amount), 6);
@@ -55,9 +58,15 @@ export interface Approval {
 /** The "no approval" argument of authorizePayment. */
 export const NO_APPROVAL: Approval = { approvalId: "", amount: 0n, timestamp: 0n, signature: "0x" };
 
-/** A timestamp the next block accepts as newer than the latest one (owner-signed changes must increase). */
+let lastIssued = 0n;
+/**
+ * A timestamp newer than the latest block's and than every one issued before (owner-signed changes must increase,
+ * and blocks may share a second on this network).
+ */
 export async function nextTimestamp(): Promise<bigint> {
-  return BigInt(await time.latest()) + 1n;
+  const latest = BigInt(await time.latest()) + 1n;
+  lastIssued = latest > lastIssued ? latest : lastIssued + 1n;
+  return lastIssued;
 }
 
 export async function signSetPolicy(
@@ -230,7 +239,9 @@ export async function policyFixture() {
   const walletPolicy = await deployAgentFor(factory, operator, agent2Key.address, walletAddress, walletSigner);
   const agent2 = await walletPolicy.getAddress();
 
-  /** Sends authorizePayment from the operator with the proof the service would build. */
+  const transfers = new Map<string, TransferValues>();
+
+  /** Sends authorizePayment from the operator with the proof the service would build (a transfer to `merchant`). */
   async function pay(
     amount: bigint,
     merchantHost = "api.example.com",
@@ -241,14 +252,26 @@ export async function policyFixture() {
       target?: SpendPolicy;
       from?: Signer;
       transfer?: TransferValues;
+      /** validBefore of the default transfer (default: 10 minutes after the latest block). */
+      validBefore?: bigint;
     } = {},
   ) {
     const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost);
     const target = opts.target ?? policy;
     const transfer = opts.transfer ?? (await transferOf(amount, merchant.address));
+    if (opts.validBefore !== undefined) transfer.validBefore = opts.validBefore;
+    const id = opts.id ?? paymentId();
+    transfers.set(id, transfer);
     return target
       .connect(opts.from ?? operator)
-      .authorizePayment(opts.id ?? paymentId(), merchantHost, leaf, proof, transfer, opts.approval ?? NO_APPROVAL);
+      .authorizePayment(id, merchantHost, leaf, proof, transfer, opts.approval ?? NO_APPROVAL);
+  }
+
+  /** releasePayment with the transfer `pay` authorised under this id (or `transfer`). */
+  async function release(id: string, opts: { from?: Signer; target?: SpendPolicy; transfer?: TransferValues } = {}) {
+    const transfer = opts.transfer ?? transfers.get(id);
+    if (!transfer) throw new Error(`no transfer recorded for ${id}`);
+    return (opts.target ?? policy).connect(opts.from ?? operator).releasePayment(id, transfer);
   }
 
   /** Replaces the policy (owner-signed, relayed by `other`). */
@@ -287,6 +310,8 @@ export async function policyFixture() {
     agent2,
     agent2Key,
     pay,
+    release,
+    transfers,
     setPolicy,
     setPaused,
   };
