@@ -15,7 +15,7 @@ import { join } from "node:path";
 
 const ROOT = join(__dirname, "..", "..");
 
-function artifactAbi(contractFile: string, name: string): InterfaceAbi {
+export function artifactAbi(contractFile: string, name: string): InterfaceAbi {
   const path = join(ROOT, "artifacts", "contracts", contractFile, `${name}.json`);
   return JSON.parse(readFileSync(path, "utf8")).abi;
 }

@@ -1,0 +1,42 @@
+/**
+ * The auditor's view of a SpendGate deployment from the chain's logs alone (no calldata, no database): every agent of
+ * the factory, every payment decision, policy version, pause, owner, operator, withdrawal and day's spend, as JSON.
+ *
+ *   npm run audit -- --rpc https://mainnet.base.org --factory 0x... [--usdc 0x...] [--from-block N] [--to-block N]
+ *
+ * Exit code 1 when the events contradict each other (a spentToday that does not add up, USDC moved under a nonce the
+ * policy never authorised, a settlement after a release).
+ */
+import { JsonRpcProvider } from "ethers";
+import { USDC_ADDRESSES } from "../src/chain/addresses";
+import { auditFromLogs } from "../src/indexer/audit";
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+async function main(): Promise<void> {
+  const rpc = arg("rpc") ?? process.env.RPC_URL;
+  const factory = arg("factory") ?? process.env.FACTORY_ADDRESS;
+  if (!rpc || !factory) throw new Error("usage: npm run audit -- --rpc URL --factory ADDRESS [--usdc ADDRESS] [--from-block N] [--to-block N]");
+  const provider = new JsonRpcProvider(rpc);
+  const chainId = Number((await provider.getNetwork()).chainId);
+  const usdc = arg("usdc") ?? USDC_ADDRESSES[chainId];
+  if (!usdc) throw new Error(`no USDC address known for chain id ${chainId}: pass --usdc`);
+  const toBlock = arg("to-block");
+  const report = await auditFromLogs(provider, {
+    factory,
+    usdc,
+    fromBlock: Number(arg("from-block") ?? process.env.FACTORY_DEPLOY_BLOCK ?? 0),
+    toBlock: toBlock === undefined ? undefined : Number(toBlock),
+  });
+  console.log(JSON.stringify(report, null, 2));
+  provider.destroy();
+  if (report.inconsistencies.length) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exitCode = 1;
+});

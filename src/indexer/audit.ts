@@ -1,0 +1,167 @@
+/**
+ * An auditor's view from the chain's logs alone: no calldata, no database, only eth_getLogs (and block timestamps).
+ * From the factory's AgentDeployed it finds every agent, then reads their events and USDC's AuthorizationUsed of
+ * their wallets, and rebuilds every payment decision, every policy version with its signed timestamp, pauses, owners,
+ * operators, withdrawals and each UTC day's spend, checked against the spentToday the contract reported.
+ */
+import { Interface, getAddress, zeroPadValue, type Log, type Provider } from "ethers";
+import { artifactAbi, ERC20_ABI } from "../chain/client";
+import { REASONS } from "../chain/policyOps";
+
+export type AuditPaymentStatus = "authorized" | "settled" | "released" | "blocked";
+
+export interface AuditPayment {
+  paymentId: string;
+  status: AuditPaymentStatus;
+  merchant: string;
+  amount: string;
+  payTo: string | null;
+  validBefore: number | null;
+  reason: string | null;
+  approvalId: string | null;
+  day: string;
+  authorizeTx: string;
+  settleTx: string | null;
+  releaseTx: string | null;
+}
+
+export interface AuditAgent {
+  agent: string;
+  deployTx: string;
+  owners: { owner: string; timestamp: number; txHash: string }[];
+  operators: { operator: string; timestamp: number; txHash: string }[];
+  policies: { version: number; perTxLimit: string; dailyBudget: string; allowlistRoot: string; approvalThreshold: string; timestamp: number; txHash: string }[];
+  pauses: { paused: boolean; timestamp: number; txHash: string }[];
+  withdrawals: { token: string; to: string; amount: string; timestamp: number; txHash: string }[];
+  /** Authorised payments by paymentId, in order. */
+  payments: AuditPayment[];
+  /** Refusals (a blocked paymentId reserves nothing, so each refusal is its own entry). */
+  blocked: AuditPayment[];
+  /** UTC day (YYYY-MM-DD) -> spend at the end of the day's last event (authorised minus released that day). */
+  days: Record<string, string>;
+}
+
+export interface AuditReport {
+  factory: string;
+  fromBlock: number;
+  toBlock: number;
+  agents: Record<string, AuditAgent>;
+  /** Every place where the rebuilt state disagrees with what an event reported (empty when consistent). */
+  inconsistencies: string[];
+}
+
+const day = (ts: number) => new Date(ts * 1000).toISOString().slice(0, 10);
+const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.index;
+
+/** Rebuilds the history of every agent of `factory` from the logs of blocks fromBlock..toBlock. */
+export async function auditFromLogs(
+  provider: Provider,
+  opts: { factory: string; usdc: string; fromBlock: number; toBlock?: number },
+): Promise<AuditReport> {
+  const factoryIface = new Interface(artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"));
+  const agentIface = new Interface(artifactAbi("SpendPolicy.sol", "SpendPolicy"));
+  const usdcIface = new Interface(ERC20_ABI);
+  const toBlock = opts.toBlock ?? (await provider.getBlockNumber());
+  const range = { fromBlock: opts.fromBlock, toBlock };
+  const report: AuditReport = { factory: getAddress(opts.factory), fromBlock: opts.fromBlock, toBlock, agents: {}, inconsistencies: [] };
+
+  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [factoryIface.getEvent("AgentDeployed")!.topicHash] });
+  for (const log of deployed) {
+    const e = factoryIface.parseLog(log)!;
+    const agent = getAddress(e.args.agent);
+    report.agents[agent] = { agent, deployTx: log.transactionHash, owners: [], operators: [], policies: [], pauses: [], withdrawals: [], payments: [], blocked: [], days: {} };
+  }
+  const agents = Object.keys(report.agents);
+  if (agents.length === 0) return report;
+
+  const [agentLogs, usedLogs] = await Promise.all([
+    provider.getLogs({ ...range, address: agents }),
+    provider.getLogs({ ...range, address: opts.usdc, topics: [usdcIface.getEvent("AuthorizationUsed")!.topicHash, agents.map((a) => zeroPadValue(a, 32))] }),
+  ]);
+  const timestamps = new Map<number, number>();
+  for (const n of new Set([...agentLogs, ...usedLogs].map((l) => l.blockNumber))) {
+    timestamps.set(n, (await provider.getBlock(n))!.timestamp);
+  }
+
+  const byId = new Map<string, AuditPayment>();
+  const spend = new Map<string, bigint>(); // agent|day -> rebuilt spend
+  const pendingApproval = new Map<string, string>(); // paymentId -> approvalId (ApprovalUsed precedes PaymentAuthorized)
+  for (const log of [...agentLogs].sort(order)) {
+    const a = report.agents[getAddress(log.address)];
+    const e = agentIface.parseLog(log);
+    if (!a || !e) continue;
+    const at = { timestamp: Number(e.args.timestamp ?? 0), txHash: log.transactionHash };
+    const today = day(timestamps.get(log.blockNumber)!);
+    const key = `${a.agent}|${today}`;
+    switch (e.name) {
+      case "OwnerSet":
+        a.owners.push({ owner: getAddress(e.args.owner), ...at });
+        break;
+      case "OperatorSet":
+        a.operators.push({ operator: getAddress(e.args.operator), ...at });
+        break;
+      case "PolicyUpdated": {
+        const p = e.args.policy;
+        a.policies.push({ version: Number(e.args.version), perTxLimit: p.perTxLimit.toString(), dailyBudget: p.dailyBudget.toString(), allowlistRoot: p.allowlistRoot, approvalThreshold: p.approvalThreshold.toString(), ...at });
+        if (Number(e.args.version) !== a.policies.length) report.inconsistencies.push(`${a.agent}: policy version ${e.args.version} is number ${a.policies.length} seen`);
+        break;
+      }
+      case "PausedSet":
+        a.pauses.push({ paused: e.args.paused, ...at });
+        break;
+      case "Withdrawn":
+        a.withdrawals.push({ token: getAddress(e.args.token), to: getAddress(e.args.to), amount: e.args.amount.toString(), ...at });
+        break;
+      case "ApprovalUsed":
+        pendingApproval.set(e.args.paymentId, e.args.approvalId);
+        break;
+      case "PaymentBlocked":
+        a.blocked.push({
+          paymentId: e.args.paymentId, status: "blocked", merchant: e.args.merchant, amount: e.args.amount.toString(), payTo: null, validBefore: null,
+          reason: REASONS[Number(e.args.reason)] ?? `reason_${e.args.reason}`, approvalId: null, day: today, authorizeTx: log.transactionHash, settleTx: null, releaseTx: null,
+        });
+        break;
+      case "PaymentAuthorized": {
+        const p: AuditPayment = {
+          paymentId: e.args.paymentId, status: "authorized", merchant: e.args.merchant, amount: e.args.amount.toString(), payTo: getAddress(e.args.payTo),
+          validBefore: Number(e.args.validBefore), reason: null, approvalId: pendingApproval.get(e.args.paymentId) ?? null, day: today,
+          authorizeTx: log.transactionHash, settleTx: null, releaseTx: null,
+        };
+        a.payments.push(p);
+        byId.set(`${a.agent}|${p.paymentId}`, p);
+        const rebuilt = (spend.get(key) ?? 0n) + BigInt(p.amount);
+        spend.set(key, rebuilt);
+        if (rebuilt !== e.args.spentToday) report.inconsistencies.push(`${a.agent} ${p.paymentId}: spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
+        a.days[today] = rebuilt.toString();
+        break;
+      }
+      case "PaymentReleased": {
+        const p = byId.get(`${a.agent}|${e.args.paymentId}`);
+        if (!p) {
+          report.inconsistencies.push(`${a.agent}: PaymentReleased of unknown payment ${e.args.paymentId}`);
+          break;
+        }
+        p.status = "released";
+        p.releaseTx = log.transactionHash;
+        // The contract gives the amount back only to the day it was authorised on, if that is today.
+        const rebuilt = p.day === today ? (spend.get(key) ?? 0n) - BigInt(p.amount) : spend.get(key) ?? 0n;
+        spend.set(key, rebuilt);
+        if (rebuilt !== e.args.spentToday) report.inconsistencies.push(`${a.agent} ${p.paymentId}: released, spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
+        a.days[today] = rebuilt.toString();
+        break;
+      }
+    }
+  }
+  for (const log of usedLogs) {
+    const e = usdcIface.parseLog(log)!;
+    const p = byId.get(`${getAddress(e.args.authorizer)}|${e.args.nonce}`);
+    if (!p) {
+      report.inconsistencies.push(`${getAddress(e.args.authorizer)}: USDC moved under nonce ${e.args.nonce}, which its policy never authorised`);
+      continue;
+    }
+    if (p.status === "released") report.inconsistencies.push(`${p.paymentId}: settled after its release`);
+    p.status = "settled";
+    p.settleTx = log.transactionHash;
+  }
+  return report;
+}
