@@ -25,8 +25,9 @@ description: Pay x402 sellers (HTTP 402) in USDC on Base through SpendGate, unde
 
 # SpendGate onboarding for agents
 
-SpendGate gives you a wallet and pays x402 sellers for you, in USDC on Base (chain id 8453). Every payment goes
-through a spend policy that your human owner sets and signs; it lives in a SpendPolicy contract on-chain.
+SpendGate gives you a wallet and pays x402 sellers for you, in USDC on Base (chain id 8453). Your wallet is a
+contract that is also your spend policy: your human owner sets and signs the policy, and the wallet lets money out
+only for payments that policy authorised (or to your owner). Nobody, SpendGate included, can spend past it.
 
 - API (base URL): ${baseUrl}
 - Owner dashboard: ${dashboardUrl}
@@ -45,7 +46,7 @@ cat ${CONFIG_PATH}
 
 | field | meaning |
 |---|---|
-| agentAddress | your wallet address (0x...) |
+| agentAddress | your wallet address (0x...): a contract, known before it is deployed; fund it once your owner set the policy |
 | apiKey | your API key (sk_...): a secret, shown only once, at creation |
 | label | the name you were created with |
 | createdAt | ISO 8601 time of creation |
