@@ -262,6 +262,20 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     expect(res.body).to.include({ status: "blocked", reason: "policy_paused", onchainEvent: "PaymentBlocked" });
   });
 
+  it("withdraws USDC from the agent's wallet with the owner's signature, while it is paused", async () => {
+    await page.goto(`${s.url}/agents`);
+    const card = page.locator(`[data-agent="${agent.agentAddress}"]`);
+    await card.waitFor();
+    const before = await usdcBalance(s, agent.agentAddress);
+    const to = randomOwner().address;
+    await card.getByLabel("Recipient address", { exact: true }).fill(to);
+    await card.getByLabel("Amount", { exact: true }).fill("2.5");
+    await card.getByRole("button", { name: "Withdraw from research-bot" }).click();
+    await page.locator("#alerts .notice", { hasText: "Withdrew 2.5 USDC" }).waitFor();
+    expect(await usdcBalance(s, to)).to.equal(2_500_000n);
+    expect(await usdcBalance(s, agent.agentAddress)).to.equal(before - 2_500_000n);
+  });
+
   it("saves a screenshot of every page at the end of the journey", async () => {
     const pages: [string, string, string][] = [
       ["overview", "/", "#overview-title"],

@@ -9,6 +9,7 @@ import {
   LINK_AGENT_TYPES,
   SET_PAUSED_TYPES,
   SET_POLICY_TYPES,
+  WITHDRAW_TYPES,
 } from "../../chain/typedData";
 
 type Field = { name: string; type: string };
@@ -86,6 +87,11 @@ export function setPolicyData(chainId: number, policyContract: string, agent: st
 /** SetPaused, policy domain (POST /agents/:address/pause). */
 export function setPausedData(chainId: number, policyContract: string, agent: string, paused: boolean, timestamp: number): TypedData {
   return typed(SET_PAUSED_TYPES, chainId, policyContract, { agent, paused, timestamp });
+}
+
+/** Withdraw, policy domain (POST /agents/:address/withdraw); token 0x0 for ETH, amount in the token's base units. */
+export function withdrawData(chainId: number, agent: string, w: { token: string; to: string; amount: bigint }, timestamp: number): TypedData {
+  return typed(WITHDRAW_TYPES, chainId, agent, { agent, token: w.token, to: w.to, amount: w.amount.toString(), timestamp });
 }
 
 /** ApprovalDecision, policy domain (POST /approvals/:id/approve|deny); amount in base units. */

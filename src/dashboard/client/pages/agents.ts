@@ -1,12 +1,13 @@
 /**
- * /agents: the owner's agents with their on-chain policies, balances, today's spend against the budget, and the
- * kill switch (SetPaused signed by the owner, relayed by POST /agents/:address/pause: payments stop at once).
+ * /agents: the owner's agents with their wallets (the contract that holds each agent's funds), on-chain policies,
+ * balances, today's spend against the budget, the kill switch (SetPaused signed by the owner, relayed by POST
+ * /agents/:address/pause: payments stop at once) and an owner-signed withdrawal from the wallet.
  */
 import { api } from "../api";
 import type { App } from "../app";
-import { usdc } from "../amounts";
+import { toUnits, usdc } from "../amounts";
 import { dateTime, h, replace, time } from "../dom";
-import { nowSeconds, setPausedData } from "../typed";
+import { nowSeconds, setPausedData, withdrawData } from "../typed";
 import type { AgentSummary, Balance, PolicyView } from "../types";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
@@ -46,14 +47,13 @@ function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance
   const card = h("article", { class: "card agent", "data-agent": a.address, "aria-labelledby": titleId });
   const status = policy?.deployed ? (paused ? "Paused: every payment is blocked" : "Active") : "No policy yet";
   const facts: [string, Node | string][] = [
-    ["Address", app.addressLink(a.address)],
+    ["Wallet (holds the funds)", app.addressLink(a.address)],
     ["Created", time(a.createdAt, dateTime(a.createdAt))],
     ["Status", h("span", { class: paused ? "badge danger" : policy?.deployed ? "badge ok" : "badge", "data-field": "status" }, status)],
   ];
   if (policy?.deployed) {
     facts.push(
-      ["Policy contract", app.addressLink(policy.policyContract)],
-      ["Per-payment limit", usdc(policy.perTxLimit)],
+        ["Per-payment limit", usdc(policy.perTxLimit)],
       ["Daily budget", usdc(policy.dailyBudget)],
       ["Approval above", usdc(policy.approvalThreshold)],
       ["Allowlist", policy.allowlist.length ? policy.allowlist.join(", ") : "empty (no merchant allowed)"],
@@ -96,8 +96,79 @@ function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance
             : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
         )
       : null,
+    policy?.deployed ? withdrawForm(app, a, reload) : null,
   );
   return card;
+}
+
+/** Funds out of the agent's wallet: the owner signs Withdraw, the service relays it (works while paused). */
+function withdrawForm(app: App, a: AgentSummary, reload: () => Promise<void>): HTMLElement {
+  const id = (name: string) => `withdraw-${a.address}-${name}`;
+  const token = h("select", { id: id("token"), name: "token" }, h("option", { value: "USDC" }, "USDC"), h("option", { value: "ETH" }, "ETH"));
+  const to = h("input", { type: "text", id: id("to"), name: "to", required: true, autocomplete: "off", placeholder: "0x…", value: app.session()?.ownerAddress ?? "" });
+  const amount = h("input", { type: "text", id: id("amount"), name: "amount", required: true, inputmode: "decimal", placeholder: "1.50" });
+  const submit = h("button", { type: "submit", "data-action": "withdraw" }, `Withdraw from ${a.label}`);
+  const form = h(
+    "form",
+    { class: "withdraw", "aria-label": `Withdraw from the wallet of ${a.label}` },
+    h("h3", null, "Withdraw"),
+    h("label", { for: id("token") }, "Token"),
+    token,
+    h("label", { for: id("to") }, "Recipient address"),
+    to,
+    h("label", { for: id("amount") }, "Amount"),
+    amount,
+    submit,
+    h("p", { class: "hint" }, "Your wallet signs Withdraw(agent, token, to, amount, timestamp); only your signature moves funds out of the agent's wallet, even while it is paused."),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void withdraw(app, a, { token: token.value as "USDC" | "ETH", to: to.value.trim(), amount: amount.value.trim() }, submit, reload);
+  });
+  return form;
+}
+
+/** Base units of a decimal string with at most `decimals` decimals, else null. */
+function units(decimal: string, decimals: number): bigint | null {
+  if (decimals === 6) return toUnits(decimal);
+  const m = /^(\d{1,30})(?:\.(\d{1,18}))?$/.exec(decimal);
+  if (!m || (m[2] ?? "").length > decimals) return null;
+  return BigInt(m[1]) * 10n ** BigInt(decimals) + BigInt((m[2] ?? "").padEnd(decimals, "0") || "0");
+}
+
+async function withdraw(
+  app: App,
+  a: AgentSummary,
+  w: { token: "USDC" | "ETH"; to: string; amount: string },
+  button: HTMLButtonElement,
+  reload: () => Promise<void>,
+): Promise<void> {
+  app.clearAlerts();
+  const amount = units(w.amount, w.token === "ETH" ? 18 : 6);
+  if (amount === null || amount <= 0n || !/^0x[0-9a-fA-F]{40}$/.test(w.to)) {
+    app.report(new Error("Enter a recipient address (0x…) and an amount greater than 0."), "withdraw");
+    return;
+  }
+  const label = button.textContent;
+  button.disabled = true;
+  button.textContent = "Waiting for your wallet…";
+  try {
+    const { wallet, owner } = await app.signer();
+    const timestamp = nowSeconds();
+    const token = w.token === "ETH" ? "0x0000000000000000000000000000000000000000" : app.config.usdcAddress;
+    const humanSignature = await wallet.signTypedData(owner, withdrawData(app.config.chainId, a.address, { token, to: w.to, amount }, timestamp));
+    button.textContent = "Withdrawing on-chain…";
+    const res = await api<{ txHash: string; amount: string }>("POST", `/agents/${a.address}/withdraw`, {
+      auth: "required",
+      body: { token: w.token, to: w.to, amount: w.amount, humanSignature, timestamp },
+    });
+    await reload();
+    app.notify(`Withdrew ${res.amount} ${w.token} from ${a.label} to ${w.to}. `, app.txLink(res.txHash));
+  } catch (err) {
+    app.report(err, "withdraw");
+    button.disabled = false;
+    button.textContent = label;
+  }
 }
 
 function spendMeter(address: string, p: PolicyView): HTMLElement {
