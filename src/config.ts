@@ -46,6 +46,11 @@ const EnvSchema = z
 
     GENESIS_OPEN: bool.optional(),
     REGISTRATION_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    OWNER_ALLOWLIST: z
+      .string()
+      .refine((v) => v.split(",").every((a) => isAddress(a.trim())), "must be comma-separated 0x addresses")
+      .transform((v) => v.split(",").map((a) => getAddress(a.trim())))
+      .optional(),
     ALLOW_PRIVATE_SELLERS: bool.optional(),
     APPROVAL_TTL: z.coerce.number().int().min(60).default(86_400),
     OWNER_KEY_TTL: z.coerce.number().int().min(60).default(43_200),
@@ -116,6 +121,8 @@ export interface Config {
   facilitatorPrivateKey?: string;
   genesisOpen: boolean;
   registrationToken?: string;
+  /** Owners who may sign in while registration is closed. */
+  ownerAllowlist: string[];
   allowPrivateSellers: boolean;
   approvalTtlSeconds: number;
   ownerKeyTtlSeconds: number;
@@ -191,6 +198,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY,
     genesisOpen: e.GENESIS_OPEN ?? embeddedChain,
     registrationToken: e.REGISTRATION_TOKEN,
+    ownerAllowlist: e.OWNER_ALLOWLIST ?? [],
     allowPrivateSellers: e.ALLOW_PRIVATE_SELLERS ?? embeddedChain,
     approvalTtlSeconds: e.APPROVAL_TTL,
     ownerKeyTtlSeconds: e.OWNER_KEY_TTL,

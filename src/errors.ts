@@ -29,3 +29,8 @@ export const rateLimited = (retryAfterSeconds: number) =>
 export const upstreamError = (message: string, details?: unknown) => new AppError(502, "upstream_error", message, details);
 export const unavailable = (message: string) => new AppError(503, "unavailable", message);
 export const gatewayTimeout = (message: string) => new AppError(504, "upstream_timeout", message);
+
+/** The interface's error shape of an AppError: `{ error, message, status }` plus `details` when there are any. */
+export function errorBody(e: AppError) {
+  return { error: e.code, message: e.message, status: e.status, ...(e.details !== undefined ? { details: e.details } : {}) };
+}

@@ -2,7 +2,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AppError } from "../errors";
+import { AppError, errorBody } from "../errors";
 import { toAppError } from "../http/middleware";
 
 /** A successful result. The data is parsed with the tool's output schema, so clients get exactly what it documents. */
@@ -22,9 +22,7 @@ export function errorResult(err: unknown, logger: Logger, tool: string): CallToo
   return { isError: true, content: [{ type: "text", text: JSON.stringify(errorBody(e)) }] };
 }
 
-export function errorBody(e: AppError) {
-  return { error: e.code, message: e.message, status: e.status, ...(e.details !== undefined ? { details: e.details } : {}) };
-}
+export { errorBody };
 
 function withLead(lead: string | undefined, data: unknown): string {
   return (lead ? `${lead}\n` : "") + JSON.stringify(data);

@@ -8,7 +8,6 @@ import type { z } from "zod";
 import { AppError, forbidden, notFound } from "../errors";
 import type { PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
-import { idempotencyCaller } from "../services/idempotency";
 import type { Principal } from "../services/keys";
 import type { AgentDoc, LedgerStatus } from "../store/documents";
 import { verifyMerchant } from "./merchant";
@@ -57,17 +56,7 @@ async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promi
   if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
   const { idempotencyKey, ...fields } = input;
   const request: PayRequest = { agentAddress: agent.address, ...fields };
-  const run = async () => {
-    try {
-      const outcome = await s.payments.pay(agent, request);
-      return { status: outcome.httpStatus as number, body: outcome.body as unknown };
-    } catch (err) {
-      // Every explained failure is an answer kept under the idempotency key, as on POST /pay.
-      if (err instanceof AppError) return { status: err.status, body: errorBody(err) as unknown };
-      throw err;
-    }
-  };
-  const { status, body } = idempotencyKey ? await s.idempotency.run(idempotencyCaller(principal), idempotencyKey, request, run) : await run();
+  const { status, body } = await s.payments.payOnce(principal, agent, request, idempotencyKey);
   const b = body as Record<string, string | undefined>;
   if (status === 200) {
     return okResult(PayOutput, body, logger, `Paid ${b.amount} USDC to ${b.merchant} (settlement ${b.txHash}). Remaining daily budget: ${b.remainingDailyBudget} USDC.`);

@@ -1,5 +1,6 @@
 /** Payments, approvals and the ledger. */
 import { z } from "zod";
+import { MAX_JSON_DEPTH, jsonDepth } from "../util/bounded";
 import { Address, PositiveAmount, Signature, UnixTimestamp } from "./common";
 
 export const PayRequest = z
@@ -12,7 +13,11 @@ export const PayRequest = z
     maxAmount: PositiveAmount.meta({ description: "the most the caller allows to be paid, in USDC" }),
     intent: z.string().trim().min(1, "must say what the payment is for").max(500),
     method: z.enum(["GET", "POST"]).default("GET").meta({ description: "HTTP method for the seller (default GET)" }),
-    body: z.unknown().optional().meta({ description: "JSON body sent to the seller with POST" }),
+    body: z
+      .unknown()
+      .optional()
+      .refine((v) => jsonDepth(v, MAX_JSON_DEPTH) <= MAX_JSON_DEPTH, `must be nested at most ${MAX_JSON_DEPTH} levels deep`)
+      .meta({ description: "JSON body sent to the seller with POST" }),
   })
   .meta({ id: "PayRequest" });
 export type PayRequest = z.infer<typeof PayRequest>;

@@ -144,7 +144,7 @@ export class ApprovalService {
       merchant: a.merchant,
       serviceUrl: a.serviceUrl,
       intent: a.intent,
-      seller: { url: a.serviceUrl, method: a.method, body: a.requestBody },
+      seller: { url: a.serviceUrl, method: a.method, body: typeof a.requestBody === "string" ? JSON.parse(a.requestBody) : a.requestBody },
     };
     const quote = await this.payments.quote(pc);
     if (!quote) throw new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain.");

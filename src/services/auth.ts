@@ -1,8 +1,8 @@
 /** Owner sign-in with Sign-In with Ethereum (EIP-4361): a one-time nonce, then an owner API key. */
 import { randomBytes } from "node:crypto";
-import { Contract, getAddress, hashMessage, isAddress, verifyMessage } from "ethers";
+import { getAddress, hashMessage, isAddress } from "ethers";
 import { parseSiweMessage, validateSiweMessage } from "viem/siwe";
-import { badRequest, invalidSignature } from "../errors";
+import { badRequest, forbidden, invalidSignature } from "../errors";
 import type { ServiceContext } from "./context";
 
 const NONCE_TTL_MS = 10 * 60 * 1000;
@@ -23,7 +23,16 @@ export class AuthService {
     return { nonce };
   }
 
-  async verify(message: string, signature: string): Promise<{ apiKey: string; ownerAddress: string; expiresAt: string }> {
+  /**
+   * SIWE sign-in. With registration closed (GENESIS_OPEN=false), only owners SpendGate already knows, owners on
+   * OWNER_ALLOWLIST, or a request carrying the operator's REGISTRATION_TOKEN get a key: a closed service is closed to
+   * new owners too (every owner key can create agents, and every agent costs the operator gas).
+   */
+  async verify(
+    message: string,
+    signature: string,
+    opts: { registrar?: boolean } = {},
+  ): Promise<{ apiKey: string; ownerAddress: string; expiresAt: string }> {
     const fields = parseSiweMessage(message);
     if (!fields.address || !fields.nonce || !fields.domain || !fields.uri) {
       throw badRequest("The message is not an EIP-4361 (SIWE) message.");
@@ -39,6 +48,11 @@ export class AuthService {
     }
     const address = getAddress(fields.address);
     if (!(await this.signedBy(address, message, signature))) throw invalidSignature(`The message is not signed by ${address}.`);
+    if (!this.ctx.config.genesisOpen && !opts.registrar && !this.ctx.config.ownerAllowlist.includes(address)) {
+      if (!(await this.ctx.store.owners.findOne({ address }))) {
+        throw forbidden("Registration is closed: this owner is not known here. Ask the operator to add you to OWNER_ALLOWLIST, or sign in with the registration token.");
+      }
+    }
 
     const now = new Date();
     // The nonce is used once: only the request that flips usedAt from null gets a key.
@@ -59,17 +73,14 @@ export class AuthService {
     return { apiKey, ownerAddress: address, expiresAt: expiresAt.toISOString() };
   }
 
-  /** EOA (EIP-191) or contract wallet (ERC-1271) signature of the message. */
+  /**
+   * The owner's EIP-191 signature of the message, judged by the chain's SignatureChecker (EOA, ERC-1271, EIP-7702),
+   * exactly as the contracts judge the owner's other signatures.
+   */
   private async signedBy(address: string, message: string, signature: string): Promise<boolean> {
+    if (!/^0x([0-9a-fA-F]{2})+$/.test(signature)) return false;
     try {
-      if (getAddress(verifyMessage(message, signature)) === address) return true;
-    } catch {
-      // fall through to ERC-1271
-    }
-    if ((await this.ctx.chain.provider.getCode(address)) === "0x") return false;
-    try {
-      const wallet = new Contract(address, ["function isValidSignature(bytes32,bytes) view returns (bytes4)"], this.ctx.chain.provider);
-      return (await wallet.isValidSignature(hashMessage(message), signature)) === "0x1626ba7e";
+      return (await this.ctx.chain.factory.isValidSignatureNow(address, hashMessage(message), signature)) as boolean;
     } catch {
       return false;
     }

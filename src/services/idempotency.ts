@@ -1,15 +1,22 @@
 /**
  * Idempotency-Key: the same key and body returns the first result (also while the first is still running), whatever
  * it was; the same key with another body is 409. Keys are scoped to the caller's API key and kept for 24 h.
+ *
+ * A repeat waits on the first request in this process at no cost, and backs off while it runs on another instance.
+ * A key whose payment may have moved money is never freed: when the first request ends in an unexpected error after
+ * its payment began, the key stays taken, and the payment's outcome (resolved from the chain by recovery) becomes
+ * the key's answer.
  */
 import { createHash } from "node:crypto";
-import { conflict, badRequest } from "../errors";
+import { AppError, conflict, badRequest } from "../errors";
 import type { Store } from "../store";
+import type { PaymentDoc } from "../store/documents";
 import type { Principal } from "./keys";
 
 const TTL_MS = 24 * 3600 * 1000;
-const WAIT_STEP_MS = 25;
 const WAIT_MAX_MS = 120_000;
+const POLL_FIRST_MS = 50;
+const POLL_MAX_MS = 1_000;
 
 /** The caller idempotency keys are scoped to: the API key (one key means one payment on REST and MCP alike). */
 export function idempotencyCaller(p: Principal): string {
@@ -33,19 +40,38 @@ function stable(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/** Where a key's record lives: the caller and the key, hashed. */
+export function idempotencyScope(callerId: string, key: string): string {
+  return createHash("sha256").update(`${callerId}\n${key}`).digest("hex");
+}
+
+/** The fingerprint of a request body: the same key with another body is refused. */
+export function requestHashOf(body: unknown): string {
+  return createHash("sha256").update(stable(body)).digest("hex");
+}
+
+/** The answer a finished payment gives under its key when its own request could not give it (crash, error). */
+export type OutcomeOf = (payment: PaymentDoc) => Promise<StoredResponse | null>;
+
 export class IdempotencyService {
-  constructor(private readonly store: Store) {}
+  /** Requests running in this process, by scope: repeats wait on them directly. */
+  private readonly running = new Map<string, Promise<StoredResponse>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly outcomeOf: OutcomeOf = async () => null,
+  ) {}
 
   /** Runs `fn` once per (caller, key); replays its stored response for repeats with the same body. */
   async run(
     callerId: string,
     key: string,
     body: unknown,
-    fn: () => Promise<StoredResponse>,
+    fn: (scope: string) => Promise<StoredResponse>,
   ): Promise<StoredResponse & { replayed: boolean }> {
     if (!/^[\x21-\x7e]{1,200}$/.test(key)) throw badRequest("Idempotency-Key must be 1-200 printable ASCII characters.");
-    const scope = createHash("sha256").update(`${callerId}\n${key}`).digest("hex");
-    const requestHash = createHash("sha256").update(stable(body)).digest("hex");
+    const scope = idempotencyScope(callerId, key);
+    const requestHash = requestHashOf(body);
     const now = new Date();
     const before = await this.store.idempotency.findOneAndUpdate(
       { scope },
@@ -58,30 +84,68 @@ export class IdempotencyService {
       }
       return { ...(await this.awaitResult(scope)), replayed: true };
     }
+    const first = this.first(scope, fn);
+    this.running.set(scope, first);
     try {
-      // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again. Only an
-      // exception (nothing answered) frees the key.
-      const response = await fn();
-      await this.store.idempotency.updateOne({ scope }, { $set: { state: "done", response } });
-      return { ...response, replayed: false };
-    } catch (err) {
-      await this.store.idempotency.deleteOne({ scope });
-      throw err;
+      return { ...(await first), replayed: false };
+    } finally {
+      this.running.delete(scope);
     }
   }
 
-  private async awaitResult(scope: string): Promise<StoredResponse> {
-    const deadline = Date.now() + WAIT_MAX_MS;
-    for (;;) {
-      const doc = await this.store.idempotency.findOne({ scope });
-      if (!doc) throw conflict("The first request with this Idempotency-Key failed; retry it.");
-      if (doc.state === "done" && doc.response) return doc.response;
-      if (Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
-        // Its process stopped before answering; the payment itself is finished by recovery and shows in the ledger.
-        throw conflict("The first request with this Idempotency-Key was interrupted before it answered; check the ledger for its outcome.");
+  private async first(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse> {
+    try {
+      // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again.
+      const response = await fn(scope);
+      await this.store.idempotency.updateOne({ scope }, { $set: { state: "done", response } });
+      return response;
+    } catch (err) {
+      // Nothing answered. Only a key whose payment never began may be used again.
+      if (!(await this.store.payments.findOne({ idempotencyScope: scope }).catch(() => ({})))) {
+        await this.store.idempotency.deleteOne({ scope });
+        throw err;
       }
-      if (Date.now() > deadline) throw conflict("The first request with this Idempotency-Key is still running.");
-      await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
+      throw new AppError(
+        502,
+        "upstream_error",
+        "The payment's outcome could not be answered now; it is resolved from the chain. Retry with the same Idempotency-Key to get it (it will not pay twice), or check the ledger.",
+      );
     }
+  }
+
+  /** The outcome of a key's first request: from this process at once, else from the store, backing off. */
+  private async awaitResult(scope: string): Promise<StoredResponse> {
+    const local = this.running.get(scope);
+    if (local) return local.catch(() => this.awaitResult(scope));
+    const deadline = Date.now() + WAIT_MAX_MS;
+    for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
+      const doc = await this.store.idempotency.findOne({ scope });
+      if (!doc) throw conflict("The first request with this Idempotency-Key failed before paying anything; retry it.");
+      if (doc.state === "done" && doc.response) return doc.response;
+      // Its instance may be gone: a payment that recovery has finished answers with its outcome.
+      const resolved = await this.resolvedOutcome(scope);
+      if (resolved) return resolved;
+      if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
+        throw conflict("The first request with this Idempotency-Key is still being resolved; retry later with the same key, or check the ledger.");
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
+  /** The key's answer from its finished payment (written to the key too), if there is one. */
+  private async resolvedOutcome(scope: string): Promise<StoredResponse | null> {
+    const payment = await this.store.payments.findOne({ idempotencyScope: scope, phase: "done" });
+    if (!payment) return null;
+    const response = await this.outcomeOf(payment);
+    if (!response) return null;
+    await this.store.idempotency.updateOne({ scope, state: "in_progress" }, { $set: { state: "done", response } });
+    return response;
+  }
+
+  /** Recovery finished a payment: its key, if it still waits, answers with the outcome from now on. */
+  async settleFromPayment(payment: PaymentDoc): Promise<void> {
+    if (!payment.idempotencyScope) return;
+    const response = await this.outcomeOf(payment);
+    if (response) await this.store.idempotency.updateOne({ scope: payment.idempotencyScope, state: "in_progress" }, { $set: { state: "done", response } });
   }
 }

@@ -7,7 +7,7 @@ import { IdempotencyService } from "./idempotency";
 import { LedgerService } from "./ledger";
 import { PaymentService } from "./payments";
 import { PolicyService } from "./policies";
-import { SettlementService } from "./settlement";
+import { SettlementService, outcomeOf } from "./settlement";
 import { WalletService } from "./wallet";
 
 export interface Services {
@@ -27,7 +27,9 @@ export interface Services {
 export function createServices(ctx: ServiceContext): Services {
   const policies = new PolicyService(ctx);
   const settlement = new SettlementService(ctx);
-  const payments = new PaymentService(ctx, policies, settlement);
+  const idempotency = new IdempotencyService(ctx.store, (payment) => outcomeOf(ctx, payment));
+  settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
+  const payments = new PaymentService(ctx, policies, settlement, idempotency);
   return {
     ctx,
     agents: new AgentService(ctx),
@@ -38,7 +40,7 @@ export function createServices(ctx: ServiceContext): Services {
     payments,
     approvals: new ApprovalService(ctx, policies, payments, settlement),
     ledger: new LedgerService(ctx),
-    idempotency: new IdempotencyService(ctx.store),
+    idempotency,
     controls: new ControlService(ctx),
   };
 }

@@ -7,7 +7,9 @@ import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
 import { phaseTimer } from "../util/timer";
-import { AppError } from "../errors";
+import { AppError, errorBody } from "../errors";
+import { type IdempotencyService, type StoredResponse, idempotencyCaller } from "./idempotency";
+import type { Principal } from "./keys";
 import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
@@ -31,6 +33,8 @@ export function merchantOf(serviceUrl: string): string {
 
 export interface PaymentContext {
   agent: AgentDoc;
+  /** The Idempotency-Key scope of the request, if it came with one. */
+  idempotencyScope?: string;
   merchant: string;
   serviceUrl: string;
   intent: string;
@@ -42,12 +46,31 @@ export class PaymentService {
     private readonly ctx: ServiceContext,
     private readonly policies: PolicyService,
     private readonly settlement: SettlementService,
+    private readonly idempotency: IdempotencyService,
   ) {}
 
-  async pay(agent: AgentDoc, input: PayRequest): Promise<PayOutcome> {
+  /**
+   * POST /pay and the MCP pay tool: a payment, run once per Idempotency-Key when there is one. Every refusal or
+   * failure the service explains is an answer, kept under the key like a success.
+   */
+  async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<StoredResponse & { replayed: boolean }> {
+    const run = async (scope?: string): Promise<StoredResponse> => {
+      try {
+        const outcome = await this.pay(agent, input, scope);
+        return { status: outcome.httpStatus, body: outcome.body };
+      } catch (err) {
+        if (err instanceof AppError) return { status: err.status, body: errorBody(err) };
+        throw err;
+      }
+    };
+    return key ? this.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
+  }
+
+  async pay(agent: AgentDoc, input: PayRequest, idempotencyScope?: string): Promise<PayOutcome> {
     const merchant = merchantOf(input.serviceUrl);
     const pc: PaymentContext = {
       agent,
+      idempotencyScope,
       merchant,
       serviceUrl: input.serviceUrl,
       intent: input.intent,
@@ -122,6 +145,7 @@ export class PaymentService {
       currency: "USDC" as const,
       intent: pc.intent,
       approvalId,
+      ...(pc.idempotencyScope ? { idempotencyScope: pc.idempotencyScope } : {}),
     };
   }
 
@@ -250,7 +274,8 @@ export class PaymentService {
       merchant: pc.merchant,
       serviceUrl: pc.serviceUrl,
       method: pc.seller.method,
-      requestBody: pc.seller.body,
+      // As JSON text: any key the agent sends to its seller (a "$where", a dotted name) is storable that way.
+      requestBody: pc.seller.body === undefined ? undefined : JSON.stringify(pc.seller.body),
       amount: quote.amount.toString(),
       maxAmount: maxAmount.toString(),
       intent: pc.intent,

@@ -5,7 +5,7 @@
  */
 import { fromBaseUnits } from "../amounts";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL, PolicyOps } from "../chain/policyOps";
-import { AppError, gatewayTimeout, upstreamError } from "../errors";
+import { AppError, errorBody, gatewayTimeout, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, signPayment, walletPayer } from "../x402/buyer";
@@ -20,7 +20,7 @@ export interface PayOutcome {
 /** What a ledger entry knows before any value moves. */
 export type LedgerBase = Pick<
   PaymentDoc,
-  "agentAddress" | "ownerAddress" | "policyAddress" | "merchant" | "serviceUrl" | "currency" | "intent" | "approvalId"
+  "agentAddress" | "ownerAddress" | "policyAddress" | "merchant" | "serviceUrl" | "currency" | "intent" | "approvalId" | "idempotencyScope"
 > & { createdAt?: Date };
 
 export interface ExecuteInput {
@@ -46,6 +46,8 @@ export function sellerAppError(err: SellerError): AppError {
 
 export class SettlementService {
   readonly ops: PolicyOps;
+  /** Called with each payment recovery finished (its Idempotency-Key then answers with the outcome). */
+  afterRecovery: (payment: PaymentDoc) => Promise<void> = async () => undefined;
 
   constructor(private readonly ctx: ServiceContext) {
     this.ops = new PolicyOps(ctx.chain);
@@ -82,7 +84,10 @@ export class SettlementService {
     const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
     if (!input.signed && !input.agent) throw new Error("execute needs the signed payment or the agent");
-    const signed = await (input.signed ?? this.sign(input.agent!, quote));
+    const signed = await (input.signed ?? this.sign(input.agent!, quote)).catch((err: unknown) => {
+      // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
+      throw new AppError(422, "unsupported_payment", `The seller's payment requirement could not be signed (${(err as Error).message}); nothing was paid.`);
+    });
     const paymentId = signed.nonce;
     timer.mark("sign");
     const transfer = signed.transfer;
@@ -194,18 +199,44 @@ export class SettlementService {
       return failAfterAuthorize(`facilitator: ${reason}`, upstreamError(`The facilitator refused the payment: ${reason}. The budget was released; nothing was paid.`, { reason }));
     }
 
+    // From here the signed payment has left: every outcome is "maybe paid", and an unexpected error is no exception
+    // to that (a redirect to an unparsable URL, a body or header nothing can read, a store that fails): the chain
+    // decides (settled: approved; not: released and failed), never a 500 that reads "nothing was charged".
+    try {
+      return await this.afterHeaderLeft(input, signed, result, { approved, failAfterAuthorize });
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      this.ctx.logger.error({ err, txnId }, "unexpected failure after the payment left; deciding from the chain");
+      return failAfterAuthorize(
+        `unexpected: ${(err as Error).message ?? String(err)}`.slice(0, 300),
+        upstreamError("The payment could not be completed. Its outcome was read from the chain: it did not settle, the budget was released and nothing was paid."),
+      );
+    }
+  }
+
+  private async afterHeaderLeft(
+    input: ExecuteInput,
+    signed: SignedPayment,
+    result: { blockNumber: number },
+    finish: {
+      approved: (settledTx: string | null, res: { status: number; body: unknown } | null, detail: string | null) => Promise<PayOutcome>;
+      failAfterAuthorize: (detail: string, error: AppError, res?: { status: number; body: unknown } | null) => Promise<PayOutcome>;
+    },
+  ): Promise<PayOutcome> {
+    const agent = input.base.agentAddress;
+    const paymentId = signed.nonce;
     let res;
     try {
       res = await requestSeller(input.seller, this.sellerOptions(), signed.headers);
     } catch (err) {
-      if (!(err instanceof SellerError)) throw err;
-      return failAfterAuthorize(`seller: ${err.code}`, sellerAppError(err));
+      const error = err instanceof SellerError ? sellerAppError(err) : upstreamError("The seller's answer could not be read.");
+      return finish.failAfterAuthorize(`seller: ${err instanceof SellerError ? err.code : (err as Error).message}`, error);
     }
-    timer.mark("seller");
+    input.timer?.mark("seller");
     const settlement = readSettlement(res);
     let settledTx = settlement?.success && settlement.transaction ? settlement.transaction : null;
     // The seller's word is checked on-chain: its transaction must carry our AuthorizationUsed; without one, the
-    // authorisation state decides (nothing has cancelled it yet, so "used" here means settled).
+    // authorisation state decides (only a settlement can use the nonce: the wallet signs nothing else).
     const inSellerTx = settledTx !== null && (await this.ops.settledIn(settledTx, agent, paymentId).catch(() => false));
     const used = inSellerTx || (await this.ops.authorizationUsed(agent, paymentId));
     if (!used) {
@@ -213,18 +244,18 @@ export class SettlementService {
         (settlement && !settlement.success && settlement.errorReason) ||
         (res.body && typeof res.body === "object" && "error" in res.body ? String((res.body as { error: unknown }).error) : null) ||
         `HTTP ${res.status}`;
-      return failAfterAuthorize(
-        `seller: ${sellerReason}`,
-        upstreamError(`The seller did not settle the payment (${sellerReason}). The budget was released; nothing was paid.`, {
-          reason: sellerReason,
+      return finish.failAfterAuthorize(
+        `seller: ${sellerReason}`.slice(0, 300),
+        upstreamError(`The seller did not settle the payment (${String(sellerReason).slice(0, 200)}). The budget was released; nothing was paid.`, {
+          reason: String(sellerReason).slice(0, 200),
           sellerStatus: res.status,
         }),
         { status: res.status, body: res.body },
       );
     }
     if (!inSellerTx) settledTx = await this.ops.settlementTx(agent, paymentId, result.blockNumber);
-    timer.mark("confirm");
-    return approved(settledTx, { status: res.status, body: res.body }, res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null);
+    input.timer?.mark("confirm");
+    return finish.approved(settledTx, { status: res.status, body: res.body }, res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null);
   }
 
   /**
@@ -321,12 +352,51 @@ export class SettlementService {
         .run(doc.agentAddress, async () => {
           await this.resolveInFlight(doc.txnId);
           if (doc.approvalId) await this.settleApproval(doc.txnId, doc.approvalId);
+          const done = await this.ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
+          if (done) await this.afterRecovery(done);
         })
         .then(() => resolved++)
         .catch((err) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
     }
     return resolved;
   }
+}
+
+/**
+ * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an
+ * unexpected error): read from the ledger entry, which recovery decided from the chain.
+ */
+export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ status: number; body: unknown } | null> {
+  if (p.phase !== "done") return null;
+  if (p.status === "approved") {
+    const remaining = await ctx.chain
+      .policyAt(p.policyAddress, ctx.chain.provider)
+      .remainingDailyBudget()
+      .catch(() => null);
+    return {
+      status: 200,
+      body: {
+        status: "approved",
+        txHash: p.txHash,
+        amount: fromBaseUnits(p.amount),
+        currency: "USDC",
+        merchant: p.merchant,
+        ...(remaining !== null ? { remainingDailyBudget: fromBaseUnits(remaining as bigint) } : {}),
+        settledAt: (p.settledAt ?? p.updatedAt).toISOString(),
+        intent: p.intent,
+        transactionId: p.txnId,
+        paymentId: p.paymentId,
+        authorizeTxHash: p.authorizeTxHash,
+        message: "Paid and settled. This answer was read from the chain after the request was interrupted; the seller's response is not available.",
+        response: { status: 0, body: null },
+      },
+    };
+  }
+  if (p.status === "failed") {
+    const e = upstreamError("The payment did not settle: its authorisation was released on-chain and nothing was paid.", { reason: p.reason });
+    return { status: e.status, body: errorBody(e) };
+  }
+  return null;
 }
 
 /** The transfer a payment authorised, as its ledger entry recorded it (recovery releases with it). */

@@ -118,6 +118,8 @@ export interface PaymentDoc {
   /** Block of the authorisation: settlement logs are searched from here. */
   authorizeBlock?: number | null;
   releaseTxHash: string | null;
+  /** The Idempotency-Key scope of the request that made this payment: recovery answers the key with its outcome. */
+  idempotencyScope?: string;
   /** The authorised transfer's validAfter (with payTo, amount and validBefore: what releasePayment is called with). */
   validAfter?: number | null;
   /** The instance working on an in-flight payment owns it until then; recovery waits for it to pass. */
@@ -141,6 +143,7 @@ export interface ApprovalDoc {
   merchant: string;
   serviceUrl: string;
   method: "GET" | "POST";
+  /** The agent's POST body for the seller, as JSON text. */
   requestBody?: unknown;
   amount: string; // base units, the quoted price
   maxAmount: string; // base units

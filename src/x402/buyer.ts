@@ -8,6 +8,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { getAddress } from "ethers";
 import { walletSignature } from "../chain/typedData";
+import { boundedJson } from "../util/bounded";
 import type { AgentSigner } from "../wallets/provider";
 import { Agent, fetch as undiciFetch } from "undici";
 import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
@@ -84,11 +85,15 @@ async function readLimited(res: BodyResponse, maxBytes: number): Promise<string>
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/**
+ * The seller's body as JSON when it is JSON, else as text. JSON deeper than 32 levels or with keys the store cannot
+ * keep stays text: it is answered and stored as the seller sent it, never as an object nothing can serialise.
+ */
 function parseBody(text: string, contentType: string | null): unknown {
   if (!text) return null;
   if (contentType?.includes("json") || /^\s*[[{]/.test(text)) {
     try {
-      return JSON.parse(text);
+      return boundedJson(JSON.parse(text), { raw: text });
     } catch {
       return text;
     }
@@ -176,6 +181,12 @@ function signsEip3009(extra: unknown): boolean {
   return method === undefined || method === "eip3009";
 }
 
+/** USDC's EIP-712 domain name and version, which the signature needs (the x402 client throws without them). */
+function hasTokenDomain(extra: unknown): boolean {
+  const e = extra as { name?: unknown; version?: unknown } | null | undefined;
+  return typeof e?.name === "string" && e.name.length > 0 && e.name.length <= 100 && typeof e.version === "string" && e.version.length > 0 && e.version.length <= 20;
+}
+
 /**
  * Reads a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body) and picks exact / this chain / USDC / EIP-3009; null if
  * none fits.
@@ -201,8 +212,12 @@ export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId
     if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw) || typeof r.payTo !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(r.payTo)) {
       continue;
     }
-    if (!signsEip3009(r.extra)) continue;
-    return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount: BigInt(raw), version };
+    if (!signsEip3009(r.extra) || !hasTokenDomain(r.extra)) continue;
+    // A string or absent maxTimeoutSeconds would be concatenated into validBefore by the x402 client.
+    if (typeof r.maxTimeoutSeconds !== "number" || !Number.isSafeInteger(r.maxTimeoutSeconds) || r.maxTimeoutSeconds <= 0) continue;
+    const amount = BigInt(raw);
+    if (amount <= 0n || /^0x0{40}$/i.test(r.payTo)) continue; // nothing to pay, or to nobody: not a payment
+    return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount, version };
   }
   return null;
 }

@@ -1,14 +1,28 @@
 import { expect } from "chai";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
-import { ownerKey } from "../helpers/owner";
+import { ownerKey, siweVerify } from "../helpers/owner";
 import { documentCounts, expectErrorShape } from "../helpers/store";
 
 const REGISTRATION_TOKEN = "reg_0123456789abcdef0123456789abcdef";
+const ALLOWED = randomOwner();
 
 describe("POST /wallet/genesis (closed registration)", () => {
   let s: Stack;
   before(async () => {
-    s = await startStack({ GENESIS_OPEN: "false", REGISTRATION_TOKEN });
+    s = await startStack({ GENESIS_OPEN: "false", REGISTRATION_TOKEN, OWNER_ALLOWLIST: ALLOWED.address });
+  });
+
+  it("closes SIWE sign-in to new owners too: 403 and nothing created, unless allowlisted or with the registration token", async () => {
+    const stranger = randomOwner();
+    const before = await documentCounts(s.svc.store.db);
+    const res = await siweVerify(s, stranger);
+    expectErrorShape(res, 403, "forbidden");
+    const after = await documentCounts(s.svc.store.db);
+    expect({ ...after, siweNonces: before.siweNonces }).to.deep.equal(before); // only the nonce it asked for
+    expect(await ownerKey(s, ALLOWED)).to.match(/^sk_/);
+    expect(await ownerKey(s, stranger, REGISTRATION_TOKEN)).to.match(/^sk_/);
+    // Known from now on: signs in again without the token.
+    expect(await ownerKey(s, stranger)).to.match(/^sk_/);
   });
   after(async () => s?.close());
 
@@ -41,7 +55,7 @@ describe("POST /wallet/genesis (closed registration)", () => {
 
   it("creates the agent already linked to the owner when called with an owner key (201)", async () => {
     const owner = randomOwner();
-    const key = await ownerKey(s, owner);
+    const key = await ownerKey(s, owner, REGISTRATION_TOKEN);
     const res = await s.api("POST", "/wallet/genesis", { key, body: { email: "owner@example.com", label: "owned" } });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     const { agentAddress, apiKey } = res.body;
@@ -61,7 +75,7 @@ describe("POST /wallet/genesis (closed registration)", () => {
 
   it("answers 409 for the same owner, email and label again", async () => {
     const owner = randomOwner();
-    const key = await ownerKey(s, owner);
+    const key = await ownerKey(s, owner, REGISTRATION_TOKEN);
     const body = { email: "again@example.com", label: "twice" };
     expect((await s.api("POST", "/wallet/genesis", { key, body })).status).to.equal(201);
     const again = await s.api("POST", "/wallet/genesis", { key, body });

@@ -38,18 +38,18 @@ export async function siweNonce(s: Stack, address: string): Promise<string> {
 export async function siweVerify(
   s: Stack,
   owner: Wallet,
-  opts: SiweOverrides & { signer?: Wallet; nonce?: string } = {},
+  opts: SiweOverrides & { signer?: Wallet; nonce?: string; key?: string } = {},
 ): Promise<ApiResponse & { message: string; signature: string }> {
   const nonce = opts.nonce ?? (await siweNonce(s, owner.address));
   const message = siweMessage(s, owner.address, nonce, opts);
   const signature = await (opts.signer ?? owner).signMessage(message);
-  const res = await s.api("POST", "/auth/siwe/verify", { body: { message, signature } });
+  const res = await s.api("POST", "/auth/siwe/verify", { body: { message, signature }, ...(opts.key ? { key: opts.key } : {}) });
   return { ...res, message, signature };
 }
 
 /** Signs in and returns the owner key. */
-export async function ownerKey(s: Stack, owner: Wallet): Promise<string> {
-  const res = await siweVerify(s, owner);
+export async function ownerKey(s: Stack, owner: Wallet, registrationToken?: string): Promise<string> {
+  const res = await siweVerify(s, owner, { key: registrationToken });
   if (res.status !== 200) throw new Error(`SIWE failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.apiKey;
 }

@@ -60,7 +60,11 @@ export type MisbehaviourMode =
   | "slow"
   | "failAfterPayment"
   | "free200"
-  | "http500";
+  | "http500"
+  // Settle the payment with opts.facilitator, then answer badly:
+  | "settleThenBrokenRedirect"
+  | "settleThenDeepBody"
+  | "settleThenDollarKeys";
 
 export interface MisbehavingOptions {
   usdc?: string;
@@ -73,6 +77,8 @@ export interface MisbehavingOptions {
   delayMs?: number;
   /** redirectPrivate: where to redirect. Default http://169.254.169.254/latest. */
   location?: string;
+  /** settleThen*: the facilitator that settles the payment before the bad answer. */
+  facilitator?: Facilitator;
 }
 
 const USDC_EXTRA = { name: "USD Coin", version: "2" };
@@ -290,6 +296,7 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
   const hits = { paid: 0, unpaid: 0 };
   const timers = new Set<NodeJS.Timeout>();
   const paymentHeaders: string[] = [];
+  const settlements: string[] = [];
 
   const requirements = (over: Partial<PaymentRequirements> = {}): PaymentRequirements => ({
     scheme: "exact",
@@ -310,6 +317,21 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
     else hits.unpaid++;
     if (mode !== "slow") await readBody(req);
     const here = `${url.origin}${url.pathname}`;
+    if (mode.startsWith("settleThen") && paymentHeader) {
+      const payload = decodePaymentSignatureHeader(paymentHeader);
+      const settled = await opts.facilitator!.settle(payload, requirements());
+      if (settled.success && settled.transaction) settlements.push(settled.transaction);
+      if (mode === "settleThenBrokenRedirect") {
+        res.writeHead(302, { Location: "http://[::1" }).end();
+        return;
+      }
+      if (mode === "settleThenDeepBody") {
+        res.writeHead(200, { "Content-Type": "application/json" }).end("[".repeat(50_000) + "]".repeat(50_000));
+        return;
+      }
+      return sendJson(res, 200, { $where: "1", "a.b": { $gt: 1 }, ok: true });
+    }
+    if (mode.startsWith("settleThen")) return sendJson(res, 402, {}, v2Challenge(here, requirements()));
     switch (mode) {
       case "garbage402":
         res.writeHead(402, { "Content-Type": "text/plain", "PAYMENT-REQUIRED": "%%%not-x402%%%" }).end("Pay me somehow, maybe.");
@@ -349,7 +371,7 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
     resource: `${listener.url}/resource`,
     payTo,
     hits,
-    settlements: [],
+    settlements,
     paymentHeaders,
     setPrice: (units) => {
       price = units;

@@ -2,7 +2,8 @@ import { expect } from "chai";
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { BASE_USDC } from "../../src/config";
-import { readQuote, type SellerResponse } from "../../src/x402/buyer";
+import { Wallet } from "ethers";
+import { readQuote, signPayment, type SellerResponse } from "../../src/x402/buyer";
 
 const OPTS = { chainId: 8453, usdcAddress: BASE_USDC };
 const PAY_TO = "0x1111111111111111111111111111111111111111";
@@ -56,5 +57,43 @@ describe("readQuote (x402 buyer)", () => {
     expect(quote).to.not.equal(null);
     expect(quote!.amount).to.equal(10_000n);
     expect(quote!.requirement).to.deep.equal(eip3009);
+  });
+});
+
+describe("hostile quotes (x402 buyer)", () => {
+  it("skips a requirement without the token's EIP-712 domain, with an odd maxTimeoutSeconds, a zero amount or a zero payee", () => {
+    const odd: Partial<PaymentRequirements>[] = [
+      { extra: undefined },
+      { extra: {} },
+      { extra: { name: "USD Coin" } },
+      { extra: { name: 5, version: "2" } as unknown as Record<string, unknown> },
+      { maxTimeoutSeconds: "0" as unknown as number },
+      { maxTimeoutSeconds: "300" as unknown as number },
+      { maxTimeoutSeconds: 0 },
+      { maxTimeoutSeconds: -5 },
+      { maxTimeoutSeconds: 1.5 },
+      { maxTimeoutSeconds: undefined as unknown as number },
+      { amount: "0" },
+      { amount: "-1" },
+      { amount: "1e6" },
+      { payTo: "0x0000000000000000000000000000000000000000" },
+    ];
+    for (const over of odd) expect(readQuote(v2Response([requirement(over)]), OPTS), JSON.stringify(over)).to.equal(null);
+  });
+
+  it("signs for at most MAX_PAYMENT_VALIDITY_SECONDS whatever the seller asks, and still names the seller's own requirement", async () => {
+    const quote = readQuote(v2Response([requirement({ maxTimeoutSeconds: 10 ** 9 })]), OPTS)!;
+    const key = Wallet.createRandom();
+    const signer = {
+      address: key.address as `0x${string}`,
+      signTypedData: async (d: { domain: Record<string, unknown>; types: Record<string, { name: string; type: string }[]>; message: Record<string, unknown> }) => {
+        const { EIP712Domain: _skip, ...types } = d.types;
+        return (await key.signTypedData(d.domain, types, d.message)) as `0x${string}`;
+      },
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const signed = await signPayment(signer, quote, 600);
+    expect(Number(signed.transfer.validBefore)).to.be.within(now + 590, now + 602);
+    expect((signed.payload as { accepted?: unknown }).accepted).to.deep.equal(quote.requirement);
   });
 });

@@ -54,7 +54,7 @@ export function accountRoutes(s: Services): Router<AppState> {
 
   router.post("/auth/siwe/verify", validate({ body: SiweVerifyRequest }), async (ctx) => {
     const { message, signature } = ctx.state.input as SiweVerifyRequest;
-    ctx.body = await s.auth.verify(message, signature);
+    ctx.body = await s.auth.verify(message, signature, { registrar: ctx.state.principal?.role === "registrar" });
   });
 
   return router;

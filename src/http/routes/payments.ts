@@ -11,7 +11,6 @@ import {
 } from "../../schemas/payments";
 import { OptionalAddressQuery } from "../../schemas/accounts";
 import type { Services } from "../../services";
-import { idempotencyCaller } from "../../services/idempotency";
 import { requireAuth } from "../auth";
 import type { AppContext, AppState } from "../types";
 import { validate } from "../validate";
@@ -30,20 +29,7 @@ export function paymentRoutes(s: Services): Router<AppState> {
     const input = ctx.state.input as PayRequest;
     const principal = ctx.state.principal!;
     const agent = await s.agents.authorize(principal, input.agentAddress);
-    const run = async () => {
-      try {
-        const outcome = await s.payments.pay(agent, input);
-        return { status: outcome.httpStatus, body: outcome.body };
-      } catch (err) {
-        // Every refusal or failure the service explains is an answer, kept under the Idempotency-Key like a success.
-        if (err instanceof AppError) {
-          return { status: err.status, body: { error: err.code, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } };
-        }
-        throw err;
-      }
-    };
-    const key = ctx.get("Idempotency-Key");
-    const result = key ? await s.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
+    const result = await s.payments.payOnce(principal, agent, input, ctx.get("Idempotency-Key") || undefined);
     if (result.replayed) ctx.set("Idempotent-Replayed", "true");
     ctx.status = result.status;
     ctx.body = result.body;
