@@ -59,6 +59,7 @@ const EnvSchema = z
     AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
     PAYMENT_LEASE_MS: z.coerce.number().int().min(1).default(180_000),
     BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
+    OWNER_GAS_ALLOWANCE_GWEI: z.coerce.number().positive().optional(),
     SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
     SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
     // The contract refuses authorisations valid for more than an hour.
@@ -132,6 +133,8 @@ export interface Config {
   sellerTimeoutMs: number;
   paymentLeaseMs: number;
   blockedOnchainPerHour: number;
+  /** Operator gas (gwei) the agents of one owner may cost per UTC day. */
+  ownerGasAllowanceGwei: number;
   sellerMaxBytes: number;
   maxPaymentValiditySeconds: number;
   sellPrice: string;
@@ -208,6 +211,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
     paymentLeaseMs: e.PAYMENT_LEASE_MS,
     blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
+    // 0.01 ETH a day per owner in production (thousands of transactions on Base); the sandbox is generous.
+    ownerGasAllowanceGwei: e.OWNER_GAS_ALLOWANCE_GWEI ?? (embeddedChain ? 1e12 : 1e7),
     sellerMaxBytes: e.SELLER_MAX_BYTES,
     maxPaymentValiditySeconds: e.MAX_PAYMENT_VALIDITY_SECONDS,
     sellPrice: e.SELL_PRICE,

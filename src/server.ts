@@ -12,6 +12,7 @@ import type { EmbeddedChain } from "./chain/embedded";
 import type { Config } from "./config";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
+import { GasMeter } from "./services/gas";
 import { SignatureService } from "./services/signatures";
 import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
@@ -111,6 +112,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         store.usedSignatures,
         config.signatureWindowSeconds,
       ),
+      gas: new GasMeter(store, config),
       activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
       agentLock: new KeyedMutex(),
       logger,

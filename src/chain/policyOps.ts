@@ -25,6 +25,8 @@ export interface OwnerApprovalInput {
 export const NO_APPROVAL: OwnerApprovalInput = { approvalId: "", amount: 0n, timestamp: 0, signature: "0x" };
 
 export interface AuthorizeResult {
+  /** The mined transaction's gas (the operator pays it). */
+  receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice">;
   authorized: boolean;
   reason: string | null;
   spentToday: bigint | null;
@@ -82,10 +84,11 @@ export class PolicyOps {
     for (const log of this.logsOf(receipt, policyAddress)) {
       const parsed = c.interface.parseLog(log);
       if (parsed?.name === "PaymentAuthorized") {
-        return { authorized: true, reason: null, spentToday: parsed.args.spentToday, txHash: receipt.hash, blockNumber: receipt.blockNumber };
+        return { receipt, authorized: true, reason: null, spentToday: parsed.args.spentToday, txHash: receipt.hash, blockNumber: receipt.blockNumber };
       }
       if (parsed?.name === "PaymentBlocked") {
         return {
+          receipt,
           authorized: false,
           reason: REASONS[Number(parsed.args.reason)] ?? `reason_${parsed.args.reason}`,
           spentToday: null,
@@ -101,11 +104,15 @@ export class PolicyOps {
    * releasePayment: gives an authorised payment's amount back and kills its authorisation for good. The contract
    * refuses it once USDC has used the nonce: then the payment settled, and this answers { settled: true }.
    */
-  async release(policyAddress: string, paymentId: string, transfer: TransferInput): Promise<{ settled: false; txHash: string } | { settled: true }> {
+  async release(
+    policyAddress: string,
+    paymentId: string,
+    transfer: TransferInput,
+  ): Promise<{ settled: false; txHash: string; receipt: TransactionReceipt } | { settled: true }> {
     const c = this.chain.policyAt(policyAddress);
     try {
       const { receipt } = await this.chain.sendAndWait((o) => c.releasePayment(paymentId, toTuple(transfer), o));
-      return { settled: false, txHash: receipt.hash };
+      return { settled: false, txHash: receipt.hash, receipt };
     } catch (err) {
       if (decodeRevert(c, err)?.name === "SpendPolicyPaymentSettled") return { settled: true };
       throw err;

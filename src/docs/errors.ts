@@ -25,6 +25,7 @@ export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
   insufficient_funds: { status: 422, meaning: "Withdraw: the agent wallet holds less of the token than asked." },
   withdraw_failed: { status: 422, meaning: "Withdraw: the recipient refused the transfer (for example a contract that does not accept ETH)." },
   blocked: { status: 422, meaning: "Approve: the approved payment was blocked on-chain (the body's `details` is the blocked payment result)." },
+  gas_allowance_exceeded: { status: 429, meaning: "The operator gas this owner's agents may cost per UTC day (OWNER_GAS_ALLOWANCE_GWEI) is spent; see GET /owner/gas and `Retry-After`. Pauses, withdrawals and hand-overs are never refused." },
   rate_limited: { status: 429, meaning: "Too many requests for this key (or address) this minute; see `Retry-After`." },
   internal: { status: 500, meaning: "An unexpected error on the service's side; nothing was charged." },
   not_implemented: { status: 501, meaning: "An HTTP method the service does not implement." },

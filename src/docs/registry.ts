@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { PauseRequest } from "../http/routes/controls";
-import { SetOwnerRequest, SetOwnerResponse, WithdrawRequest, WithdrawResponse } from "../schemas/owner";
+import { GasUsageResponse, SetOwnerRequest, SetOwnerResponse, WithdrawRequest, WithdrawResponse } from "../schemas/owner";
 import {
   ActivationResponse,
   AddressQuery,
@@ -222,6 +222,19 @@ export const ROUTES: RouteDoc[] = [
     body: WithdrawRequest,
     responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
+  },
+  {
+    method: "GET",
+    path: "/owner/gas",
+    tag: "Policy",
+    summary: "The operator gas this owner's agents cost today, against the daily allowance",
+    description:
+      "Every transaction the operator relays for the owner's agents (policy deploys and updates, pauses, withdrawals, blocked records, " +
+      "authorisations, releases) is charged to the owner. Past OWNER_GAS_ALLOWANCE_GWEI a day, what costs the operator gas answers 429 " +
+      "`gas_allowance_exceeded` (pauses, withdrawals and hand-overs never do).",
+    auth: "owner",
+    responses: { 200: json("today's figures", GasUsageResponse) },
+    errors: ["unauthorized", "forbidden"],
   },
   {
     method: "POST",

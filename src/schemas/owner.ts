@@ -44,3 +44,15 @@ export type SetOwnerRequest = z.infer<typeof SetOwnerRequest>;
 export const SetOwnerResponse = z
   .object({ agentAddress: z.string(), ownerAddress: z.string(), txHash: z.string() })
   .meta({ id: "SetOwnerResponse" });
+
+export const GasUsageResponse = z
+  .object({
+    ownerAddress: z.string(),
+    day: z.string().meta({ description: "the UTC day (YYYY-MM-DD) the figures are for" }),
+    gasUsed: z.number().meta({ description: "gas of the transactions the operator relayed for this owner's agents today" }),
+    costGwei: z.number().meta({ description: "what they cost the operator (gas used × effective gas price), in gwei" }),
+    transactions: z.number().int(),
+    allowanceGwei: z.number().meta({ description: "OWNER_GAS_ALLOWANCE_GWEI: past it, new operator transactions for these agents answer 429" }),
+    remainingGwei: z.number(),
+  })
+  .meta({ id: "GasUsage" });

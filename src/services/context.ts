@@ -7,6 +7,7 @@ import type { KeyedMutex } from "../util/mutex";
 import type { WalletProvider } from "../wallets/provider";
 import type { Facilitator } from "../x402/facilitator";
 import type { KeyService } from "./keys";
+import type { GasMeter } from "./gas";
 import type { SignatureService } from "./signatures";
 
 export interface ServiceContext {
@@ -19,6 +20,8 @@ export interface ServiceContext {
   keys: KeyService;
   facilitator: Facilitator;
   signatures: SignatureService;
+  /** The operator's gas, charged per owner against a daily allowance. */
+  gas: GasMeter;
   /** Key of the agents' activation codes (derived from the wallet encryption key). */
   activationSecret: Buffer;
   /** Serialises work per agent (payments, policy changes); different agents run in parallel. */

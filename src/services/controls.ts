@@ -35,6 +35,7 @@ export class ControlService {
     const { receipt } = await chain
       .sendAndWait((o) => policy.setPaused(input.paused, input.timestamp, input.humanSignature, o))
       .catch((err) => revertToAppError(policy, err));
+    await this.ctx.gas.charge(agent.ownerAddress, receipt);
     this.ctx.logger.info({ agent: agent.address, paused: input.paused, txHash: receipt.hash }, "pause set");
     return { agentAddress: agent.address, paused: input.paused, policyContract: agent.policyAddress, txHash: receipt.hash };
   }
@@ -71,6 +72,7 @@ export class ControlService {
     const { receipt } = await chain
       .sendAndWait((o) => wallet.withdraw(token, input.to, amount, input.timestamp, input.humanSignature, o))
       .catch((err) => revertToAppError(wallet, err));
+    await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, token, to: input.to, amount: amount.toString(), txHash: receipt.hash }, "withdrawn");
     return { status: "withdrawn" as const, agentAddress: agent.address, token, to: input.to, amount: formatUnits(amount, decimals), txHash: receipt.hash };
   }
@@ -93,6 +95,7 @@ export class ControlService {
     const { receipt } = await chain
       .sendAndWait((o) => wallet.setOwner(input.newOwner, input.timestamp, input.humanSignature, o))
       .catch((err) => revertToAppError(wallet, err));
+    await this.ctx.gas.charge(owner, receipt);
     // The chain decided; the store follows (the old owner's keys lose the agent at once).
     await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });
     await store.owners.updateOne(

@@ -169,18 +169,28 @@ export class PaymentService {
     let capped = false;
     let strayPaymentId: string | null = null;
     let recordTransfer: TransferInput | null = null;
+    let cappedBy = `more than ${this.ctx.config.blockedOnchainPerHour} blocked attempts this hour`;
     if (previous) {
       // Every attempt gets its own ledger entry; only the on-chain record is shared with the first one.
       txHash = previous.txHash;
       blockNumber = previous.onchain.blockNumber;
     } else if (proof) {
       capped = (await this.onchainBlocksLeft(pc.agent.address)) <= 0;
+      const gasLeft = await this.ctx.gas.check(pc.agent.ownerAddress).then(
+        () => true,
+        () => false,
+      );
+      if (!gasLeft && !capped) {
+        capped = true;
+        cappedBy = "the owner's operator gas allowance for today is spent";
+      }
       if (!capped) {
         const paymentId = "0x" + randomBytes(32).toString("hex");
         // A refused payment names no real payee: nothing may ever settle its record (it is not authorised anyway).
         recordTransfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
         const transfer = recordTransfer;
         const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, transfer);
+        await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
         if (result.authorized) {
           // The policy changed between simulation and transaction: never keep budget for a payment not made.
           await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err) => {
@@ -216,7 +226,7 @@ export class PaymentService {
       updatedAt: now,
       settledAt: null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
-      ...(capped ? { detail: `not recorded on-chain: more than ${this.ctx.config.blockedOnchainPerHour} blocked attempts this hour` } : {}),
+      ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
     };
     if (txnId) {

@@ -124,6 +124,7 @@ export class PolicyService {
     });
 
     return this.ctx.agentLock.run(agent.address, async () => {
+      await this.ctx.gas.check(owner);
       await this.ctx.signatures.consume("SetPolicy", digest);
       // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
       await this.ctx.store.allowlists.updateOne(
@@ -142,6 +143,7 @@ export class PolicyService {
             : contract.deployAgent(agent.signerAddress, owner, tuple, input.timestamp, input.humanSignature, overrides),
         )
         .catch((err) => revertToAppError(contract, err));
+      await this.ctx.gas.charge(owner, receipt);
       const doc: PolicyDoc = {
         agentAddress: agent.address,
         policyAddress: getAddress(agent.policyAddress),

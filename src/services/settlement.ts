@@ -84,6 +84,8 @@ export class SettlementService {
     const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
     if (!input.signed && !input.agent) throw new Error("execute needs the signed payment or the agent");
+    // The operator pays the authorisation (and a release): past the owner's daily gas allowance, nothing is sent.
+    await this.ctx.gas.check(base.ownerAddress);
     const signed = await (input.signed ?? this.sign(input.agent!, quote)).catch((err: unknown) => {
       // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
       throw new AppError(422, "unsupported_payment", `The seller's payment requirement could not be signed (${(err as Error).message}); nothing was paid.`);
@@ -136,6 +138,7 @@ export class SettlementService {
       await this.resolveInFlight(txnId).catch(() => undefined);
       throw upstreamError("The payment could not be authorised on-chain; nothing was paid. Try again.");
     }
+    await this.ctx.gas.charge(base.ownerAddress, result.receipt);
     if (!result.authorized) {
       await this.update(txnId, { status: "blocked", phase: "done", reason: result.reason, txHash: result.txHash, onchain: { confirmed: false, blockNumber: result.blockNumber } });
       return {
@@ -273,7 +276,10 @@ export class SettlementService {
       try {
         const r = await this.ops.release(doc.policyAddress, paymentId, transferOf(doc));
         if (r.settled) settled = true;
-        else releaseTx = r.txHash;
+        else {
+          releaseTx = r.txHash;
+          await this.ctx.gas.charge(doc.ownerAddress, r.receipt);
+        }
       } catch (err) {
         this.ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
         if (!(await this.ops.authorizationUsed(agent, paymentId))) {

@@ -66,6 +66,7 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { agentAddress: 1, blockNumber: -1 } },
   ],
   indexerState: [{ key: { name: 1, chainId: 1 }, unique: true }],
+  gasUsage: [{ key: { ownerAddress: 1, day: 1 }, unique: true }],
 };
 
 export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {

@@ -34,6 +34,10 @@ export function controlRoutes(s: Services): Router<AppState> {
   router.post("/agents/:address/withdraw", requireAuth("owner"), validate({ body: WithdrawRequest }), async (ctx) => {
     ctx.body = await s.controls.withdraw(await pathAgent(s, ctx), ctx.state.input as WithdrawRequest);
   });
+  router.get("/owner/gas", requireAuth("owner"), async (ctx) => {
+    const p = ctx.state.principal!;
+    if (p.role === "owner") ctx.body = await s.ctx.gas.usage(p.ownerAddress);
+  });
   router.post("/agents/:address/owner", requireAuth("owner"), validate({ body: SetOwnerRequest }), async (ctx) => {
     ctx.body = await s.controls.setOwner(await pathAgent(s, ctx), ctx.state.input as SetOwnerRequest);
   });

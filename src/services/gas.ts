@@ -1,0 +1,85 @@
+/**
+ * The operator pays the gas of every transaction it relays (policy deploys and updates, pauses, withdrawals, blocked
+ * records, payment authorisations and releases). Each is charged to the owner of the agent it was for, per UTC day,
+ * against OWNER_GAS_ALLOWANCE_GWEI: past it, what the owner's agents ask of the operator is refused with 429 (the
+ * kill switch, withdrawals and hand-overs are never refused: they protect the owner), so nobody drains the operator.
+ */
+import type { TransactionReceipt } from "ethers";
+import type { Config } from "../config";
+import { AppError } from "../errors";
+import type { Store } from "../store";
+
+export interface GasUsageDoc {
+  ownerAddress: string;
+  /** UTC day, YYYY-MM-DD. */
+  day: string;
+  gasUsed: number;
+  /** gasUsed × effective gas price, in gwei. */
+  costGwei: number;
+  transactions: number;
+  updatedAt: Date;
+}
+
+const today = (now = new Date()) => now.toISOString().slice(0, 10);
+
+/** What a mined transaction cost the operator, in gas and gwei. */
+export function costOf(receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice">): { gasUsed: number; costGwei: number } {
+  return { gasUsed: Number(receipt.gasUsed), costGwei: Number(receipt.gasUsed * (receipt.gasPrice ?? 0n)) / 1e9 };
+}
+
+export class GasMeter {
+  constructor(
+    private readonly store: Store,
+    private readonly config: Pick<Config, "ownerGasAllowanceGwei">,
+  ) {}
+
+  private get usageDocs() {
+    return this.store.collection<GasUsageDoc>("gasUsage");
+  }
+
+  /** Today's operator gas for an owner's agents, and what is left of the allowance. */
+  async usage(ownerAddress: string) {
+    const day = today();
+    const doc = await this.usageDocs.findOne({ ownerAddress, day });
+    const costGwei = doc?.costGwei ?? 0;
+    const allowanceGwei = this.config.ownerGasAllowanceGwei;
+    return {
+      ownerAddress,
+      day,
+      gasUsed: doc?.gasUsed ?? 0,
+      costGwei,
+      transactions: doc?.transactions ?? 0,
+      allowanceGwei,
+      remainingGwei: Math.max(0, allowanceGwei - costGwei),
+    };
+  }
+
+  /** Throws 429 `gas_allowance_exceeded` (Retry-After: the next UTC day) once the owner's allowance is spent. */
+  async check(ownerAddress: string | null): Promise<void> {
+    if (!ownerAddress) return;
+    const u = await this.usage(ownerAddress);
+    if (u.costGwei < u.allowanceGwei) return;
+    const now = new Date();
+    const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+    throw new AppError(
+      429,
+      "gas_allowance_exceeded",
+      `The operator gas allowance of this owner's agents for today (${u.allowanceGwei} gwei) is spent: ${u.transactions} transactions, ${Math.round(u.costGwei)} gwei. It renews at 00:00 UTC.`,
+      { ...u },
+      { "Retry-After": String(Math.max(1, Math.ceil((next - now.getTime()) / 1000))) },
+    );
+  }
+
+  /** Charges a mined transaction to the owner (best effort: the transaction happened either way). */
+  async charge(ownerAddress: string | null, receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice"> | null | undefined): Promise<void> {
+    if (!ownerAddress || !receipt) return;
+    const { gasUsed, costGwei } = costOf(receipt);
+    await this.usageDocs
+      .updateOne(
+        { ownerAddress, day: today() },
+        { $inc: { gasUsed, costGwei, transactions: 1 }, $set: { updatedAt: new Date() }, $setOnInsert: { ownerAddress, day: today() } },
+        { upsert: true },
+      )
+      .catch(() => undefined);
+  }
+}

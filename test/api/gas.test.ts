@@ -1,0 +1,49 @@
+import { expect } from "chai";
+import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { ownerKey } from "../helpers/owner";
+import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { expectErrorShape } from "../helpers/store";
+
+const POLICY = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
+
+describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", () => {
+  let s: Stack;
+  let seller: TestSeller;
+  before(async () => {
+    // One gwei a day: the first deployment goes through (nothing spent yet), then the allowance is spent.
+    s = await startStack({ OWNER_GAS_ALLOWANCE_GWEI: "1" });
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1_000_000n });
+  });
+  after(async () => {
+    await seller?.close();
+    await s?.close();
+  });
+
+  it("charges every relayed transaction to the owner, refuses more past the allowance (429), and never blocks the kill switch", async () => {
+    const owner = randomOwner();
+    const key = await ownerKey(s, owner);
+    const a = await s.onboard(owner, POLICY);
+    await mintUsdc(s, a.agentAddress, 10_000_000n);
+    const usage = await s.api("GET", "/owner/gas", { key });
+    expect(usage.status).to.equal(200);
+    expect(usage.body).to.include({ ownerAddress: owner.address, transactions: 1, allowanceGwei: 1, remainingGwei: 0 });
+    expect(usage.body.gasUsed).to.be.within(150_000, 250_000); // the agent's deployment
+    expect(usage.body.costGwei).to.be.greaterThan(0);
+
+    const update = await s.api("POST", "/limits", { key, body: await s.policyBody(owner, a.agentAddress, { ...POLICY, dailyBudget: "30" }, s.now() + 1) });
+    expectErrorShape(update, 429, "gas_allowance_exceeded");
+    const pay = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "over the gas allowance" } });
+    expect(pay.status, JSON.stringify(pay.body)).to.equal(429);
+    expect(pay.body.error).to.equal("gas_allowance_exceeded");
+    expect(seller.settlements).to.have.length(0);
+    // A refusal is kept in the ledger, but not written on-chain at the operator's cost.
+    const blocked = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource.replace("127.0.0.1", "localhost"), maxAmount: "2", intent: "not allowed" } });
+    expect(blocked.body).to.include({ status: "blocked", reason: "merchant_not_allowed", txHash: null });
+
+    const { signature, timestamp } = await s.signPause(owner, a.agentAddress, true);
+    const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: { paused: true, humanSignature: signature, timestamp } });
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
+    expect((await s.api("GET", "/owner/gas", { key })).body.transactions).to.equal(2);
+    expectErrorShape(await s.api("GET", "/owner/gas", { key: a.apiKey }), 403, "forbidden");
+  });
+});
