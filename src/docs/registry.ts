@@ -194,7 +194,7 @@ export const ROUTES: RouteDoc[] = [
     signature: "SetPolicy",
     body: SetLimitsRequest,
     responses: { 201: json("deployed or updated on-chain", SetLimitsResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "unavailable", ...SIGNED],
+    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "unavailable", "gas_allowance_exceeded", ...SIGNED],
   },
   {
     method: "POST",
@@ -265,7 +265,7 @@ export const ROUTES: RouteDoc[] = [
       202: json("pending: waits for the owner's approval", PayResult),
       422: json("blocked by the policy (status blocked, reason, onchainEvent PaymentBlocked), or an error below", PayResult),
     },
-    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "no_policy", "payment_not_required", ...SELLER_ERRORS],
+    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "no_policy", "payment_not_required", "gas_allowance_exceeded", ...SELLER_ERRORS],
   },
   {
     method: "GET",
