@@ -52,6 +52,7 @@ const EnvSchema = z
       .transform((v) => v.split(",").map((a) => getAddress(a.trim())))
       .optional(),
     ALLOW_PRIVATE_SELLERS: bool.optional(),
+    ALLOW_HTTP_SELLERS: bool.optional(),
     APPROVAL_TTL: z.coerce.number().int().min(60).default(86_400),
     OWNER_KEY_TTL: z.coerce.number().int().min(60).default(43_200),
     SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
@@ -125,6 +126,7 @@ export interface Config {
   /** Owners who may sign in while registration is closed. */
   ownerAllowlist: string[];
   allowPrivateSellers: boolean;
+  allowHttpSellers: boolean;
   approvalTtlSeconds: number;
   ownerKeyTtlSeconds: number;
   signatureWindowSeconds: number;
@@ -203,6 +205,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     registrationToken: e.REGISTRATION_TOKEN,
     ownerAllowlist: e.OWNER_ALLOWLIST ?? [],
     allowPrivateSellers: e.ALLOW_PRIVATE_SELLERS ?? embeddedChain,
+    allowHttpSellers: e.ALLOW_HTTP_SELLERS ?? embeddedChain,
     approvalTtlSeconds: e.APPROVAL_TTL,
     ownerKeyTtlSeconds: e.OWNER_KEY_TTL,
     signatureWindowSeconds: e.SIGNATURE_WINDOW,

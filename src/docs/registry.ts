@@ -82,7 +82,7 @@ export const AUTH_MODES: Record<AuthMode, string> = {
 const markdown = (description: string): ResponseDoc => ({ description, contentType: "text/markdown; charset=utf-8" });
 const json = (description: string, schema: z.ZodType, headers?: Record<string, string>): ResponseDoc => ({ description, schema, headers });
 
-const SELLER_ERRORS = ["upstream_error", "invalid_payment_required", "seller_redirect_refused", "seller_response_too_large", "upstream_timeout", "unsafe_seller_address"];
+const SELLER_ERRORS = ["upstream_error", "invalid_payment_required", "seller_redirect_refused", "seller_response_too_large", "upstream_timeout", "unsafe_seller_address", "insecure_seller"];
 const SIGNED = ["invalid_signature"];
 
 export const ROUTES: RouteDoc[] = [

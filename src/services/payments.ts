@@ -13,7 +13,7 @@ import type { Principal } from "./keys";
 import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
-import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller } from "../x402/buyer";
+import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
 import { type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
@@ -117,7 +117,7 @@ export class PaymentService {
   /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */
   async quote(pc: PaymentContext): Promise<Quote | null> {
     const c = this.ctx.config;
-    const opts = { timeoutMs: c.sellerTimeoutMs, maxBytes: c.sellerMaxBytes, allowPrivate: c.allowPrivateSellers, chainId: c.chainId, usdcAddress: c.usdcAddress };
+    const opts = sellerOptions(c);
     try {
       const res = await requestSeller(pc.seller, opts);
       if (res.status !== 402) {

@@ -8,7 +8,7 @@ import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL, PolicyOps } f
 import { AppError, errorBody, gatewayTimeout, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
-import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, signPayment, walletPayer } from "../x402/buyer";
+import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 
@@ -40,7 +40,7 @@ export interface ExecuteInput {
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
 export function sellerAppError(err: SellerError): AppError {
   if (err.code === "seller_timeout") return gatewayTimeout(err.message);
-  if (err.code === "unsafe_seller_address") return new AppError(422, err.code, err.message);
+  if (err.code === "unsafe_seller_address" || err.code === "insecure_seller") return new AppError(422, err.code, err.message);
   return new AppError(502, err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
 }
 
@@ -55,7 +55,7 @@ export class SettlementService {
 
   private sellerOptions() {
     const c = this.ctx.config;
-    return { timeoutMs: c.sellerTimeoutMs, maxBytes: c.sellerMaxBytes, allowPrivate: c.allowPrivateSellers, chainId: c.chainId, usdcAddress: c.usdcAddress };
+    return sellerOptions(c);
   }
 
   /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */

@@ -9,6 +9,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { getAddress } from "ethers";
 import { walletSignature } from "../chain/typedData";
 import { boundedJson } from "../util/bounded";
+import type { Config } from "../config";
 import type { AgentSigner } from "../wallets/provider";
 import { Agent, fetch as undiciFetch } from "undici";
 import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
@@ -39,7 +40,7 @@ export interface SellerResponse {
 /** A seller problem the caller should see as a clear error (never a 500). */
 export class SellerError extends Error {
   constructor(
-    readonly code: "seller_unreachable" | "seller_timeout" | "seller_response_too_large" | "seller_redirect_refused" | "unsafe_seller_address" | "invalid_payment_required",
+    readonly code: "seller_unreachable" | "seller_timeout" | "seller_response_too_large" | "seller_redirect_refused" | "unsafe_seller_address" | "invalid_payment_required" | "insecure_seller",
     message: string,
   ) {
     super(message);
@@ -50,8 +51,15 @@ export interface BuyerOptions {
   timeoutMs: number;
   maxBytes: number;
   allowPrivate: boolean;
+  /** Plain-http sellers (the payment header would cross the network in clear). */
+  allowHttp: boolean;
   chainId: number;
   usdcAddress: string;
+}
+
+/** The buyer's options from the service's configuration (one place for every caller). */
+export function sellerOptions(c: Pick<Config, "sellerTimeoutMs" | "sellerMaxBytes" | "allowPrivateSellers" | "allowHttpSellers" | "chainId" | "usdcAddress">): BuyerOptions {
+  return { timeoutMs: c.sellerTimeoutMs, maxBytes: c.sellerMaxBytes, allowPrivate: c.allowPrivateSellers, allowHttp: c.allowHttpSellers, chainId: c.chainId, usdcAddress: c.usdcAddress };
 }
 
 const MAX_REDIRECTS = 3;
@@ -105,6 +113,9 @@ function parseBody(text: string, contentType: string | null): unknown {
 export async function requestSeller(req: SellerRequest, opts: BuyerOptions, headers: Record<string, string> = {}): Promise<SellerResponse> {
   let url = new URL(req.url);
   const originalHost = url.host;
+  if (url.protocol === "http:" && !opts.allowHttp) {
+    throw new SellerError("insecure_seller", `The seller ${url.origin} is plain http; only https sellers are paid here (ALLOW_HTTP_SELLERS).`);
+  }
   const body = req.method === "POST" && req.body !== undefined && req.body !== null ? JSON.stringify(req.body) : undefined;
   for (let hop = 0; ; hop++) {
     if (!opts.allowPrivate) {
@@ -137,8 +148,15 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
     }
     if (res.status >= 300 && res.status < 400 && res.headers.get("location")) {
       await res.body?.cancel();
-      const next = new URL(res.headers.get("location")!, url);
-      if (next.host !== originalHost || !/^https?:$/.test(next.protocol) || hop >= MAX_REDIRECTS) {
+      let next: URL;
+      try {
+        next = new URL(res.headers.get("location")!, url);
+      } catch {
+        throw new SellerError("seller_redirect_refused", "The seller redirected to an address that is not a URL.");
+      }
+      // Never from https down to http: the payment header would then travel in clear.
+      const downgrade = url.protocol === "https:" && next.protocol !== "https:";
+      if (next.host !== originalHost || !/^https?:$/.test(next.protocol) || downgrade || hop >= MAX_REDIRECTS) {
         throw new SellerError(
           "seller_redirect_refused",
           `The seller redirected to ${next.protocol}//${next.host}; only up to ${MAX_REDIRECTS} redirects on the same host are followed.`,

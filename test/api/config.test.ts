@@ -66,6 +66,7 @@ describe("config: loadConfig over the environment", () => {
     const c = loadConfig({});
     expect(c).to.include({ embeddedChain: true, embeddedStore: true, genesisOpen: true, chainId: 8453, port: 8402 });
     expect(c.allowPrivateSellers).to.equal(true);
+    expect(c.allowHttpSellers).to.equal(true);
   });
 
   it("accepts a complete production environment, closed genesis by default", () => {
@@ -83,6 +84,7 @@ describe("config: loadConfig over the environment", () => {
     });
     expect(c).to.include({ embeddedChain: false, embeddedStore: false, genesisOpen: false, port: 8080, baseUrl: "https://api.example.com" });
     expect(c.allowPrivateSellers).to.equal(false);
+    expect(c.allowHttpSellers).to.equal(false);
     expect(c.confirmations).to.be.greaterThan(0);
   });
 

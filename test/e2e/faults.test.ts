@@ -112,7 +112,7 @@ describe("POST /pay when sellers and facilitators fail", () => {
   }
 
   it("refuses sellers on private addresses unless ALLOW_PRIVATE_SELLERS (SSRF)", async () => {
-    const opts = { timeoutMs: 500, maxBytes: 1024, allowPrivate: false, chainId: 8453, usdcAddress: s.svc.config.usdcAddress };
+    const opts = { timeoutMs: 500, maxBytes: 1024, allowPrivate: false, allowHttp: true, chainId: 8453, usdcAddress: s.svc.config.usdcAddress };
     for (const url of ["http://127.0.0.1:1/x", "http://10.1.2.3/x", "http://169.254.169.254/latest", "http://[::1]:1/x", "http://localhost:1/x"]) {
       const err = await requestSeller({ url, method: "GET" }, opts).then(() => null, (e: unknown) => e);
       expect(err, url).to.be.instanceOf(SellerError);
