@@ -22,6 +22,7 @@ const EnvSchema = z
     BASE_URL: url.optional(),
     DASHBOARD_URL: url.optional(),
     TRUST_PROXY: bool.default(false),
+    TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).optional(),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 
     RPC_URL: url.optional(),
@@ -107,6 +108,8 @@ export interface Config {
   dashboardUrl?: string;
   logLevel: Env["LOG_LEVEL"];
   trustProxy: boolean;
+  /** How many proxies in front of the service append to X-Forwarded-For (0: use the socket's address). */
+  trustedProxyHops: number;
   rpcUrl?: string;
   chainId: number;
   usdcAddress: string;
@@ -187,6 +190,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ""),
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
+    trustedProxyHops: e.TRUSTED_PROXY_HOPS ?? (e.TRUST_PROXY ? 1 : 0),
     rpcUrl: e.RPC_URL,
     chainId: e.CHAIN_ID,
     usdcAddress: e.USDC_ADDRESS,

@@ -13,6 +13,7 @@ import type { Config } from "./config";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
 import { GasMeter } from "./services/gas";
+import { answerClientErrors } from "./http/transport";
 import { SignatureService } from "./services/signatures";
 import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
@@ -149,6 +150,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       s.once("error", reject);
     });
     server.requestTimeout = 120_000;
+    answerClientErrors(server);
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     urls.base = config.baseUrl ?? url;

@@ -12,7 +12,7 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 export function bearerToken(header: string): string | null {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const m = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? m[1] : null;
 }
 
@@ -35,15 +35,25 @@ export function authenticate(keys: KeyService, registrationToken: string | undef
   return async function resolvePrincipal(ctx, next) {
     const header = ctx.get("Authorization");
     if (header) {
-      const blocked = await failures.get(ctx.ip);
-      if (blocked && blocked.remainingPoints <= 0) throw rateLimited(Math.max(1, Math.ceil(blocked.msBeforeNext / 1000)));
+      // An address that guessed wrong too often is slowed down, but a valid key from it still works: guesses from
+      // a shared address (a NAT, a proxy) must not lock its real users out.
+      const blocked = async () => {
+        const state = await failures.get(ctx.ip);
+        if (state && state.remainingPoints <= 0) throw rateLimited(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
+      };
       const token = bearerToken(header);
-      if (!token) return refuse(ctx.ip, "The Authorization header must be 'Bearer <API key>'.");
+      if (!token) {
+        await blocked();
+        return refuse(ctx.ip, "The Authorization header must be 'Bearer <API key>'.");
+      }
       if (registrationToken && sameSecret(token, registrationToken)) {
         ctx.state.principal = { role: "registrar" };
       } else {
         const principal = await keys.resolve(token);
-        if (!principal) return refuse(ctx.ip, "The API key is unknown, revoked or expired.");
+        if (!principal) {
+          await blocked();
+          return refuse(ctx.ip, "The API key is unknown, revoked or expired.");
+        }
         ctx.state.principal = principal;
       }
     }

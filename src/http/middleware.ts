@@ -3,6 +3,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { AppError, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
+import { bearerToken } from "./auth";
 import type { Middleware } from "./types";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -34,6 +35,12 @@ export function errorsAndLogging(logger: Logger): Middleware {
         ...(appError.details !== undefined ? { details: appError.details } : {}),
       };
     } finally {
+      // A request whose body was never read (refused before it: 401, 404, 413, 415...) closes its connection
+      // instead of making the server drain what the client keeps sending.
+      if (hasBody(ctx) && !ctx.req.complete) {
+        ctx.set("Connection", "close");
+        ctx.res.once("finish", () => ctx.req.socket?.destroy());
+      }
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
         { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
@@ -48,7 +55,7 @@ function emptyErrorAnswer(status: number, method: string, path: string, allow: s
   if (status === 405) {
     return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
   }
-  if (status === 501) return new AppError(501, "not_implemented", `${method} is not supported.`);
+  if (status === 501) return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
   return new AppError(status, status < 500 ? "bad_request" : "internal", status < 500 ? "Bad request." : "Something went wrong on our side.");
 }
 
@@ -58,7 +65,12 @@ export function toAppError(err: unknown): AppError {
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
+  if (e.type === "encoding.unsupported") return new AppError(415, "unsupported_media_type", "Unsupported Content-Encoding: send gzip, deflate, br or none.");
   if (status === 415) return unsupportedMediaType();
+  // A body whose Content-Encoding does not decode (zlib's errors carry no status): the client's fault.
+  if (typeof (e as { code?: unknown }).code === "string" && /^(Z_|ERR_ZLIB|ERR_BROTLI|ERR__ERROR_)/.test((e as { code: string }).code)) {
+    return new AppError(400, "bad_request", "The request body could not be decoded with its Content-Encoding.");
+  }
   // co-body throws a SyntaxError with status 400 and no `expose` for bad JSON, non-object JSON and __proto__ keys.
   if (e.type === "entity.parse.failed" || (status === 400 && (e.expose || err instanceof SyntaxError))) {
     return new AppError(400, "bad_request", "The request body is not valid JSON (an object is expected).");
@@ -70,23 +82,39 @@ export function toAppError(err: unknown): AppError {
   return new AppError(500, "internal", "Something went wrong on our side; nothing was charged. Try again later.");
 }
 
-/** Bodies of POST/PUT/PATCH must be JSON (the seller and MCP routes do their own parsing). */
+function hasBody(ctx: { get(name: string): string }): boolean {
+  return Number(ctx.get("Content-Length") || 0) > 0 || ctx.get("Transfer-Encoding") !== "";
+}
+
+const ENCODINGS = new Set(["", "identity", "gzip", "x-gzip", "deflate", "br"]);
+
+/**
+ * Bodies of POST/PUT/PATCH must be JSON (the seller and MCP routes do their own parsing), in an encoding we decode:
+ * refused before a byte of the body is read.
+ */
 export function requireJsonBodies(exempt: (path: string) => boolean): Middleware {
   return async function jsonOnly(ctx, next) {
-    if (["POST", "PUT", "PATCH"].includes(ctx.method) && !exempt(ctx.path)) {
-      const hasBody = Number(ctx.get("Content-Length") || 0) > 0 || ctx.get("Transfer-Encoding") !== "";
-      if (hasBody && !ctx.is("application/json")) throw unsupportedMediaType();
+    if (hasBody(ctx)) {
+      const encoding = ctx.get("Content-Encoding").trim().toLowerCase();
+      if (!ENCODINGS.has(encoding)) {
+        throw new AppError(415, "unsupported_media_type", "Unsupported Content-Encoding: send gzip, deflate, br or none.");
+      }
+      if (["POST", "PUT", "PATCH"].includes(ctx.method) && !exempt(ctx.path) && !ctx.is("application/json")) throw unsupportedMediaType();
     }
     await next();
   };
 }
 
-/** Per-key (or per-address when anonymous) request budget per minute; 429 with Retry-After past it. */
+/**
+ * Per-principal request budget per minute; 429 with Retry-After past it. The principal is the Bearer key itself
+ * (however the header is spelt or spaced), else the client address; /health is never limited (load balancers).
+ */
 export function rateLimit(pointsPerMinute: number): Middleware {
   const limiter = new RateLimiterMemory({ points: pointsPerMinute, duration: 60 });
   return async function limitRate(ctx, next) {
-    const auth = ctx.get("Authorization");
-    const key = auth ? `k:${createHash("sha256").update(auth).digest("hex")}` : `ip:${ctx.ip}`;
+    if (ctx.path === "/health") return next();
+    const token = bearerToken(ctx.get("Authorization"));
+    const key = token ? `k:${createHash("sha256").update(token).digest("hex")}` : `ip:${ctx.ip}`;
     try {
       await limiter.consume(key);
     } catch (res) {

@@ -1,0 +1,42 @@
+/** What the HTTP layer answers before any route: unknown methods, and Node's own parser errors, in the error shape. */
+import type { Server } from "node:http";
+import type { Socket } from "node:net";
+import { AppError } from "../errors";
+import type { Middleware } from "./types";
+
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/** TRACE, PROPFIND, M-SEARCH and other methods no route has: 405 in the error shape (never 501). */
+export function knownMethods(): Middleware {
+  return async function onlyKnownMethods(ctx, next) {
+    if (!METHODS.has(ctx.method)) {
+      ctx.set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+      throw new AppError(405, "method_not_allowed", `${ctx.method.slice(0, 32)} is not allowed here.`);
+    }
+    await next();
+  };
+}
+
+/**
+ * Node answers a request it cannot parse (a malformed request line, headers too large) with a bare 400 and no body;
+ * this answers in the interface's error shape and closes the connection.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || (err as { code?: string }).code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: tooLarge ? "headers_too_large" : "bad_request",
+      message: tooLarge ? "The request's headers are too large." : "The request could not be parsed as HTTP.",
+      status,
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
