@@ -1,6 +1,7 @@
 /** Entry point: `npm start`. Embedded mode (no RPC_URL, no MONGODB_URI) needs no setup at all. */
 import { ConfigError, loadConfig } from "./config";
 import { startService } from "./server";
+import { redactUrl } from "./util/redact";
 
 async function main(): Promise<void> {
   let config;
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
     `SpendGate is running at ${svc.services.ctx.urls.base}`,
     c.embeddedChain
       ? "  EMBEDDED MODE: a sandbox with an in-process chain and in-memory database. Nothing persists."
-      : `  chain: ${c.rpcUrl?.replace(/\/\/[^/]*@/, "//***@")} (chain id ${c.chainId})`,
+      : `  chain: ${redactUrl(c.rpcUrl ?? "")} (chain id ${c.chainId})`,
     `  API:          ${svc.services.ctx.urls.base}`,
     `  dashboard:    ${svc.services.ctx.urls.dashboard}`,
     `  MCP:          ${svc.services.ctx.urls.base}/mcp`,

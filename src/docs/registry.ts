@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { PauseRequest } from "../http/routes/controls";
-import { GasUsageResponse, SetOwnerRequest, SetOwnerResponse, WithdrawRequest, WithdrawResponse } from "../schemas/owner";
+import { AgentKeyResponse, GasUsageResponse, RevokeOwnerKeysResponse, SetOwnerRequest, SetOwnerResponse, WithdrawRequest, WithdrawResponse } from "../schemas/owner";
 import {
   ActivationResponse,
   AddressQuery,
@@ -222,6 +222,25 @@ export const ROUTES: RouteDoc[] = [
     body: WithdrawRequest,
     responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
+  },
+  {
+    method: "POST",
+    path: "/agents/:address/key",
+    tag: "Policy",
+    summary: "Revoke the agent's API keys and issue it a new one (shown once)",
+    auth: "owner",
+    params: { address: { schema: Address, description: "the agent" } },
+    responses: { 201: json("the new agent key; the old ones answer 401 from now on", AgentKeyResponse) },
+    errors: ["unauthorized", "forbidden", "not_found"],
+  },
+  {
+    method: "POST",
+    path: "/auth/keys/revoke",
+    tag: "Owners",
+    summary: "Revoke every owner key of the calling owner (sign out everywhere)",
+    auth: "owner",
+    responses: { 200: json("how many keys were revoked", RevokeOwnerKeysResponse) },
+    errors: ["unauthorized", "forbidden"],
   },
   {
     method: "GET",

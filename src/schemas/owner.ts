@@ -56,3 +56,15 @@ export const GasUsageResponse = z
     remainingGwei: z.number(),
   })
   .meta({ id: "GasUsage" });
+
+export const AgentKeyResponse = z
+  .object({
+    agentAddress: z.string(),
+    apiKey: z.string().meta({ description: "the agent's new key (sk_...), shown once; every earlier key of the agent answers 401 from now on" }),
+    revoked: z.number().int().meta({ description: "how many keys were revoked" }),
+  })
+  .meta({ id: "AgentKey" });
+
+export const RevokeOwnerKeysResponse = z
+  .object({ ownerAddress: z.string(), revoked: z.number().int().meta({ description: "owner keys revoked, this one included" }) })
+  .meta({ id: "RevokedOwnerKeys" });

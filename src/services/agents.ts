@@ -29,6 +29,11 @@ export class AgentService {
     return createHmac("sha256", this.ctx.activationSecret).update(getAddress(agentAddress)).digest("base64url").slice(0, 22);
   }
 
+  /** Whether `code` is the agent's activation code (constant time). */
+  isActivationCode(agentAddress: string, code: string): boolean {
+    return sameCode(code, this.activationCode(agentAddress));
+  }
+
   activationLink(agentAddress: string): string {
     return `${this.ctx.urls.dashboard}/onboarding?agent=${agentAddress}&code=${this.activationCode(agentAddress)}`;
   }
@@ -54,7 +59,7 @@ export class AgentService {
         : null;
     if (registrationKey) {
       const existing = await this.ctx.store.agents.findOne({ registrationKey });
-      if (existing) throw this.alreadyRegistered(existing);
+      if (existing) throw this.alreadyRegistered(existing, ownerAddress);
     }
 
     // The agent's signing key, and its wallet: the factory's CREATE2 clone for that key, known (and fundable) before
@@ -82,7 +87,7 @@ export class AgentService {
       );
       if (before) {
         await this.ctx.store.walletKeys.deleteOne({ address: signerAddress });
-        throw this.alreadyRegistered(before);
+        throw this.alreadyRegistered(before, ownerAddress);
       }
     } else {
       await this.ctx.store.agents.insertOne(doc);
@@ -102,11 +107,14 @@ export class AgentService {
     };
   }
 
-  private alreadyRegistered(existing: AgentDoc) {
-    return conflict(
-      `Agent already registered with this email and label: ${existing.address}. Use the API key saved in your config.`,
-      { agentAddress: existing.address },
-    );
+  /** 409 for a registration that exists; its address only to the owner who made it (anonymous callers learn nothing). */
+  private alreadyRegistered(existing: AgentDoc, ownerAddress: string | null) {
+    if (ownerAddress && existing.ownerAddress === ownerAddress) {
+      return conflict(`Agent already registered with this email and label: ${existing.address}. Use the API key saved in your config.`, {
+        agentAddress: existing.address,
+      });
+    }
+    return conflict("Agent already registered with this email and label. Use the API key saved in your config.");
   }
 
   async link(principal: Principal | undefined, input: LinkRequest): Promise<{ agentAddress: string; ownerAddress: string }> {

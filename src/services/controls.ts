@@ -98,6 +98,9 @@ export class ControlService {
     await this.ctx.gas.charge(owner, receipt);
     // The chain decided; the store follows (the old owner's keys lose the agent at once).
     await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });
+    // The agent's history and its open approvals go with it.
+    await store.payments.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
+    await store.approvals.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
     await store.owners.updateOne(
       { address: input.newOwner },
       { $setOnInsert: { address: input.newOwner, createdAt: new Date(), lastSignInAt: new Date(0) } },

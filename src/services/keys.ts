@@ -29,6 +29,13 @@ export class KeyService {
     return key;
   }
 
+  /** Revokes every live key of an agent, or of an owner; the number revoked. They answer 401 at once. */
+  async revokeAll(who: { agentAddress: string } | { ownerAddress: string }): Promise<number> {
+    const filter = "agentAddress" in who ? { role: "agent" as const, agentAddress: who.agentAddress } : { role: "owner" as const, ownerAddress: who.ownerAddress };
+    const r = await this.keys.updateMany({ ...filter, revokedAt: { $exists: false } }, { $set: { revokedAt: new Date() } });
+    return r.modifiedCount;
+  }
+
   /** The principal a key stands for, or null when it is unknown, revoked or expired. */
   async resolve(key: string): Promise<Principal | null> {
     if (!/^sk_[0-9a-f]{64}$/.test(key)) return null;

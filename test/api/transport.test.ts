@@ -47,7 +47,7 @@ describe("HTTP transport under hostile clients", () => {
   after(async () => s?.close());
 
   const post = (path: string, body: Buffer, headers: Record<string, string>) =>
-    fetch(`${s.url}${path}`, { method: "POST", body, headers: { "Content-Type": "application/json", ...headers } });
+    fetch(`${s.url}${path}`, { method: "POST", body: new Uint8Array(body), headers: { "Content-Type": "application/json", ...headers } });
 
   it("decodes gzip, deflate and br bodies, and refuses other encodings (415) and undecodable ones (400), never 5xx", async () => {
     const json = Buffer.from(JSON.stringify({ address: randomOwner().address }));

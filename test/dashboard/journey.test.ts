@@ -102,9 +102,12 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     const doc = await s.svc.store.agents.findOne({ address: agent.agentAddress });
     expect(doc?.ownerAddress).to.equal(wallet.address);
     expect(wallet.typedSigned.map((t) => t.primaryType)).to.deep.equal(["LinkAgent"]);
-    const summary = (await s.api("GET", `/agents/${agent.agentAddress}`)).body;
+    const code = new URL(agent.link).searchParams.get("code");
+    const summary = (await s.api("GET", `/agents/${agent.agentAddress}?code=${code}`)).body;
     expect(Object.keys(summary).sort()).to.deep.equal(["address", "createdAt", "deployed", "label", "ownerAddress", "policyContract"]);
     expect(summary).to.include({ ownerAddress: wallet.address, deployed: false });
+    // Without the code, the public view does not tell who owns the agent.
+    expect((await s.api("GET", `/agents/${agent.agentAddress}`)).body.ownerAddress).to.equal(null);
   });
 
   it("normalises allowlist entries in the browser exactly as the server does (IDNA, URLs, ports, wildcards)", async () => {

@@ -34,6 +34,21 @@ export function controlRoutes(s: Services): Router<AppState> {
   router.post("/agents/:address/withdraw", requireAuth("owner"), validate({ body: WithdrawRequest }), async (ctx) => {
     ctx.body = await s.controls.withdraw(await pathAgent(s, ctx), ctx.state.input as WithdrawRequest);
   });
+  // A leaked agent key: the owner revokes it and hands the agent a new one (shown once).
+  router.post("/agents/:address/key", requireAuth("owner"), async (ctx) => {
+    const agent = await pathAgent(s, ctx);
+    const revoked = await s.ctx.keys.revokeAll({ agentAddress: agent.address });
+    const apiKey = await s.ctx.keys.issue({ role: "agent", agentAddress: agent.address });
+    s.ctx.logger.info({ agent: agent.address, revoked }, "agent key rotated");
+    ctx.status = 201;
+    ctx.body = { agentAddress: agent.address, apiKey, revoked };
+  });
+  // Sign out everywhere: every owner key of this owner, the calling one included.
+  router.post("/auth/keys/revoke", requireAuth("owner"), async (ctx) => {
+    const p = ctx.state.principal!;
+    if (p.role !== "owner") return;
+    ctx.body = { ownerAddress: p.ownerAddress, revoked: await s.ctx.keys.revokeAll({ ownerAddress: p.ownerAddress }) };
+  });
   router.get("/owner/gas", requireAuth("owner"), async (ctx) => {
     const p = ctx.state.principal!;
     if (p.role === "owner") ctx.body = await s.ctx.gas.usage(p.ownerAddress);

@@ -97,11 +97,18 @@ export function dashboardRoutes(s: Services): Router<AppState> {
     const address = Address.safeParse(ctx.params.address);
     const agent = address.success ? await s.ctx.store.agents.findOne({ address: address.data }) : null;
     if (!agent) throw notFound(`No agent with address ${ctx.params.address}. Check the activation link your agent gave you.`);
+    // Who owns an agent is told only to who holds its activation code (or a key that may act for it).
+    const code = typeof ctx.query.code === "string" ? ctx.query.code : "";
+    const p = ctx.state.principal;
+    const entitled =
+      s.agents.isActivationCode(agent.address, code) ||
+      (p?.role === "agent" && p.agentAddress === agent.address) ||
+      (p?.role === "owner" && p.ownerAddress === agent.ownerAddress);
     ctx.body = {
       address: agent.address,
       label: agent.label,
       createdAt: agent.createdAt.toISOString(),
-      ownerAddress: agent.ownerAddress,
+      ownerAddress: entitled ? agent.ownerAddress : null,
       policyContract: agent.policyAddress,
       deployed: await s.ctx.chain.isDeployed(agent.policyAddress),
     };

@@ -48,7 +48,8 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
   const state: State = { agent: null, policy: null };
   steps.agent.body(h("p", { class: "loading" }, "Loading the agent…"));
   try {
-    state.agent = await api<AgentSummary>("GET", `/agents/${address}`, { auth: false });
+    // The activation code lets the page see who owns the agent (the public view hides the owner without it).
+    state.agent = await api<AgentSummary>("GET", `/agents/${address}?code=${encodeURIComponent(activationCode)}`, { auth: false });
   } catch (err) {
     const problem = app.report(err, "load the agent");
     steps.agent.body(h("p", null, problem.detail));
@@ -136,7 +137,7 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       const ownerSignature = await wallet.signTypedData(owner, data);
       button.textContent = "Linking…";
       await api("POST", "/agents/link", { body: { agentAddress: state.agent!.address, ownerAddress: owner, ownerSignature, timestamp, activationCode }, auth: false });
-      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent!.address}`, { auth: false });
+      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent!.address}?code=${encodeURIComponent(activationCode)}`, { auth: false });
       app.notify(`${state.agent.label} is linked to your wallet. Now set its spend policy.`);
       await render("policy");
     } catch (err) {
