@@ -82,6 +82,7 @@ describe("a service killed between authorise and settle", function () {
       FACILITATOR_PRIVATE_KEY: chain.facilitator.privateKey,
       GENESIS_OPEN: "true",
       ALLOW_PRIVATE_SELLERS: "true",
+      ALLOW_HTTP_SELLERS: "true",
       CONFIRMATIONS: "0",
       LOG_LEVEL: "warn",
       // The killed process's lease on its payment runs out at once, so the restart resolves it without waiting.
