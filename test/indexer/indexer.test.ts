@@ -12,7 +12,7 @@ import { Writable } from "node:stream";
 import { Indexer, INDEXER_NAME } from "../../src/indexer/indexer";
 import { connectStore, type Store } from "../../src/store";
 import type { PaymentDoc } from "../../src/store/documents";
-import { SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
+import { SET_POLICY_TYPES, TRANSFER_WITH_AUTHORIZATION_TYPES, policyDomain } from "../../src/chain/typedData";
 import { walletPayer } from "../../src/x402/buyer";
 import { allowlistRoot, normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
@@ -23,16 +23,6 @@ const USDC_EIP3009_ABI = [
   "function mint(address to, uint256 amount) returns (bool)",
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
 ];
-const TRANSFER_WITH_AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-};
 
 const randomId = () => "0x" + randomBytes(32).toString("hex");
 /** The one transfer an authorised payment lets settle (v2: authorizePayment binds payTo, amount and expiry). */
