@@ -27,6 +27,8 @@ export function idempotencyCaller(p: Principal): string {
 export interface StoredResponse {
   status: number;
   body: unknown;
+  /** Headers the answer needs (Retry-After of a 429). */
+  headers?: Record<string, string>;
 }
 
 function stable(value: unknown): string {

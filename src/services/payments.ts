@@ -59,7 +59,7 @@ export class PaymentService {
         const outcome = await this.pay(agent, input, scope);
         return { status: outcome.httpStatus, body: outcome.body };
       } catch (err) {
-        if (err instanceof AppError) return { status: err.status, body: errorBody(err) };
+        if (err instanceof AppError) return { status: err.status, body: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
         throw err;
       }
     };

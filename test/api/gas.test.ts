@@ -35,6 +35,7 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     const pay = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "over the gas allowance" } });
     expect(pay.status, JSON.stringify(pay.body)).to.equal(429);
     expect(pay.body.error).to.equal("gas_allowance_exceeded");
+    expect(Number(pay.headers.get("retry-after"))).to.be.within(1, 86_400);
     expect(seller.settlements).to.have.length(0);
     // A refusal is kept in the ledger, but not written on-chain at the operator's cost.
     const blocked = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource.replace("127.0.0.1", "localhost"), maxAmount: "2", intent: "not allowed" } });

@@ -31,6 +31,7 @@ export function paymentRoutes(s: Services): Router<AppState> {
     const agent = await s.agents.authorize(principal, input.agentAddress);
     const result = await s.payments.payOnce(principal, agent, input, ctx.get("Idempotency-Key") || undefined);
     if (result.replayed) ctx.set("Idempotent-Replayed", "true");
+    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
     ctx.status = result.status;
     ctx.body = result.body;
   });
