@@ -2,15 +2,14 @@
 pragma solidity 0.8.28;
 
 import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
-import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
-import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
-import {ISpendPolicy} from "./ISpendPolicy.sol";
 import {PolicyRules} from "./PolicyRules.sol";
+import {OwnerControls} from "./OwnerControls.sol";
+import {ISpendPolicy} from "./ISpendPolicy.sol";
 
 /// @title What the wallet needs of USDC (FiatToken v2.2): the EIP-3009 domain and nonce state.
 interface IERC3009 {
@@ -26,90 +25,11 @@ interface IERC3009 {
 /// @dev Deployed by SpendPolicyFactory as an ERC-1167 clone with the agent's signing key as immutable argument, so
 /// the address depends only on the factory and that key. Wallet signature format (97 bytes): paymentId (32) then the
 /// signing key's ECDSA signature (r, s, v) of the digest.
-contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
-    using SafeERC20 for IERC20;
-
-    // ---------------------------------------------------------------- constants
-    /// @notice How far (either side of block.timestamp) an owner's signed timestamp may be.
-    uint256 public constant SIGNATURE_WINDOW = 15 minutes;
-    /// @notice How far (either side of block.timestamp) an owner's ApprovalDecision may be: the service relays it
-    /// after fetching the merchant's quote again.
-    uint256 public constant APPROVAL_WINDOW = 1 hours;
-    /// @notice The longest an authorised transfer may stay valid (validBefore - block.timestamp).
-    uint256 public constant MAX_VALIDITY = 1 hours;
-
-    uint8 private constant KIND_SET_POLICY = 0;
-    uint8 private constant KIND_SET_PAUSED = 1;
-    uint8 private constant KIND_SET_OPERATOR = 2;
-    uint8 private constant KIND_SET_OWNER = 3;
-
-    bytes4 private constant ERC1271_INVALID = 0xffffffff;
-
-    bytes32 private constant SET_POLICY_TYPEHASH =
-        keccak256(
-            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 timestamp)"
-        );
-    bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 timestamp)");
-    bytes32 private constant SET_OPERATOR_TYPEHASH =
-        keccak256("SetOperator(address agent,address operator,uint256 timestamp)");
-    bytes32 private constant SET_OWNER_TYPEHASH = keccak256("SetOwner(address agent,address newOwner,uint256 timestamp)");
-    bytes32 private constant WITHDRAW_TYPEHASH =
-        keccak256("Withdraw(address agent,address token,address to,uint256 amount,uint256 timestamp)");
-    bytes32 private constant APPROVAL_DECISION_TYPEHASH =
-        keccak256(
-            "ApprovalDecision(string action,string approvalId,address agent,string merchant,uint256 amount,uint256 timestamp)"
-        );
-    bytes32 private constant ACTION_APPROVE_HASH = keccak256("approve");
-    bytes32 private constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
-        keccak256(
-            "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
-        );
-
-    // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
-    // 192-255. Payment record: the low 216 bits of the authorised transfer's EIP-3009 digest, the UTC day it was
-    // authorised on in bits 216-247, the state in bits 248-255.
-    uint256 private constant OPERATOR_MASK = type(uint160).max;
-    uint256 private constant SPEND_DAY_SHIFT = 160;
-    uint256 private constant SPEND_AMOUNT_SHIFT = 192;
-    uint256 private constant DIGEST_MASK = type(uint216).max;
-    uint256 private constant RECORD_DAY_SHIFT = 216;
-    uint256 private constant RECORD_STATE_SHIFT = 248;
-    uint256 private constant STATE_AUTHORIZED = 1;
-
+contract SpendPolicy is OwnerControls, IERC1271 {
     // ---------------------------------------------------------------- immutables (shared by every clone)
     address private immutable _factory;
     address private immutable _usdc;
     bytes32 private immutable _usdcDomainSeparator;
-
-    // ---------------------------------------------------------------- storage (each clone's own)
-    /// @dev Read together by every payment.
-    struct Limits {
-        uint64 perTxLimit;
-        uint64 dailyBudget;
-        uint64 approvalThreshold;
-        bool paused;
-        uint32 version;
-    }
-
-    // Slot 0: the operator check and the day's spend share one SLOAD (layout above); the spend resets lazily when a
-    // new day is first touched.
-    uint256 private _operatorAndSpend;
-    // Slot 1.
-    Limits private _limits;
-    // Slot 2.
-    bytes32 private _allowlistRoot;
-    // Slot 3: the owner and the last SetPolicy and SetPaused timestamps.
-    address private _owner;
-    uint48 private _lastPolicyTimestamp;
-    uint48 private _lastPausedTimestamp;
-    // Slot 4: the last SetOperator and SetOwner timestamps (zero until used).
-    uint48 private _lastOperatorTimestamp;
-    uint48 private _lastOwnerTimestamp;
-
-    mapping(bytes32 paymentId => uint256 record) private _payments;
-    mapping(bytes32 approvalIdHash => bool) private _approvalsUsed;
-    /// @dev EIP-712 digests of owner signatures that are not ordered by timestamp (pause, withdraw).
-    mapping(bytes32 digest => bool) private _signaturesUsed;
 
     // ---------------------------------------------------------------- modifiers
     modifier onlyOperator() {
@@ -204,79 +124,6 @@ contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
         emit PaymentReleased(paymentId, address(this), transfer.amount, spent);
     }
 
-    /// @inheritdoc ISpendPolicy
-    function updatePolicy(Policy calldata newPolicy, uint256 timestamp, bytes calldata signature) external {
-        _setPolicy(newPolicy, timestamp, signature);
-    }
-
-    /// @inheritdoc ISpendPolicy
-    /// @dev A pause is single-use by its digest and needs no ordering, so no resume (however far ahead it is dated)
-    /// can lock a pause out. A resume must be newer than every accepted pause and resume and than the block time of
-    /// the last pause, so a resume signed before a pause cannot undo it.
-    function setPaused(bool paused_, uint256 timestamp, bytes calldata signature) external {
-        bytes32 digest = _ownerDigest(keccak256(abi.encode(SET_PAUSED_TYPEHASH, address(this), paused_, timestamp)));
-        uint256 last = _lastPausedTimestamp;
-        _checkWindow(timestamp, SIGNATURE_WINDOW);
-        if (paused_) {
-            if (_signaturesUsed[digest]) revert SpendPolicySignatureUsed(digest);
-            _checkOwnerSignature(digest, signature);
-            _signaturesUsed[digest] = true;
-            uint256 floor = timestamp > block.timestamp ? timestamp : block.timestamp;
-            if (floor > last) _lastPausedTimestamp = uint48(floor);
-        } else {
-            if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
-            _checkOwnerSignature(digest, signature);
-            _lastPausedTimestamp = uint48(timestamp);
-        }
-        _limits.paused = paused_;
-        emit PausedSet(address(this), paused_, timestamp);
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function setOperator(address operator_, uint256 timestamp, bytes calldata signature) external {
-        if (operator_ == address(0)) revert SpendPolicyZeroAddress();
-        _useOrderedSignature(
-            KIND_SET_OPERATOR,
-            timestamp,
-            keccak256(abi.encode(SET_OPERATOR_TYPEHASH, address(this), operator_, timestamp)),
-            signature
-        );
-        _operatorAndSpend = (_operatorAndSpend & ~OPERATOR_MASK) | uint160(operator_);
-        emit OperatorSet(address(this), operator_, timestamp);
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function setOwner(address newOwner, uint256 timestamp, bytes calldata signature) external {
-        if (newOwner == address(0)) revert SpendPolicyZeroAddress();
-        _useOrderedSignature(
-            KIND_SET_OWNER,
-            timestamp,
-            keccak256(abi.encode(SET_OWNER_TYPEHASH, address(this), newOwner, timestamp)),
-            signature
-        );
-        _owner = newOwner;
-        emit OwnerSet(address(this), newOwner, timestamp);
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function withdraw(address token, address to, uint256 amount, uint256 timestamp, bytes calldata signature) external {
-        if (to == address(0)) revert SpendPolicyZeroAddress();
-        bytes32 digest = _ownerDigest(
-            keccak256(abi.encode(WITHDRAW_TYPEHASH, address(this), token, to, amount, timestamp))
-        );
-        if (_signaturesUsed[digest]) revert SpendPolicySignatureUsed(digest);
-        _checkWindow(timestamp, SIGNATURE_WINDOW);
-        _checkOwnerSignature(digest, signature);
-        _signaturesUsed[digest] = true;
-        if (token == address(0)) {
-            (bool ok, ) = to.call{value: amount}("");
-            if (!ok) revert SpendPolicyWithdrawFailed(token, to, amount);
-        } else {
-            IERC20(token).safeTransfer(to, amount);
-        }
-        emit Withdrawn(address(this), token, to, amount, timestamp);
-    }
-
     /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
     /// payment, signed by the agent's signing key. `signature` is paymentId (32 bytes) then r, s, v (65 bytes).
     function isValidSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {
@@ -363,15 +210,6 @@ contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
     }
 
     /// @inheritdoc ISpendPolicy
-    function lastTimestamp(uint8 kind) external view returns (uint256) {
-        if (kind == KIND_SET_POLICY) return _lastPolicyTimestamp;
-        if (kind == KIND_SET_PAUSED) return _lastPausedTimestamp;
-        if (kind == KIND_SET_OPERATOR) return _lastOperatorTimestamp;
-        if (kind == KIND_SET_OWNER) return _lastOwnerTimestamp;
-        return 0;
-    }
-
-    /// @inheritdoc ISpendPolicy
     function paymentState(bytes32 paymentId) external view returns (uint8) {
         return uint8(_payments[paymentId] >> RECORD_STATE_SHIFT);
     }
@@ -379,16 +217,6 @@ contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
     /// @notice Whether an owner approval with this approvalId has been used.
     function approvalUsed(string calldata approvalId) external view returns (bool) {
         return _approvalsUsed[keccak256(bytes(approvalId))];
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function isValidOwnerSignature(bytes32 structHash, bytes calldata signature) external view returns (bool) {
-        return SignatureChecker.isValidSignatureNowCalldata(_owner, _ownerDigest(structHash), signature);
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function domainSeparator() external view returns (bytes32) {
-        return _domainSeparatorV4();
     }
 
     /// @notice The USDC TransferWithAuthorization digest of a transfer from this wallet with nonce `paymentId`.
@@ -482,14 +310,6 @@ contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
         return (BlockReason.None, spent);
     }
 
-    function _spentOn(uint256 word, uint256 today) private pure returns (uint256) {
-        return (word >> SPEND_DAY_SHIFT) & type(uint32).max == today ? word >> SPEND_AMOUNT_SHIFT : 0;
-    }
-
-    function _withSpend(uint256 word, uint256 today, uint256 spent) private pure returns (uint256) {
-        return (spent << SPEND_AMOUNT_SHIFT) | (today << SPEND_DAY_SHIFT) | (word & OPERATOR_MASK);
-    }
-
     /// @dev Checks and consumes the owner's approval of a payment above the threshold. Any failure returns false
     /// (the payment is then blocked with approval_required), never reverts.
     function _useApproval(
@@ -521,64 +341,4 @@ contract SpendPolicy is ISpendPolicy, IERC1271, EIP712 {
         return true;
     }
 
-    function _setPolicy(Policy calldata p, uint256 timestamp, bytes calldata signature) private {
-        _useOrderedSignature(
-            KIND_SET_POLICY,
-            timestamp,
-            keccak256(
-                abi.encode(
-                    SET_POLICY_TYPEHASH,
-                    address(this),
-                    p.perTxLimit,
-                    p.dailyBudget,
-                    p.allowlistRoot,
-                    p.approvalThreshold,
-                    timestamp
-                )
-            ),
-            signature
-        );
-        if (
-            p.perTxLimit > type(uint64).max || p.dailyBudget > type(uint64).max || p.approvalThreshold > type(uint64).max
-        ) revert SpendPolicyInvalidPolicy();
-        Limits memory limits = _limits;
-        uint32 version = limits.version + 1;
-        _limits = Limits(uint64(p.perTxLimit), uint64(p.dailyBudget), uint64(p.approvalThreshold), limits.paused, version);
-        _allowlistRoot = p.allowlistRoot;
-        emit PolicyUpdated(address(this), version, p, timestamp);
-    }
-
-    /// @dev Owner changes ordered by timestamp: newer than the last of its kind (so no older one can be replayed
-    /// over a newer one), near the block time, and signed by the owner. Records the timestamp.
-    function _useOrderedSignature(uint8 kind, uint256 timestamp, bytes32 structHash, bytes calldata signature) private {
-        uint256 last = kind == KIND_SET_POLICY ? _lastPolicyTimestamp : kind == KIND_SET_OPERATOR
-            ? _lastOperatorTimestamp
-            : _lastOwnerTimestamp;
-        if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
-        _checkWindow(timestamp, SIGNATURE_WINDOW);
-        _checkOwnerSignature(_ownerDigest(structHash), signature);
-        // Within the window, so far below 2^48.
-        if (kind == KIND_SET_POLICY) _lastPolicyTimestamp = uint48(timestamp);
-        else if (kind == KIND_SET_OPERATOR) _lastOperatorTimestamp = uint48(timestamp);
-        else _lastOwnerTimestamp = uint48(timestamp);
-    }
-
-    function _ownerDigest(bytes32 structHash) private view returns (bytes32) {
-        return _hashTypedDataV4(structHash);
-    }
-
-    function _checkOwnerSignature(bytes32 digest, bytes calldata signature) private view {
-        if (!SignatureChecker.isValidSignatureNowCalldata(_owner, digest, signature)) {
-            revert SpendPolicyInvalidSignature();
-        }
-    }
-
-    function _checkWindow(uint256 timestamp, uint256 window) private view {
-        if (!_withinWindow(timestamp, window)) revert SpendPolicyTimestampOutOfWindow(timestamp, block.timestamp);
-    }
-
-    function _withinWindow(uint256 timestamp, uint256 window) private view returns (bool) {
-        return
-            timestamp > block.timestamp ? timestamp - block.timestamp <= window : block.timestamp - timestamp <= window;
-    }
 }

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+import {ISpendPolicy} from "./ISpendPolicy.sol";
+import {SpendPolicyState} from "./SpendPolicyState.sol";
+
+/// @title The owner's signed changes to a SpendGate agent: policy, pause, operator, owner, withdrawals.
+/// @notice Anyone may relay each of them; each needs the owner's EIP-712 signature (EOA, ERC-1271 or EIP-7702),
+/// dated within SIGNATURE_WINDOW of the block time, and none is accepted twice.
+abstract contract OwnerControls is SpendPolicyState {
+    using SafeERC20 for IERC20;
+
+    // ---------------------------------------------------------------- constants
+    uint8 private constant KIND_SET_POLICY = 0;
+    uint8 private constant KIND_SET_PAUSED = 1;
+    uint8 private constant KIND_SET_OPERATOR = 2;
+    uint8 private constant KIND_SET_OWNER = 3;
+
+    bytes32 private constant SET_POLICY_TYPEHASH =
+        keccak256(
+            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 timestamp)"
+        );
+    bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 timestamp)");
+    bytes32 private constant SET_OPERATOR_TYPEHASH =
+        keccak256("SetOperator(address agent,address operator,uint256 timestamp)");
+    bytes32 private constant SET_OWNER_TYPEHASH = keccak256("SetOwner(address agent,address newOwner,uint256 timestamp)");
+    bytes32 private constant WITHDRAW_TYPEHASH =
+        keccak256("Withdraw(address agent,address token,address to,uint256 amount,uint256 timestamp)");
+
+    // ---------------------------------------------------------------- external
+    /// @inheritdoc ISpendPolicy
+    function updatePolicy(Policy calldata newPolicy, uint256 timestamp, bytes calldata signature) external {
+        _setPolicy(newPolicy, timestamp, signature);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    /// @dev A pause is single-use by its digest and needs no ordering, so no resume (however far ahead it is dated)
+    /// can lock a pause out. A resume must be newer than every accepted pause and resume and than the block time of
+    /// the last pause, so a resume signed before a pause cannot undo it.
+    function setPaused(bool paused_, uint256 timestamp, bytes calldata signature) external {
+        bytes32 digest = _ownerDigest(keccak256(abi.encode(SET_PAUSED_TYPEHASH, address(this), paused_, timestamp)));
+        uint256 last = _lastPausedTimestamp;
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        if (paused_) {
+            if (_signaturesUsed[digest]) revert SpendPolicySignatureUsed(digest);
+            _checkOwnerSignature(digest, signature);
+            _signaturesUsed[digest] = true;
+            uint256 floor = timestamp > block.timestamp ? timestamp : block.timestamp;
+            if (floor > last) _lastPausedTimestamp = uint48(floor);
+        } else {
+            if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
+            _checkOwnerSignature(digest, signature);
+            _lastPausedTimestamp = uint48(timestamp);
+        }
+        _limits.paused = paused_;
+        emit PausedSet(address(this), paused_, timestamp);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function setOperator(address operator_, uint256 timestamp, bytes calldata signature) external {
+        if (operator_ == address(0)) revert SpendPolicyZeroAddress();
+        _useOrderedSignature(
+            KIND_SET_OPERATOR,
+            timestamp,
+            keccak256(abi.encode(SET_OPERATOR_TYPEHASH, address(this), operator_, timestamp)),
+            signature
+        );
+        _operatorAndSpend = (_operatorAndSpend & ~OPERATOR_MASK) | uint160(operator_);
+        emit OperatorSet(address(this), operator_, timestamp);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function setOwner(address newOwner, uint256 timestamp, bytes calldata signature) external {
+        if (newOwner == address(0)) revert SpendPolicyZeroAddress();
+        _useOrderedSignature(
+            KIND_SET_OWNER,
+            timestamp,
+            keccak256(abi.encode(SET_OWNER_TYPEHASH, address(this), newOwner, timestamp)),
+            signature
+        );
+        _owner = newOwner;
+        emit OwnerSet(address(this), newOwner, timestamp);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function withdraw(address token, address to, uint256 amount, uint256 timestamp, bytes calldata signature) external {
+        if (to == address(0)) revert SpendPolicyZeroAddress();
+        bytes32 digest = _ownerDigest(
+            keccak256(abi.encode(WITHDRAW_TYPEHASH, address(this), token, to, amount, timestamp))
+        );
+        if (_signaturesUsed[digest]) revert SpendPolicySignatureUsed(digest);
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        _checkOwnerSignature(digest, signature);
+        _signaturesUsed[digest] = true;
+        if (token == address(0)) {
+            (bool ok, ) = to.call{value: amount}("");
+            if (!ok) revert SpendPolicyWithdrawFailed(token, to, amount);
+        } else {
+            IERC20(token).safeTransfer(to, amount);
+        }
+        emit Withdrawn(address(this), token, to, amount, timestamp);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function lastTimestamp(uint8 kind) external view returns (uint256) {
+        if (kind == KIND_SET_POLICY) return _lastPolicyTimestamp;
+        if (kind == KIND_SET_PAUSED) return _lastPausedTimestamp;
+        if (kind == KIND_SET_OPERATOR) return _lastOperatorTimestamp;
+        if (kind == KIND_SET_OWNER) return _lastOwnerTimestamp;
+        return 0;
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function isValidOwnerSignature(bytes32 structHash, bytes calldata signature) external view returns (bool) {
+        return SignatureChecker.isValidSignatureNowCalldata(_owner, _ownerDigest(structHash), signature);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function domainSeparator() external view returns (bytes32) {
+        return _domainSeparatorV4();
+    }
+
+    function _setPolicy(Policy calldata p, uint256 timestamp, bytes calldata signature) internal {
+        _useOrderedSignature(
+            KIND_SET_POLICY,
+            timestamp,
+            keccak256(
+                abi.encode(
+                    SET_POLICY_TYPEHASH,
+                    address(this),
+                    p.perTxLimit,
+                    p.dailyBudget,
+                    p.allowlistRoot,
+                    p.approvalThreshold,
+                    timestamp
+                )
+            ),
+            signature
+        );
+        if (
+            p.perTxLimit > type(uint64).max || p.dailyBudget > type(uint64).max || p.approvalThreshold > type(uint64).max
+        ) revert SpendPolicyInvalidPolicy();
+        Limits memory limits = _limits;
+        uint32 version = limits.version + 1;
+        _limits = Limits(uint64(p.perTxLimit), uint64(p.dailyBudget), uint64(p.approvalThreshold), limits.paused, version);
+        _allowlistRoot = p.allowlistRoot;
+        emit PolicyUpdated(address(this), version, p, timestamp);
+    }
+
+    /// @dev Owner changes ordered by timestamp: newer than the last of its kind (so no older one can be replayed
+    /// over a newer one), near the block time, and signed by the owner. Records the timestamp.
+    function _useOrderedSignature(uint8 kind, uint256 timestamp, bytes32 structHash, bytes calldata signature) private {
+        uint256 last = kind == KIND_SET_POLICY ? _lastPolicyTimestamp : kind == KIND_SET_OPERATOR
+            ? _lastOperatorTimestamp
+            : _lastOwnerTimestamp;
+        if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        _checkOwnerSignature(_ownerDigest(structHash), signature);
+        // Within the window, so far below 2^48.
+        if (kind == KIND_SET_POLICY) _lastPolicyTimestamp = uint48(timestamp);
+        else if (kind == KIND_SET_OPERATOR) _lastOperatorTimestamp = uint48(timestamp);
+        else _lastOwnerTimestamp = uint48(timestamp);
+    }
+}
