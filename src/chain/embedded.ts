@@ -1,6 +1,8 @@
 /**
  * The embedded chain: Hardhat's in-process network (chain id 8453, automine) served as JSON-RPC on 127.0.0.1, with
- * TestUSDC's code at the real Base USDC address, Multicall3 at its canonical address and a fresh SpendPolicyFactory.
+ * TestUSDC's code at the real Base USDC address, Multicall3 at its canonical address, real Uniswap v3 (WETH9 at
+ * Base's WETH address, a USDC/WETH 0.05% pool with an hour of TWAP history: src/chain/uniswap.ts) and a fresh
+ * SpendPolicyFactory.
  *
  * Hardhat's runtime environment is a singleton per process, so there is one embedded chain per process at a time:
  * a second start while one is running throws; after close() a new start resets the network (hardhat_reset, which
@@ -12,6 +14,7 @@ import { join } from "node:path";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { MULTICALL3_ADDRESS } from "./viem";
 import { USDC_ADDRESSES, deployFactoryContract } from "./deploy";
+import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
 export const BASE_USDC_ADDRESS = USDC_ADDRESSES[8453];
 export { MULTICALL3_ADDRESS };
@@ -26,7 +29,7 @@ export interface EmbeddedChain {
   rpcUrl: string;
   /** 8453 */
   chainId: number;
-  addresses: { usdc: string; multicall3: string; factory: string };
+  addresses: { usdc: string; multicall3: string; factory: string; uniswap: UniswapAddresses };
   /** Block of the factory deployment. */
   deployBlock: number;
   /** Random key, funded with ETH, the factory's defaultOperator. */
@@ -63,11 +66,12 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
       throw new Error(`startEmbeddedChain needs the in-process hardhat network, not "${hre.network.name}"`);
     }
     const provider = hre.network.provider;
-    await resetNetwork(hre);
+    await resetNetwork(hre, EMBEDDED_HISTORY_SECONDS);
 
-    const [usdcArtifact, multicallArtifact] = await Promise.all([
+    const [usdcArtifact, multicallArtifact, wethArtifact] = await Promise.all([
       readArtifact(hre, "TestUSDC"),
       readArtifact(hre, "Multicall3"),
+      readArtifact(hre, "WETH9"),
     ]);
     await provider.request({ method: "hardhat_setCode", params: [BASE_USDC_ADDRESS, usdcArtifact.deployedBytecode] });
     await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
@@ -76,6 +80,12 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
     for (const w of [deployer, operator, facilitator]) {
       await provider.request({ method: "hardhat_setBalance", params: [w.address, `0x${FUNDING_WEI.toString(16)}`] });
     }
+    const uniswap = await deployEmbeddedUniswap({
+      provider,
+      deployer: deployer.connect(hre.ethers.provider),
+      usdc: BASE_USDC_ADDRESS,
+      weth9Code: wethArtifact.deployedBytecode,
+    });
     const deployed = await deployFactoryContract(
       hre,
       deployer.connect(hre.ethers.provider),
@@ -93,7 +103,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
     return {
       rpcUrl: `http://${urlHost(hostname)}:${port}`,
       chainId,
-      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address },
+      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address, uniswap },
       deployBlock: deployed.block,
       operator: keyOf(operator),
       facilitator: keyOf(facilitator),
@@ -134,8 +144,14 @@ async function readArtifact(hre: HardhatRuntimeEnvironment, name: string) {
   return artifact;
 }
 
-/** hardhat_reset through the network helpers when present, so loadFixture snapshots of earlier tests are dropped. */
-async function resetNetwork(hre: HardhatRuntimeEnvironment): Promise<void> {
+/**
+ * hardhat_reset through the network helpers when present, so loadFixture snapshots of earlier tests are dropped,
+ * with the new genesis `secondsInThePast` before the wall clock (the Uniswap set-up then mines its price history
+ * up to the wall clock). Hardhat has no RPC for a genesis date: this sets the in-process provider's `initialDate`
+ * for this one reset (Hardhat 2.29's EDR wrapper keeps it in `_providerConfig`). Without that wrapper the chain
+ * starts now and the pool's history is only as old as the chain.
+ */
+async function resetNetwork(hre: HardhatRuntimeEnvironment, secondsInThePast: number): Promise<void> {
   let helpers: { reset(): Promise<void> } | undefined;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -143,6 +159,30 @@ async function resetNetwork(hre: HardhatRuntimeEnvironment): Promise<void> {
   } catch {
     helpers = undefined;
   }
-  if (helpers) await helpers.reset();
-  else await hre.network.provider.request({ method: "hardhat_reset", params: [] });
+  await hre.network.provider.request({ method: "eth_chainId" }); // the provider is created lazily
+  const edr = edrWrapper(hre.network.provider);
+  const before = edr?._providerConfig.initialDate;
+  if (edr) edr._providerConfig.initialDate = BigInt(Math.floor(Date.now() / 1000) - secondsInThePast);
+  try {
+    if (helpers) await helpers.reset();
+    else await hre.network.provider.request({ method: "hardhat_reset", params: [] });
+  } finally {
+    if (edr) edr._providerConfig.initialDate = before;
+  }
+}
+
+interface EdrWrapper {
+  _providerConfig: { initialDate?: bigint };
+}
+
+function edrWrapper(provider: unknown, depth = 0): EdrWrapper | undefined {
+  if (!provider || typeof provider !== "object" || depth > 8) return undefined;
+  const p = provider as Record<string, unknown>;
+  const config = p._providerConfig;
+  if (config && typeof config === "object" && "chainId" in config) return p as unknown as EdrWrapper;
+  for (const key of ["_wrapped", "_provider", "_wrappedProvider"]) {
+    const found = edrWrapper(p[key], depth + 1);
+    if (found) return found;
+  }
+  return undefined;
 }
