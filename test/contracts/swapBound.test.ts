@@ -104,7 +104,7 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     let checked = 0;
     for (const w of [7, 61, 599, 1_333, 1_799]) {
       const [c] = await p.observe([w, 0]);
-      const delta: bigint = c[1] - c[0];
+      const delta = BigInt(c[1]) - BigInt(c[0]);
       const tick = Number(await harness.consult(a.usdcWethPool, w));
       expect(tick).to.equal(meanTick(c[0], c[1], w));
       if (delta % BigInt(w) !== 0n) {
