@@ -32,8 +32,8 @@ export async function fundTrader(a: UniswapAddresses, usdc: string, trader: Sign
   const me = await trader.getAddress();
   const w = new Contract(WETH_ADDRESS, TOKEN_ABI, trader);
   const u = new Contract(usdc, TOKEN_ABI, trader);
-  await (await w.deposit({ value: weth })).wait();
-  await (await u.mint(me, usdcAmount)).wait();
+  if (weth > 0n) await (await w.deposit({ value: weth })).wait();
+  if (usdcAmount > 0n) await (await u.mint(me, usdcAmount)).wait();
   for (const t of [w, u]) {
     for (const spender of [a.swapRouter02, a.positionManager]) await (await t.approve(spender, MaxUint256)).wait();
   }
