@@ -144,7 +144,7 @@ export const ROUTES: RouteDoc[] = [
     method: "GET",
     path: "/wallet/balance",
     tag: "Agents",
-    summary: "USDC and ETH balances and today's budget, read from chain",
+    summary: "USDC, ETH and WETH balances and today's budget, read from chain",
     auth: "key",
     query: AddressQuery,
     responses: { 200: json("balances", BalanceResponse) },
@@ -286,11 +286,13 @@ export const ROUTES: RouteDoc[] = [
     method: "POST",
     path: "/dev/faucet",
     tag: "System",
-    summary: "Mint test USDC to an agent (embedded mode only)",
-    description: "At most 1000000 USDC at a time. Outside embedded mode the route answers 404.",
+    summary: "Give an agent test USDC, ETH or WETH (embedded mode only)",
+    description:
+      "`token` is USDC (minted, the default), ETH (sent by the operator) or WETH (wrapped and sent by the operator); " +
+      "`amount` is in that token's units. At most 1000000 USDC or 1000 ETH/WETH at a time. Outside embedded mode the route answers 404.",
     auth: "none",
     body: FaucetRequest,
-    responses: { 200: json("minted", FaucetResponse) },
+    responses: { 200: json("given: the transaction that delivered it", FaucetResponse) },
     errors: ["bad_request", "not_found"],
   },
   ...(["GET", "POST"] as const).map(

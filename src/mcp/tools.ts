@@ -121,7 +121,7 @@ export const TOOLS: ToolDef[] = [
   {
     name: "get_balance",
     title: "Wallet balance",
-    description: "This agent's USDC and ETH balances read from chain, with today's budget, spend and remainder.",
+    description: "This agent's USDC, ETH and WETH balances read from chain, with today's budget, spend and remainder.",
     input: NoInput,
     output: BalanceOutput,
     annotations: READ_ONLY,

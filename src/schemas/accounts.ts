@@ -75,6 +75,7 @@ export const BalanceResponse = z
     blockNumber: z.number().int(),
     usdc: z.string(),
     eth: z.string(),
+    weth: z.string().nullable().meta({ description: "WETH at 0x4200000000000000000000000000000000000006 (Base's); null when that address holds no token" }),
     currency: z.literal("USDC"),
     dailyBudget: z.string(),
     spentToday: z.string(),

@@ -1,5 +1,6 @@
 /** Payments, approvals and the ledger. */
 import { z } from "zod";
+import { parseUnits } from "ethers";
 import { MAX_JSON_DEPTH, jsonDepth } from "../util/bounded";
 import { Address, PositiveAmount, Signature, UnixTimestamp } from "./common";
 
@@ -124,9 +125,40 @@ export const LedgerResponse = z
   .object({ transactions: z.array(LedgerEntry), total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
   .meta({ id: "LedgerResponse" });
 
-export const FaucetRequest = z.strictObject({ agentAddress: Address, amount: PositiveAmount }).meta({ id: "FaucetRequest" });
+export const FaucetToken = z
+  .enum(["USDC", "ETH", "WETH"])
+  .meta({ description: "what the faucet gives: test USDC (minted), ETH, or WETH at Base's WETH address", example: "USDC" });
+/** Per token: decimals and the most the faucet gives at a time (whole units). */
+export const FAUCET_TOKENS = { USDC: { decimals: 6, max: 1_000_000n }, ETH: { decimals: 18, max: 1_000n }, WETH: { decimals: 18, max: 1_000n } } as const;
+const FAUCET_AMOUNT = /^(0|[1-9]\d{0,27})(\.\d{1,18})?$/;
+export const FaucetRequest = z
+  .strictObject({
+    agentAddress: Address,
+    token: FaucetToken.default("USDC"),
+    amount: z
+      .string()
+      .trim()
+      .regex(FAUCET_AMOUNT, 'must be a decimal string, like "0.5"')
+      .meta({ description: "amount in the token's own decimal units (USDC: 6 decimals at most; ETH, WETH: 18)", example: "25" }),
+  })
+  .superRefine((v, ctx) => {
+    // Zod may run this after a field failed: never throw here (a throw would be a 500).
+    const spec = FAUCET_TOKENS[v?.token as keyof typeof FAUCET_TOKENS] as { decimals: number; max: bigint } | undefined;
+    if (!spec || typeof v.amount !== "string" || !FAUCET_AMOUNT.test(v.amount)) return;
+    const { decimals, max } = spec;
+    const fraction = v.amount.split(".")[1] ?? "";
+    if (fraction.length > decimals) {
+      ctx.addIssue({ code: "custom", path: ["amount"], message: `has more than ${decimals} decimals for ${v.token}` });
+    } else if (parseUnits(v.amount, decimals) === 0n) {
+      ctx.addIssue({ code: "custom", path: ["amount"], message: "must be greater than 0" });
+    } else if (parseUnits(v.amount, decimals) > max * 10n ** BigInt(decimals)) {
+      ctx.addIssue({ code: "custom", path: ["amount"], message: `is more than the faucet gives at a time (${max} ${v.token})` });
+    }
+  })
+  .meta({ id: "FaucetRequest" });
+export type FaucetRequest = z.infer<typeof FaucetRequest>;
 export const FaucetResponse = z
-  .object({ agentAddress: z.string(), amount: z.string(), currency: z.literal("USDC"), txHash: z.string() })
+  .object({ agentAddress: z.string(), amount: z.string(), currency: FaucetToken, txHash: z.string() })
   .meta({ id: "FaucetResponse" });
 
 export const TransactionId = z

@@ -1,10 +1,12 @@
 /** Payments, approvals, the ledger and the embedded dev faucet. */
 import Router from "@koa/router";
-import { toBaseUnits } from "../../amounts";
-import { AppError, notFound } from "../../errors";
+import { parseUnits } from "ethers";
+import { giveFromFaucet } from "../../chain/faucet";
+import { notFound } from "../../errors";
 import {
   ApprovalDecisionRequest,
   ApprovalIdParam,
+  FAUCET_TOKENS,
   FaucetRequest,
   LedgerQuery,
   PayRequest,
@@ -65,11 +67,10 @@ export function paymentRoutes(s: Services): Router<AppState> {
 
   router.post("/dev/faucet", validate({ body: FaucetRequest }), async (ctx) => {
     if (!s.ctx.config.embeddedChain) throw notFound("No route for POST /dev/faucet.");
-    const { agentAddress, amount } = ctx.state.input as { agentAddress: string; amount: string };
-    const units = toBaseUnits(amount);
-    if (units > 1_000_000n * 10n ** 6n) throw new AppError(400, "bad_request", "The faucet gives at most 1000000 USDC at a time.");
-    const { receipt } = await s.ctx.chain.sendAndWait((o) => s.ctx.chain.usdc.connect(s.ctx.chain.operator).getFunction("mint")(agentAddress, units, o));
-    ctx.body = { agentAddress, amount, currency: "USDC", txHash: receipt.hash };
+    const { agentAddress, amount, token } = ctx.state.input as FaucetRequest;
+    const units = parseUnits(amount, FAUCET_TOKENS[token].decimals);
+    const txHash = await giveFromFaucet(s.ctx.chain, agentAddress, token, units);
+    ctx.body = { agentAddress, amount, currency: token, txHash };
   });
 
   return router;

@@ -1,0 +1,34 @@
+/**
+ * The embedded dev faucet: test USDC (minted), ETH (sent by the operator) and WETH (wrapped by the operator and
+ * sent), each a real transaction on the embedded chain. Never used outside embedded mode (the route answers 404).
+ */
+import { Contract, toQuantity } from "ethers";
+import { WETH_ADDRESS } from "./addresses";
+import type { ChainClient } from "./client";
+
+const WETH_ABI = ["function deposit() payable", "function transfer(address to, uint256 amount) returns (bool)"];
+// The operator's ETH is topped up to twice this when it falls below it, so concurrent faucet calls (at most 1,000
+// ETH each) never run it dry; hardhat_setBalance only ever raises it here.
+const OPERATOR_FLOOR_WEI = 1_000_000n * 10n ** 18n;
+
+export type FaucetToken = "USDC" | "ETH" | "WETH";
+
+/** Gives `units` (base units of `token`) to `to`; returns the hash of the transaction that delivered it. */
+export async function giveFromFaucet(chain: ChainClient, to: string, token: FaucetToken, units: bigint): Promise<string> {
+  if (token === "USDC") {
+    const { receipt } = await chain.sendAndWait((o) => chain.usdc.connect(chain.operator).getFunction("mint")(to, units, o));
+    return receipt.hash;
+  }
+  const balance = await chain.provider.getBalance(chain.operator.address);
+  if (balance < OPERATOR_FLOOR_WEI) {
+    await chain.provider.send("hardhat_setBalance", [chain.operator.address, toQuantity(OPERATOR_FLOOR_WEI * 2n)]);
+  }
+  if (token === "ETH") {
+    const { receipt } = await chain.sendAndWait((o) => chain.operator.sendTransaction({ to, value: units, ...o }));
+    return receipt.hash;
+  }
+  const weth = new Contract(WETH_ADDRESS, WETH_ABI, chain.operator);
+  await chain.sendAndWait((o) => weth.getFunction("deposit")({ value: units, ...o }));
+  const { receipt } = await chain.sendAndWait((o) => weth.getFunction("transfer")(to, units, o));
+  return receipt.hash;
+}
