@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 
-import { USDC_ADDRESSES } from "./addresses";
+import { USDC_ADDRESSES, type UniswapDeployment } from "./addresses";
+import { uniswapRecord, type UniswapRecord } from "./uniswapRecord";
 
 export { USDC_ADDRESSES };
 
@@ -27,6 +28,8 @@ export interface DeploymentRecord {
   /** The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor). */
   implementation: { address: string; constructorArgs: [usdc: string] };
   usdc: string;
+  /** Uniswap v3 for swaps before settlement (null where the network has none, e.g. a hardhat dry run). */
+  uniswap: UniswapRecord | null;
   abiHash: string;
   deployedAt: string;
 }
@@ -42,6 +45,8 @@ export interface DeployFactoryOptions {
   confirmations?: number;
   /** The USDC the agents pay with. Default: USDC_ADDRESSES[chainId] (Base, Base Sepolia); required elsewhere. */
   usdc?: string;
+  /** Uniswap v3 contracts to record. Default: UNISWAP_ADDRESSES[chainId] (Base, Base Sepolia). */
+  uniswap?: UniswapDeployment;
   /** Where records go. Default: <project root>/deployments. */
   deploymentsDir?: string;
   log?: (line: string) => void;
@@ -142,6 +147,7 @@ export async function deployFactory(
   if (!usdcAddress) throw new Error(`no USDC address known for chain id ${chainId}: pass usdc (USDC_ADDRESS)`);
   const usdc = checkedAddress("usdc (USDC_ADDRESS)", usdcAddress);
   if ((await hre.ethers.provider.getCode(usdc)) === "0x") throw new Error(`no contract at USDC address ${usdc} on ${network}`);
+  const uniswap = await uniswapRecord({ provider: hre.ethers.provider, chainId, network, usdc, uniswap: opts.uniswap });
 
   log(`Deploying SpendPolicyFactory to ${network} (chain id ${chainId}) from ${deployerAddress}`);
   log(`  owner ${owner}, defaultOperator ${operator}, usdc ${usdc}; waiting for ${confirmations} confirmation(s)`);
@@ -167,6 +173,7 @@ export async function deployFactory(
     },
     implementation: { address: getAddress(deployed.implementation), constructorArgs: [usdc] },
     usdc,
+    uniswap,
     abiHash: await abiHash(hre),
     deployedAt: new Date().toISOString(),
   };
@@ -178,6 +185,7 @@ export async function deployFactory(
   renameSync(`${file}.tmp`, file);
   log(`SpendPolicyFactory at ${deployed.address} (block ${deployed.block}, tx ${deployed.txHash}); wrote ${file}`);
   log(`SpendPolicy implementation at ${record.implementation.address}`);
+  log(uniswap ? `Uniswap v3: SwapRouter02 ${uniswap.swapRouter02}, QuoterV2 ${uniswap.quoterV2}, USDC/WETH pool ${uniswap.usdcWethPool ?? "none"}` : "Uniswap v3: none on this network");
   return record;
 }
 
