@@ -27,6 +27,7 @@ import {
   usdc,
   usdcDomain,
 } from "../test/helpers/policyFixture";
+import { swapGasRows } from "./bench-gas-swap";
 
 interface Row {
   what: string;
@@ -134,6 +135,8 @@ async function main(): Promise<void> {
   const deploy2 = (await ethers.provider.getBlock(before + 1, true))!;
   const deploy2Gas = (await ethers.provider.getTransactionReceipt(deploy2.transactions[0]))!.gasUsed;
   rows.push({ what: "deployAgent (another agent)", gas: deploy2Gas });
+
+  rows.push(...(await swapGasRows(await token.getAddress(), deployer, merchant)));
 
   const width = Math.max(...rows.map((r) => r.what.length));
   console.log(`${"transaction".padEnd(width)}  gasUsed`);

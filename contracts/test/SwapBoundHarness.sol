@@ -19,6 +19,21 @@ contract SwapBoundHarness {
         return SwapBound.maxAmountIn(factory, tokenIn, tokenOut, fee, amountOut, twapSeconds, maxSlippageBps);
     }
 
+    /// @notice The gas SwapBound.maxAmountIn uses inside a transaction that has not touched the pool yet.
+    function gasOfMaxAmountIn(
+        address factory,
+        address tokenIn,
+        address tokenOut,
+        uint24 fee,
+        uint256 amountOut,
+        uint32 twapSeconds,
+        uint16 maxSlippageBps
+    ) external view returns (uint256 gasUsed) {
+        uint256 before = gasleft();
+        SwapBound.maxAmountIn(factory, tokenIn, tokenOut, fee, amountOut, twapSeconds, maxSlippageBps);
+        gasUsed = before - gasleft();
+    }
+
     /// @notice SwapBound.consult.
     function consult(address pool, uint32 secondsAgo) external view returns (int24) {
         return SwapBound.consult(pool, secondsAgo);
