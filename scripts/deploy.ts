@@ -7,7 +7,8 @@
  *
  * Env: OPERATOR_ADDRESS (the service's relayer; required except on the hardhat network), FACTORY_OWNER (default:
  * the deployer), USDC_ADDRESS (default: Circle's USDC of Base or Base Sepolia), CONFIRMATIONS (default 2; 1 on
- * hardhat). Refuses to overwrite a record made on another chain id. On the in-process hardhat network it first puts
+ * hardhat). Refuses to overwrite a record made on another chain id. The record also names the network's Uniswap v3
+ * contracts (src/chain/addresses.ts), checked on-chain first; none on the hardhat dry run. On the in-process hardhat network it first puts
  * TestUSDC's code at the Base USDC address (a dry run).
  */
 import hre from "hardhat";

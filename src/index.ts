@@ -29,6 +29,9 @@ async function main(): Promise<void> {
     `  USDC:         ${c.usdcAddress}`,
     `  factory:      ${c.factoryAddress}`,
     svc.embeddedChain ? `  multicall3:   ${svc.embeddedChain.addresses.multicall3}` : "",
+    svc.embeddedChain
+      ? `  Uniswap v3:   SwapRouter02 ${svc.embeddedChain.addresses.uniswap.swapRouter02}, QuoterV2 ${svc.embeddedChain.addresses.uniswap.quoterV2}, USDC/WETH 0.05% pool ${svc.embeddedChain.addresses.uniswap.usdcWethPool} (WETH ${svc.embeddedChain.addresses.uniswap.weth})`
+      : "",
     `  operator:     ${svc.chain.operator.address}`,
     `  database:     ${c.embeddedStore ? "embedded (in memory)" : "MONGODB_URI"}`,
     "",

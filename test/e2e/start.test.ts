@@ -37,6 +37,7 @@ describe("npm start (embedded mode, no setup)", function () {
     expect(out).to.match(/USDC:\s+0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913/);
     expect(out).to.match(/factory:\s+0x[0-9a-fA-F]{40}/);
     expect(out).to.match(/multicall3:\s+0xcA11bde05977b3631167028862bE2a173976CA11/);
+    expect(out).to.match(/Uniswap v3:\s+SwapRouter02 0x[0-9a-fA-F]{40}, QuoterV2 0x[0-9a-fA-F]{40}, USDC\/WETH 0\.05% pool 0x[0-9a-fA-F]{40} \(WETH 0x4200000000000000000000000000000000000006\)/);
     expect(out).to.not.match(/0x[0-9a-fA-F]{64}/); // no private key is ever printed
   });
 
