@@ -15,8 +15,11 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
   let harness: Contract;
   let snapshot: string;
 
+  let clean: string;
+
   before(async function () {
     chain = await startEmbeddedChain();
+    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
     provider = new JsonRpcProvider(chain.rpcUrl, chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
     harness = (await hre.ethers.deployContract("SwapBoundHarness")) as unknown as Contract;
     const [trader, attacker] = await hre.ethers.getSigners();
@@ -31,6 +34,8 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
   });
   after(async function () {
     provider?.destroy();
+    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
+    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
     await chain?.close();
   });
 

@@ -12,13 +12,18 @@ describe("embedded chain: real Uniswap v3", function () {
   let provider: JsonRpcProvider;
   let startedAt: number;
 
+  let clean: string;
+
   before(async function () {
     chain = await startEmbeddedChain();
+    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
     startedAt = Math.floor(Date.now() / 1000);
     provider = new JsonRpcProvider(chain.rpcUrl, chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
   });
   after(async function () {
     provider?.destroy();
+    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
+    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
     await chain?.close();
   });
 

@@ -13,13 +13,17 @@ const { ethers } = hre;
 
 describe("Uniswap v3 in the deployment record", function () {
   let dir: string;
+  let clean: string;
   before(async function () {
+    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
     const testUsdc = await hre.artifacts.readArtifact("TestUSDC");
     await hre.network.provider.request({ method: "hardhat_setCode", params: [USDC_ADDRESSES[8453], testUsdc.deployedBytecode] });
     dir = mkdtempSync(join(tmpdir(), "spendgate-deployments-"));
   });
-  after(function () {
+  after(async function () {
     rmSync(dir, { recursive: true, force: true });
+    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
+    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
   });
 
   it("knows Base's and Base Sepolia's contracts, and derives Base's USDC/WETH 0.05% pool from the factory", function () {

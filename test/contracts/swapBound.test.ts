@@ -13,11 +13,15 @@ const ETH = (n: bigint) => n * 10n ** 18n;
 
 describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap v3 pool", function () {
   let chain: EmbeddedChain;
+  let clean: string;
 
   before(async function () {
     chain = await startEmbeddedChain();
+    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
   });
   after(async function () {
+    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
+    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
     await chain?.close();
   });
 
