@@ -1,6 +1,7 @@
 /**
  * Starts the embedded chain on its own and keeps it up until Ctrl-C: Hardhat's network with chain id 8453, TestUSDC
- * at the Base USDC address, Multicall3 and a SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never
+ * at the Base USDC address, Multicall3, Uniswap v3 (WETH, SwapRouter02, QuoterV2, a USDC/WETH pool) and a
+ * SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never
  * keys). `npx tsx scripts/chain.ts [--port N]` (after `npx hardhat compile`).
  */
 import { startEmbeddedChain } from "../src/chain/embedded";
@@ -17,6 +18,10 @@ async function main(): Promise<void> {
   console.log(`  USDC (test):  ${chain.addresses.usdc}`);
   console.log(`  Multicall3:   ${chain.addresses.multicall3}`);
   console.log(`  factory:      ${chain.addresses.factory} (block ${chain.deployBlock})`);
+  const u = chain.addresses.uniswap;
+  console.log(`  WETH:         ${u.weth}`);
+  console.log(`  Uniswap v3:   factory ${u.factory}, SwapRouter02 ${u.swapRouter02}, QuoterV2 ${u.quoterV2}`);
+  console.log(`  USDC/WETH:    ${u.usdcWethPool} (0.05%)`);
   console.log(`  operator:     ${chain.operator.address}`);
   console.log(`  facilitator:  ${chain.facilitator.address}`);
   console.log("Ctrl-C to stop.");

@@ -70,7 +70,12 @@ export async function quoteExactOutputSingle(
 
 /** Quotes the swap and checks it against the TWAP bound, as the wallet will. */
 export async function quoteSwap(runner: ContractRunner, req: SwapQuoteRequest): Promise<SwapQuoteResult> {
-  if (req.twapSeconds <= 0) return { ok: false, reason: "swap_unavailable", detail: "the TWAP window must be at least one second" };
+  if (!Number.isInteger(req.twapSeconds) || req.twapSeconds <= 0 || req.twapSeconds > 0xffffffff) {
+    return { ok: false, reason: "swap_unavailable", detail: "the TWAP window must be a whole number of seconds, at least one" };
+  }
+  if (req.amountOut <= 0n || req.amountOut >= 2n ** 128n) {
+    return { ok: false, reason: "swap_unavailable", detail: "the amount must be above 0 and fit in uint128" };
+  }
   const pool = poolAddress(req.factory, req.tokenIn, req.tokenOut, req.fee);
   const provider = runner.provider;
   if (provider && (await provider.getCode(pool)) === "0x") {

@@ -92,7 +92,8 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
 
     const tooMuch = await quoteSwap(provider, request(USDC(50_000_000n)));
     expect(tooMuch).to.include({ ok: false, reason: "swap_unavailable" });
-    const zero = await quoteSwap(provider, request(USDC(1n), { twapSeconds: 0 }));
-    expect(zero).to.include({ ok: false, reason: "swap_unavailable" });
+    for (const bad of [request(USDC(1n), { twapSeconds: 0 }), request(USDC(1n), { twapSeconds: 1.5 }), request(0n), request(2n ** 128n)]) {
+      expect(await quoteSwap(provider, bad)).to.include({ ok: false, reason: "swap_unavailable" });
+    }
   });
 });
