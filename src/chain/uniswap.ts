@@ -77,7 +77,7 @@ async function send(tx: Promise<{ wait(): Promise<unknown> }>): Promise<void> {
 
 /**
  * Deploys the Uniswap v3 contracts and a 0.05% pool of `usdc` (TestUSDC, anyone may mint) and WETH, funds it from
- * `deployer` (which needs about 1,010 ETH), and writes the price history described above. `weth9Code` is WETH9's
+ * `deployer` (which needs about 1,020 ETH), and writes the price history described above. `weth9Code` is WETH9's
  * runtime code, placed at Base's WETH address.
  */
 export async function deployEmbeddedUniswap(opts: {
