@@ -51,6 +51,8 @@ export interface IndexerDeps {
   reorgBlocks?: number;
   /** Addresses (policies) or agent topics per eth_getLogs call. Default 100. */
   addressChunk?: number;
+  /** Told every event as it becomes confirmed (owner alerts), before it is marked so: at least once per event. */
+  onConfirmed?: (events: ChainEventDoc[]) => Promise<void>;
 }
 
 /** What the last run did (for logs, tests and measurements). */
@@ -82,6 +84,7 @@ export class Indexer {
   private readonly addressChunk: number;
   private readonly sources: EventSources;
   private readonly ledger: LedgerLinker;
+  private readonly onConfirmed: IndexerDeps["onConfirmed"];
 
   /** policy (lower case) -> agent (checksummed), from non-removed AgentDeployed events. */
   private policies = new Map<string, string>();
@@ -105,6 +108,7 @@ export class Indexer {
     this.addressChunk = Math.max(1, Math.floor(deps.addressChunk ?? 100));
     this.sources = eventSources(this.chain);
     this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId });
+    this.onConfirmed = deps.onConfirmed;
   }
 
   /**
@@ -384,6 +388,7 @@ export class Indexer {
     if (due.length === 0) return { confirmed: 0, linked: 0 };
     let linked = 0;
     for (let i = 0; i < due.length; i += 500) linked += await this.ledger.link(due.slice(i, i + 500));
+    if (this.onConfirmed) await this.onConfirmed(due);
     const res = await this.store.chainEvents.bulkWrite(
       due.map((e) => ({
         updateOne: {

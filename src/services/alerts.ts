@@ -1,0 +1,123 @@
+/**
+ * Owner alerts: the facts an owner's webhooks hear about, told to the outbox from the one place each is decided (the
+ * ledger's final write of a payment, the approval's creation and expiry, the indexer's confirmed chain events). Each
+ * has a natural dedupe key, so telling a fact again (a retry, a re-read block) queues nothing new.
+ */
+import { fromBaseUnits } from "../amounts";
+import type { ApprovalDoc, ChainEventDoc } from "../store/documents";
+import type { ServiceContext } from "./context";
+import { LedgerService } from "./ledger";
+
+const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
+
+/** Levels of a budget window (percent of the budget spent) that are announced, each once per window. */
+export const THRESHOLD_LEVELS = [80, 100] as const;
+
+/**
+ * A spending window of a policy: `id` names the window's current period (the UTC day for "daily"), so a level is
+ * announced again in the next period. More windows (hourly, weekly, monthly, lifetime) are added to budgetWindows().
+ */
+export interface BudgetWindow {
+  name: string;
+  id: string;
+  spent: bigint;
+  budget: bigint;
+}
+
+/** The levels a window has reached (a budget of 0 allows nothing and announces nothing). */
+export function reachedLevels(w: BudgetWindow): number[] {
+  if (w.budget <= 0n) return [];
+  return THRESHOLD_LEVELS.filter((level) => w.spent * 100n >= w.budget * BigInt(level));
+}
+
+/** The agent's budget windows as the chain has them now. */
+export async function budgetWindows(ctx: ServiceContext, policyAddress: string): Promise<BudgetWindow[]> {
+  const contract = ctx.chain.policyAt(policyAddress, ctx.chain.provider);
+  const [policy, spent, block] = await Promise.all([contract.policy(), contract.spentToday(), ctx.chain.provider.getBlock("latest")]);
+  // The contract's day is the chain's: block time, UTC.
+  const day = Math.floor((block?.timestamp ?? Math.floor(Date.now() / 1000)) / 86_400);
+  return [{ name: "daily", id: new Date(day * 86_400_000).toISOString().slice(0, 10), spent: spent as bigint, budget: (policy as { dailyBudget: bigint }).dailyBudget }];
+}
+
+/** A payment's final outcome (approved, blocked, failed), and for an approved one the budget levels it reached. */
+export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Promise<void> {
+  const doc = await ctx.store.payments.findOne({ txnId }).catch(() => null);
+  const type = doc ? PAYMENT_EVENTS[doc.status] : undefined;
+  if (!doc || !type || !doc.ownerAddress) return;
+  const data = new LedgerService(ctx).view(doc);
+  await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data });
+  if (doc.status !== "approved") return;
+  const windows = await budgetWindows(ctx, doc.policyAddress).catch((err) => {
+    ctx.logger.warn({ err, txnId }, "budget windows could not be read for threshold alerts");
+    return [];
+  });
+  for (const w of windows) {
+    for (const level of reachedLevels(w)) {
+      await ctx.webhooks.tell({
+        type: "budget.threshold",
+        dedupeKey: `budget.threshold:${doc.agentAddress}:${w.name}:${w.id}:${level}`,
+        ownerAddress: doc.ownerAddress,
+        agentAddress: doc.agentAddress,
+        data: {
+          agentAddress: doc.agentAddress,
+          window: w.name,
+          period: w.id,
+          level,
+          spent: fromBaseUnits(w.spent),
+          budget: fromBaseUnits(w.budget),
+          remaining: fromBaseUnits(w.budget > w.spent ? w.budget - w.spent : 0n),
+          transactionId: txnId,
+        },
+      });
+    }
+  }
+}
+
+/** approval.requested and approval.expired. */
+export async function alertApproval(ctx: ServiceContext, type: "approval.requested" | "approval.expired", a: ApprovalDoc): Promise<void> {
+  await ctx.webhooks.tell({
+    type,
+    dedupeKey: `${type}:${a.approvalId}`,
+    ownerAddress: a.ownerAddress,
+    agentAddress: a.agentAddress,
+    data: {
+      approvalId: a.approvalId,
+      transactionId: a.txnId,
+      agentAddress: a.agentAddress,
+      merchant: a.merchant,
+      serviceUrl: a.serviceUrl,
+      amount: fromBaseUnits(a.amount),
+      currency: "USDC",
+      intent: a.intent,
+      requestedAt: a.requestedAt.toISOString(),
+      expiresAt: a.expiresAt.toISOString(),
+      approveAt: `${ctx.urls.dashboard}/approvals`,
+    },
+  });
+}
+
+/**
+ * policy.updated and agent.paused from confirmed chain events (the indexer calls this). Throws when an event
+ * cannot be queued, so the indexer tries again; the dedupe key (the log's position) keeps it to one event.
+ */
+export async function alertChainEvents(ctx: ServiceContext, events: ChainEventDoc[]): Promise<void> {
+  for (const e of events) {
+    if (e.removed || !e.agentAddress) continue;
+    const type = e.event === "PolicyUpdated" ? "policy.updated" : e.event === "PausedSet" && e.args.paused === true ? "agent.paused" : null;
+    if (!type) continue;
+    const agent = await ctx.store.agents.findOne({ address: e.agentAddress });
+    if (!agent?.ownerAddress) continue;
+    const { agent: _agent, version, timestamp, paused: _paused, ...policy } = e.args;
+    const data: Record<string, unknown> =
+      type === "policy.updated"
+        ? { agentAddress: e.agentAddress, version, policy, signedAt: timestamp, txHash: e.txHash, blockNumber: e.blockNumber }
+        : { agentAddress: e.agentAddress, paused: true, signedAt: timestamp, txHash: e.txHash, blockNumber: e.blockNumber };
+    await ctx.webhooks.emit({
+      type,
+      dedupeKey: `${type}:${e.chainId}:${e.txHash}:${e.logIndex}`,
+      ownerAddress: agent.ownerAddress,
+      agentAddress: e.agentAddress,
+      data,
+    });
+  }
+}
