@@ -34,6 +34,8 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 }
 
 export class WebhookWorker {
+  /** Attempts this worker made (sent, refused or failed). */
+  attempted = 0;
   private running = false;
   private inFlight = new Set<Promise<void>>();
   private pumping = false;
@@ -133,6 +135,7 @@ export class WebhookWorker {
   }
 
   private async attempt(d: WebhookDeliveryDoc): Promise<void> {
+    this.attempted++;
     const startedAt = this.now();
     const endpoint = await this.outbox.c.endpoints.findOne({ endpointId: d.endpointId });
     if (!endpoint || endpoint.status !== "active") {
