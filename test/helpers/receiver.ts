@@ -8,6 +8,8 @@ import type { AddressInfo, Socket } from "node:net";
 export type Reply = number | "hang";
 
 export interface ReceivedRequest {
+  /** Path and query the request was sent to. */
+  path: string;
   headers: IncomingHttpHeaders;
   raw: string;
   body: { id: string; type: string; createdAt: string; data: Record<string, any> };
@@ -40,7 +42,7 @@ export async function startReceiver(): Promise<Receiver> {
     req.on("end", () => {
       const raw = Buffer.concat(chunks).toString("utf8");
       const reply = queue.shift() ?? 200;
-      requests.push({ headers: req.headers, raw, body: JSON.parse(raw), at: Date.now(), answered: reply });
+      requests.push({ path: req.url ?? "", headers: req.headers, raw, body: JSON.parse(raw), at: Date.now(), answered: reply });
       for (const w of waiters) w();
       if (reply === "hang") {
         hanging.add(res);
