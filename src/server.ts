@@ -28,7 +28,7 @@ import { dashboardRoutes } from "./http/routes/dashboard";
 import { mcpRoutes } from "./http/routes/mcp";
 import { docsRoutes } from "./http/routes/docs";
 import { webhookRoutes } from "./http/routes/webhooks";
-import { alertChainEvents } from "./services/alerts";
+import { alertChainEvents, catchUpAlerts } from "./services/alerts";
 import { WebhookService } from "./webhooks/endpoints";
 import { WebhookOutbox, ensureWebhookIndexes } from "./webhooks/outbox";
 import { webhookSecretKey } from "./webhooks/secrets";
@@ -142,7 +142,19 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       ),
     };
     webhooks.worker.start();
-    cleanup.push(() => webhooks.worker.stop());
+    cleanup.push(async () => {
+      await outbox.idle();
+      await webhooks.worker.stop();
+    });
+    // Alerts are told after the answer: facts a crash kept from being told are found again (the last hour at start).
+    let alertsCheckedAt = new Date(Date.now() - 3_600_000);
+    const alertSweep = setInterval(() => {
+      const since = new Date(alertsCheckedAt.getTime() - 60_000);
+      alertsCheckedAt = new Date();
+      catchUpAlerts(services.ctx, since).catch((err) => logger.error({ err }, "webhook alert catch-up failed"));
+    }, 30_000);
+    alertSweep.unref();
+    cleanup.push(async () => clearInterval(alertSweep));
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
     const recovered = (await services.settlement.recover()) + (await services.approvals.recover());

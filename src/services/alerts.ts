@@ -44,9 +44,13 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Prom
   const doc = await ctx.store.payments.findOne({ txnId }).catch(() => null);
   const type = doc ? PAYMENT_EVENTS[doc.status] : undefined;
   if (!doc || !type || !doc.ownerAddress) return;
-  const data = new LedgerService(ctx).view(doc);
-  await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data });
-  if (doc.status !== "approved") return;
+  // On the payment path: an owner nobody listens for costs one small query, no chain read.
+  const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
+  if (wanted.has(type)) {
+    const data = new LedgerService(ctx).view(doc);
+    await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data });
+  }
+  if (doc.status !== "approved" || !wanted.has("budget.threshold")) return;
   const windows = await budgetWindows(ctx, doc.policyAddress).catch((err) => {
     ctx.logger.warn({ err, txnId }, "budget windows could not be read for threshold alerts");
     return [];
@@ -120,4 +124,40 @@ export async function alertChainEvents(ctx: ServiceContext, events: ChainEventDo
       data,
     });
   }
+}
+
+/**
+ * Alerts are told after the answer (WebhookOutbox.later): an instance that stops in between loses them. This finds
+ * the facts written since `since` for owners with an active endpoint whose event is missing, and tells them again
+ * (the dedupe keys make a repeat harmless). Run by the service every 30 s. Returns how many facts it told.
+ */
+export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<number> {
+  const endpoints = await ctx.webhooks.c.endpoints.find({ status: "active" }, { projection: { ownerAddress: 1 } }).toArray();
+  const owners = [...new Set(endpoints.map((e) => e.ownerAddress))];
+  if (owners.length === 0) return 0;
+  const [payments, approvals] = await Promise.all([
+    ctx.store.payments
+      .find({ ownerAddress: { $in: owners }, phase: "done", status: { $in: ["approved", "blocked", "failed"] }, updatedAt: { $gte: since } }, { projection: { txnId: 1, status: 1 } })
+      .limit(5_000)
+      .toArray(),
+    ctx.store.approvals
+      .find({ ownerAddress: { $in: owners }, $or: [{ requestedAt: { $gte: since } }, { status: "expired", resolvedAt: { $gte: since } }] })
+      .limit(5_000)
+      .toArray(),
+  ]);
+  const facts: { key: string; tell: () => Promise<void> }[] = [
+    ...payments.map((p) => ({ key: `${PAYMENT_EVENTS[p.status]}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
+    ...approvals.map((a) => ({ key: `approval.requested:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.requested", a) })),
+    ...approvals.filter((a) => a.status === "expired").map((a) => ({ key: `approval.expired:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.expired", a) })),
+  ];
+  if (facts.length === 0) return 0;
+  const told = new Set(
+    (await ctx.webhooks.c.events.find({ dedupeKey: { $in: facts.map((f) => f.key) } }, { projection: { dedupeKey: 1 } }).toArray()).map((e) => e.dedupeKey),
+  );
+  let n = 0;
+  for (const f of facts.filter((f) => !told.has(f.key))) {
+    await f.tell();
+    n++;
+  }
+  return n;
 }

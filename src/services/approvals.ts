@@ -57,7 +57,7 @@ export class ApprovalService {
       if (r.modifiedCount === 1) {
         n++;
         await this.ctx.store.payments.updateOne({ txnId: a.txnId }, { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } });
-        await alertApproval(this.ctx, "approval.expired", a);
+        this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
     return n;

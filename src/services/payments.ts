@@ -236,7 +236,7 @@ export class PaymentService {
     } else {
       await this.ctx.store.payments.insertOne(doc);
     }
-    await alertPaymentDone(this.ctx, doc.txnId);
+    this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, doc.txnId));
     return this.blockedOutcome(doc, previous !== null);
   }
 
@@ -315,7 +315,7 @@ export class PaymentService {
       settledAt: null,
       onchain: { confirmed: false, blockNumber: null },
     });
-    await alertApproval(this.ctx, "approval.requested", approval);
+    this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {
       httpStatus: 202,

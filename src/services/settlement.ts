@@ -70,7 +70,7 @@ export class SettlementService {
   private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
     await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease() } });
     // The one place a payment's outcome is written: its owner's alert goes out from here.
-    if (set.phase === "done") await alertPaymentDone(this.ctx, txnId);
+    if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
   }
 
   /**

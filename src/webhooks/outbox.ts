@@ -58,6 +58,7 @@ const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 110
 export class WebhookOutbox {
   readonly c: WebhookCollections;
   private readonly listeners = new Set<() => void>();
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(
     store: Store,
@@ -122,6 +123,28 @@ export class WebhookOutbox {
     await this.c.events.updateOne({ eventId: event.eventId }, { $set: { fannedOut: true } });
     for (const listener of this.listeners) listener();
     return event.eventId;
+  }
+
+  /**
+   * Runs `work` (telling facts) after the caller has answered: alerts add nothing to a payment's latency. A fact
+   * lost to a crash in between is told again by catchUpAlerts (src/services/alerts.ts).
+   */
+  later(work: () => Promise<void>): void {
+    const p: Promise<void> = work()
+      .catch((err) => this.logger.error({ err }, "webhook alert failed"))
+      .finally(() => this.pending.delete(p));
+    this.pending.add(p);
+  }
+
+  /** Waits for the work started by later() (before the store closes). */
+  async idle(): Promise<void> {
+    while (this.pending.size) await Promise.all([...this.pending]);
+  }
+
+  /** The event types the owner's active endpoints subscribe to (empty: nobody listens, nothing to prepare). */
+  async subscribed(ownerAddress: string): Promise<Set<string>> {
+    const endpoints = await this.c.endpoints.find({ ownerAddress, status: "active" }, { projection: { events: 1 } }).toArray();
+    return new Set(endpoints.flatMap((e) => e.events));
   }
 
   /** emit() for callers reporting a fact already decided: an alert that cannot be queued is logged, never thrown. */

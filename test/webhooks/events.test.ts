@@ -4,7 +4,7 @@ import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../helpers/receiver";
 import { WEBHOOK_EVENT_TYPES } from "../../src/schemas/webhooks";
-import { alertPaymentDone, reachedLevels } from "../../src/services/alerts";
+import { alertPaymentDone, catchUpAlerts, reachedLevels } from "../../src/services/alerts";
 
 const USDC = 1_000_000n;
 
@@ -112,6 +112,37 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     expect(other.body.total).to.equal(0);
     const strangers = await s.api("GET", `/webhooks/${stranger.endpoint}/deliveries`, { key: stranger.key });
     expect(strangers.body.total).to.equal(0);
+  });
+
+  it("a fact whose alert a crash lost (the instance stopped after answering) is told by the catch-up sweep, once", async () => {
+    const o = await ownerWithEndpoint(["payment.approved", "approval.requested"]);
+    const a = await onboard(o.owner, { approvalThreshold: "1.5" });
+    const since = new Date(Date.now() - 1_000);
+    const outbox = s.svc.webhooks.outbox;
+    const later = outbox.later;
+    outbox.later = () => undefined; // the work queued after the answer never runs: the process died
+    let paid, pending;
+    try {
+      paid = await pay(a);
+      expect(paid.status).to.equal(200);
+    } finally {
+      outbox.later = later;
+    }
+    const bigger = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 2n * USDC });
+    sellers.push(bigger);
+    outbox.later = () => undefined;
+    try {
+      pending = await pay(a, bigger.resource);
+      expect(pending.status).to.equal(202);
+    } finally {
+      outbox.later = later;
+    }
+    expect(await outbox.c.events.countDocuments({ ownerAddress: o.owner.address })).to.equal(0);
+    expect(await catchUpAlerts(s.svc.services.ctx, since)).to.equal(2);
+    await receiver.until(() => ofType(o.seen(), "payment.approved").length === 1 && ofType(o.seen(), "approval.requested").length === 1);
+    expect(ofType(o.seen(), "payment.approved")[0].body.data.id).to.equal(paid.body.transactionId);
+    expect(ofType(o.seen(), "approval.requested")[0].body.data.approvalId).to.equal(pending.body.approvalId);
+    expect(await catchUpAlerts(s.svc.services.ctx, since)).to.equal(0);
   });
 
   it("policy.updated and agent.paused from confirmed chain events, exactly once even when the indexer reads the blocks again", async () => {
