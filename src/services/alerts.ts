@@ -39,25 +39,31 @@ export async function budgetWindows(ctx: ServiceContext, policyAddress: string):
   return [{ name: "daily", id: new Date(day * 86_400_000).toISOString().slice(0, 10), spent: spent as bigint, budget: (policy as { dailyBudget: bigint }).dailyBudget }];
 }
 
-/** A payment's final outcome (approved, blocked, failed), and for an approved one the budget levels it reached. */
-export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Promise<void> {
+/**
+ * A payment's final outcome (approved, blocked, failed), and for an approved one the budget levels it reached.
+ * Returns how many events were queued.
+ */
+export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Promise<number> {
   const doc = await ctx.store.payments.findOne({ txnId }).catch(() => null);
   const type = doc ? PAYMENT_EVENTS[doc.status] : undefined;
-  if (!doc || !type || !doc.ownerAddress) return;
+  if (!doc || !type || !doc.ownerAddress) return 0;
+  // The same refusal again within 60 s shares the first one's record, and its alert: a looping agent is told once.
+  if (doc.duplicateOf) return 0;
+  let queued = 0;
   // On the payment path: an owner nobody listens for costs one small query, no chain read.
   const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
   if (wanted.has(type)) {
     const data = new LedgerService(ctx).view(doc);
-    await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data });
+    if (await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })) queued++;
   }
-  if (doc.status !== "approved" || !wanted.has("budget.threshold")) return;
+  if (doc.status !== "approved" || !wanted.has("budget.threshold")) return queued;
   const windows = await budgetWindows(ctx, doc.policyAddress).catch((err) => {
     ctx.logger.warn({ err, txnId }, "budget windows could not be read for threshold alerts");
     return [];
   });
   for (const w of windows) {
     for (const level of reachedLevels(w)) {
-      await ctx.webhooks.tell({
+      const told = await ctx.webhooks.tell({
         type: "budget.threshold",
         dedupeKey: `budget.threshold:${doc.agentAddress}:${w.name}:${w.id}:${level}`,
         ownerAddress: doc.ownerAddress,
@@ -73,13 +79,15 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Prom
           transactionId: txnId,
         },
       });
+      if (told) queued++;
     }
   }
+  return queued;
 }
 
 /** approval.requested and approval.expired. */
-export async function alertApproval(ctx: ServiceContext, type: "approval.requested" | "approval.expired", a: ApprovalDoc): Promise<void> {
-  await ctx.webhooks.tell({
+export async function alertApproval(ctx: ServiceContext, type: "approval.requested" | "approval.expired", a: ApprovalDoc): Promise<number> {
+  const told = await ctx.webhooks.tell({
     type,
     dedupeKey: `${type}:${a.approvalId}`,
     ownerAddress: a.ownerAddress,
@@ -98,6 +106,7 @@ export async function alertApproval(ctx: ServiceContext, type: "approval.request
       approveAt: `${ctx.urls.dashboard}/approvals`,
     },
   });
+  return told ? 1 : 0;
 }
 
 /**
@@ -129,7 +138,7 @@ export async function alertChainEvents(ctx: ServiceContext, events: ChainEventDo
 /**
  * Alerts are told after the answer (WebhookOutbox.later): an instance that stops in between loses them. This finds
  * the facts written since `since` for owners with an active endpoint whose event is missing, and tells them again
- * (the dedupe keys make a repeat harmless). Run by the service every 30 s. Returns how many facts it told.
+ * (the dedupe keys make a repeat harmless). Run by the service every 30 s. Returns how many events it queued.
  */
 export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<number> {
   const endpoints = await ctx.webhooks.c.endpoints.find({ status: "active" }, { projection: { ownerAddress: 1 } }).toArray();
@@ -145,7 +154,7 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
       .limit(5_000)
       .toArray(),
   ]);
-  const facts: { key: string; tell: () => Promise<void> }[] = [
+  const facts: { key: string; tell: () => Promise<number> }[] = [
     ...payments.map((p) => ({ key: `${PAYMENT_EVENTS[p.status]}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
     ...approvals.map((a) => ({ key: `approval.requested:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.requested", a) })),
     ...approvals.filter((a) => a.status === "expired").map((a) => ({ key: `approval.expired:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.expired", a) })),
@@ -155,9 +164,6 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
     (await ctx.webhooks.c.events.find({ dedupeKey: { $in: facts.map((f) => f.key) } }, { projection: { dedupeKey: 1 } }).toArray()).map((e) => e.dedupeKey),
   );
   let n = 0;
-  for (const f of facts.filter((f) => !told.has(f.key))) {
-    await f.tell();
-    n++;
-  }
+  for (const f of facts.filter((f) => !told.has(f.key))) n += await f.tell();
   return n;
 }

@@ -129,8 +129,9 @@ export class WebhookOutbox {
    * Runs `work` (telling facts) after the caller has answered: alerts add nothing to a payment's latency. A fact
    * lost to a crash in between is told again by catchUpAlerts (src/services/alerts.ts).
    */
-  later(work: () => Promise<void>): void {
+  later(work: () => Promise<unknown>): void {
     const p: Promise<void> = work()
+      .then(() => undefined)
       .catch((err) => this.logger.error({ err }, "webhook alert failed"))
       .finally(() => this.pending.delete(p));
     this.pending.add(p);
@@ -148,8 +149,11 @@ export class WebhookOutbox {
   }
 
   /** emit() for callers reporting a fact already decided: an alert that cannot be queued is logged, never thrown. */
-  async tell(input: WebhookEventInput): Promise<void> {
-    await this.emit(input).catch((err) => this.logger.error({ err, type: input.type, key: input.dedupeKey }, "webhook event could not be queued"));
+  async tell(input: WebhookEventInput): Promise<string | null> {
+    return this.emit(input).catch((err) => {
+      this.logger.error({ err, type: input.type, key: input.dedupeKey }, "webhook event could not be queued");
+      return null;
+    });
   }
 
   private async upsertEvent(input: WebhookEventInput, now: Date): Promise<WebhookEventDoc> {

@@ -6,11 +6,11 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { WebhookDeliveryDoc } from "./documents";
+import type { WebhookDeliveryDoc, WebhookEndpointDoc } from "./documents";
 import type { WebhookUrlRules } from "./endpoints";
 import type { WebhookOutbox } from "./outbox";
 import { open, signatureHeader } from "./secrets";
-import { postWebhook } from "./send";
+import { type AttemptResult, postWebhook } from "./send";
 
 /** The longest wait between two attempts. */
 const MAX_BACKOFF_MS = 3_600_000;
@@ -145,18 +145,7 @@ export class WebhookWorker {
       );
       return;
     }
-    let result;
-    if (startedAt.getTime() > d.expiresAt.getTime()) {
-      result = { ok: false, httpStatus: null, error: "expired: not delivered within 24 hours", latencyMs: null, refused: true };
-    } else {
-      const secret = open(this.secretKey, endpoint.endpointId, endpoint.secret);
-      const headers = {
-        "SpendGate-Signature": signatureHeader(secret, d.payload, Math.floor(startedAt.getTime() / 1000)),
-        "SpendGate-Event-Id": d.eventId,
-        "SpendGate-Event-Type": d.type,
-      };
-      result = await postWebhook(endpoint.url, d.payload, headers, this.opts);
-    }
+    const result = await this.send(d, endpoint, startedAt);
     const at = this.now();
     const entry = { attempt: d.attempts, at: startedAt, httpStatus: result.httpStatus, error: result.error, latencyMs: result.latencyMs };
     const wait = backoffMs(this.opts.backoffBaseMs, d.attempts);
@@ -183,6 +172,25 @@ export class WebhookWorker {
     else if (result.refused) this.logger.warn({ ...fields, error: result.error, status }, "webhook delivery refused before connecting");
     else this.logger.warn({ ...fields, error: result.error, status }, "webhook attempt failed");
     if (status === "pending" && updated.modifiedCount === 1 && this.running) this.wakeAt(wait);
+  }
+
+  /** Signs and posts the delivery, unless it is past its 24 hours or its secret cannot be read. */
+  private async send(d: WebhookDeliveryDoc, endpoint: WebhookEndpointDoc, startedAt: Date): Promise<AttemptResult> {
+    const refused = (error: string): AttemptResult => ({ ok: false, httpStatus: null, error, latencyMs: null, refused: true });
+    if (startedAt.getTime() > d.expiresAt.getTime()) return refused("expired: not delivered within 24 hours");
+    let secret: string;
+    try {
+      secret = open(this.secretKey, endpoint.endpointId, endpoint.secret);
+    } catch {
+      // Sealed under another WALLET_ENCRYPTION_KEY: nothing can be signed, so nothing is sent.
+      return refused("secret_unreadable: the signing secret does not decrypt under this WALLET_ENCRYPTION_KEY");
+    }
+    const headers = {
+      "SpendGate-Signature": signatureHeader(secret, d.payload, Math.floor(startedAt.getTime() / 1000)),
+      "SpendGate-Event-Id": d.eventId,
+      "SpendGate-Event-Type": d.type,
+    };
+    return postWebhook(endpoint.url, d.payload, headers, this.opts);
   }
 
   /** A retry due before the next poll is not left waiting for it. */

@@ -230,11 +230,21 @@ describe("webhook deliveries to a real local receiver", () => {
       expect(d).to.include({ status: "failed", attempts: 1, nextAttemptAt: null });
       expect(d.lastError).to.match(/^expired/);
 
+      // Under another WALLET_ENCRYPTION_KEY the secret does not open: nothing is signed or sent.
+      const unreadable = await sendTest(ep.id);
+      const otherKey = new WebhookWorker(s.svc.webhooks.outbox, webhookSecretKey(randomBytes(32).toString("hex")), { allowHttp: true, allowPrivate: true, timeoutMs: TIMEOUT_MS, backoffBaseMs: 20, pollMs: 50 }, logger);
+      expect(await otherKey.drain()).to.be.at.least(1);
+      expect(receiver.connections).to.equal(connections);
+      const u = (await deliveries(ep.id)).find((x: { id: string }) => x.id === unreadable.deliveryId);
+      expect(u).to.include({ status: "pending", attempts: 1 });
+      expect(u.lastError).to.match(/^secret_unreadable/);
+
       const gone = await sendTest(ep.id);
       expect((await s.api("DELETE", `/webhooks/${ep.id}`, { key })).status).to.equal(200);
       expect(await worker().drain()).to.equal(0);
       const c = (await deliveries(ep.id)).find((x: { id: string }) => x.id === gone.deliveryId);
       expect(c).to.include({ status: "cancelled", attempts: 0 });
+      expect((await deliveries(ep.id)).find((x: { id: string }) => x.id === unreadable.deliveryId).status).to.equal("cancelled");
     } finally {
       s.svc.webhooks.worker.start();
     }

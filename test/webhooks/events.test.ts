@@ -56,6 +56,10 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     }
     const blocked = await pay(a);
     expect(blocked.status).to.equal(422);
+    // The same refusal again within 60 s shares the first one's on-chain record and its alert.
+    const again = await pay(a);
+    expect(again.status).to.equal(422);
+    expect((await s.svc.store.payments.findOne({ txnId: again.body.transactionId }))?.duplicateOf).to.equal(blocked.body.transactionId);
     await receiver.until(() => ofType(o.seen(), "payment.blocked").length === 1 && ofType(o.seen(), "budget.threshold").length === 2);
     const approved = ofType(o.seen(), "payment.approved");
     expect(approved.map((r) => r.body.data.id).sort()).to.deep.equal([...ids].sort());
@@ -67,6 +71,9 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     expect(thresholds[0].period).to.match(/^\d{4}-\d{2}-\d{2}$/);
     const b = ofType(o.seen(), "payment.blocked")[0].body.data;
     expect(b).to.include({ id: blocked.body.transactionId, status: "blocked", reason: "daily_budget_exceeded" });
+    const sentinel = await s.api("POST", `/webhooks/${o.endpoint}/test`, { key: o.key });
+    await receiver.until((r) => r.some((x) => x.body.id === sentinel.body.eventId));
+    expect(ofType(o.seen(), "payment.blocked")).to.have.length(1);
     // Telling a fact again queues nothing: the dedupe key is the payment's.
     const events = await s.svc.webhooks.outbox.c.events.countDocuments({ ownerAddress: o.owner.address });
     for (const id of [...ids, blocked.body.transactionId]) await alertPaymentDone(s.svc.services.ctx, id);
