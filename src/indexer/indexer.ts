@@ -23,7 +23,7 @@ import type { ChainClient } from "../chain/client";
 import type { Store } from "../store";
 import type { ChainEventDoc } from "../store/documents";
 import { decode, eventSources, type Decoded, type EventSources } from "./decode";
-import { LedgerLinker } from "./ledgerLinks";
+import { LedgerLinker, type LedgerLinkerDeps } from "./ledgerLinks";
 
 export { POLICY_EVENTS } from "./decode";
 
@@ -51,8 +51,7 @@ export interface IndexerDeps {
   reorgBlocks?: number;
   /** Addresses (policies) or agent topics per eth_getLogs call. Default 100. */
   addressChunk?: number;
-  /** Told every event as it becomes confirmed (owner alerts), before it is marked so: at least once per event. */
-  onConfirmed?: (events: ChainEventDoc[]) => Promise<void>;
+  onConfirmed?: LedgerLinkerDeps["onConfirmed"]; // owner alerts: told each event as it becomes confirmed
 }
 
 /** What the last run did (for logs, tests and measurements). */
@@ -84,7 +83,6 @@ export class Indexer {
   private readonly addressChunk: number;
   private readonly sources: EventSources;
   private readonly ledger: LedgerLinker;
-  private readonly onConfirmed: IndexerDeps["onConfirmed"];
 
   /** policy (lower case) -> agent (checksummed), from non-removed AgentDeployed events. */
   private policies = new Map<string, string>();
@@ -107,8 +105,7 @@ export class Indexer {
     this.reorgBlocks = Math.max(0, Math.floor(deps.reorgBlocks ?? 12));
     this.addressChunk = Math.max(1, Math.floor(deps.addressChunk ?? 100));
     this.sources = eventSources(this.chain);
-    this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId });
-    this.onConfirmed = deps.onConfirmed;
+    this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId, onConfirmed: deps.onConfirmed });
   }
 
   /**
@@ -388,7 +385,7 @@ export class Indexer {
     if (due.length === 0) return { confirmed: 0, linked: 0 };
     let linked = 0;
     for (let i = 0; i < due.length; i += 500) linked += await this.ledger.link(due.slice(i, i + 500));
-    if (this.onConfirmed) await this.onConfirmed(due);
+    await this.ledger.tell(due);
     const res = await this.store.chainEvents.bulkWrite(
       due.map((e) => ({
         updateOne: {
