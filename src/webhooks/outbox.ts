@@ -11,6 +11,8 @@ import { WEBHOOK_COLLECTIONS, type WebhookDeliveryDoc, type WebhookEndpointDoc, 
 
 /** Deliveries are retried for a day after their event (DESIGN.md section 12). */
 export const DELIVERY_WINDOW_MS = 24 * 3_600_000;
+/** Events and their delivery logs are kept this long (far longer than any fact can be told again). */
+export const RETENTION_SECONDS = 30 * 86_400;
 
 export const newEventId = () => `evt_${randomBytes(12).toString("hex")}`;
 const newDeliveryId = () => `dlv_${randomBytes(12).toString("hex")}`;
@@ -51,6 +53,8 @@ export async function ensureWebhookIndexes(store: Store): Promise<void> {
   await c.deliveries.createIndex({ eventId: 1, endpointId: 1 }, { unique: true });
   await c.deliveries.createIndex({ status: 1, nextAttemptAt: 1 });
   await c.deliveries.createIndex({ endpointId: 1, createdAt: -1 });
+  await c.events.createIndex({ createdAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
+  await c.deliveries.createIndex({ createdAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
 }
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
