@@ -48,7 +48,9 @@ export async function startReceiver(): Promise<Receiver> {
         hanging.add(res);
         return;
       }
-      res.writeHead(reply, { "Content-Type": "text/plain" }).end(reply < 300 ? "ok" : "no");
+      // A redirect points at another path of this receiver: a client that followed it would show up there.
+      const location = reply >= 300 && reply < 400 ? { Location: "/redirected" } : {};
+      res.writeHead(reply, { "Content-Type": "text/plain", ...location }).end(reply < 300 ? "ok" : "no");
     });
   });
   server.on("connection", (s: Socket) => {

@@ -103,6 +103,19 @@ describe("webhook deliveries to a real local receiver", () => {
     expect(d.payload.id).to.equal(eventId);
   });
 
+  it("never follows a redirect: a 3xx answer is a failed attempt, retried at the registered URL", async () => {
+    const ep = await register(["agent.paused"]);
+    receiver.script(307, 302);
+    const { eventId, deliveryId } = await sendTest(ep.id);
+    const got = (await receiver.until((r) => r.some((x) => x.body.id === eventId && x.answered === 200))).filter((x) => x.body.id === eventId);
+    expect(got.map((g) => g.answered)).to.deep.equal([307, 302, 200]);
+    expect(got.every((g) => g.path === "/hooks")).to.equal(true);
+    expect(receiver.requests.some((r) => r.path === "/redirected")).to.equal(false);
+    let d;
+    for (let i = 0; i < 500 && d?.status !== "delivered"; i++) d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === deliveryId);
+    expect(d.log.map((a: { error: string | null }) => a.error?.slice(0, 8) ?? null)).to.deep.equal(["redirect", "redirect", null]);
+  });
+
   it("delivers nothing to a private address in production mode: the SSRF guard refuses it, logs it, and no connection is made", async () => {
     await s.svc.webhooks.worker.stop(); // only the production-mode worker below runs
     try {
