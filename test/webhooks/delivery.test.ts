@@ -10,6 +10,8 @@ import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { WebhookWorker, type WorkerOptions } from "../../src/webhooks/worker";
 import { webhookSecretKey } from "../../src/webhooks/secrets";
+import { loadConfig } from "../../src/config";
+import { startService } from "../../src/server";
 
 const WALLET_ENCRYPTION_KEY = randomBytes(32).toString("hex");
 const TIMEOUT_MS = 300;
@@ -191,6 +193,30 @@ describe("webhook deliveries to a real local receiver", () => {
     } finally {
       await restarted.stop();
       s.svc.webhooks.worker.start();
+    }
+  });
+
+  it("a second service started on the same store delivers what the first left pending, and with both running each event is sent once", async () => {
+    await s.svc.webhooks.worker.stop(); // the first instance stops delivering (as if it had died)
+    const ep = await register(["agent.paused"]);
+    const left = [await sendTest(ep.id), await sendTest(ep.id), await sendTest(ep.id)];
+    const env = { PORT: "0", MONGODB_URI: s.svc.embeddedMongo!.uri, MONGODB_DB: s.svc.store.db.databaseName, WALLET_ENCRYPTION_KEY, WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50", LOG_LEVEL: "silent" };
+    const second = await startService(loadConfig(env), { embeddedChain: s.svc.embeddedChain, logger });
+    try {
+      await receiver.until((r) => left.every((q) => r.some((x) => x.body.id === q.eventId)));
+      s.svc.webhooks.worker.start();
+      const before = receiver.requests.length;
+      const [firstBefore, secondBefore] = [s.svc.webhooks.worker.attempted, second.webhooks.worker.attempted];
+      const more = [];
+      for (let i = 0; i < 20; i++) more.push(await sendTest(ep.id));
+      await receiver.until((r) => more.every((q) => r.some((x) => x.body.id === q.eventId)));
+      await second.services.ctx.webhooks.idle();
+      const got = receiver.requests.slice(before).filter((x) => more.some((q) => q.eventId === x.body.id));
+      expect(got).to.have.length(20);
+      expect(secondBefore, "the pending ones went out through the second service").to.be.at.least(3);
+      expect(s.svc.webhooks.worker.attempted - firstBefore + second.webhooks.worker.attempted - secondBefore).to.equal(20);
+    } finally {
+      await second.close();
     }
   });
 
