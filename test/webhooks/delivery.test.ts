@@ -127,8 +127,9 @@ describe("webhook deliveries to a real local receiver", () => {
       const b = await sendTest(local.id);
       const connections = receiver.connections;
       const requests = receiver.requests.length;
-      const production = worker({ allowPrivate: false, allowHttp: true });
-      expect(await production.drain()).to.be.at.least(2);
+      // A long backoff: each delivery is attempted once here, however slow the machine.
+      const production = worker({ allowPrivate: false, allowHttp: true, backoffBaseMs: 60_000 });
+      expect(await production.drain()).to.equal(2);
       expect(receiver.connections).to.equal(connections);
       expect(receiver.requests.length).to.equal(requests);
       for (const [id, dl] of [[ep.id, a.deliveryId], [local.id, b.deliveryId]]) {
@@ -139,7 +140,7 @@ describe("webhook deliveries to a real local receiver", () => {
       }
       expect(logs.some((l) => l.includes("refused before connecting") && l.includes(a.deliveryId))).to.equal(true);
       // Plain http is refused as well where only https is allowed, before any connection.
-      const httpsOnly = worker({ allowPrivate: true, allowHttp: false, now: () => new Date(Date.now() + 60_000) });
+      const httpsOnly = worker({ allowPrivate: true, allowHttp: false, backoffBaseMs: 60_000, now: () => new Date(Date.now() + 5 * 60_000) });
       expect(await httpsOnly.drain()).to.equal(2);
       expect(receiver.connections).to.equal(connections);
       const d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === a.deliveryId);
@@ -182,6 +183,7 @@ describe("webhook deliveries to a real local receiver", () => {
     try {
       const others = queued.filter((q) => q.deliveryId !== claimed!.deliveryId);
       await receiver.until((r) => others.every((q) => r.some((x) => x.body.id === q.eventId)));
+      await restarted.stop(); // its attempts recorded: the clock moved below must find nothing else due
       const interrupted = queued.find((q) => q.deliveryId === claimed!.deliveryId)!;
       expect(receiver.requests.some((x) => x.body.id === interrupted.eventId), "not while the lease holds").to.equal(false);
       // Later than the lease (the request's time limit twice and 30 s): the clock moves instead of the test waiting.
@@ -271,7 +273,7 @@ describe("webhook deliveries to a real local receiver", () => {
 
       // Under another WALLET_ENCRYPTION_KEY the secret does not open: nothing is signed or sent.
       const unreadable = await sendTest(ep.id);
-      const otherKey = new WebhookWorker(s.svc.webhooks.outbox, webhookSecretKey(randomBytes(32).toString("hex")), { allowHttp: true, allowPrivate: true, timeoutMs: TIMEOUT_MS, backoffBaseMs: 20, pollMs: 50 }, logger);
+      const otherKey = new WebhookWorker(s.svc.webhooks.outbox, webhookSecretKey(randomBytes(32).toString("hex")), { allowHttp: true, allowPrivate: true, timeoutMs: TIMEOUT_MS, backoffBaseMs: 60_000, pollMs: 50 }, logger);
       expect(await otherKey.drain()).to.be.at.least(1);
       expect(receiver.connections).to.equal(connections);
       const u = (await deliveries(ep.id)).find((x: { id: string }) => x.id === unreadable.deliveryId);
