@@ -209,7 +209,7 @@ describe("webhook deliveries to a real local receiver", () => {
       s.svc.webhooks.worker.start();
       const before = receiver.requests.length;
       const [firstBefore, secondBefore] = [s.svc.webhooks.worker.attempted, second.webhooks.worker.attempted];
-      const more = [];
+      const more: { eventId: string; deliveryId: string }[] = [];
       for (let i = 0; i < 20; i++) more.push(await sendTest(ep.id));
       await receiver.until((r) => more.every((q) => r.some((x) => x.body.id === q.eventId)));
       await second.services.ctx.webhooks.idle();
