@@ -68,6 +68,9 @@ const EnvSchema = z
     MAX_PAYMENT_VALIDITY_SECONDS: z.coerce.number().int().min(30).max(3_600).default(600),
     SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
     SELL_PAY_TO: address.optional(),
+    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
+    WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
   });
 
 /**
@@ -144,6 +147,12 @@ export interface Config {
   maxPaymentValiditySeconds: number;
   sellPrice: string;
   sellPayTo?: string;
+  /** Time limit of one webhook delivery attempt. */
+  webhookTimeoutMs: number;
+  /** Wait after the first failed webhook attempt; doubled after each further one (at most an hour), ±20% jitter. */
+  webhookBackoffBaseMs: number;
+  /** How often the webhook worker looks for due deliveries (an enqueue in this process wakes it at once). */
+  webhookPollMs: number;
 }
 
 export class ConfigError extends Error {
@@ -224,5 +233,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     maxPaymentValiditySeconds: e.MAX_PAYMENT_VALIDITY_SECONDS,
     sellPrice: e.SELL_PRICE,
     sellPayTo: e.SELL_PAY_TO,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
+    webhookPollMs: e.WEBHOOK_POLL_MS,
   };
 }

@@ -27,6 +27,12 @@ import { controlRoutes } from "./http/routes/controls";
 import { dashboardRoutes } from "./http/routes/dashboard";
 import { mcpRoutes } from "./http/routes/mcp";
 import { docsRoutes } from "./http/routes/docs";
+import { webhookRoutes } from "./http/routes/webhooks";
+import { alertChainEvents, catchUpAlerts } from "./services/alerts";
+import { WebhookService } from "./webhooks/endpoints";
+import { WebhookOutbox, ensureWebhookIndexes } from "./webhooks/outbox";
+import { webhookSecretKey } from "./webhooks/secrets";
+import { WebhookWorker } from "./webhooks/worker";
 
 export interface RunningService {
   url: string;
@@ -35,6 +41,7 @@ export interface RunningService {
   store: Store;
   chain: ChainClient;
   indexer: Indexer;
+  webhooks: { service: WebhookService; outbox: WebhookOutbox; worker: WebhookWorker };
   embeddedChain?: EmbeddedChain;
   embeddedMongo?: EmbeddedMongo;
   logger: Logger;
@@ -95,6 +102,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
 
     const walletKey = config.walletEncryptionKey ?? randomBytes(32).toString("hex");
     const urls = { base: config.baseUrl ?? "", dashboard: config.dashboardUrl ?? "" };
+    await ensureWebhookIndexes(store);
+    const outbox = new WebhookOutbox(store, logger);
     const services = createServices({
       config,
       urls,
@@ -116,8 +125,36 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       gas: new GasMeter(store, config),
       activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
       agentLock: new KeyedMutex(),
+      webhooks: outbox,
       logger,
     });
+    // Owner alerts: deliveries left pending by a previous run are sent as soon as the worker starts.
+    const webhookRules = { allowHttp: config.allowHttpSellers, allowPrivate: config.allowPrivateSellers };
+    const webhookKey = webhookSecretKey(walletKey);
+    const webhooks = {
+      outbox,
+      service: new WebhookService(outbox, webhookKey, webhookRules),
+      worker: new WebhookWorker(
+        outbox,
+        webhookKey,
+        { ...webhookRules, timeoutMs: config.webhookTimeoutMs, backoffBaseMs: config.webhookBackoffBaseMs, pollMs: config.webhookPollMs },
+        logger,
+      ),
+    };
+    webhooks.worker.start();
+    cleanup.push(async () => {
+      await outbox.idle();
+      await webhooks.worker.stop();
+    });
+    // Alerts are told after the answer: facts a crash kept from being told are found again (the last hour at start).
+    let alertsCheckedAt = new Date(Date.now() - 3_600_000);
+    const alertSweep = setInterval(() => {
+      const since = new Date(alertsCheckedAt.getTime() - 60_000);
+      alertsCheckedAt = new Date();
+      catchUpAlerts(services.ctx, since).catch((err) => logger.error({ err }, "webhook alert catch-up failed"));
+    }, 30_000);
+    alertSweep.unref();
+    cleanup.push(async () => clearInterval(alertSweep));
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
     const recovered = (await services.settlement.recover()) + (await services.approvals.recover());
@@ -137,6 +174,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       confirmations: config.confirmations,
       startBlock: config.factoryDeployBlock ?? 0,
       logger,
+      onConfirmed: (events) => alertChainEvents(services.ctx, events),
     });
     // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
     // catch-up over many blocks must not hold the API back; the loop does it.
@@ -144,7 +182,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     indexer.start(config.embeddedChain ? 500 : 2000);
     cleanup.push(() => indexer.stop());
 
-    const app = createApp({ services, logger, routers: [dashboardRoutes(services), paymentRoutes(services), controlRoutes(services), sellRoutes(services), mcpRoutes(services), docsRoutes(services)] });
+    const app = createApp({ services, logger, routers: [dashboardRoutes(services), paymentRoutes(services), controlRoutes(services), sellRoutes(services), mcpRoutes(services), docsRoutes(services), webhookRoutes(webhooks.service)] });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);
@@ -164,6 +202,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       store,
       chain,
       indexer,
+      webhooks,
       embeddedChain,
       embeddedMongo,
       logger,

@@ -16,6 +16,7 @@ export const PAGES: PageDef[] = [
   { path: "/agents", title: "Agents", heading: "Agents", inNav: true },
   { path: "/approvals", title: "Approvals", heading: "Payments waiting for approval", inNav: true },
   { path: "/ledger", title: "Ledger", heading: "Ledger", inNav: true },
+  { path: "/webhooks", title: "Webhooks", heading: "Webhooks: alerts to your endpoints", inNav: true },
 ];
 
 const escape = (s: string) =>

@@ -24,6 +24,8 @@ export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
   unsafe_seller_address: { status: 422, meaning: "The seller's host resolves to a private, loopback or link-local address (refused unless ALLOW_PRIVATE_SELLERS)." },
   insufficient_funds: { status: 422, meaning: "Withdraw: the agent wallet holds less of the token than asked." },
   withdraw_failed: { status: 422, meaning: "Withdraw: the recipient refused the transfer (for example a contract that does not accept ETH)." },
+  insecure_webhook_url: { status: 422, meaning: "A webhook URL that is plain http where only https receivers are allowed (ALLOW_HTTP_SELLERS, the seller rule)." },
+  unsafe_webhook_url: { status: 422, meaning: "A webhook host that resolves to a private, loopback or link-local address, or does not resolve (refused unless ALLOW_PRIVATE_SELLERS)." },
   insecure_seller: { status: 422, meaning: "The seller is plain http (refused unless ALLOW_HTTP_SELLERS, the embedded default): its payment header would travel in clear." },
   blocked: { status: 422, meaning: "Approve: the approved payment was blocked on-chain (the body's `details` is the blocked payment result)." },
   gas_allowance_exceeded: { status: 429, meaning: "The operator gas this owner's agents may cost per UTC day (OWNER_GAS_ALLOWANCE_GWEI) is spent; see GET /owner/gas and `Retry-After`. Pauses, withdrawals and hand-overs are never refused." },

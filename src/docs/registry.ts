@@ -40,6 +40,7 @@ import {
 import { AgentIntel, HealthResponse, JsonRpcMessage, JsonRpcResponse, PaymentChallenge } from "../schemas/system";
 import { DASHBOARD_ROUTES } from "./registry.dashboard";
 import { OWNER_ROUTES } from "./registry.owner";
+import { WEBHOOK_ROUTES } from "./registry.webhooks";
 
 export type AuthMode = "none" | "key" | "owner" | "genesis" | "x402" | "mcp";
 export type SignedType = "SetPolicy" | "SetPaused" | "ApprovalDecision" | "LinkAgent" | "SIWE" | "Withdraw" | "SetOwner";
@@ -381,6 +382,7 @@ export const ROUTES: RouteDoc[] = [
     errors: [],
   },
   ...OWNER_ROUTES,
+  ...WEBHOOK_ROUTES,
   ...DASHBOARD_ROUTES,
 ];
 

@@ -23,7 +23,7 @@ import type { ChainClient } from "../chain/client";
 import type { Store } from "../store";
 import type { ChainEventDoc } from "../store/documents";
 import { decode, eventSources, type Decoded, type EventSources } from "./decode";
-import { LedgerLinker } from "./ledgerLinks";
+import { LedgerLinker, type LedgerLinkerDeps } from "./ledgerLinks";
 
 export { POLICY_EVENTS } from "./decode";
 
@@ -51,6 +51,7 @@ export interface IndexerDeps {
   reorgBlocks?: number;
   /** Addresses (policies) or agent topics per eth_getLogs call. Default 100. */
   addressChunk?: number;
+  onConfirmed?: LedgerLinkerDeps["onConfirmed"]; // owner alerts: told each event as it becomes confirmed
 }
 
 /** What the last run did (for logs, tests and measurements). */
@@ -104,7 +105,7 @@ export class Indexer {
     this.reorgBlocks = Math.max(0, Math.floor(deps.reorgBlocks ?? 12));
     this.addressChunk = Math.max(1, Math.floor(deps.addressChunk ?? 100));
     this.sources = eventSources(this.chain);
-    this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId });
+    this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId, onConfirmed: deps.onConfirmed });
   }
 
   /**
@@ -384,6 +385,7 @@ export class Indexer {
     if (due.length === 0) return { confirmed: 0, linked: 0 };
     let linked = 0;
     for (let i = 0; i < due.length; i += 500) linked += await this.ledger.link(due.slice(i, i + 500));
+    await this.ledger.tell(due);
     const res = await this.store.chainEvents.bulkWrite(
       due.map((e) => ({
         updateOne: {

@@ -19,6 +19,8 @@ const RECONCILE_SLACK_MS = 5 * 60_000;
 export interface LedgerLinkerDeps {
   store: Store;
   chainId: number;
+  /** Told every event as it becomes confirmed, before it is marked so (owner alerts): at least once per event. */
+  onConfirmed?: (events: ChainEventDoc[]) => Promise<void>;
 }
 
 /** Links confirmed chainEvents to the ledger entries they match, and undoes that for removed ones. */
@@ -26,10 +28,17 @@ export class LedgerLinker {
   private readonly store: Store;
   private readonly chainId: number;
   private reconciledAt: number | undefined;
+  private readonly onConfirmed: LedgerLinkerDeps["onConfirmed"];
 
   constructor(deps: LedgerLinkerDeps) {
     this.store = deps.store;
     this.chainId = deps.chainId;
+    this.onConfirmed = deps.onConfirmed;
+  }
+
+  /** Tells the owner-alert hook the events about to be marked confirmed (a failure fails the run, which retries). */
+  async tell(events: ChainEventDoc[]): Promise<void> {
+    if (this.onConfirmed) await this.onConfirmed(events);
   }
 
   /** Marks the ledger entries these (confirmed) events match `onchain.confirmed`, at their highest block. */

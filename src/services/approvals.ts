@@ -14,6 +14,7 @@ import type { Principal } from "./keys";
 import type { PaymentContext, PaymentService } from "./payments";
 import type { PolicyService } from "./policies";
 import type { SettlementService } from "./settlement";
+import { alertApproval } from "./alerts";
 
 export class ApprovalService {
   constructor(
@@ -56,6 +57,7 @@ export class ApprovalService {
       if (r.modifiedCount === 1) {
         n++;
         await this.ctx.store.payments.updateOne({ txnId: a.txnId }, { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } });
+        this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
     return n;

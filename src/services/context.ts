@@ -9,6 +9,7 @@ import type { Facilitator } from "../x402/facilitator";
 import type { KeyService } from "./keys";
 import type { GasMeter } from "./gas";
 import type { SignatureService } from "./signatures";
+import type { WebhookOutbox } from "../webhooks/outbox";
 
 export interface ServiceContext {
   config: Config;
@@ -26,5 +27,7 @@ export interface ServiceContext {
   activationSecret: Buffer;
   /** Serialises work per agent (payments, policy changes); different agents run in parallel. */
   agentLock: KeyedMutex;
+  /** Owner alerts: facts told here are delivered to the owner's webhook endpoints. */
+  webhooks: WebhookOutbox;
   logger: Logger;
 }

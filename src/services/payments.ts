@@ -12,10 +12,11 @@ import { type IdempotencyService, type StoredResponse, idempotencyCaller } from 
 import type { Principal } from "./keys";
 import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
-import type { AgentDoc, PaymentDoc } from "../store/documents";
+import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
+import { alertApproval, alertPaymentDone } from "./alerts";
 import { type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
 
 const BLOCK_DEDUPE_MS = 60_000;
@@ -235,6 +236,7 @@ export class PaymentService {
     } else {
       await this.ctx.store.payments.insertOne(doc);
     }
+    this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, doc.txnId));
     return this.blockedOutcome(doc, previous !== null);
   }
 
@@ -276,7 +278,7 @@ export class PaymentService {
     const txnId = newTxnId();
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);
-    await this.ctx.store.approvals.insertOne({
+    const approval: ApprovalDoc = {
       approvalId,
       txnId,
       agentAddress: pc.agent.address,
@@ -293,7 +295,8 @@ export class PaymentService {
       requestedAt: now,
       resolvedAt: null,
       expiresAt,
-    });
+    };
+    await this.ctx.store.approvals.insertOne(approval);
     await this.ctx.store.payments.insertOne({
       txnId,
       ...this.ledgerBase(pc, approvalId),
@@ -312,6 +315,7 @@ export class PaymentService {
       settledAt: null,
       onchain: { confirmed: false, blockNumber: null },
     });
+    this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {
       httpStatus: 202,

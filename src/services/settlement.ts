@@ -7,6 +7,7 @@ import { fromBaseUnits } from "../amounts";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL, PolicyOps } from "../chain/policyOps";
 import { AppError, gatewayTimeout, upstreamError } from "../errors";
 import { transferOf } from "./outcomes";
+import { alertPaymentDone } from "./alerts";
 
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
@@ -68,6 +69,8 @@ export class SettlementService {
 
   private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
     await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease() } });
+    // The one place a payment's outcome is written: its owner's alert goes out from here.
+    if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
   }
 
   /**

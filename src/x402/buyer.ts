@@ -18,6 +18,9 @@ import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
 const PUBLIC_ONLY = new Agent({ connect: { lookup: publicOnlyLookup } });
 const ANY_ADDRESS = new Agent();
 
+/** The connection pool for outgoing requests under the seller rules (webhook deliveries use it too). */
+export const sellerDispatcher = (allowPrivate: boolean): Agent => (allowPrivate ? ANY_ADDRESS : PUBLIC_ONLY);
+
 export interface SellerRequest {
   url: string;
   method: "GET" | "POST";

@@ -9,6 +9,7 @@ import { approvalsPage } from "./pages/approvals";
 import { homePage } from "./pages/home";
 import { ledgerPage } from "./pages/ledger";
 import { onboardingPage } from "./pages/onboarding";
+import { webhooksPage } from "./pages/webhooks";
 
 const PAGES: Record<string, (app: App, root: HTMLElement) => Promise<void> | void> = {
   "/": homePage,
@@ -16,6 +17,7 @@ const PAGES: Record<string, (app: App, root: HTMLElement) => Promise<void> | voi
   "/agents": agentsPage,
   "/approvals": approvalsPage,
   "/ledger": ledgerPage,
+  "/webhooks": webhooksPage,
 };
 
 /** Last resort: whatever fails is shown as a message, never as a blank page. */

@@ -87,3 +87,34 @@ export interface SetLimitsResult {
   allowlistRoot: string;
   timestamp: number;
 }
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  status: "active" | "disabled";
+  createdAt: string;
+  disabledAt: string | null;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  eventId: string;
+  type: string;
+  status: "pending" | "delivered" | "failed" | "cancelled";
+  attempts: number;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  deliveredAt: string | null;
+  lastHttpStatus: number | null;
+  lastError: string | null;
+  log: { attempt: number; at: string; httpStatus: number | null; error: string | null; latencyMs: number | null }[];
+}
+
+export interface WebhookDeliveriesPage {
+  deliveries: WebhookDelivery[];
+  total: number;
+  limit: number;
+  offset: number;
+}

@@ -1,0 +1,169 @@
+/**
+ * Owner alerts: the facts an owner's webhooks hear about, told to the outbox from the one place each is decided (the
+ * ledger's final write of a payment, the approval's creation and expiry, the indexer's confirmed chain events). Each
+ * has a natural dedupe key, so telling a fact again (a retry, a re-read block) queues nothing new.
+ */
+import { fromBaseUnits } from "../amounts";
+import type { ApprovalDoc, ChainEventDoc } from "../store/documents";
+import type { ServiceContext } from "./context";
+import { LedgerService } from "./ledger";
+
+const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
+
+/** Levels of a budget window (percent of the budget spent) that are announced, each once per window. */
+export const THRESHOLD_LEVELS = [80, 100] as const;
+
+/**
+ * A spending window of a policy: `id` names the window's current period (the UTC day for "daily"), so a level is
+ * announced again in the next period. More windows (hourly, weekly, monthly, lifetime) are added to budgetWindows().
+ */
+export interface BudgetWindow {
+  name: string;
+  id: string;
+  spent: bigint;
+  budget: bigint;
+}
+
+/** The levels a window has reached (a budget of 0 allows nothing and announces nothing). */
+export function reachedLevels(w: BudgetWindow): number[] {
+  if (w.budget <= 0n) return [];
+  return THRESHOLD_LEVELS.filter((level) => w.spent * 100n >= w.budget * BigInt(level));
+}
+
+/** The agent's budget windows as the chain has them now. */
+export async function budgetWindows(ctx: ServiceContext, policyAddress: string): Promise<BudgetWindow[]> {
+  const contract = ctx.chain.policyAt(policyAddress, ctx.chain.provider);
+  const [policy, spent, block] = await Promise.all([contract.policy(), contract.spentToday(), ctx.chain.provider.getBlock("latest")]);
+  // The contract's day is the chain's: block time, UTC.
+  const day = Math.floor((block?.timestamp ?? Math.floor(Date.now() / 1000)) / 86_400);
+  return [{ name: "daily", id: new Date(day * 86_400_000).toISOString().slice(0, 10), spent: spent as bigint, budget: (policy as { dailyBudget: bigint }).dailyBudget }];
+}
+
+/**
+ * A payment's final outcome (approved, blocked, failed), and for an approved one the budget levels it reached.
+ * Returns how many events were queued.
+ */
+export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Promise<number> {
+  const doc = await ctx.store.payments.findOne({ txnId }).catch(() => null);
+  const type = doc ? PAYMENT_EVENTS[doc.status] : undefined;
+  if (!doc || !type || !doc.ownerAddress) return 0;
+  // The same refusal again within 60 s shares the first one's record, and its alert: a looping agent is told once.
+  if (doc.duplicateOf) return 0;
+  let queued = 0;
+  // On the payment path: an owner nobody listens for costs one small query, no chain read.
+  const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
+  if (wanted.has(type)) {
+    const data = new LedgerService(ctx).view(doc);
+    if (await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })) queued++;
+  }
+  if (doc.status !== "approved" || !wanted.has("budget.threshold")) return queued;
+  const windows = await budgetWindows(ctx, doc.policyAddress).catch((err) => {
+    ctx.logger.warn({ err, txnId }, "budget windows could not be read for threshold alerts");
+    return [];
+  });
+  for (const w of windows) {
+    for (const level of reachedLevels(w)) {
+      const told = await ctx.webhooks.tell({
+        type: "budget.threshold",
+        dedupeKey: `budget.threshold:${doc.agentAddress}:${w.name}:${w.id}:${level}`,
+        ownerAddress: doc.ownerAddress,
+        agentAddress: doc.agentAddress,
+        data: {
+          agentAddress: doc.agentAddress,
+          window: w.name,
+          period: w.id,
+          level,
+          spent: fromBaseUnits(w.spent),
+          budget: fromBaseUnits(w.budget),
+          remaining: fromBaseUnits(w.budget > w.spent ? w.budget - w.spent : 0n),
+          transactionId: txnId,
+        },
+      });
+      if (told) queued++;
+    }
+  }
+  return queued;
+}
+
+/** approval.requested and approval.expired. */
+export async function alertApproval(ctx: ServiceContext, type: "approval.requested" | "approval.expired", a: ApprovalDoc): Promise<number> {
+  const told = await ctx.webhooks.tell({
+    type,
+    dedupeKey: `${type}:${a.approvalId}`,
+    ownerAddress: a.ownerAddress,
+    agentAddress: a.agentAddress,
+    data: {
+      approvalId: a.approvalId,
+      transactionId: a.txnId,
+      agentAddress: a.agentAddress,
+      merchant: a.merchant,
+      serviceUrl: a.serviceUrl,
+      amount: fromBaseUnits(a.amount),
+      currency: "USDC",
+      intent: a.intent,
+      requestedAt: a.requestedAt.toISOString(),
+      expiresAt: a.expiresAt.toISOString(),
+      approveAt: `${ctx.urls.dashboard}/approvals`,
+    },
+  });
+  return told ? 1 : 0;
+}
+
+/**
+ * policy.updated and agent.paused from confirmed chain events (the indexer calls this). Throws when an event
+ * cannot be queued, so the indexer tries again; the dedupe key (the log's position) keeps it to one event.
+ */
+export async function alertChainEvents(ctx: ServiceContext, events: ChainEventDoc[]): Promise<void> {
+  for (const e of events) {
+    if (e.removed || !e.agentAddress) continue;
+    const type = e.event === "PolicyUpdated" ? "policy.updated" : e.event === "PausedSet" && e.args.paused === true ? "agent.paused" : null;
+    if (!type) continue;
+    const agent = await ctx.store.agents.findOne({ address: e.agentAddress });
+    if (!agent?.ownerAddress) continue;
+    const { agent: _agent, version, timestamp, paused: _paused, ...policy } = e.args;
+    const data: Record<string, unknown> =
+      type === "policy.updated"
+        ? { agentAddress: e.agentAddress, version, policy, signedAt: timestamp, txHash: e.txHash, blockNumber: e.blockNumber }
+        : { agentAddress: e.agentAddress, paused: true, signedAt: timestamp, txHash: e.txHash, blockNumber: e.blockNumber };
+    await ctx.webhooks.emit({
+      type,
+      dedupeKey: `${type}:${e.chainId}:${e.txHash}:${e.logIndex}`,
+      ownerAddress: agent.ownerAddress,
+      agentAddress: e.agentAddress,
+      data,
+    });
+  }
+}
+
+/**
+ * Alerts are told after the answer (WebhookOutbox.later): an instance that stops in between loses them. This finds
+ * the facts written since `since` for owners with an active endpoint whose event is missing, and tells them again
+ * (the dedupe keys make a repeat harmless). Run by the service every 30 s. Returns how many events it queued.
+ */
+export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<number> {
+  const endpoints = await ctx.webhooks.c.endpoints.find({ status: "active" }, { projection: { ownerAddress: 1 } }).toArray();
+  const owners = [...new Set(endpoints.map((e) => e.ownerAddress))];
+  if (owners.length === 0) return 0;
+  const [payments, approvals] = await Promise.all([
+    ctx.store.payments
+      .find({ ownerAddress: { $in: owners }, phase: "done", status: { $in: ["approved", "blocked", "failed"] }, updatedAt: { $gte: since } }, { projection: { txnId: 1, status: 1 } })
+      .limit(5_000)
+      .toArray(),
+    ctx.store.approvals
+      .find({ ownerAddress: { $in: owners }, $or: [{ requestedAt: { $gte: since } }, { status: "expired", resolvedAt: { $gte: since } }] })
+      .limit(5_000)
+      .toArray(),
+  ]);
+  const facts: { key: string; tell: () => Promise<number> }[] = [
+    ...payments.map((p) => ({ key: `${PAYMENT_EVENTS[p.status]}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
+    ...approvals.map((a) => ({ key: `approval.requested:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.requested", a) })),
+    ...approvals.filter((a) => a.status === "expired").map((a) => ({ key: `approval.expired:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.expired", a) })),
+  ];
+  if (facts.length === 0) return 0;
+  const told = new Set(
+    (await ctx.webhooks.c.events.find({ dedupeKey: { $in: facts.map((f) => f.key) } }, { projection: { dedupeKey: 1 } }).toArray()).map((e) => e.dedupeKey),
+  );
+  let n = 0;
+  for (const f of facts.filter((f) => !told.has(f.key))) n += await f.tell();
+  return n;
+}

@@ -1,0 +1,189 @@
+/**
+ * The webhook outbox: each fact becomes one event (deduplicated by its natural key) and one delivery per subscribed
+ * endpoint, written before anything is sent. The worker (worker.ts) sends what is due; an in-process enqueue wakes it.
+ */
+import { randomBytes } from "node:crypto";
+import type { Collection } from "mongodb";
+import type { Logger } from "pino";
+import type { Store } from "../store";
+import { TEST_EVENT_TYPE } from "../schemas/webhooks";
+import { WEBHOOK_COLLECTIONS, type WebhookDeliveryDoc, type WebhookEndpointDoc, type WebhookEventDoc } from "./documents";
+
+/** Deliveries are retried for a day after their event (DESIGN.md section 12). */
+export const DELIVERY_WINDOW_MS = 24 * 3_600_000;
+/** Events and their delivery logs are kept this long (far longer than any fact can be told again). */
+export const RETENTION_SECONDS = 30 * 86_400;
+
+export const newEventId = () => `evt_${randomBytes(12).toString("hex")}`;
+const newDeliveryId = () => `dlv_${randomBytes(12).toString("hex")}`;
+
+export interface WebhookEventInput {
+  type: string;
+  /** The fact's natural key: telling the same fact twice (a re-read block, a retried write) enqueues nothing new. */
+  dedupeKey: string;
+  ownerAddress: string | null;
+  agentAddress: string | null;
+  data: Record<string, unknown>;
+  /** Deliver to this endpoint only, whatever it subscribes to (test events). */
+  endpointId?: string;
+}
+
+export interface WebhookCollections {
+  endpoints: Collection<WebhookEndpointDoc>;
+  events: Collection<WebhookEventDoc>;
+  deliveries: Collection<WebhookDeliveryDoc>;
+}
+
+export function webhookCollections(store: Store): WebhookCollections {
+  return {
+    endpoints: store.collection<WebhookEndpointDoc>(WEBHOOK_COLLECTIONS.endpoints),
+    events: store.collection<WebhookEventDoc>(WEBHOOK_COLLECTIONS.events),
+    deliveries: store.collection<WebhookDeliveryDoc>(WEBHOOK_COLLECTIONS.deliveries),
+  };
+}
+
+/** Unique indexes too, though CongoDB does not enforce them: every create-if-absent here is an upsert on its key. */
+export async function ensureWebhookIndexes(store: Store): Promise<void> {
+  const c = webhookCollections(store);
+  await c.endpoints.createIndex({ endpointId: 1 }, { unique: true });
+  await c.endpoints.createIndex({ ownerAddress: 1, createdAt: -1 });
+  await c.events.createIndex({ dedupeKey: 1 }, { unique: true });
+  await c.events.createIndex({ eventId: 1 }, { unique: true });
+  await c.deliveries.createIndex({ deliveryId: 1 }, { unique: true });
+  await c.deliveries.createIndex({ eventId: 1, endpointId: 1 }, { unique: true });
+  await c.deliveries.createIndex({ status: 1, nextAttemptAt: 1 });
+  await c.deliveries.createIndex({ endpointId: 1, createdAt: -1 });
+  await c.events.createIndex({ createdAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
+  await c.deliveries.createIndex({ createdAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
+}
+
+const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
+
+export class WebhookOutbox {
+  readonly c: WebhookCollections;
+  private readonly listeners = new Set<() => void>();
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(
+    store: Store,
+    private readonly logger: Logger,
+  ) {
+    this.c = webhookCollections(store);
+  }
+
+  /** Called after each enqueue (the worker's wake-up: a new event goes out at once, not at the next poll). */
+  onEnqueue(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Records the event once and a pending delivery for each active endpoint of the owner subscribed to its type.
+   * Safe to repeat: the event is an upsert on its dedupe key, each delivery an upsert on (event, endpoint), and an
+   * event whose deliveries were all written is not fanned out again (so an endpoint added later gets no old events).
+   * Returns the event id, or null when no endpoint wants it.
+   */
+  async emit(input: WebhookEventInput): Promise<string | null> {
+    if (!input.ownerAddress) return null;
+    const endpoints = (await this.c.endpoints.find({ ownerAddress: input.ownerAddress, status: "active" }).toArray()).filter((e) =>
+      input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.includes(input.type),
+    );
+    if (endpoints.length === 0) return null;
+    const now = new Date();
+    const event = await this.upsertEvent(input, now);
+    if (event.fannedOut) return event.eventId;
+    const payload = JSON.stringify({ id: event.eventId, type: event.type, createdAt: event.createdAt.toISOString(), data: event.data });
+    for (const e of endpoints) {
+      await this.c.deliveries
+        .updateOne(
+          { eventId: event.eventId, endpointId: e.endpointId },
+          {
+            $setOnInsert: {
+              deliveryId: newDeliveryId(),
+              eventId: event.eventId,
+              endpointId: e.endpointId,
+              ownerAddress: e.ownerAddress,
+              type: event.type,
+              payload,
+              status: "pending",
+              attempts: 0,
+              nextAttemptAt: now,
+              claim: null,
+              createdAt: now,
+              expiresAt: new Date(event.createdAt.getTime() + DELIVERY_WINDOW_MS),
+              deliveredAt: null,
+              lastHttpStatus: null,
+              lastError: null,
+              lastLatencyMs: null,
+              log: [],
+            },
+          },
+          { upsert: true },
+        )
+        .catch((err) => {
+          if (!isDuplicateKey(err)) throw err; // another instance wrote it first
+        });
+    }
+    await this.c.events.updateOne({ eventId: event.eventId }, { $set: { fannedOut: true } });
+    for (const listener of this.listeners) listener();
+    return event.eventId;
+  }
+
+  /**
+   * Runs `work` (telling facts) after the caller has answered: alerts add nothing to a payment's latency. A fact
+   * lost to a crash in between is told again by catchUpAlerts (src/services/alerts.ts).
+   */
+  later(work: () => Promise<unknown>): void {
+    const p: Promise<void> = work()
+      .then(() => undefined)
+      .catch((err) => this.logger.error({ err }, "webhook alert failed"))
+      .finally(() => this.pending.delete(p));
+    this.pending.add(p);
+  }
+
+  /** Waits for the work started by later() (before the store closes). */
+  async idle(): Promise<void> {
+    while (this.pending.size) await Promise.all([...this.pending]);
+  }
+
+  /** The event types the owner's active endpoints subscribe to (empty: nobody listens, nothing to prepare). */
+  async subscribed(ownerAddress: string): Promise<Set<string>> {
+    const endpoints = await this.c.endpoints.find({ ownerAddress, status: "active" }, { projection: { events: 1 } }).toArray();
+    return new Set(endpoints.flatMap((e) => e.events));
+  }
+
+  /** emit() for callers reporting a fact already decided: an alert that cannot be queued is logged, never thrown. */
+  async tell(input: WebhookEventInput): Promise<string | null> {
+    return this.emit(input).catch((err) => {
+      this.logger.error({ err, type: input.type, key: input.dedupeKey }, "webhook event could not be queued");
+      return null;
+    });
+  }
+
+  private async upsertEvent(input: WebhookEventInput, now: Date): Promise<WebhookEventDoc> {
+    const write = () =>
+      this.c.events.findOneAndUpdate(
+        { dedupeKey: input.dedupeKey },
+        {
+          $setOnInsert: {
+            eventId: newEventId(),
+            dedupeKey: input.dedupeKey,
+            type: input.type,
+            ownerAddress: input.ownerAddress!,
+            agentAddress: input.agentAddress,
+            createdAt: now,
+            data: input.data,
+            fannedOut: false,
+          },
+        },
+        { upsert: true, returnDocument: "after" },
+      );
+    // On MongoDB two concurrent upserts of one key: one wins, the other gets E11000 and reads the winner's.
+    const doc = await write().catch(async (err) => {
+      if (!isDuplicateKey(err)) throw err;
+      return this.c.events.findOne({ dedupeKey: input.dedupeKey });
+    });
+    if (!doc) throw new Error(`webhook event ${input.dedupeKey} could not be stored`);
+    return doc;
+  }
+}
