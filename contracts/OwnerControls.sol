@@ -139,15 +139,6 @@ abstract contract OwnerControls is SpendPolicyState {
             p.maxSwapSlippageBps > 10_000
         ) revert SpendPolicyInvalidPolicy();
         Limits memory old = _limits;
-        uint256 oldWindows = _windowLimits;
-        // Counts the old policy did not keep are stale: a policy that turns a limit on starts its count at zero.
-        uint256 stale;
-        if (old.maxPaymentsPerHour == 0 && p.maxPaymentsPerHour != 0) stale |= uint256(type(uint16).max) << W_COUNT_SHIFT;
-        if (_field(oldWindows, L_HOUR_SHIFT) == 0 && p.hourlyBudget != 0) stale |= U64 << W_HOUR_SHIFT;
-        if (_field(oldWindows, L_WEEK_SHIFT) == 0 && p.weeklyBudget != 0) stale |= U64 << W_WEEK_SHIFT;
-        if (_field(oldWindows, L_MONTH_SHIFT) == 0 && p.monthlyBudget != 0) stale |= U64 << W_MONTH_SHIFT;
-        if (stale != 0) _windowSpend &= ~stale;
-        if (_field(oldWindows, L_LIFETIME_SHIFT) == 0 && p.lifetimeBudget != 0) _lifetimeSpent = 0;
         bool windows = (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) != 0;
         _limits = Limits(
             uint64(p.perTxLimit),

@@ -308,18 +308,19 @@ contract SpendPolicy is OwnerControls, IERC1271 {
             if (limits.maxPaymentsPerHour != 0 || w & L_WINDOWS_MASK != 0) {
                 uint256 word = _rollWindows(_windowSpend, c.hour);
                 c.windowWord = word;
-                c.flags = RECORD_IN_WINDOWS;
                 // Only the windows with a limit count (so none can overflow); the others read 0 in spending().
                 if (limits.maxPaymentsPerHour != 0) {
                     if ((word >> W_COUNT_SHIFT) & type(uint16).max >= limits.maxPaymentsPerHour) {
                         return (BlockReason.VelocityExceeded, c);
                     }
                     c.windowAdd = 1 << W_COUNT_SHIFT;
+                    c.flags = RECORD_IN_COUNT;
                 }
                 uint256 budget = _field(w, L_HOUR_SHIFT);
                 if (budget != 0) {
                     if (_field(word, W_HOUR_SHIFT) + amount > budget) return (BlockReason.HourlyBudgetExceeded, c);
                     c.windowAdd |= amount << W_HOUR_SHIFT;
+                    c.flags |= RECORD_IN_HOUR;
                 }
             }
             c.spendWord = _operatorAndSpend;
@@ -330,12 +331,14 @@ contract SpendPolicy is OwnerControls, IERC1271 {
                     return (BlockReason.WeeklyBudgetExceeded, c);
                 }
                 c.windowAdd |= amount << W_WEEK_SHIFT;
+                c.flags |= RECORD_IN_WEEK;
             }
             if (_field(w, L_MONTH_SHIFT) != 0) {
                 if (_field(c.windowWord, W_MONTH_SHIFT) + amount > _field(w, L_MONTH_SHIFT)) {
                     return (BlockReason.MonthlyBudgetExceeded, c);
                 }
                 c.windowAdd |= amount << W_MONTH_SHIFT;
+                c.flags |= RECORD_IN_MONTH;
             }
             if (w >> L_LIFETIME_SHIFT != 0) {
                 c.flags |= RECORD_IN_LIFETIME;

@@ -31,16 +31,21 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         );
 
     // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
-    // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional windows
-    // it was counted in (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
-    // 30 days follow) in bits 216-247, the state in bits 248-255.
+    // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional counts
+    // it was added to (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
+    // 30 days follow) in bits 216-247, the state in bits 248-255. A release takes it out of exactly those counts.
     uint256 internal constant OPERATOR_MASK = type(uint160).max;
     uint256 internal constant SPEND_DAY_SHIFT = 160;
     uint256 internal constant SPEND_AMOUNT_SHIFT = 192;
     uint256 internal constant DIGEST_MASK = type(uint208).max;
     uint256 internal constant RECORD_FLAGS_SHIFT = 208;
-    uint256 internal constant RECORD_IN_WINDOWS = 1;
-    uint256 internal constant RECORD_IN_LIFETIME = 2;
+    uint256 internal constant RECORD_IN_COUNT = 1;
+    uint256 internal constant RECORD_IN_HOUR = 2;
+    uint256 internal constant RECORD_IN_WEEK = 4;
+    uint256 internal constant RECORD_IN_MONTH = 8;
+    uint256 internal constant RECORD_IN_LIFETIME = 16;
+    /// @dev The counts kept in _windowSpend.
+    uint256 internal constant RECORD_IN_WINDOWS = RECORD_IN_COUNT | RECORD_IN_HOUR | RECORD_IN_WEEK | RECORD_IN_MONTH;
     uint256 internal constant RECORD_HOUR_SHIFT = 216;
     uint256 internal constant RECORD_STATE_SHIFT = 248;
     uint256 internal constant STATE_AUTHORIZED = 1;
@@ -100,8 +105,8 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     // Slot 4: the last SetOperator and SetOwner timestamps (zero until used).
     uint48 internal _lastOperatorTimestamp;
     uint48 internal _lastOwnerTimestamp;
-    // Slots 5-8: the optional windows. Each count runs only while the policy sets its limit (gas, and no count
-    // without a limit can overflow); a policy that turns a limit on starts its count at zero.
+    // Slots 5-8: the optional windows. Each count holds the payments authorised (and not released) in its current
+    // window while the policy set its limit: no gas for a limit nobody set, and no count without a limit can overflow.
     uint256 internal _windowLimits;
     uint256 internal _windowSpend;
     uint256 internal _lifetimeSpent;
@@ -196,7 +201,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         if (flags & RECORD_IN_WINDOWS != 0) {
             uint256 hour = block.timestamp / 1 hours;
             uint256 paidHour = (record >> RECORD_HOUR_SHIFT) & type(uint32).max;
-            _windowSpend = _unwind(_rollWindows(_windowSpend, hour), paidHour, hour, amount);
+            _windowSpend = _unwind(_rollWindows(_windowSpend, hour), flags, paidHour, hour, amount);
         }
         if (flags & RECORD_IN_LIFETIME != 0) {
             uint256 lifetime = _lifetimeSpent;
@@ -205,15 +210,23 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     }
 
     /// @dev Takes a released payment authorised in `paidHour` out of the (rolled) window counts still current.
-    function _unwind(uint256 word, uint256 paidHour, uint256 hour, uint256 amount) internal pure returns (uint256) {
+    function _unwind(
+        uint256 word,
+        uint256 flags,
+        uint256 paidHour,
+        uint256 hour,
+        uint256 amount
+    ) internal pure returns (uint256) {
         if (paidHour == hour) {
-            if ((word >> W_COUNT_SHIFT) & type(uint16).max != 0) word -= 1 << W_COUNT_SHIFT;
-            word = _setField(word, W_HOUR_SHIFT, _minus(_field(word, W_HOUR_SHIFT), amount));
+            if (flags & RECORD_IN_COUNT != 0 && (word >> W_COUNT_SHIFT) & type(uint16).max != 0) {
+                word -= 1 << W_COUNT_SHIFT;
+            }
+            if (flags & RECORD_IN_HOUR != 0) word = _setField(word, W_HOUR_SHIFT, _minus(_field(word, W_HOUR_SHIFT), amount));
         }
-        if (paidHour / HOURS_PER_WEEK == hour / HOURS_PER_WEEK) {
+        if (flags & RECORD_IN_WEEK != 0 && paidHour / HOURS_PER_WEEK == hour / HOURS_PER_WEEK) {
             word = _setField(word, W_WEEK_SHIFT, _minus(_field(word, W_WEEK_SHIFT), amount));
         }
-        if (paidHour / HOURS_PER_MONTH == hour / HOURS_PER_MONTH) {
+        if (flags & RECORD_IN_MONTH != 0 && paidHour / HOURS_PER_MONTH == hour / HOURS_PER_MONTH) {
             word = _setField(word, W_MONTH_SHIFT, _minus(_field(word, W_MONTH_SHIFT), amount));
         }
         return word;

@@ -22,7 +22,7 @@ const BUDGETS: { key: BudgetKey; label: string; hint: string }[] = [
   { key: "hourlyBudget", label: "Hourly budget (USDC)", hint: "The most per UTC hour (fixed hours, 10:00 to 11:00)." },
   { key: "weeklyBudget", label: "Weekly budget (USDC)", hint: "The most per 7-day window (fixed windows of the Unix epoch: Thursday 00:00 UTC to the next)." },
   { key: "monthlyBudget", label: "30-day budget (USDC)", hint: "The most per 30-day window (fixed windows from the Unix epoch, not calendar months)." },
-  { key: "lifetimeBudget", label: "Lifetime budget (USDC)", hint: "The most in total, counted from the policy that sets it." },
+  { key: "lifetimeBudget", label: "Lifetime budget (USDC)", hint: "The most in total, counting the payments made while a lifetime budget is set." },
 ];
 
 const MAX_PER_HOUR = 65_535;
