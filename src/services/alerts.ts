@@ -7,6 +7,7 @@ import { fromBaseUnits } from "../amounts";
 import type { ApprovalDoc, ChainEventDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { LedgerService } from "./ledger";
+import { PolicyService, limitedWindows } from "./policies";
 
 const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
 
@@ -15,7 +16,7 @@ export const THRESHOLD_LEVELS = [80, 100] as const;
 
 /**
  * A spending window of a policy: `id` names the window's current period (the UTC day for "daily"), so a level is
- * announced again in the next period. More windows (hourly, weekly, monthly, lifetime) are added to budgetWindows().
+ * announced again in the next period.
  */
 export interface BudgetWindow {
   name: string;
@@ -30,13 +31,26 @@ export function reachedLevels(w: BudgetWindow): number[] {
   return THRESHOLD_LEVELS.filter((level) => w.spent * 100n >= w.budget * BigInt(level));
 }
 
-/** The agent's budget windows as the chain has them now. */
+/**
+ * The agent's limited budget windows as the chain has them now (hourly, daily, weekly, monthly, lifetime). A window's
+ * id is its current period in the contract's own clock (block time, fixed UTC windows aligned to the Unix epoch).
+ */
 export async function budgetWindows(ctx: ServiceContext, policyAddress: string): Promise<BudgetWindow[]> {
-  const contract = ctx.chain.policyAt(policyAddress, ctx.chain.provider);
-  const [policy, spent, block] = await Promise.all([contract.policy(), contract.spentToday(), ctx.chain.provider.getBlock("latest")]);
-  // The contract's day is the chain's: block time, UTC.
-  const day = Math.floor((block?.timestamp ?? Math.floor(Date.now() / 1000)) / 86_400);
-  return [{ name: "daily", id: new Date(day * 86_400_000).toISOString().slice(0, 10), spent: spent as bigint, budget: (policy as { dailyBudget: bigint }).dailyBudget }];
+  const [policy, block] = await Promise.all([new PolicyService(ctx).onchainAt(policyAddress), ctx.chain.provider.getBlock("latest")]);
+  if (!policy.deployed) return [];
+  const now = block?.timestamp ?? Math.floor(Date.now() / 1000);
+  return limitedWindows(policy).map((w) => ({
+    name: w.window,
+    id: w.seconds === null ? "lifetime" : periodId(w.seconds, now),
+    spent: w.used,
+    budget: w.limit,
+  }));
+}
+
+/** The period containing `now` of a window `seconds` long: the UTC day for daily, its start time for the others. */
+function periodId(seconds: number, now: number): string {
+  const start = Math.floor(now / seconds) * seconds;
+  return seconds === 86_400 ? new Date(start * 1000).toISOString().slice(0, 10) : new Date(start * 1000).toISOString();
 }
 
 /**

@@ -65,13 +65,22 @@ const UNDEPLOYED: OnchainPolicy = {
 const HOUR = 3_600;
 const DAY = 86_400;
 /** The fixed UTC windows of the contract (aligned to the Unix epoch), their field and their length in seconds. */
-const WINDOWS = [
+export const WINDOWS = [
   { window: "hourly", budget: "hourlyBudget", spent: "hour", seconds: HOUR },
   { window: "daily", budget: "dailyBudget", spent: "day", seconds: DAY },
   { window: "weekly", budget: "weeklyBudget", spent: "week", seconds: 7 * DAY },
   { window: "monthly", budget: "monthlyBudget", spent: "month", seconds: 30 * DAY },
   { window: "lifetime", budget: "lifetimeBudget", spent: "lifetime", seconds: null },
 ] as const;
+
+/** The windows a policy limits (daily always: its budget is required), each with its budget and what it counts now. */
+export function limitedWindows(p: OnchainPolicy) {
+  return WINDOWS.filter((w) => w.window === "daily" || p[w.budget] > 0n).map((w) => ({
+    ...w,
+    limit: p[w.budget],
+    used: p.spending[w.spent],
+  }));
+}
 
 const left = (limit: bigint, used: bigint) => (limit > used ? limit - used : 0n);
 
@@ -82,7 +91,12 @@ export class PolicyService {
 
   /** The policy as the contract holds it now (the chain is the source of truth). */
   async onchain(agent: AgentDoc): Promise<OnchainPolicy> {
-    const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
+    return this.onchainAt(agent.policyAddress);
+  }
+
+  /** The policy at a policy contract's address, as the contract holds it now. */
+  async onchainAt(policyAddress: string): Promise<OnchainPolicy> {
+    const contract = this.ctx.chain.policyAt(policyAddress, this.ctx.chain.provider);
     // One round trip for the five reads (this sits on the payment path).
     const [p, paused, spent, last, windows] = await this.ctx.chain.readMany([
       { contract, method: "policy" },
@@ -92,8 +106,8 @@ export class PolicyService {
       { contract, method: "spending" },
     ]);
     if (!p || !paused || !spent || !last || !windows) {
-      if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
-      throw new Error(`could not read the policy at ${agent.policyAddress}`);
+      if (!(await this.ctx.chain.isDeployed(policyAddress))) return UNDEPLOYED;
+      throw new Error(`could not read the policy at ${policyAddress}`);
     }
     const policy = p[0] as PolicyFields;
     const w = windows[0] as Spending;
@@ -182,11 +196,11 @@ export class PolicyService {
       merchantRemainingToday: Object.fromEntries(
         capped.map(([e, c], i) => [e, fromBaseUnits(left(c, (entrySpent[i]?.[0] as bigint | undefined) ?? 0n))]),
       ),
-      windows: WINDOWS.filter((w) => w.window === "daily" || p[w.budget] > 0n).map((w) => ({
+      windows: limitedWindows(p).map((w) => ({
         window: w.window,
-        budget: fromBaseUnits(p[w.budget]),
-        spent: fromBaseUnits(p.spending[w.spent]),
-        remaining: fromBaseUnits(left(p[w.budget], p.spending[w.spent])),
+        budget: fromBaseUnits(w.limit),
+        spent: fromBaseUnits(w.used),
+        remaining: fromBaseUnits(left(w.limit, w.used)),
         resetsAt: w.seconds === null ? null : (Math.floor(now / w.seconds) + 1) * w.seconds,
       })),
       velocity: {

@@ -84,14 +84,21 @@ export class WebhookOutbox {
    * Returns the event id, or null when no endpoint wants it.
    */
   async emit(input: WebhookEventInput): Promise<string | null> {
+    return (await this.emitEvent(input))?.eventId ?? null;
+  }
+
+  /** emit(), also saying whether this call stored the event (false: an earlier telling of the same fact did). */
+  private async emitEvent(input: WebhookEventInput): Promise<{ eventId: string; inserted: boolean } | null> {
     if (!input.ownerAddress) return null;
     const endpoints = (await this.c.endpoints.find({ ownerAddress: input.ownerAddress, status: "active" }).toArray()).filter((e) =>
       input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.includes(input.type),
     );
     if (endpoints.length === 0) return null;
     const now = new Date();
-    const event = await this.upsertEvent(input, now);
-    if (event.fannedOut) return event.eventId;
+    const eventId = newEventId();
+    const event = await this.upsertEvent(input, now, eventId);
+    const inserted = event.eventId === eventId;
+    if (event.fannedOut) return { eventId: event.eventId, inserted };
     const payload = JSON.stringify({ id: event.eventId, type: event.type, createdAt: event.createdAt.toISOString(), data: event.data });
     for (const e of endpoints) {
       await this.c.deliveries
@@ -126,7 +133,7 @@ export class WebhookOutbox {
     }
     await this.c.events.updateOne({ eventId: event.eventId }, { $set: { fannedOut: true } });
     for (const listener of this.listeners) listener();
-    return event.eventId;
+    return { eventId: event.eventId, inserted };
   }
 
   /**
@@ -152,21 +159,27 @@ export class WebhookOutbox {
     return new Set(endpoints.flatMap((e) => e.events));
   }
 
-  /** emit() for callers reporting a fact already decided: an alert that cannot be queued is logged, never thrown. */
-  async tell(input: WebhookEventInput): Promise<string | null> {
-    return this.emit(input).catch((err) => {
-      this.logger.error({ err, type: input.type, key: input.dedupeKey }, "webhook event could not be queued");
-      return null;
-    });
+  /**
+   * emit() for callers reporting a fact already decided: true when this call queued the event (a fact told before
+   * queues nothing). An alert that cannot be queued is logged, never thrown.
+   */
+  async tell(input: WebhookEventInput): Promise<boolean> {
+    return this.emitEvent(input).then(
+      (r) => r?.inserted ?? false,
+      (err) => {
+        this.logger.error({ err, type: input.type, key: input.dedupeKey }, "webhook event could not be queued");
+        return false;
+      },
+    );
   }
 
-  private async upsertEvent(input: WebhookEventInput, now: Date): Promise<WebhookEventDoc> {
+  private async upsertEvent(input: WebhookEventInput, now: Date, eventId: string): Promise<WebhookEventDoc> {
     const write = () =>
       this.c.events.findOneAndUpdate(
         { dedupeKey: input.dedupeKey },
         {
           $setOnInsert: {
-            eventId: newEventId(),
+            eventId,
             dedupeKey: input.dedupeKey,
             type: input.type,
             ownerAddress: input.ownerAddress!,

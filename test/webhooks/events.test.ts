@@ -80,7 +80,30 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     expect(await s.svc.webhooks.outbox.c.events.countDocuments({ ownerAddress: o.owner.address })).to.equal(events);
   });
 
-  it("budget levels are computed over any list of windows (the daily one today; more windows plug in)", () => {
+  it("budget.threshold for every limited window: a weekly cap under the daily budget is announced at 80% and 100%", async () => {
+    const o = await ownerWithEndpoint(["budget.threshold", "payment.blocked"]);
+    const a = await onboard(o.owner, { dailyBudget: "10", weeklyBudget: "5", perTxLimit: "5", approvalThreshold: "5" });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await pay(a);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      ids.push(res.body.transactionId);
+    }
+    const blocked = await pay(a);
+    expect(blocked.body).to.include({ status: "blocked", reason: "weekly_budget_exceeded" });
+    await receiver.until(() => ofType(o.seen(), "payment.blocked").length === 1 && ofType(o.seen(), "budget.threshold").length === 2);
+    const thresholds = ofType(o.seen(), "budget.threshold").map((r) => r.body.data);
+    // The day (5 of 10) never reached 80%; the week did, once per level.
+    expect(thresholds.map((t) => [t.window, t.level])).to.deep.equal([["weekly", 80], ["weekly", 100]]);
+    expect(thresholds[0]).to.include({ spent: "4", budget: "5", remaining: "1", transactionId: ids[3] });
+    expect(thresholds[1]).to.include({ spent: "5", remaining: "0", transactionId: ids[4] });
+    // The period is the start of the fixed UTC week the contract counts in (weeks of the Unix epoch).
+    expect(Date.parse(thresholds[0].period) % (7 * 86_400_000)).to.equal(0);
+    // Telling these payments again (the catch-up sweep does) queues nothing and counts nothing.
+    for (const id of ids) expect(await alertPaymentDone(s.svc.services.ctx, id)).to.equal(0);
+  });
+
+  it("budget levels are computed over any list of windows (any window, any budget)", () => {
     const w = (spent: bigint, budget: bigint) => ({ name: "weekly", id: "2026-W48", spent, budget });
     expect(reachedLevels(w(79n, 100n))).to.deep.equal([]);
     expect(reachedLevels(w(80n, 100n))).to.deep.equal([80]);
