@@ -23,25 +23,71 @@ interface ISpendPolicy {
     /// PerTxLimitExceeded (2): the amount is above the per-payment limit. DailyBudgetExceeded (3): today's spend plus
     /// the amount would pass the daily budget (UTC day). PolicyPaused (4): the owner paused the agent.
     /// ApprovalRequired (5): the amount is above the approval threshold and no valid owner approval came with it.
+    /// VelocityExceeded (6): the agent already made maxPaymentsPerHour payments this UTC hour.
+    /// PolicyExpired (7): the policy's validUntil has passed; every payment is blocked until the owner signs another.
+    /// HourlyBudgetExceeded (8): this UTC hour's spend plus the amount would pass the hourly budget.
+    /// WeeklyBudgetExceeded (9): this 7-day window's spend (weeks of the Unix epoch, from Thursday 00:00 UTC) plus the
+    /// amount would pass the weekly budget. MonthlyBudgetExceeded (10): the same over 30-day windows of the epoch.
+    /// LifetimeBudgetExceeded (11): everything authorised since the lifetime budget was set, plus the amount, would
+    /// pass it. MerchantBudgetExceeded (12): today's spend under the allowlist entry that admitted the merchant plus
+    /// the amount would pass that entry's daily cap.
     enum BlockReason {
         None,
         MerchantNotAllowed,
         PerTxLimitExceeded,
         DailyBudgetExceeded,
         PolicyPaused,
-        ApprovalRequired
+        ApprovalRequired,
+        VelocityExceeded,
+        PolicyExpired,
+        HourlyBudgetExceeded,
+        WeeklyBudgetExceeded,
+        MonthlyBudgetExceeded,
+        LifetimeBudgetExceeded,
+        MerchantBudgetExceeded
     }
 
-    /// @notice The owner-signed policy (EIP-712 SetPolicy). Each amount fits in 64 bits (SpendPolicyInvalidPolicy).
+    /// @notice The owner-signed policy (EIP-712 SetPolicy, fields in its order). Each amount fits in 64 bits,
+    /// maxPaymentsPerHour in 16, validUntil and swapTwapSeconds in 32, maxSwapSlippageBps is at most 10,000
+    /// (SpendPolicyInvalidPolicy). Windows are fixed and aligned to the Unix epoch (UTC): hour = t / 3600,
+    /// day = t / 86400, week = t / 604800, 30 days = t / 2592000. 0 means "no such limit" for the optional fields.
     /// @param perTxLimit the largest single payment
     /// @param dailyBudget the most that may be authorised per UTC day
-    /// @param allowlistRoot the StandardMerkleTree root of the allowed merchants (zero: none)
+    /// @param allowlistRoot the StandardMerkleTree root of the allowed merchants (zero: none); leaves are
+    /// [entry, dailyCap] (["string","uint256"]) or, for roots signed before caps existed, [entry] (["string"])
     /// @param approvalThreshold payments above it need the owner's ApprovalDecision
+    /// @param hourlyBudget the most per UTC hour (0: none)
+    /// @param weeklyBudget the most per 7-day window (0: none)
+    /// @param monthlyBudget the most per 30-day window (0: none)
+    /// @param lifetimeBudget the most in total, counted from the policy that set it (0: none)
+    /// @param maxPaymentsPerHour the most payments per UTC hour (0: none)
+    /// @param validUntil Unix time after which every payment is blocked (0: never)
+    /// @param maxSwapSlippageBps the largest slippage of a swap before settlement (0: swaps off; stored only)
+    /// @param swapTwapSeconds the TWAP period of a swap's price check (stored only)
     struct Policy {
         uint256 perTxLimit;
         uint256 dailyBudget;
         bytes32 allowlistRoot;
         uint256 approvalThreshold;
+        uint256 hourlyBudget;
+        uint256 weeklyBudget;
+        uint256 monthlyBudget;
+        uint256 lifetimeBudget;
+        uint256 maxPaymentsPerHour;
+        uint256 validUntil;
+        uint256 maxSwapSlippageBps;
+        uint256 swapTwapSeconds;
+    }
+
+    /// @notice What has been counted in each window now (fixed UTC windows; a window with no limit in the policy
+    /// is not counted and reads 0, except the day, which is always counted).
+    struct Spending {
+        uint256 hour;
+        uint256 paymentsThisHour;
+        uint256 day;
+        uint256 week;
+        uint256 month;
+        uint256 lifetime;
     }
 
     /// @notice The one EIP-3009 transfer a payment authorises (from is always this wallet, nonce the paymentId).
@@ -105,7 +151,8 @@ interface ISpendPolicy {
     /// @param merchant the merchant host name
     /// @param amount USDC base units asked for
     /// @param reason 1 merchant_not_allowed, 2 per_tx_limit_exceeded, 3 daily_budget_exceeded, 4 policy_paused,
-    /// 5 approval_required
+    /// 5 approval_required, 6 velocity_exceeded, 7 policy_expired, 8 hourly_budget_exceeded,
+    /// 9 weekly_budget_exceeded, 10 monthly_budget_exceeded, 11 lifetime_budget_exceeded, 12 merchant_budget_exceeded
     event PaymentBlocked(
         bytes32 indexed paymentId,
         address indexed agent,
@@ -115,7 +162,8 @@ interface ISpendPolicy {
         BlockReason reason
     );
     /// @notice An authorised payment that never settled was released: its transfer can never settle now, and its
-    /// amount went back to the budget of the day it was authorised on (if that is today).
+    /// amount went back to every window it was counted in that is still current (hour, day, week, 30 days,
+    /// lifetime); an entry's daily cap is not given back.
     /// @param spentToday today's spend after the release
     event PaymentReleased(bytes32 indexed paymentId, address indexed agent, uint256 amount, uint256 spentToday);
     /// @notice The owner's approval `approvalId` (for up to `approvedAmount`, signed at `timestamp`) authorised payment
@@ -141,13 +189,15 @@ interface ISpendPolicy {
 
     // ---------------------------------------------------------------- external
     /// @notice Operator only. Authorises one payment: records exactly the EIP-3009 transfer `transfer` with nonce
-    /// `paymentId`, adds it to today's spend and emits PaymentAuthorized; or emits PaymentBlocked and returns without
-    /// reverting when a rule fails. Reverts only for a reused paymentId, an impossible transfer or a caller that is
+    /// `paymentId` (merchant admitted by allowlist leaf [allowlistLeaf, leafDailyCap], or by the v1 leaf
+    /// [allowlistLeaf] when leafDailyCap is 0), adds it to every window's spend and emits PaymentAuthorized; or
+    /// emits PaymentBlocked and returns without reverting when a rule fails. Reverts only for a reused paymentId, an impossible transfer or a caller that is
     /// not the operator.
     function authorizePayment(
         bytes32 paymentId,
         string calldata merchant,
         string calldata allowlistLeaf,
+        uint256 leafDailyCap,
         bytes32[] calldata proof,
         Transfer calldata transfer,
         OwnerApproval calldata ownerApproval
@@ -179,6 +229,7 @@ interface ISpendPolicy {
     function checkPayment(
         string calldata merchant,
         string calldata allowlistLeaf,
+        uint256 leafDailyCap,
         bytes32[] calldata proof,
         uint256 amount
     ) external view returns (Decision decision, BlockReason reason);
@@ -193,6 +244,10 @@ interface ISpendPolicy {
     /// @notice The amount spent in the current UTC day (block.timestamp / 1 days).
     function spentToday() external view returns (uint256);
     function remainingDailyBudget() external view returns (uint256);
+    /// @notice What is counted now in each window (see Spending); the service shows budget minus this.
+    function spending() external view returns (Spending memory);
+    /// @notice Today's spend under allowlist entry `entry` (the leaf's string), counted only when it has a cap.
+    function entrySpentToday(string calldata entry) external view returns (uint256);
     /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator, 3 SetOwner.
     function lastTimestamp(uint8 kind) external view returns (uint256);
     /// @notice 1 while a payment is authorised and not released; 0 for an unknown or released payment (a release

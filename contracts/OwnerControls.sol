@@ -21,7 +21,7 @@ abstract contract OwnerControls is SpendPolicyState {
 
     bytes32 private constant SET_POLICY_TYPEHASH =
         keccak256(
-            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 timestamp)"
+            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 hourlyBudget,uint256 weeklyBudget,uint256 monthlyBudget,uint256 lifetimeBudget,uint256 maxPaymentsPerHour,uint256 validUntil,uint256 maxSwapSlippageBps,uint256 swapTwapSeconds,uint256 timestamp)"
         );
     bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 timestamp)");
     bytes32 private constant SET_OPERATOR_TYPEHASH =
@@ -124,28 +124,48 @@ abstract contract OwnerControls is SpendPolicyState {
     }
 
     function _setPolicy(Policy calldata p, uint256 timestamp, bytes calldata signature) internal {
+        // Policy holds only static fields, so abi.encode lays them out in place: the EIP-712 encoding of SetPolicy.
         _useOrderedSignature(
             KIND_SET_POLICY,
             timestamp,
-            keccak256(
-                abi.encode(
-                    SET_POLICY_TYPEHASH,
-                    address(this),
-                    p.perTxLimit,
-                    p.dailyBudget,
-                    p.allowlistRoot,
-                    p.approvalThreshold,
-                    timestamp
-                )
-            ),
+            keccak256(abi.encode(SET_POLICY_TYPEHASH, address(this), p, timestamp)),
             signature
         );
         if (
-            p.perTxLimit > type(uint64).max || p.dailyBudget > type(uint64).max || p.approvalThreshold > type(uint64).max
+            (p.perTxLimit | p.dailyBudget | p.approvalThreshold) > type(uint64).max ||
+            (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) > type(uint64).max ||
+            p.maxPaymentsPerHour > type(uint16).max ||
+            (p.validUntil | p.swapTwapSeconds) > type(uint32).max ||
+            p.maxSwapSlippageBps > 10_000
         ) revert SpendPolicyInvalidPolicy();
-        Limits memory limits = _limits;
-        uint32 version = limits.version + 1;
-        _limits = Limits(uint64(p.perTxLimit), uint64(p.dailyBudget), uint64(p.approvalThreshold), limits.paused, version);
+        Limits memory old = _limits;
+        WindowLimits memory oldWindows = _windows;
+        // Counts the old policy did not keep are stale: a policy that turns a limit on starts its count at zero.
+        uint256 stale;
+        if (old.maxPaymentsPerHour == 0 && p.maxPaymentsPerHour != 0) stale |= uint256(type(uint16).max) << W_COUNT_SHIFT;
+        if (oldWindows.hourlyBudget == 0 && p.hourlyBudget != 0) stale |= U64 << W_HOUR_SHIFT;
+        if (oldWindows.weeklyBudget == 0 && p.weeklyBudget != 0) stale |= U64 << W_WEEK_SHIFT;
+        if (oldWindows.monthlyBudget == 0 && p.monthlyBudget != 0) stale |= U64 << W_MONTH_SHIFT;
+        if (stale != 0) _windowSpend &= ~stale;
+        if (oldWindows.lifetimeBudget == 0 && p.lifetimeBudget != 0) _lifetimeSpent = 0;
+        bool windows = (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) != 0;
+        _limits = Limits(
+            uint64(p.perTxLimit),
+            uint64(p.dailyBudget),
+            uint64(p.approvalThreshold),
+            old.paused,
+            windows,
+            uint16(p.maxPaymentsPerHour),
+            uint32(p.validUntil)
+        );
+        if (windows || old.hasWindows) _windows = WindowLimits(
+            uint64(p.hourlyBudget),
+            uint64(p.weeklyBudget),
+            uint64(p.monthlyBudget),
+            uint64(p.lifetimeBudget)
+        );
+        uint32 version = _extras.version + 1;
+        _extras = PolicyExtras(version, uint16(p.maxSwapSlippageBps), uint32(p.swapTwapSeconds));
         _allowlistRoot = p.allowlistRoot;
         emit PolicyUpdated(address(this), version, p, timestamp);
     }

@@ -77,32 +77,32 @@ contract SpendPolicy is OwnerControls, IERC1271 {
         bytes32 paymentId,
         string calldata merchant,
         string calldata allowlistLeaf,
+        uint256 leafDailyCap,
         bytes32[] calldata proof,
         Transfer calldata transfer,
         OwnerApproval calldata ownerApproval
     ) external onlyOperator returns (bool, BlockReason) {
         if (_payments[paymentId] != 0) revert SpendPolicyPaymentExists(paymentId);
         _checkTransfer(transfer);
-        (BlockReason reason, uint256 spent) = _evaluate(
+        (BlockReason reason, Charge memory charge) = _evaluate(
             merchant,
             allowlistLeaf,
+            leafDailyCap,
             proof,
-            transfer.amount,
-            block.timestamp / 1 days
+            transfer.amount
         );
         if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer.amount, ownerApproval)) {
             reason = BlockReason.None;
         }
-        if (reason != BlockReason.None) {
-            emit PaymentBlocked(paymentId, address(this), keccak256(bytes(merchant)), merchant, transfer.amount, reason);
-            return (false, reason);
-        }
-        _record(paymentId, merchant, transfer, spent);
+        if (reason != BlockReason.None) return _blocked(paymentId, merchant, transfer.amount, reason);
+        _record(paymentId, merchant, transfer, charge);
         return (true, BlockReason.None);
     }
 
     /// @inheritdoc ISpendPolicy
-    /// @dev A payment authorised on an earlier day is released without touching today's spend.
+    /// @dev The amount goes back to each window the record says it was counted in, if that window is still the
+    /// current one (a payment authorised yesterday leaves today's spend alone). An entry's daily cap keeps it: the
+    /// record has no room for the entry, and keeping it can only block more, never less.
     function releasePayment(bytes32 paymentId, Transfer calldata transfer) external onlyOperator {
         uint256 record = _payments[paymentId];
         if (
@@ -112,16 +112,18 @@ contract SpendPolicy is OwnerControls, IERC1271 {
         if (IERC3009(_usdc).authorizationState(address(this), paymentId)) revert SpendPolicyPaymentSettled(paymentId);
         // Deleting the record kills the authorisation: the wallet refuses its digest from now on.
         delete _payments[paymentId];
+        uint256 amount = transfer.amount;
         uint256 today = block.timestamp / 1 days;
         uint256 word = _operatorAndSpend;
         uint256 spent = _spentOn(word, today);
-        if ((record >> RECORD_DAY_SHIFT) & type(uint32).max == today) {
+        if (((record >> RECORD_HOUR_SHIFT) & type(uint32).max) / HOURS_PER_DAY == today) {
             unchecked {
-                spent = spent > transfer.amount ? spent - transfer.amount : 0;
+                spent = spent > amount ? spent - amount : 0;
             }
             _operatorAndSpend = _withSpend(word, today, spent);
         }
-        emit PaymentReleased(paymentId, address(this), transfer.amount, spent);
+        if ((record >> RECORD_FLAGS_SHIFT) & 0xff != 0) _releaseWindows(record, amount);
+        emit PaymentReleased(paymentId, address(this), amount, spent);
     }
 
     /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
@@ -142,10 +144,11 @@ contract SpendPolicy is OwnerControls, IERC1271 {
     function checkPayment(
         string calldata merchant,
         string calldata allowlistLeaf,
+        uint256 leafDailyCap,
         bytes32[] calldata proof,
         uint256 amount
     ) external view returns (Decision decision, BlockReason reason) {
-        (reason, ) = _evaluate(merchant, allowlistLeaf, proof, amount, block.timestamp / 1 days);
+        (reason, ) = _evaluate(merchant, allowlistLeaf, leafDailyCap, proof, amount);
         if (reason == BlockReason.None) return (Decision.Allow, reason);
         if (reason == BlockReason.ApprovalRequired) return (Decision.RequiresApproval, reason);
         return (Decision.Block, reason);
@@ -184,29 +187,6 @@ contract SpendPolicy is OwnerControls, IERC1271 {
     /// @notice Whether every payment is blocked (reason 4).
     function paused() external view returns (bool) {
         return _limits.paused;
-    }
-
-    /// @notice The current policy.
-    function policy() external view returns (Policy memory) {
-        Limits memory limits = _limits;
-        return Policy(limits.perTxLimit, limits.dailyBudget, _allowlistRoot, limits.approvalThreshold);
-    }
-
-    /// @notice How many policies the owner has signed (1 for the first).
-    function policyVersion() external view returns (uint256) {
-        return _limits.version;
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function spentToday() external view returns (uint256) {
-        return _spentOn(_operatorAndSpend, block.timestamp / 1 days);
-    }
-
-    /// @notice What is left of today's budget (0 when the budget was lowered below today's spend).
-    function remainingDailyBudget() external view returns (uint256) {
-        uint256 budget = _limits.dailyBudget;
-        uint256 spent = _spentOn(_operatorAndSpend, block.timestamp / 1 days);
-        return budget > spent ? budget - spent : 0;
     }
 
     /// @inheritdoc ISpendPolicy
@@ -262,17 +242,35 @@ contract SpendPolicy is OwnerControls, IERC1271 {
             );
     }
 
-    /// @dev Counts an allowed payment in today's spend and records its transfer digest.
-    function _record(bytes32 paymentId, string calldata merchant, Transfer calldata transfer, uint256 spent) private {
-        uint256 today = block.timestamp / 1 days;
-        // _evaluate passed: spent + amount <= dailyBudget < 2^64.
+    function _blocked(
+        bytes32 paymentId,
+        string calldata merchant,
+        uint256 amount,
+        BlockReason reason
+    ) private returns (bool, BlockReason) {
+        emit PaymentBlocked(paymentId, address(this), keccak256(bytes(merchant)), merchant, amount, reason);
+        return (false, reason);
+    }
+
+    /// @dev Counts an allowed payment in every window `_evaluate` read and records its transfer digest.
+    function _record(bytes32 paymentId, string calldata merchant, Transfer calldata transfer, Charge memory c) private {
+        uint256 amount = transfer.amount;
+        uint256 today = c.hour / HOURS_PER_DAY;
+        uint256 spent;
+        // _evaluate passed: daySpent + amount <= dailyBudget < 2^64, and the same for every capped count, so no sum
+        // overflows and no window field spills into the next.
         unchecked {
-            spent += transfer.amount;
+            spent = c.daySpent + amount;
+            uint256 flags = c.flags;
+            if (flags & RECORD_IN_WINDOWS != 0) _windowSpend = c.windowWord + c.windowAdd;
+            if (flags & RECORD_IN_LIFETIME != 0) _lifetimeSpent = c.lifetime + amount;
+            if (c.entryHash != 0) _entrySpend[c.entryHash] = ((c.entrySpent + amount) << 32) | today;
         }
         _operatorAndSpend = _withSpend(_operatorAndSpend, today, spent);
         _payments[paymentId] =
             (STATE_AUTHORIZED << RECORD_STATE_SHIFT) |
-            (today << RECORD_DAY_SHIFT) |
+            (c.hour << RECORD_HOUR_SHIFT) |
+            (c.flags << RECORD_FLAGS_SHIFT) |
             (uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK);
         emit PaymentAuthorized(
             paymentId,
@@ -286,28 +284,69 @@ contract SpendPolicy is OwnerControls, IERC1271 {
         );
     }
 
-    /// @dev The rules in order. Returns the reason and, once the daily rule has been reached, today's spend before
-    /// this payment (storage is read only as far as needed).
+    /// @dev The rules in order; returns the reason and the counts read so far (storage is read only as far as
+    /// needed, and the optional windows only when the policy uses them).
     function _evaluate(
         string calldata merchant,
         string calldata leaf,
+        uint256 leafDailyCap,
         bytes32[] calldata proof,
-        uint256 amount,
-        uint256 today
-    ) private view returns (BlockReason reason, uint256 spent) {
+        uint256 amount
+    ) private view returns (BlockReason, Charge memory c) {
         Limits memory limits = _limits;
-        if (limits.paused) return (BlockReason.PolicyPaused, 0);
-        if (!PolicyRules.merchantAllowed(_allowlistRoot, merchant, leaf, proof)) {
-            return (BlockReason.MerchantNotAllowed, 0);
+        if (limits.paused) return (BlockReason.PolicyPaused, c);
+        if (limits.validUntil != 0 && block.timestamp > limits.validUntil) return (BlockReason.PolicyExpired, c);
+        if (!PolicyRules.merchantAllowed(_allowlistRoot, merchant, leaf, leafDailyCap, proof)) {
+            return (BlockReason.MerchantNotAllowed, c);
         }
-        if (amount > limits.perTxLimit) return (BlockReason.PerTxLimitExceeded, 0);
-        spent = _spentOn(_operatorAndSpend, today);
-        // amount <= perTxLimit and spent <= dailyBudget at the time: both below 2^64, no overflow.
+        if (amount > limits.perTxLimit) return (BlockReason.PerTxLimitExceeded, c);
+        c.hour = block.timestamp / 1 hours;
+        WindowLimits memory w;
+        if (limits.hasWindows) w = _windows;
+        // Every count below is < 2^64 and amount <= perTxLimit < 2^64: no sum overflows.
         unchecked {
-            if (spent + amount > limits.dailyBudget) return (BlockReason.DailyBudgetExceeded, spent);
+            if (limits.maxPaymentsPerHour != 0 || (w.hourlyBudget | w.weeklyBudget | w.monthlyBudget) != 0) {
+                uint256 word = _rollWindows(_windowSpend, c.hour);
+                c.windowWord = word;
+                c.flags = RECORD_IN_WINDOWS;
+                // Only the windows with a limit count (so none can overflow); the others read 0 in spending().
+                if (limits.maxPaymentsPerHour != 0) {
+                    if ((word >> W_COUNT_SHIFT) & type(uint16).max >= limits.maxPaymentsPerHour) {
+                        return (BlockReason.VelocityExceeded, c);
+                    }
+                    c.windowAdd = 1 << W_COUNT_SHIFT;
+                }
+                if (w.hourlyBudget != 0) {
+                    if (_field(word, W_HOUR_SHIFT) + amount > w.hourlyBudget) return (BlockReason.HourlyBudgetExceeded, c);
+                    c.windowAdd |= amount << W_HOUR_SHIFT;
+                }
+            }
+            c.daySpent = _spentOn(_operatorAndSpend, c.hour / HOURS_PER_DAY);
+            if (c.daySpent + amount > limits.dailyBudget) return (BlockReason.DailyBudgetExceeded, c);
+            if (w.weeklyBudget != 0) {
+                if (_field(c.windowWord, W_WEEK_SHIFT) + amount > w.weeklyBudget) return (BlockReason.WeeklyBudgetExceeded, c);
+                c.windowAdd |= amount << W_WEEK_SHIFT;
+            }
+            if (w.monthlyBudget != 0) {
+                if (_field(c.windowWord, W_MONTH_SHIFT) + amount > w.monthlyBudget) {
+                    return (BlockReason.MonthlyBudgetExceeded, c);
+                }
+                c.windowAdd |= amount << W_MONTH_SHIFT;
+            }
+            if (w.lifetimeBudget != 0) {
+                c.flags |= RECORD_IN_LIFETIME;
+                c.lifetime = _lifetimeSpent;
+                if (c.lifetime + amount > w.lifetimeBudget) return (BlockReason.LifetimeBudgetExceeded, c);
+            }
+            if (leafDailyCap != 0) {
+                c.entryHash = keccak256(bytes(leaf));
+                uint256 entryWord = _entrySpend[c.entryHash];
+                if (entryWord & type(uint32).max == c.hour / HOURS_PER_DAY) c.entrySpent = entryWord >> 32;
+                if (c.entrySpent + amount > leafDailyCap) return (BlockReason.MerchantBudgetExceeded, c);
+            }
         }
-        if (amount > limits.approvalThreshold) return (BlockReason.ApprovalRequired, spent);
-        return (BlockReason.None, spent);
+        if (amount > limits.approvalThreshold) return (BlockReason.ApprovalRequired, c);
+        return (BlockReason.None, c);
     }
 
     /// @dev Checks and consumes the owner's approval of a payment above the threshold. Any failure returns false

@@ -31,24 +31,59 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         );
 
     // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
-    // 192-255. Payment record: the low 216 bits of the authorised transfer's EIP-3009 digest, the UTC day it was
-    // authorised on in bits 216-247, the state in bits 248-255.
+    // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional windows
+    // it was counted in (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
+    // 30 days follow) in bits 216-247, the state in bits 248-255.
     uint256 internal constant OPERATOR_MASK = type(uint160).max;
     uint256 internal constant SPEND_DAY_SHIFT = 160;
     uint256 internal constant SPEND_AMOUNT_SHIFT = 192;
-    uint256 internal constant DIGEST_MASK = type(uint216).max;
-    uint256 internal constant RECORD_DAY_SHIFT = 216;
+    uint256 internal constant DIGEST_MASK = type(uint208).max;
+    uint256 internal constant RECORD_FLAGS_SHIFT = 208;
+    uint256 internal constant RECORD_IN_WINDOWS = 1;
+    uint256 internal constant RECORD_IN_LIFETIME = 2;
+    uint256 internal constant RECORD_HOUR_SHIFT = 216;
     uint256 internal constant RECORD_STATE_SHIFT = 248;
     uint256 internal constant STATE_AUTHORIZED = 1;
 
+    // Window spend (_windowSpend): the UTC hour it was last brought up to date in bits 0-23, that hour's payment count
+    // in 24-39, the hour's spend in 40-103, the week's in 104-167, the 30 days' in 168-231. One hour tag serves every
+    // window because all are whole hours aligned to the epoch: a window's count is current when the tag's window is
+    // the present one. Per-entry spend (_entrySpend): the UTC day in bits 0-31, its spend in 32-95.
+    uint256 internal constant HOURS_PER_DAY = 24;
+    uint256 internal constant HOURS_PER_WEEK = 168;
+    uint256 internal constant HOURS_PER_MONTH = 720;
+    uint256 internal constant W_COUNT_SHIFT = 24;
+    uint256 internal constant W_HOUR_SHIFT = 40;
+    uint256 internal constant W_WEEK_SHIFT = 104;
+    uint256 internal constant W_MONTH_SHIFT = 168;
+    uint256 internal constant U64 = type(uint64).max;
+
     // ---------------------------------------------------------------- storage (each clone's own)
-    /// @dev Read together by every payment.
+    /// @dev Read together by every payment. `hasWindows`: the hourly, weekly, monthly or lifetime budget is set
+    /// (so `_windows` is read only then).
     struct Limits {
         uint64 perTxLimit;
         uint64 dailyBudget;
         uint64 approvalThreshold;
         bool paused;
+        bool hasWindows;
+        uint16 maxPaymentsPerHour;
+        uint32 validUntil;
+    }
+
+    /// @dev The optional budgets, read by a payment only when Limits.hasWindows.
+    struct WindowLimits {
+        uint64 hourlyBudget;
+        uint64 weeklyBudget;
+        uint64 monthlyBudget;
+        uint64 lifetimeBudget;
+    }
+
+    /// @dev Never read by a payment.
+    struct PolicyExtras {
         uint32 version;
+        uint16 maxSwapSlippageBps;
+        uint32 swapTwapSeconds;
     }
 
     // Slot 0: the operator check and the day's spend share one SLOAD (layout above); the spend resets lazily when a
@@ -65,19 +100,154 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     // Slot 4: the last SetOperator and SetOwner timestamps (zero until used).
     uint48 internal _lastOperatorTimestamp;
     uint48 internal _lastOwnerTimestamp;
+    // Slots 5-8: the optional windows. Each count runs only while the policy sets its limit (gas, and no count
+    // without a limit can overflow); a policy that turns a limit on starts its count at zero.
+    WindowLimits internal _windows;
+    uint256 internal _windowSpend;
+    uint256 internal _lifetimeSpent;
+    PolicyExtras internal _extras;
 
     mapping(bytes32 paymentId => uint256 record) internal _payments;
     mapping(bytes32 approvalIdHash => bool) internal _approvalsUsed;
     /// @dev EIP-712 digests of owner signatures that are not ordered by timestamp (pause, withdraw).
     mapping(bytes32 digest => bool) internal _signaturesUsed;
+    /// @dev Today's spend under each capped allowlist entry (keccak256 of the entry string).
+    mapping(bytes32 entryHash => uint256 word) internal _entrySpend;
+
+    /// @dev What SpendPolicy._evaluate read, for _record to write back: the UTC hour, today's spend, the rolled window
+    /// word and what the payment adds to it, the lifetime spend, the capped entry (zero: no cap) and its spend today,
+    /// and RECORD_IN_* flags.
+    struct Charge {
+        uint256 hour;
+        uint256 daySpent;
+        uint256 windowWord;
+        uint256 windowAdd;
+        uint256 lifetime;
+        bytes32 entryHash;
+        uint256 entrySpent;
+        uint256 flags;
+    }
+
+    // ---------------------------------------------------------------- views of the stored policy and counts
+    /// @notice The current policy.
+    function policy() external view returns (Policy memory) {
+        Limits memory l = _limits;
+        WindowLimits memory w = _windows;
+        PolicyExtras memory e = _extras;
+        return
+            Policy(
+                l.perTxLimit,
+                l.dailyBudget,
+                _allowlistRoot,
+                l.approvalThreshold,
+                w.hourlyBudget,
+                w.weeklyBudget,
+                w.monthlyBudget,
+                w.lifetimeBudget,
+                l.maxPaymentsPerHour,
+                l.validUntil,
+                e.maxSwapSlippageBps,
+                e.swapTwapSeconds
+            );
+    }
+
+    /// @notice How many policies the owner has signed (1 for the first).
+    function policyVersion() external view returns (uint256) {
+        return _extras.version;
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function spending() external view returns (Spending memory s) {
+        uint256 hour = block.timestamp / 1 hours;
+        s.day = _spentOn(_operatorAndSpend, hour / HOURS_PER_DAY);
+        Limits memory l = _limits;
+        WindowLimits memory w = _windows;
+        uint256 word = _rollWindows(_windowSpend, hour);
+        if (l.maxPaymentsPerHour != 0) s.paymentsThisHour = (word >> W_COUNT_SHIFT) & type(uint16).max;
+        if (w.hourlyBudget != 0) s.hour = _field(word, W_HOUR_SHIFT);
+        if (w.weeklyBudget != 0) s.week = _field(word, W_WEEK_SHIFT);
+        if (w.monthlyBudget != 0) s.month = _field(word, W_MONTH_SHIFT);
+        if (w.lifetimeBudget != 0) s.lifetime = _lifetimeSpent;
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function entrySpentToday(string calldata entry) external view returns (uint256) {
+        uint256 word = _entrySpend[keccak256(bytes(entry))];
+        return word & type(uint32).max == block.timestamp / 1 days ? word >> 32 : 0;
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function spentToday() external view returns (uint256) {
+        return _spentOn(_operatorAndSpend, block.timestamp / 1 days);
+    }
+
+    /// @notice What is left of today's budget (0 when the budget was lowered below today's spend).
+    function remainingDailyBudget() external view returns (uint256) {
+        uint256 budget = _limits.dailyBudget;
+        uint256 spent = _spentOn(_operatorAndSpend, block.timestamp / 1 days);
+        return budget > spent ? budget - spent : 0;
+    }
 
     // ---------------------------------------------------------------- internal
+    /// @dev Takes a released payment out of the optional window counts it was recorded in (RECORD_IN_* flags).
+    function _releaseWindows(uint256 record, uint256 amount) internal {
+        uint256 flags = record >> RECORD_FLAGS_SHIFT;
+        if (flags & RECORD_IN_WINDOWS != 0) {
+            uint256 hour = block.timestamp / 1 hours;
+            uint256 paidHour = (record >> RECORD_HOUR_SHIFT) & type(uint32).max;
+            _windowSpend = _unwind(_rollWindows(_windowSpend, hour), paidHour, hour, amount);
+        }
+        if (flags & RECORD_IN_LIFETIME != 0) {
+            uint256 lifetime = _lifetimeSpent;
+            _lifetimeSpent = lifetime > amount ? lifetime - amount : 0;
+        }
+    }
+
+    /// @dev Takes a released payment authorised in `paidHour` out of the (rolled) window counts still current.
+    function _unwind(uint256 word, uint256 paidHour, uint256 hour, uint256 amount) internal pure returns (uint256) {
+        if (paidHour == hour) {
+            if ((word >> W_COUNT_SHIFT) & type(uint16).max != 0) word -= 1 << W_COUNT_SHIFT;
+            word = _setField(word, W_HOUR_SHIFT, _minus(_field(word, W_HOUR_SHIFT), amount));
+        }
+        if (paidHour / HOURS_PER_WEEK == hour / HOURS_PER_WEEK) {
+            word = _setField(word, W_WEEK_SHIFT, _minus(_field(word, W_WEEK_SHIFT), amount));
+        }
+        if (paidHour / HOURS_PER_MONTH == hour / HOURS_PER_MONTH) {
+            word = _setField(word, W_MONTH_SHIFT, _minus(_field(word, W_MONTH_SHIFT), amount));
+        }
+        return word;
+    }
+
+    function _minus(uint256 value, uint256 amount) internal pure returns (uint256) {
+        return value > amount ? value - amount : 0;
+    }
+
     function _spentOn(uint256 word, uint256 today) internal pure returns (uint256) {
         return (word >> SPEND_DAY_SHIFT) & type(uint32).max == today ? word >> SPEND_AMOUNT_SHIFT : 0;
     }
 
     function _withSpend(uint256 word, uint256 today, uint256 spent) internal pure returns (uint256) {
         return (spent << SPEND_AMOUNT_SHIFT) | (today << SPEND_DAY_SHIFT) | (word & OPERATOR_MASK);
+    }
+
+    /// @dev The window spend word brought up to `hour`: counts of windows that have ended are zero.
+    function _rollWindows(uint256 word, uint256 hour) internal pure returns (uint256) {
+        uint256 tag = word & type(uint24).max;
+        if (tag == hour) return word;
+        uint256 rolled = hour;
+        if (tag / HOURS_PER_WEEK == hour / HOURS_PER_WEEK) rolled |= word & (U64 << W_WEEK_SHIFT);
+        if (tag / HOURS_PER_MONTH == hour / HOURS_PER_MONTH) rolled |= word & (U64 << W_MONTH_SHIFT);
+        return rolled;
+    }
+
+    /// @dev `(word >> shift) & U64`, a 64-bit field of a packed word.
+    function _field(uint256 word, uint256 shift) internal pure returns (uint256) {
+        return (word >> shift) & U64;
+    }
+
+    /// @dev The word with the 64-bit field at `shift` set to `value` (which fits: callers check or saturate).
+    function _setField(uint256 word, uint256 shift, uint256 value) internal pure returns (uint256) {
+        return (word & ~(U64 << shift)) | (value << shift);
     }
 
     function _ownerDigest(bytes32 structHash) internal view returns (bytes32) {

@@ -2,14 +2,29 @@
 import { getAddress, type Log, type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
 import { decodeRevert } from "./errors";
+import type { AllowlistProof } from "../policy/allowlist";
 
-export const REASONS: Record<number, string> = {
-  1: "merchant_not_allowed",
-  2: "per_tx_limit_exceeded",
-  3: "daily_budget_exceeded",
-  4: "policy_paused",
-  5: "approval_required",
-};
+/**
+ * The contract's BlockReason enum (ISpendPolicy.sol, DESIGN.md section 4): the one table of on-chain block reasons.
+ * `meaning` goes into the API reference, `message` to the agent that was refused.
+ */
+export const REASON_TABLE: readonly { code: number; name: string; meaning: string; message: string }[] = [
+  { code: 1, name: "merchant_not_allowed", meaning: "the merchant's host is not on the allowlist (checked before the seller is contacted)", message: "The merchant is not on the agent's allowlist." },
+  { code: 2, name: "per_tx_limit_exceeded", meaning: "the price is above perTxLimit", message: "The price is above the per-payment limit." },
+  { code: 3, name: "daily_budget_exceeded", meaning: "the payment would take today's spend (UTC day) above dailyBudget", message: "The payment would exceed today's budget." },
+  { code: 4, name: "policy_paused", meaning: "the owner paused the agent (kill switch)", message: "The owner has paused this agent's payments." },
+  { code: 5, name: "approval_required", meaning: "above approvalThreshold without a valid owner approval", message: "The payment needs a valid owner approval." },
+  { code: 6, name: "velocity_exceeded", meaning: "the agent already made maxPaymentsPerHour payments this UTC hour", message: "The agent has made as many payments this hour as its policy allows." },
+  { code: 7, name: "policy_expired", meaning: "the policy's validUntil has passed; every payment is blocked until the owner signs a new policy", message: "The agent's policy has expired; the owner must sign a new one." },
+  { code: 8, name: "hourly_budget_exceeded", meaning: "the payment would take this UTC hour's spend above hourlyBudget", message: "The payment would exceed this hour's budget." },
+  { code: 9, name: "weekly_budget_exceeded", meaning: "the payment would take this 7-day window's spend (weeks from Thursday 00:00 UTC) above weeklyBudget", message: "The payment would exceed this week's budget." },
+  { code: 10, name: "monthly_budget_exceeded", meaning: "the payment would take this 30-day window's spend above monthlyBudget", message: "The payment would exceed this 30-day budget." },
+  { code: 11, name: "lifetime_budget_exceeded", meaning: "the payment would take the total spend since the lifetime budget was set above lifetimeBudget", message: "The payment would exceed the agent's lifetime budget." },
+  { code: 12, name: "merchant_budget_exceeded", meaning: "the payment would take today's spend under the allowlist entry that admits the merchant above that entry's daily cap", message: "The payment would exceed this merchant's daily cap." },
+];
+
+/** Reason name by on-chain code. */
+export const REASONS: Record<number, string> = Object.fromEntries(REASON_TABLE.map((r) => [r.code, r.name]));
 
 const AUTHORIZE_GAS_LIMIT = 250_000n;
 
@@ -51,9 +66,9 @@ export class PolicyOps {
   constructor(private readonly chain: ChainClient) {}
 
   /** Simulates the policy: [decision, reason] with no state change. */
-  async check(policyAddress: string, merchant: string, leaf: string, proof: string[], amount: bigint) {
+  async check(policyAddress: string, merchant: string, allowed: AllowlistProof, amount: bigint) {
     const c = this.chain.policyAt(policyAddress, this.chain.provider);
-    const [decision, reason] = await c.checkPayment(merchant, leaf, proof, amount);
+    const [decision, reason] = await c.checkPayment(merchant, allowed.leaf, allowed.cap, allowed.proof, amount);
     return { decision: Number(decision), reason: REASONS[Number(reason)] ?? null };
   }
 
@@ -65,8 +80,7 @@ export class PolicyOps {
     policyAddress: string,
     paymentId: string,
     merchant: string,
-    leaf: string,
-    proof: string[],
+    allowed: AllowlistProof,
     transfer: TransferInput,
     approval: OwnerApprovalInput = NO_APPROVAL,
     onSent?: (txHash: string) => Promise<void>,
@@ -75,9 +89,9 @@ export class PolicyOps {
     const tuple = [approval.approvalId, approval.amount, approval.timestamp, approval.signature];
     // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
-    const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(proof.length) * 5_000n;
+    const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(allowed.proof.length) * 5_000n;
     const tx = await this.chain.sendTx((o) =>
-      c.authorizePayment(paymentId, merchant, leaf, proof, toTuple(transfer), tuple, { ...o, gasLimit }),
+      c.authorizePayment(paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, toTuple(transfer), tuple, { ...o, gasLimit }),
     );
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
     const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);

@@ -14,6 +14,14 @@ export const SET_POLICY_TYPES: Record<string, TypedDataField[]> = {
     { name: "dailyBudget", type: "uint256" },
     { name: "allowlistRoot", type: "bytes32" },
     { name: "approvalThreshold", type: "uint256" },
+    { name: "hourlyBudget", type: "uint256" },
+    { name: "weeklyBudget", type: "uint256" },
+    { name: "monthlyBudget", type: "uint256" },
+    { name: "lifetimeBudget", type: "uint256" },
+    { name: "maxPaymentsPerHour", type: "uint256" },
+    { name: "validUntil", type: "uint256" },
+    { name: "maxSwapSlippageBps", type: "uint256" },
+    { name: "swapTwapSeconds", type: "uint256" },
     { name: "timestamp", type: "uint256" },
   ],
 };
@@ -104,12 +112,36 @@ export function serviceDomain(chainId: bigint | number): TypedDataDomain {
   return { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId };
 }
 
-export interface SetPolicyMessage {
-  agent: string;
+/** The policy's fields as the contract's Policy tuple holds them (SetPolicy without agent and timestamp). */
+export interface PolicyFields {
   perTxLimit: bigint;
   dailyBudget: bigint;
   allowlistRoot: string;
   approvalThreshold: bigint;
+  hourlyBudget: bigint;
+  weeklyBudget: bigint;
+  monthlyBudget: bigint;
+  lifetimeBudget: bigint;
+  maxPaymentsPerHour: bigint;
+  validUntil: bigint;
+  maxSwapSlippageBps: bigint;
+  swapTwapSeconds: bigint;
+}
+
+/** The optional fields of a policy, all "no such limit": what a policy that names none of them means. */
+export const NO_EXTRA_LIMITS = {
+  hourlyBudget: 0n,
+  weeklyBudget: 0n,
+  monthlyBudget: 0n,
+  lifetimeBudget: 0n,
+  maxPaymentsPerHour: 0n,
+  validUntil: 0n,
+  maxSwapSlippageBps: 0n,
+  swapTwapSeconds: 0n,
+} as const;
+
+export interface SetPolicyMessage extends PolicyFields {
+  agent: string;
   timestamp: bigint;
 }
 

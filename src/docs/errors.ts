@@ -1,5 +1,5 @@
 /** Every error code the service answers with, every block reason and ledger status: the API reference's tables. */
-import { REASONS } from "../chain/policyOps";
+import { REASONS, REASON_TABLE } from "../chain/policyOps";
 
 export interface ErrorCodeDoc {
   status: number;
@@ -45,16 +45,7 @@ export const BLOCK_REASONS: Record<string, string> = {
   unsupported_payment: "the seller offers no exact USDC payment on this chain (not recorded on-chain)",
 };
 
-const REASON_MEANING: Record<string, string> = {
-  merchant_not_allowed: "the merchant's host is not on the allowlist (checked before the seller is contacted)",
-  per_tx_limit_exceeded: "the price is above perTxLimit",
-  daily_budget_exceeded: "the payment would take today's spend (UTC day) above dailyBudget",
-  policy_paused: "the owner paused the agent (kill switch)",
-  approval_required: "above approvalThreshold without a valid owner approval",
-};
-for (const [reason, meaning] of Object.entries(REASON_MEANING)) {
-  if (BLOCK_REASONS[reason]) BLOCK_REASONS[reason] = `${meaning} (${BLOCK_REASONS[reason]})`;
-}
+for (const r of REASON_TABLE) BLOCK_REASONS[r.name] = `${r.meaning} (${BLOCK_REASONS[r.name]})`;
 
 export const LEDGER_STATUSES: Record<string, string> = {
   approved: "paid and settled",

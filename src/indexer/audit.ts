@@ -8,6 +8,21 @@ import { Interface, getAddress, zeroPadValue, type Log, type Provider } from "et
 import { artifactAbi, ERC20_ABI } from "../chain/client";
 import { REASONS } from "../chain/policyOps";
 
+/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy, DESIGN.md section 5). */
+const POLICY_NUMBERS = [
+  "perTxLimit",
+  "dailyBudget",
+  "approvalThreshold",
+  "hourlyBudget",
+  "weeklyBudget",
+  "monthlyBudget",
+  "lifetimeBudget",
+  "maxPaymentsPerHour",
+  "validUntil",
+  "maxSwapSlippageBps",
+  "swapTwapSeconds",
+] as const;
+
 export type AuditPaymentStatus = "authorized" | "settled" | "released" | "blocked";
 
 export interface AuditPayment {
@@ -30,7 +45,8 @@ export interface AuditAgent {
   deployTx: string;
   owners: { owner: string; timestamp: number; txHash: string }[];
   operators: { operator: string; timestamp: number; txHash: string }[];
-  policies: { version: number; perTxLimit: string; dailyBudget: string; allowlistRoot: string; approvalThreshold: string; timestamp: number; txHash: string }[];
+  /** Each signed policy: its version, every SetPolicy field (amounts and integers as decimal strings), when and where. */
+  policies: ({ version: number; allowlistRoot: string; timestamp: number; txHash: string } & Record<(typeof POLICY_NUMBERS)[number], string>)[];
   pauses: { paused: boolean; timestamp: number; txHash: string }[];
   withdrawals: { token: string; to: string; amount: string; timestamp: number; txHash: string }[];
   /** Authorised payments by paymentId, in order. */
@@ -102,7 +118,8 @@ export async function auditFromLogs(
         break;
       case "PolicyUpdated": {
         const p = e.args.policy;
-        a.policies.push({ version: Number(e.args.version), perTxLimit: p.perTxLimit.toString(), dailyBudget: p.dailyBudget.toString(), allowlistRoot: p.allowlistRoot, approvalThreshold: p.approvalThreshold.toString(), ...at });
+        const numbers = Object.fromEntries(POLICY_NUMBERS.map((k) => [k, (p[k] ?? 0n).toString()])) as Record<(typeof POLICY_NUMBERS)[number], string>;
+        a.policies.push({ version: Number(e.args.version), ...numbers, allowlistRoot: p.allowlistRoot, ...at });
         if (Number(e.args.version) !== a.policies.length) report.inconsistencies.push(`${a.agent}: policy version ${e.args.version} is number ${a.policies.length} seen`);
         break;
       }

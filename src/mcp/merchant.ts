@@ -7,7 +7,6 @@
 import { fromBaseUnits } from "../amounts";
 import { DECISION } from "../chain/policyOps";
 import { AppError } from "../errors";
-import { proveMerchant } from "../policy/allowlist";
 import type { Services } from "../services";
 import { merchantOf } from "../services/payments";
 import type { AgentDoc } from "../store/documents";
@@ -20,7 +19,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     s.policies.onchain(agent),
     s.ctx.store.payments.countDocuments({ agentAddress: agent.address, merchant, status: "approved" }),
   ]);
-  const proof = policy.deployed ? proveMerchant(await s.policies.allowlistFor(policy.allowlistRoot), merchant) : null;
+  const proof = policy.deployed ? await s.policies.prove(policy.allowlistRoot, merchant) : null;
 
   let quote: Quote | null = null;
   let quoteError: VerifyMerchantResult["quoteError"] = null;
@@ -45,7 +44,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
   else if (!proof) [expectedOutcome, reason] = ["blocked", "merchant_not_allowed"];
   else if (!quote && quoteError?.error === "unsupported_payment") [expectedOutcome, reason] = ["blocked", "unsupported_payment"];
   else if (quote) {
-    const check = await s.settlement.ops.check(agent.policyAddress, merchant, proof.leaf, proof.proof, quote.amount);
+    const check = await s.settlement.ops.check(agent.policyAddress, merchant, proof, quote.amount);
     if (check.decision === DECISION.Allow) expectedOutcome = "approved";
     else if (check.decision === DECISION.RequiresApproval) expectedOutcome = "pending";
     else [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];

@@ -87,7 +87,9 @@ export const TOOLS: ToolDef[] = [
     title: "Spend limits",
     description:
       "Read this agent's spend policy from its on-chain SpendPolicy contract: perTxLimit, dailyBudget, spentToday, " +
-      "remainingDailyBudget, allowlist, approvalThreshold, paused. Call it before every spending decision.",
+      "remainingDailyBudget, allowlist, approvalThreshold, paused, and the richer limits: each budget window " +
+      "(hourly, daily, weekly, monthly, lifetime) with what remains in it, per-merchant daily caps with what remains " +
+      "today, payments left this hour (velocity) and validUntil. Call it before every spending decision.",
     input: NoInput,
     output: LimitsOutput,
     annotations: READ_ONLY,

@@ -1,6 +1,8 @@
 /**
  * Merchant allowlist: normalisation, matching and the Merkle root the SpendPolicy contract stores.
- * Leaves are normalised host names, "*.domain" (any subdomain of domain) or "*" (any merchant).
+ * Entries are normalised host names, "*.domain" (any subdomain of domain) or "*" (any merchant). Leaves are
+ * [entry, dailyCap] (["string","uint256"], cap in USDC base units, 0 = no cap of its own); roots signed before caps
+ * existed ("v1") have [entry] leaves (["string"]), and the contract accepts those too, with no cap.
  */
 import { domainToASCII } from "node:url";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
@@ -61,16 +63,33 @@ export function normalizeAllowlist(entries: readonly string[]): NormalizedAllowl
   return { entries: out, invalid };
 }
 
-function tree(entries: readonly string[]): StandardMerkleTree<[string]> {
+/** Per-entry daily caps in USDC base units, keyed by normalised entry (absent or 0: no cap of its own). */
+export type EntryCaps = Readonly<Record<string, bigint>>;
+
+/** "v2": [entry, dailyCap] leaves; "v1": [entry] leaves (roots signed before per-entry caps). */
+export type LeafForm = "v1" | "v2";
+
+function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm): StandardMerkleTree<string[]> {
+  if (form === "v1") return StandardMerkleTree.of(entries.map((e) => [e]), ["string"]);
   return StandardMerkleTree.of(
-    entries.map((e) => [e] as [string]),
-    ["string"],
+    entries.map((e) => [e, (caps[e] ?? 0n).toString()]),
+    ["string", "uint256"],
   );
 }
 
-/** The root the contract stores: StandardMerkleTree over ["string"] leaves; the empty list has root 0x00…00. */
-export function allowlistRoot(normalizedEntries: readonly string[]): string {
-  return normalizedEntries.length === 0 ? EMPTY_ROOT : tree(normalizedEntries).root;
+/**
+ * The root the contract stores: StandardMerkleTree over [entry, dailyCap] leaves (["string","uint256"]), or over
+ * [entry] leaves (["string"]) for form "v1"; the empty list has root 0x00…00.
+ */
+export function allowlistRoot(normalizedEntries: readonly string[], caps: EntryCaps = {}, form: LeafForm = "v2"): string {
+  return normalizedEntries.length === 0 ? EMPTY_ROOT : tree(normalizedEntries, caps, form).root;
+}
+
+/** Which leaf form `root` was built with from these entries and caps, or null when it is neither. */
+export function leafFormOf(root: string, normalizedEntries: readonly string[], caps: EntryCaps = {}): LeafForm | null {
+  if (allowlistRoot(normalizedEntries, caps, "v2") === root) return "v2";
+  if (Object.values(caps).every((c) => c === 0n) && allowlistRoot(normalizedEntries, {}, "v1") === root) return "v1";
+  return null;
 }
 
 /** Whether an allowlist leaf admits a normalised merchant host (the contract applies the same rule). */
@@ -83,21 +102,32 @@ export function leafMatches(leaf: string, merchant: string): boolean {
 
 export interface AllowlistProof {
   leaf: string;
+  /** The leaf's daily cap (base units; 0: none, and always 0 for a v1 leaf): authorizePayment's leafDailyCap. */
+  cap: bigint;
   proof: string[];
 }
 
+/** What a refused merchant is recorded with: no leaf, no cap, no proof. */
+export const NO_LEAF: AllowlistProof = { leaf: "", cap: 0n, proof: [] };
+
 /**
  * The most specific leaf that admits the merchant and its Merkle proof, or null when no leaf does.
- * Exact leaves win over wildcards so that the event trail names the narrowest rule.
+ * Exact leaves win over wildcards so that the event trail names the narrowest rule, and the narrowest entry's cap
+ * is the one that applies.
  */
-export function proveMerchant(normalizedEntries: readonly string[], merchant: string): AllowlistProof | null {
+export function proveMerchant(
+  normalizedEntries: readonly string[],
+  merchant: string,
+  caps: EntryCaps = {},
+  form: LeafForm = "v2",
+): AllowlistProof | null {
   const matches = normalizedEntries.filter((leaf) => leafMatches(leaf, merchant));
   if (matches.length === 0) return null;
   matches.sort((a, b) => specificity(b) - specificity(a));
   const leaf = matches[0];
-  const t = tree(normalizedEntries);
+  const t = tree(normalizedEntries, caps, form);
   for (const [i, value] of t.entries()) {
-    if (value[0] === leaf) return { leaf, proof: t.getProof(i) };
+    if (value[0] === leaf) return { leaf, cap: form === "v1" ? 0n : BigInt(value[1]), proof: t.getProof(i) };
   }
   return null;
 }

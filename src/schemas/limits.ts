@@ -12,11 +12,33 @@ export const SetLimitsRequest = z
       .max(500)
       .meta({ description: "merchant host names; \"*.example.com\" for any subdomain, \"*\" for any merchant; empty = none" }),
     approvalThreshold: Amount,
+    hourlyBudget: Amount.optional().meta({ description: "most per UTC hour, USDC; absent or \"0\" = no hourly budget" }),
+    weeklyBudget: Amount.optional().meta({ description: "most per 7-day window (from Thursday 00:00 UTC), USDC; absent or \"0\" = none" }),
+    monthlyBudget: Amount.optional().meta({ description: "most per 30-day window of the Unix epoch, USDC; absent or \"0\" = none" }),
+    lifetimeBudget: Amount.optional().meta({ description: "most in total from this policy on, USDC; absent or \"0\" = none" }),
+    maxPaymentsPerHour: z.number().int().min(0).max(65_535).optional().meta({ description: "most payments per UTC hour; absent or 0 = none" }),
+    validUntil: z.number().int().min(0).max(2 ** 32 - 1).optional().meta({ description: "Unix time after which every payment is blocked (policy_expired); absent or 0 = never" }),
+    maxSwapSlippageBps: z.number().int().min(0).max(10_000).optional().meta({ description: "largest swap slippage in basis points; 0 = swaps off (only 0 is accepted until swaps exist)" }),
+    swapTwapSeconds: z.number().int().min(0).max(2 ** 32 - 1).optional().meta({ description: "TWAP period of a swap's price check, seconds; signed and stored" }),
+    merchantCaps: z
+      .record(z.string().max(300), Amount)
+      .optional()
+      .meta({ description: "daily cap per allowlist entry, USDC, e.g. { \"api.weather.example\": \"2.00\" }; each key must be in allowlist; \"0\" = no cap of its own" }),
     humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPolicy signature (see the API reference)" }),
     timestamp: UnixTimestamp,
   })
   .meta({ id: "SetLimitsRequest" });
 export type SetLimitsRequest = z.infer<typeof SetLimitsRequest>;
+
+export const WindowView = z
+  .object({
+    window: z.enum(["hourly", "daily", "weekly", "monthly", "lifetime"]),
+    budget: z.string().meta({ description: "USDC" }),
+    spent: z.string().meta({ description: "USDC counted in the current window" }),
+    remaining: z.string().meta({ description: "USDC left in the current window" }),
+    resetsAt: z.number().int().nullable().meta({ description: "Unix time the window ends (fixed UTC windows); null for lifetime" }),
+  })
+  .meta({ id: "PolicyWindow" });
 
 export const PolicyView = z
   .object({
@@ -33,6 +55,22 @@ export const PolicyView = z
     spentToday: z.string().meta({ description: "spent in the current UTC day, USDC" }),
     remainingDailyBudget: z.string(),
     lastUpdated: z.number().int().nullable().meta({ description: "timestamp of the owner's last SetPolicy" }),
+    hourlyBudget: z.string().meta({ description: "most per UTC hour, USDC (\"0\" = none)" }),
+    weeklyBudget: z.string().meta({ description: "most per 7-day window, USDC (\"0\" = none)" }),
+    monthlyBudget: z.string().meta({ description: "most per 30-day window, USDC (\"0\" = none)" }),
+    lifetimeBudget: z.string().meta({ description: "most in total, USDC (\"0\" = none)" }),
+    maxPaymentsPerHour: z.number().int().meta({ description: "most payments per UTC hour (0 = none)" }),
+    validUntil: z.number().int().meta({ description: "Unix time after which every payment is blocked (0 = never)" }),
+    maxSwapSlippageBps: z.number().int(),
+    swapTwapSeconds: z.number().int(),
+    merchantCaps: z.record(z.string(), z.string()).meta({ description: "daily cap per capped allowlist entry, USDC" }),
+    merchantRemainingToday: z.record(z.string(), z.string()).meta({ description: "what each capped entry has left today, USDC" }),
+    windows: z
+      .array(WindowView)
+      .meta({ description: "every budget window with a limit (and the day's): budget, spent, remaining, when it resets" }),
+    velocity: z
+      .object({ maxPaymentsPerHour: z.number().int(), paymentsThisHour: z.number().int(), remaining: z.number().int().nullable(), resetsAt: z.number().int() })
+      .meta({ description: "payments this UTC hour against maxPaymentsPerHour (remaining null: no limit)" }),
   })
   .meta({ id: "Policy" });
 export type PolicyView = z.infer<typeof PolicyView>;
@@ -52,6 +90,15 @@ export const SetLimitsResponse = z
     approvalThreshold: z.string(),
     allowlistRoot: z.string(),
     timestamp: z.number().int(),
+    hourlyBudget: z.string(),
+    weeklyBudget: z.string(),
+    monthlyBudget: z.string(),
+    lifetimeBudget: z.string(),
+    maxPaymentsPerHour: z.number().int(),
+    validUntil: z.number().int(),
+    maxSwapSlippageBps: z.number().int(),
+    swapTwapSeconds: z.number().int(),
+    merchantCaps: z.record(z.string(), z.string()),
   })
   .meta({ id: "SetLimitsResponse" });
 

@@ -6,7 +6,7 @@ import { fromBaseUnits } from "../amounts";
 import { DECISION } from "../chain/policyOps";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
-import { proveMerchant } from "../policy/allowlist";
+import { NO_LEAF } from "../policy/allowlist";
 import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
@@ -156,8 +156,8 @@ export class ApprovalService {
     }
     await this.ctx.signatures.consume("ApprovalDecision", digest);
     const policy = await this.policies.onchain(agent);
-    const proof = proveMerchant(await this.policies.allowlistFor(policy.allowlistRoot), a.merchant) ?? { leaf: "", proof: [] };
-    const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof.leaf, proof.proof, quote.amount);
+    const proof = (await this.policies.prove(policy.allowlistRoot, a.merchant)) ?? NO_LEAF;
+    const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
     let outcome;
     if (check.decision === DECISION.Block) {
       outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);

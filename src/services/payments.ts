@@ -5,12 +5,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
-import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
+import { BLOCKED_RECORD_PAY_TO, DECISION, REASON_TABLE, type TransferInput } from "../chain/policyOps";
 import { phaseTimer } from "../util/timer";
 import { AppError, errorBody } from "../errors";
 import { type IdempotencyService, type StoredResponse, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
-import { type AllowlistProof, normalizeHost, proveMerchant } from "../policy/allowlist";
+import { type AllowlistProof, NO_LEAF, normalizeHost } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
@@ -86,9 +86,8 @@ export class PaymentService {
     if (!policy.deployed) {
       throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
     }
-    const entries = await this.policies.allowlistFor(policy.allowlistRoot);
-    const proof = proveMerchant(entries, pc.merchant);
-    if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", { leaf: "", proof: [] });
+    const proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
+    if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", NO_LEAF);
 
     const quote = await this.quote(pc);
     timer.mark("quote");
@@ -98,7 +97,7 @@ export class PaymentService {
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
-    const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
+    const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
@@ -189,7 +188,7 @@ export class PaymentService {
         // A refused payment names no real payee: nothing may ever settle its record (it is not authorised anyway).
         recordTransfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
         const transfer = recordTransfer;
-        const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof.leaf, proof.proof, transfer);
+        const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer);
         await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
         if (result.authorized) {
           // The policy changed between simulation and transaction: never keep budget for a payment not made.
@@ -331,11 +330,7 @@ export class PaymentService {
 
 export function blockMessage(reason: string): string {
   const messages: Record<string, string> = {
-    merchant_not_allowed: "The merchant is not on the agent's allowlist.",
-    per_tx_limit_exceeded: "The price is above the per-payment limit.",
-    daily_budget_exceeded: "The payment would exceed today's budget.",
-    policy_paused: "The owner has paused this agent's payments.",
-    approval_required: "The payment needs a valid owner approval.",
+    ...Object.fromEntries(REASON_TABLE.map((r) => [r.name, r.message])),
     max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
     unsupported_payment: "The seller offers no exact USDC payment on this chain.",
   };

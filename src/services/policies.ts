@@ -2,25 +2,52 @@
 import { getAddress } from "ethers";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { revertToAppError } from "../chain/errors";
-import { SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
+import { NO_EXTRA_LIMITS, type PolicyFields, SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
 import { badRequest, conflict } from "../errors";
-import { EMPTY_ROOT, allowlistRoot, normalizeAllowlist } from "../policy/allowlist";
+import {
+  type AllowlistProof,
+  EMPTY_ROOT,
+  type EntryCaps,
+  type LeafForm,
+  allowlistRoot,
+  leafFormOf,
+  normalizeAllowlist,
+  normalizeAllowlistEntry,
+  proveMerchant,
+} from "../policy/allowlist";
 import type { PolicyView, SetLimitsRequest } from "../schemas/limits";
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
 import { maskKey } from "./keys";
 
-export interface OnchainPolicy {
+/** What the contract's spending() view counts now in each window (0 for a window with no limit). */
+export interface Spending {
+  hour: bigint;
+  paymentsThisHour: bigint;
+  day: bigint;
+  week: bigint;
+  month: bigint;
+  lifetime: bigint;
+}
+
+export interface OnchainPolicy extends PolicyFields {
   deployed: boolean;
-  perTxLimit: bigint;
-  dailyBudget: bigint;
-  allowlistRoot: string;
-  approvalThreshold: bigint;
   paused: boolean;
   spentToday: bigint;
+  spending: Spending;
   lastUpdated: number | null;
 }
+
+/** An allowlist as the service keeps it: entries, per-entry caps, and the leaf form its root was built with. */
+export interface Allowlist {
+  entries: string[];
+  caps: EntryCaps;
+  form: LeafForm;
+}
+
+const NO_SPENDING: Spending = { hour: 0n, paymentsThisHour: 0n, day: 0n, week: 0n, month: 0n, lifetime: 0n };
+const EMPTY_ALLOWLIST: Allowlist = { entries: [], caps: {}, form: "v2" };
 
 const UNDEPLOYED: OnchainPolicy = {
   deployed: false,
@@ -28,60 +55,107 @@ const UNDEPLOYED: OnchainPolicy = {
   dailyBudget: 0n,
   allowlistRoot: EMPTY_ROOT,
   approvalThreshold: 0n,
+  ...NO_EXTRA_LIMITS,
   paused: false,
   spentToday: 0n,
+  spending: NO_SPENDING,
   lastUpdated: null,
 };
 
+const HOUR = 3_600;
+const DAY = 86_400;
+/** The fixed UTC windows of the contract (aligned to the Unix epoch), their field and their length in seconds. */
+const WINDOWS = [
+  { window: "hourly", budget: "hourlyBudget", spent: "hour", seconds: HOUR },
+  { window: "daily", budget: "dailyBudget", spent: "day", seconds: DAY },
+  { window: "weekly", budget: "weeklyBudget", spent: "week", seconds: 7 * DAY },
+  { window: "monthly", budget: "monthlyBudget", spent: "month", seconds: 30 * DAY },
+  { window: "lifetime", budget: "lifetimeBudget", spent: "lifetime", seconds: null },
+] as const;
+
+const left = (limit: bigint, used: bigint) => (limit > used ? limit - used : 0n);
+
 export class PolicyService {
-  private readonly allowlistCache = new Map<string, string[]>();
+  private readonly allowlistCache = new Map<string, Allowlist>();
 
   constructor(private readonly ctx: ServiceContext) {}
 
   /** The policy as the contract holds it now (the chain is the source of truth). */
   async onchain(agent: AgentDoc): Promise<OnchainPolicy> {
     const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
-    // One round trip for the four reads (this sits on the payment path).
-    const [p, paused, spent, last] = await this.ctx.chain.readMany([
+    // One round trip for the five reads (this sits on the payment path).
+    const [p, paused, spent, last, windows] = await this.ctx.chain.readMany([
       { contract, method: "policy" },
       { contract, method: "paused" },
       { contract, method: "spentToday" },
       { contract, method: "lastTimestamp", args: [0] },
+      { contract, method: "spending" },
     ]);
-    if (!p || !paused || !spent || !last) {
+    if (!p || !paused || !spent || !last || !windows) {
       if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
       throw new Error(`could not read the policy at ${agent.policyAddress}`);
     }
-    const policy = p[0] as { perTxLimit: bigint; dailyBudget: bigint; allowlistRoot: string; approvalThreshold: bigint };
+    const policy = p[0] as PolicyFields;
+    const w = windows[0] as Spending;
     return {
       deployed: true,
       perTxLimit: policy.perTxLimit,
       dailyBudget: policy.dailyBudget,
       allowlistRoot: policy.allowlistRoot,
       approvalThreshold: policy.approvalThreshold,
+      hourlyBudget: policy.hourlyBudget,
+      weeklyBudget: policy.weeklyBudget,
+      monthlyBudget: policy.monthlyBudget,
+      lifetimeBudget: policy.lifetimeBudget,
+      maxPaymentsPerHour: policy.maxPaymentsPerHour,
+      validUntil: policy.validUntil,
+      maxSwapSlippageBps: policy.maxSwapSlippageBps,
+      swapTwapSeconds: policy.swapTwapSeconds,
       paused: paused[0] as boolean,
       spentToday: spent[0] as bigint,
+      spending: { hour: w.hour, paymentsThisHour: w.paymentsThisHour, day: w.day, week: w.week, month: w.month, lifetime: w.lifetime },
       lastUpdated: Number(last[0]),
     };
   }
 
   /** The allowlist entries behind an on-chain root (the chain stores only the root). */
   async allowlistFor(root: string): Promise<string[]> {
-    if (root === EMPTY_ROOT) return [];
+    return (await this.allowlistOf(root)).entries;
+  }
+
+  /** Entries, caps and leaf form behind an on-chain root ([entry, cap] leaves, or [entry] for a v1 root). */
+  async allowlistOf(root: string): Promise<Allowlist> {
+    if (root === EMPTY_ROOT) return EMPTY_ALLOWLIST;
     const cached = this.allowlistCache.get(root);
     if (cached) return cached;
     const doc = await this.ctx.store.allowlists.findOne({ root });
-    if (!doc) return [];
-    // Content-addressed (the root is the hash of the entries), so a cached answer can never be stale.
-    if (allowlistRoot(doc.entries) !== root) throw new Error(`stored allowlist does not hash to ${root}`);
+    if (!doc) return EMPTY_ALLOWLIST;
+    const caps: EntryCaps = Object.fromEntries(Object.entries(doc.caps ?? {}).map(([e, c]) => [e, BigInt(c)]));
+    // Content-addressed (the root is the hash of the entries and caps), so a cached answer can never be stale.
+    const form = leafFormOf(root, doc.entries, caps);
+    if (!form) throw new Error(`stored allowlist does not hash to ${root}`);
+    const list: Allowlist = { entries: doc.entries, caps, form };
     if (this.allowlistCache.size > 10_000) this.allowlistCache.clear();
-    this.allowlistCache.set(root, doc.entries);
-    return doc.entries;
+    this.allowlistCache.set(root, list);
+    return list;
+  }
+
+  /** The leaf (with its cap) and proof that admit `merchant` under `root`, or null when none does. */
+  async prove(root: string, merchant: string): Promise<AllowlistProof | null> {
+    const list = await this.allowlistOf(root);
+    return proveMerchant(list.entries, merchant, list.caps, list.form);
   }
 
   async view(agent: AgentDoc): Promise<PolicyView> {
     const p = await this.onchain(agent);
     const remaining = p.dailyBudget > p.spentToday ? p.dailyBudget - p.spentToday : 0n;
+    const list = await this.allowlistOf(p.allowlistRoot);
+    const capped = Object.entries(list.caps).filter(([, c]) => c > 0n);
+    const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
+    const entrySpent = p.deployed && capped.length
+      ? await this.ctx.chain.readMany(capped.map(([e]) => ({ contract, method: "entrySpentToday", args: [e] })))
+      : [];
+    const now = Math.floor(Date.now() / 1000);
     return {
       address: agent.address,
       perTxLimit: fromBaseUnits(p.perTxLimit),
@@ -96,6 +170,31 @@ export class PolicyService {
       spentToday: fromBaseUnits(p.spentToday),
       remainingDailyBudget: fromBaseUnits(remaining),
       lastUpdated: p.lastUpdated,
+      hourlyBudget: fromBaseUnits(p.hourlyBudget),
+      weeklyBudget: fromBaseUnits(p.weeklyBudget),
+      monthlyBudget: fromBaseUnits(p.monthlyBudget),
+      lifetimeBudget: fromBaseUnits(p.lifetimeBudget),
+      maxPaymentsPerHour: Number(p.maxPaymentsPerHour),
+      validUntil: Number(p.validUntil),
+      maxSwapSlippageBps: Number(p.maxSwapSlippageBps),
+      swapTwapSeconds: Number(p.swapTwapSeconds),
+      merchantCaps: Object.fromEntries(capped.map(([e, c]) => [e, fromBaseUnits(c)])),
+      merchantRemainingToday: Object.fromEntries(
+        capped.map(([e, c], i) => [e, fromBaseUnits(left(c, (entrySpent[i]?.[0] as bigint | undefined) ?? 0n))]),
+      ),
+      windows: WINDOWS.filter((w) => w.window === "daily" || p[w.budget] > 0n).map((w) => ({
+        window: w.window,
+        budget: fromBaseUnits(p[w.budget]),
+        spent: fromBaseUnits(p.spending[w.spent]),
+        remaining: fromBaseUnits(left(p[w.budget], p.spending[w.spent])),
+        resetsAt: w.seconds === null ? null : (Math.floor(now / w.seconds) + 1) * w.seconds,
+      })),
+      velocity: {
+        maxPaymentsPerHour: Number(p.maxPaymentsPerHour),
+        paymentsThisHour: Number(p.spending.paymentsThisHour),
+        remaining: p.maxPaymentsPerHour > 0n ? Number(left(p.maxPaymentsPerHour, p.spending.paymentsThisHour)) : null,
+        resetsAt: (Math.floor(now / HOUR) + 1) * HOUR,
+      },
     };
   }
 
@@ -107,12 +206,26 @@ export class PolicyService {
     const owner = agent.ownerAddress;
     const { entries, invalid } = normalizeAllowlist(input.allowlist);
     if (invalid.length) throw badRequest(`Not host names: ${invalid.join(", ")}`, { invalidAllowlistEntries: invalid });
-    const policy = {
+    if (input.maxSwapSlippageBps) {
+      throw badRequest("swaps are not available yet: maxSwapSlippageBps must be 0 or absent.", { field: "maxSwapSlippageBps" });
+    }
+    const caps = capsOf(entries, input.merchantCaps ?? {});
+    const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));
+    const policy: PolicyFields = {
       perTxLimit: toBaseUnits(input.perTxLimit),
       dailyBudget: toBaseUnits(input.dailyBudget),
-      allowlistRoot: allowlistRoot(entries),
+      allowlistRoot: allowlistRoot(entries, caps),
       approvalThreshold: toBaseUnits(input.approvalThreshold),
+      hourlyBudget: units(input.hourlyBudget),
+      weeklyBudget: units(input.weeklyBudget),
+      monthlyBudget: units(input.monthlyBudget),
+      lifetimeBudget: units(input.lifetimeBudget),
+      maxPaymentsPerHour: BigInt(input.maxPaymentsPerHour ?? 0),
+      validUntil: BigInt(input.validUntil ?? 0),
+      maxSwapSlippageBps: BigInt(input.maxSwapSlippageBps ?? 0),
+      swapTwapSeconds: BigInt(input.swapTwapSeconds ?? 0),
     };
+    const storedCaps = Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, c.toString()]));
     const digest = await this.ctx.signatures.verify({
       kind: "SetPolicy",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
@@ -129,12 +242,12 @@ export class PolicyService {
       // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
       await this.ctx.store.allowlists.updateOne(
         { root: policy.allowlistRoot },
-        { $setOnInsert: { root: policy.allowlistRoot, entries, createdAt: new Date() } },
+        { $setOnInsert: { root: policy.allowlistRoot, entries, caps: storedCaps, createdAt: new Date() } },
         { upsert: true },
       );
       const chain = this.ctx.chain;
       const deployed = await chain.isDeployed(agent.policyAddress);
-      const tuple = [policy.perTxLimit, policy.dailyBudget, policy.allowlistRoot, policy.approvalThreshold];
+      const tuple = { ...policy };
       const contract = deployed ? chain.policyAt(agent.policyAddress) : chain.factory;
       const { receipt } = await chain
         .sendAndWait((overrides) =>
@@ -152,6 +265,8 @@ export class PolicyService {
         approvalThreshold: policy.approvalThreshold.toString(),
         allowlist: entries,
         allowlistRoot: policy.allowlistRoot,
+        extraLimits: Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, policy[k as keyof PolicyFields].toString()])),
+        merchantCaps: storedCaps,
         timestamp: input.timestamp,
         txHash: receipt.hash,
         deployed: true,
@@ -171,7 +286,31 @@ export class PolicyService {
         approvalThreshold: fromBaseUnits(policy.approvalThreshold),
         allowlistRoot: policy.allowlistRoot,
         timestamp: input.timestamp,
+        hourlyBudget: fromBaseUnits(policy.hourlyBudget),
+        weeklyBudget: fromBaseUnits(policy.weeklyBudget),
+        monthlyBudget: fromBaseUnits(policy.monthlyBudget),
+        lifetimeBudget: fromBaseUnits(policy.lifetimeBudget),
+        maxPaymentsPerHour: Number(policy.maxPaymentsPerHour),
+        validUntil: Number(policy.validUntil),
+        maxSwapSlippageBps: Number(policy.maxSwapSlippageBps),
+        swapTwapSeconds: Number(policy.swapTwapSeconds),
+        merchantCaps: Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, fromBaseUnits(c)])),
       };
     });
   }
+}
+
+/** Per-entry caps keyed by normalised entry; each key must name an allowlist entry. Zero caps are dropped. */
+function capsOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, bigint> {
+  const caps: Record<string, bigint> = {};
+  const unknown: string[] = [];
+  for (const [raw, amount] of Object.entries(input)) {
+    const entry = normalizeAllowlistEntry(raw);
+    if (entry === null || !entries.includes(entry)) unknown.push(raw);
+    else if (toBaseUnits(amount) > 0n) caps[entry] = toBaseUnits(amount);
+  }
+  if (unknown.length) {
+    throw badRequest(`merchantCaps names entries that are not in allowlist: ${unknown.join(", ")}`, { unknownMerchantCaps: unknown });
+  }
+  return caps;
 }

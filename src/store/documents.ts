@@ -55,6 +55,10 @@ export interface PolicyDoc {
   approvalThreshold: string;
   allowlist: string[]; // normalised entries
   allowlistRoot: string;
+  /** The SetPolicy fields after the first four (base units or integers, as decimal strings); absent before them. */
+  extraLimits?: Record<string, string>;
+  /** Daily cap per capped allowlist entry, base units. */
+  merchantCaps?: Record<string, string>;
   timestamp: number; // the owner's signed timestamp
   txHash: string;
   deployed: boolean;
@@ -82,6 +86,8 @@ export interface AllowlistDoc {
   _id?: ObjectId;
   root: string;
   entries: string[];
+  /** Per-entry daily caps in USDC base units (decimal strings), by entry; absent for roots from before caps. */
+  caps?: Record<string, string>;
   createdAt: Date;
 }
 

@@ -50,6 +50,7 @@ describe("GET /wallet/balance and GET /wallet/agents", () => {
         hexlify(randomBytes(32)),
         "api.example.com",
         proof.leaf,
+        proof.cap,
         proof.proof,
         [randomOwner().address, 3_250_000n, 0n, BigInt(Math.floor(Date.now() / 1000) + 300)],
         empty,

@@ -65,7 +65,7 @@ describe("audit from events alone", () => {
     const resumed = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(false, resumeTs) });
     expect(resumed.status, JSON.stringify(resumed.body)).to.equal(200);
     const updateTs = s.now() + 2;
-    const updated = await s.api("POST", "/limits", { key, body: await s.policyBody(owner, a.agentAddress, { ...policy, dailyBudget: "30" }, updateTs) });
+    const updated = await s.api("POST", "/limits", { key, body: await s.policyBody(owner, a.agentAddress, { ...policy, dailyBudget: "30", weeklyBudget: "100", maxPaymentsPerHour: 50 }, updateTs) });
     expect(updated.status, JSON.stringify(updated.body)).to.equal(201);
     const w = { agent: a.agentAddress, token: s.svc.config.usdcAddress, to: owner.address, amount: toBaseUnits("2.5"), timestamp: s.now() };
     const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), WITHDRAW_TYPES, w);
@@ -79,6 +79,7 @@ describe("audit from events alone", () => {
     expect(audited.owners.map((o) => o.owner)).to.deep.equal([getAddress(owner.address)]);
     expect(audited.policies.map((p) => [p.version, p.dailyBudget])).to.deep.equal([[1, "20000000"], [2, "30000000"]]);
     expect(audited.policies[1].timestamp).to.equal(updateTs);
+    expect(audited.policies.map((p) => [p.weeklyBudget, p.maxPaymentsPerHour, p.validUntil])).to.deep.equal([["0", "0", "0"], ["100000000", "50", "0"]]);
     expect(audited.pauses.map((p) => [p.paused, p.timestamp])).to.deep.equal([[true, pauseTs], [false, resumeTs]]);
     expect(audited.withdrawals).to.deep.equal([{ token: getAddress(s.svc.config.usdcAddress), to: getAddress(owner.address), amount: "2500000", timestamp: w.timestamp, txHash: withdrawn.body.txHash }]);
 

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, nextTimestamp, signSetPolicy, usdc } from "../helpers/policyFixture";
+import { DEFAULT_POLICY, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
@@ -31,7 +31,7 @@ describe("SpendPolicyFactory", function () {
     const deployed = await factory.connect(operator).deployAgent.staticCall(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
     expect(deployed).to.equal(predicted);
     const policy = await policyAt(predicted);
-    const tuple = [DEFAULT_POLICY.perTxLimit, DEFAULT_POLICY.dailyBudget, DEFAULT_POLICY.allowlistRoot, DEFAULT_POLICY.approvalThreshold];
+    const tuple = policyTuple(DEFAULT_POLICY);
     await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
       .to.emit(factory, "AgentDeployed")
       .withArgs(predicted, owner.address, predicted)

@@ -36,7 +36,7 @@ describe("SpendPolicy allowlist", function () {
     // ".data.io" ends in the suffix but is not longer than it (and is no host): refused like leafMatches() does.
     for (const merchant of ["data.io", "evildata.io", "evil-data.io", "data.io.evil.com", ".data.io"]) {
       const id = paymentId();
-      await expect(policy.connect(operator).authorizePayment(id, merchant, "*.data.io", proof, await transferOf(1n, PAYEE), NO_APPROVAL))
+      await expect(policy.connect(operator).authorizePayment(id, merchant, "*.data.io", 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
         .to.emit(policy, "PaymentBlocked")
         .withArgs(id, agent, merchantHash(merchant), merchant, 1n, 1);
     }
@@ -59,7 +59,7 @@ describe("SpendPolicy allowlist", function () {
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
     const id2 = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id2, "api.example.com", "*", [], await transferOf(1n, PAYEE), NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id2, "api.example.com", "*", 0n, [], await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id2, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
   });
@@ -73,7 +73,7 @@ describe("SpendPolicy allowlist", function () {
       const id = paymentId();
       // `proof` proves weather.xyz, not api.example.com.
       await expect(
-        policy.connect(operator).authorizePayment(id, "api.example.com", "api.example.com", badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
+        policy.connect(operator).authorizePayment(id, "api.example.com", "api.example.com", 0n, badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
       )
         .to.emit(policy, "PaymentBlocked")
         .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
@@ -84,7 +84,7 @@ describe("SpendPolicy allowlist", function () {
     const { policy, agent, operator } = await loadFixture(policyFixture);
     const { leaf, proof } = proveMerchant(ALLOWLIST, "api.example.com")!;
     const id = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id, "weather.xyz", leaf, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id, "weather.xyz", leaf, 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id, agent, merchantHash("weather.xyz"), "weather.xyz", 1n, 1);
   });
@@ -102,7 +102,7 @@ describe("SpendPolicy allowlist", function () {
     await setPolicy({ allowlistRoot: allowlistRoot(["*"]) });
     const { proof } = proveMerchant(["*"], "any.host")!;
     const id = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id, "", "*", proof, await transferOf(1n, PAYEE), NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id, "", "*", 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id, agent, merchantHash(""), "", 1n, 1);
   });
@@ -128,7 +128,7 @@ describe("SpendPolicy allowlist", function () {
     for (const leaf of leaves) {
       const proof = proofOfLeaf(leaves, leaf);
       for (const merchant of merchants) {
-        const [decision] = await policy.checkPayment(merchant, leaf, proof, 1n);
+        const [decision] = await policy.checkPayment(merchant, leaf, 0n, proof, 1n);
         const expected = leafMatches(leaf, merchant) ? Allow : Block;
         expect(decision).to.equal(expected, `leaf ${leaf} merchant ${merchant}`);
       }
@@ -136,11 +136,11 @@ describe("SpendPolicy allowlist", function () {
   });
 });
 
-/** The proof of one leaf in the StandardMerkleTree of `entries` (as allowlistRoot() builds it). */
+/** The proof of one leaf in the StandardMerkleTree of `entries` (as allowlistRoot() builds it: no caps). */
 function proofOfLeaf(entries: string[], leaf: string): string[] {
   const tree = StandardMerkleTree.of(
-    entries.map((e) => [e]),
-    ["string"],
+    entries.map((e) => [e, "0"]),
+    ["string", "uint256"],
   );
   for (const [i, value] of tree.entries()) if (value[0] === leaf) return tree.getProof(i);
   throw new Error(`${leaf} not in tree`);

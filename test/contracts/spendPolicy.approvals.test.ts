@@ -181,7 +181,7 @@ describe("SpendPolicy owner approvals", function () {
     const { leaf, proof } = proofFor(ALLOWLIST, MERCHANT);
     const result = await policy
       .connect(operator)
-      .authorizePayment.staticCall(hre.ethers.ZeroHash, MERCHANT, leaf, proof, await transferOf(ABOVE, PAYEE), approval);
+      .authorizePayment.staticCall(hre.ethers.ZeroHash, MERCHANT, leaf, 0n, proof, await transferOf(ABOVE, PAYEE), approval);
     expect([result[0], result[1]]).to.deep.equal([false, 5n]);
   });
 });

@@ -2,6 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { allowlistRoot } from "../../src/policy/allowlist";
+import { NO_EXTRA_LIMITS } from "../../src/chain/typedData";
 import {
   CHAIN_ID,
   DEFAULT_POLICY,
@@ -12,6 +13,7 @@ import {
   signSetPaused,
   signSetPolicy,
   usdc,
+  policyTuple,
 } from "../helpers/policyFixture";
 
 const NEW_POLICY: PolicyValues = {
@@ -19,6 +21,7 @@ const NEW_POLICY: PolicyValues = {
   dailyBudget: usdc(200),
   allowlistRoot: allowlistRoot(["*.openai.com", "api.example.com"]),
   approvalThreshold: usdc(25),
+  ...NO_EXTRA_LIMITS,
 };
 
 describe("SpendPolicy owner-signed changes", function () {
@@ -29,7 +32,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const sig = await signSetPolicy(owner, policyAddress, agent, NEW_POLICY, ts);
       await expect(policy.connect(other).updatePolicy(NEW_POLICY, ts, sig))
         .to.emit(policy, "PolicyUpdated")
-        .withArgs(agent, 2n, [NEW_POLICY.perTxLimit, NEW_POLICY.dailyBudget, NEW_POLICY.allowlistRoot, NEW_POLICY.approvalThreshold], ts);
+        .withArgs(agent, 2n, policyTuple(NEW_POLICY), ts);
       const stored = await policy.policy();
       expect([stored.perTxLimit, stored.dailyBudget, stored.allowlistRoot, stored.approvalThreshold]).to.deep.equal([
         NEW_POLICY.perTxLimit,
@@ -229,7 +232,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const good = await signSetPolicy(walletSigner, address, agent2, NEW_POLICY, ts);
       await expect(walletPolicy.updatePolicy(NEW_POLICY, ts, good))
         .to.emit(walletPolicy, "PolicyUpdated")
-        .withArgs(agent2, 2n, [NEW_POLICY.perTxLimit, NEW_POLICY.dailyBudget, NEW_POLICY.allowlistRoot, NEW_POLICY.approvalThreshold], ts);
+        .withArgs(agent2, 2n, policyTuple(NEW_POLICY), ts);
     });
 
     it("accepts a pause signed by the wallet's signer", async function () {

@@ -130,7 +130,7 @@ describe("SpendPolicy rules", function () {
           .withArgs(id, agent, merchantHash(merchant), merchant, amount, 4);
       }
       const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
-      expect(await policy.checkPayment("api.example.com", leaf, proof, 1n)).to.deep.equal([Decision.Block, 4n]);
+      expect(await policy.checkPayment("api.example.com", leaf, 0n, proof, 1n)).to.deep.equal([Decision.Block, 4n]);
 
       await setPaused(false);
       expect(await policy.paused()).to.equal(false);
@@ -173,7 +173,7 @@ describe("SpendPolicy rules", function () {
       for (const [amount, merchant, decision, reason] of cases) {
         const { leaf, proof } = proofFor(ALLOWLIST, merchant);
         const spentBefore = await policy.spentToday();
-        expect(await policy.checkPayment(merchant, leaf, proof, amount)).to.deep.equal(
+        expect(await policy.checkPayment(merchant, leaf, 0n, proof, amount)).to.deep.equal(
           [decision, reason],
           `${merchant} ${amount}`,
         );
@@ -218,6 +218,6 @@ async function payStatic(policy: Policy, amount: bigint, merchant = "api.example
   const operator = await hre.ethers.getSigner(await policy.operator());
   const [authorized, reason] = await policy
     .connect(operator)
-    .authorizePayment.staticCall(paymentId(), merchant, leaf, proof, await transferOf(amount, PAYEE), NO_APPROVAL);
+    .authorizePayment.staticCall(paymentId(), merchant, leaf, 0n, proof, await transferOf(amount, PAYEE), NO_APPROVAL);
   return [authorized, reason];
 }

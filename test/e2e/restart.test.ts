@@ -16,7 +16,7 @@ import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded
 import { loadConfig } from "../../src/config";
 import { startService, type RunningService } from "../../src/server";
 import { createInProcessFacilitator, type Facilitator } from "../../src/x402/facilitator";
-import { LINK_AGENT_TYPES, SET_POLICY_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
+import { LINK_AGENT_TYPES, NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
 
 const USDC = 1_000_000n;
@@ -140,7 +140,7 @@ describe("a service killed between authorise and settle", function () {
     const activationCode = new URL(g.body.activationUrl).searchParams.get("code");
     expect((await call(url, "POST", "/agents/link", { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp: ts, activationCode })).status).to.equal(200);
     const policyAddress = getAddress(agent); // the agent wallet is its policy contract
-    const policy = { perTxLimit: 5n * USDC, dailyBudget: 20n * USDC, allowlistRoot: allowlistRoot(["127.0.0.1"]), approvalThreshold: 5n * USDC };
+    const policy = { perTxLimit: 5n * USDC, dailyBudget: 20n * USDC, allowlistRoot: allowlistRoot(["127.0.0.1"]), approvalThreshold: 5n * USDC, ...NO_EXTRA_LIMITS };
     const humanSignature = await owner.signTypedData(policyDomain(8453, policyAddress), SET_POLICY_TYPES, { agent, ...policy, timestamp: ts });
     const limits = await call(url, "POST", "/limits", { agentAddress: agent, perTxLimit: "5", dailyBudget: "20", allowlist: ["127.0.0.1"], approvalThreshold: "5", humanSignature, timestamp: ts }, g.body.apiKey);
     expect(limits.status, JSON.stringify(limits.body)).to.equal(201);

@@ -7,7 +7,7 @@
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { BaseWallet, Contract, Signature, type Signer } from "ethers";
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, walletSignature } from "../../src/chain/typedData";
+import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, TRANSFER_WITH_AUTHORIZATION_TYPES, walletSignature } from "../../src/chain/typedData";
 import type { SpendPolicy, TestUSDC } from "../../typechain-types";
 
 const { ethers } = hre;
@@ -124,7 +124,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   // 3. An authorised payment (1 unit to a merchant) replayed with another payTo, then another amount.
   const paid = { payTo: ethers.Wallet.createRandom().address, amount: 1n, validAfter: 0n, validBefore };
   const paidId = id();
-  await (await op.authorizePayment(paidId, merchant.host, merchant.leaf, merchant.proof, paid, NO_APPROVAL)).wait();
+  await (await op.authorizePayment(paidId, merchant.host, merchant.leaf, 0n, merchant.proof, paid, NO_APPROVAL)).wait();
   attempts.push(
     await refusedOnChain("authorised transfer with another payTo", () =>
       settleFromWallet(s, target, { to: thief, value: 1n, validAfter: 0n, validBefore, nonce: paidId }),
@@ -165,7 +165,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   attempts.push(await refusedOnChain("release of a settled payment", async () => (await op.releasePayment(paidId, paid)).wait()));
   const openId = id();
   const open = { payTo: thief, amount: 1n, validAfter: 0n, validBefore };
-  await (await op.authorizePayment(openId, merchant.host, merchant.leaf, merchant.proof, open, NO_APPROVAL)).wait();
+  await (await op.authorizePayment(openId, merchant.host, merchant.leaf, 0n, merchant.proof, open, NO_APPROVAL)).wait();
   await (await op.releasePayment(openId, open)).wait();
   attempts.push(await refusedOnChain("double release", async () => (await op.releasePayment(openId, open)).wait()));
   attempts.push(
@@ -177,7 +177,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
     await refusedOnChain("release with a larger amount than authorised", async () => {
       const rid = id();
       const r = { payTo: thief, amount: 1n, validAfter: 0n, validBefore };
-      await (await op.authorizePayment(rid, merchant.host, merchant.leaf, merchant.proof, r, NO_APPROVAL)).wait();
+      await (await op.authorizePayment(rid, merchant.host, merchant.leaf, 0n, merchant.proof, r, NO_APPROVAL)).wait();
       await (await op.releasePayment(rid, { ...r, amount: 1_000_000n })).wait();
     }),
   );
@@ -195,8 +195,8 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   const SET_OWNER = { SetOwner: [{ name: "agent", type: "address" }, { name: "newOwner", type: "address" }, { name: "timestamp", type: "uint256" }] };
   const ownerSig = await forge(s.operator, SET_OWNER, { agent: agentAddress, newOwner: thief, timestamp: ts });
   attempts.push(await refusedOnChain("take ownership with the operator's signature", async () => (await op.setOwner(thief, ts, ownerSig)).wait()));
-  const SET_POLICY = { SetPolicy: [{ name: "agent", type: "address" }, { name: "perTxLimit", type: "uint256" }, { name: "dailyBudget", type: "uint256" }, { name: "allowlistRoot", type: "bytes32" }, { name: "approvalThreshold", type: "uint256" }, { name: "timestamp", type: "uint256" }] };
-  const loose = { perTxLimit: balance, dailyBudget: balance, allowlistRoot: ethers.ZeroHash, approvalThreshold: balance };
+  const SET_POLICY = { SetPolicy: [{ name: "agent", type: "address" }, { name: "perTxLimit", type: "uint256" }, { name: "dailyBudget", type: "uint256" }, { name: "allowlistRoot", type: "bytes32" }, { name: "approvalThreshold", type: "uint256" }, ...SET_POLICY_TYPES.SetPolicy.slice(5)] };
+  const loose = { perTxLimit: balance, dailyBudget: balance, allowlistRoot: ethers.ZeroHash, approvalThreshold: balance, ...NO_EXTRA_LIMITS };
   const policySig = await forge(s.operator, SET_POLICY, { agent: agentAddress, ...loose, timestamp: ts });
   attempts.push(await refusedOnChain("raise the limits with the operator's signature", async () => (await op.updatePolicy(loose, ts, policySig)).wait()));
   return attempts;
@@ -211,7 +211,7 @@ export async function drainWithinPolicy(s: Secrets, target: Target, amount: bigi
   for (let i = 0; i < attemptsMax; i++) {
     const paymentId = ethers.hexlify(ethers.randomBytes(32));
     const t = { payTo: thief, amount, validAfter: 0n, validBefore: BigInt(await time.latest()) + 600n };
-    const receipt = await (await op.authorizePayment(paymentId, merchant.host, merchant.leaf, merchant.proof, t, NO_APPROVAL)).wait();
+    const receipt = await (await op.authorizePayment(paymentId, merchant.host, merchant.leaf, 0n, merchant.proof, t, NO_APPROVAL)).wait();
     const blocked = receipt!.logs.map((l) => agent.interface.parseLog(l)).find((e) => e?.name === "PaymentBlocked");
     if (blocked) {
       blockedReasons.push(Number(blocked.args.reason));

@@ -6,6 +6,8 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import type { Signer } from "ethers";
 import {
+  NO_EXTRA_LIMITS,
+  type PolicyFields,
   APPROVAL_DECISION_TYPES,
   SET_OPERATOR_TYPES,
   SET_PAUSED_TYPES,
@@ -16,7 +18,7 @@ import {
   policyDomain,
   walletSignature,
 } from "../../src/chain/typedData";
-import { allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
+import { type EntryCaps, type LeafForm, allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
 import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory, TestUSDC } from "../../typechain-types";
 
 const { ethers } = hre;
@@ -34,19 +36,33 @@ export function usdc(amount: string | number): bigint {
 /** Five normalised entries: Merkle proofs of two or three hashes, as a real allowlist would have. */
 export const ALLOWLIST = ["api.example.com", "*.data.io", "weather.xyz", "news.example.org", "*.maps.dev"];
 
-export interface PolicyValues {
-  perTxLimit: bigint;
-  dailyBudget: bigint;
-  allowlistRoot: string;
-  approvalThreshold: bigint;
-}
+export type PolicyValues = PolicyFields;
 
 export const DEFAULT_POLICY: PolicyValues = {
   perTxLimit: usdc(5),
   dailyBudget: usdc(12),
   allowlistRoot: allowlistRoot(ALLOWLIST),
   approvalThreshold: usdc(3),
+  ...NO_EXTRA_LIMITS,
 };
+
+/** The Policy tuple in its ABI order (what PolicyUpdated carries). */
+export function policyTuple(p: PolicyValues): (bigint | string)[] {
+  return [
+    p.perTxLimit,
+    p.dailyBudget,
+    p.allowlistRoot,
+    p.approvalThreshold,
+    p.hourlyBudget,
+    p.weeklyBudget,
+    p.monthlyBudget,
+    p.lifetimeBudget,
+    p.maxPaymentsPerHour,
+    p.validUntil,
+    p.maxSwapSlippageBps,
+    p.swapTwapSeconds,
+  ];
+}
 
 export interface Approval {
   approvalId: string;
@@ -65,7 +81,10 @@ let lastIssued = 0n;
  */
 export async function nextTimestamp(): Promise<bigint> {
   const latest = BigInt(await time.latest()) + 1n;
-  lastIssued = latest > lastIssued ? latest : lastIssued + 1n;
+  // Far ahead of the chain only after a fixture snapshot took the chain back in time: start again a minute ahead of
+  // the chain (past whatever the snapshot's contracts accepted, well inside their 15-minute window).
+  if (lastIssued - latest > 600n) lastIssued = latest + 60n;
+  else lastIssued = latest > lastIssued ? latest : lastIssued + 1n;
   return lastIssued;
 }
 
@@ -150,9 +169,14 @@ export async function signApproval(signer: Signer, policyAddress: string, fields
   return { approvalId: fields.approvalId, amount: fields.amount, timestamp: fields.timestamp, signature };
 }
 
-/** The leaf and proof the service would send; for a merchant no leaf admits, the merchant itself and no proof. */
-export function proofFor(entries: readonly string[], merchant: string): { leaf: string; proof: string[] } {
-  return proveMerchant(entries, merchant) ?? { leaf: merchant, proof: [] };
+/** The leaf, cap and proof the service would send; for a merchant no leaf admits, the merchant itself, no cap and no proof. */
+export function proofFor(
+  entries: readonly string[],
+  merchant: string,
+  caps: EntryCaps = {},
+  form: LeafForm = "v2",
+): { leaf: string; cap: bigint; proof: string[] } {
+  return proveMerchant(entries, merchant, caps, form) ?? { leaf: merchant, cap: 0n, proof: [] };
 }
 
 let idCounter = 0;
@@ -249,6 +273,9 @@ export async function policyFixture() {
       id?: string;
       approval?: Approval;
       entries?: readonly string[];
+      /** Per-entry daily caps of `entries` (their root must be the policy's). */
+      caps?: EntryCaps;
+      form?: LeafForm;
       target?: SpendPolicy;
       from?: Signer;
       transfer?: TransferValues;
@@ -256,7 +283,7 @@ export async function policyFixture() {
       validBefore?: bigint;
     } = {},
   ) {
-    const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost);
+    const { leaf, cap, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost, opts.caps, opts.form);
     const target = opts.target ?? policy;
     const transfer = opts.transfer ?? (await transferOf(amount, merchant.address));
     if (opts.validBefore !== undefined) transfer.validBefore = opts.validBefore;
@@ -264,7 +291,7 @@ export async function policyFixture() {
     transfers.set(id, transfer);
     return target
       .connect(opts.from ?? operator)
-      .authorizePayment(id, merchantHost, leaf, proof, transfer, opts.approval ?? NO_APPROVAL);
+      .authorizePayment(id, merchantHost, leaf, cap, proof, transfer, opts.approval ?? NO_APPROVAL);
   }
 
   /** releasePayment with the transfer `pay` authorised under this id (or `transfer`). */

@@ -14,8 +14,25 @@ import {
   policyDomain,
   serviceDomain,
 } from "../../src/chain/typedData";
-import { allowlistRoot, normalizeAllowlist } from "../../src/policy/allowlist";
+import { allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
 import { toBaseUnits } from "../../src/amounts";
+
+/** POST /limits fields (decimal strings for amounts, integers for counts and seconds). */
+export interface PolicyInput {
+  perTxLimit: string;
+  dailyBudget: string;
+  allowlist: string[];
+  approvalThreshold: string;
+  hourlyBudget?: string;
+  weeklyBudget?: string;
+  monthlyBudget?: string;
+  lifetimeBudget?: string;
+  maxPaymentsPerHour?: number;
+  validUntil?: number;
+  maxSwapSlippageBps?: number;
+  swapTwapSeconds?: number;
+  merchantCaps?: Record<string, string>;
+}
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -34,17 +51,13 @@ export interface Stack {
   signLink(owner: Wallet, agent: string, timestamp?: number): Promise<Record<string, unknown>>;
   /** The path of an agent's activation link (with its code) as genesis answered it. */
   activationPath(agent: string): string;
-  policyBody(
-    owner: Wallet,
-    agent: string,
-    policy: { perTxLimit: string; dailyBudget: string; allowlist: string[]; approvalThreshold: string },
-    timestamp?: number,
-  ): Promise<Record<string, unknown>>;
+  /** A POST /limits body signed over the grown SetPolicy (the optional fields absent = 0). */
+  policyBody(owner: Wallet, agent: string, policy: PolicyInput, timestamp?: number): Promise<Record<string, unknown>>;
   signPause(owner: Wallet, agent: string, paused: boolean, timestamp?: number): Promise<{ signature: string; timestamp: number }>;
   /** Genesis, link to `owner` and deploy a policy: a ready-to-pay agent. */
   onboard(
     owner: Wallet,
-    policy?: Partial<{ perTxLimit: string; dailyBudget: string; allowlist: string[]; approvalThreshold: string }>,
+    policy?: Partial<PolicyInput>,
   ): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
   close(): Promise<void>;
 }
@@ -117,12 +130,24 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     },
     async policyBody(owner, agent, policy, timestamp = now()) {
       const { entries } = normalizeAllowlist(policy.allowlist);
+      const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));
+      const caps = Object.fromEntries(
+        Object.entries(policy.merchantCaps ?? {}).map(([e, c]) => [normalizeAllowlistEntry(e) ?? e, toBaseUnits(c)]),
+      );
       const humanSignature = await owner.signTypedData(policyDomain(chainId, await policyAddressOf(agent)), SET_POLICY_TYPES, {
         agent,
         perTxLimit: toBaseUnits(policy.perTxLimit),
         dailyBudget: toBaseUnits(policy.dailyBudget),
-        allowlistRoot: allowlistRoot(entries),
+        allowlistRoot: allowlistRoot(entries, caps),
         approvalThreshold: toBaseUnits(policy.approvalThreshold),
+        hourlyBudget: units(policy.hourlyBudget),
+        weeklyBudget: units(policy.weeklyBudget),
+        monthlyBudget: units(policy.monthlyBudget),
+        lifetimeBudget: units(policy.lifetimeBudget),
+        maxPaymentsPerHour: BigInt(policy.maxPaymentsPerHour ?? 0),
+        validUntil: BigInt(policy.validUntil ?? 0),
+        maxSwapSlippageBps: BigInt(policy.maxSwapSlippageBps ?? 0),
+        swapTwapSeconds: BigInt(policy.swapTwapSeconds ?? 0),
         timestamp,
       });
       return { agentAddress: agent, ...policy, humanSignature, timestamp };

@@ -12,7 +12,7 @@ import { Writable } from "node:stream";
 import { Indexer, INDEXER_NAME } from "../../src/indexer/indexer";
 import { connectStore, type Store } from "../../src/store";
 import type { PaymentDoc } from "../../src/store/documents";
-import { SET_POLICY_TYPES, TRANSFER_WITH_AUTHORIZATION_TYPES, policyDomain } from "../../src/chain/typedData";
+import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, TRANSFER_WITH_AUTHORIZATION_TYPES, policyDomain } from "../../src/chain/typedData";
 import { walletPayer } from "../../src/x402/buyer";
 import { allowlistRoot, normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
@@ -85,12 +85,12 @@ describe("indexer", () => {
 
   /** authorizePayment straight from the operator (nonce-serialised with the service's own sends). */
   async function authorize(policy: string, paymentId: string, amount: bigint, merchant = "localhost", payTo = PAY_TO): Promise<TransactionReceipt> {
-    const proof = proveMerchant(ALLOWLIST, merchant) ?? { leaf: "localhost", proof: [] };
+    const proof = proveMerchant(ALLOWLIST, merchant) ?? { leaf: "localhost", cap: 0n, proof: [] };
     const c = chain().policyAt(policy);
     const transfer = transferOf(amount, payTo);
     transfers.set(paymentId, transfer);
     const { receipt } = await chain().sendAndWait((o) =>
-      c.authorizePayment(paymentId, merchant, proof.leaf, proof.proof, transfer, NO_APPROVAL, o),
+      c.authorizePayment(paymentId, merchant, proof.leaf, proof.cap, proof.proof, transfer, NO_APPROVAL, o),
     );
     return receipt;
   }
@@ -190,6 +190,15 @@ describe("indexer", () => {
       dailyBudget: "1000000000",
       approvalThreshold: "2000000",
       allowlistRoot: allowlistRoot(ALLOWLIST),
+      // The grown SetPolicy's fields, flattened from the tuple like the first four.
+      hourlyBudget: "0",
+      weeklyBudget: "0",
+      monthlyBudget: "0",
+      lifetimeBudget: "0",
+      maxPaymentsPerHour: "0",
+      validUntil: "0",
+      maxSwapSlippageBps: "0",
+      swapTwapSeconds: "0",
     });
     expect(updated.args.timestamp).to.match(/^\d+$/);
     expect(updated.args.version).to.equal("1");
@@ -295,16 +304,16 @@ describe("indexer", () => {
     const fakePolicyAddress: string = getAddress(await fakeFactory.predictAgent(signerAddress));
     expect(fakePolicyAddress).to.not.equal(agent.policyContract);
     const timestamp = s.now();
-    const policy = { agent: fakePolicyAddress, perTxLimit: 10n ** 9n, dailyBudget: 10n ** 12n, allowlistRoot: allowlistRoot(ALLOWLIST), approvalThreshold: 10n ** 9n, timestamp };
+    const policy = { agent: fakePolicyAddress, perTxLimit: 10n ** 9n, dailyBudget: 10n ** 12n, allowlistRoot: allowlistRoot(ALLOWLIST), approvalThreshold: 10n ** 9n, ...NO_EXTRA_LIMITS, timestamp };
     const sig = await owner.signTypedData(policyDomain(8453, fakePolicyAddress), SET_POLICY_TYPES, policy);
     const deployTx = await fakeFactory.deployAgent(
-      signerAddress, owner.address, [policy.perTxLimit, policy.dailyBudget, policy.allowlistRoot, policy.approvalThreshold], timestamp, sig,
+      signerAddress, owner.address, policy, timestamp, sig,
     );
     const deployReceipt = await deployTx.wait();
     // ... and emits PaymentAuthorized with the paymentId of one of our ledger entries.
     const proof = proveMerchant(ALLOWLIST, "localhost")!;
     const fakePolicy = chain().policyAt(fakePolicyAddress, stranger);
-    const payReceipt = await (await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.proof, transferOf(1n), NO_APPROVAL)).wait();
+    const payReceipt = await (await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL)).wait();
     expect(payReceipt.logs.length).to.be.greaterThan(0);
 
     expect(await s.svc.indexer.syncOnce()).to.equal(0);
@@ -493,7 +502,7 @@ describe("indexer", () => {
     const c = chain().policyAt(payer.policyContract);
     const ids = Array.from({ length: 200 }, randomId);
     const sent = [];
-    for (const id of ids) sent.push(await chain().sendTx((o) => c.authorizePayment(id, "localhost", proof.leaf, proof.proof, transferOf(1n), NO_APPROVAL, o)));
+    for (const id of ids) sent.push(await chain().sendTx((o) => c.authorizePayment(id, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL, o)));
     await Promise.all(sent.map((tx) => chain().waitFor(tx)));
 
     const st = await freshStore();

@@ -63,7 +63,7 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
   });
 
   it("get_limits and get_balance answer from chain, the same as GET /limits and GET /wallet/balance", async () => {
-    const a = await agent({ perTxLimit: "3", dailyBudget: "12", approvalThreshold: "2.5" });
+    const a = await agent({ perTxLimit: "3", dailyBudget: "12", approvalThreshold: "2.5", weeklyBudget: "40", maxPaymentsPerHour: 30 });
     const c = await connect(agentHeaders(a));
     const limits = await callTool(c, "get_limits");
     expect(limits.isError ?? false).to.equal(false);
@@ -71,6 +71,9 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(limits.structuredContent).to.deep.equal(rest.body.agents[0]);
     expect(limits.structuredContent).to.include({ address: a.agentAddress, perTxLimit: "3", dailyBudget: "12", approvalThreshold: "2.5", deployed: true, paused: false });
     expect(JSON.parse(textOf(limits))).to.deep.equal(limits.structuredContent);
+    const structured = limits.structuredContent as { windows: { window: string }[]; velocity: object };
+    expect(structured.windows.find((w) => w.window === "weekly")).to.include({ budget: "40", spent: "0", remaining: "40" });
+    expect(structured.velocity).to.include({ maxPaymentsPerHour: 30, paymentsThisHour: 0, remaining: 30 });
 
     const balance = await callTool(c, "get_balance");
     expect(balance.structuredContent).to.include({ agentAddress: a.agentAddress, usdc: "50", currency: "USDC", dailyBudget: "12", remainingDailyBudget: "12", chainId: 8453 });

@@ -7,6 +7,8 @@ import {
   DOMAIN_NAME,
   DOMAIN_VERSION,
   LINK_AGENT_TYPES,
+  NO_EXTRA_LIMITS,
+  type PolicyFields,
   SET_PAUSED_TYPES,
   SET_POLICY_TYPES,
   WITHDRAW_TYPES,
@@ -65,23 +67,20 @@ export function linkAgentData(chainId: number, agent: string, owner: string, tim
   return typed(LINK_AGENT_TYPES, chainId, null, { agent, owner, timestamp });
 }
 
-export interface PolicyUnits {
-  perTxLimit: bigint;
-  dailyBudget: bigint;
-  allowlistRoot: string;
-  approvalThreshold: bigint;
-}
+/** The signed policy: the four first fields, and any of the later ones (absent = 0, "no such limit"). */
+export type PolicyUnits = Pick<PolicyFields, "perTxLimit" | "dailyBudget" | "allowlistRoot" | "approvalThreshold"> & Partial<PolicyFields>;
 
-/** SetPolicy, policy domain of the agent's SpendPolicy (POST /limits). */
+/** SetPolicy, policy domain of the agent's SpendPolicy (POST /limits), every field in the signed type's order. */
 export function setPolicyData(chainId: number, policyContract: string, agent: string, p: PolicyUnits, timestamp: number): TypedData {
-  return typed(SET_POLICY_TYPES, chainId, policyContract, {
-    agent,
-    perTxLimit: p.perTxLimit.toString(),
-    dailyBudget: p.dailyBudget.toString(),
-    allowlistRoot: p.allowlistRoot,
-    approvalThreshold: p.approvalThreshold.toString(),
-    timestamp,
-  });
+  const full: PolicyFields = { ...NO_EXTRA_LIMITS, ...p };
+  const message: Record<string, string | number> = { agent };
+  for (const { name } of SET_POLICY_TYPES.SetPolicy) {
+    if (name === "agent" || name === "timestamp") continue;
+    const v = full[name as keyof PolicyFields];
+    message[name] = typeof v === "bigint" ? v.toString() : v;
+  }
+  message.timestamp = timestamp;
+  return typed(SET_POLICY_TYPES, chainId, policyContract, message);
 }
 
 /** SetPaused, policy domain (POST /agents/:address/pause). */

@@ -1,0 +1,121 @@
+import { expect } from "chai";
+import hre from "hardhat";
+import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
+import type { ContractTransactionResponse } from "ethers";
+import {
+  ALLOWLIST,
+  CHAIN_ID,
+  NO_APPROVAL,
+  nextTimestamp,
+  paymentId,
+  policyFixture,
+  policyTuple,
+  proofFor,
+  signSetPolicy,
+  transferOf,
+  usdc,
+} from "../helpers/policyFixture";
+import { policyDomain } from "../../src/chain/typedData";
+import { allowlistRoot } from "../../src/policy/allowlist";
+import type { SpendPolicy } from "../../typechain-types";
+
+const DAY = 86_400;
+const PAYEE = "0x00000000000000000000000000000000000bee01";
+const LOOSE = { perTxLimit: usdc(100), dailyBudget: usdc(1000), approvalThreshold: usdc(100) };
+const CAPS = { "api.example.com": usdc(2), "*.data.io": usdc(3) };
+
+async function reasonOf(policy: SpendPolicy, tx: Promise<ContractTransactionResponse>): Promise<number> {
+  const receipt = await (await tx).wait();
+  for (const log of receipt!.logs) {
+    const parsed = policy.interface.parseLog(log);
+    if (parsed?.name === "PaymentAuthorized") return 0;
+    if (parsed?.name === "PaymentBlocked") return Number(parsed.args.reason);
+  }
+  throw new Error("neither PaymentAuthorized nor PaymentBlocked");
+}
+
+describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function () {
+  async function capped() {
+    const f = await loadFixture(policyFixture);
+    const start = (Math.floor((await time.latest()) / DAY) + 1) * DAY;
+    await time.increaseTo(start + 60);
+    await f.setPolicy({ ...LOOSE, allowlistRoot: allowlistRoot(ALLOWLIST, CAPS) });
+    return { ...f, start };
+  }
+
+  it("caps an exact entry per UTC day: the last unit fits, the first over is blocked (reason 12), the next day is fresh", async function () {
+    const { policy, pay, start } = await capped();
+    expect(await reasonOf(policy, pay(usdc(2) - 1n, "api.example.com", { caps: CAPS }))).to.equal(0);
+    expect(await reasonOf(policy, pay(1n, "api.example.com", { caps: CAPS }))).to.equal(0);
+    expect(await policy.entrySpentToday("api.example.com")).to.equal(usdc(2));
+    expect(await reasonOf(policy, pay(1n, "api.example.com", { caps: CAPS }))).to.equal(12);
+    // Uncapped entries and the daily budget are untouched by the cap.
+    expect(await reasonOf(policy, pay(usdc(50), "weather.xyz", { caps: CAPS }))).to.equal(0);
+    await time.increaseTo(start + DAY);
+    expect(await reasonOf(policy, pay(usdc(2), "api.example.com", { caps: CAPS }))).to.equal(0);
+  });
+
+  it("caps a wildcard entry across all the subdomains it admits", async function () {
+    const { policy, pay } = await capped();
+    expect(await reasonOf(policy, pay(usdc(2), "a.data.io", { caps: CAPS }))).to.equal(0);
+    expect(await reasonOf(policy, pay(usdc(1), "b.data.io", { caps: CAPS }))).to.equal(0);
+    expect(await reasonOf(policy, pay(1n, "c.data.io", { caps: CAPS }))).to.equal(12);
+    expect(await policy.entrySpentToday("*.data.io")).to.equal(usdc(3));
+  });
+
+  it("refuses a capped entry presented with another cap, with no cap or as a v1 leaf (reason 1)", async function () {
+    const { policy, operator } = await capped();
+    const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com", CAPS);
+    const v1 = proofFor(ALLOWLIST, "api.example.com", {}, "v1");
+    for (const [cap, p] of [
+      [0n, proof],
+      [usdc(1000), proof],
+      [0n, v1.proof],
+    ] as const) {
+      const tx = policy.connect(operator).authorizePayment(paymentId(), "api.example.com", leaf, cap, p, await transferOf(1n, PAYEE), NO_APPROVAL);
+      expect(await reasonOf(policy, tx)).to.equal(1);
+    }
+  });
+
+  it("keeps accepting a v1 root ([entry] leaves) with no per-entry cap, and refuses a v2 leaf claimed under it", async function () {
+    const { policy, pay, setPolicy } = await capped();
+    await setPolicy({ ...LOOSE, allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v1") });
+    for (let i = 0; i < 3; i++) expect(await reasonOf(policy, pay(usdc(2), "api.example.com", { form: "v1" }))).to.equal(0);
+    expect(await reasonOf(policy, pay(usdc(2), "api.example.com", { caps: CAPS }))).to.equal(1);
+    expect(await reasonOf(policy, pay(usdc(2), "api.example.com"))).to.equal(1);
+  });
+
+  it("does not give an entry's cap back on release (the record keeps no entry): it can only block more", async function () {
+    const { policy, pay, release } = await capped();
+    const id = paymentId();
+    expect(await reasonOf(policy, pay(usdc(2), "api.example.com", { caps: CAPS, id }))).to.equal(0);
+    await (await release(id)).wait();
+    expect(await policy.spentToday()).to.equal(0n);
+    expect(await reasonOf(policy, pay(1n, "api.example.com", { caps: CAPS }))).to.equal(12);
+  });
+
+  it("accepts a SetPolicy signed over the grown type and refuses one signed over the old 4-field type", async function () {
+    const { policy, policyAddress, agent, owner, other } = await loadFixture(policyFixture);
+    const values = { ...LOOSE, allowlistRoot: allowlistRoot(ALLOWLIST), hourlyBudget: 0n, weeklyBudget: usdc(7), monthlyBudget: 0n, lifetimeBudget: 0n, maxPaymentsPerHour: 9n, validUntil: 0n, maxSwapSlippageBps: 50n, swapTwapSeconds: 1_800n };
+    const OLD = {
+      SetPolicy: [
+        { name: "agent", type: "address" },
+        { name: "perTxLimit", type: "uint256" },
+        { name: "dailyBudget", type: "uint256" },
+        { name: "allowlistRoot", type: "bytes32" },
+        { name: "approvalThreshold", type: "uint256" },
+        { name: "timestamp", type: "uint256" },
+      ],
+    };
+    const ts = await nextTimestamp();
+    const oldSig = await owner.signTypedData(policyDomain(CHAIN_ID, policyAddress), OLD, { agent, ...LOOSE, allowlistRoot: values.allowlistRoot, timestamp: ts });
+    await expect(policy.connect(other).updatePolicy(values, ts, oldSig)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+    // Any field changed after signing breaks the signature (the swap fields too).
+    const sig = await signSetPolicy(owner, policyAddress, agent, values, ts);
+    await expect(policy.connect(other).updatePolicy({ ...values, maxSwapSlippageBps: 51n }, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+    await expect(policy.connect(other).updatePolicy(values, ts, sig))
+      .to.emit(policy, "PolicyUpdated")
+      .withArgs(agent, 2n, policyTuple(values), ts);
+    void hre;
+  });
+});
