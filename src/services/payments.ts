@@ -17,6 +17,7 @@ import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, 
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
 import { type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+import type { SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
 
@@ -47,6 +48,7 @@ export class PaymentService {
     private readonly policies: PolicyService,
     private readonly settlement: SettlementService,
     private readonly idempotency: IdempotencyService,
+    private readonly swaps: SwapService,
   ) {}
 
   /**
@@ -101,6 +103,10 @@ export class PaymentService {
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
+    // Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused before any transaction.
+    const swap = await this.swaps.check(pc.agent, policy, quote.amount);
+    timer.mark("swapQuote");
+    if (swap.kind === "refuse") return this.block(pc, quote.amount, "insufficient_funds", null, null, undefined, swap.detail);
     return this.settlement.execute({
       txnId: newTxnId(),
       base: this.ledgerBase(pc, null),
@@ -110,7 +116,13 @@ export class PaymentService {
       dailyBudget: policy.dailyBudget,
       timer,
       signed,
+      ...(swap.kind === "swap" ? { swap: (p) => this.swaps.execute({ ...p, ...this.swapTarget(pc) }) } : {}),
     });
+  }
+
+  private swapTarget(pc: PaymentContext) {
+    const a = pc.agent;
+    return { agent: a.address, ownerAddress: a.ownerAddress, policyAddress: a.policyAddress, merchant: pc.merchant, intent: pc.intent };
   }
 
   /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */
@@ -152,7 +164,7 @@ export class PaymentService {
    * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
    * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
    */
-  async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string): Promise<PayOutcome> {
+  async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string, detail?: string): Promise<PayOutcome> {
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
     const sameRefusal =
@@ -225,7 +237,7 @@ export class PaymentService {
       updatedAt: now,
       settledAt: null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
-      ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : {}),
+      ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : detail ? { detail } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
     };
     if (txnId) {
@@ -265,7 +277,10 @@ export class PaymentService {
         merchant: doc.merchant,
         intent: doc.intent,
         transactionId: doc.txnId,
-        message: blockMessage(doc.reason ?? "blocked") + (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
+        message:
+          blockMessage(doc.reason ?? "blocked") +
+          (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
+          (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
       },
     };
   }
@@ -333,6 +348,7 @@ export function blockMessage(reason: string): string {
     ...Object.fromEntries(REASON_TABLE.map((r) => [r.name, r.message])),
     max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
     unsupported_payment: "The seller offers no exact USDC payment on this chain.",
+    insufficient_funds: "The agent wallet holds too little USDC for this price, and nothing can buy the rest: swaps are off, or its WETH and ETH are not enough.",
   };
   return `${messages[reason] ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
 }

@@ -1,0 +1,169 @@
+/**
+ * POST /pay with a swap before settlement, end to end on the real Uniswap v3 contracts: an agent holding only WETH
+ * (or only ETH) pays a v2 x402 seller; a sandwich between the service's quote and its swap is refused on-chain.
+ */
+import { expect } from "chai";
+import hre from "hardhat";
+import { Contract, Transaction, type Wallet } from "ethers";
+import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
+import { quoteSwap } from "../../src/chain/swapQuote";
+import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { spentToday } from "../helpers/payments";
+import { fundedFacilitator, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { fundTrader, uniswapAt, TOKEN_ABI } from "../helpers/uniswap";
+
+const USDC = 1_000_000n;
+const ETH = 10n ** 18n;
+const SWAPS_ON = { maxSwapSlippageBps: 100, swapTwapSeconds: 600 };
+
+describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 seller)", () => {
+  let s: Stack;
+  let seller: TestSeller;
+  let owner: Wallet;
+
+  before(async () => {
+    s = await startStack();
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 2n * USDC });
+    owner = randomOwner();
+  });
+  after(async () => {
+    await seller?.close();
+    await s?.close();
+  });
+
+  const uniswap = () => s.svc.embeddedChain!.addresses.uniswap;
+  const weth = () => new Contract(WETH_ADDRESS, TOKEN_ABI, hre.ethers.provider);
+  const balances = async (agent: string) => ({
+    usdc: await usdcBalance(s, agent),
+    weth: (await weth().balanceOf(agent)) as bigint,
+    eth: await hre.ethers.provider.getBalance(agent),
+  });
+  async function agent(policy: Record<string, unknown>, faucet: { token: "WETH" | "ETH"; amount: string } | null) {
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], ...policy });
+    if (faucet) {
+      const res = await s.api("POST", "/dev/faucet", { body: { agentAddress: a.agentAddress, ...faucet } });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    }
+    return a;
+  }
+  const pay = (a: { agentAddress: string; apiKey: string }) =>
+    s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "swap e2e purchase" } });
+  const bound = async (amountOut: bigint) => {
+    const q = await quoteSwap(hre.ethers.provider, {
+      factory: uniswap().factory,
+      quoterV2: uniswap().quoterV2,
+      tokenIn: WETH_ADDRESS,
+      tokenOut: s.svc.config.usdcAddress,
+      fee: UNISWAP_POOL_FEE,
+      amountOut,
+      twapSeconds: SWAPS_ON.swapTwapSeconds,
+      maxSlippageBps: SWAPS_ON.maxSwapSlippageBps,
+    });
+    if (!q.ok) throw new Error(`quote refused: ${q.reason}`);
+    return q.quote;
+  };
+  const ledger = async (a: { agentAddress: string; apiKey: string }) =>
+    (await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey })).body.transactions as Record<string, any>[];
+
+  it("an agent holding only WETH pays: the seller gets exactly the price, the WETH spent is within the bound, one ledger entry with the swap", async () => {
+    const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
+    const q = await bound(2n * USDC);
+    const sellerBefore = await usdcBalance(s, seller.payTo);
+    const before = await balances(a.agentAddress);
+    const res = await pay(a);
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    const after = await balances(a.agentAddress);
+    expect(await usdcBalance(s, seller.payTo)).to.equal(sellerBefore + 2n * USDC);
+    expect(after.usdc).to.equal(0n);
+    const spent = before.weth - after.weth;
+    expect(spent).to.equal(q.amountIn);
+    expect(spent <= q.maxAmountIn).to.equal(true);
+    expect(after.eth).to.equal(before.eth);
+    expect(res.body.swap).to.deep.equal({ txHash: res.body.swap.txHash, tokenIn: "WETH", amountIn: hre.ethers.formatEther(spent), amountOut: "2" });
+    expect(res.body.swap.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    const entries = await ledger(a);
+    expect(entries).to.have.length(1);
+    expect(entries[0]).to.deep.include({ status: "approved", amount: "2", txHash: res.body.txHash, swap: res.body.swap });
+    // The indexer read SwapExecuted too.
+    await s.svc.indexer.syncOnce();
+    const event = await s.svc.store.chainEvents.findOne({ event: "SwapExecuted", txHash: res.body.swap.txHash });
+    expect(event?.args).to.deep.include({ tokenIn: WETH_ADDRESS, amountIn: spent.toString(), amountOut: "2000000" });
+  });
+
+  it("an agent holding only ETH pays: it wraps what the swap needs and keeps the rest as ETH", async () => {
+    const a = await agent(SWAPS_ON, { token: "ETH", amount: "1" });
+    const q = await bound(2n * USDC);
+    const before = await balances(a.agentAddress);
+    const res = await pay(a);
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    const after = await balances(a.agentAddress);
+    expect(res.body.swap).to.include({ tokenIn: "ETH", amountOut: "2" });
+    expect(before.eth - after.eth).to.equal(q.amountIn);
+    expect(after.weth).to.equal(0n);
+    expect(after.usdc).to.equal(0n);
+    expect((await ledger(a))[0].swap).to.deep.equal(res.body.swap);
+  });
+
+  it("a sandwich between the service's quote and its swap: refused on-chain, blocked swap_slippage_exceeded, nothing lost but gas", async () => {
+    const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
+    const [, , , , , , , trader] = await hre.ethers.getSigners();
+    await fundTrader(uniswap(), s.svc.config.usdcAddress, trader, 200n * ETH, 0n);
+    const router = uniswapAt(uniswap(), trader).router;
+    const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("swapForPayment")!.selector;
+    // A bot watching the chain: it sees the wallet's swap coming and sells 100 WETH into the pool first.
+    const provider = hre.network.provider as unknown as { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
+    const original = provider.request.bind(provider);
+    let frontRuns = 0;
+    provider.request = async (args) => {
+      if (args.method === "eth_sendRawTransaction" && frontRuns === 0) {
+        const tx = Transaction.from(String(args.params?.[0]));
+        if (tx.data.startsWith(selector)) {
+          frontRuns++;
+          await (
+            await router.exactInputSingle({ tokenIn: WETH_ADDRESS, tokenOut: s.svc.config.usdcAddress, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountIn: 100n * ETH, amountOutMinimum: 0, sqrtPriceLimitX96: 0 })
+          ).wait();
+        }
+      }
+      return original(args);
+    };
+    const before = await balances(a.agentAddress);
+    const paidBefore = seller.hits.paid;
+    let res;
+    try {
+      res = await pay(a);
+    } finally {
+      provider.request = original;
+    }
+    expect(frontRuns).to.equal(1);
+    expect(res.status, JSON.stringify(res.body)).to.equal(422);
+    expect(res.body).to.include({ status: "blocked", reason: "swap_slippage_exceeded", onchainEvent: "PaymentBlocked", amount: "2" });
+    expect(await balances(a.agentAddress)).to.deep.equal(before);
+    expect(seller.hits.paid).to.equal(paidBefore);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+    const receipt = await hre.ethers.provider.getTransactionReceipt(res.body.txHash);
+    const iface = s.svc.chain.policyAt(a.policyContract).interface;
+    const events = receipt!.logs.map((l) => iface.parseLog(l)).filter((e) => e !== null);
+    expect(events.map((e) => e!.name)).to.deep.equal(["PaymentBlocked", "PaymentReleased"]);
+    expect(events[0]!.args.reason).to.equal(13n);
+    const entries = await ledger(a);
+    expect(entries).to.have.length(1);
+    expect(entries[0]).to.deep.include({ status: "blocked", reason: "swap_slippage_exceeded", txHash: res.body.txHash, swap: null });
+    // The back-run: the bot buys its WETH back, and the pool is about where it was.
+    const usdcGot = await usdcBalance(s, trader.address);
+    await (await router.exactInputSingle({ tokenIn: s.svc.config.usdcAddress, tokenOut: WETH_ADDRESS, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountIn: usdcGot, amountOutMinimum: 0, sqrtPriceLimitX96: 0 })).wait();
+  });
+
+  it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
+    const off = await agent({}, { token: "WETH", amount: "1" });
+    const poor = await agent(SWAPS_ON, { token: "ETH", amount: "0.0001" });
+    for (const [a, detail] of [[off, /allows no swaps/], [poor, /takes about .* WETH, and the wallet holds 0.0 WETH and 0.0001 ETH/]] as const) {
+      const block = await hre.ethers.provider.getBlockNumber();
+      const res = await pay(a);
+      expect(res.status, JSON.stringify(res.body)).to.equal(422);
+      expect(res.body).to.include({ status: "blocked", reason: "insufficient_funds", onchainEvent: null, txHash: null });
+      expect(res.body.message).to.match(detail);
+      expect(await hre.ethers.provider.getBlockNumber()).to.equal(block);
+      expect((await ledger(a))[0]).to.include({ status: "blocked", reason: "insufficient_funds" });
+    }
+  });
+});
