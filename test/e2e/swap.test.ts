@@ -7,6 +7,8 @@ import hre from "hardhat";
 import { Contract, Transaction, type Wallet } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap } from "../../src/chain/swapQuote";
+import { auditFromLogs } from "../../src/indexer/audit";
+import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
 import { fundedFacilitator, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
@@ -88,6 +90,11 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     await s.svc.indexer.syncOnce();
     const event = await s.svc.store.chainEvents.findOne({ event: "SwapExecuted", txHash: res.body.swap.txHash });
     expect(event?.args).to.deep.include({ tokenIn: WETH_ADDRESS, amountIn: spent.toString(), amountOut: "2000000" });
+    // An entry that lost its answer (a restart between the swap and the reply) gets the swap back from the event.
+    await s.svc.store.payments.updateOne({ txnId: res.body.transactionId }, { $unset: { swap: "" } });
+    expect((await ledger(a))[0].swap).to.equal(null);
+    await new LedgerLinker({ store: s.svc.store, chainId: s.svc.chain.chainId }).link([event!]);
+    expect((await ledger(a))[0].swap).to.deep.equal(res.body.swap);
   });
 
   it("an agent holding only ETH pays: it wraps what the swap needs and keeps the rest as ETH", async () => {
@@ -151,6 +158,18 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     // The back-run: the bot buys its WETH back, and the pool is about where it was.
     const usdcGot = await usdcBalance(s, trader.address);
     await (await router.exactInputSingle({ tokenIn: s.svc.config.usdcAddress, tokenOut: WETH_ADDRESS, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountIn: usdcGot, amountOutMinimum: 0, sqrtPriceLimitX96: 0 })).wait();
+  });
+
+  it("the event-only audit attaches each swap to its payment and knows the swap refusals", async () => {
+    const report = await auditFromLogs(s.svc.chain.provider, { factory: s.svc.config.factoryAddress!, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock ?? 0 });
+    expect(report.inconsistencies).to.deep.equal([]);
+    const payments = Object.values(report.agents).flatMap((a) => a.payments);
+    const swapped = payments.filter((p) => p.swap);
+    expect(swapped.map((p) => p.swap!.tokenIn).sort()).to.deep.equal([hre.ethers.ZeroAddress, WETH_ADDRESS].sort());
+    for (const p of swapped) expect(p).to.deep.include({ status: "settled", amount: "2000000" });
+    const refused = Object.values(report.agents).flatMap((a) => a.blocked).filter((b) => b.reason === "swap_slippage_exceeded");
+    expect(refused).to.have.length(1);
+    expect(payments.find((p) => p.paymentId === refused[0].paymentId)).to.include({ status: "released", merchant: "127.0.0.1" });
   });
 
   it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
