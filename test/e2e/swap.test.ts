@@ -11,8 +11,9 @@ import { auditFromLogs } from "../../src/indexer/audit";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
-import { fundedFacilitator, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { fundedFacilitator, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { fundTrader, uniswapAt, TOKEN_ABI } from "../helpers/uniswap";
+import { agentHeaders, callTool, mcpClient, textOf } from "../mcp/client";
 
 const USDC = 1_000_000n;
 const ETH = 10n ** 18n;
@@ -170,6 +171,38 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const refused = Object.values(report.agents).flatMap((a) => a.blocked).filter((b) => b.reason === "swap_slippage_exceeded");
     expect(refused).to.have.length(1);
     expect(payments.find((p) => p.paymentId === refused[0].paymentId)).to.include({ status: "released", merchant: "127.0.0.1" });
+  });
+
+  it("MCP pay shows the swap in its structured result and its text", async () => {
+    const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
+    const client = await mcpClient(s.url, agentHeaders(a));
+    try {
+      const r = await callTool(client, "pay", { serviceUrl: seller.resource, maxAmount: "5", intent: "swap over MCP" });
+      expect(r.isError ?? false).to.equal(false);
+      expect(r.structuredContent.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
+      expect(textOf(r)).to.contain(`First bought 2 USDC for ${r.structuredContent.swap.amountIn} WETH (swap ${r.structuredContent.swap.txHash})`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a seller that fails after the swap: the payment is released (502), the USDC bought stays in the wallet and the answer says so", async () => {
+    const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
+    const broken = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: 2n * USDC });
+    try {
+      const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: broken.resource, maxAmount: "5", intent: "swap then a broken seller" } });
+      expect(res.status, JSON.stringify(res.body)).to.equal(502);
+      expect(res.body.error).to.equal("upstream_error");
+      expect(res.body.message).to.match(/The 2 USDC the swap bought \(.* WETH, tx 0x[0-9a-f]{64}\) stays in the agent wallet\./);
+      expect(await usdcBalance(s, a.agentAddress)).to.equal(2n * USDC);
+      expect(await spentToday(s, a.policyContract)).to.equal(0n);
+      const [entry] = await ledger(a);
+      expect(entry).to.include({ status: "failed" });
+      expect(entry.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
+      expect(entry.releaseTxHash).to.match(/^0x[0-9a-f]{64}$/);
+    } finally {
+      await broken.close();
+    }
   });
 
   it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
