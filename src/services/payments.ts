@@ -99,12 +99,15 @@ export class PaymentService {
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
+    // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
+    const swapCheck = this.swaps.check(pc.agent, policy, quote.amount);
+    swapCheck.catch(() => undefined);
     const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
     // Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused before any transaction.
-    const swap = await this.swaps.check(pc.agent, policy, quote.amount);
+    const swap = await swapCheck;
     timer.mark("swapQuote");
     if (swap.kind === "refuse") return this.block(pc, quote.amount, "insufficient_funds", null, null, undefined, swap.detail);
     return this.settlement.execute({
