@@ -28,7 +28,7 @@ interface ISpendPolicy {
     /// HourlyBudgetExceeded (8): this UTC hour's spend plus the amount would pass the hourly budget.
     /// WeeklyBudgetExceeded (9): this 7-day window's spend (weeks of the Unix epoch, from Thursday 00:00 UTC) plus the
     /// amount would pass the weekly budget. MonthlyBudgetExceeded (10): the same over 30-day windows of the epoch.
-    /// LifetimeBudgetExceeded (11): everything authorised since the lifetime budget was set, plus the amount, would
+    /// LifetimeBudgetExceeded (11): everything authorised while a lifetime budget was set, plus the amount, would
     /// pass it. MerchantBudgetExceeded (12): today's spend under the allowlist entry that admitted the merchant plus
     /// the amount would pass that entry's daily cap. SwapSlippageExceeded (13): the swap that was to buy the payment's
     /// USDC shortfall was refused by the router within the owner-signed TWAP bound (price moved past
@@ -62,7 +62,7 @@ interface ISpendPolicy {
     /// @param hourlyBudget the most per UTC hour (0: none)
     /// @param weeklyBudget the most per 7-day window (0: none)
     /// @param monthlyBudget the most per 30-day window (0: none)
-    /// @param lifetimeBudget the most in total, counted from the policy that set it (0: none)
+    /// @param lifetimeBudget the most in total, over the payments authorised while one is set (0: none)
     /// @param maxPaymentsPerHour the most payments per UTC hour (0: none)
     /// @param validUntil Unix time after which every payment is blocked (0: never)
     /// @param maxSwapSlippageBps the most a swap before settlement may pay above the pool's TWAP price plus its fee,

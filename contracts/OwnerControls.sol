@@ -139,15 +139,6 @@ abstract contract OwnerControls is SpendPolicyState {
             p.maxSwapSlippageBps > 10_000
         ) revert SpendPolicyInvalidPolicy();
         Limits memory old = _limits;
-        WindowLimits memory oldWindows = _windows;
-        // Counts the old policy did not keep are stale: a policy that turns a limit on starts its count at zero.
-        uint256 stale;
-        if (old.maxPaymentsPerHour == 0 && p.maxPaymentsPerHour != 0) stale |= uint256(type(uint16).max) << W_COUNT_SHIFT;
-        if (oldWindows.hourlyBudget == 0 && p.hourlyBudget != 0) stale |= U64 << W_HOUR_SHIFT;
-        if (oldWindows.weeklyBudget == 0 && p.weeklyBudget != 0) stale |= U64 << W_WEEK_SHIFT;
-        if (oldWindows.monthlyBudget == 0 && p.monthlyBudget != 0) stale |= U64 << W_MONTH_SHIFT;
-        if (stale != 0) _windowSpend &= ~stale;
-        if (oldWindows.lifetimeBudget == 0 && p.lifetimeBudget != 0) _lifetimeSpent = 0;
         bool windows = (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) != 0;
         _limits = Limits(
             uint64(p.perTxLimit),
@@ -158,12 +149,14 @@ abstract contract OwnerControls is SpendPolicyState {
             uint16(p.maxPaymentsPerHour),
             uint32(p.validUntil)
         );
-        if (windows || old.hasWindows) _windows = WindowLimits(
-            uint64(p.hourlyBudget),
-            uint64(p.weeklyBudget),
-            uint64(p.monthlyBudget),
-            uint64(p.lifetimeBudget)
-        );
+        // Each fits in 64 bits (checked above).
+        if (windows || old.hasWindows) {
+            _windowLimits =
+                (p.hourlyBudget << L_HOUR_SHIFT) |
+                (p.weeklyBudget << L_WEEK_SHIFT) |
+                (p.monthlyBudget << L_MONTH_SHIFT) |
+                (p.lifetimeBudget << L_LIFETIME_SHIFT);
+        }
         uint32 version = _extras.version + 1;
         _extras = PolicyExtras(version, uint16(p.maxSwapSlippageBps), uint32(p.swapTwapSeconds));
         _allowlistRoot = p.allowlistRoot;

@@ -271,7 +271,7 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
             if (flags & RECORD_IN_LIFETIME != 0) _lifetimeSpent = c.lifetime + amount;
             if (c.entryHash != 0) _entrySpend[c.entryHash] = ((c.entrySpent + amount) << 32) | today;
         }
-        _operatorAndSpend = _withSpend(_operatorAndSpend, today, spent);
+        _operatorAndSpend = _withSpend(c.spendWord, today, spent);
         _payments[paymentId] =
             (STATE_AUTHORIZED << RECORD_STATE_SHIFT) |
             (c.hour << RECORD_HOUR_SHIFT) |
@@ -306,42 +306,49 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         }
         if (amount > limits.perTxLimit) return (BlockReason.PerTxLimitExceeded, c);
         c.hour = block.timestamp / 1 hours;
-        WindowLimits memory w;
-        if (limits.hasWindows) w = _windows;
+        uint256 w;
+        if (limits.hasWindows) w = _windowLimits;
         // Every count below is < 2^64 and amount <= perTxLimit < 2^64: no sum overflows.
         unchecked {
-            if (limits.maxPaymentsPerHour != 0 || (w.hourlyBudget | w.weeklyBudget | w.monthlyBudget) != 0) {
+            if (limits.maxPaymentsPerHour != 0 || w & L_WINDOWS_MASK != 0) {
                 uint256 word = _rollWindows(_windowSpend, c.hour);
                 c.windowWord = word;
-                c.flags = RECORD_IN_WINDOWS;
                 // Only the windows with a limit count (so none can overflow); the others read 0 in spending().
                 if (limits.maxPaymentsPerHour != 0) {
                     if ((word >> W_COUNT_SHIFT) & type(uint16).max >= limits.maxPaymentsPerHour) {
                         return (BlockReason.VelocityExceeded, c);
                     }
                     c.windowAdd = 1 << W_COUNT_SHIFT;
+                    c.flags = RECORD_IN_COUNT;
                 }
-                if (w.hourlyBudget != 0) {
-                    if (_field(word, W_HOUR_SHIFT) + amount > w.hourlyBudget) return (BlockReason.HourlyBudgetExceeded, c);
+                uint256 budget = _field(w, L_HOUR_SHIFT);
+                if (budget != 0) {
+                    if (_field(word, W_HOUR_SHIFT) + amount > budget) return (BlockReason.HourlyBudgetExceeded, c);
                     c.windowAdd |= amount << W_HOUR_SHIFT;
+                    c.flags |= RECORD_IN_HOUR;
                 }
             }
-            c.daySpent = _spentOn(_operatorAndSpend, c.hour / HOURS_PER_DAY);
+            c.spendWord = _operatorAndSpend;
+            c.daySpent = _spentOn(c.spendWord, c.hour / HOURS_PER_DAY);
             if (c.daySpent + amount > limits.dailyBudget) return (BlockReason.DailyBudgetExceeded, c);
-            if (w.weeklyBudget != 0) {
-                if (_field(c.windowWord, W_WEEK_SHIFT) + amount > w.weeklyBudget) return (BlockReason.WeeklyBudgetExceeded, c);
+            if (_field(w, L_WEEK_SHIFT) != 0) {
+                if (_field(c.windowWord, W_WEEK_SHIFT) + amount > _field(w, L_WEEK_SHIFT)) {
+                    return (BlockReason.WeeklyBudgetExceeded, c);
+                }
                 c.windowAdd |= amount << W_WEEK_SHIFT;
+                c.flags |= RECORD_IN_WEEK;
             }
-            if (w.monthlyBudget != 0) {
-                if (_field(c.windowWord, W_MONTH_SHIFT) + amount > w.monthlyBudget) {
+            if (_field(w, L_MONTH_SHIFT) != 0) {
+                if (_field(c.windowWord, W_MONTH_SHIFT) + amount > _field(w, L_MONTH_SHIFT)) {
                     return (BlockReason.MonthlyBudgetExceeded, c);
                 }
                 c.windowAdd |= amount << W_MONTH_SHIFT;
+                c.flags |= RECORD_IN_MONTH;
             }
-            if (w.lifetimeBudget != 0) {
+            if (w >> L_LIFETIME_SHIFT != 0) {
                 c.flags |= RECORD_IN_LIFETIME;
                 c.lifetime = _lifetimeSpent;
-                if (c.lifetime + amount > w.lifetimeBudget) return (BlockReason.LifetimeBudgetExceeded, c);
+                if (c.lifetime + amount > w >> L_LIFETIME_SHIFT) return (BlockReason.LifetimeBudgetExceeded, c);
             }
             if (leafDailyCap != 0) {
                 c.entryHash = keccak256(bytes(leaf));

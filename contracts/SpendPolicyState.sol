@@ -31,18 +31,23 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         );
 
     // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
-    // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional windows
-    // it was counted in (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
-    // 30 days follow) in bits 216-247, the state in bits 248-255.
+    // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional counts
+    // it was added to (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
+    // 30 days follow) in bits 216-247, the state in bits 248-255. A release takes it out of exactly those counts.
     uint256 internal constant OPERATOR_MASK = type(uint160).max;
     uint256 internal constant SPEND_DAY_SHIFT = 160;
     uint256 internal constant SPEND_AMOUNT_SHIFT = 192;
     uint256 internal constant DIGEST_MASK = type(uint208).max;
     uint256 internal constant RECORD_FLAGS_SHIFT = 208;
-    uint256 internal constant RECORD_IN_WINDOWS = 1;
-    uint256 internal constant RECORD_IN_LIFETIME = 2;
+    uint256 internal constant RECORD_IN_COUNT = 1;
+    uint256 internal constant RECORD_IN_HOUR = 2;
+    uint256 internal constant RECORD_IN_WEEK = 4;
+    uint256 internal constant RECORD_IN_MONTH = 8;
+    uint256 internal constant RECORD_IN_LIFETIME = 16;
+    /// @dev The counts kept in _windowSpend.
+    uint256 internal constant RECORD_IN_WINDOWS = RECORD_IN_COUNT | RECORD_IN_HOUR | RECORD_IN_WEEK | RECORD_IN_MONTH;
     /// @dev The payment's swap happened (SpendPolicySwap): there is never a second one.
-    uint256 internal constant RECORD_SWAPPED = 4;
+    uint256 internal constant RECORD_SWAPPED = 32;
     uint256 internal constant RECORD_HOUR_SHIFT = 216;
     uint256 internal constant RECORD_STATE_SHIFT = 248;
     uint256 internal constant STATE_AUTHORIZED = 1;
@@ -50,7 +55,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     // Window spend (_windowSpend): the UTC hour it was last brought up to date in bits 0-23, that hour's payment count
     // in 24-39, the hour's spend in 40-103, the week's in 104-167, the 30 days' in 168-231. One hour tag serves every
     // window because all are whole hours aligned to the epoch: a window's count is current when the tag's window is
-    // the present one. Per-entry spend (_entrySpend): the UTC day in bits 0-31, its spend in 32-95.
+    // the present one. Per-entry spend (_entrySpend): the UTC day in bits 0-31, its spend above.
     uint256 internal constant HOURS_PER_DAY = 24;
     uint256 internal constant HOURS_PER_WEEK = 168;
     uint256 internal constant HOURS_PER_MONTH = 720;
@@ -59,10 +64,18 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     uint256 internal constant W_WEEK_SHIFT = 104;
     uint256 internal constant W_MONTH_SHIFT = 168;
     uint256 internal constant U64 = type(uint64).max;
+    // The optional budgets (_windowLimits), read by a payment only when Limits.hasWindows: hourly in bits 0-63, weekly
+    // in 64-127, 30 days in 128-191, lifetime in 192-255. A packed word rather than a struct: no memory copy per payment.
+    uint256 internal constant L_HOUR_SHIFT = 0;
+    uint256 internal constant L_WEEK_SHIFT = 64;
+    uint256 internal constant L_MONTH_SHIFT = 128;
+    uint256 internal constant L_LIFETIME_SHIFT = 192;
+    /// @dev The hourly, weekly and 30-day budgets: the limits counted in _windowSpend (with maxPaymentsPerHour).
+    uint256 internal constant L_WINDOWS_MASK = type(uint192).max;
 
     // ---------------------------------------------------------------- storage (each clone's own)
     /// @dev Read together by every payment. `hasWindows`: the hourly, weekly, monthly or lifetime budget is set
-    /// (so `_windows` is read only then).
+    /// (so `_windowLimits` is read only then).
     struct Limits {
         uint64 perTxLimit;
         uint64 dailyBudget;
@@ -71,14 +84,6 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         bool hasWindows;
         uint16 maxPaymentsPerHour;
         uint32 validUntil;
-    }
-
-    /// @dev The optional budgets, read by a payment only when Limits.hasWindows.
-    struct WindowLimits {
-        uint64 hourlyBudget;
-        uint64 weeklyBudget;
-        uint64 monthlyBudget;
-        uint64 lifetimeBudget;
     }
 
     /// @dev Never read by a payment.
@@ -102,9 +107,9 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     // Slot 4: the last SetOperator and SetOwner timestamps (zero until used).
     uint48 internal _lastOperatorTimestamp;
     uint48 internal _lastOwnerTimestamp;
-    // Slots 5-8: the optional windows. Each count runs only while the policy sets its limit (gas, and no count
-    // without a limit can overflow); a policy that turns a limit on starts its count at zero.
-    WindowLimits internal _windows;
+    // Slots 5-8: the optional windows. Each count holds the payments authorised (and not released) in its current
+    // window while the policy set its limit: no gas for a limit nobody set, and no count without a limit can overflow.
+    uint256 internal _windowLimits;
     uint256 internal _windowSpend;
     uint256 internal _lifetimeSpent;
     PolicyExtras internal _extras;
@@ -116,11 +121,12 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     /// @dev Today's spend under each capped allowlist entry (keccak256 of the entry string).
     mapping(bytes32 entryHash => uint256 word) internal _entrySpend;
 
-    /// @dev What SpendPolicy._evaluate read, for _record to write back: the UTC hour, today's spend, the rolled window
-    /// word and what the payment adds to it, the lifetime spend, the capped entry (zero: no cap) and its spend today,
-    /// and RECORD_IN_* flags.
+    /// @dev What SpendPolicy._evaluate read, for _record to write back: the UTC hour, slot 0 and today's spend, the
+    /// rolled window word and what the payment adds to it, the lifetime spend, the capped entry (zero: no cap) and its
+    /// spend today, and RECORD_IN_* flags.
     struct Charge {
         uint256 hour;
+        uint256 spendWord;
         uint256 daySpent;
         uint256 windowWord;
         uint256 windowAdd;
@@ -134,7 +140,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     /// @notice The current policy.
     function policy() external view returns (Policy memory) {
         Limits memory l = _limits;
-        WindowLimits memory w = _windows;
+        uint256 w = _windowLimits;
         PolicyExtras memory e = _extras;
         return
             Policy(
@@ -142,10 +148,10 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
                 l.dailyBudget,
                 _allowlistRoot,
                 l.approvalThreshold,
-                w.hourlyBudget,
-                w.weeklyBudget,
-                w.monthlyBudget,
-                w.lifetimeBudget,
+                _field(w, L_HOUR_SHIFT),
+                _field(w, L_WEEK_SHIFT),
+                _field(w, L_MONTH_SHIFT),
+                _field(w, L_LIFETIME_SHIFT),
                 l.maxPaymentsPerHour,
                 l.validUntil,
                 e.maxSwapSlippageBps,
@@ -163,13 +169,13 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         uint256 hour = block.timestamp / 1 hours;
         s.day = _spentOn(_operatorAndSpend, hour / HOURS_PER_DAY);
         Limits memory l = _limits;
-        WindowLimits memory w = _windows;
+        uint256 w = _windowLimits;
         uint256 word = _rollWindows(_windowSpend, hour);
         if (l.maxPaymentsPerHour != 0) s.paymentsThisHour = (word >> W_COUNT_SHIFT) & type(uint16).max;
-        if (w.hourlyBudget != 0) s.hour = _field(word, W_HOUR_SHIFT);
-        if (w.weeklyBudget != 0) s.week = _field(word, W_WEEK_SHIFT);
-        if (w.monthlyBudget != 0) s.month = _field(word, W_MONTH_SHIFT);
-        if (w.lifetimeBudget != 0) s.lifetime = _lifetimeSpent;
+        if (_field(w, L_HOUR_SHIFT) != 0) s.hour = _field(word, W_HOUR_SHIFT);
+        if (_field(w, L_WEEK_SHIFT) != 0) s.week = _field(word, W_WEEK_SHIFT);
+        if (_field(w, L_MONTH_SHIFT) != 0) s.month = _field(word, W_MONTH_SHIFT);
+        if (_field(w, L_LIFETIME_SHIFT) != 0) s.lifetime = _lifetimeSpent;
     }
 
     /// @inheritdoc ISpendPolicy
@@ -216,7 +222,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         if (flags & RECORD_IN_WINDOWS != 0) {
             uint256 hour = block.timestamp / 1 hours;
             uint256 paidHour = (record >> RECORD_HOUR_SHIFT) & type(uint32).max;
-            _windowSpend = _unwind(_rollWindows(_windowSpend, hour), paidHour, hour, amount);
+            _windowSpend = _unwind(_rollWindows(_windowSpend, hour), flags, paidHour, hour, amount);
         }
         if (flags & RECORD_IN_LIFETIME != 0) {
             uint256 lifetime = _lifetimeSpent;
@@ -225,15 +231,23 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     }
 
     /// @dev Takes a released payment authorised in `paidHour` out of the (rolled) window counts still current.
-    function _unwind(uint256 word, uint256 paidHour, uint256 hour, uint256 amount) internal pure returns (uint256) {
+    function _unwind(
+        uint256 word,
+        uint256 flags,
+        uint256 paidHour,
+        uint256 hour,
+        uint256 amount
+    ) internal pure returns (uint256) {
         if (paidHour == hour) {
-            if ((word >> W_COUNT_SHIFT) & type(uint16).max != 0) word -= 1 << W_COUNT_SHIFT;
-            word = _setField(word, W_HOUR_SHIFT, _minus(_field(word, W_HOUR_SHIFT), amount));
+            if (flags & RECORD_IN_COUNT != 0 && (word >> W_COUNT_SHIFT) & type(uint16).max != 0) {
+                word -= 1 << W_COUNT_SHIFT;
+            }
+            if (flags & RECORD_IN_HOUR != 0) word = _setField(word, W_HOUR_SHIFT, _minus(_field(word, W_HOUR_SHIFT), amount));
         }
-        if (paidHour / HOURS_PER_WEEK == hour / HOURS_PER_WEEK) {
+        if (flags & RECORD_IN_WEEK != 0 && paidHour / HOURS_PER_WEEK == hour / HOURS_PER_WEEK) {
             word = _setField(word, W_WEEK_SHIFT, _minus(_field(word, W_WEEK_SHIFT), amount));
         }
-        if (paidHour / HOURS_PER_MONTH == hour / HOURS_PER_MONTH) {
+        if (flags & RECORD_IN_MONTH != 0 && paidHour / HOURS_PER_MONTH == hour / HOURS_PER_MONTH) {
             word = _setField(word, W_MONTH_SHIFT, _minus(_field(word, W_MONTH_SHIFT), amount));
         }
         return word;

@@ -19,7 +19,7 @@ export const REASON_TABLE: readonly { code: number; name: string; meaning: strin
   { code: 8, name: "hourly_budget_exceeded", meaning: "the payment would take this UTC hour's spend above hourlyBudget", message: "The payment would exceed this hour's budget." },
   { code: 9, name: "weekly_budget_exceeded", meaning: "the payment would take this 7-day window's spend (weeks from Thursday 00:00 UTC) above weeklyBudget", message: "The payment would exceed this week's budget." },
   { code: 10, name: "monthly_budget_exceeded", meaning: "the payment would take this 30-day window's spend above monthlyBudget", message: "The payment would exceed this 30-day budget." },
-  { code: 11, name: "lifetime_budget_exceeded", meaning: "the payment would take the total spend since the lifetime budget was set above lifetimeBudget", message: "The payment would exceed the agent's lifetime budget." },
+  { code: 11, name: "lifetime_budget_exceeded", meaning: "the payment would take the total authorised while a lifetime budget was set above lifetimeBudget", message: "The payment would exceed the agent's lifetime budget." },
   { code: 12, name: "merchant_budget_exceeded", meaning: "the payment would take today's spend under the allowlist entry that admits the merchant above that entry's daily cap", message: "The payment would exceed this merchant's daily cap." },
   { code: 13, name: "swap_slippage_exceeded", meaning: "the swap that was to buy the USDC shortfall would have paid more than the pool's TWAP price plus maxSwapSlippageBps (refused by the router on-chain, the payment then released)", message: "Buying the missing USDC would cost more than the owner's swap slippage bound allows." },
 ];

@@ -177,7 +177,11 @@ export const ROUTES: RouteDoc[] = [
     path: "/limits",
     tag: "Policy",
     summary: "Spend policies, read from the agents' SpendPolicy contracts",
-    description: "For an agent without a policy yet, `policyContract` is the factory's predicted address and `deployed` is false.",
+    description:
+      "For an agent without a policy yet, `policyContract` is the factory's predicted address and `deployed` is false. " +
+      "`windows` lists the day's window and each other window the policy limits (hourly, weekly, monthly = 30 days, lifetime) " +
+      "with budget, spent, remaining and `resetsAt` (fixed windows aligned to UTC); `velocity` the payments left this hour; " +
+      "`merchantRemainingToday` what each capped allowlist entry has left today.",
     auth: "key",
     query: OptionalAddressQuery,
     headers: [{ name: "X-Owner-Address", required: false, description: "403 unless every agent answered is linked to this owner" }],
@@ -189,7 +193,12 @@ export const ROUTES: RouteDoc[] = [
     path: "/limits",
     tag: "Policy",
     summary: "Deploy or update an agent's on-chain spend policy",
-    description: "Needs the owner's SetPolicy signature over every field (policy domain); the first call deploys the agent's SpendPolicy.",
+    description:
+      "Needs the owner's SetPolicy signature over every field (policy domain); the first call deploys the agent's SpendPolicy. " +
+      "The optional limits (hourlyBudget, weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour, validUntil, " +
+      "swapTwapSeconds, merchantCaps) are 0, \"no such limit\", when absent, and are signed as 0. `merchantCaps` maps allowlist " +
+      "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). A nonzero maxSwapSlippageBps " +
+      "is refused (400: swaps are not available yet).",
     auth: "key",
     signature: "SetPolicy",
     body: SetLimitsRequest,

@@ -108,7 +108,9 @@ and only who has it can link you (keep it between you and your owner). Lost it? 
 \`curl -s "${baseUrl}/wallet/activation?address=<agentAddress>" -H "Authorization: Bearer <apiKey>"\`.
 
 There the owner connects a wallet, links you to it and signs your spend policy: perTxLimit, dailyBudget, an
-allowlist of merchant domains and an approval threshold. Until then every payment is refused (\`no_policy\`).
+allowlist of merchant domains and an approval threshold, and optionally budgets per hour, 7 days, 30 days and
+lifetime, a cap on payments per hour, daily caps per merchant and an expiry (\`validUntil\`). Until then every
+payment is refused (\`no_policy\`).
 
 ## 6. Check your limits
 
@@ -117,6 +119,10 @@ curl -s "${baseUrl}/limits?address=<agentAddress>" -H "Authorization: Bearer <ap
 \`\`\`
 
 Active when your entry shows \`"deployed": true\` with the limits your owner set. If not, wait for your owner.
+\`windows\` lists each budget window your owner set (hourly, daily, weekly, monthly, lifetime) with what remains
+and when it resets (fixed UTC windows); \`velocity\` says how many payments are left this hour;
+\`merchantRemainingToday\` what each capped merchant has left today; after \`validUntil\` every payment is
+blocked (\`policy_expired\`) until your owner signs a new policy.
 
 ## 7. Restart
 
@@ -125,7 +131,9 @@ Restart your MCP client (or your session) so the SpendGate tools appear natively
 
 ## Rules
 
-1. Always read your limits (\`get_limits\`) before spending.
+1. Always read your limits (\`get_limits\`) before spending: a payment larger than what remains in any window
+   will be blocked (\`hourly_budget_exceeded\`, \`daily_budget_exceeded\`, \`weekly_budget_exceeded\`,
+   \`monthly_budget_exceeded\`, \`lifetime_budget_exceeded\`, \`merchant_budget_exceeded\`, \`velocity_exceeded\`).
 2. Verify a merchant that is new to you (\`verify_merchant\`) before paying it: it tells you the allowlist decision,
    the seller's price and what \`pay\` would answer, without paying.
 3. Send a meaningful \`intent\` with every payment: what you are buying and why. Your owner reads it.

@@ -24,6 +24,9 @@ export const Amount = z
 
 export const PositiveAmount = Amount.refine((v) => (unitsOf(v) ?? 1n) > 0n, "must be greater than 0");
 
+/** A spend-policy amount: the contract stores each in 64 bits of base units (about 18.4 trillion USDC). */
+export const PolicyAmount = Amount.refine((v) => (unitsOf(v) ?? 0n) <= (1n << 64n) - 1n, "is larger than a policy can hold (64 bits of base units)");
+
 export const Signature = z
   .string()
   .trim()

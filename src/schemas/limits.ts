@@ -1,6 +1,6 @@
 /** Spend policy requests and responses. */
 import { z } from "zod";
-import { Address, Amount, Signature, UnixTimestamp } from "./common";
+import { Address, Amount, PolicyAmount, Signature, UnixTimestamp } from "./common";
 
 /** Bounds POST /limits puts on the swap setting (the contract accepts up to 10,000 bps and any window the pool has). */
 export const MAX_SWAP_SLIPPAGE_BPS = 1_000;
@@ -16,10 +16,10 @@ export const SetLimitsRequest = z
       .max(500)
       .meta({ description: "merchant host names; \"*.example.com\" for any subdomain, \"*\" for any merchant; empty = none" }),
     approvalThreshold: Amount,
-    hourlyBudget: Amount.optional().meta({ description: "most per UTC hour, USDC; absent or \"0\" = no hourly budget" }),
-    weeklyBudget: Amount.optional().meta({ description: "most per 7-day window (from Thursday 00:00 UTC), USDC; absent or \"0\" = none" }),
-    monthlyBudget: Amount.optional().meta({ description: "most per 30-day window of the Unix epoch, USDC; absent or \"0\" = none" }),
-    lifetimeBudget: Amount.optional().meta({ description: "most in total from this policy on, USDC; absent or \"0\" = none" }),
+    hourlyBudget: PolicyAmount.optional().meta({ description: "most per UTC hour, USDC; absent or \"0\" = no hourly budget" }),
+    weeklyBudget: PolicyAmount.optional().meta({ description: "most per 7-day window (from Thursday 00:00 UTC), USDC; absent or \"0\" = none" }),
+    monthlyBudget: PolicyAmount.optional().meta({ description: "most per 30-day window of the Unix epoch, USDC; absent or \"0\" = none" }),
+    lifetimeBudget: PolicyAmount.optional().meta({ description: "most in total (payments authorised while a lifetime budget is set), USDC; absent or \"0\" = none" }),
     maxPaymentsPerHour: z.number().int().min(0).max(65_535).optional().meta({ description: "most payments per UTC hour; absent or 0 = none" }),
     validUntil: z.number().int().min(0).max(2 ** 32 - 1).optional().meta({ description: "Unix time after which every payment is blocked (policy_expired); absent or 0 = never" }),
     maxSwapSlippageBps: z

@@ -93,6 +93,7 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
       [{ maxPaymentsPerHour: 1.5 }, /maxPaymentsPerHour/],
       [{ validUntil: 2 ** 32 }, /validUntil/],
       [{ hourlyBudget: "-1" }, /hourlyBudget/],
+      [{ lifetimeBudget: "18446744073709.551616" }, /64 bits/],
       [{ weeklyBudget: 30 }, /weeklyBudget/],
       [{ maxSwapSlippageBps: 1_001 }, /maxSwapSlippageBps/],
     ];

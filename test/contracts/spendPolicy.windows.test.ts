@@ -71,7 +71,7 @@ describe("SpendPolicy windows, velocity and expiry", function () {
     expect((await policy.spending()).lifetime).to.equal(usdc(10));
   });
 
-  it("a window turned on by a new policy starts at zero; one turned off stops counting", async function () {
+  it("a window counts only the payments authorised while its limit is set", async function () {
     const { policy, pay, setPolicy } = await loadFixture(policyFixture);
     await toWindowStart(WEEK);
     await setPolicy({ ...LOOSE, weeklyBudget: usdc(10) });
@@ -79,8 +79,25 @@ describe("SpendPolicy windows, velocity and expiry", function () {
     await setPolicy({ ...LOOSE });
     expect((await policy.spending()).week).to.equal(0n);
     expect(await reasonOf(policy, pay(usdc(10)))).to.equal(Reason.None);
-    await setPolicy({ ...LOOSE, weeklyBudget: usdc(10) });
+    // On again in the same week: the 10 counted while it was on still count, the 10 paid while it was off do not.
+    await setPolicy({ ...LOOSE, weeklyBudget: usdc(15) });
+    expect((await policy.spending()).week).to.equal(usdc(10));
+    expect(await reasonOf(policy, pay(usdc(5)))).to.equal(Reason.None);
+    expect(await reasonOf(policy, pay(1n))).to.equal(Reason.Weekly);
+  });
+
+  it("releasing a payment made before a window's limit was set leaves that window's count alone", async function () {
+    const { policy, pay, release, setPolicy } = await loadFixture(policyFixture);
+    await toWindowStart(WEEK);
+    // Counted in the hour (its limit is set), not in the week (no weekly limit yet).
+    await setPolicy({ ...LOOSE, hourlyBudget: usdc(100) });
+    const early = paymentId();
+    expect(await reasonOf(policy, pay(usdc(9), "api.example.com", { id: early, validBefore: BigInt(await time.latest()) + 3_000n }))).to.equal(Reason.None);
+    await setPolicy({ ...LOOSE, hourlyBudget: usdc(100), weeklyBudget: usdc(10) });
     expect(await reasonOf(policy, pay(usdc(10)))).to.equal(Reason.None);
+    await (await release(early)).wait();
+    const s = await policy.spending();
+    expect([s.hour, s.week]).to.deep.equal([usdc(10), usdc(10)]);
     expect(await reasonOf(policy, pay(1n))).to.equal(Reason.Weekly);
   });
 

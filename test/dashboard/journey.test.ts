@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import type { Page } from "playwright-core";
+import { SET_POLICY_TYPES } from "../../src/chain/typedData";
 import { allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
@@ -149,10 +150,14 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     expect(await page.locator("#allowlist-error").textContent()).to.include("not_a_host!");
     expect(await page.locator("#policy-review").isHidden()).to.equal(true);
     await page.getByRole("button", { name: "Remove not_a_host!" }).click();
+    // The richer limits: a weekly budget, a cap on payments per hour and a wildcard entry's own daily cap.
+    await page.getByLabel("Weekly budget (USDC)").fill("60");
+    await page.getByLabel("Payments per hour").fill("100");
+    await page.getByLabel("Daily cap for *.data.example.org in USDC (empty: none)").fill("2.5");
     await page.getByRole("button", { name: "Review what you will sign" }).click();
 
     const expected = normalizeAllowlist(raw.slice(0, 3)).entries;
-    const root = allowlistRoot(expected);
+    const root = allowlistRoot(expected, { "*.data.example.org": 2_500_000n });
     await page.locator("#review-root").waitFor();
     expect(await page.locator("#review-root").textContent()).to.equal(root);
     expect(await page.locator("#review-allowlist li").allTextContents()).to.deep.equal(expected);
@@ -160,6 +165,8 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     policyContract = shown.domain.verifyingContract;
     expect(shown.primaryType).to.equal("SetPolicy");
     expect(shown.message).to.include({ agent: agent.agentAddress, perTxLimit: "5000000", dailyBudget: "20000000", allowlistRoot: root, approvalThreshold: "750000" });
+    expect(shown.message).to.include({ hourlyBudget: "0", weeklyBudget: "60000000", maxPaymentsPerHour: "100", validUntil: "0", maxSwapSlippageBps: "0" });
+    expect(shown.types.SetPolicy.map((f: { name: string }) => f.name)).to.deep.equal(SET_POLICY_TYPES.SetPolicy.map((f) => f.name));
 
     await page.getByRole("button", { name: "Sign and deploy the policy" }).click();
     await page.locator("#policy-result [data-state=deployed]").waitFor();
@@ -169,6 +176,7 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     expect(await s.svc.chain.isDeployed(policyContract)).to.equal(true);
     const onchain = await s.svc.chain.policyAt(policyContract, s.svc.chain.provider).policy();
     expect([onchain.perTxLimit, onchain.dailyBudget, onchain.allowlistRoot, onchain.approvalThreshold]).to.deep.equal([5n * USDC, 20n * USDC, root, 750_000n]);
+    expect([onchain.weeklyBudget, onchain.maxPaymentsPerHour]).to.deep.equal([60n * USDC, 100n]);
     const txHash = (await s.svc.store.policies.findOne({ agentAddress: agent.agentAddress }))!.txHash;
     expect(await page.locator(`#policy-result a[href="${explorer}/address/${policyContract}"]`).count()).to.equal(1);
     expect(await page.locator(`#policy-result a[href="${explorer}/tx/${txHash}"]`).count()).to.equal(1);

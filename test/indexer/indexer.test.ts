@@ -192,14 +192,7 @@ describe("indexer", () => {
       approvalThreshold: "2000000",
       allowlistRoot: allowlistRoot(ALLOWLIST),
       // The grown SetPolicy's fields, flattened from the tuple like the first four.
-      hourlyBudget: "0",
-      weeklyBudget: "0",
-      monthlyBudget: "0",
-      lifetimeBudget: "0",
-      maxPaymentsPerHour: "0",
-      validUntil: "0",
-      maxSwapSlippageBps: "0",
-      swapTwapSeconds: "0",
+      ...Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, "0"])),
     });
     expect(updated.args.timestamp).to.match(/^\d+$/);
     expect(updated.args.version).to.equal("1");

@@ -22,6 +22,16 @@ export interface PolicyView {
   spentToday: string;
   remainingDailyBudget: string;
   lastUpdated: number | null;
+  hourlyBudget?: string;
+  weeklyBudget?: string;
+  monthlyBudget?: string;
+  lifetimeBudget?: string;
+  maxPaymentsPerHour?: number;
+  validUntil?: number;
+  merchantCaps?: Record<string, string>;
+  merchantRemainingToday?: Record<string, string>;
+  windows?: { window: string; budget: string; spent: string; remaining: string; resetsAt: number | null }[];
+  velocity?: { maxPaymentsPerHour: number; paymentsThisHour: number; remaining: number | null; resetsAt: number };
 }
 
 export interface Balance {

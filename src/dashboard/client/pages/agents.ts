@@ -181,6 +181,10 @@ function spendMeter(address: string, p: PolicyView): HTMLElement {
     h("label", { for: id }, "Spent today"),
     h("meter", { id, min: 0, max: budget > 0 ? budget : 1, value: Math.min(spent, budget), optimum: 0, high: budget * 0.8, low: budget * 0.5 }),
     h("span", { "data-field": "spent" }, ` ${usdc(p.spentToday)} of ${usdc(p.dailyBudget)} (${usdc(p.remainingDailyBudget)} left today, UTC)`),
+    // The other windows the owner limited (hourly, weekly, 30 days, lifetime): what remains in each.
+    (p.windows ?? [])
+      .filter((w) => w.window !== "daily")
+      .map((w) => h("span", { class: "window", "data-window": w.window }, ` ${w.window}: ${usdc(w.remaining)} left of ${usdc(w.budget)}.`)),
   );
 }
 

@@ -10,10 +10,13 @@ import { announce, focusOn, h, replace } from "../dom";
 import { fromUnits, toUnits } from "../amounts";
 import { nowSeconds, setPolicyData, type TypedData } from "../typed";
 import type { AgentSummary, PolicyView, SetLimitsResult } from "../types";
+import { describeExtras, extraLimitsFields, remainingNow, type ExtraLimits } from "./policyLimits";
 
 interface Entry {
   raw: string;
   normalized: string | null;
+  /** Its own daily cap in USDC as typed ("" = none). */
+  cap: string;
 }
 
 interface Amounts {
@@ -36,7 +39,8 @@ function normalizedList(entries: Entry[]): string[] {
 }
 
 export function policyEditor(app: App, agent: AgentSummary, current: PolicyView, onDeployed: () => Promise<void>): HTMLElement {
-  const entries: Entry[] = (current.deployed ? current.allowlist : []).map((raw) => ({ raw, normalized: normalizeAllowlistEntry(raw) }));
+  const entries: Entry[] = (current.deployed ? current.allowlist : []).map((raw) => ({ raw, normalized: normalizeAllowlistEntry(raw), cap: current.merchantCaps?.[raw] ?? "" }));
+  const extra = extraLimitsFields(current);
   const inputs = {} as Record<keyof Amounts, HTMLInputElement>;
   const errors = {} as Record<keyof Amounts, HTMLElement>;
 
@@ -74,7 +78,24 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
               h("code", null, e.raw),
               e.normalized === null
                 ? h("span", { class: "bad" }, " — not a host name; remove it")
-                : [" → ", h("code", { class: "normalized" }, e.normalized), dup ? h("span", { class: "muted" }, " (duplicate, counted once)") : null, e.normalized === "*" ? h("span", { class: "warn" }, " (any merchant)") : null],
+                : [
+                    " → ",
+                    h("code", { class: "normalized" }, e.normalized),
+                    dup ? h("span", { class: "muted" }, " (duplicate, counted once)") : null,
+                    e.normalized === "*" ? h("span", { class: "warn" }, " (any merchant)") : null,
+                    dup
+                      ? null
+                      : h("input", {
+                          class: "cap",
+                          type: "text",
+                          inputmode: "decimal",
+                          autocomplete: "off",
+                          placeholder: "no daily cap",
+                          "aria-label": `Daily cap for ${e.normalized} in USDC (empty: none)`,
+                          value: e.cap,
+                          oninput: (ev: Event) => (e.cap = (ev.target as HTMLInputElement).value),
+                        }),
+                  ],
               " ",
               h("button", { type: "button", class: "link", "aria-label": `Remove ${e.raw}`, onclick: () => (entries.splice(i, 1), renderEntries(), announce(`Removed ${e.raw}.`), allowInput.focus()) }, "Remove"),
             );
@@ -85,7 +106,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
   const addEntries = () => {
     const parts = allowInput.value.split(/[\s,]+/).filter(Boolean);
     if (!parts.length) return;
-    for (const raw of parts) entries.push({ raw, normalized: normalizeAllowlistEntry(raw) });
+    for (const raw of parts) entries.push({ raw, normalized: normalizeAllowlistEntry(raw), cap: "" });
     allowInput.value = "";
     renderEntries();
     const last = entries[entries.length - 1];
@@ -111,13 +132,14 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
       h(
         "p",
         { id: "allowlist-hint", class: "hint" },
-        "A host name such as api.example.com, *.example.com for any of its subdomains, or * for any merchant. A URL is fine: only its host is kept. Each entry is shown as it will be signed.",
+        "A host name such as api.example.com, *.example.com for any of its subdomains, or * for any merchant. A URL is fine: only its host is kept. Each entry is shown as it will be signed, and may have its own daily cap (UTC day; a wildcard's cap covers all its subdomains together).",
       ),
       h("label", { for: "allowlist-input" }, "Merchant to add"),
       h("div", { class: "row" }, allowInput, h("button", { type: "button", id: "allowlist-add", onclick: addEntries }, "Add")),
       allowError,
       listEl,
     ),
+    extra.element,
     h("button", { type: "submit", class: "primary", id: "policy-review-button" }, "Review what you will sign"),
   );
 
@@ -136,10 +158,15 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
       ok = false;
     }
     const bad = entries.filter((e) => e.normalized === null);
-    allowError.hidden = bad.length === 0;
-    allowError.textContent = bad.length ? `Remove what is not a host name: ${bad.map((e) => e.raw).join(", ")}.` : "";
-    allowInput.setAttribute("aria-invalid", String(bad.length > 0));
-    if (bad.length) ok = false;
+    const badCaps = entries.filter((e) => e.normalized !== null && e.cap.trim() !== "" && toUnits(e.cap) === null);
+    allowError.hidden = bad.length + badCaps.length === 0;
+    allowError.textContent = bad.length
+      ? `Remove what is not a host name: ${bad.map((e) => e.raw).join(", ")}.`
+      : badCaps.length
+        ? `Enter each daily cap like 2.00 (at most 6 decimals), or leave it empty: ${badCaps.map((e) => e.raw).join(", ")}.`
+        : "";
+    allowInput.setAttribute("aria-invalid", String(bad.length + badCaps.length > 0));
+    if (bad.length || badCaps.length) ok = false;
     if (!ok) {
       const first = form.querySelector<HTMLElement>("[aria-invalid=true]");
       first?.focus();
@@ -147,13 +174,14 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     return ok ? out : null;
   };
 
-  let pending: { amounts: Amounts; list: string[]; root: string; timestamp: number; data: TypedData } | null = null;
+  let pending: { amounts: Amounts; extras: ExtraLimits; caps: Record<string, bigint>; list: string[]; root: string; timestamp: number; data: TypedData } | null = null;
 
-  const showReview = (amounts: Amounts, timestamp = nowSeconds()) => {
+  const showReview = (amounts: Amounts, extras: ExtraLimits, timestamp = nowSeconds()) => {
     const list = normalizedList(entries);
-    const root = allowlistRoot(list);
-    const data = setPolicyData(app.config.chainId, agent.policyContract, agent.address, { ...amounts, allowlistRoot: root }, timestamp);
-    pending = { amounts, list, root, timestamp, data };
+    const caps = capsOf(entries);
+    const root = allowlistRoot(list, caps);
+    const data = setPolicyData(app.config.chainId, agent.policyContract, agent.address, { ...amounts, ...extras, allowlistRoot: root }, timestamp);
+    pending = { amounts, extras, caps, list, root, timestamp, data };
     const usdcLine = (units: bigint) => `${fromUnits(units)} USDC (${units} base units)`;
     replace(
       review,
@@ -168,12 +196,16 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           ["Per-payment limit", usdcLine(amounts.perTxLimit)],
           ["Daily budget", usdcLine(amounts.dailyBudget)],
           ["Approval threshold", usdcLine(amounts.approvalThreshold)],
+          ...describeExtras(extras),
         ].map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
       ),
       h("h4", null, "Allowlist, normalised"),
       list.length ? h("ol", { id: "review-allowlist" }, list.map((e) => h("li", null, h("code", null, e)))) : h("p", { id: "review-allowlist" }, "Empty: the agent may pay nobody."),
+      Object.keys(caps).length
+        ? h("ul", { id: "review-caps" }, Object.entries(caps).map(([e, c]) => h("li", null, h("code", null, e), ` at most ${usdcLine(c)} per UTC day`)))
+        : null,
       h("p", null, "Merkle root: ", h("code", { id: "review-root" }, root)),
-      h("p", { class: "hint" }, "The root of an OpenZeppelin StandardMerkleTree of these entries, computed in this page; the contract stores only the root."),
+      h("p", { class: "hint" }, "The root of an OpenZeppelin StandardMerkleTree of [entry, daily cap] leaves, computed in this page; the contract stores only the root."),
       h("h4", null, "Typed data"),
       h("pre", { class: "typed", id: "review-typed-data", tabindex: 0, "aria-label": "SetPolicy typed data" }, JSON.stringify(data, null, 2)),
       h(
@@ -191,7 +223,8 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     e.preventDefault();
     app.clearAlerts();
     const amounts = readAmounts();
-    if (amounts) showReview(amounts);
+    const extras = extra.read();
+    if (amounts && extras) showReview(amounts, extras);
   });
 
   const result = h("div", { id: "policy-result", "aria-live": "polite" });
@@ -200,7 +233,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     if (!pending) return;
     app.clearAlerts();
     // A review left open too long would be refused (the server takes ±window s): sign what is shown, refreshed.
-    if (nowSeconds() - pending.timestamp > app.config.signatureWindowSeconds / 2) showReview(pending.amounts);
+    if (nowSeconds() - pending.timestamp > app.config.signatureWindowSeconds / 2) showReview(pending.amounts, pending.extras);
     const p = pending;
     const label = button.textContent;
     button.disabled = true;
@@ -217,6 +250,13 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           dailyBudget: fromUnits(p.amounts.dailyBudget),
           allowlist: p.list,
           approvalThreshold: fromUnits(p.amounts.approvalThreshold),
+          hourlyBudget: fromUnits(p.extras.hourlyBudget),
+          weeklyBudget: fromUnits(p.extras.weeklyBudget),
+          monthlyBudget: fromUnits(p.extras.monthlyBudget),
+          lifetimeBudget: fromUnits(p.extras.lifetimeBudget),
+          maxPaymentsPerHour: Number(p.extras.maxPaymentsPerHour),
+          validUntil: Number(p.extras.validUntil),
+          merchantCaps: Object.fromEntries(Object.entries(p.caps).map(([e, c]) => [e, fromUnits(c)])),
           humanSignature,
           timestamp: p.timestamp,
         },
@@ -244,7 +284,20 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     }
   };
 
-  return h("div", null, current.deployed ? h("p", null, "The agent already has a policy; change it here. Every field is signed again.") : null, form, review, result);
+  return h("div", null, current.deployed ? h("p", null, "The agent already has a policy; change it here. Every field is signed again.") : null, remainingNow(current), form, review, result);
+}
+
+/** Per-entry daily caps in base units, by normalised entry (the first of duplicates; empty or 0 = none). */
+function capsOf(entries: Entry[]): Record<string, bigint> {
+  const caps: Record<string, bigint> = {};
+  const seen = new Set<string>();
+  for (const e of entries) {
+    if (!e.normalized || seen.has(e.normalized)) continue;
+    seen.add(e.normalized);
+    const units = e.cap.trim() === "" ? 0n : toUnits(e.cap);
+    if (units) caps[e.normalized] = units;
+  }
+  return caps;
 }
 
 function setError(input: HTMLInputElement, el: HTMLElement, message: string | null): void {
