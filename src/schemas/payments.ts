@@ -73,6 +73,7 @@ export const ApproveResponse = z
     settledAt: z.string(),
     transactionId: z.string(),
     response: z.object({ status: z.number().int(), body: z.unknown() }).meta({ description: "the seller's HTTP status and body" }),
+    swap: SwapInfo.optional().meta({ description: "the swap that bought the missing USDC before paying, when there was one" }),
   })
   .meta({ id: "ApproveResponse" });
 

@@ -16,8 +16,8 @@ import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
-import { type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
-import type { SwapService } from "./swap";
+import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
 
@@ -100,16 +100,14 @@ export class PaymentService {
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
-    const swapCheck = this.swaps.check(pc.agent, policy, quote.amount);
-    swapCheck.catch(() => undefined);
+    const swapCheck = this.swapCheck(pc, policy, quote.amount);
     const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
-    // Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused before any transaction.
-    const swap = await swapCheck;
+    const swap = await this.swapStep(pc, swapCheck, quote.amount);
     timer.mark("swapQuote");
-    if (swap.kind === "refuse") return this.block(pc, quote.amount, "insufficient_funds", null, null, undefined, swap.detail);
+    if ("blocked" in swap) return swap.blocked;
     return this.settlement.execute({
       txnId: newTxnId(),
       base: this.ledgerBase(pc, null),
@@ -119,13 +117,28 @@ export class PaymentService {
       dailyBudget: policy.dailyBudget,
       timer,
       signed,
-      ...(swap.kind === "swap" ? { swap: (p) => this.swaps.execute({ ...p, ...this.swapTarget(pc) }) } : {}),
+      ...swap,
     });
   }
 
-  private swapTarget(pc: PaymentContext) {
+  /** Whether the payment needs a swap and whether one can fund it (reads only); never rejects unobserved. */
+  swapCheck(pc: PaymentContext, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
+    const check = this.swaps.check(pc.agent, policy, amount);
+    check.catch(() => undefined);
+    return check;
+  }
+
+  /**
+   * Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused (insufficient_funds, off-chain)
+   * before any transaction; otherwise what execute runs once the payment is authorised, if anything.
+   */
+  async swapStep(pc: PaymentContext, check: Promise<SwapCheck>, amount: bigint, approvalId: string | null = null, txnId?: string): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
+    const c = await check;
+    if (c.kind === "refuse") return { blocked: await this.block(pc, amount, "insufficient_funds", null, approvalId, txnId, c.detail) };
+    if (c.kind === "none") return {};
     const a = pc.agent;
-    return { agent: a.address, ownerAddress: a.ownerAddress, policyAddress: a.policyAddress, merchant: pc.merchant, intent: pc.intent };
+    const target = { agent: a.address, ownerAddress: a.ownerAddress, policyAddress: a.policyAddress, merchant: pc.merchant, intent: pc.intent };
+    return { swap: (p) => this.swaps.execute({ ...p, ...target }) };
   }
 
   /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */

@@ -10,7 +10,8 @@ import { quoteSwap } from "../../src/chain/swapQuote";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { spentToday } from "../helpers/payments";
+import { approvalDecision, spentToday } from "../helpers/payments";
+import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { fundTrader, uniswapAt, TOKEN_ABI } from "../helpers/uniswap";
 import { agentHeaders, callTool, mcpClient, textOf } from "../mcp/client";
@@ -203,6 +204,19 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     } finally {
       await broken.close();
     }
+  });
+
+  it("a payment the owner approves also buys its shortfall first, and the approval answer carries the swap", async () => {
+    const a = await agent({ ...SWAPS_ON, approvalThreshold: "1" }, { token: "WETH", amount: "1" });
+    const res = await pay(a);
+    expect(res.status, JSON.stringify(res.body)).to.equal(202);
+    const item = { id: res.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "2" };
+    const ownerApiKey = await ownerKey(s, owner);
+    const approved = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "approve") });
+    expect(approved.status, JSON.stringify(approved.body)).to.equal(200);
+    expect(approved.body.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(0n);
+    expect((await ledger(a))[0]).to.deep.include({ status: "approved", swap: approved.body.swap });
   });
 
   it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
