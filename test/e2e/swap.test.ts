@@ -174,16 +174,25 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect(payments.find((p) => p.paymentId === refused[0].paymentId)).to.include({ status: "released", merchant: "127.0.0.1" });
   });
 
-  it("MCP pay shows the swap in its structured result and its text", async () => {
+  it("MCP: verify_merchant foresees the swap or the refusal, and pay shows the swap in its structured result and its text", async () => {
     const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
     const client = await mcpClient(s.url, agentHeaders(a));
+    const off = await agent({}, { token: "WETH", amount: "1" });
+    const offClient = await mcpClient(s.url, agentHeaders(off));
     try {
+      // verify_merchant says what pay will do: buy first, or refuse for want of funds.
+      const v = (await callTool(client, "verify_merchant", { serviceUrl: seller.resource })).structuredContent;
+      expect(v).to.include({ expectedOutcome: "approved", reason: null });
+      expect(v.advice).to.match(/lacks 2 USDC: it would first buy it with about 0\.000\d+ WETH/);
+      const vOff = (await callTool(offClient, "verify_merchant", { serviceUrl: seller.resource })).structuredContent;
+      expect(vOff).to.include({ expectedOutcome: "blocked", reason: "insufficient_funds" });
       const r = await callTool(client, "pay", { serviceUrl: seller.resource, maxAmount: "5", intent: "swap over MCP" });
       expect(r.isError ?? false).to.equal(false);
       expect(r.structuredContent.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
       expect(textOf(r)).to.contain(`First bought 2 USDC for ${r.structuredContent.swap.amountIn} WETH (swap ${r.structuredContent.swap.txHash})`);
     } finally {
       await client.close();
+      await offClient.close();
     }
   });
 
