@@ -197,8 +197,9 @@ export const ROUTES: RouteDoc[] = [
       "Needs the owner's SetPolicy signature over every field (policy domain); the first call deploys the agent's SpendPolicy. " +
       "The optional limits (hourlyBudget, weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour, validUntil, " +
       "swapTwapSeconds, merchantCaps) are 0, \"no such limit\", when absent, and are signed as 0. `merchantCaps` maps allowlist " +
-      "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). A nonzero maxSwapSlippageBps " +
-      "is refused (400: swaps are not available yet).",
+      "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). maxSwapSlippageBps (at most " +
+      "1000; 0 = no swaps) lets POST /pay buy a missing USDC shortfall with the wallet's WETH or ETH, at most that many basis " +
+      "points above the pool's TWAP over swapTwapSeconds (60 to 3600 when swaps are on; 400 otherwise).",
     auth: "key",
     signature: "SetPolicy",
     body: SetLimitsRequest,
