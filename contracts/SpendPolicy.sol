@@ -113,11 +113,7 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     }
 
     /// @inheritdoc ISpendPolicy
-    function swapForPayment(
-        bytes32 paymentId,
-        string calldata merchant,
-        Transfer calldata transfer
-    ) external onlyOperator returns (bool) {
+    function swapForPayment(bytes32 paymentId, string calldata merchant, Transfer calldata transfer) external onlyOperator returns (bool) {
         return _swapForPayment(paymentId, _unsettledRecord(paymentId, transfer), merchant, transfer, _usdc);
     }
 
