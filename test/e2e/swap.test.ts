@@ -113,6 +113,18 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect((await ledger(a))[0].swap).to.deep.equal(res.body.swap);
   });
 
+  it("concurrent payments of one WETH-only agent each buy their own shortfall, exactly once", async () => {
+    const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
+    const sellerBefore = await usdcBalance(s, seller.payTo);
+    const results = await Promise.all([pay(a), pay(a), pay(a)]);
+    expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).to.deep.equal([200, 200, 200]);
+    expect(new Set(results.map((r) => r.body.swap.txHash)).size).to.equal(3);
+    for (const r of results) expect(r.body.swap.amountOut).to.equal("2");
+    expect(await usdcBalance(s, seller.payTo)).to.equal(sellerBefore + 6n * USDC);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(0n);
+    expect((await ledger(a)).map((e) => e.status)).to.deep.equal(["approved", "approved", "approved"]);
+  });
+
   it("a sandwich between the service's quote and its swap: refused on-chain, blocked swap_slippage_exceeded, nothing lost but gas", async () => {
     const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
     const [, , , , , , , trader] = await hre.ethers.getSigners();
@@ -167,7 +179,9 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect(report.inconsistencies).to.deep.equal([]);
     const payments = Object.values(report.agents).flatMap((a) => a.payments);
     const swapped = payments.filter((p) => p.swap);
-    expect(swapped.map((p) => p.swap!.tokenIn).sort()).to.deep.equal([hre.ethers.ZeroAddress, WETH_ADDRESS].sort());
+    expect([...new Set(swapped.map((p) => p.swap!.tokenIn))].sort()).to.deep.equal([hre.ethers.ZeroAddress, WETH_ADDRESS].sort());
+    const inLedger = await s.svc.store.payments.find({ swap: { $exists: true } }).toArray();
+    expect(swapped.map((p) => p.swap!.txHash).sort()).to.deep.equal(inLedger.map((p) => p.swap!.txHash.toLowerCase()).sort());
     for (const p of swapped) expect(p).to.deep.include({ status: "settled", amount: "2000000" });
     const refused = Object.values(report.agents).flatMap((a) => a.blocked).filter((b) => b.reason === "swap_slippage_exceeded");
     expect(refused).to.have.length(1);
