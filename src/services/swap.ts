@@ -4,7 +4,7 @@
  * quotes first (QuoterV2 and the same TWAP bound the wallet enforces) to refuse what cannot work without a
  * transaction, then sends swapForPayment for the authorised payment; the chain is the judge of the price.
  */
-import { Contract, ZeroAddress, formatEther, getAddress, type TransactionReceipt } from "ethers";
+import { Contract, ZeroAddress, formatEther, getAddress, isCallException, type TransactionReceipt } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { AppError } from "../errors";
 import { UNISWAP_POOL_FEE } from "../chain/addresses";
@@ -64,8 +64,14 @@ export class SwapService {
 
   private swapConfig(agent: AgentDoc): Promise<SwapConfig> {
     this.config ??= (async () => {
-      const [router, weth, uniswapFactory] = (await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).swapConfig()) as string[];
-      return { router: getAddress(router), weth: getAddress(weth), uniswapFactory: getAddress(uniswapFactory) };
+      try {
+        const [router, weth, uniswapFactory] = (await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).swapConfig()) as string[];
+        return { router: getAddress(router), weth: getAddress(weth), uniswapFactory: getAddress(uniswapFactory) };
+      } catch (err) {
+        // An implementation from before swaps has no swapConfig: no swaps there.
+        if (isCallException(err)) return { router: ZeroAddress, weth: ZeroAddress, uniswapFactory: ZeroAddress };
+        throw err;
+      }
     })();
     this.config.catch(() => (this.config = undefined));
     return this.config;

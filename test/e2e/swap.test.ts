@@ -9,6 +9,7 @@ import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap } from "../../src/chain/swapQuote";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
+import { SwapService } from "../../src/services/swap";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { approvalDecision, spentToday } from "../helpers/payments";
 import { ownerKey } from "../helpers/owner";
@@ -240,6 +241,16 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect(approved.body.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
     expect(await usdcBalance(s, a.agentAddress)).to.equal(0n);
     expect((await ledger(a))[0]).to.deep.include({ status: "approved", swap: approved.body.swap });
+  });
+
+  it("an implementation without swapConfig (deployed before swaps) means no swaps: insufficient_funds, not an error", async () => {
+    const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
+    const doc = (await s.svc.store.agents.findOne({ address: a.agentAddress }))!;
+    // USDC stands in for an old implementation: a contract that reverts on swapConfig().
+    const swaps = new SwapService(s.svc.services.ctx);
+    const old = await swaps.check({ ...doc, policyAddress: s.svc.config.usdcAddress }, { maxSwapSlippageBps: 100n, swapTwapSeconds: 600n }, USDC);
+    expect(old).to.deep.include({ kind: "refuse" });
+    expect((old as { detail: string }).detail).to.match(/this deployment has no swaps/);
   });
 
   it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
