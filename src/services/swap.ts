@@ -66,6 +66,12 @@ export class SwapService {
     this.config ??= (async () => {
       try {
         const [router, weth, uniswapFactory] = (await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).swapConfig()) as string[];
+        const quoter = this.ctx.config.uniswapQuoterV2;
+        // A QuoterV2 address with no code (UNISWAP_QUOTER_V2 for another chain) would fail every quote: no swaps.
+        if (!quoter || (await this.ctx.chain.provider.getCode(quoter)) === "0x") {
+          this.ctx.logger.warn({ quoter }, "no QuoterV2 at UNISWAP_QUOTER_V2: swaps before settlement are off");
+          return { router: ZeroAddress, weth: ZeroAddress, uniswapFactory: ZeroAddress };
+        }
         return { router: getAddress(router), weth: getAddress(weth), uniswapFactory: getAddress(uniswapFactory) };
       } catch (err) {
         // An implementation from before swaps has no swapConfig: no swaps there.

@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { Contract, Transaction, type Wallet } from "ethers";
+import { Contract, Transaction, Wallet } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap } from "../../src/chain/swapQuote";
 import { auditFromLogs } from "../../src/indexer/audit";
@@ -243,7 +243,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect((await ledger(a))[0]).to.deep.include({ status: "approved", swap: approved.body.swap });
   });
 
-  it("an implementation without swapConfig (deployed before swaps) means no swaps: insufficient_funds, not an error", async () => {
+  it("an implementation without swapConfig (deployed before swaps), or no QuoterV2, means no swaps: insufficient_funds, not an error", async () => {
     const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
     const doc = (await s.svc.store.agents.findOne({ address: a.agentAddress }))!;
     // USDC stands in for an old implementation: a contract that reverts on swapConfig().
@@ -251,6 +251,11 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const old = await swaps.check({ ...doc, policyAddress: s.svc.config.usdcAddress }, { maxSwapSlippageBps: 100n, swapTwapSeconds: 600n }, USDC);
     expect(old).to.deep.include({ kind: "refuse" });
     expect((old as { detail: string }).detail).to.match(/this deployment has no swaps/);
+    // Nor does a UNISWAP_QUOTER_V2 with no code on this chain (an address for another network).
+    const ctx = s.svc.services.ctx;
+    const elsewhere = new SwapService({ ...ctx, config: { ...ctx.config, uniswapQuoterV2: Wallet.createRandom().address } });
+    const noQuoter = await elsewhere.check(doc, { maxSwapSlippageBps: 100n, swapTwapSeconds: 600n }, USDC);
+    expect((noQuoter as { detail: string }).detail).to.match(/this deployment has no swaps/);
   });
 
   it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
