@@ -30,7 +30,9 @@ interface ISpendPolicy {
     /// amount would pass the weekly budget. MonthlyBudgetExceeded (10): the same over 30-day windows of the epoch.
     /// LifetimeBudgetExceeded (11): everything authorised while a lifetime budget was set, plus the amount, would
     /// pass it. MerchantBudgetExceeded (12): today's spend under the allowlist entry that admitted the merchant plus
-    /// the amount would pass that entry's daily cap.
+    /// the amount would pass that entry's daily cap. SwapSlippageExceeded (13): the swap that was to buy the payment's
+    /// USDC shortfall was refused by the router within the owner-signed TWAP bound (price moved past
+    /// maxSwapSlippageBps, or the wallet's WETH and ETH could not pay it); the authorisation was released with it.
     enum BlockReason {
         None,
         MerchantNotAllowed,
@@ -44,7 +46,8 @@ interface ISpendPolicy {
         WeeklyBudgetExceeded,
         MonthlyBudgetExceeded,
         LifetimeBudgetExceeded,
-        MerchantBudgetExceeded
+        MerchantBudgetExceeded,
+        SwapSlippageExceeded
     }
 
     /// @notice The owner-signed policy (EIP-712 SetPolicy, fields in its order). Each amount fits in 64 bits,
@@ -62,8 +65,9 @@ interface ISpendPolicy {
     /// @param lifetimeBudget the most in total, over the payments authorised while one is set (0: none)
     /// @param maxPaymentsPerHour the most payments per UTC hour (0: none)
     /// @param validUntil Unix time after which every payment is blocked (0: never)
-    /// @param maxSwapSlippageBps the largest slippage of a swap before settlement (0: swaps off; stored only)
-    /// @param swapTwapSeconds the TWAP period of a swap's price check (stored only)
+    /// @param maxSwapSlippageBps the most a swap before settlement may pay above the pool's TWAP price plus its fee,
+    /// in basis points (0: swaps off)
+    /// @param swapTwapSeconds the TWAP period of a swap's price bound (0: swaps off)
     struct Policy {
         uint256 perTxLimit;
         uint256 dailyBudget;
@@ -98,6 +102,13 @@ interface ISpendPolicy {
         uint256 validBefore;
     }
 
+    /// @notice Uniswap v3 for swaps before settlement, fixed in the implementation (all zero: no swaps).
+    struct SwapConfig {
+        address router;
+        address weth;
+        address uniswapFactory;
+    }
+
     /// @notice The owner's EIP-712 ApprovalDecision with action "approve". An empty signature means "no approval".
     /// `amount` is the amount the owner signed; a payment may be for that amount or less, never more.
     struct OwnerApproval {
@@ -122,6 +133,13 @@ interface ISpendPolicy {
     error SpendPolicyAlreadyDeployed(address agent);
     error SpendPolicyUnauthorizedDeployer(address caller);
     error SpendPolicyWithdrawFailed(address token, address to, uint256 amount);
+    /// @notice Swaps are off: no Uniswap on this deployment, the policy's maxSwapSlippageBps or swapTwapSeconds is 0,
+    /// or the agent is paused.
+    error SpendPolicySwapsDisabled();
+    /// @notice The wallet already holds the payment's USDC (nothing to buy), or this payment's swap already happened.
+    error SpendPolicyNoShortfall(bytes32 paymentId);
+    /// @notice The router reported success but the USDC did not arrive, or it took more than the bound.
+    error SpendPolicySwapFailed(bytes32 paymentId);
 
     // ---------------------------------------------------------------- events (the auditors' interface: fixed)
     /// @notice A payment was authorised: exactly one EIP-3009 transfer of `amount` USDC from `agent` to `payTo`,
@@ -152,7 +170,9 @@ interface ISpendPolicy {
     /// @param amount USDC base units asked for
     /// @param reason 1 merchant_not_allowed, 2 per_tx_limit_exceeded, 3 daily_budget_exceeded, 4 policy_paused,
     /// 5 approval_required, 6 velocity_exceeded, 7 policy_expired, 8 hourly_budget_exceeded,
-    /// 9 weekly_budget_exceeded, 10 monthly_budget_exceeded, 11 lifetime_budget_exceeded, 12 merchant_budget_exceeded
+    /// 9 weekly_budget_exceeded, 10 monthly_budget_exceeded, 11 lifetime_budget_exceeded, 12 merchant_budget_exceeded,
+    /// 13 swap_slippage_exceeded (emitted by swapForPayment for an authorised payment, whose merchant is then the one
+    /// the operator names: auditors match it with PaymentAuthorized of the same paymentId; PaymentReleased follows)
     event PaymentBlocked(
         bytes32 indexed paymentId,
         address indexed agent,
@@ -175,6 +195,10 @@ interface ISpendPolicy {
         uint256 approvedAmount,
         uint256 timestamp
     );
+    /// @notice The wallet bought `amountOut` USDC (exactly the shortfall of payment `paymentId`) for `amountIn` WETH
+    /// through the configured SwapRouter02, within the owner-signed TWAP bound. `tokenIn` is WETH, or 0x0 when some of
+    /// it was the wallet's ETH, wrapped for this swap.
+    event SwapExecuted(bytes32 indexed paymentId, address indexed agent, address tokenIn, uint256 amountIn, uint256 amountOut);
     /// @notice The owner signed (at `timestamp`) policy number `version` (1 for the first).
     event PolicyUpdated(address indexed agent, uint256 indexed version, Policy policy, uint256 timestamp);
     /// @notice The owner paused (every payment blocked, reason 4) or resumed the agent, signed at `timestamp`.
@@ -206,6 +230,14 @@ interface ISpendPolicy {
     /// @notice Operator only. Releases an authorised payment whose nonce USDC has not used: the transfer can never
     /// settle from then on, and its amount returns to the budget. Reverts for a settled or unknown payment.
     function releasePayment(bytes32 paymentId, Transfer calldata transfer) external;
+
+    /// @notice Operator only. Buys exactly the USDC shortfall of authorised, unreleased, unsettled payment `paymentId`
+    /// (its transfer's amount minus the wallet's USDC) with the wallet's WETH (then its ETH, wrapped as needed)
+    /// through the configured SwapRouter02's exactOutputSingle in the USDC/WETH 0.05% pool, spending at most the
+    /// TWAP bound of the owner-signed maxSwapSlippageBps and swapTwapSeconds (SwapBound). Emits SwapExecuted and
+    /// returns true; when the router refuses, emits PaymentBlocked (13, swap_slippage_exceeded), releases the payment
+    /// (PaymentReleased) and returns false, with nothing spent. Once per payment.
+    function swapForPayment(bytes32 paymentId, string calldata merchant, Transfer calldata transfer) external returns (bool swapped);
 
     /// @notice Anyone may relay: the owner's EIP-712 SetPolicy signature authorises the change.
     function updatePolicy(Policy calldata policy, uint256 timestamp, bytes calldata signature) external;
@@ -254,6 +286,8 @@ interface ISpendPolicy {
     /// deletes the record: the authorisation is dead, and its paymentId could only be authorised again, in the open).
     function paymentState(bytes32 paymentId) external view returns (uint8);
     function approvalUsed(string calldata approvalId) external view returns (bool);
+    /// @notice The SwapRouter02, WETH and Uniswap v3 factory of swaps (all zero: this deployment has no swaps).
+    function swapConfig() external view returns (address router, address weth, address uniswapFactory);
     /// @notice Whether `signature` is the owner's over the EIP-712 struct `structHash` in this policy's domain, by the
     /// same check every owner action uses (EOA, ERC-1271 or EIP-7702 account).
     function isValidOwnerSignature(bytes32 structHash, bytes calldata signature) external view returns (bool);

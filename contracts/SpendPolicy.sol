@@ -8,7 +8,7 @@ import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {PolicyRules} from "./PolicyRules.sol";
-import {OwnerControls} from "./OwnerControls.sol";
+import {SpendPolicySwap} from "./SpendPolicySwap.sol";
 import {ISpendPolicy} from "./ISpendPolicy.sol";
 
 /// @title What the wallet needs of USDC (FiatToken v2.2): the EIP-3009 domain and nonce state.
@@ -25,7 +25,7 @@ interface IERC3009 {
 /// @dev Deployed by SpendPolicyFactory as an ERC-1167 clone with the agent's signing key as immutable argument, so
 /// the address depends only on the factory and that key. Wallet signature format (97 bytes): paymentId (32) then the
 /// signing key's ECDSA signature (r, s, v) of the digest.
-contract SpendPolicy is OwnerControls, IERC1271 {
+contract SpendPolicy is SpendPolicySwap, IERC1271 {
     // ---------------------------------------------------------------- immutables (shared by every clone)
     address private immutable _factory;
     address private immutable _usdc;
@@ -39,9 +39,10 @@ contract SpendPolicy is OwnerControls, IERC1271 {
 
     // ---------------------------------------------------------------- constructor
     /// @param usdc_ the token whose EIP-3009 transfers this wallet authorises (Base USDC)
+    /// @param swap_ SwapRouter02, WETH and the Uniswap v3 factory of swaps before settlement (all zero: no swaps)
     /// @dev Only the implementation is constructed; its deployer (the factory) is the only account that initialises
     /// clones. The implementation itself is never initialised and holds nothing.
-    constructor(address usdc_) EIP712("SpendGate", "1") {
+    constructor(address usdc_, SwapConfig memory swap_) EIP712("SpendGate", "1") SpendPolicySwap(swap_) {
         _factory = msg.sender;
         _usdc = usdc_;
         _usdcDomainSeparator = IERC3009(usdc_).DOMAIN_SEPARATOR();
@@ -100,9 +101,7 @@ contract SpendPolicy is OwnerControls, IERC1271 {
     }
 
     /// @inheritdoc ISpendPolicy
-    /// @dev The amount goes back to each window the record says it was counted in, if that window is still the
-    /// current one (a payment authorised yesterday leaves today's spend alone). An entry's daily cap keeps it: the
-    /// record has no room for the entry, and keeping it can only block more, never less.
+    /// @dev See _release for what goes back to which window.
     function releasePayment(bytes32 paymentId, Transfer calldata transfer) external onlyOperator {
         uint256 record = _payments[paymentId];
         if (
@@ -110,20 +109,12 @@ contract SpendPolicy is OwnerControls, IERC1271 {
             record & DIGEST_MASK != uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK
         ) revert SpendPolicyUnknownPayment(paymentId);
         if (IERC3009(_usdc).authorizationState(address(this), paymentId)) revert SpendPolicyPaymentSettled(paymentId);
-        // Deleting the record kills the authorisation: the wallet refuses its digest from now on.
-        delete _payments[paymentId];
-        uint256 amount = transfer.amount;
-        uint256 today = block.timestamp / 1 days;
-        uint256 word = _operatorAndSpend;
-        uint256 spent = _spentOn(word, today);
-        if (((record >> RECORD_HOUR_SHIFT) & type(uint32).max) / HOURS_PER_DAY == today) {
-            unchecked {
-                spent = spent > amount ? spent - amount : 0;
-            }
-            _operatorAndSpend = _withSpend(word, today, spent);
-        }
-        if ((record >> RECORD_FLAGS_SHIFT) & 0xff != 0) _releaseWindows(record, amount);
-        emit PaymentReleased(paymentId, address(this), amount, spent);
+        _release(paymentId, record, transfer.amount);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function swapForPayment(bytes32 paymentId, string calldata merchant, Transfer calldata transfer) external onlyOperator returns (bool) {
+        return _swapForPayment(paymentId, _unsettledRecord(paymentId, transfer), merchant, transfer, _usdc);
     }
 
     /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
@@ -207,6 +198,16 @@ contract SpendPolicy is OwnerControls, IERC1271 {
     // ---------------------------------------------------------------- internal
     function _checkOperator() internal view {
         if (msg.sender != address(uint160(_operatorAndSpend))) revert SpendPolicyUnauthorizedOperator(msg.sender);
+    }
+
+    /// @dev The record of an authorised payment whose nonce USDC has not used, checked against `transfer`'s digest.
+    function _unsettledRecord(bytes32 paymentId, Transfer calldata transfer) private view returns (uint256 record) {
+        record = _payments[paymentId];
+        if (
+            record >> RECORD_STATE_SHIFT != STATE_AUTHORIZED ||
+            record & DIGEST_MASK != uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK
+        ) revert SpendPolicyUnknownPayment(paymentId);
+        if (IERC3009(_usdc).authorizationState(address(this), paymentId)) revert SpendPolicyPaymentSettled(paymentId);
     }
 
     function _signer() private view returns (address) {

@@ -27,8 +27,18 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     /// @param initialOwner the factory's owner (sets the default operator)
     /// @param defaultOperator_ the service's relayer: deploys agents and becomes their operator
     /// @param usdc the EIP-3009 token the agents pay with (Base USDC)
-    constructor(address initialOwner, address defaultOperator_, address usdc) Ownable(initialOwner) {
-        _implementation = address(new SpendPolicy(usdc));
+    /// @param swapRouter SwapRouter02 of swaps before settlement (Base's; zero with the next two: no swaps)
+    /// @param weth WETH9 (Base's predeploy)
+    /// @param uniswapFactory the Uniswap v3 factory whose USDC/WETH 0.05% pool bounds the price
+    constructor(
+        address initialOwner,
+        address defaultOperator_,
+        address usdc,
+        address swapRouter,
+        address weth,
+        address uniswapFactory
+    ) Ownable(initialOwner) {
+        _implementation = address(new SpendPolicy(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory)));
         _setDefaultOperator(defaultOperator_);
     }
 

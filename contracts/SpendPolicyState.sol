@@ -46,6 +46,8 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     uint256 internal constant RECORD_IN_LIFETIME = 16;
     /// @dev The counts kept in _windowSpend.
     uint256 internal constant RECORD_IN_WINDOWS = RECORD_IN_COUNT | RECORD_IN_HOUR | RECORD_IN_WEEK | RECORD_IN_MONTH;
+    /// @dev The payment's swap happened (SpendPolicySwap): there is never a second one.
+    uint256 internal constant RECORD_SWAPPED = 32;
     uint256 internal constant RECORD_HOUR_SHIFT = 216;
     uint256 internal constant RECORD_STATE_SHIFT = 248;
     uint256 internal constant STATE_AUTHORIZED = 1;
@@ -195,6 +197,25 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     }
 
     // ---------------------------------------------------------------- internal
+    /// @dev Kills authorisation `record` of `paymentId` for good (deleting it: the wallet refuses its digest from now
+    /// on) and gives its amount back to each window it was counted in, if that window is still the current one (a
+    /// payment authorised yesterday leaves today's spend alone). An entry's daily cap keeps it: the record has no room
+    /// for the entry, and keeping it can only block more, never less.
+    function _release(bytes32 paymentId, uint256 record, uint256 amount) internal {
+        delete _payments[paymentId];
+        uint256 today = block.timestamp / 1 days;
+        uint256 word = _operatorAndSpend;
+        uint256 spent = _spentOn(word, today);
+        if (((record >> RECORD_HOUR_SHIFT) & type(uint32).max) / HOURS_PER_DAY == today) {
+            unchecked {
+                spent = spent > amount ? spent - amount : 0;
+            }
+            _operatorAndSpend = _withSpend(word, today, spent);
+        }
+        if ((record >> RECORD_FLAGS_SHIFT) & (RECORD_IN_WINDOWS | RECORD_IN_LIFETIME) != 0) _releaseWindows(record, amount);
+        emit PaymentReleased(paymentId, address(this), amount, spent);
+    }
+
     /// @dev Takes a released payment out of the optional window counts it was recorded in (RECORD_IN_* flags).
     function _releaseWindows(uint256 record, uint256 amount) internal {
         uint256 flags = record >> RECORD_FLAGS_SHIFT;

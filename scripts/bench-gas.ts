@@ -28,6 +28,7 @@ import {
   usdcDomain,
 } from "../test/helpers/policyFixture";
 import { swapGasRows } from "./bench-gas-swap";
+import { NO_SWAPS } from "../src/chain/deploy";
 
 interface Row {
   what: string;
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
 
   const token = await ethers.deployContract("TestUSDC");
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress()]);
+  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress(), ...NO_SWAPS]);
   rows.push({ what: "SpendPolicyFactory deployment (with the implementation)", gas: (await factory.deploymentTransaction()!.wait())!.gasUsed });
 
   const agentKey = ethers.Wallet.createRandom();
@@ -175,7 +176,7 @@ async function main(): Promise<void> {
   rows.push({ what: "every limit set: releasePayment", gas: fullRelease });
   void fullFirst;
 
-  rows.push(...(await swapGasRows(await token.getAddress(), deployer, merchant)));
+  rows.push(...(await swapGasRows(await token.getAddress(), deployer, merchant, operator, owner)));
 
   const width = Math.max(...rows.map((r) => r.what.length));
   console.log(`${"transaction".padEnd(width)}  gasUsed`);

@@ -9,6 +9,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { viemAccounts } from "../src/chain/viem";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
+import { swapLatency } from "./bench-swap";
 
 const WARMUP = 5;
 const RUNS = Number(process.env.BENCH_RUNS ?? 60);
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
   console.log(`where POST /pay spends its time (median ms per phase): ${Object.entries(phases).map(([k, v]) => `${k} ${stats(v).median.toFixed(1)} (max ${stats(v).max.toFixed(0)})`).join(", ")}`);
   console.log(`event-loop stalls over 50 ms during the run: ${stalls.length ? stalls.join(", ") + " ms" : "none"}`);
   console.log(`rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`);
+  await swapLatency(s, seller, stats);
   await seller.close();
   await s.close();
 }

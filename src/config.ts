@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAddress, getAddress, isHexString } from "ethers";
 
-import { BASE_USDC } from "./chain/addresses";
+import { BASE_USDC, UNISWAP_ADDRESSES } from "./chain/addresses";
 
 export { BASE_USDC };
 
@@ -43,6 +43,7 @@ const EnvSchema = z
       .optional(),
 
     FACILITATOR_URL: url.optional(),
+    UNISWAP_QUOTER_V2: address.optional(),
     FACILITATOR_PRIVATE_KEY: privateKey.optional(),
 
     GENESIS_OPEN: bool.optional(),
@@ -118,6 +119,8 @@ export interface Config {
   usdcAddress: string;
   factoryAddress?: string;
   factoryDeployBlock?: number;
+  /** QuoterV2 of swaps before settlement (Base's by default; the embedded one in embedded mode). */
+  uniswapQuoterV2?: string;
   operatorPrivateKey?: string;
   confirmations: number;
   explorerUrl: string;
@@ -205,6 +208,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     usdcAddress: e.USDC_ADDRESS,
     factoryAddress: e.FACTORY_ADDRESS,
     factoryDeployBlock: e.FACTORY_DEPLOY_BLOCK,
+    uniswapQuoterV2: e.UNISWAP_QUOTER_V2 ?? UNISWAP_ADDRESSES[e.CHAIN_ID]?.quoterV2,
     operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
     confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
     explorerUrl: e.EXPLORER_URL.replace(/\/+$/, ""),

@@ -73,6 +73,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       config.factoryAddress = embeddedChain.addresses.factory;
       config.factoryDeployBlock = embeddedChain.deployBlock;
       config.usdcAddress = embeddedChain.addresses.usdc;
+      config.uniswapQuoterV2 = embeddedChain.addresses.uniswap.quoterV2;
       config.operatorPrivateKey = embeddedChain.operator.privateKey;
       config.facilitatorPrivateKey ??= embeddedChain.facilitator.privateKey;
     }

@@ -11,6 +11,7 @@ import {
   verifyCommands,
   USDC_ADDRESSES,
   type DeploymentRecord,
+  swapConfigOf,
 } from "../src/chain/deploy";
 
 const { ethers } = hre;
@@ -41,8 +42,12 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(record).to.include({ network: "hardhat", chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
     expect(record.factory).to.include({ deployer: deployer.address, owner, defaultOperator: operator });
     const usdc = USDC_ADDRESSES[8453];
-    expect(record.factory.constructorArgs).to.deep.equal([owner, operator, usdc]);
-    expect(record.implementation.constructorArgs).to.deep.equal([usdc]);
+    // A dry run on the hardhat network usually has no Uniswap: the implementation is then built without swaps.
+    const none = swapConfigOf(record.uniswap);
+    expect(none).to.deep.equal(record.uniswap ? [record.uniswap.swapRouter02, record.uniswap.weth, record.uniswap.factory] : [ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress]);
+    expect(record.factory.constructorArgs).to.deep.equal([owner, operator, usdc, ...none]);
+    expect(record.implementation.constructorArgs).to.deep.equal([usdc, none]);
+    expect(readFileSync(join(dir, "hardhat.implementation-args.js"), "utf8")).to.equal(`module.exports = ${JSON.stringify([usdc, none])};\n`);
     expect(new Date(record.deployedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
 
     const receipt = await ethers.provider.getTransactionReceipt(record.factory.txHash);
@@ -66,8 +71,8 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     };
     expect(record.abiHash).to.equal(keccak256(toUtf8Bytes(JSON.stringify(abis))));
     expect(verifyCommands(record)).to.deep.equal([
-      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${operator} ${usdc}`,
-      `npx hardhat verify --network hardhat --contract contracts/SpendPolicy.sol:SpendPolicy ${record.implementation.address} ${usdc}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${operator} ${usdc} ${none.join(" ")}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/hardhat.implementation-args.js ${record.implementation.address}`,
     ]);
   });
 

@@ -3,7 +3,7 @@
  * Used by scripts/deploy.ts (`npx hardhat run scripts/deploy.ts --network base`) and by its test on the in-process
  * network. The embedded chain uses deployFactoryContract only (it records nothing).
  */
-import { Contract, ContractFactory, getAddress, isAddress, keccak256, toUtf8Bytes, type Signer } from "ethers";
+import { Contract, ContractFactory, ZeroAddress, getAddress, isAddress, keccak256, toUtf8Bytes, type Signer } from "ethers";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
@@ -23,10 +23,13 @@ export interface DeploymentRecord {
     deployer: string;
     owner: string;
     defaultOperator: string;
-    constructorArgs: [owner: string, defaultOperator: string, usdc: string];
+    constructorArgs: [owner: string, defaultOperator: string, usdc: string, swapRouter: string, weth: string, uniswapFactory: string];
   };
-  /** The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor). */
-  implementation: { address: string; constructorArgs: [usdc: string] };
+  /**
+   * The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor), with
+   * its swap configuration (SwapRouter02, WETH, Uniswap v3 factory; all zero where the network has no Uniswap).
+   */
+  implementation: { address: string; constructorArgs: [usdc: string, swap: [router: string, weth: string, uniswapFactory: string]] };
   usdc: string;
   /** Uniswap v3 for swaps before settlement (null where the network has none, e.g. a hardhat dry run). */
   uniswap: UniswapRecord | null;
@@ -71,7 +74,16 @@ export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
   return keccak256(toUtf8Bytes(JSON.stringify({ SpendPolicyFactory: factory.abi, SpendPolicy: policy.abi })));
 }
 
-/** Deploys SpendPolicyFactory(owner, operator, usdc) from `deployer` and waits for `confirmations`. */
+/** The swap configuration of the implementation: SwapRouter02, WETH, Uniswap v3 factory (all zero: no swaps). */
+export type SwapConfig = [router: string, weth: string, uniswapFactory: string];
+export const NO_SWAPS: SwapConfig = [ZeroAddress, ZeroAddress, ZeroAddress];
+
+/** The implementation's swap configuration from a Uniswap record (none: swaps off on that deployment). */
+export function swapConfigOf(u: { swapRouter02: string; weth: string; factory: string } | null): SwapConfig {
+  return u ? [u.swapRouter02, u.weth, u.factory] : NO_SWAPS;
+}
+
+/** Deploys SpendPolicyFactory(owner, operator, usdc, router, weth, uniswapFactory) from `deployer` and waits for `confirmations`. */
 export async function deployFactoryContract(
   hre: HardhatRuntimeEnvironment,
   deployer: Signer,
@@ -79,9 +91,10 @@ export async function deployFactoryContract(
   operator: string,
   usdc: string,
   confirmations = 1,
+  swap: SwapConfig = NO_SWAPS,
 ): Promise<{ address: string; txHash: string; block: number; implementation: string }> {
   const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
-  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator, usdc);
+  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator, usdc, ...swap);
   const tx = factory.deploymentTransaction();
   if (!tx) throw new Error("SpendPolicyFactory deployment sent no transaction");
   const receipt = await tx.wait(confirmations);
@@ -110,11 +123,18 @@ function assertSameChain(dir: string, network: string, chainId: number): void {
  * implementation, which explorers recognise as proxies of verified code.
  */
 export function verifyCommands(record: DeploymentRecord): string[] {
-  const [owner, operator, usdc] = record.factory.constructorArgs;
+  const args = record.factory.constructorArgs.join(" ");
+  // A struct argument does not fit the command line: the implementation's go through --constructor-args (a module).
   return [
-    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${operator} ${usdc}`,
-    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicy.sol:SpendPolicy ${record.implementation.address} ${record.implementation.constructorArgs[0]}`,
+    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${args}`,
+    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/${record.network}.implementation-args.js ${record.implementation.address}`,
   ];
+}
+
+/** The module `hardhat verify --constructor-args` reads for the implementation. */
+export function implementationArgsModule(record: DeploymentRecord): string {
+  return `module.exports = ${JSON.stringify(record.implementation.constructorArgs)};
+`;
 }
 
 /**
@@ -151,7 +171,8 @@ export async function deployFactory(
 
   log(`Deploying SpendPolicyFactory to ${network} (chain id ${chainId}) from ${deployerAddress}`);
   log(`  owner ${owner}, defaultOperator ${operator}, usdc ${usdc}; waiting for ${confirmations} confirmation(s)`);
-  const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations);
+  const swap = swapConfigOf(uniswap);
+  const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations, swap);
 
   const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
   const onChainOperator: string = await new Contract(deployed.address, artifact.abi, deployer).defaultOperator();
@@ -169,9 +190,9 @@ export async function deployFactory(
       deployer: deployerAddress,
       owner,
       defaultOperator: operator,
-      constructorArgs: [owner, operator, usdc],
+      constructorArgs: [owner, operator, usdc, ...swap],
     },
-    implementation: { address: getAddress(deployed.implementation), constructorArgs: [usdc] },
+    implementation: { address: getAddress(deployed.implementation), constructorArgs: [usdc, swap] },
     usdc,
     uniswap,
     abiHash: await abiHash(hre),
@@ -183,6 +204,7 @@ export async function deployFactory(
   const file = join(dir, `${network}.json`);
   writeFileSync(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
   renameSync(`${file}.tmp`, file);
+  writeFileSync(join(dir, `${network}.implementation-args.js`), implementationArgsModule(record));
   log(`SpendPolicyFactory at ${deployed.address} (block ${deployed.block}, tx ${deployed.txHash}); wrote ${file}`);
   log(`SpendPolicy implementation at ${record.implementation.address}`);
   log(uniswap ? `Uniswap v3: SwapRouter02 ${uniswap.swapRouter02}, QuoterV2 ${uniswap.quoterV2}, USDC/WETH pool ${uniswap.usdcWethPool ?? "none"}` : "Uniswap v3: none on this network");

@@ -13,7 +13,7 @@ import { Wallet } from "ethers";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { MULTICALL3_ADDRESS } from "./viem";
-import { USDC_ADDRESSES, deployFactoryContract } from "./deploy";
+import { USDC_ADDRESSES, deployFactoryContract, swapConfigOf } from "./deploy";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
 export const BASE_USDC_ADDRESS = USDC_ADDRESSES[8453];
@@ -93,6 +93,8 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
       deployer.address,
       operator.address,
       BASE_USDC_ADDRESS,
+      1,
+      swapConfigOf(uniswap),
     );
 
     const hostname = opts.host ?? "127.0.0.1";

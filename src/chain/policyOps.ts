@@ -21,6 +21,7 @@ export const REASON_TABLE: readonly { code: number; name: string; meaning: strin
   { code: 10, name: "monthly_budget_exceeded", meaning: "the payment would take this 30-day window's spend above monthlyBudget", message: "The payment would exceed this 30-day budget." },
   { code: 11, name: "lifetime_budget_exceeded", meaning: "the payment would take the total authorised while a lifetime budget was set above lifetimeBudget", message: "The payment would exceed the agent's lifetime budget." },
   { code: 12, name: "merchant_budget_exceeded", meaning: "the payment would take today's spend under the allowlist entry that admits the merchant above that entry's daily cap", message: "The payment would exceed this merchant's daily cap." },
+  { code: 13, name: "swap_slippage_exceeded", meaning: "the swap that was to buy the USDC shortfall would have paid more than the pool's TWAP price plus maxSwapSlippageBps (refused by the router on-chain, the payment then released)", message: "Buying the missing USDC would cost more than the owner's swap slippage bound allows." },
 ];
 
 /** Reason name by on-chain code. */

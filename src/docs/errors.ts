@@ -45,13 +45,14 @@ export const BLOCK_REASONS: Record<string, string> = {
   ...Object.fromEntries(Object.entries(REASONS).map(([code, reason]) => [reason, `on-chain reason ${code}`])),
   max_amount_exceeded: "the seller's price is above the caller's maxAmount (the caller's own ceiling; not recorded on-chain)",
   unsupported_payment: "the seller offers no exact USDC payment on this chain (not recorded on-chain)",
+  insufficient_funds: "the agent wallet holds less USDC than the price, and no swap can buy the rest: the owner's policy allows none, this deployment has none, or its WETH and ETH are not enough (not recorded on-chain; nothing sent)",
 };
 
 for (const r of REASON_TABLE) BLOCK_REASONS[r.name] = `${r.meaning} (${BLOCK_REASONS[r.name]})`;
 
 export const LEDGER_STATUSES: Record<string, string> = {
   approved: "paid and settled",
-  blocked: "refused by the policy (PaymentBlocked on-chain) or by the caller's maxAmount",
+  blocked: "refused by the policy (PaymentBlocked on-chain, including a swap past its bound), by the caller's maxAmount, or for want of funds",
   pending: "above the approval threshold; waits for the owner",
   denied: "the owner denied it",
   failed: "authorised but not settled; the day's budget was released",

@@ -198,8 +198,9 @@ export const ROUTES: RouteDoc[] = [
       "Needs the owner's SetPolicy signature over every field (policy domain); the first call deploys the agent's SpendPolicy. " +
       "The optional limits (hourlyBudget, weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour, validUntil, " +
       "swapTwapSeconds, merchantCaps) are 0, \"no such limit\", when absent, and are signed as 0. `merchantCaps` maps allowlist " +
-      "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). A nonzero maxSwapSlippageBps " +
-      "is refused (400: swaps are not available yet).",
+      "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). maxSwapSlippageBps (at most " +
+      "1000; 0 = no swaps) lets POST /pay buy a missing USDC shortfall with the wallet's WETH or ETH, at most that many basis " +
+      "points above the pool's TWAP over swapTwapSeconds (60 to 3600 when swaps are on; 400 otherwise).",
     auth: "key",
     signature: "SetPolicy",
     body: SetLimitsRequest,
@@ -226,7 +227,14 @@ export const ROUTES: RouteDoc[] = [
     description:
       "Policy first (before any value moves), then the seller's 402 quote, the contract's check, and one of three outcomes: " +
       "200 approved (paid and settled), 202 pending (the owner decides; do not retry), 422 blocked (PaymentBlocked " +
-      "recorded on-chain; never retry). An `Idempotency-Key` header makes retries safe: the same key and body answer the first result.",
+      "recorded on-chain; never retry). Policy, then swap, then x402 settlement: when the agent wallet holds less USDC " +
+      "than the price and its owner's policy allows swaps (maxSwapSlippageBps > 0), the wallet first buys exactly the " +
+      "shortfall with its WETH (then its ETH) through Uniswap v3's SwapRouter02, never above the pool's TWAP over " +
+      "swapTwapSeconds plus the pool fee plus maxSwapSlippageBps (checked by the wallet contract); the 200 answer and the " +
+      "ledger then carry `swap`. A price past that bound is blocked `swap_slippage_exceeded` (on-chain, nothing spent, the " +
+      "budget released); a shortfall nothing can buy (swaps off, too little WETH and ETH) is blocked `insufficient_funds` " +
+      "before any transaction. When the payment fails after its swap, the USDC bought stays in the wallet. " +
+      "An `Idempotency-Key` header makes retries safe: the same key and body answer the first result.",
     auth: "key",
     headers: [{ name: "Idempotency-Key", required: false, description: "1-200 printable ASCII characters; kept 24 h per API key" }],
     body: PayRequest,

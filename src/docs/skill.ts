@@ -146,9 +146,15 @@ Restart your MCP client (or your session) so the SpendGate tools appear natively
 \`pay\` takes \`serviceUrl\`, \`maxAmount\` (your own ceiling, decimal USDC such as "0.50"), \`intent\` and optionally
 \`method\`, \`body\` and \`idempotencyKey\`. It answers:
 
-- approved: paid and settled; \`txHash\`, \`remainingDailyBudget\` and the seller's response;
+- approved: paid and settled; \`txHash\`, \`remainingDailyBudget\` and the seller's response, and \`swap\` when your
+  wallet first bought the USDC it lacked with its WETH or ETH (\`{ txHash, tokenIn, amountIn, amountOut }\`);
 - pending: \`approvalId\`; your owner decides. Wait, do not retry;
 - blocked (\`isError\`): \`reason\` and \`onchainEvent: "PaymentBlocked"\`. Do not retry; report and stop.
+
+Holding WETH or ETH but not enough USDC? If your owner's policy allows swaps (\`maxSwapSlippageBps\` above 0 in
+\`get_limits\`), \`pay\` buys exactly the missing USDC on Uniswap first, never above the pool's average price plus
+that slippage. Otherwise, or if your WETH and ETH cannot cover it, the payment is refused with
+\`insufficient_funds\`; a price that moved too far is refused with \`swap_slippage_exceeded\`. \`get_balance\` shows all three.
 
 Without MCP the same is \`POST ${baseUrl}/pay\` with \`Authorization: Bearer <apiKey>\` and
 \`{"agentAddress":"<agentAddress>","serviceUrl":"...","maxAmount":"...","intent":"..."}\` (200 approved, 202 pending, 422 blocked).

@@ -38,6 +38,8 @@ export interface AuditPayment {
   authorizeTx: string;
   settleTx: string | null;
   releaseTx: string | null;
+  /** The swap that bought this payment's USDC shortfall (SwapExecuted): tokenIn is WETH, or 0x0 for wrapped ETH. */
+  swap?: { txHash: string; tokenIn: string; amountIn: string; amountOut: string };
 }
 
 export interface AuditAgent {
@@ -132,7 +134,24 @@ export async function auditFromLogs(
       case "ApprovalUsed":
         pendingApproval.set(e.args.paymentId, e.args.approvalId);
         break;
+      case "SwapExecuted": {
+        const p = byId.get(`${a.agent}|${e.args.paymentId}`);
+        if (!p || p.status !== "authorized" || p.swap) {
+          report.inconsistencies.push(`${a.agent}: SwapExecuted for ${p ? `a payment already ${p.swap ? "swapped" : p.status}` : "an unknown payment"} ${e.args.paymentId}`);
+          break;
+        }
+        if (e.args.amountOut > BigInt(p.amount)) report.inconsistencies.push(`${a.agent} ${p.paymentId}: swap bought ${e.args.amountOut}, more than the payment's ${p.amount}`);
+        p.swap = { txHash: log.transactionHash, tokenIn: getAddress(e.args.tokenIn), amountIn: e.args.amountIn.toString(), amountOut: e.args.amountOut.toString() };
+        break;
+      }
       case "PaymentBlocked":
+        // Reason 13 comes from swapForPayment for an authorised payment (PaymentReleased follows): same merchant.
+        if (Number(e.args.reason) === 13) {
+          const p = byId.get(`${a.agent}|${e.args.paymentId}`);
+          if (!p || p.status !== "authorized" || p.merchant !== e.args.merchant) {
+            report.inconsistencies.push(`${a.agent}: swap_slippage_exceeded for ${p ? `payment ${e.args.paymentId} (${p.status}, merchant ${p.merchant})` : `unknown payment ${e.args.paymentId}`}`);
+          }
+        }
         a.blocked.push({
           paymentId: e.args.paymentId, status: "blocked", merchant: e.args.merchant, amount: e.args.amount.toString(), payTo: null, validBefore: null,
           reason: REASONS[Number(e.args.reason)] ?? `reason_${e.args.reason}`, approvalId: null, day: today, authorizeTx: log.transactionHash, settleTx: null, releaseTx: null,

@@ -17,6 +17,7 @@ export const POLICY_EVENTS = [
   "OperatorSet",
   "OwnerSet",
   "Withdrawn",
+  "SwapExecuted",
 ] as const;
 
 type Args = ChainEventDoc["args"];

@@ -3,6 +3,7 @@
  * chainEvents, recomputes them when a reorg removes their events, and catches entries written after their event was
  * already confirmed.
  */
+import { ZeroAddress } from "ethers";
 import type { AnyBulkWriteOperation, Filter, ObjectId } from "mongodb";
 import type { Store } from "../store";
 import type { ChainEventDoc, PaymentDoc } from "../store/documents";
@@ -11,7 +12,7 @@ import type { ChainEventDoc, PaymentDoc } from "../store/documents";
 const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
 
 /** The events that confirm ledger entries. */
-const LEDGER_EVENTS = new Set(["PaymentAuthorized", "PaymentBlocked", "PaymentReleased", "AuthorizationUsed"]);
+const LEDGER_EVENTS = new Set(["PaymentAuthorized", "PaymentBlocked", "PaymentReleased", "AuthorizationUsed", "SwapExecuted"]);
 
 /** How far back (ms) the ledger reconciliation looks before the previous run, for clock skew between instances. */
 const RECONCILE_SLACK_MS = 5 * 60_000;
@@ -79,6 +80,7 @@ export class LedgerLinker {
         },
       });
     }
+    ops.push(...swapsOf(events));
     if (ops.length === 0) return 0;
     const res = await this.store.payments.bulkWrite(ops, { ordered: false });
     return res.modifiedCount;
@@ -154,6 +156,30 @@ export class LedgerLinker {
 }
 
 /**
+ * SwapExecuted becomes part of its payment's ledger entry (`swap`), when the service has not written it already (a
+ * restart between the swap and its answer, or a swap sent by another instance).
+ */
+function swapsOf(events: ChainEventDoc[]): AnyBulkWriteOperation<PaymentDoc>[] {
+  return events
+    .filter((e) => e.event === "SwapExecuted" && e.paymentId)
+    .map((e) => ({
+      updateOne: {
+        filter: { paymentId: e.paymentId!, policyAddress: e.address, $or: [{ swap: { $exists: false } }, { swap: null }] },
+        update: {
+          $set: {
+            swap: {
+              txHash: e.txHash,
+              tokenIn: e.args.tokenIn === ZeroAddress ? ("ETH" as const) : ("WETH" as const),
+              amountIn: String(e.args.amountIn),
+              amountOut: String(e.args.amountOut),
+            },
+          },
+        },
+      },
+    }));
+}
+
+/**
  * The ledger entries an event confirms: PaymentAuthorized/Released by paymentId (of that policy), PaymentBlocked by
  * its transaction (payments.txHash or authorizeTxHash), AuthorizationUsed by (agent, nonce) of settled payments.
  * `anyStatus` widens the last to every status (to undo a confirmation whatever happened since).
@@ -162,6 +188,7 @@ function ledgerMatch(e: Pick<ChainEventDoc, "event" | "paymentId" | "address" | 
   switch (e.event) {
     case "PaymentAuthorized":
     case "PaymentReleased":
+    case "SwapExecuted":
       return e.paymentId ? { paymentId: e.paymentId, policyAddress: e.address } : null;
     case "PaymentBlocked":
       return { $or: [{ txHash: e.txHash }, { authorizeTxHash: e.txHash }] };
@@ -180,6 +207,7 @@ function matches(e: ChainEventDoc, p: PaymentDoc): boolean {
   switch (e.event) {
     case "PaymentAuthorized":
     case "PaymentReleased":
+    case "SwapExecuted":
       return !!e.paymentId && p.paymentId === e.paymentId && p.policyAddress === e.address;
     case "PaymentBlocked":
       return p.txHash?.toLowerCase() === e.txHash || p.authorizeTxHash?.toLowerCase() === e.txHash;

@@ -4,6 +4,7 @@
  * The seller is asked for its quote only when the agent's on-chain allowlist admits the merchant: an agent key must
  * not be able to make the service request arbitrary URLs.
  */
+import { formatEther } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { DECISION } from "../chain/policyOps";
 import { AppError } from "../errors";
@@ -43,11 +44,17 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
   if (!policy.deployed) [expectedOutcome, reason] = ["blocked", "no_policy"];
   else if (!proof) [expectedOutcome, reason] = ["blocked", "merchant_not_allowed"];
   else if (!quote && quoteError?.error === "unsupported_payment") [expectedOutcome, reason] = ["blocked", "unsupported_payment"];
-  else if (quote) {
-    const check = await s.settlement.ops.check(agent.policyAddress, merchant, proof, quote.amount);
-    if (check.decision === DECISION.Allow) expectedOutcome = "approved";
-    else if (check.decision === DECISION.RequiresApproval) expectedOutcome = "pending";
-    else [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
+  let swapNote = "";
+  if (quote) {
+    const pc = { agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" as const } };
+    const [check, swap] = await Promise.all([s.settlement.ops.check(agent.policyAddress, merchant, proof!, quote.amount), s.payments.swapCheck(pc, policy, quote.amount)]);
+    if (check.decision === DECISION.Block) [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
+    else if (swap.kind === "refuse") [expectedOutcome, reason] = ["blocked", "insufficient_funds"];
+    else if (swap.kind === "swap" && swap.exceeded) [expectedOutcome, reason] = ["blocked", "swap_slippage_exceeded"];
+    else expectedOutcome = check.decision === DECISION.Allow ? "approved" : "pending";
+    if (swap.kind === "swap" && !swap.exceeded) {
+      swapNote = ` Your wallet lacks ${fromBaseUnits(swap.shortfall)} USDC: it would first buy it with about ${formatEther(swap.quote.amountIn)} WETH (or ETH).`;
+    }
   }
 
   const price = quote ? fromBaseUnits(quote.amount) : null;
@@ -76,7 +83,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     approvedPayments,
     expectedOutcome,
     reason,
-    advice: advise(s, agent, merchant, { expectedOutcome, reason, price, newMerchant, quoteError }),
+    advice: advise(s, agent, merchant, { expectedOutcome, reason, price, newMerchant, quoteError }) + (expectedOutcome === "blocked" ? "" : swapNote),
   };
 }
 

@@ -59,7 +59,9 @@ async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promi
   const { status, body } = await s.payments.payOnce(principal, agent, request, idempotencyKey);
   const b = body as Record<string, string | undefined>;
   if (status === 200) {
-    return okResult(PayOutput, body, logger, `Paid ${b.amount} USDC to ${b.merchant} (settlement ${b.txHash}). Remaining daily budget: ${b.remainingDailyBudget} USDC.`);
+    const swap = (body as { swap?: { amountIn: string; tokenIn: string; amountOut: string; txHash: string } }).swap;
+    const bought = swap ? ` First bought ${swap.amountOut} USDC for ${swap.amountIn} ${swap.tokenIn} (swap ${swap.txHash}).` : "";
+    return okResult(PayOutput, body, logger, `Paid ${b.amount} USDC to ${b.merchant} (settlement ${b.txHash}).${bought} Remaining daily budget: ${b.remainingDailyBudget} USDC.`);
   }
   if (status === 202) {
     return okResult(
@@ -112,7 +114,7 @@ export const TOOLS: ToolDef[] = [
     title: "Pay a seller",
     description:
       "Pay an x402 seller URL in USDC under this agent's on-chain spend policy. Answers approved (paid, with the " +
-      "seller's response), pending (waits for the owner: do not retry) or blocked (isError with reason and " +
+      "seller's response, and the swap when the wallet first bought missing USDC with its WETH or ETH), pending (waits for the owner: do not retry) or blocked (isError with reason and " +
       "onchainEvent: never retry, report and stop). Give a meaningful intent; maxAmount is your own ceiling. " +
       "Agent keys only: an owner key gets forbidden.",
     input: PayToolInput,

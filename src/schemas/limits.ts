@@ -2,6 +2,10 @@
 import { z } from "zod";
 import { Address, Amount, PolicyAmount, Signature, UnixTimestamp } from "./common";
 
+/** Bounds POST /limits puts on the swap setting (the contract accepts up to 10,000 bps and any window the pool has). */
+export const MAX_SWAP_SLIPPAGE_BPS = 1_000;
+export const SWAP_TWAP_SECONDS = { min: 60, max: 3_600 } as const;
+
 export const SetLimitsRequest = z
   .strictObject({
     agentAddress: Address,
@@ -18,8 +22,20 @@ export const SetLimitsRequest = z
     lifetimeBudget: PolicyAmount.optional().meta({ description: "most in total (payments authorised while a lifetime budget is set), USDC; absent or \"0\" = none" }),
     maxPaymentsPerHour: z.number().int().min(0).max(65_535).optional().meta({ description: "most payments per UTC hour; absent or 0 = none" }),
     validUntil: z.number().int().min(0).max(2 ** 32 - 1).optional().meta({ description: "Unix time after which every payment is blocked (policy_expired); absent or 0 = never" }),
-    maxSwapSlippageBps: z.number().int().min(0).max(10_000).optional().meta({ description: "largest swap slippage in basis points; 0 = swaps off (only 0 is accepted until swaps exist)" }),
-    swapTwapSeconds: z.number().int().min(0).max(2 ** 32 - 1).optional().meta({ description: "TWAP period of a swap's price check, seconds; signed and stored" }),
+    maxSwapSlippageBps: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_SWAP_SLIPPAGE_BPS)
+      .optional()
+      .meta({ description: `the most a swap before settlement may pay above the pool's TWAP price and fee, in basis points (at most ${MAX_SWAP_SLIPPAGE_BPS}); absent or 0 = swaps off (the default)`, example: 100 }),
+    swapTwapSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(SWAP_TWAP_SECONDS.max)
+      .optional()
+      .meta({ description: `the TWAP window of that price, seconds: ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max} when swaps are on`, example: 600 }),
     merchantCaps: z
       .record(z.string().max(300), Amount)
       .optional()

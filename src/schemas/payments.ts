@@ -23,6 +23,15 @@ export const PayRequest = z
   .meta({ id: "PayRequest" });
 export type PayRequest = z.infer<typeof PayRequest>;
 
+export const SwapInfo = z
+  .object({
+    txHash: z.string().meta({ description: "the swapForPayment transaction (SwapExecuted)" }),
+    tokenIn: z.enum(["WETH", "ETH"]).meta({ description: "what the wallet sold: its WETH, or ETH it wrapped for the swap (then WETH too, if it had some)" }),
+    amountIn: z.string().meta({ description: "WETH (or ETH) spent, in ETH units (18 decimals)", example: "0.000667" }),
+    amountOut: z.string().meta({ description: "USDC bought: exactly the payment's shortfall", example: "2" }),
+  })
+  .meta({ id: "SwapInfo", description: "the swap that bought the USDC the wallet lacked before paying (DESIGN 7a)" });
+
 export const PayResult = z
   .object({
     status: z.enum(["approved", "pending", "blocked"]).meta({ description: "approved (200), pending (202) or blocked (422)" }),
@@ -42,6 +51,7 @@ export const PayResult = z
     authorizeTxHash: z.string().nullable().optional().meta({ description: "approved: the SpendPolicy authorizePayment transaction" }),
     expiresAt: z.string().optional().meta({ description: "pending: when the approval request expires unless the owner decides" }),
     response: z.object({ status: z.number().int(), body: z.unknown() }).optional().meta({ description: "approved: the seller's HTTP status and body" }),
+    swap: SwapInfo.optional().meta({ description: "approved: the swap that bought the missing USDC before paying, when there was one" }),
   })
   .meta({ id: "PayResult" });
 
@@ -63,6 +73,7 @@ export const ApproveResponse = z
     settledAt: z.string(),
     transactionId: z.string(),
     response: z.object({ status: z.number().int(), body: z.unknown() }).meta({ description: "the seller's HTTP status and body" }),
+    swap: SwapInfo.optional().meta({ description: "the swap that bought the missing USDC before paying, when there was one" }),
   })
   .meta({ id: "ApproveResponse" });
 
@@ -118,6 +129,7 @@ export const LedgerEntry = z
     settledAt: z.string().nullable(),
     explorerUrl: z.string().nullable(),
     onchain: z.object({ confirmed: z.boolean(), blockNumber: z.number().int().nullable() }),
+    swap: SwapInfo.nullable().meta({ description: "the swap that bought this payment's missing USDC (SwapExecuted), or null" }),
   })
   .meta({ id: "LedgerTransaction" });
 

@@ -159,12 +159,17 @@ export class ApprovalService {
     await this.ctx.signatures.consume("ApprovalDecision", digest);
     const policy = await this.policies.onchain(agent);
     const proof = (await this.policies.prove(policy.allowlistRoot, a.merchant)) ?? NO_LEAF;
+    const swapCheck = this.payments.swapCheck(pc, policy, quote.amount);
     const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
     let outcome;
+    const swap = check.decision === DECISION.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
     if (check.decision === DECISION.Block) {
       outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);
+    } else if (swap && "blocked" in swap) {
+      outcome = swap.blocked;
     } else {
       outcome = await this.settlement.execute({
+        ...swap,
         txnId: a.txnId,
         base: { ...this.payments.ledgerBase(pc, a.approvalId), createdAt: a.requestedAt },
         seller: pc.seller,
@@ -181,6 +186,6 @@ export class ApprovalService {
       throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${b.reason}.`, b);
     }
     await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
-    return { id: a.approvalId, status: "approved" as const, txHash: b.txHash, amount: b.amount, merchant: b.merchant, settledAt: b.settledAt, transactionId: a.txnId, response: b.response };
+    return { id: a.approvalId, status: "approved" as const, txHash: b.txHash, amount: b.amount, merchant: b.merchant, settledAt: b.settledAt, transactionId: a.txnId, response: b.response, ...(b.swap ? { swap: b.swap } : {}) };
   }
 }

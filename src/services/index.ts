@@ -8,6 +8,7 @@ import { LedgerService } from "./ledger";
 import { PaymentService } from "./payments";
 import { PolicyService } from "./policies";
 import { SettlementService, outcomeOf } from "./settlement";
+import { SwapService } from "./swap";
 import { WalletService } from "./wallet";
 
 export interface Services {
@@ -29,7 +30,7 @@ export function createServices(ctx: ServiceContext): Services {
   const settlement = new SettlementService(ctx);
   const idempotency = new IdempotencyService(ctx.store, (payment) => outcomeOf(ctx, payment));
   settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
-  const payments = new PaymentService(ctx, policies, settlement, idempotency);
+  const payments = new PaymentService(ctx, policies, settlement, idempotency, new SwapService(ctx));
   return {
     ctx,
     agents: new AgentService(ctx),

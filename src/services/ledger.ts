@@ -3,6 +3,7 @@ import type { Filter } from "mongodb";
 import { fromBaseUnits } from "../amounts";
 import type { LedgerStatus, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
+import { swapView } from "./swap";
 import type { Principal } from "./keys";
 
 export class LedgerService {
@@ -29,6 +30,7 @@ export class LedgerService {
       settledAt: doc.settledAt ? doc.settledAt.toISOString() : null,
       explorerUrl: doc.txHash ? `${this.ctx.config.explorerUrl}/tx/${doc.txHash}` : null,
       onchain: doc.onchain,
+      swap: swapView(doc.swap),
     };
   }
 

@@ -4,6 +4,7 @@ import type { TransferInput } from "../chain/policyOps";
 import { errorBody, upstreamError } from "../errors";
 import type { PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
+import { swapView } from "./swap";
 
 /**
  * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an
@@ -30,6 +31,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
         transactionId: p.txnId,
         paymentId: p.paymentId,
         authorizeTxHash: p.authorizeTxHash,
+        ...(p.swap ? { swap: swapView(p.swap) } : {}),
         message: "Paid and settled. This answer was read from the chain after the request was interrupted; the seller's response is not available.",
         response: { status: 0, body: null },
       },

@@ -17,7 +17,8 @@ import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, 
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
 import { alertApproval, alertPaymentDone } from "./alerts";
-import { type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
 
@@ -48,6 +49,7 @@ export class PaymentService {
     private readonly policies: PolicyService,
     private readonly settlement: SettlementService,
     private readonly idempotency: IdempotencyService,
+    private readonly swaps: SwapService,
   ) {}
 
   /**
@@ -98,10 +100,15 @@ export class PaymentService {
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
+    // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
+    const swapCheck = this.swapCheck(pc, policy, quote.amount);
     const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
+    const swap = await this.swapStep(pc, swapCheck, quote.amount);
+    timer.mark("swapQuote");
+    if ("blocked" in swap) return swap.blocked;
     return this.settlement.execute({
       txnId: newTxnId(),
       base: this.ledgerBase(pc, null),
@@ -111,7 +118,28 @@ export class PaymentService {
       dailyBudget: policy.dailyBudget,
       timer,
       signed,
+      ...swap,
     });
+  }
+
+  /** Whether the payment needs a swap and whether one can fund it (reads only); never rejects unobserved. */
+  swapCheck(pc: PaymentContext, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
+    const check = this.swaps.check(pc.agent, policy, amount);
+    check.catch(() => undefined);
+    return check;
+  }
+
+  /**
+   * Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused (insufficient_funds, off-chain)
+   * before any transaction; otherwise what execute runs once the payment is authorised, if anything.
+   */
+  async swapStep(pc: PaymentContext, check: Promise<SwapCheck>, amount: bigint, approvalId: string | null = null, txnId?: string): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
+    const c = await check;
+    if (c.kind === "refuse") return { blocked: await this.block(pc, amount, "insufficient_funds", null, approvalId, txnId, c.detail) };
+    if (c.kind === "none") return {};
+    const a = pc.agent;
+    const target = { agent: a.address, ownerAddress: a.ownerAddress, policyAddress: a.policyAddress, merchant: pc.merchant, intent: pc.intent };
+    return { swap: (p) => this.swaps.execute({ ...p, ...target }) };
   }
 
   /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */
@@ -153,7 +181,7 @@ export class PaymentService {
    * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
    * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
    */
-  async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string): Promise<PayOutcome> {
+  async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string, detail?: string): Promise<PayOutcome> {
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
     const sameRefusal =
@@ -226,7 +254,7 @@ export class PaymentService {
       updatedAt: now,
       settledAt: null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
-      ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : {}),
+      ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : detail ? { detail } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
     };
     if (txnId) {
@@ -267,7 +295,10 @@ export class PaymentService {
         merchant: doc.merchant,
         intent: doc.intent,
         transactionId: doc.txnId,
-        message: blockMessage(doc.reason ?? "blocked") + (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
+        message:
+          blockMessage(doc.reason ?? "blocked") +
+          (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
+          (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
       },
     };
   }
@@ -337,6 +368,7 @@ export function blockMessage(reason: string): string {
     ...Object.fromEntries(REASON_TABLE.map((r) => [r.name, r.message])),
     max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
     unsupported_payment: "The seller offers no exact USDC payment on this chain.",
+    insufficient_funds: "The agent wallet holds too little USDC for this price, and nothing can buy the rest: swaps are off, or its WETH and ETH are not enough.",
   };
   return `${messages[reason] ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
 }

@@ -15,7 +15,7 @@ import {
   normalizeAllowlistEntry,
   proveMerchant,
 } from "../policy/allowlist";
-import type { PolicyView, SetLimitsRequest } from "../schemas/limits";
+import { type PolicyView, type SetLimitsRequest, SWAP_TWAP_SECONDS } from "../schemas/limits";
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
@@ -220,8 +220,9 @@ export class PolicyService {
     const owner = agent.ownerAddress;
     const { entries, invalid } = normalizeAllowlist(input.allowlist);
     if (invalid.length) throw badRequest(`Not host names: ${invalid.join(", ")}`, { invalidAllowlistEntries: invalid });
-    if (input.maxSwapSlippageBps) {
-      throw badRequest("swaps are not available yet: maxSwapSlippageBps must be 0 or absent.", { field: "maxSwapSlippageBps" });
+    const twap = input.swapTwapSeconds ?? 0;
+    if (input.maxSwapSlippageBps && (twap < SWAP_TWAP_SECONDS.min || twap > SWAP_TWAP_SECONDS.max)) {
+      throw badRequest(`With swaps on (maxSwapSlippageBps > 0), swapTwapSeconds must be ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max}.`, { field: "swapTwapSeconds" });
     }
     const caps = capsOf(entries, input.merchantCaps ?? {});
     const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));

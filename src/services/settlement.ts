@@ -15,6 +15,7 @@ import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
+import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
 
 export interface PayOutcome {
   httpStatus: 200 | 202 | 422;
@@ -39,6 +40,8 @@ export interface ExecuteInput {
   /** The payment already signed (while the policy was simulated); signed here for `agent` otherwise. */
   signed?: Promise<SignedPayment>;
   agent?: AgentDoc;
+  /** Buys the USDC shortfall once the payment is authorised, before it is paid (DESIGN 7a). */
+  swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
 }
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
@@ -163,6 +166,7 @@ export class SettlementService {
     timer.mark("authorize");
     await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
+    let swapped: SwapRecord | null = null;
     // After a failure past authorisation: release (which kills the authorisation), unless it settled after all, which
     // is then a success.
     const approved = async (settledTx: string | null, res: { status: number; body: unknown } | null, detail: string | null): Promise<PayOutcome> => {
@@ -184,6 +188,7 @@ export class SettlementService {
           transactionId: txnId,
           paymentId,
           authorizeTxHash: result.txHash,
+          ...(swapped ? { swap: swapView(swapped) } : {}),
           ...(detail ? { message: detail } : {}),
           response: res ?? { status: 0, body: null },
         },
@@ -192,8 +197,24 @@ export class SettlementService {
     const failAfterAuthorize = async (detail: string, error: AppError, res: { status: number; body: unknown } | null = null): Promise<PayOutcome> => {
       const settled = await this.finishUnsettled(txnId, detail);
       if (settled.state === "settled") return approved(settled.txHash, res, `${error.message} The payment settled on-chain all the same.`);
-      throw error;
+      throw swapped ? withSwapNote(error, swapped) : error;
     };
+
+    if (input.swap) {
+      let outcome: SwapResult;
+      try {
+        outcome = await input.swap({ txnId, paymentId, transfer });
+      } catch (err) {
+        this.ctx.logger.error({ err, txnId }, "swapForPayment failed");
+        return failAfterAuthorize(
+          `swap: ${(err as Error).message ?? String(err)}`.slice(0, 300),
+          upstreamError("The swap that was to buy the missing USDC did not go through; the budget was released and nothing was paid."),
+        );
+      }
+      if ("blocked" in outcome) return outcome.blocked;
+      swapped = outcome.swapped;
+      timer.mark("swap");
+    }
 
     // The signed authorisation leaves this process (a remote facilitator, the seller) only once the policy has
     // authorised it on-chain.

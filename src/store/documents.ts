@@ -136,6 +136,8 @@ export interface PaymentDoc {
   updatedAt: Date;
   settledAt: Date | null;
   onchain: { confirmed: boolean; blockNumber: number | null };
+  /** The swap that bought this payment's USDC shortfall (SwapExecuted); amounts in base units (wei, USDC 6 decimals). */
+  swap?: { txHash: string; tokenIn: "WETH" | "ETH"; amountIn: string; amountOut: string } | null;
 }
 
 export type ApprovalStatus = "pending" | "approving" | "approved" | "denied" | "expired" | "failed";

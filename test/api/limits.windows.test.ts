@@ -17,6 +17,7 @@ const FULL: PolicyInput = {
   lifetimeBudget: "1000",
   maxPaymentsPerHour: 12,
   validUntil: 4_000_000_000,
+  maxSwapSlippageBps: 100,
   swapTwapSeconds: 1_800,
   merchantCaps: { "API.Example.com": "2.25", "*.data.example": "3" },
 };
@@ -40,7 +41,7 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
       lifetimeBudget: "1000",
       maxPaymentsPerHour: 12,
       validUntil: 4_000_000_000,
-      maxSwapSlippageBps: 0,
+      maxSwapSlippageBps: 100,
       swapTwapSeconds: 1_800,
       merchantCaps: { "api.example.com": "2.25", "*.data.example": "3" },
     });
@@ -50,7 +51,7 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
 
     const onchain = await s.svc.chain.policyAt(res.body.policyContract, s.svc.chain.provider).policy();
     expect([...onchain].map(String)).to.deep.equal(
-      ["1500000", "10000000", root, "750000", "4000000", "30000000", "90500000", "1000000000", "12", "4000000000", "0", "1800"],
+      ["1500000", "10000000", root, "750000", "4000000", "30000000", "90500000", "1000000000", "12", "4000000000", "100", "1800"],
     );
 
     const read = await s.api("GET", `/limits?address=${agentAddress}`, { key: apiKey });
@@ -83,7 +84,9 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
     const owner = randomOwner();
     const { agentAddress, apiKey } = await linkedAgent(s, owner);
     const bad: [Partial<PolicyInput> | Record<string, unknown>, RegExp][] = [
-      [{ maxSwapSlippageBps: 50 }, /swaps are not available yet/],
+      [{ maxSwapSlippageBps: 50, swapTwapSeconds: 30 }, /swapTwapSeconds must be 60 to 3600/],
+      [{ maxSwapSlippageBps: 50, swapTwapSeconds: 0 }, /swapTwapSeconds must be 60 to 3600/],
+      [{ swapTwapSeconds: 3_601 }, /swapTwapSeconds/],
       [{ merchantCaps: { "shop.elsewhere.example": "1" } }, /not in allowlist/],
       [{ merchantCaps: { "api.example.com": "1.0000001" } }, /decimal/],
       [{ maxPaymentsPerHour: 65_536 }, /maxPaymentsPerHour/],
@@ -92,7 +95,7 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
       [{ hourlyBudget: "-1" }, /hourlyBudget/],
       [{ lifetimeBudget: "18446744073709.551616" }, /64 bits/],
       [{ weeklyBudget: 30 }, /weeklyBudget/],
-      [{ maxSwapSlippageBps: 10_001 }, /maxSwapSlippageBps/],
+      [{ maxSwapSlippageBps: 1_001 }, /maxSwapSlippageBps/],
     ];
     const counts = await documentCounts(s.svc.store.db);
     const blockBefore = await s.svc.chain.provider.getBlockNumber();

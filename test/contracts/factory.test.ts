@@ -2,13 +2,14 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { DEFAULT_POLICY, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
+import { NO_SWAPS } from "../../src/chain/deploy";
 
 const { ethers } = hre;
 
 async function factoryFixture() {
   const [deployer, operator, owner, other, newOperator] = await ethers.getSigners();
   const token = await ethers.deployContract("TestUSDC");
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress()]);
+  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress(), ...NO_SWAPS]);
   const signer = ethers.Wallet.createRandom().address;
   const policyAt = (address: string) => ethers.getContractAt("SpendPolicy", address);
   /** The owner's first SetPolicy for the agent's predicted address. */

@@ -1,4 +1,6 @@
 import { expect } from "chai";
+import hre from "hardhat";
+import { Contract, Transaction, Wallet } from "ethers";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
 import {
@@ -69,12 +71,34 @@ describe("POST /pay when sellers and facilitators fail", () => {
     expect(await usdcBalance(s, a.agentAddress)).to.equal(20n * USDC);
   });
 
-  it("the facilitator refusing (the agent holds no USDC): 502 with the facilitator's reason, budget released", async () => {
+  it("the facilitator refusing (the USDC left the wallet after the balance check): 502 with the facilitator's reason, budget released", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
     sellers.push(seller);
     const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "no funds" } });
-    expect(res.status).to.equal(502);
+    await mintUsdc(s, a.agentAddress, USDC);
+    // With no USDC the service refuses before any transaction (insufficient_funds): move it out once authorised.
+    const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("authorizePayment")!.selector;
+    const provider = hre.network.provider as unknown as { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
+    const original = provider.request.bind(provider);
+    provider.request = async (args) => {
+      const result = await original(args);
+      if (args.method === "eth_sendRawTransaction" && Transaction.from(String(args.params?.[0])).data.startsWith(selector)) {
+        provider.request = original;
+        await original({ method: "hardhat_impersonateAccount", params: [a.agentAddress] });
+        await original({ method: "hardhat_setBalance", params: [a.agentAddress, "0xde0b6b3a7640000"] });
+        const usdc = new Contract(s.svc.config.usdcAddress, ["function transfer(address,uint256) returns (bool)"], await hre.ethers.getSigner(a.agentAddress));
+        await (await usdc.transfer(Wallet.createRandom().address, USDC)).wait();
+        await original({ method: "hardhat_stopImpersonatingAccount", params: [a.agentAddress] });
+      }
+      return result;
+    };
+    let res;
+    try {
+      res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "no funds" } });
+    } finally {
+      provider.request = original;
+    }
+    expect(res.status, JSON.stringify(res.body)).to.equal(502);
     expect(res.body.details.reason).to.match(/insufficient/);
     expect(seller.hits.paid).to.equal(0);
     expect(await spentToday(s, a.policyContract)).to.equal(0n);

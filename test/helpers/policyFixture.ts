@@ -20,6 +20,7 @@ import {
 } from "../../src/chain/typedData";
 import { type EntryCaps, type LeafForm, allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
 import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory, TestUSDC } from "../../typechain-types";
+import { NO_SWAPS } from "../../src/chain/deploy";
 
 const { ethers } = hre;
 
@@ -250,7 +251,7 @@ export async function policyFixture() {
   const [deployer, operator, owner, other, walletSigner, merchant] = await ethers.getSigners();
   const token: TestUSDC = await ethers.deployContract("TestUSDC");
   const tokenAddress = await token.getAddress();
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, tokenAddress]);
+  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, tokenAddress, ...NO_SWAPS]);
   const agentKey = ethers.Wallet.createRandom();
   const policy = await deployAgentFor(factory, operator, agentKey.address, owner.address, owner);
   const policyAddress = await policy.getAddress();

@@ -16,6 +16,7 @@ import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, TRANSFER_WITH_AUTHORIZATION_TYPES, p
 import { walletPayer } from "../../src/x402/buyer";
 import { allowlistRoot, normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { NO_SWAPS } from "../../src/chain/deploy";
 
 const NO_APPROVAL = ["", 0, 0, "0x"] as const;
 const ALLOWLIST = normalizeAllowlist(["127.0.0.1", "localhost"]).entries;
@@ -290,7 +291,7 @@ describe("indexer", () => {
     const artifact = JSON.parse(
       readFileSync(join(__dirname, "..", "..", "artifacts", "contracts", "SpendPolicyFactory.sol", "SpendPolicyFactory.json"), "utf8"),
     );
-    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(stranger.address, stranger.address, chain().usdc.target);
+    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(stranger.address, stranger.address, chain().usdc.target, ...NO_SWAPS);
     await fake.waitForDeployment();
     const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);
     const signerAddress = (await store().agents.findOne({ address: agent.agentAddress }))!.signerAddress;

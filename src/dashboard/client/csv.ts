@@ -19,6 +19,10 @@ const COLUMNS: [string, (t: LedgerItem) => string | number | boolean | null][] =
   ["paymentId", (t) => t.paymentId],
   ["confirmed", (t) => t.onchain?.confirmed ?? false],
   ["blockNumber", (t) => t.onchain?.blockNumber ?? null],
+  ["swapTxHash", (t) => t.swap?.txHash ?? null],
+  ["swapTokenIn", (t) => t.swap?.tokenIn ?? null],
+  ["swapAmountIn", (t) => t.swap?.amountIn ?? null],
+  ["swapAmountOut", (t) => t.swap?.amountOut ?? null],
 ];
 
 export function csvCell(value: string | number | boolean | null): string {

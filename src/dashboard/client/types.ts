@@ -28,6 +28,8 @@ export interface PolicyView {
   lifetimeBudget?: string;
   maxPaymentsPerHour?: number;
   validUntil?: number;
+  maxSwapSlippageBps?: number;
+  swapTwapSeconds?: number;
   merchantCaps?: Record<string, string>;
   merchantRemainingToday?: Record<string, string>;
   windows?: { window: string; budget: string; spent: string; remaining: string; resetsAt: number | null }[];
@@ -76,6 +78,8 @@ export interface LedgerItem {
   settledAt: string | null;
   explorerUrl: string | null;
   onchain: { confirmed: boolean; blockNumber: number | null };
+  /** The swap that bought this payment's missing USDC before it was paid (amounts in token units). */
+  swap?: { txHash: string; tokenIn: "WETH" | "ETH"; amountIn: string; amountOut: string } | null;
 }
 
 export interface LedgerPage {

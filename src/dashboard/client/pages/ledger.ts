@@ -189,6 +189,12 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
   if (t.txHash) onchain.push(app.txLink(t.txHash, t.status === "blocked" ? "PaymentBlocked transaction" : "Settlement transaction"));
   else onchain.push(h("span", { class: "muted" }, "no transaction"));
   if (t.txHash) onchain.push(h("br"), h("span", { class: "muted small" }, t.onchain?.confirmed ? `confirmed${t.onchain.blockNumber !== null ? ` in block ${t.onchain.blockNumber}` : ""}` : "awaiting confirmation"));
+  if (t.swap) {
+    onchain.push(
+      h("br"),
+      h("span", { class: "small", "data-field": "swap" }, `Swapped ${t.swap.amountIn} ${t.swap.tokenIn} for ${usdc(t.swap.amountOut)} first: `, app.txLink(t.swap.txHash, "Swap transaction")),
+    );
+  }
   return h(
     "tr",
     { "data-id": t.id, "data-status": t.status },

@@ -11,6 +11,7 @@ import { fromUnits, toUnits } from "../amounts";
 import { nowSeconds, setPolicyData, type TypedData } from "../typed";
 import type { AgentSummary, PolicyView, SetLimitsResult } from "../types";
 import { describeExtras, extraLimitsFields, remainingNow, type ExtraLimits } from "./policyLimits";
+import { describeSwap, swapFields, type SwapSetting } from "./policySwap";
 
 interface Entry {
   raw: string;
@@ -41,6 +42,7 @@ function normalizedList(entries: Entry[]): string[] {
 export function policyEditor(app: App, agent: AgentSummary, current: PolicyView, onDeployed: () => Promise<void>): HTMLElement {
   const entries: Entry[] = (current.deployed ? current.allowlist : []).map((raw) => ({ raw, normalized: normalizeAllowlistEntry(raw), cap: current.merchantCaps?.[raw] ?? "" }));
   const extra = extraLimitsFields(current);
+  const swap = swapFields(current);
   const inputs = {} as Record<keyof Amounts, HTMLInputElement>;
   const errors = {} as Record<keyof Amounts, HTMLElement>;
 
@@ -140,6 +142,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
       listEl,
     ),
     extra.element,
+    swap.element,
     h("button", { type: "submit", class: "primary", id: "policy-review-button" }, "Review what you will sign"),
   );
 
@@ -174,9 +177,9 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     return ok ? out : null;
   };
 
-  let pending: { amounts: Amounts; extras: ExtraLimits; caps: Record<string, bigint>; list: string[]; root: string; timestamp: number; data: TypedData } | null = null;
+  let pending: { amounts: Amounts; extras: ExtraLimits & SwapSetting; caps: Record<string, bigint>; list: string[]; root: string; timestamp: number; data: TypedData } | null = null;
 
-  const showReview = (amounts: Amounts, extras: ExtraLimits, timestamp = nowSeconds()) => {
+  const showReview = (amounts: Amounts, extras: ExtraLimits & SwapSetting, timestamp = nowSeconds()) => {
     const list = normalizedList(entries);
     const caps = capsOf(entries);
     const root = allowlistRoot(list, caps);
@@ -197,6 +200,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           ["Daily budget", usdcLine(amounts.dailyBudget)],
           ["Approval threshold", usdcLine(amounts.approvalThreshold)],
           ...describeExtras(extras),
+          ...describeSwap(extras),
         ].map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
       ),
       h("h4", null, "Allowlist, normalised"),
@@ -224,7 +228,8 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     app.clearAlerts();
     const amounts = readAmounts();
     const extras = extra.read();
-    if (amounts && extras) showReview(amounts, extras);
+    const swapSetting = swap.read();
+    if (amounts && extras && swapSetting) showReview(amounts, { ...extras, ...swapSetting });
   });
 
   const result = h("div", { id: "policy-result", "aria-live": "polite" });
@@ -256,6 +261,8 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           lifetimeBudget: fromUnits(p.extras.lifetimeBudget),
           maxPaymentsPerHour: Number(p.extras.maxPaymentsPerHour),
           validUntil: Number(p.extras.validUntil),
+          maxSwapSlippageBps: Number(p.extras.maxSwapSlippageBps),
+          swapTwapSeconds: Number(p.extras.swapTwapSeconds),
           merchantCaps: Object.fromEntries(Object.entries(p.caps).map(([e, c]) => [e, fromUnits(c)])),
           humanSignature,
           timestamp: p.timestamp,

@@ -1,0 +1,84 @@
+/**
+ * The swap setting of the policy form (issue 12): whether the agent's wallet may buy missing USDC with its WETH or
+ * ETH before paying, and at most how far above the pool's average (TWAP) price. Both numbers are part of the signed
+ * SetPolicy and checked by the wallet contract; slippage empty or 0 means no swaps (the default).
+ */
+import { h } from "../dom";
+import type { PolicyView } from "../types";
+
+export interface SwapSetting {
+  maxSwapSlippageBps: bigint;
+  swapTwapSeconds: bigint;
+}
+
+// What POST /limits accepts (src/schemas/limits.ts).
+const MAX_BPS = 1_000;
+const TWAP = { min: 60, max: 3_600, fallback: 600 };
+
+/** The swap fieldset and its reader (null when an entry is invalid; each error shown at its field). */
+export function swapFields(current: PolicyView): { element: HTMLElement; read: () => SwapSetting | null } {
+  const on = current.deployed && (current.maxSwapSlippageBps ?? 0) > 0;
+  const field = (id: string, label: string, hint: string, input: HTMLInputElement) => {
+    const error = h("p", { id: `${id}-error`, class: "field-error", hidden: true });
+    input.setAttribute("aria-describedby", `${id}-hint`);
+    return { input, error, el: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { id: `${id}-hint`, class: "hint" }, hint), error) };
+  };
+  const text = (id: string, name: string, value: string, placeholder: string) =>
+    h("input", { id, name, type: "text", inputmode: "decimal", autocomplete: "off", value, placeholder });
+  const slippage = field(
+    "policy-maxSwapSlippage",
+    "Largest swap slippage (%)",
+    `The most a swap may pay above the pool's average price (plus its 0.05% fee), 0.01 to ${MAX_BPS / 100}%. Empty or 0: no swaps.`,
+    text("policy-maxSwapSlippage", "maxSwapSlippage", on ? String((current.maxSwapSlippageBps ?? 0) / 100) : "", "no swaps"),
+  );
+  const twap = field(
+    "policy-swapTwapSeconds",
+    "Average price over (seconds)",
+    `The window of the average (TWAP) price swaps are held to, ${TWAP.min} to ${TWAP.max} s. Empty: ${TWAP.fallback} s.`,
+    text("policy-swapTwapSeconds", "swapTwapSeconds", on ? String(current.swapTwapSeconds ?? TWAP.fallback) : "", String(TWAP.fallback)),
+  );
+  const show = (f: { input: HTMLInputElement; error: HTMLElement }, message: string | null) => {
+    f.error.hidden = !message;
+    f.error.textContent = message ?? "";
+    f.input.setAttribute("aria-invalid", String(!!message));
+  };
+  const read = (): SwapSetting | null => {
+    const s = slippage.input.value.trim().replace(/%$/, "");
+    // Percent with at most two decimals is a whole number of basis points.
+    const bps = s === "" ? 0 : /^\d+(\.\d{1,2})?$/.test(s) ? Math.round(Number(s) * 100) : NaN;
+    const bpsOk = Number.isInteger(bps) && bps >= 0 && bps <= MAX_BPS;
+    show(slippage, bpsOk ? null : `Enter a percentage from 0.01 to ${MAX_BPS / 100} (at most 2 decimals), or leave it empty for no swaps.`);
+    if (!bpsOk) return null;
+    if (bps === 0) {
+      show(twap, null);
+      return { maxSwapSlippageBps: 0n, swapTwapSeconds: 0n };
+    }
+    const t = twap.input.value.trim();
+    const seconds = t === "" ? TWAP.fallback : /^\d+$/.test(t) ? Number(t) : NaN;
+    const twapOk = Number.isInteger(seconds) && seconds >= TWAP.min && seconds <= TWAP.max;
+    show(twap, twapOk ? null : `Enter a whole number of seconds from ${TWAP.min} to ${TWAP.max}.`);
+    return twapOk ? { maxSwapSlippageBps: BigInt(bps), swapTwapSeconds: BigInt(seconds) } : null;
+  };
+  const element = h(
+    "fieldset",
+    { id: "policy-swap" },
+    h("legend", null, "Swaps before paying (optional)"),
+    h(
+      "p",
+      { class: "hint" },
+      "When the agent holds less USDC than a price, its wallet can buy exactly the missing USDC with its WETH or ETH on Uniswap v3 first. The wallet contract refuses any swap above the average price plus this slippage.",
+    ),
+    slippage.el,
+    twap.el,
+  );
+  return { element, read };
+}
+
+/** Review lines for the swap setting. */
+export function describeSwap(s: SwapSetting): [string, string][] {
+  if (s.maxSwapSlippageBps === 0n) return [["Swaps", "off (0)"]];
+  return [
+    ["Swaps", `allowed, at most ${Number(s.maxSwapSlippageBps) / 100}% above the average price (maxSwapSlippageBps ${s.maxSwapSlippageBps})`],
+    ["Average price over", `${s.swapTwapSeconds} s (swapTwapSeconds)`],
+  ];
+}
