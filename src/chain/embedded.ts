@@ -11,7 +11,7 @@ import { Wallet } from "ethers";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { MULTICALL3_ADDRESS } from "./viem";
-import { USDC_ADDRESSES, deployFactoryContract } from "./deploy";
+import { USDC_ADDRESSES, deployFactoryContract, deployOperatorSet } from "./deploy";
 
 export const BASE_USDC_ADDRESS = USDC_ADDRESSES[8453];
 export { MULTICALL3_ADDRESS };
@@ -26,7 +26,7 @@ export interface EmbeddedChain {
   rpcUrl: string;
   /** 8453 */
   chainId: number;
-  addresses: { usdc: string; multicall3: string; factory: string };
+  addresses: { usdc: string; multicall3: string; factory: string; operatorSet?: string };
   /** Block of the factory deployment. */
   deployBlock: number;
   /** Random key, funded with ETH, the factory's defaultOperator. */
@@ -43,7 +43,7 @@ const FUNDING_WEI = 10n ** 22n; // 10 000 ETH each
 let running = false;
 
 /** Starts the embedded chain; `port` 0 (default) picks a free port. One per process at a time (see above). */
-export async function startEmbeddedChain(opts: { port?: number; host?: string } = {}): Promise<EmbeddedChain> {
+export async function startEmbeddedChain(opts: { port?: number; host?: string; operators?: string[] } = {}): Promise<EmbeddedChain> {
   if (running) {
     throw new Error(
       "startEmbeddedChain: an embedded chain is already running in this process (Hardhat's network is a " +
@@ -76,11 +76,17 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
     for (const w of [deployer, operator, facilitator]) {
       await provider.request({ method: "hardhat_setBalance", params: [w.address, `0x${FUNDING_WEI.toString(16)}`] });
     }
+    // With more instance keys (a cluster), an OperatorSet of all of them is the factory's default operator.
+    let operatorSet: string | undefined;
+    if (opts.operators?.length) {
+      for (const a of opts.operators) await provider.request({ method: "hardhat_setBalance", params: [a, `0x${FUNDING_WEI.toString(16)}`] });
+      operatorSet = (await deployOperatorSet(hre, deployer.connect(hre.ethers.provider), deployer.address, [operator.address, ...opts.operators])).address;
+    }
     const deployed = await deployFactoryContract(
       hre,
       deployer.connect(hre.ethers.provider),
       deployer.address,
-      operator.address,
+      operatorSet ?? operator.address,
       BASE_USDC_ADDRESS,
     );
 
@@ -93,7 +99,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
     return {
       rpcUrl: `http://${urlHost(hostname)}:${port}`,
       chainId,
-      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address },
+      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address, ...(operatorSet ? { operatorSet } : {}) },
       deployBlock: deployed.block,
       operator: keyOf(operator),
       facilitator: keyOf(facilitator),
