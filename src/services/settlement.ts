@@ -67,7 +67,7 @@ export class SettlementService {
   }
 
   private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease() } });
+    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } });
   }
 
   /**
@@ -114,6 +114,7 @@ export class SettlementService {
           validAfter: Number(transfer.validAfter),
           validBefore: Number(transfer.validBefore),
           leaseUntil: this.lease(),
+          instanceId: this.ctx.instanceId,
           updatedAt: now,
           settledAt: null,
           onchain: { confirmed: false, blockNumber: null },
@@ -343,18 +344,18 @@ export class SettlementService {
 
   /**
    * Finishes payments whose lease ran out (the instance working on them stopped): at start-up and then
-   * periodically. A payment another live instance is working on keeps its lease and is left alone.
+   * periodically. A payment another live instance is working on keeps its lease and is left alone. At start-up
+   * (`own`), the payments of this instance id are taken at once: the process that held their lease is gone.
    */
-  async recover(now = new Date()): Promise<number> {
-    const due = await this.ctx.store.payments
-      .find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }] })
-      .toArray();
+  async recover(now = new Date(), opts: { own?: boolean } = {}): Promise<number> {
+    const free = [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }, ...(opts.own ? [{ instanceId: this.ctx.instanceId }] : [])];
+    const due = await this.ctx.store.payments.find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: free }).toArray();
     let resolved = 0;
     for (const doc of due) {
       // Claim it: of several recovering instances exactly one proceeds.
       const claimed = await this.ctx.store.payments.findOneAndUpdate(
         { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
-        { $set: { leaseUntil: this.lease() } },
+        { $set: { leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
       );
       if (!claimed) continue;
       await this.ctx.agentLock
