@@ -81,13 +81,21 @@ export class PaymentService {
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
     const timer = phaseTimer();
-    const policy = await this.policies.onchain(pc.agent);
+    let { policy, cached } = await this.policies.forPayment(pc.agent);
     timer.mark("policy");
     if (!policy.deployed) {
       throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
     }
-    const entries = await this.policies.allowlistFor(policy.allowlistRoot);
-    const proof = proveMerchant(entries, pc.merchant);
+    let proof = proveMerchant(await this.policies.allowlistFor(policy.allowlistRoot), pc.merchant);
+    // A cached policy answers only "yes" on its own: before a refusal, the chain is read again.
+    const refresh = async () => {
+      const root = policy.allowlistRoot;
+      ({ policy, cached } = await this.policies.forPayment(pc.agent, true));
+      if (policy.allowlistRoot !== root) proof = proveMerchant(await this.policies.allowlistFor(policy.allowlistRoot), pc.merchant);
+      return policy.allowlistRoot !== root;
+    };
+    if (!proof && cached) await refresh();
+    if (!policy.deployed) throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet.`);
     if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", { leaf: "", proof: [] });
 
     const quote = await this.quote(pc);
@@ -98,7 +106,12 @@ export class PaymentService {
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
-    const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
+    let check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
+    // The proof came from a cached root: a new allowlist is read and simulated again before a refusal.
+    if (check.decision !== DECISION.Allow && cached && (await refresh())) {
+      if (!proof) return this.block(pc, quote.amount, "merchant_not_allowed", { leaf: "", proof: [] });
+      check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof.leaf, proof.proof, quote.amount);
+    }
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);

@@ -35,6 +35,8 @@ const UNDEPLOYED: OnchainPolicy = {
 
 export class PolicyService {
   private readonly allowlistCache = new Map<string, string[]>();
+  /** Deployed policies as last read, with the agent's policyChanges counter at that time. */
+  private readonly paymentCache = new Map<string, { policy: OnchainPolicy; seq: number }>();
 
   constructor(private readonly ctx: ServiceContext) {}
 
@@ -63,6 +65,25 @@ export class PolicyService {
       spentToday: spent[0] as bigint,
       lastUpdated: Number(last[0]),
     };
+  }
+
+  /**
+   * The policy for the payment path without a chain read when nothing changed: cached per agent and read again once
+   * the indexer has recorded a PolicyUpdated, PausedSet, OperatorSet or OwnerSet of the agent (its `policyChanges`
+   * counter moved; any instance's indexer) or when `fresh`. The contract's simulation stays the authority: the payment
+   * path reads afresh before any refusal that a stale copy could have caused.
+   */
+  async forPayment(agent: AgentDoc, fresh = false): Promise<{ policy: OnchainPolicy; cached: boolean }> {
+    const mark = await this.ctx.store.collection<{ agentAddress: string; seq: number }>("policyChanges").findOne({ agentAddress: agent.address });
+    const seq = mark?.seq ?? 0;
+    const hit = this.paymentCache.get(agent.address);
+    if (!fresh && hit && hit.seq === seq) return { policy: hit.policy, cached: true };
+    const policy = await this.onchain(agent);
+    if (policy.deployed) {
+      if (this.paymentCache.size >= 10_000) this.paymentCache.clear();
+      this.paymentCache.set(agent.address, { policy, seq });
+    } else this.paymentCache.delete(agent.address);
+    return { policy, cached: false };
   }
 
   /** The allowlist entries behind an on-chain root (the chain stores only the root). */
@@ -144,6 +165,7 @@ export class PolicyService {
         )
         .catch((err) => revertToAppError(contract, err));
       await this.ctx.gas.charge(owner, receipt);
+      this.paymentCache.delete(agent.address);
       const doc: PolicyDoc = {
         agentAddress: agent.address,
         policyAddress: getAddress(agent.policyAddress),

@@ -142,8 +142,9 @@ export class SettlementService {
       await this.resolveInFlight(txnId).catch(() => undefined);
       throw upstreamError("The payment could not be authorised on-chain; nothing was paid. Try again.");
     }
-    await this.ctx.gas.charge(base.ownerAddress, result.receipt);
+    const charged = this.ctx.gas.charge(base.ownerAddress, result.receipt);
     if (!result.authorized) {
+      await charged;
       await this.update(txnId, { status: "blocked", phase: "done", reason: result.reason, txHash: result.txHash, onchain: { confirmed: false, blockNumber: result.blockNumber } });
       return {
         httpStatus: 422,
@@ -160,7 +161,8 @@ export class SettlementService {
       };
     }
     timer.mark("authorize");
-    await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
+    // Beside the facilitator's verify: recovery treats "authorizing" with its authorizeTxHash the same way.
+    const marked = this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
     // After a failure past authorisation: release (which kills the authorisation), unless it settled after all, which
     // is then a success.
@@ -196,10 +198,11 @@ export class SettlementService {
 
     // The signed authorisation leaves this process (a remote facilitator, the seller) only once the policy has
     // authorised it on-chain.
-    const verify = await this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
+    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
       this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
       return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
     });
+    const [verify] = await Promise.all([verifying, marked, charged]);
     timer.mark("verify");
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
@@ -323,7 +326,7 @@ export class SettlementService {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
     if (doc.authorizeTxHash) {
-      const receipt = await this.ctx.chain.provider.waitForTransaction(doc.authorizeTxHash, 1, 30_000).catch(() => null);
+      const receipt = await this.ctx.chain.receiptOf(doc.authorizeTxHash, 30_000).catch(() => null);
       if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
