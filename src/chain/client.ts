@@ -36,6 +36,8 @@ export const ERC20_ABI = [
 
 const MULTICALL3_ABI = [
   "function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)",
+  "function getEthBalance(address addr) view returns (uint256 balance)",
+  "function getBlockNumber() view returns (uint256 blockNumber)",
 ];
 
 export interface ReadCall {
@@ -124,7 +126,8 @@ export class ChainClient {
   readonly usdc: Contract;
   /** Parsed once: building an Interface from the ABI for every call made garbage by the megabyte (GET /limits). */
   private readonly policyInterface: Interface;
-  private readonly multicall: Contract;
+  /** Multicall3: its getEthBalance and getBlockNumber join other reads in one call (readMany). */
+  readonly multicall: Contract;
   private readonly policies = new Map<string, Contract>();
   private readonly sender: OperatorSender;
 

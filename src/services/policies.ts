@@ -8,6 +8,7 @@ import { EMPTY_ROOT, allowlistRoot, normalizeAllowlist } from "../policy/allowli
 import type { PolicyView, SetLimitsRequest } from "../schemas/limits";
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
+import type { ReadCall } from "../chain/client";
 import type { Principal } from "./keys";
 import { maskKey } from "./keys";
 
@@ -42,14 +43,22 @@ export class PolicyService {
 
   /** The policy as the contract holds it now (the chain is the source of truth). */
   async onchain(agent: AgentDoc): Promise<OnchainPolicy> {
-    const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
     // One round trip for the four reads (this sits on the payment path).
-    const [p, paused, spent, last] = await this.ctx.chain.readMany([
+    return this.fromReads(agent, await this.ctx.chain.readMany(this.policyReads(agent)));
+  }
+
+  /** The reads onchain() makes, for a caller that adds its own to the same round trip (fromReads decodes them). */
+  policyReads(agent: AgentDoc): ReadCall[] {
+    const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
+    return [
       { contract, method: "policy" },
       { contract, method: "paused" },
       { contract, method: "spentToday" },
       { contract, method: "lastTimestamp", args: [0] },
-    ]);
+    ];
+  }
+
+  async fromReads(agent: AgentDoc, [p, paused, spent, last]: (unknown[] | null)[]): Promise<OnchainPolicy> {
     if (!p || !paused || !spent || !last) {
       if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) return UNDEPLOYED;
       throw new Error(`could not read the policy at ${agent.policyAddress}`);

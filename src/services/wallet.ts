@@ -13,12 +13,18 @@ export class WalletService {
 
   async balance(agent: AgentDoc) {
     const { chain } = this.ctx;
-    const [usdc, eth, blockNumber, policy] = await Promise.all([
-      chain.usdc.balanceOf(agent.address) as Promise<bigint>,
-      chain.provider.getBalance(agent.address),
-      chain.provider.getBlockNumber(),
-      this.policies.onchain(agent),
+    // Everything in one round trip, read at one block.
+    const reads = this.policies.policyReads(agent);
+    const results = await chain.readMany([
+      ...reads,
+      { contract: chain.usdc, method: "balanceOf", args: [agent.address] },
+      { contract: chain.multicall, method: "getEthBalance", args: [agent.address] },
+      { contract: chain.multicall, method: "getBlockNumber" },
     ]);
+    const [usdcRead, ethRead, blockRead] = results.slice(reads.length);
+    if (!usdcRead || !ethRead || !blockRead) throw new Error(`could not read the balances of ${agent.address}`);
+    const policy = await this.policies.fromReads(agent, results.slice(0, reads.length));
+    const [usdc, eth, blockNumber] = [usdcRead[0] as bigint, ethRead[0] as bigint, Number(blockRead[0])];
     const remaining = policy.dailyBudget > policy.spentToday ? policy.dailyBudget - policy.spentToday : 0n;
     return {
       agentAddress: agent.address,
