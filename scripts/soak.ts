@@ -1,14 +1,16 @@
 /**
- * npm run soak: SOAK_REQUESTS (60,000) mixed requests against SpendGate as `npm start` runs it (its own process,
- * embedded chain and store, no heap cap): GET /limits, GET /ledger, GET /wallet/balance, the MCP tools get_limits
+ * npm run soak: SOAK_REQUESTS (60,000) mixed requests against one SpendGate process as production runs it (RPC_URL and
+ * MONGODB_URI: a standalone chain process and a CongoDB server process, see scripts/cluster; no heap cap): GET /limits, GET /ledger, GET /wallet/balance, the MCP tools get_limits
  * and list_transactions, and a payment every SOAK_PAY_EVERY (50) requests, SOAK_CONCURRENCY (16) at a time, from
  * SOAK_AGENTS (10) agents. Samples the service process's RSS as it goes; target: under 512 MiB throughout. Exits 1
- * past it or on any 5xx. Not part of `npm test` (it takes minutes).
+ * past it or on any 5xx. Not part of `npm test` (it takes minutes). SOAK_EMBEDDED=1 runs `npm start`'s embedded
+ * mode instead, whose process also holds the Hardhat chain and CongoDB (their memory counts then).
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { onboardAgent, type ClusterAgent } from "./cluster/client";
+import { fundAgents, onboardAgent, type ClusterAgent } from "./cluster/client";
+import { startCluster, type Cluster } from "./cluster/cluster";
 
 const REQUESTS = Number(process.env.SOAK_REQUESTS ?? 60_000);
 const PAY_EVERY = Number(process.env.SOAK_PAY_EVERY ?? 50);
@@ -22,9 +24,10 @@ function rssMiB(pid: number): number {
 }
 
 async function main(): Promise<void> {
+  if (process.env.SOAK_EMBEDDED !== "1") return soak(await startCluster({ instances: 1, env: { RATE_LIMIT_PER_MINUTE: "100000000", SELL_PRICE: "0.01" } }));
   const child = spawn(process.execPath, ["--import", "tsx", "src/index.ts"], {
     cwd: join(__dirname, ".."),
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "100000000" },
+    env: { ...process.env, ...(process.env.SOAK_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS } : {}), PORT: "0", LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "100000000" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -39,12 +42,31 @@ async function main(): Promise<void> {
     child.once("exit", (code) => reject(new Error(`service exited (${code}):\n${out}`)));
   });
   try {
-    const pid = child.pid!;
+    await run(url, child.pid!, async (addresses) => {
+      for (const agentAddress of addresses) {
+        await fetch(`${url}/dev/faucet`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ agentAddress, amount: "100000" }) });
+      }
+    });
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+  }
+}
+
+async function soak(cluster: Cluster): Promise<void> {
+  try {
+    const [inst] = cluster.instances;
+    await run(inst.url, inst.child.pid!, (addresses) => fundAgents(cluster.chain.rpcUrl, cluster.chain.addresses.usdc, addresses, 100_000_000_000n));
+  } finally {
+    await cluster.close();
+  }
+}
+
+async function run(url: string, pid: number, fund: (addresses: string[]) => Promise<void>): Promise<void> {
+  {
     const agents: ClusterAgent[] = [];
     for (let i = 0; i < AGENTS; i++) agents.push(await onboardAgent(url, 8453, { perTxLimit: "1", dailyBudget: "100000", approvalThreshold: "1", allowlist: ["127.0.0.1"] }));
-    for (const a of agents) {
-      await fetch(`${url}/dev/faucet`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ agentAddress: a.agentAddress, amount: "100000" }) });
-    }
+    await fund(agents.map((a) => a.agentAddress));
     const start = rssMiB(pid);
     console.log(`service up at ${url} (pid ${pid}); ${AGENTS} agents onboarded; rss ${start.toFixed(0)} MiB`);
 
@@ -101,9 +123,6 @@ async function main(): Promise<void> {
     console.log(`errors: ${errors.size ? [...errors].map(([k, v]) => `${k}: ${v}`).join(", ") : "none"}`);
     console.log(`service rss: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, end ${end.toFixed(0)} MiB (no heap cap); target < ${LIMIT_MIB} MiB: ${peak < LIMIT_MIB ? "PASS" : "MISS"}`);
     if (peak >= LIMIT_MIB || errors.size) process.exitCode = 1;
-  } finally {
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
   }
 }
 
