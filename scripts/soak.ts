@@ -24,7 +24,7 @@ function rssMiB(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  if (process.env.SOAK_EMBEDDED !== "1") return soak(await startCluster({ instances: 1, env: { RATE_LIMIT_PER_MINUTE: "100000000", SELL_PRICE: "0.01" } }));
+  if (process.env.SOAK_EMBEDDED !== "1") return soak(await startCluster({ instances: 1, env: { RATE_LIMIT_PER_MINUTE: "100000000", SELL_PRICE: "0.01", OWNER_GAS_ALLOWANCE_GWEI: "1e12" } }));
   const child = spawn(process.execPath, ["--import", "tsx", "src/index.ts"], {
     cwd: join(__dirname, ".."),
     env: { ...process.env, ...(process.env.SOAK_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS } : {}), PORT: "0", LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "100000000" },
