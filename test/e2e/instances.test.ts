@@ -63,8 +63,8 @@ describe("several instances on one chain and one database", function () {
     chain = await startEmbeddedChain({ operators: [keyB.address, keyC.address, facilitatorC.address] });
     mongo = await startEmbeddedMongo();
     env = { MONGODB_URI: mongo.uri, MONGODB_DB: `instances_${randomBytes(4).toString("hex")}`, WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "warn" };
-    a = await startStack({ ...env, INSTANCE_ID: "inst-a", LOCK_LEASE_MS: "1000" }, { embeddedChain: chain });
-    b = await startStack({ ...env, INSTANCE_ID: "inst-b", LOCK_LEASE_MS: "1000" }, { embeddedChain: chain, operatorPrivateKey: keyB.privateKey });
+    a = await startStack({ ...env, INSTANCE_ID: "inst-a", LOCK_LEASE_MS: "5000" }, { embeddedChain: chain });
+    b = await startStack({ ...env, INSTANCE_ID: "inst-b", LOCK_LEASE_MS: "5000" }, { embeddedChain: chain, operatorPrivateKey: keyB.privateKey });
   });
   after(async () => {
     for (const c of children) c.kill("SIGKILL");
