@@ -157,7 +157,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const indexerLease = new LeaderLease(leases, `indexer:${config.chainId}`, config.lockLeaseMs);
     // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
     // catch-up over many blocks must not hold the API back; the loop does it.
-    if (config.embeddedChain) await indexer.syncOnce();
+    if (config.embeddedChain && (await indexerLease.hold())) await indexer.syncOnce();
     indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
     cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
 
