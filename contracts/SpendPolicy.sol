@@ -9,6 +9,7 @@ import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/Messa
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {PolicyRules} from "./PolicyRules.sol";
 import {SpendPolicySwap} from "./SpendPolicySwap.sol";
+import {OperatorCheck} from "./OperatorCheck.sol";
 import {ISpendPolicy} from "./ISpendPolicy.sol";
 
 /// @title What the wallet needs of USDC (FiatToken v2.2): the EIP-3009 domain and nonce state.
@@ -197,7 +198,10 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
 
     // ---------------------------------------------------------------- internal
     function _checkOperator() internal view {
-        if (msg.sender != address(uint160(_operatorAndSpend))) revert SpendPolicyUnauthorizedOperator(msg.sender);
+        // The operator slot holds one key, or an OperatorSet whose members (one key per service instance) may relay.
+        if (!OperatorCheck.isOperator(address(uint160(_operatorAndSpend)), msg.sender)) {
+            revert SpendPolicyUnauthorizedOperator(msg.sender);
+        }
     }
 
     /// @dev The record of an authorised payment whose nonce USDC has not used, checked against `transfer`'s digest.

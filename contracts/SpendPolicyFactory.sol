@@ -6,12 +6,14 @@ import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {ISpendPolicy, ISpendPolicyFactory} from "./ISpendPolicy.sol";
 import {SpendPolicy} from "./SpendPolicy.sol";
+import {OperatorCheck} from "./OperatorCheck.sol";
 
 /// @title Deploys one agent (wallet and spend policy in one contract) per signing key, as a minimal proxy.
 /// @notice Every agent is an ERC-1167 clone of one implementation (deployed by this factory's constructor, verified
 /// once), with the agent's signing key as immutable argument and CREATE2 salt: its address depends only on this
 /// factory and that key, so genesis can hand it out (and funds can arrive) before anything is deployed. Only the
-/// default operator deploys, so nobody can squat an agent's address with an owner of their own.
+/// default operator (or, when it is an OperatorSet, one of its members) deploys, so nobody can squat an agent's
+/// address with an owner of their own.
 contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     // ---------------------------------------------------------------- storage
     address private immutable _implementation;
@@ -25,7 +27,7 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
 
     // ---------------------------------------------------------------- constructor
     /// @param initialOwner the factory's owner (sets the default operator)
-    /// @param defaultOperator_ the service's relayer: deploys agents and becomes their operator
+    /// @param defaultOperator_ the service's relayer (one key, or an OperatorSet): deploys agents, becomes their operator
     /// @param usdc the EIP-3009 token the agents pay with (Base USDC)
     /// @param swapRouter SwapRouter02 of swaps before settlement (Base's; zero with the next two: no swaps)
     /// @param weth WETH9 (Base's predeploy)
@@ -55,7 +57,9 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
         address predicted = predictAgent(signer);
         if (predicted.code.length != 0) revert ISpendPolicy.SpendPolicyAlreadyDeployed(predicted);
         agent = Clones.cloneDeterministicWithImmutableArgs(_implementation, abi.encodePacked(signer), _salt(signer));
-        SpendPolicy(payable(agent)).initialize(agentOwner, msg.sender, firstPolicy, timestamp, signature);
+        // The default operator (one key, or the OperatorSet of every instance) becomes the agent's, not the member that
+        // relayed: any instance serves the agent.
+        SpendPolicy(payable(agent)).initialize(agentOwner, _defaultOperator, firstPolicy, timestamp, signature);
         emit AgentDeployed(agent, agentOwner, agent);
     }
 
@@ -94,7 +98,9 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
 
     // ---------------------------------------------------------------- internal
     function _checkDeployer() internal view {
-        if (msg.sender != _defaultOperator) revert ISpendPolicy.SpendPolicyUnauthorizedDeployer(msg.sender);
+        if (!OperatorCheck.isOperator(_defaultOperator, msg.sender)) {
+            revert ISpendPolicy.SpendPolicyUnauthorizedDeployer(msg.sender);
+        }
     }
 
     function _setDefaultOperator(address operator_) private {

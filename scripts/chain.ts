@@ -1,8 +1,10 @@
 /**
  * Starts the embedded chain on its own and keeps it up until Ctrl-C: Hardhat's network with chain id 8453, TestUSDC
  * at the Base USDC address, Multicall3, Uniswap v3 (WETH, SwapRouter02, QuoterV2, a USDC/WETH pool) and a
- * SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never
- * keys). `npx tsx scripts/chain.ts [--port N]` (after `npx hardhat compile`).
+ * SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never keys).
+ * `npx tsx scripts/chain.ts [--port N] [--operators 0xA,0xB] [--json]` (after `npx hardhat compile`).
+ * --operators: more instance keys (funded); with them, an OperatorSet of the chain's operator and these is the factory's
+ * default operator. --json: one more line, `CHAIN {...}`, for the cluster script to read.
  */
 import { startEmbeddedChain } from "../src/chain/embedded";
 
@@ -11,7 +13,9 @@ async function main(): Promise<void> {
   const port = i > 0 ? Number(process.argv[i + 1]) : Number(process.env.CHAIN_PORT ?? 8545);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port: ${process.argv[i + 1]}`);
   const t0 = performance.now();
-  const chain = await startEmbeddedChain({ port });
+  const o = process.argv.indexOf("--operators");
+  const operators = o > 0 ? process.argv[o + 1].split(",").filter(Boolean) : undefined;
+  const chain = await startEmbeddedChain({ port, operators });
   console.log(`Embedded chain (sandbox: nothing persists) up in ${Math.round(performance.now() - t0)} ms`);
   console.log(`  JSON-RPC:     ${chain.rpcUrl}`);
   console.log(`  chain id:     ${chain.chainId}`);
@@ -24,6 +28,10 @@ async function main(): Promise<void> {
   console.log(`  USDC/WETH:    ${u.usdcWethPool} (0.05%)`);
   console.log(`  operator:     ${chain.operator.address}`);
   console.log(`  facilitator:  ${chain.facilitator.address}`);
+  if (chain.addresses.operatorSet) console.log(`  operator set: ${chain.addresses.operatorSet}`);
+  if (process.argv.includes("--json")) {
+    console.log(`CHAIN ${JSON.stringify({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, addresses: chain.addresses, deployBlock: chain.deployBlock })}`);
+  }
   console.log("Ctrl-C to stop.");
   let stopping = false;
   const stop = () => {

@@ -1,11 +1,13 @@
 /**
- * Deploys SpendPolicyFactory (which deploys the one SpendPolicy implementation every agent clones) and records both in
+ * Deploys the OperatorSet (the instances' relayer keys) and SpendPolicyFactory (which deploys the one SpendPolicy implementation every agent clones) and records both in
  * deployments/<network>.json, then prints the verify command of every contract.
  *
  *   DEPLOYER_PRIVATE_KEY=0x... BASE_RPC_URL=https://... OPERATOR_ADDRESS=0x... \
  *     npx hardhat run scripts/deploy.ts --network base          (baseSepolia: BASE_SEPOLIA_RPC_URL)
  *
- * Env: OPERATOR_ADDRESS (the service's relayer; required except on the hardhat network), FACTORY_OWNER (default:
+ * Env: OPERATOR_ADDRESSES (comma-separated: one operator key per service instance, the members of the OperatorSet that
+ * is the factory's defaultOperator) or OPERATOR_ADDRESS (one instance); required except on the hardhat network.
+ * Add or remove an instance key later with scripts/operators.ts. FACTORY_OWNER (default:
  * the deployer), USDC_ADDRESS (default: Circle's USDC of Base or Base Sepolia), CONFIRMATIONS (default 2; 1 on
  * hardhat). Refuses to overwrite a record made on another chain id. The record also names the network's Uniswap v3
  * contracts (src/chain/addresses.ts), checked on-chain first; none on the hardhat dry run. On the in-process hardhat network it first puts
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
   }
   const record = await deployFactory(hre, {
     operator: process.env.OPERATOR_ADDRESS || undefined,
+    operators: process.env.OPERATOR_ADDRESSES ? process.env.OPERATOR_ADDRESSES.split(",").map((a) => a.trim()) : undefined,
     owner: process.env.FACTORY_OWNER || undefined,
     usdc: process.env.USDC_ADDRESS || undefined,
     confirmations,

@@ -61,6 +61,8 @@ const EnvSchema = z
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
     AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
     PAYMENT_LEASE_MS: z.coerce.number().int().min(1).default(180_000),
+    INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "must be 1-64 letters, digits, dots, dashes, colons or underscores").optional(),
+    LOCK_LEASE_MS: z.coerce.number().int().min(200).default(30_000),
     BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
     OWNER_GAS_ALLOWANCE_GWEI: z.coerce.number().positive().optional(),
     SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
@@ -143,6 +145,10 @@ export interface Config {
   authFailuresPerMinute: number;
   sellerTimeoutMs: number;
   paymentLeaseMs: number;
+  /** This instance's id among those sharing the database (default: its operator address). */
+  instanceId?: string;
+  /** How long an instance's agent locks, idempotency keys and indexer lease last without renewal. */
+  lockLeaseMs: number;
   blockedOnchainPerHour: number;
   /** Operator gas (gwei) the agents of one owner may cost per UTC day. */
   ownerGasAllowanceGwei: number;
@@ -230,6 +236,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
     paymentLeaseMs: e.PAYMENT_LEASE_MS,
+    instanceId: e.INSTANCE_ID,
+    lockLeaseMs: e.LOCK_LEASE_MS,
     blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
     // 0.01 ETH a day per owner in production (thousands of transactions on Base); the sandbox is generous.
     ownerGasAllowanceGwei: e.OWNER_GAS_ALLOWANCE_GWEI ?? (embeddedChain ? 1e12 : 1e7),

@@ -17,7 +17,7 @@ import { answerClientErrors } from "./http/transport";
 import { SignatureService } from "./services/signatures";
 import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
-import { KeyedMutex } from "./util/mutex";
+import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
 import { paymentRoutes } from "./http/routes/payments";
@@ -42,6 +42,8 @@ export interface RunningService {
   chain: ChainClient;
   indexer: Indexer;
   webhooks: { service: WebhookService; outbox: WebhookOutbox; worker: WebhookWorker };
+  /** Whether this instance is the one indexing (several instances share the database). */
+  indexerLease: LeaderLease;
   embeddedChain?: EmbeddedChain;
   embeddedMongo?: EmbeddedMongo;
   logger: Logger;
@@ -53,6 +55,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Reuse a running embedded chain (tests share one per file). */
   embeddedChain?: EmbeddedChain;
+  /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
+  operatorPrivateKey?: string;
 }
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
@@ -74,7 +78,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       config.factoryDeployBlock = embeddedChain.deployBlock;
       config.usdcAddress = embeddedChain.addresses.usdc;
       config.uniswapQuoterV2 = embeddedChain.addresses.uniswap.quoterV2;
-      config.operatorPrivateKey = embeddedChain.operator.privateKey;
+      // Another instance on the same embedded chain brings its own key (a member of the chain's operator set).
+      config.operatorPrivateKey = opts.operatorPrivateKey ?? embeddedChain.operator.privateKey;
       config.facilitatorPrivateKey ??= embeddedChain.facilitator.privateKey;
     }
 
@@ -101,6 +106,13 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     });
     cleanup.push(async () => chain.destroy());
 
+    // Instances sharing the database tell each other apart by this id; a restart under the same id takes over its
+    // predecessor's leases and in-flight payments at once.
+    const instanceId = config.instanceId ?? chain.operator.address.toLowerCase();
+    const leases = new Leases(store, instanceId);
+    const freed = await leases.releaseAllOf();
+    if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
+
     const walletKey = config.walletEncryptionKey ?? randomBytes(32).toString("hex");
     const urls = { base: config.baseUrl ?? "", dashboard: config.dashboardUrl ?? "" };
     await ensureWebhookIndexes(store);
@@ -125,7 +137,9 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       ),
       gas: new GasMeter(store, config),
       activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
-      agentLock: new KeyedMutex(),
+      agentLock: new DistributedMutex(leases, "agent", config.lockLeaseMs),
+      instanceId,
+      leases,
       webhooks: outbox,
       logger,
     });
@@ -158,13 +172,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     cleanup.push(async () => clearInterval(alertSweep));
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
-    const recovered = (await services.settlement.recover()) + (await services.approvals.recover());
+    await services.idempotency.releaseOwn();
+    const recovered = (await services.settlement.recover(new Date(), { own: true })) + (await services.approvals.recover());
     if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
     const sweep = setInterval(() => {
       services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));
       // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
       services.settlement.recover().catch((err) => logger.error({ err }, "payment recovery failed"));
-    }, 30_000);
+    }, Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))));
     sweep.unref();
     cleanup.push(async () => clearInterval(sweep));
 
@@ -177,11 +192,13 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       logger,
       onConfirmed: (events) => alertChainEvents(services.ctx, events),
     });
+    // One indexer at a time across the instances sharing the database: the lease's holder indexes, the others wait.
+    const indexerLease = new LeaderLease(leases, `indexer:${config.chainId}`, config.lockLeaseMs);
     // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
     // catch-up over many blocks must not hold the API back; the loop does it.
-    if (config.embeddedChain) await indexer.syncOnce();
-    indexer.start(config.embeddedChain ? 500 : 2000);
-    cleanup.push(() => indexer.stop());
+    if (config.embeddedChain && (await indexerLease.hold())) await indexer.syncOnce();
+    indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
+    cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
 
     const app = createApp({ services, logger, routers: [dashboardRoutes(services), paymentRoutes(services), controlRoutes(services), sellRoutes(services), mcpRoutes(services), docsRoutes(services), webhookRoutes(webhooks.service)] });
     const server = await new Promise<Server>((resolve, reject) => {
@@ -204,6 +221,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       chain,
       indexer,
       webhooks,
+      indexerLease,
       embeddedChain,
       embeddedMongo,
       logger,

@@ -40,12 +40,19 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     const onDisk = JSON.parse(readFileSync(join(dir, "hardhat.json"), "utf8")) as DeploymentRecord;
     expect(onDisk).to.deep.equal(record);
     expect(record).to.include({ network: "hardhat", chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
-    expect(record.factory).to.include({ deployer: deployer.address, owner, defaultOperator: operator });
+    // The factory's defaultOperator is the OperatorSet, whose first member is the operator key.
+    const setAddress = record.operatorSet.address;
+    expect(record.factory).to.include({ deployer: deployer.address, owner, defaultOperator: setAddress });
+    expect(record.operatorSet).to.deep.include({ owner, members: [operator], constructorArgs: [owner, [operator]] });
+    const set = new Contract(setAddress, ["function isOperator(address) view returns (bool)", "function owner() view returns (address)"], ethers.provider);
+    expect(await set.isOperator(operator)).to.equal(true);
+    expect(await set.isOperator(deployer.address)).to.equal(false);
+    expect(await set.owner()).to.equal(owner);
     const usdc = USDC_ADDRESSES[8453];
     // A dry run on the hardhat network usually has no Uniswap: the implementation is then built without swaps.
     const none = swapConfigOf(record.uniswap);
     expect(none).to.deep.equal(record.uniswap ? [record.uniswap.swapRouter02, record.uniswap.weth, record.uniswap.factory] : [ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress]);
-    expect(record.factory.constructorArgs).to.deep.equal([owner, operator, usdc, ...none]);
+    expect(record.factory.constructorArgs).to.deep.equal([owner, setAddress, usdc, ...none]);
     expect(record.implementation.constructorArgs).to.deep.equal([usdc, none]);
     expect(readFileSync(join(dir, "hardhat.implementation-args.js"), "utf8")).to.equal(`module.exports = ${JSON.stringify([usdc, none])};\n`);
     expect(new Date(record.deployedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
@@ -58,7 +65,7 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
       ["function defaultOperator() view returns (address)", "function owner() view returns (address)", "function implementation() view returns (address)"],
       ethers.provider,
     );
-    expect(await factory.defaultOperator()).to.equal(operator);
+    expect(await factory.defaultOperator()).to.equal(setAddress);
     expect(await factory.owner()).to.equal(owner);
     expect(await factory.implementation()).to.equal(record.implementation.address);
     const implementation = new Contract(record.implementation.address, ["function usdc() view returns (address)", "function factory() view returns (address)"], ethers.provider);
@@ -71,7 +78,8 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     };
     expect(record.abiHash).to.equal(keccak256(toUtf8Bytes(JSON.stringify(abis))));
     expect(verifyCommands(record)).to.deep.equal([
-      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${operator} ${usdc} ${none.join(" ")}`,
+      `npx hardhat verify --network hardhat --contract contracts/OperatorSet.sol:OperatorSet ${setAddress} ${owner} '["${operator}"]'`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${setAddress} ${usdc} ${none.join(" ")}`,
       `npx hardhat verify --network hardhat --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/hardhat.implementation-args.js ${record.implementation.address}`,
     ]);
   });
@@ -79,7 +87,8 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
   it("defaults owner and operator to the deployer on the hardhat network and overwrites a record of the same chain", async function () {
     const [deployer] = await ethers.getSigners();
     const first = await deployFactory(hre, { deploymentsDir: dir });
-    expect(first.factory).to.include({ owner: deployer.address, defaultOperator: deployer.address });
+    expect(first.factory).to.include({ owner: deployer.address, defaultOperator: first.operatorSet.address });
+    expect(first.operatorSet.members).to.deep.equal([deployer.address]);
     const second = await deployFactory(hre, { deploymentsDir: dir });
     expect(second.factory.address).to.not.equal(first.factory.address);
     expect(readDeploymentRecord(dir, "hardhat")?.factory.address).to.equal(second.factory.address);
@@ -104,8 +113,17 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(await ethers.provider.getTransactionCount(deployer.address)).to.equal(nonceBefore);
   });
 
+  it("records one OperatorSet member per instance key", async function () {
+    const keys = [Wallet.createRandom().address, Wallet.createRandom().address, Wallet.createRandom().address];
+    const record = await deployFactory(hre, { operators: keys, deploymentsDir: dir });
+    expect(record.operatorSet.members).to.deep.equal(keys);
+    const set = new Contract(record.operatorSet.address, ["function isOperator(address) view returns (bool)", "function operatorCount() view returns (uint256)"], ethers.provider);
+    expect(await set.operatorCount()).to.equal(3n);
+    for (const k of keys) expect(await set.isOperator(k)).to.equal(true);
+  });
+
   it("rejects an operator or owner that is not an address", async function () {
-    for (const opts of [{ operator: "0x1234" }, { owner: "not-an-address" }, { operator: ethers.ZeroAddress }, { usdc: "0x12" }]) {
+    for (const opts of [{ operator: "0x1234" }, { owner: "not-an-address" }, { operator: ethers.ZeroAddress }, { usdc: "0x12" }, { operators: ["0x12"] }]) {
       let error: Error | undefined;
       try {
         await deployFactory(hre, { ...opts, deploymentsDir: dir });

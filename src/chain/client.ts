@@ -1,7 +1,9 @@
 /** The chain module: provider, contracts and the operator's serialised transaction sender. */
 import {
   Contract,
+  Interface,
   JsonRpcProvider,
+  makeError,
   Network,
   Wallet,
   type ContractRunner,
@@ -11,6 +13,7 @@ import {
 } from "ethers";
 import { readFileSync } from "node:fs";
 import { MULTICALL3_ADDRESS } from "./addresses";
+import { pollReceipt } from "./receipts";
 import { join } from "node:path";
 
 const ROOT = join(__dirname, "..", "..");
@@ -33,6 +36,8 @@ export const ERC20_ABI = [
 
 const MULTICALL3_ABI = [
   "function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)",
+  "function getEthBalance(address addr) view returns (uint256 balance)",
+  "function getBlockNumber() view returns (uint256 blockNumber)",
 ];
 
 export interface ReadCall {
@@ -48,6 +53,8 @@ export interface ChainOptions {
   factoryAddress: string;
   usdcAddress: string;
   pollingIntervalMs?: number;
+  /** Longest pause between two receipt asks while waiting for a transaction (short polling). Default 100. */
+  receiptPollMs?: number;
 }
 
 export interface TxOverrides {
@@ -66,19 +73,29 @@ class OperatorSender {
   private tail: Promise<unknown> = Promise.resolve();
   private nextNonce: number | undefined;
   private fees: { at: number; maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint } | undefined;
+  private refreshing: Promise<void> | undefined;
 
   constructor(
     private readonly wallet: Wallet,
     private readonly provider: JsonRpcProvider,
   ) {}
 
+  private async refreshFees(): Promise<void> {
+    const f = await this.provider.getFeeData();
+    // Headroom over the current base fee so a transaction survives a few rising blocks.
+    const maxFeePerGas = f.maxFeePerGas !== null ? f.maxFeePerGas * 2n : undefined;
+    this.fees = { at: Date.now(), maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas ?? undefined };
+  }
+
   private async feeOverrides(): Promise<Omit<TxOverrides, "nonce">> {
-    if (!this.fees || Date.now() - this.fees.at > FEE_TTL_MS) {
-      const f = await this.provider.getFeeData();
-      // Headroom over the current base fee so a transaction survives a few rising blocks.
-      const maxFeePerGas = f.maxFeePerGas !== null ? f.maxFeePerGas * 2n : undefined;
-      this.fees = { at: Date.now(), maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas ?? undefined };
+    if (!this.fees) await this.refreshFees();
+    else if (Date.now() - this.fees.at > FEE_TTL_MS && !this.refreshing) {
+      // Refreshed beside the payment, not in front of it (the doubled base fee covers the seconds in between).
+      this.refreshing = this.refreshFees()
+        .catch(() => undefined)
+        .finally(() => (this.refreshing = undefined));
     }
+    if (!this.fees) throw new Error("no fee data");
     const { maxFeePerGas, maxPriorityFeePerGas } = this.fees;
     return maxFeePerGas !== undefined && maxPriorityFeePerGas !== undefined ? { maxFeePerGas, maxPriorityFeePerGas } : {};
   }
@@ -107,7 +124,11 @@ export class ChainClient {
   readonly operator: Wallet;
   readonly factory: Contract;
   readonly usdc: Contract;
-  private readonly policyAbi: InterfaceAbi;
+  /** Parsed once: building an Interface from the ABI for every call made garbage by the megabyte (GET /limits). */
+  private readonly policyInterface: Interface;
+  /** Multicall3: its getEthBalance and getBlockNumber join other reads in one call (readMany). */
+  readonly multicall: Contract;
+  private readonly policies = new Map<string, Contract>();
   private readonly sender: OperatorSender;
 
   constructor(readonly options: ChainOptions) {
@@ -126,16 +147,26 @@ export class ChainClient {
       artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"),
       this.operator,
     );
-    this.policyAbi = artifactAbi("SpendPolicy.sol", "SpendPolicy");
+    this.policyInterface = new Interface(artifactAbi("SpendPolicy.sol", "SpendPolicy"));
     this.usdc = new Contract(options.usdcAddress, ERC20_ABI, this.provider);
+    this.multicall = new Contract(MULTICALL3_ADDRESS, MULTICALL3_ABI, this.provider);
   }
 
   get chainId(): number {
     return this.options.chainId;
   }
 
+  /** The policy contract at `address`, one object per address and runner, kept (a bounded number) for reuse. */
   policyAt(address: string, runner: ContractRunner = this.operator): Contract {
-    return new Contract(address, this.policyAbi, runner);
+    const key = `${runner === this.operator ? "w" : runner === this.provider ? "r" : "x"}:${address.toLowerCase()}`;
+    let c = this.policies.get(key);
+    if (!c) {
+      c = new Contract(address, this.policyInterface, runner);
+      if (key[0] === "x") return c;
+      if (this.policies.size >= 10_000) this.policies.clear();
+      this.policies.set(key, c);
+    }
+    return c;
   }
 
   /** Sends a transaction from the operator (nonce-serialised); does not wait for it to be mined. */
@@ -143,10 +174,21 @@ export class ChainClient {
     return this.sender.send(build);
   }
 
+  /** The receipt of a sent transaction (short polling, see receipts.ts); throws CALL_EXCEPTION when it reverted. */
   async waitFor(tx: TransactionResponse): Promise<TransactionReceipt> {
-    const receipt = await tx.wait(1);
-    if (!receipt) throw new Error(`transaction ${tx.hash} was dropped`);
+    const receipt = await this.receiptOf(tx.hash);
+    if (!receipt) throw new Error(`transaction ${tx.hash} was not mined in time`);
+    if (receipt.status !== 1) {
+      throw makeError("transaction execution reverted", "CALL_EXCEPTION", {
+        action: "sendTransaction", data: null, reason: null, invocation: null, revert: null, transaction: tx, receipt,
+      });
+    }
     return receipt;
+  }
+
+  /** Waits for a transaction's receipt by short polling; null past `timeoutMs`. */
+  receiptOf(hash: string, timeoutMs = 120_000): Promise<TransactionReceipt | null> {
+    return pollReceipt(() => this.provider.getTransactionReceipt(hash), { maxIntervalMs: this.options.receiptPollMs, timeoutMs });
   }
 
   /** Sends a transaction from the operator (nonce-serialised) and waits for its receipt. */
@@ -162,7 +204,7 @@ export class ChainClient {
    * A call that fails or returns nothing (no code at the address) answers null.
    */
   async readMany(calls: ReadCall[]): Promise<(unknown[] | null)[]> {
-    const multicall = new Contract(MULTICALL3_ADDRESS, MULTICALL3_ABI, this.provider);
+    const multicall = this.multicall;
     const encoded = calls.map((c) => ({
       target: c.contract.target as string,
       allowFailure: true,

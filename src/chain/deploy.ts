@@ -22,9 +22,12 @@ export interface DeploymentRecord {
     block: number;
     deployer: string;
     owner: string;
+    /** The OperatorSet below: every instance key in it relays for every agent. */
     defaultOperator: string;
     constructorArgs: [owner: string, defaultOperator: string, usdc: string, swapRouter: string, weth: string, uniswapFactory: string];
   };
+  /** The instances' operator keys (OperatorSet; its owner adds and removes members, each change an event). */
+  operatorSet: { address: string; txHash: string; block: number; owner: string; members: string[]; constructorArgs: [owner: string, members: string[]] };
   /**
    * The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor), with
    * its swap configuration (SwapRouter02, WETH, Uniswap v3 factory; all zero where the network has no Uniswap).
@@ -40,8 +43,11 @@ export interface DeploymentRecord {
 export interface DeployFactoryOptions {
   /** Factory owner. Default: the deployer. */
   owner?: string;
-  /** The factory's defaultOperator (the service's relayer). Required except on the hardhat network (default: deployer). */
+  /** The service's relayer key, the OperatorSet's first member (see `operators`). */
   operator?: string;
+  /** The operator keys of the service instances (each instance relays with its own). Required except on the hardhat
+   * network (default: `operator`, else the deployer). */
+  operators?: string[];
   /** Default: the first account of the network (DEPLOYER_PRIVATE_KEY on live networks). */
   deployer?: Signer;
   /** Blocks to wait for. Default 1 on hardhat, 2 elsewhere. */
@@ -72,6 +78,23 @@ export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
     hre.artifacts.readArtifact("SpendPolicy"),
   ]);
   return keccak256(toUtf8Bytes(JSON.stringify({ SpendPolicyFactory: factory.abi, SpendPolicy: policy.abi })));
+}
+
+/** Deploys OperatorSet(owner, members) from `deployer` and waits for `confirmations`. */
+export async function deployOperatorSet(
+  hre: HardhatRuntimeEnvironment,
+  deployer: Signer,
+  owner: string,
+  members: string[],
+  confirmations = 1,
+): Promise<{ address: string; txHash: string; block: number }> {
+  const artifact = await hre.artifacts.readArtifact("OperatorSet");
+  const set = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, members);
+  const tx = set.deploymentTransaction();
+  if (!tx) throw new Error("OperatorSet deployment sent no transaction");
+  const receipt = await tx.wait(confirmations);
+  if (!receipt || receipt.status !== 1) throw new Error(`OperatorSet deployment failed (tx ${tx.hash})`);
+  return { address: await set.getAddress(), txHash: tx.hash, block: receipt.blockNumber };
 }
 
 /** The swap configuration of the implementation: SwapRouter02, WETH, Uniswap v3 factory (all zero: no swaps). */
@@ -123,9 +146,11 @@ function assertSameChain(dir: string, network: string, chainId: number): void {
  * implementation, which explorers recognise as proxies of verified code.
  */
 export function verifyCommands(record: DeploymentRecord): string[] {
+  const [setOwner, members] = record.operatorSet.constructorArgs;
   const args = record.factory.constructorArgs.join(" ");
   // A struct argument does not fit the command line: the implementation's go through --constructor-args (a module).
   return [
+    `npx hardhat verify --network ${record.network} --contract contracts/OperatorSet.sol:OperatorSet ${record.operatorSet.address} ${setOwner} '${JSON.stringify(members)}'`,
     `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${args}`,
     `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/${record.network}.implementation-args.js ${record.implementation.address}`,
   ];
@@ -138,7 +163,7 @@ export function implementationArgsModule(record: DeploymentRecord): string {
 }
 
 /**
- * Deploys the factory, checks its defaultOperator, writes deployments/<network>.json and returns the record.
+ * Deploys the OperatorSet of the instances' keys and the factory (the set is its defaultOperator), checks it, writes deployments/<network>.json and returns the record.
  * Refuses (before sending anything) when an existing record of that name was made on another chain id.
  */
 export async function deployFactory(
@@ -149,10 +174,14 @@ export async function deployFactory(
   const network = hre.network.name;
   const dir = opts.deploymentsDir ?? join(hre.config.paths.root, "deployments");
   // Arguments first, so a mistake costs no RPC call.
-  if (opts.operator === undefined && network !== "hardhat") {
-    throw new Error(`operator (OPERATOR_ADDRESS) is required on network ${network}`);
+  if (opts.operator === undefined && !opts.operators?.length && network !== "hardhat") {
+    throw new Error(`operator (OPERATOR_ADDRESS or OPERATOR_ADDRESSES) is required on network ${network}`);
   }
   if (opts.operator !== undefined) checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator);
+  for (const o of opts.operators ?? []) checkedAddress("operator (OPERATOR_ADDRESSES)", o);
+  if (new Set((opts.operators ?? []).map((o) => o.toLowerCase())).size !== (opts.operators ?? []).length) {
+    throw new Error("operators (OPERATOR_ADDRESSES) must not repeat an address");
+  }
   if (opts.owner !== undefined) checkedAddress("owner (FACTORY_OWNER)", opts.owner);
 
   const chainId = Number(await hre.network.provider.request({ method: "eth_chainId" }));
@@ -160,7 +189,9 @@ export async function deployFactory(
 
   const deployer = opts.deployer ?? (await defaultDeployer(hre));
   const deployerAddress = getAddress(await deployer.getAddress());
-  const operator = checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator ?? deployerAddress);
+  const members = opts.operators?.length
+    ? opts.operators.map((o) => checkedAddress("operator (OPERATOR_ADDRESSES)", o))
+    : [checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator ?? deployerAddress)];
   const owner = checkedAddress("owner (FACTORY_OWNER)", opts.owner ?? deployerAddress);
   const confirmations = opts.confirmations ?? (network === "hardhat" ? 1 : 2);
   const usdcAddress = opts.usdc ?? USDC_ADDRESSES[chainId];
@@ -170,7 +201,10 @@ export async function deployFactory(
   const uniswap = await uniswapRecord({ provider: hre.ethers.provider, chainId, network, usdc, uniswap: opts.uniswap });
 
   log(`Deploying SpendPolicyFactory to ${network} (chain id ${chainId}) from ${deployerAddress}`);
-  log(`  owner ${owner}, defaultOperator ${operator}, usdc ${usdc}; waiting for ${confirmations} confirmation(s)`);
+  log(`  owner ${owner}, operators ${members.join(", ")}, usdc ${usdc}; waiting for ${confirmations} confirmation(s)`);
+  const set = await deployOperatorSet(hre, deployer, owner, members, confirmations);
+  const operator = getAddress(set.address);
+  log(`OperatorSet at ${operator} (block ${set.block}, tx ${set.txHash})`);
   const swap = swapConfigOf(uniswap);
   const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations, swap);
 
@@ -193,6 +227,7 @@ export async function deployFactory(
       constructorArgs: [owner, operator, usdc, ...swap],
     },
     implementation: { address: getAddress(deployed.implementation), constructorArgs: [usdc, swap] },
+    operatorSet: { address: operator, txHash: set.txHash, block: set.block, owner, members, constructorArgs: [owner, members] },
     usdc,
     uniswap,
     abiHash: await abiHash(hre),

@@ -13,7 +13,7 @@ import { Wallet } from "ethers";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { MULTICALL3_ADDRESS } from "./viem";
-import { USDC_ADDRESSES, deployFactoryContract, swapConfigOf } from "./deploy";
+import { USDC_ADDRESSES, deployFactoryContract, deployOperatorSet, swapConfigOf } from "./deploy";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
 export const BASE_USDC_ADDRESS = USDC_ADDRESSES[8453];
@@ -29,7 +29,7 @@ export interface EmbeddedChain {
   rpcUrl: string;
   /** 8453 */
   chainId: number;
-  addresses: { usdc: string; multicall3: string; factory: string; uniswap: UniswapAddresses };
+  addresses: { usdc: string; multicall3: string; factory: string; uniswap: UniswapAddresses; operatorSet?: string };
   /** Block of the factory deployment. */
   deployBlock: number;
   /** Random key, funded with ETH, the factory's defaultOperator. */
@@ -46,7 +46,7 @@ const FUNDING_WEI = 10n ** 22n; // 10 000 ETH each
 let running = false;
 
 /** Starts the embedded chain; `port` 0 (default) picks a free port. One per process at a time (see above). */
-export async function startEmbeddedChain(opts: { port?: number; host?: string } = {}): Promise<EmbeddedChain> {
+export async function startEmbeddedChain(opts: { port?: number; host?: string; operators?: string[] } = {}): Promise<EmbeddedChain> {
   if (running) {
     throw new Error(
       "startEmbeddedChain: an embedded chain is already running in this process (Hardhat's network is a " +
@@ -87,11 +87,17 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
       usdc: BASE_USDC_ADDRESS,
       weth9Code: wethArtifact.deployedBytecode,
     });
+    // With more instance keys (a cluster), an OperatorSet of all of them is the factory's default operator.
+    let operatorSet: string | undefined;
+    if (opts.operators?.length) {
+      for (const a of opts.operators) await provider.request({ method: "hardhat_setBalance", params: [a, `0x${FUNDING_WEI.toString(16)}`] });
+      operatorSet = (await deployOperatorSet(hre, deployer.connect(hre.ethers.provider), deployer.address, [operator.address, ...opts.operators])).address;
+    }
     const deployed = await deployFactoryContract(
       hre,
       deployer.connect(hre.ethers.provider),
       deployer.address,
-      operator.address,
+      operatorSet ?? operator.address,
       BASE_USDC_ADDRESS,
       1,
       swapConfigOf(uniswap),
@@ -106,7 +112,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string } 
     return {
       rpcUrl: `http://${urlHost(hostname)}:${port}`,
       chainId,
-      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address, uniswap },
+      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address, uniswap, ...(operatorSet ? { operatorSet } : {}) },
       deployBlock: deployed.block,
       operator: keyOf(operator),
       facilitator: keyOf(facilitator),

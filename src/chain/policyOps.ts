@@ -142,8 +142,7 @@ export class PolicyOps {
   /** Whether a mined transaction carries USDC's AuthorizationUsed(agent, nonce): the settlement of this payment. */
   async settledIn(txHash: string, agent: string, nonce: string): Promise<boolean> {
     // A seller may answer before its settlement is mined: wait for it, within bounds.
-    const receipt =
-      (await this.chain.provider.getTransactionReceipt(txHash)) ?? (await this.chain.provider.waitForTransaction(txHash, 1, 30_000));
+    const receipt = await this.chain.receiptOf(txHash, 30_000);
     if (!receipt || receipt.status !== 1) return false;
     const usdc = (this.chain.usdc.target as string).toLowerCase();
     const topic = this.chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;

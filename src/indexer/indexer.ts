@@ -120,8 +120,8 @@ export class Indexer {
     return run;
   }
 
-  /** Polls every `intervalMs` (timer unref'd, runs never overlap); errors are logged, never thrown. */
-  start(intervalMs: number): void {
+  /** Polls every `intervalMs` (timer unref'd, runs never overlap); a tick runs when `turn` says so (the lease). */
+  start(intervalMs: number, turn: () => Promise<boolean> = async () => true): void {
     if (!this.stopped) return;
     this.stopped = false;
     const schedule = () => {
@@ -132,7 +132,7 @@ export class Indexer {
     const tick = async () => {
       this.timer = undefined;
       try {
-        await this.syncOnce();
+        if (await turn()) await this.syncOnce();
       } catch (err) {
         this.logger.error({ err }, "indexer run failed; retrying at the next interval");
       }

@@ -13,6 +13,8 @@ const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
 
 /** The events that confirm ledger entries. */
 const LEDGER_EVENTS = new Set(["PaymentAuthorized", "PaymentBlocked", "PaymentReleased", "AuthorizationUsed", "SwapExecuted"]);
+/** Events that change what a policy decides: each bumps the agent's `policyChanges` counter (the payment path's cache). */
+const POLICY_CHANGE_EVENTS = new Set(["PolicyUpdated", "PausedSet", "OperatorSet", "OwnerSet"]);
 
 /** How far back (ms) the ledger reconciliation looks before the previous run, for clock skew between instances. */
 const RECONCILE_SLACK_MS = 5 * 60_000;
@@ -44,6 +46,10 @@ export class LedgerLinker {
 
   /** Marks the ledger entries these (confirmed) events match `onchain.confirmed`, at their highest block. */
   async link(events: ChainEventDoc[]): Promise<number> {
+    const changed = new Set(events.filter((e) => POLICY_CHANGE_EVENTS.has(e.event) && e.agentAddress).map((e) => e.agentAddress!));
+    for (const agentAddress of changed) {
+      await this.store.collection("policyChanges").updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
+    }
     if (!events.some((e) => LEDGER_EVENTS.has(e.event))) return 0;
     const byPaymentId = new Map<string, ChainEventDoc[]>();
     const byTxHash = new Map<string, ChainEventDoc[]>();

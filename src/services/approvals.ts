@@ -69,15 +69,22 @@ export class ApprovalService {
    */
   async recover(): Promise<number> {
     const stuck = await this.ctx.store.approvals.find({ status: "approving" }).toArray();
+    let resolved = 0;
     for (const a of stuck) {
-      const payment = await this.ctx.store.payments.findOne({ txnId: a.txnId });
-      const next = payment?.status === "approved" ? "approved" : payment?.status === "pending" || !payment ? "pending" : "failed";
-      await this.ctx.store.approvals.updateOne(
-        { approvalId: a.approvalId, status: "approving" },
-        { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } },
-      );
+      // Under the agent's lock (across instances): an approval another live instance is carrying out is finished by it.
+      await this.ctx.agentLock.run(a.agentAddress, async () => {
+        const payment = await this.ctx.store.payments.findOne({ txnId: a.txnId });
+        // A payment in flight is settlement recovery's, which gives the approval its outcome.
+        if (payment && payment.phase !== "done" && payment.phase !== "quoted") return;
+        const next = payment?.status === "approved" ? "approved" : payment?.status === "pending" || !payment ? "pending" : "failed";
+        const res = await this.ctx.store.approvals.updateOne(
+          { approvalId: a.approvalId, status: "approving" },
+          { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } },
+        );
+        resolved += res.modifiedCount;
+      });
     }
-    return stuck.length;
+    return resolved;
   }
 
   private async load(principal: Principal, approvalId: string): Promise<ApprovalDoc> {

@@ -3,6 +3,9 @@
  * it was; the same key with another body is 409. Keys are scoped to the caller's API key and kept for 24 h.
  *
  * A repeat waits on the first request in this process at no cost, and backs off while it runs on another instance.
+ * The instance running a key holds it under a lease it renews; when that instance dies before its payment began, a
+ * repeat on another instance takes the key over and runs the request itself (after a restart under the same instance
+ * id, at once).
  * A key whose payment may have moved money is never freed: when the first request ends in an unexpected error after
  * its payment began, the key stays taken, and the payment's outcome (resolved from the chain by recovery) becomes
  * the key's answer.
@@ -55,14 +58,34 @@ export function requestHashOf(body: unknown): string {
 /** The answer a finished payment gives under its key when its own request could not give it (crash, error). */
 export type OutcomeOf = (payment: PaymentDoc) => Promise<StoredResponse | null>;
 
+export interface IdempotencyOptions {
+  /** This instance's id: the holder of the keys it runs. */
+  instanceId: string;
+  /** How long a key's holder keeps it without renewing. */
+  leaseMs: number;
+}
+
 export class IdempotencyService {
   /** Requests running in this process, by scope: repeats wait on them directly. */
   private readonly running = new Map<string, Promise<StoredResponse>>();
+  private readonly opts: IdempotencyOptions;
 
   constructor(
     private readonly store: Store,
     private readonly outcomeOf: OutcomeOf = async () => null,
-  ) {}
+    opts: Partial<IdempotencyOptions> = {},
+  ) {
+    this.opts = { instanceId: opts.instanceId ?? "local", leaseMs: opts.leaseMs ?? 30_000 };
+  }
+
+  private leaseUntil(): Date {
+    return new Date(Date.now() + this.opts.leaseMs);
+  }
+
+  /** At start-up: the keys this instance id held died with its predecessor; others may take them over at once. */
+  async releaseOwn(): Promise<void> {
+    await this.store.idempotency.updateMany({ holder: this.opts.instanceId, state: "in_progress" }, { $set: { leaseUntil: new Date(0) } });
+  }
 
   /** Runs `fn` once per (caller, key); replays its stored response for repeats with the same body. */
   async run(
@@ -77,25 +100,45 @@ export class IdempotencyService {
     const now = new Date();
     const before = await this.store.idempotency.findOneAndUpdate(
       { scope },
-      { $setOnInsert: { scope, requestHash, state: "in_progress", response: null, createdAt: now, expiresAt: new Date(now.getTime() + TTL_MS) } },
+      {
+        $setOnInsert: {
+          scope,
+          requestHash,
+          state: "in_progress",
+          response: null,
+          holder: this.opts.instanceId,
+          leaseUntil: this.leaseUntil(),
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + TTL_MS),
+        },
+      },
       { upsert: true, returnDocument: "before" },
     );
     if (before) {
       if (before.requestHash !== requestHash) {
         throw conflict("This Idempotency-Key was already used with a different request body.");
       }
-      return { ...(await this.awaitResult(scope)), replayed: true };
+      return this.awaitResult(scope, fn);
     }
+    return { ...(await this.runFirst(scope, fn)), replayed: false };
+  }
+
+  private async runFirst(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse> {
     const first = this.first(scope, fn);
     this.running.set(scope, first);
     try {
-      return { ...(await first), replayed: false };
+      return await first;
     } finally {
       this.running.delete(scope);
     }
   }
 
   private async first(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse> {
+    const holder = this.opts.instanceId;
+    const heartbeat = setInterval(() => {
+      this.store.idempotency.updateOne({ scope, holder, state: "in_progress" }, { $set: { leaseUntil: this.leaseUntil() } }).catch(() => undefined);
+    }, Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    heartbeat.unref();
     try {
       // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again.
       const response = await fn(scope);
@@ -112,21 +155,34 @@ export class IdempotencyService {
         "upstream_error",
         "The payment's outcome could not be answered now; it is resolved from the chain. Retry with the same Idempotency-Key to get it (it will not pay twice), or check the ledger.",
       );
+    } finally {
+      clearInterval(heartbeat);
     }
   }
 
-  /** The outcome of a key's first request: from this process at once, else from the store, backing off. */
-  private async awaitResult(scope: string): Promise<StoredResponse> {
+  /**
+   * The outcome of a key's first request: from this process at once, else from the store, backing off. When the
+   * instance running it stopped renewing its lease before any payment began, this request takes the key and runs.
+   */
+  private async awaitResult(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse & { replayed: boolean }> {
     const local = this.running.get(scope);
-    if (local) return local.catch(() => this.awaitResult(scope));
+    if (local) return local.then((r) => ({ ...r, replayed: true }), () => this.awaitResult(scope, fn));
     const deadline = Date.now() + WAIT_MAX_MS;
     for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
       const doc = await this.store.idempotency.findOne({ scope });
       if (!doc) throw conflict("The first request with this Idempotency-Key failed before paying anything; retry it.");
-      if (doc.state === "done" && doc.response) return doc.response;
+      if (doc.state === "done" && doc.response) return { ...doc.response, replayed: true };
       // Its instance may be gone: a payment that recovery has finished answers with its outcome.
       const resolved = await this.resolvedOutcome(scope);
-      if (resolved) return resolved;
+      if (resolved) return { ...resolved, replayed: true };
+      if (doc.leaseUntil && doc.leaseUntil.getTime() < Date.now() && !(await this.store.payments.findOne({ idempotencyScope: scope }))) {
+        // Nothing was paid under the key and its holder is gone: take it (of several waiters, exactly one does).
+        const taken = await this.store.idempotency.findOneAndUpdate(
+          { scope, state: "in_progress", leaseUntil: doc.leaseUntil },
+          { $set: { holder: this.opts.instanceId, leaseUntil: this.leaseUntil() } },
+        );
+        if (taken) return { ...(await this.runFirst(scope, fn)), replayed: false };
+      }
       if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
         throw conflict("The first request with this Idempotency-Key is still being resolved; retry later with the same key, or check the ledger.");
       }

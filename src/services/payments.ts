@@ -84,12 +84,21 @@ export class PaymentService {
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
     const timer = phaseTimer();
-    const policy = await this.policies.onchain(pc.agent);
+    let { policy, cached } = await this.policies.forPayment(pc.agent);
     timer.mark("policy");
     if (!policy.deployed) {
       throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
     }
-    const proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
+    let proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
+    // A cached policy answers only "yes" on its own: before a refusal, the chain is read again.
+    const refresh = async () => {
+      const root = policy.allowlistRoot;
+      ({ policy, cached } = await this.policies.forPayment(pc.agent, true));
+      if (policy.allowlistRoot !== root) proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
+      return policy.allowlistRoot !== root;
+    };
+    if (!proof && cached) await refresh();
+    if (!policy.deployed) throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet.`);
     if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", NO_LEAF);
 
     const quote = await this.quote(pc);
@@ -101,8 +110,14 @@ export class PaymentService {
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
-    const swapCheck = this.swapCheck(pc, policy, quote.amount);
-    const check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
+    let swapCheck = this.swapCheck(pc, policy, quote.amount);
+    let check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
+    // The proof came from a cached root: a new allowlist is read and simulated again before a refusal.
+    if (check.decision !== DECISION.Allow && cached && (await refresh())) {
+      if (!proof) return this.block(pc, quote.amount, "merchant_not_allowed", NO_LEAF);
+      swapCheck = this.swapCheck(pc, policy, quote.amount);
+      check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
+    }
     timer.mark("simulate");
     if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
     if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);

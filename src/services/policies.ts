@@ -18,6 +18,7 @@ import {
 import { type PolicyView, type SetLimitsRequest, SWAP_TWAP_SECONDS } from "../schemas/limits";
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
+import type { ReadCall } from "../chain/client";
 import type { Principal } from "./keys";
 import { maskKey } from "./keys";
 
@@ -86,6 +87,8 @@ const left = (limit: bigint, used: bigint) => (limit > used ? limit - used : 0n)
 
 export class PolicyService {
   private readonly allowlistCache = new Map<string, Allowlist>();
+  /** Deployed policies as last read, with the agent's policyChanges counter at that time. */
+  private readonly paymentCache = new Map<string, { policy: OnchainPolicy; seq: number }>();
 
   constructor(private readonly ctx: ServiceContext) {}
 
@@ -94,17 +97,24 @@ export class PolicyService {
     return this.onchainAt(agent.policyAddress);
   }
 
-  /** The policy at a policy contract's address, as the contract holds it now. */
+  /** The policy at a policy contract's address, as the contract holds it now (one round trip: it sits on the payment path). */
   async onchainAt(policyAddress: string): Promise<OnchainPolicy> {
+    return this.fromReads(policyAddress, await this.ctx.chain.readMany(this.policyReads(policyAddress)));
+  }
+
+  /** The reads onchainAt() makes, for a caller that adds its own to the same round trip (fromReads decodes them). */
+  policyReads(policyAddress: string): ReadCall[] {
     const contract = this.ctx.chain.policyAt(policyAddress, this.ctx.chain.provider);
-    // One round trip for the five reads (this sits on the payment path).
-    const [p, paused, spent, last, windows] = await this.ctx.chain.readMany([
+    return [
       { contract, method: "policy" },
       { contract, method: "paused" },
       { contract, method: "spentToday" },
       { contract, method: "lastTimestamp", args: [0] },
       { contract, method: "spending" },
-    ]);
+    ];
+  }
+
+  async fromReads(policyAddress: string, [p, paused, spent, last, windows]: (unknown[] | null)[]): Promise<OnchainPolicy> {
     if (!p || !paused || !spent || !last || !windows) {
       if (!(await this.ctx.chain.isDeployed(policyAddress))) return UNDEPLOYED;
       throw new Error(`could not read the policy at ${policyAddress}`);
@@ -130,6 +140,25 @@ export class PolicyService {
       spending: { hour: w.hour, paymentsThisHour: w.paymentsThisHour, day: w.day, week: w.week, month: w.month, lifetime: w.lifetime },
       lastUpdated: Number(last[0]),
     };
+  }
+
+  /**
+   * The policy for the payment path without a chain read when nothing changed: cached per agent and read again once
+   * the indexer has recorded a PolicyUpdated, PausedSet, OperatorSet or OwnerSet of the agent (its `policyChanges`
+   * counter moved; any instance's indexer) or when `fresh`. The contract's simulation stays the authority: the payment
+   * path reads afresh before any refusal that a stale copy could have caused.
+   */
+  async forPayment(agent: AgentDoc, fresh = false): Promise<{ policy: OnchainPolicy; cached: boolean }> {
+    const mark = await this.ctx.store.collection<{ agentAddress: string; seq: number }>("policyChanges").findOne({ agentAddress: agent.address });
+    const seq = mark?.seq ?? 0;
+    const hit = this.paymentCache.get(agent.address);
+    if (!fresh && hit && hit.seq === seq) return { policy: hit.policy, cached: true };
+    const policy = await this.onchain(agent);
+    if (policy.deployed) {
+      if (this.paymentCache.size >= 10_000) this.paymentCache.clear();
+      this.paymentCache.set(agent.address, { policy, seq });
+    } else this.paymentCache.delete(agent.address);
+    return { policy, cached: false };
   }
 
   /** The allowlist entries behind an on-chain root (the chain stores only the root). */
@@ -272,6 +301,7 @@ export class PolicyService {
         )
         .catch((err) => revertToAppError(contract, err));
       await this.ctx.gas.charge(owner, receipt);
+      this.paymentCache.delete(agent.address);
       const doc: PolicyDoc = {
         agentAddress: agent.address,
         policyAddress: getAddress(agent.policyAddress),

@@ -71,7 +71,7 @@ export class SettlementService {
   }
 
   private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease() } });
+    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } });
     // The one place a payment's outcome is written: its owner's alert goes out from here.
     if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
   }
@@ -120,6 +120,7 @@ export class SettlementService {
           validAfter: Number(transfer.validAfter),
           validBefore: Number(transfer.validBefore),
           leaseUntil: this.lease(),
+          instanceId: this.ctx.instanceId,
           updatedAt: now,
           settledAt: null,
           onchain: { confirmed: false, blockNumber: null },
@@ -146,8 +147,9 @@ export class SettlementService {
       await this.resolveInFlight(txnId).catch(() => undefined);
       throw upstreamError("The payment could not be authorised on-chain; nothing was paid. Try again.");
     }
-    await this.ctx.gas.charge(base.ownerAddress, result.receipt);
+    const charged = this.ctx.gas.charge(base.ownerAddress, result.receipt);
     if (!result.authorized) {
+      await charged;
       await this.update(txnId, { status: "blocked", phase: "done", reason: result.reason, txHash: result.txHash, onchain: { confirmed: false, blockNumber: result.blockNumber } });
       return {
         httpStatus: 422,
@@ -164,7 +166,8 @@ export class SettlementService {
       };
     }
     timer.mark("authorize");
-    await this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
+    // Beside the facilitator's verify: recovery treats "authorizing" with its authorizeTxHash the same way.
+    const marked = this.update(txnId, { phase: "authorized", authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber });
 
     let swapped: SwapRecord | null = null;
     // After a failure past authorisation: release (which kills the authorisation), unless it settled after all, which
@@ -218,10 +221,11 @@ export class SettlementService {
 
     // The signed authorisation leaves this process (a remote facilitator, the seller) only once the policy has
     // authorised it on-chain.
-    const verify = await this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
+    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
       this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
       return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
     });
+    const [verify] = await Promise.all([verifying, marked, charged]);
     timer.mark("verify");
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
@@ -345,7 +349,7 @@ export class SettlementService {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
     if (doc.authorizeTxHash) {
-      const receipt = await this.ctx.chain.provider.waitForTransaction(doc.authorizeTxHash, 1, 30_000).catch(() => null);
+      const receipt = await this.ctx.chain.receiptOf(doc.authorizeTxHash, 30_000).catch(() => null);
       if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
@@ -366,18 +370,18 @@ export class SettlementService {
 
   /**
    * Finishes payments whose lease ran out (the instance working on them stopped): at start-up and then
-   * periodically. A payment another live instance is working on keeps its lease and is left alone.
+   * periodically. A payment another live instance is working on keeps its lease and is left alone. At start-up
+   * (`own`), the payments of this instance id are taken at once: the process that held their lease is gone.
    */
-  async recover(now = new Date()): Promise<number> {
-    const due = await this.ctx.store.payments
-      .find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }] })
-      .toArray();
+  async recover(now = new Date(), opts: { own?: boolean } = {}): Promise<number> {
+    const free = [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }, ...(opts.own ? [{ instanceId: this.ctx.instanceId }] : [])];
+    const due = await this.ctx.store.payments.find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: free }).toArray();
     let resolved = 0;
     for (const doc of due) {
       // Claim it: of several recovering instances exactly one proceeds.
       const claimed = await this.ctx.store.payments.findOneAndUpdate(
         { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
-        { $set: { leaseUntil: this.lease() } },
+        { $set: { leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
       );
       if (!claimed) continue;
       await this.ctx.agentLock

@@ -6,6 +6,9 @@ import type { AgentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
 
+/** WETH's balanceOf, read through Multicall3 (readMany needs only its address and interface). */
+const WETH = new Contract(WETH_ADDRESS, ["function balanceOf(address) view returns (uint256)"]);
+
 export class WalletService {
   constructor(
     private readonly ctx: ServiceContext,
@@ -14,15 +17,21 @@ export class WalletService {
 
   async balance(agent: AgentDoc) {
     const { chain } = this.ctx;
-    const weth = new Contract(WETH_ADDRESS, ["function balanceOf(address) view returns (uint256)"], chain.provider);
-    const [usdc, eth, wethBalance, blockNumber, policy] = await Promise.all([
-      chain.usdc.balanceOf(agent.address) as Promise<bigint>,
-      chain.provider.getBalance(agent.address),
-      // Base and Base Sepolia have WETH there; another chain may have nothing at that address.
-      (weth.balanceOf(agent.address) as Promise<bigint>).catch(() => null),
-      chain.provider.getBlockNumber(),
-      this.policies.onchain(agent),
+    // Everything in one round trip, read at one block.
+    const reads = this.policies.policyReads(agent.policyAddress);
+    const results = await chain.readMany([
+      ...reads,
+      { contract: chain.usdc, method: "balanceOf", args: [agent.address] },
+      { contract: chain.multicall, method: "getEthBalance", args: [agent.address] },
+      { contract: chain.multicall, method: "getBlockNumber" },
+      // Base and Base Sepolia have WETH there; another chain may have nothing at that address (read as null).
+      { contract: WETH, method: "balanceOf", args: [agent.address] },
     ]);
+    const [usdcRead, ethRead, blockRead, wethRead] = results.slice(reads.length);
+    if (!usdcRead || !ethRead || !blockRead) throw new Error(`could not read the balances of ${agent.address}`);
+    const policy = await this.policies.fromReads(agent.policyAddress, results.slice(0, reads.length));
+    const [usdc, eth, blockNumber] = [usdcRead[0] as bigint, ethRead[0] as bigint, Number(blockRead[0])];
+    const wethBalance = wethRead ? (wethRead[0] as bigint) : null;
     const remaining = policy.dailyBudget > policy.spentToday ? policy.dailyBudget - policy.spentToday : 0n;
     return {
       agentAddress: agent.address,

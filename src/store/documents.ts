@@ -130,6 +130,8 @@ export interface PaymentDoc {
   validAfter?: number | null;
   /** The instance working on an in-flight payment owns it until then; recovery waits for it to pass. */
   leaseUntil?: Date;
+  /** The instance (INSTANCE_ID) working on it: after a restart under the same id it is taken over at once. */
+  instanceId?: string;
   payTo: string | null;
   validBefore: number | null;
   createdAt: Date;
@@ -169,6 +171,9 @@ export interface IdempotencyDoc {
   requestHash: string;
   state: "in_progress" | "done";
   response: { status: number; body: unknown } | null;
+  /** The instance running the first request, and until when (renewed while it runs): past it, another takes over. */
+  holder?: string;
+  leaseUntil?: Date;
   createdAt: Date;
   expiresAt: Date;
 }

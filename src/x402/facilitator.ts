@@ -21,6 +21,7 @@ import { toFacilitatorEvmSigner, type FacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import type { Abi } from "viem" with { "resolution-mode": "import" };
 import { walletClientFor } from "../chain/viem";
+import { pollReceipt } from "../chain/receipts";
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse };
 export type AnyPaymentPayload = PaymentPayload | PaymentPayloadV1;
@@ -102,8 +103,19 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
           } as Parameters<typeof client.writeContract>[0]),
         ),
       sendTransaction: (args) => queue(() => client.sendTransaction({ to: args.to, data: args.data })),
-      waitForTransactionReceipt: (args) =>
-        client.waitForTransactionReceipt({ hash: args.hash, timeout: args.timeout }),
+      // Short polling (receipts.ts), not viem's 1 s block watch: a settlement is noticed within a tenth of a second.
+      waitForTransactionReceipt: async (args) => {
+        const receipt = await pollReceipt(
+          () =>
+            client.getTransactionReceipt({ hash: args.hash }).catch((err: Error) => {
+              if (err.name === "TransactionReceiptNotFoundError") return null;
+              throw err;
+            }),
+          { timeoutMs: args.timeout ?? cfg.confirmationTimeoutMs ?? 60_000 },
+        );
+        if (!receipt) throw new Error(`timed out waiting for the receipt of ${args.hash}`);
+        return receipt;
+      },
       getCode: (args) => client.getCode({ address: args.address }),
     },
     { confirmationTimeoutMs: cfg.confirmationTimeoutMs ?? 60_000 },

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { Wallet, getAddress } from "ethers";
 import pino from "pino";
 import { loadConfig } from "../../src/config";
-import { startService, type RunningService } from "../../src/server";
+import { startService, type RunningService, type StartOptions } from "../../src/server";
 import {
   LINK_AGENT_TYPES,
   SET_POLICY_TYPES,
@@ -62,7 +62,7 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
+export async function startStack(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<Stack> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -72,7 +72,7 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
   });
   const logger = pino({ level: "info" }, sink);
   const config = loadConfig({ PORT: "0", ...env });
-  const svc = await startService(config, { logger });
+  const svc = await startService(config, { logger, ...opts });
   const url = svc.url;
   const chainId = config.chainId;
   const now = () => Math.floor(Date.now() / 1000);

@@ -1,0 +1,81 @@
+/**
+ * npm run bench:throughput: approved payments per second across THROUGHPUT_AGENTS (50) agents with THROUGHPUT_IN_FLIGHT
+ * (2) payments in flight each, for THROUGHPUT_SECONDS (20) per chain mode: automine, and blocks every 200 ms (interval
+ * mining, as Base's flashblocks). Target: at least 50 approved payments/s on this 2-core machine. Prints latency, every
+ * failure by reason, and the process memory at the end.
+ */
+import { JsonRpcProvider } from "ethers";
+import { startEmbeddedChain } from "../src/chain/embedded";
+import { randomOwner, startStack } from "../test/helpers/stack";
+import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
+
+const AGENTS = Number(process.env.THROUGHPUT_AGENTS ?? 50);
+const IN_FLIGHT = Number(process.env.THROUGHPUT_IN_FLIGHT ?? 2);
+const SECONDS = Number(process.env.THROUGHPUT_SECONDS ?? 20);
+const MODES = (process.env.THROUGHPUT_MODES ?? "automine,200").split(",").map((m) => m.trim());
+
+async function main(): Promise<void> {
+  const chain = await startEmbeddedChain();
+  const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", LOG_LEVEL: "warn" }, { embeddedChain: chain });
+  const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
+  const agents = [];
+  for (let i = 0; i < AGENTS; i += 10) {
+    agents.push(...(await Promise.all(Array.from({ length: Math.min(10, AGENTS - i) }, () => s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "100000", approvalThreshold: "1", allowlist: ["127.0.0.1"] })))));
+  }
+  for (const a of agents) await mintUsdc(s, a.agentAddress, 100_000_000_000n);
+  console.log(`${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; loopback v2 seller, in-process chain and CongoDB`);
+  for (const mode of MODES) {
+    const interval = mode === "automine" ? 0 : Number(mode);
+    if (interval) {
+      await direct.send("evm_setAutomine", [false]);
+      await direct.send("evm_setIntervalMining", [interval]);
+    } else {
+      await direct.send("evm_setIntervalMining", [0]);
+      await direct.send("evm_setAutomine", [true]);
+    }
+    const latencies: number[] = [];
+    const failures = new Map<string, number>();
+    let approved = 0;
+    const started = Date.now();
+    const deadline = started + SECONDS * 1000;
+    const blocksBefore = await direct.getBlockNumber();
+    await Promise.all(
+      agents.flatMap((a) =>
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (Date.now() < deadline) {
+            const t = Date.now();
+            const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "throughput" } });
+            if (res.status === 200) {
+              approved++;
+              latencies.push(Date.now() - t);
+            } else {
+              const why = `${res.status} ${res.body?.error ?? res.body?.reason ?? ""}`.trim();
+              failures.set(why, (failures.get(why) ?? 0) + 1);
+            }
+          }
+        }),
+      ),
+    );
+    const elapsed = (Date.now() - started) / 1000;
+    const blocks = (await direct.getBlockNumber()) - blocksBefore;
+    latencies.sort((x, y) => x - y);
+    const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0;
+    const rate = approved / elapsed;
+    console.log(`\n== ${interval ? `blocks every ${interval} ms` : "automine"}: ${approved} approved in ${elapsed.toFixed(1)} s = ${rate.toFixed(1)}/s (target >= 50: ${rate >= 50 ? "PASS" : "MISS"}); ${blocks} blocks (${(approved / Math.max(1, blocks)).toFixed(1)} payments a block)`);
+    console.log(`latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`);
+    const m = process.memoryUsage();
+    console.log(`memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB, heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (chain, store, seller and service in this one process)`);
+  }
+  await direct.send("evm_setIntervalMining", [0]);
+  await direct.send("evm_setAutomine", [true]);
+  await seller.close();
+  await s.close();
+  direct.destroy();
+  await chain.close();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
