@@ -199,7 +199,9 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     // ---------------------------------------------------------------- internal
     function _checkOperator() internal view {
         // The operator slot holds one key, or an OperatorSet whose members (one key per service instance) may relay.
-        if (!OperatorCheck.isOperator(address(uint160(_operatorAndSpend)), msg.sender)) {
+        // The one-key case is decided here, without the library's call frame (release stays under 40k gas).
+        address operator_ = address(uint160(_operatorAndSpend));
+        if (msg.sender != operator_ && !OperatorCheck.isOperator(operator_, msg.sender)) {
             revert SpendPolicyUnauthorizedOperator(msg.sender);
         }
     }
