@@ -23,11 +23,6 @@ import {
 import { Address } from "../schemas/common";
 import { LimitsResponse, PauseResponse, SetLimitsRequest, SetLimitsResponse } from "../schemas/limits";
 import {
-  ApprovalDecisionRequest,
-  ApprovalIdParam,
-  ApprovalsResponse,
-  ApproveResponse,
-  DenyResponse,
   FaucetRequest,
   FaucetResponse,
   LedgerEntry,
@@ -38,6 +33,7 @@ import {
   TransactionId,
 } from "../schemas/payments";
 import { AgentIntel, HealthResponse, JsonRpcMessage, JsonRpcResponse, PaymentChallenge } from "../schemas/system";
+import { APPROVAL_ROUTES, SELLER_ERRORS } from "./registry.approvals";
 import { DASHBOARD_ROUTES } from "./registry.dashboard";
 import { OWNER_ROUTES } from "./registry.owner";
 import { WEBHOOK_ROUTES } from "./registry.webhooks";
@@ -83,7 +79,6 @@ export const AUTH_MODES: Record<AuthMode, string> = {
 const markdown = (description: string): ResponseDoc => ({ description, contentType: "text/markdown; charset=utf-8" });
 const json = (description: string, schema: z.ZodType, headers?: Record<string, string>): ResponseDoc => ({ description, schema, headers });
 
-const SELLER_ERRORS = ["upstream_error", "invalid_payment_required", "seller_redirect_refused", "seller_response_too_large", "upstream_timeout", "unsafe_seller_address", "insecure_seller"];
 const SIGNED = ["invalid_signature"];
 
 export const ROUTES: RouteDoc[] = [
@@ -245,41 +240,7 @@ export const ROUTES: RouteDoc[] = [
     },
     errors: ["bad_request", "unauthorized", "forbidden", "conflict", "no_policy", "payment_not_required", "gas_allowance_exceeded", ...SELLER_ERRORS],
   },
-  {
-    method: "GET",
-    path: "/approvals",
-    tag: "Approvals",
-    summary: "Pending approvals of the owner's agents",
-    auth: "owner",
-    query: OptionalAddressQuery,
-    responses: { 200: json("pending approvals", ApprovalsResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden"],
-  },
-  {
-    method: "POST",
-    path: "/approvals/:id/approve",
-    tag: "Approvals",
-    summary: "Approve a pending payment: the service pays it",
-    description: "The owner's ApprovalDecision signature (action approve) is also checked on-chain. The seller's price is fetched again.",
-    auth: "owner",
-    signature: "ApprovalDecision",
-    params: { id: { schema: ApprovalIdParam, description: "the approvalId (apr_...)" } },
-    body: ApprovalDecisionRequest,
-    responses: { 200: json("approved and paid", ApproveResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "price_changed", "unsupported_payment", "blocked", ...SIGNED, ...SELLER_ERRORS],
-  },
-  {
-    method: "POST",
-    path: "/approvals/:id/deny",
-    tag: "Approvals",
-    summary: "Deny a pending payment",
-    auth: "owner",
-    signature: "ApprovalDecision",
-    params: { id: { schema: ApprovalIdParam, description: "the approvalId (apr_...)" } },
-    body: ApprovalDecisionRequest,
-    responses: { 200: json("denied; nothing moves", DenyResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", ...SIGNED],
-  },
+  ...APPROVAL_ROUTES,
   {
     method: "GET",
     path: "/ledger",

@@ -103,11 +103,12 @@ export class SettlementService {
     timer.mark("sign");
     const transfer = signed.transfer;
     const now = new Date();
+    const { createdAt: _created, ...baseFields } = base;
     await this.ctx.store.payments.updateOne(
       { txnId },
       {
         $set: {
-          ...withoutCreatedAt(base),
+          ...baseFields,
           amount: quote.amount.toString(),
           status: "processing",
           phase: "authorizing",
@@ -396,9 +397,4 @@ export class SettlementService {
     }
     return resolved;
   }
-}
-
-function withoutCreatedAt(base: LedgerBase): Omit<LedgerBase, "createdAt"> {
-  const { createdAt: _ignored, ...rest } = base;
-  return rest;
 }
