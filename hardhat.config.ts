@@ -10,7 +10,9 @@ const SOLC_VERSION: string = require("solc/package.json").version;
 subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string }, _hre, runSuper) => {
   if (args.solcVersion !== SOLC_VERSION) return runSuper(args);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const longVersion: string = require("solc").version().replace(/\.Emscripten\.clang$/, "");
+  const longVersion: string = require("solc")
+    .version()
+    .replace(/\.Emscripten\.clang$/, "");
   return { compilerPath: require.resolve("solc/soljson.js"), isSolcJs: true, version: SOLC_VERSION, longVersion };
 });
 

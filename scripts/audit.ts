@@ -19,7 +19,8 @@ function arg(name: string): string | undefined {
 async function main(): Promise<void> {
   const rpc = arg("rpc") ?? process.env.RPC_URL;
   const factory = arg("factory") ?? process.env.FACTORY_ADDRESS;
-  if (!rpc || !factory) throw new Error("usage: npm run audit -- --rpc URL --factory ADDRESS [--usdc ADDRESS] [--from-block N] [--to-block N]");
+  if (!rpc || !factory)
+    throw new Error("usage: npm run audit -- --rpc URL --factory ADDRESS [--usdc ADDRESS] [--from-block N] [--to-block N]");
   const provider = new JsonRpcProvider(rpc);
   const chainId = Number((await provider.getNetwork()).chainId);
   const usdc = arg("usdc") ?? USDC_ADDRESSES[chainId];

@@ -8,11 +8,31 @@ import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, MaxUint256, type Signer } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../src/chain/addresses";
 import { ARTIFACTS, deployEmbeddedUniswap, uniswapArtifact } from "../src/chain/uniswap";
-import { ALLOWLIST, DEFAULT_POLICY, NO_APPROVAL, deployAgentFor, paymentId, proofFor, signTransfer, transferOf, usdc as usdcUnits } from "../test/helpers/policyFixture";
+import {
+  ALLOWLIST,
+  DEFAULT_POLICY,
+  NO_APPROVAL,
+  deployAgentFor,
+  paymentId,
+  proofFor,
+  signTransfer,
+  transferOf,
+  usdc as usdcUnits,
+} from "../test/helpers/policyFixture";
 
-const TOKEN_ABI = ["function approve(address, uint256) returns (bool)", "function deposit() payable", "function transfer(address, uint256) returns (bool)"];
+const TOKEN_ABI = [
+  "function approve(address, uint256) returns (bool)",
+  "function deposit() payable",
+  "function transfer(address, uint256) returns (bool)",
+];
 
-export async function swapGasRows(usdc: string, deployer: Signer, trader: Signer, operator: Signer, owner: Signer): Promise<{ what: string; gas: bigint }[]> {
+export async function swapGasRows(
+  usdc: string,
+  deployer: Signer,
+  trader: Signer,
+  operator: Signer,
+  owner: Signer,
+): Promise<{ what: string; gas: bigint }[]> {
   const weth9 = await hre.artifacts.readArtifact("WETH9");
   const a = await deployEmbeddedUniswap({ provider: hre.network.provider, deployer, usdc, weth9Code: weth9.deployedBytecode });
   const router = new Contract(a.swapRouter02, uniswapArtifact(ARTIFACTS.swapRouter02).abi, trader);
@@ -23,7 +43,15 @@ export async function swapGasRows(usdc: string, deployer: Signer, trader: Signer
   // Half an hour of history, so the 1,800 s TWAP reads real observations.
   await time.increase(1_800);
   const swap = async (amountOut: bigint) => {
-    const tx = await router.exactOutputSingle({ tokenIn: WETH_ADDRESS, tokenOut: usdc, fee: UNISWAP_POOL_FEE, recipient: me, amountOut, amountInMaximum: MaxUint256, sqrtPriceLimitX96: 0 });
+    const tx = await router.exactOutputSingle({
+      tokenIn: WETH_ADDRESS,
+      tokenOut: usdc,
+      fee: UNISWAP_POOL_FEE,
+      recipient: me,
+      amountOut,
+      amountInMaximum: MaxUint256,
+      sqrtPriceLimitX96: 0,
+    });
     return (await tx.wait()).gasUsed as bigint;
   };
   await swap(1_000_000_000n); // the trader's first swap pays for its USDC balance slot: measure the steady state
@@ -72,11 +100,21 @@ async function walletPaymentWithSwap(o: {
   const pay = async () => {
     const id = paymentId();
     const transfer = await transferOf(usdcUnits(2), payTo);
-    const authorize = await gas(wallet.connect(o.operator).authorizePayment(id, "api.example.com", leaf, cap, proof, transfer, NO_APPROVAL));
+    const authorize = await gas(
+      wallet.connect(o.operator).authorizePayment(id, "api.example.com", leaf, cap, proof, transfer, NO_APPROVAL),
+    );
     const swap = await gas(wallet.connect(o.operator).swapForPayment(id, "api.example.com", transfer));
     const sig = await signTransfer(agentKey, token, agent, id, transfer);
     const settle = await gas(
-      token["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](agent, payTo, transfer.amount, transfer.validAfter, transfer.validBefore, id, sig),
+      token["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+        agent,
+        payTo,
+        transfer.amount,
+        transfer.validAfter,
+        transfer.validBefore,
+        id,
+        sig,
+      ),
     );
     return { authorize, swap, settle };
   };

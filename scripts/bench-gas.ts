@@ -57,8 +57,16 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
 
   const token = await ethers.deployContract("TestUSDC");
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress(), ...NO_SWAPS]);
-  rows.push({ what: "SpendPolicyFactory deployment (with the implementation)", gas: (await factory.deploymentTransaction()!.wait())!.gasUsed });
+  const factory = await ethers.deployContract("SpendPolicyFactory", [
+    deployer.address,
+    operator.address,
+    await token.getAddress(),
+    ...NO_SWAPS,
+  ]);
+  rows.push({
+    what: "SpendPolicyFactory deployment (with the implementation)",
+    gas: (await factory.deploymentTransaction()!.wait())!.gasUsed,
+  });
 
   const agentKey = ethers.Wallet.createRandom();
   const predicted = await factory.predictAgent(agentKey.address);
@@ -104,18 +112,43 @@ async function main(): Promise<void> {
   const walletSettle = await gasOf(
     token
       .connect(facilitator)
-      ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](predicted, t.payTo, t.amount, t.validAfter, t.validBefore, second.id, walletSig),
+      ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+        predicted,
+        t.payTo,
+        t.amount,
+        t.validAfter,
+        t.validBefore,
+        second.id,
+        walletSig,
+      ),
   );
   rows.push({ what: "USDC transferWithAuthorization from the agent wallet (ERC-1271)", gas: walletSettle });
   const plain = ethers.Wallet.createRandom();
   await (await token.mint(plain.address, usdc(10))).wait();
   const plainNonce = paymentId();
-  const digestFields = { from: plain.address, to: t.payTo, value: t.amount, validAfter: t.validAfter, validBefore: t.validBefore, nonce: plainNonce };
+  const digestFields = {
+    from: plain.address,
+    to: t.payTo,
+    value: t.amount,
+    validAfter: t.validAfter,
+    validBefore: t.validBefore,
+    nonce: plainNonce,
+  };
   const plainSig = Signature.from(await plain.signTypedData(await usdcDomain(token), TRANSFER_WITH_AUTHORIZATION_TYPES, digestFields));
   const plainSettle = await gasOf(
     token
       .connect(facilitator)
-      ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)"](plain.address, t.payTo, t.amount, t.validAfter, t.validBefore, plainNonce, plainSig.v, plainSig.r, plainSig.s),
+      ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)"](
+        plain.address,
+        t.payTo,
+        t.amount,
+        t.validAfter,
+        t.validBefore,
+        plainNonce,
+        plainSig.v,
+        plainSig.r,
+        plainSig.s,
+      ),
   );
   rows.push({ what: "USDC transferWithAuthorization from a plain address (v, r, s)", gas: plainSettle });
 
@@ -135,7 +168,10 @@ async function main(): Promise<void> {
   await measure("authorizePayment blocked: policy_paused", "blocked", "api.example.com", usdc(1));
   const w = { token: await token.getAddress(), to: owner.address, amount: usdc(5), timestamp: await nextTimestamp() };
   const wSig = await signWithdraw(owner, predicted, w);
-  rows.push({ what: "withdraw (USDC, owner-signed, relayed)", gas: await gasOf(policy.connect(relayer).withdraw(w.token, w.to, w.amount, w.timestamp, wSig)) });
+  rows.push({
+    what: "withdraw (USDC, owner-signed, relayed)",
+    gas: await gasOf(policy.connect(relayer).withdraw(w.token, w.to, w.amount, w.timestamp, wSig)),
+  });
   // A second agent's deployment, as every later agent is (the implementation is warm in nothing but the factory).
   const agent2 = ethers.Wallet.createRandom();
   const before = await ethers.provider.getBlockNumber();

@@ -13,7 +13,14 @@ export async function swapLatency(
   seller: TestSeller,
   stats: (samples: number[]) => { median: number; p95: number; min: number; max: number },
 ): Promise<void> {
-  const policy = { perTxLimit: "1", dailyBudget: "1000", approvalThreshold: "1", allowlist: ["127.0.0.1"], maxSwapSlippageBps: 100, swapTwapSeconds: 600 };
+  const policy = {
+    perTxLimit: "1",
+    dailyBudget: "1000",
+    approvalThreshold: "1",
+    allowlist: ["127.0.0.1"],
+    maxSwapSlippageBps: 100,
+    swapTwapSeconds: 600,
+  };
   const owner = randomOwner();
   const plain = await s.onboard(owner, policy);
   const swapper = await s.onboard(owner, policy);
@@ -22,7 +29,10 @@ export async function swapLatency(
   if (faucet.status !== 200) throw new Error(`faucet answered ${faucet.status}`);
   const pay = (a: { agentAddress: string; apiKey: string }, swap: boolean) => async () => {
     const t = process.hrtime.bigint();
-    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "bench swap" } });
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "bench swap" },
+    });
     if (res.status !== 200 || !!res.body.swap !== swap) throw new Error(`POST /pay answered ${res.status}: ${JSON.stringify(res.body)}`);
     return Number(process.hrtime.bigint() - t) / 1e6;
   };
@@ -57,5 +67,9 @@ export async function swapLatency(
     if (entry.msg !== "payment approved" || !entry.ms || entry.ms.swap === undefined) continue;
     for (const [k, v] of Object.entries(entry.ms)) (phases[k] ??= []).push(v);
   }
-  console.log(`where a payment with a swap spends its time (median ms per phase): ${Object.entries(phases).map(([k, v]) => `${k} ${stats(v).median.toFixed(1)}`).join(", ")}`);
+  console.log(
+    `where a payment with a swap spends its time (median ms per phase): ${Object.entries(phases)
+      .map(([k, v]) => `${k} ${stats(v).median.toFixed(1)}`)
+      .join(", ")}`,
+  );
 }

@@ -21,10 +21,18 @@ async function main(): Promise<void> {
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
   const agents = [];
   for (let i = 0; i < AGENTS; i += 10) {
-    agents.push(...(await Promise.all(Array.from({ length: Math.min(10, AGENTS - i) }, () => s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "100000", approvalThreshold: "1", allowlist: ["127.0.0.1"] })))));
+    agents.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(10, AGENTS - i) }, () =>
+          s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "100000", approvalThreshold: "1", allowlist: ["127.0.0.1"] }),
+        ),
+      )),
+    );
   }
   for (const a of agents) await mintUsdc(s, a.agentAddress, 100_000_000_000n);
-  console.log(`${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; loopback v2 seller, in-process chain and CongoDB`);
+  console.log(
+    `${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; loopback v2 seller, in-process chain and CongoDB`,
+  );
   for (const mode of MODES) {
     const interval = mode === "automine" ? 0 : Number(mode);
     if (interval) {
@@ -45,7 +53,10 @@ async function main(): Promise<void> {
         Array.from({ length: IN_FLIGHT }, async () => {
           while (Date.now() < deadline) {
             const t = Date.now();
-            const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "throughput" } });
+            const res = await s.api("POST", "/pay", {
+              key: a.apiKey,
+              body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "throughput" },
+            });
             if (res.status === 200) {
               approved++;
               latencies.push(Date.now() - t);
@@ -62,10 +73,16 @@ async function main(): Promise<void> {
     latencies.sort((x, y) => x - y);
     const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0;
     const rate = approved / elapsed;
-    console.log(`\n== ${interval ? `blocks every ${interval} ms` : "automine"}: ${approved} approved in ${elapsed.toFixed(1)} s = ${rate.toFixed(1)}/s (target >= 50: ${rate >= 50 ? "PASS" : "MISS"}); ${blocks} blocks (${(approved / Math.max(1, blocks)).toFixed(1)} payments a block)`);
-    console.log(`latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`);
+    console.log(
+      `\n== ${interval ? `blocks every ${interval} ms` : "automine"}: ${approved} approved in ${elapsed.toFixed(1)} s = ${rate.toFixed(1)}/s (target >= 50: ${rate >= 50 ? "PASS" : "MISS"}); ${blocks} blocks (${(approved / Math.max(1, blocks)).toFixed(1)} payments a block)`,
+    );
+    console.log(
+      `latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`,
+    );
     const m = process.memoryUsage();
-    console.log(`memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB, heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (chain, store, seller and service in this one process)`);
+    console.log(
+      `memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB, heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (chain, store, seller and service in this one process)`,
+    );
   }
   await direct.send("evm_setIntervalMining", [0]);
   await direct.send("evm_setAutomine", [true]);

@@ -39,19 +39,36 @@ async function main(): Promise<void> {
   for (const workers of [1, 2]) {
     const queuedAt = new Map<string, number>();
     for (let i = 0; i < EVENTS; i++) {
-      const id = await outbox.emit({ type: "agent.paused", dedupeKey: `bench:${workers}:${i}`, ownerAddress: owner.address, agentAddress: null, data: { i } });
+      const id = await outbox.emit({
+        type: "agent.paused",
+        dedupeKey: `bench:${workers}:${i}`,
+        ownerAddress: owner.address,
+        agentAddress: null,
+        data: { i },
+      });
       queuedAt.set(id!, performance.now());
     }
     const before = receiver.requests.length;
     const started = performance.now();
-    const ws = Array.from({ length: workers }, () => new WebhookWorker(outbox, webhookSecretKey(KEY), { allowHttp: true, allowPrivate: true, timeoutMs: 5_000, backoffBaseMs: 1_000, pollMs: 1_000 }, quiet));
+    const ws = Array.from(
+      { length: workers },
+      () =>
+        new WebhookWorker(
+          outbox,
+          webhookSecretKey(KEY),
+          { allowHttp: true, allowPrivate: true, timeoutMs: 5_000, backoffBaseMs: 1_000, pollMs: 1_000 },
+          quiet,
+        ),
+    );
     ws.forEach((w) => w.start());
     await receiver.until((r) => r.length - before >= EVENTS, 120_000);
     const seconds = (performance.now() - started) / 1000;
     await Promise.all(ws.map((w) => w.stop()));
     const got = receiver.requests.slice(before);
     const dup = got.length - new Set(got.map((r) => r.body.id)).size;
-    console.log(`worker(s): ${workers}  ${EVENTS} deliveries in ${seconds.toFixed(2)} s = ${(EVENTS / seconds).toFixed(0)}/s  duplicates: ${dup}  attempts per worker: ${ws.map((w) => w.attempted).join("/")}`);
+    console.log(
+      `worker(s): ${workers}  ${EVENTS} deliveries in ${seconds.toFixed(2)} s = ${(EVENTS / seconds).toFixed(0)}/s  duplicates: ${dup}  attempts per worker: ${ws.map((w) => w.attempted).join("/")}`,
+    );
   }
 
   // Enqueue to arrival with the service's worker woken by the enqueue (as for approval.requested).
@@ -60,7 +77,13 @@ async function main(): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const before = receiver.requests.length;
     const t = performance.now();
-    await outbox.emit({ type: "agent.paused", dedupeKey: `bench:latency:${i}`, ownerAddress: owner.address, agentAddress: null, data: { i } });
+    await outbox.emit({
+      type: "agent.paused",
+      dedupeKey: `bench:latency:${i}`,
+      ownerAddress: owner.address,
+      agentAddress: null,
+      data: { i },
+    });
     await receiver.until((r) => r.length > before);
     lat.push(performance.now() - t);
   }
@@ -75,7 +98,10 @@ async function main(): Promise<void> {
   for (const a of [silent, watched]) await mintUsdc(s, a.agentAddress, 1_000_000_000n);
   const pay = async (a: typeof silent) => {
     const t = performance.now();
-    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "bench" } });
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "bench" },
+    });
     if (res.status !== 200) throw new Error(`pay: ${res.status} ${JSON.stringify(res.body)}`);
     return performance.now() - t;
   };
@@ -88,7 +114,9 @@ async function main(): Promise<void> {
   }
   const [a, b] = [stats(none), stats(all)];
   console.log(`POST /pay approved, owner without endpoints: median ${ms(a.median)}, p95 ${ms(a.p95)}`);
-  console.log(`POST /pay approved, owner subscribed to every event: median ${ms(b.median)}, p95 ${ms(b.p95)}  (+${ms(b.median - a.median)} at the median)`);
+  console.log(
+    `POST /pay approved, owner subscribed to every event: median ${ms(b.median)}, p95 ${ms(b.p95)}  (+${ms(b.median - a.median)} at the median)`,
+  );
   await receiver.until((r) => r.filter((x) => x.body.type === "payment.approved").length >= PAYMENTS + 2, 30_000).catch(() => undefined);
   console.log(`payment.approved deliveries received: ${receiver.requests.filter((x) => x.body.type === "payment.approved").length}`);
 

@@ -79,7 +79,11 @@ async function main(): Promise<void> {
   const methodsOf = async (fn: () => Promise<void>) => {
     const before = new Map(proxy.counts);
     await fn();
-    return [...proxy.counts].map(([m, n]) => [m, n - (before.get(m) ?? 0)] as const).filter(([, n]) => n > 0).map(([m, n]) => `${m} ${n}`).join(", ");
+    return [...proxy.counts]
+      .map(([m, n]) => [m, n - (before.get(m) ?? 0)] as const)
+      .filter(([, n]) => n > 0)
+      .map(([m, n]) => `${m} ${n}`)
+      .join(", ");
   };
   // The indexer's polling is no part of a payment: it is paused so the proxy counts only the two sides' calls.
   await s.svc.indexer.stop();
@@ -129,16 +133,24 @@ async function main(): Promise<void> {
     const title = interval ? `blocks every ${interval} ms, ${latency} ms on every JSON-RPC call` : "automine, no added RPC latency";
     console.log(`\n== ${title}: ${runs} payments each, interleaved, after ${WARMUP} warm-up rounds`);
     console.log(`                       median      p95      min      max   (ms)   RPC calls  block waits (median per payment)`);
-    console.log(`SpendGate POST /pay  ${fmt(sg.median)}  ${fmt(sg.p95)}  ${fmt(sg.min)}  ${fmt(sg.max)}        ${String(stats(a.map((y) => y.rpc)).median).padStart(4)}  ${String(stats(a.map((y) => y.blockWaits)).median).padStart(11)}`);
-    console.log(`bare @x402/fetch     ${fmt(x.median)}  ${fmt(x.p95)}  ${fmt(x.min)}  ${fmt(x.max)}        ${String(stats(b.map((y) => y.rpc)).median).padStart(4)}  ${String(stats(b.map((y) => y.blockWaits)).median).padStart(11)}`);
+    console.log(
+      `SpendGate POST /pay  ${fmt(sg.median)}  ${fmt(sg.p95)}  ${fmt(sg.min)}  ${fmt(sg.max)}        ${String(stats(a.map((y) => y.rpc)).median).padStart(4)}  ${String(stats(a.map((y) => y.blockWaits)).median).padStart(11)}`,
+    );
+    console.log(
+      `bare @x402/fetch     ${fmt(x.median)}  ${fmt(x.p95)}  ${fmt(x.min)}  ${fmt(x.max)}        ${String(stats(b.map((y) => y.rpc)).median).padStart(4)}  ${String(stats(b.map((y) => y.blockWaits)).median).padStart(11)}`,
+    );
     if (interval) {
       const over = sg.median - x.median;
       const target = interval + 150;
-      console.log(`SpendGate - bare (median) ${over.toFixed(0)} ms; target <= one block + 150 ms = ${target} ms: ${over <= target ? "PASS" : "MISS"}`);
+      console.log(
+        `SpendGate - bare (median) ${over.toFixed(0)} ms; target <= one block + 150 ms = ${target} ms: ${over <= target ? "PASS" : "MISS"}`,
+      );
       summary.push(`${interval} ms blocks: +${over.toFixed(0)} ms (target ${target}) ${over <= target ? "PASS" : "MISS"}`);
     } else {
       const ratio = sg.median / x.median;
-      console.log(`ratio (median) ${ratio.toFixed(2)}, target <= 2.0: ${ratio <= 2.0 ? "PASS" : "MISS"}; ratio (p95) ${(sg.p95 / x.p95).toFixed(2)}`);
+      console.log(
+        `ratio (median) ${ratio.toFixed(2)}, target <= 2.0: ${ratio <= 2.0 ? "PASS" : "MISS"}; ratio (p95) ${(sg.p95 / x.p95).toFixed(2)}`,
+      );
       summary.push(`automine: ratio ${ratio.toFixed(2)} (target 2.0) ${ratio <= 2.0 ? "PASS" : "MISS"}`);
     }
   }
@@ -152,9 +164,15 @@ async function main(): Promise<void> {
     if (entry.msg !== "payment approved" || !entry.ms) continue;
     for (const [k, v] of Object.entries(entry.ms)) (phases[k] ??= []).push(v);
   }
-  console.log(`\nwhere POST /pay spends its time, all modes (median ms per phase): ${Object.entries(phases).map(([k, v]) => `${k} ${stats(v).median.toFixed(1)}`).join(", ")}`);
+  console.log(
+    `\nwhere POST /pay spends its time, all modes (median ms per phase): ${Object.entries(phases)
+      .map(([k, v]) => `${k} ${stats(v).median.toFixed(1)}`)
+      .join(", ")}`,
+  );
   console.log(`summary: ${summary.join("; ")}`);
-  console.log(`rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`);
+  console.log(
+    `rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`,
+  );
   await swapLatency(s, seller, stats);
   if (process.env.BENCH_READS !== "0") await benchReads(s, agent);
   await seller.close();

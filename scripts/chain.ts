@@ -30,7 +30,9 @@ async function main(): Promise<void> {
   console.log(`  facilitator:  ${chain.facilitator.address}`);
   if (chain.addresses.operatorSet) console.log(`  operator set: ${chain.addresses.operatorSet}`);
   if (process.argv.includes("--json")) {
-    console.log(`CHAIN ${JSON.stringify({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, addresses: chain.addresses, deployBlock: chain.deployBlock })}`);
+    console.log(
+      `CHAIN ${JSON.stringify({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, addresses: chain.addresses, deployBlock: chain.deployBlock })}`,
+    );
   }
   console.log("Ctrl-C to stop.");
   let stopping = false;

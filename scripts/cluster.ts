@@ -28,12 +28,21 @@ async function main(): Promise<void> {
     console.log(`cluster up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     const agents: ClusterAgent[] = [];
     for (let i = 0; i < AGENTS; i += 5) {
-      const batch = Array.from({ length: Math.min(5, AGENTS - i) }, (_, j) => onboardAgent(cluster.instances[(i + j) % INSTANCES].url, cluster.chain.chainId, POLICY));
+      const batch = Array.from({ length: Math.min(5, AGENTS - i) }, (_, j) =>
+        onboardAgent(cluster.instances[(i + j) % INSTANCES].url, cluster.chain.chainId, POLICY),
+      );
       agents.push(...(await Promise.all(batch)));
     }
     const funded = 1_000_000n;
-    await fundAgents(cluster.chain.rpcUrl, cluster.chain.addresses.usdc, agents.map((a) => a.agentAddress), funded);
-    console.log(`${AGENTS} agents onboarded over ${INSTANCES} instances and funded (daily budget ${POLICY.dailyBudget} USDC each, price 0.01)`);
+    await fundAgents(
+      cluster.chain.rpcUrl,
+      cluster.chain.addresses.usdc,
+      agents.map((a) => a.agentAddress),
+      funded,
+    );
+    console.log(
+      `${AGENTS} agents onboarded over ${INSTANCES} instances and funded (daily budget ${POLICY.dailyBudget} USDC each, price 0.01)`,
+    );
 
     const sellers = cluster.instances.slice(0, kill ? INSTANCES - 1 : INSTANCES).map((i) => `${i.url}/sell/agent-intel`);
     const victim = cluster.instances[INSTANCES - 1];
@@ -57,15 +66,21 @@ async function main(): Promise<void> {
     const ms = results.map((r) => r.ms).sort((a, b) => a - b);
     const q = (p: number) => ms[Math.min(ms.length - 1, Math.ceil(p * ms.length) - 1)];
     const approved = results.filter((r) => r.status === 200).length;
-    console.log(`${PAYMENTS} payments answered in ${seconds.toFixed(1)} s: ${approved} approved (${(approved / seconds).toFixed(1)}/s), p50 ${q(0.5)} ms, p95 ${q(0.95)} ms`);
+    console.log(
+      `${PAYMENTS} payments answered in ${seconds.toFixed(1)} s: ${approved} approved (${(approved / seconds).toFixed(1)}/s), p50 ${q(0.5)} ms, p95 ${q(0.95)} ms`,
+    );
     console.log(`sent again after an instance died: ${results.filter((r) => r.tried.length > 1).length}`);
     for (const inst of cluster.instances) {
-      console.log(`  ${inst.name}: first sent ${results.filter((r) => r.tried[0] === inst.name).length}, ${inst.alive ? "alive" : "killed"}`);
+      console.log(
+        `  ${inst.name}: first sent ${results.filter((r) => r.tried[0] === inst.name).length}, ${inst.alive ? "alive" : "killed"}`,
+      );
     }
 
     const report = await checkCluster(cluster, agents, results, { dailyBudget: 200_000n, funded });
     console.log(`answers by HTTP status: ${JSON.stringify(report.answers)}`);
-    console.log(`ledger: ${report.ledgerEntries} entries ${JSON.stringify(report.ledgerByStatus)}; ${report.confirmed} confirmed by the indexer`);
+    console.log(
+      `ledger: ${report.ledgerEntries} entries ${JSON.stringify(report.ledgerByStatus)}; ${report.confirmed} confirmed by the indexer`,
+    );
     console.log(`USDC moved: ${Number(report.usdcMoved) / 1e6} (${Number(report.usdcMoved / PRICE)} payments of 0.01)`);
     const checks: [string, boolean][] = [
       [`budget overshoots: ${report.overshoots}`, report.overshoots === 0],
@@ -73,7 +88,10 @@ async function main(): Promise<void> {
       [`requests without a final answer: ${report.unresolved}`, report.unresolved === 0],
       [`payments stuck in flight: ${report.stuck}`, report.stuck === 0],
       [`one ledger entry per request: ${report.ledgerEntries}/${PAYMENTS}`, report.ledgerEntries === PAYMENTS],
-      [`instances with an incomplete ledger: ${report.incompleteLedgers.length ? report.incompleteLedgers.join(", ") : "none"}`, report.incompleteLedgers.length === 0],
+      [
+        `instances with an incomplete ledger: ${report.incompleteLedgers.length ? report.incompleteLedgers.join(", ") : "none"}`,
+        report.incompleteLedgers.length === 0,
+      ],
     ];
     for (const [line, ok] of checks) console.log(`${ok ? "ok  " : "FAIL"} ${line}`);
     if (checks.some(([, ok]) => !ok)) process.exitCode = 1;

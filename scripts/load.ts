@@ -32,7 +32,10 @@ async function main(): Promise<void> {
     agents.map(async (a) => {
       while (Date.now() < deadline) {
         const t = Date.now();
-        const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "load" } });
+        const res = await s.api("POST", "/pay", {
+          key: a.apiKey,
+          body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "load" },
+        });
         if (res.status === 200) {
           approved++;
           latencies.push(Date.now() - t);
@@ -50,7 +53,9 @@ async function main(): Promise<void> {
   const blocks = await s.svc.chain.provider.getBlockNumber();
   console.log(`load: ${AGENTS} agents paying for ${elapsed.toFixed(1)} s on the embedded chain (automine), loopback v2 seller`);
   console.log(`approved: ${approved} (${(approved / elapsed).toFixed(1)}/s); latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms`);
-  console.log(`failures: ${[...failures.values()].reduce((x, y) => x + y, 0)}${failures.size ? ` (${[...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ")})` : ""}`);
+  console.log(
+    `failures: ${[...failures.values()].reduce((x, y) => x + y, 0)}${failures.size ? ` (${[...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ")})` : ""}`,
+  );
   console.log(`chain: ${blocks} blocks; latest block at most ${maxAhead} s ahead of the wall clock`);
   console.log(`memory: rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
   await seller.close();

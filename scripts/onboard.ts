@@ -106,13 +106,17 @@ const describe = (r: { status: number; body: any }) =>
 function printMcp(io: Io, c: AgentConfig, baseUrl: string): void {
   io.out("MCP client configuration (HTTP transport; both headers are required):");
   io.out(JSON.stringify(mcpClientConfig(baseUrl, c.agentAddress, c.apiKey), null, 2));
-  io.out(`Claude Code: claude mcp add --transport http spendgate ${baseUrl}/mcp --header "Authorization: Bearer ${c.apiKey}" --header "X-Agent-Address: ${c.agentAddress}"`);
+  io.out(
+    `Claude Code: claude mcp add --transport http spendgate ${baseUrl}/mcp --header "Authorization: Bearer ${c.apiKey}" --header "X-Agent-Address: ${c.agentAddress}"`,
+  );
   io.out("Restart your MCP client so the SpendGate tools appear.");
 }
 
 /** An existing config for this SpendGate: check it with GET /limits and print where the agent stands. */
 async function check(io: Io, path: string, c: AgentConfig, baseUrl: string): Promise<number> {
-  const res = await call(baseUrl, `/limits?address=${encodeURIComponent(c.agentAddress)}`, { headers: { Authorization: `Bearer ${c.apiKey}` } });
+  const res = await call(baseUrl, `/limits?address=${encodeURIComponent(c.agentAddress)}`, {
+    headers: { Authorization: `Bearer ${c.apiKey}` },
+  });
   if (res.status !== 200) {
     io.err(`The config in ${path} (agent ${c.agentAddress}) is not accepted by ${baseUrl}: ${describe(res)}.`);
     io.err("It was left as it is. To create a new agent and replace it, run again with --force.");
@@ -121,11 +125,17 @@ async function check(io: Io, path: string, c: AgentConfig, baseUrl: string): Pro
   const p = res.body.agents[0];
   io.out(`Already onboarded: agent ${c.agentAddress} (${c.label}), config ${path}.`);
   if (p.deployed) {
-    io.out(`Spend policy active: perTxLimit ${p.perTxLimit}, dailyBudget ${p.dailyBudget} (remaining today ${p.remainingDailyBudget}), approvalThreshold ${p.approvalThreshold}, allowlist ${p.allowlist.join(", ") || "(empty)"}${p.paused ? ", PAUSED" : ""}.`);
+    io.out(
+      `Spend policy active: perTxLimit ${p.perTxLimit}, dailyBudget ${p.dailyBudget} (remaining today ${p.remainingDailyBudget}), approvalThreshold ${p.approvalThreshold}, allowlist ${p.allowlist.join(", ") || "(empty)"}${p.paused ? ", PAUSED" : ""}.`,
+    );
   } else {
     io.out("No spend policy yet: ask your owner to activate this agent with the activation link it was given at creation,");
-    const a = await call(baseUrl, `/wallet/activation?address=${encodeURIComponent(c.agentAddress)}`, { headers: { Authorization: `Bearer ${c.apiKey}` } });
-    io.out(`${a.status === 200 ? a.body.activationUrl : "(GET /wallet/activation with your key returns it)"} (on the owner dashboard, by default served by the API itself).`);
+    const a = await call(baseUrl, `/wallet/activation?address=${encodeURIComponent(c.agentAddress)}`, {
+      headers: { Authorization: `Bearer ${c.apiKey}` },
+    });
+    io.out(
+      `${a.status === 200 ? a.body.activationUrl : "(GET /wallet/activation with your key returns it)"} (on the owner dashboard, by default served by the API itself).`,
+    );
   }
   printMcp(io, c, baseUrl);
   return 0;
@@ -174,7 +184,11 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
 
     const headers: Record<string, string> = { "Content-Type": "application/json" };
     if (o.token) headers.Authorization = `Bearer ${o.token}`;
-    const res = await call(o.baseUrl, "/wallet/genesis", { method: "POST", headers, body: JSON.stringify({ email: o.email, label: o.label }) });
+    const res = await call(o.baseUrl, "/wallet/genesis", {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ email: o.email, label: o.label }),
+    });
     if (res.status !== 201) {
       io.err(`Genesis failed at ${o.baseUrl}: ${describe(res)}`);
       if (res.status === 409) io.err("An agent with this email and label exists already: use its config, or choose another label.");
@@ -182,7 +196,13 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
       return 1;
     }
     const g = res.body as AgentConfig & { message: string; activationUrl: string };
-    const config: AgentConfig = { agentAddress: g.agentAddress, apiKey: g.apiKey, label: g.label, createdAt: g.createdAt, baseUrl: o.baseUrl };
+    const config: AgentConfig = {
+      agentAddress: g.agentAddress,
+      apiKey: g.apiKey,
+      label: g.label,
+      createdAt: g.createdAt,
+      baseUrl: o.baseUrl,
+    };
     if (existsSync(path)) {
       const backup = `${path}.bak-${new Date().toISOString().replace(/[:.]/g, "-")}`;
       renameSync(path, backup); // the old file holds the only copy of its key
@@ -194,7 +214,9 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
     io.out(`Config written to ${path} (mode 0600). The API key is in it and shown nowhere else.`);
     io.out(`Ask your owner to activate this agent (link it and set its spend policy): ${link}`);
     printMcp(io, config, o.baseUrl);
-    io.out(`Then check: curl -s "${o.baseUrl}/limits?address=${g.agentAddress}" -H "Authorization: Bearer <apiKey>" ("deployed": true once active).`);
+    io.out(
+      `Then check: curl -s "${o.baseUrl}/limits?address=${g.agentAddress}" -H "Authorization: Bearer <apiKey>" ("deployed": true once active).`,
+    );
     return 0;
   } catch (err) {
     if (err instanceof Unreachable) {

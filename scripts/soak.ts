@@ -24,10 +24,22 @@ function rssMiB(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  if (process.env.SOAK_EMBEDDED !== "1") return soak(await startCluster({ instances: 1, env: { RATE_LIMIT_PER_MINUTE: "100000000", SELL_PRICE: "0.01", OWNER_GAS_ALLOWANCE_GWEI: "1e12" } }));
+  if (process.env.SOAK_EMBEDDED !== "1")
+    return soak(
+      await startCluster({
+        instances: 1,
+        env: { RATE_LIMIT_PER_MINUTE: "100000000", SELL_PRICE: "0.01", OWNER_GAS_ALLOWANCE_GWEI: "1e12" },
+      }),
+    );
   const child = spawn(process.execPath, ["--import", "tsx", "src/index.ts"], {
     cwd: join(__dirname, ".."),
-    env: { ...process.env, ...(process.env.SOAK_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS } : {}), PORT: "0", LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "100000000" },
+    env: {
+      ...process.env,
+      ...(process.env.SOAK_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS } : {}),
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      RATE_LIMIT_PER_MINUTE: "100000000",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -44,7 +56,11 @@ async function main(): Promise<void> {
   try {
     await run(url, child.pid!, async (addresses) => {
       for (const agentAddress of addresses) {
-        await fetch(`${url}/dev/faucet`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ agentAddress, amount: "100000" }) });
+        await fetch(`${url}/dev/faucet`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ agentAddress, amount: "100000" }),
+        });
       }
     });
   } finally {
@@ -56,7 +72,9 @@ async function main(): Promise<void> {
 async function soak(cluster: Cluster): Promise<void> {
   try {
     const [inst] = cluster.instances;
-    await run(inst.url, inst.child.pid!, (addresses) => fundAgents(cluster.chain.rpcUrl, cluster.chain.addresses.usdc, addresses, 100_000_000_000n));
+    await run(inst.url, inst.child.pid!, (addresses) =>
+      fundAgents(cluster.chain.rpcUrl, cluster.chain.addresses.usdc, addresses, 100_000_000_000n),
+    );
   } finally {
     await cluster.close();
   }
@@ -65,7 +83,10 @@ async function soak(cluster: Cluster): Promise<void> {
 async function run(url: string, pid: number, fund: (addresses: string[]) => Promise<void>): Promise<void> {
   {
     const agents: ClusterAgent[] = [];
-    for (let i = 0; i < AGENTS; i++) agents.push(await onboardAgent(url, 8453, { perTxLimit: "1", dailyBudget: "100000", approvalThreshold: "1", allowlist: ["127.0.0.1"] }));
+    for (let i = 0; i < AGENTS; i++)
+      agents.push(
+        await onboardAgent(url, 8453, { perTxLimit: "1", dailyBudget: "100000", approvalThreshold: "1", allowlist: ["127.0.0.1"] }),
+      );
     await fund(agents.map((a) => a.agentAddress));
     const start = rssMiB(pid);
     console.log(`service up at ${url} (pid ${pid}); ${AGENTS} agents onboarded; rss ${start.toFixed(0)} MiB`);
@@ -73,7 +94,12 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
     const mcp = (a: ClusterAgent, id: number, name: string, args: Record<string, unknown>) =>
       fetch(`${url}/mcp`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${a.apiKey}`, "X-Agent-Address": a.agentAddress, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+        headers: {
+          Authorization: `Bearer ${a.apiKey}`,
+          "X-Agent-Address": a.agentAddress,
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }),
       });
     const kinds = (process.env.SOAK_KINDS ?? "limits,ledger,balance,mcp_limits,mcp_transactions").split(",");
@@ -87,7 +113,9 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
       peak = Math.max(peak, r);
     }, 250);
     const progress = setInterval(() => {
-      console.log(`  ${next} requests, ${((Date.now() - started) / 1000).toFixed(0)} s, rss ${rssMiB(pid).toFixed(0)} MiB (peak ${peak.toFixed(0)})`);
+      console.log(
+        `  ${next} requests, ${((Date.now() - started) / 1000).toFixed(0)} s, rss ${rssMiB(pid).toFixed(0)} MiB (peak ${peak.toFixed(0)})`,
+      );
     }, 15_000);
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -101,7 +129,12 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
             res = await fetch(`${url}/pay`, {
               method: "POST",
               headers: { ...auth, "Content-Type": "application/json" },
-              body: JSON.stringify({ agentAddress: a.agentAddress, serviceUrl: `${url}/sell/agent-intel`, maxAmount: "0.01", intent: `soak ${i}` }),
+              body: JSON.stringify({
+                agentAddress: a.agentAddress,
+                serviceUrl: `${url}/sell/agent-intel`,
+                maxAmount: "0.01",
+                intent: `soak ${i}`,
+              }),
             });
           } else if (kind === "limits") res = await fetch(`${url}/limits?address=${a.agentAddress}`, { headers: auth });
           else if (kind === "ledger") res = await fetch(`${url}/ledger?address=${a.agentAddress}&limit=20`, { headers: auth });
@@ -110,7 +143,8 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
           else res = await mcp(a, i, "list_transactions", { limit: 10 });
           await res.arrayBuffer();
           counts.set(kind, (counts.get(kind) ?? 0) + 1);
-          if (res.status >= 500 || (kind === "pay" && res.status !== 200)) errors.set(`${kind} ${res.status}`, (errors.get(`${kind} ${res.status}`) ?? 0) + 1);
+          if (res.status >= 500 || (kind === "pay" && res.status !== 200))
+            errors.set(`${kind} ${res.status}`, (errors.get(`${kind} ${res.status}`) ?? 0) + 1);
         }
       }),
     );
@@ -119,9 +153,13 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
     const end = rssMiB(pid);
     peak = Math.max(peak, end);
     const seconds = (Date.now() - started) / 1000;
-    console.log(`${REQUESTS} requests in ${seconds.toFixed(0)} s (${(REQUESTS / seconds).toFixed(0)}/s): ${[...counts].map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    console.log(
+      `${REQUESTS} requests in ${seconds.toFixed(0)} s (${(REQUESTS / seconds).toFixed(0)}/s): ${[...counts].map(([k, v]) => `${k} ${v}`).join(", ")}`,
+    );
     console.log(`errors: ${errors.size ? [...errors].map(([k, v]) => `${k}: ${v}`).join(", ") : "none"}`);
-    console.log(`service rss: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, end ${end.toFixed(0)} MiB (no heap cap); target < ${LIMIT_MIB} MiB: ${peak < LIMIT_MIB ? "PASS" : "MISS"}`);
+    console.log(
+      `service rss: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, end ${end.toFixed(0)} MiB (no heap cap); target < ${LIMIT_MIB} MiB: ${peak < LIMIT_MIB ? "PASS" : "MISS"}`,
+    );
     if (peak >= LIMIT_MIB || errors.size) process.exitCode = 1;
   }
 }

@@ -8,73 +8,82 @@ import { BASE_USDC, UNISWAP_ADDRESSES } from "./chain/addresses";
 
 export { BASE_USDC };
 
-const bool = z
-  .enum(["true", "false", "1", "0", "yes", "no"])
-  .transform((v) => v === "true" || v === "1" || v === "yes");
+const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => v === "true" || v === "1" || v === "yes");
 const privateKey = z.string().refine((v) => isHexString(v, 32), "must be a 0x-prefixed 32-byte hex private key");
-const address = z.string().refine((v) => isAddress(v), "must be a 0x address").transform((v) => getAddress(v));
+const address = z
+  .string()
+  .refine((v) => isAddress(v), "must be a 0x address")
+  .transform((v) => getAddress(v));
 const url = z.url({ protocol: /^https?$/ });
 
-const EnvSchema = z
-  .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(8402),
-    HOST: z.string().min(1).default("127.0.0.1"),
-    BASE_URL: url.optional(),
-    DASHBOARD_URL: url.optional(),
-    TRUST_PROXY: bool.default(false),
-    TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).optional(),
-    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8402),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  BASE_URL: url.optional(),
+  DASHBOARD_URL: url.optional(),
+  TRUST_PROXY: bool.default(false),
+  TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 
-    RPC_URL: url.optional(),
-    CHAIN_ID: z.coerce.number().int().positive().default(8453),
-    USDC_ADDRESS: address.default(BASE_USDC),
-    FACTORY_ADDRESS: address.optional(),
-    FACTORY_DEPLOY_BLOCK: z.coerce.number().int().min(0).optional(),
-    OPERATOR_PRIVATE_KEY: privateKey.optional(),
-    CONFIRMATIONS: z.coerce.number().int().min(0).max(64).optional(),
-    EXPLORER_URL: url.default("https://basescan.org"),
-    NETWORK_NAME: z.string().min(1).default("base"),
+  RPC_URL: url.optional(),
+  CHAIN_ID: z.coerce.number().int().positive().default(8453),
+  USDC_ADDRESS: address.default(BASE_USDC),
+  FACTORY_ADDRESS: address.optional(),
+  FACTORY_DEPLOY_BLOCK: z.coerce.number().int().min(0).optional(),
+  OPERATOR_PRIVATE_KEY: privateKey.optional(),
+  CONFIRMATIONS: z.coerce.number().int().min(0).max(64).optional(),
+  EXPLORER_URL: url.default("https://basescan.org"),
+  NETWORK_NAME: z.string().min(1).default("base"),
 
-    MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, "must be a mongodb:// or mongodb+srv:// URI").optional(),
-    MONGODB_DB: z.string().min(1).default("spendgate"),
-    WALLET_ENCRYPTION_KEY: z
-      .string()
-      .refine((v) => isHexString(v, 32) || /^[0-9a-fA-F]{64}$/.test(v), "must be 32 bytes as 64 hex characters")
-      .optional(),
+  MONGODB_URI: z
+    .string()
+    .regex(/^mongodb(\+srv)?:\/\//, "must be a mongodb:// or mongodb+srv:// URI")
+    .optional(),
+  MONGODB_DB: z.string().min(1).default("spendgate"),
+  WALLET_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => isHexString(v, 32) || /^[0-9a-fA-F]{64}$/.test(v), "must be 32 bytes as 64 hex characters")
+    .optional(),
 
-    FACILITATOR_URL: url.optional(),
-    UNISWAP_QUOTER_V2: address.optional(),
-    FACILITATOR_PRIVATE_KEY: privateKey.optional(),
+  FACILITATOR_URL: url.optional(),
+  UNISWAP_QUOTER_V2: address.optional(),
+  FACILITATOR_PRIVATE_KEY: privateKey.optional(),
 
-    GENESIS_OPEN: bool.optional(),
-    REGISTRATION_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-    OWNER_ALLOWLIST: z
-      .string()
-      .refine((v) => v.split(",").every((a) => isAddress(a.trim())), "must be comma-separated 0x addresses")
-      .transform((v) => v.split(",").map((a) => getAddress(a.trim())))
-      .optional(),
-    ALLOW_PRIVATE_SELLERS: bool.optional(),
-    ALLOW_HTTP_SELLERS: bool.optional(),
-    APPROVAL_TTL: z.coerce.number().int().min(60).default(86_400),
-    OWNER_KEY_TTL: z.coerce.number().int().min(60).default(43_200),
-    SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
-    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
-    AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
-    PAYMENT_LEASE_MS: z.coerce.number().int().min(1).default(180_000),
-    INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "must be 1-64 letters, digits, dots, dashes, colons or underscores").optional(),
-    LOCK_LEASE_MS: z.coerce.number().int().min(200).default(30_000),
-    BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
-    OWNER_GAS_ALLOWANCE_GWEI: z.coerce.number().positive().optional(),
-    SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
-    SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
-    // The contract refuses authorisations valid for more than an hour.
-    MAX_PAYMENT_VALIDITY_SECONDS: z.coerce.number().int().min(30).max(3_600).default(600),
-    SELL_PRICE: z.string().regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01").default("0.01"),
-    SELL_PAY_TO: address.optional(),
-    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
-    WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
-    WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
-  });
+  GENESIS_OPEN: bool.optional(),
+  REGISTRATION_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  OWNER_ALLOWLIST: z
+    .string()
+    .refine((v) => v.split(",").every((a) => isAddress(a.trim())), "must be comma-separated 0x addresses")
+    .transform((v) => v.split(",").map((a) => getAddress(a.trim())))
+    .optional(),
+  ALLOW_PRIVATE_SELLERS: bool.optional(),
+  ALLOW_HTTP_SELLERS: bool.optional(),
+  APPROVAL_TTL: z.coerce.number().int().min(60).default(86_400),
+  OWNER_KEY_TTL: z.coerce.number().int().min(60).default(43_200),
+  SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
+  PAYMENT_LEASE_MS: z.coerce.number().int().min(1).default(180_000),
+  INSTANCE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,64}$/, "must be 1-64 letters, digits, dots, dashes, colons or underscores")
+    .optional(),
+  LOCK_LEASE_MS: z.coerce.number().int().min(200).default(30_000),
+  BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
+  OWNER_GAS_ALLOWANCE_GWEI: z.coerce.number().positive().optional(),
+  SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  // The contract refuses authorisations valid for more than an hour.
+  MAX_PAYMENT_VALIDITY_SECONDS: z.coerce.number().int().min(30).max(3_600).default(600),
+  SELL_PRICE: z
+    .string()
+    .regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01")
+    .default("0.01"),
+  SELL_PAY_TO: address.optional(),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
+});
 
 /**
  * Rules between variables. Checked on the raw strings, next to the schema and not inside it: zod skips an object's

@@ -175,11 +175,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     await services.idempotency.releaseOwn();
     const recovered = (await services.settlement.recover(new Date(), { own: true })) + (await services.approvals.recover());
     if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
-    const sweep = setInterval(() => {
-      services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));
-      // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
-      services.settlement.recover().catch((err) => logger.error({ err }, "payment recovery failed"));
-    }, Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))));
+    const sweep = setInterval(
+      () => {
+        services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));
+        // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
+        services.settlement.recover().catch((err) => logger.error({ err }, "payment recovery failed"));
+      },
+      Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
+    );
     sweep.unref();
     cleanup.push(async () => clearInterval(sweep));
 
@@ -200,7 +203,19 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
     cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
 
-    const app = createApp({ services, logger, routers: [dashboardRoutes(services), paymentRoutes(services), controlRoutes(services), sellRoutes(services), mcpRoutes(services), docsRoutes(services), webhookRoutes(webhooks.service)] });
+    const app = createApp({
+      services,
+      logger,
+      routers: [
+        dashboardRoutes(services),
+        paymentRoutes(services),
+        controlRoutes(services),
+        sellRoutes(services),
+        mcpRoutes(services),
+        docsRoutes(services),
+        webhookRoutes(webhooks.service),
+      ],
+    });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);

@@ -44,17 +44,27 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     const setAddress = record.operatorSet.address;
     expect(record.factory).to.include({ deployer: deployer.address, owner, defaultOperator: setAddress });
     expect(record.operatorSet).to.deep.include({ owner, members: [operator], constructorArgs: [owner, [operator]] });
-    const set = new Contract(setAddress, ["function isOperator(address) view returns (bool)", "function owner() view returns (address)"], ethers.provider);
+    const set = new Contract(
+      setAddress,
+      ["function isOperator(address) view returns (bool)", "function owner() view returns (address)"],
+      ethers.provider,
+    );
     expect(await set.isOperator(operator)).to.equal(true);
     expect(await set.isOperator(deployer.address)).to.equal(false);
     expect(await set.owner()).to.equal(owner);
     const usdc = USDC_ADDRESSES[8453];
     // A dry run on the hardhat network usually has no Uniswap: the implementation is then built without swaps.
     const none = swapConfigOf(record.uniswap);
-    expect(none).to.deep.equal(record.uniswap ? [record.uniswap.swapRouter02, record.uniswap.weth, record.uniswap.factory] : [ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress]);
+    expect(none).to.deep.equal(
+      record.uniswap
+        ? [record.uniswap.swapRouter02, record.uniswap.weth, record.uniswap.factory]
+        : [ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress],
+    );
     expect(record.factory.constructorArgs).to.deep.equal([owner, setAddress, usdc, ...none]);
     expect(record.implementation.constructorArgs).to.deep.equal([usdc, none]);
-    expect(readFileSync(join(dir, "hardhat.implementation-args.js"), "utf8")).to.equal(`module.exports = ${JSON.stringify([usdc, none])};\n`);
+    expect(readFileSync(join(dir, "hardhat.implementation-args.js"), "utf8")).to.equal(
+      `module.exports = ${JSON.stringify([usdc, none])};\n`,
+    );
     expect(new Date(record.deployedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
 
     const receipt = await ethers.provider.getTransactionReceipt(record.factory.txHash);
@@ -62,13 +72,21 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(receipt?.blockNumber).to.equal(record.factory.block);
     const factory = new Contract(
       record.factory.address,
-      ["function defaultOperator() view returns (address)", "function owner() view returns (address)", "function implementation() view returns (address)"],
+      [
+        "function defaultOperator() view returns (address)",
+        "function owner() view returns (address)",
+        "function implementation() view returns (address)",
+      ],
       ethers.provider,
     );
     expect(await factory.defaultOperator()).to.equal(setAddress);
     expect(await factory.owner()).to.equal(owner);
     expect(await factory.implementation()).to.equal(record.implementation.address);
-    const implementation = new Contract(record.implementation.address, ["function usdc() view returns (address)", "function factory() view returns (address)"], ethers.provider);
+    const implementation = new Contract(
+      record.implementation.address,
+      ["function usdc() view returns (address)", "function factory() view returns (address)"],
+      ethers.provider,
+    );
     expect(await implementation.usdc()).to.equal(usdc);
     expect(await implementation.factory()).to.equal(record.factory.address);
 
@@ -117,13 +135,23 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     const keys = [Wallet.createRandom().address, Wallet.createRandom().address, Wallet.createRandom().address];
     const record = await deployFactory(hre, { operators: keys, deploymentsDir: dir });
     expect(record.operatorSet.members).to.deep.equal(keys);
-    const set = new Contract(record.operatorSet.address, ["function isOperator(address) view returns (bool)", "function operatorCount() view returns (uint256)"], ethers.provider);
+    const set = new Contract(
+      record.operatorSet.address,
+      ["function isOperator(address) view returns (bool)", "function operatorCount() view returns (uint256)"],
+      ethers.provider,
+    );
     expect(await set.operatorCount()).to.equal(3n);
     for (const k of keys) expect(await set.isOperator(k)).to.equal(true);
   });
 
   it("rejects an operator or owner that is not an address", async function () {
-    for (const opts of [{ operator: "0x1234" }, { owner: "not-an-address" }, { operator: ethers.ZeroAddress }, { usdc: "0x12" }, { operators: ["0x12"] }]) {
+    for (const opts of [
+      { operator: "0x1234" },
+      { owner: "not-an-address" },
+      { operator: ethers.ZeroAddress },
+      { usdc: "0x12" },
+      { operators: ["0x12"] },
+    ]) {
       let error: Error | undefined;
       try {
         await deployFactory(hre, { ...opts, deploymentsDir: dir });

@@ -32,7 +32,9 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
   await callTool(mcp, "list_transactions", { limit: 10 });
   const limits = await time(200, () => callTool(mcp, "get_limits"));
   const txs = await time(200, () => callTool(mcp, "list_transactions", { limit: 10 }));
-  console.log(`\nMCP tool call p50: get_limits ${quantile(limits, 0.5).toFixed(2)} ms (one chain read), list_transactions ${quantile(txs, 0.5).toFixed(2)} ms (store only; target < 2 ms)`);
+  console.log(
+    `\nMCP tool call p50: get_limits ${quantile(limits, 0.5).toFixed(2)} ms (one chain read), list_transactions ${quantile(txs, 0.5).toFixed(2)} ms (store only; target < 2 ms)`,
+  );
   await mcp.close();
 
   // 100,000 ledger entries of another agent and owner, then the bench agent's ledger and that agent's, page 1.
@@ -43,10 +45,29 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
     const batch: PaymentDoc[] = Array.from({ length: Math.min(5_000, LEDGER_ENTRIES - i) }, (_, j) => {
       const at = new Date(Date.now() - (i + j) * 1000);
       return {
-        txnId: `txn_${randomBytes(12).toString("hex")}`, agentAddress: other, ownerAddress: owner, policyAddress: other, merchant: "bench.example",
-        serviceUrl: "https://bench.example/r", currency: "USDC", intent: "bench", approvalId: null, amount: "10000", status: "approved", phase: "done",
-        reason: null, paymentId: null, txHash: null, authorizeTxHash: null, releaseTxHash: null, payTo: null, validBefore: null,
-        createdAt: at, updatedAt: at, settledAt: at, onchain: { confirmed: true, blockNumber: 1 },
+        txnId: `txn_${randomBytes(12).toString("hex")}`,
+        agentAddress: other,
+        ownerAddress: owner,
+        policyAddress: other,
+        merchant: "bench.example",
+        serviceUrl: "https://bench.example/r",
+        currency: "USDC",
+        intent: "bench",
+        approvalId: null,
+        amount: "10000",
+        status: "approved",
+        phase: "done",
+        reason: null,
+        paymentId: null,
+        txHash: null,
+        authorizeTxHash: null,
+        releaseTxHash: null,
+        payTo: null,
+        validBefore: null,
+        createdAt: at,
+        updatedAt: at,
+        settledAt: at,
+        onchain: { confirmed: true, blockNumber: 1 },
       };
     });
     await s.svc.store.payments.insertMany(batch);
@@ -54,7 +75,9 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
   const total = await s.svc.store.payments.countDocuments({});
   console.log(`store: ${total} ledger entries (inserted ${LEDGER_ENTRIES} in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   const ownLedger = await time(100, () => s.api("GET", `/ledger?address=${agent.agentAddress}&limit=50`, { key: agent.apiKey }));
-  console.log(`GET /ledger (the bench agent's entries among ${total}): p50 ${quantile(ownLedger, 0.5).toFixed(1)} ms, p95 ${quantile(ownLedger, 0.95).toFixed(1)} ms (target p95 < 20 ms)`);
+  console.log(
+    `GET /ledger (the bench agent's entries among ${total}): p50 ${quantile(ownLedger, 0.5).toFixed(1)} ms, p95 ${quantile(ownLedger, 0.95).toFixed(1)} ms (target p95 < 20 ms)`,
+  );
   const store = s.svc.store;
   const bigLedger = await time(50, () =>
     Promise.all([
@@ -62,6 +85,10 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
       store.payments.countDocuments({ agentAddress: other }),
     ]),
   );
-  console.log(`the ledger query of an agent with ${LEDGER_ENTRIES} entries (page 1 and total): p50 ${quantile(bigLedger, 0.5).toFixed(1)} ms, p95 ${quantile(bigLedger, 0.95).toFixed(1)} ms`);
-  console.log(`indexes used: payments { agentAddress: 1, createdAt: -1 }, { ownerAddress: 1, createdAt: -1 }, { status: 1, createdAt: -1 }${s.svc.config.embeddedStore ? " (CongoDB, the embedded store, answers point queries by scanning; real MongoDB uses them)" : ""}`);
+  console.log(
+    `the ledger query of an agent with ${LEDGER_ENTRIES} entries (page 1 and total): p50 ${quantile(bigLedger, 0.5).toFixed(1)} ms, p95 ${quantile(bigLedger, 0.95).toFixed(1)} ms`,
+  );
+  console.log(
+    `indexes used: payments { agentAddress: 1, createdAt: -1 }, { ownerAddress: 1, createdAt: -1 }, { status: 1, createdAt: -1 }${s.svc.config.embeddedStore ? " (CongoDB, the embedded store, answers point queries by scanning; real MongoDB uses them)" : ""}`,
+  );
 }

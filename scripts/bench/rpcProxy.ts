@@ -26,7 +26,8 @@ export async function startRpcProxy(target: string, latencyMs = 0): Promise<RpcP
       const body = Buffer.concat(chunks);
       try {
         const parsed = JSON.parse(body.toString()) as { method?: string } | { method?: string }[];
-        for (const call of Array.isArray(parsed) ? parsed : [parsed]) counts.set(call.method ?? "?", (counts.get(call.method ?? "?") ?? 0) + 1);
+        for (const call of Array.isArray(parsed) ? parsed : [parsed])
+          counts.set(call.method ?? "?", (counts.get(call.method ?? "?") ?? 0) + 1);
       } catch {
         counts.set("?", (counts.get("?") ?? 0) + 1);
       }
@@ -36,7 +37,9 @@ export async function startRpcProxy(target: string, latencyMs = 0): Promise<RpcP
         const text = await upstream.text();
         res.writeHead(upstream.status, { "Content-Type": "application/json" }).end(text);
       } catch (err) {
-        res.writeHead(502, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: String(err) } }));
+        res
+          .writeHead(502, { "Content-Type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: String(err) } }));
       }
     });
   });

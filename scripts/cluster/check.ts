@@ -65,7 +65,8 @@ export async function checkCluster(
       if (moved > budget.dailyBudget || spent > budget.dailyBudget) overshoots++;
       const settlements = await usdc.queryFilter(usdc.filters.AuthorizationUsed(a.agentAddress), cluster.chain.deployBlock);
       // Every settlement is an approved entry, and every approved entry's amount is what left the wallet.
-      if (settlements.length > approved.length || moved !== approvedSum) doublePayments += Math.max(1, settlements.length - approved.length);
+      if (settlements.length > approved.length || moved !== approvedSum)
+        doublePayments += Math.max(1, settlements.length - approved.length);
       const perKey = new Map<string, number>();
       for (const d of mine) if (d.idempotencyScope) perKey.set(d.idempotencyScope, (perKey.get(d.idempotencyScope) ?? 0) + 1);
       doublePayments += [...perKey.values()].filter((n) => n > 1).length;
@@ -74,7 +75,9 @@ export async function checkCluster(
     const incompleteLedgers: string[] = [];
     for (const inst of cluster.instances.filter((i) => i.alive)) {
       for (const a of agents) {
-        const res = await fetch(`${inst.url}/ledger?address=${a.agentAddress}&limit=1`, { headers: { Authorization: `Bearer ${a.apiKey}` } });
+        const res = await fetch(`${inst.url}/ledger?address=${a.agentAddress}&limit=1`, {
+          headers: { Authorization: `Bearer ${a.apiKey}` },
+        });
         const body = (await res.json()) as { total?: number };
         const expected = docs.filter((d) => d.agentAddress === a.agentAddress).length;
         if (body.total !== expected) {

@@ -49,8 +49,18 @@ export async function onboardAgent(url: string, chainId: number, policy: PolicyI
   const activationCode = new URL(g.body.activationUrl).searchParams.get("code") ?? undefined;
   const ts = () => Math.floor(Date.now() / 1000);
   const linkTs = ts();
-  const ownerSignature = await owner.signTypedData(serviceDomain(chainId), LINK_AGENT_TYPES, { agent: agentAddress, owner: owner.address, timestamp: linkTs });
-  const link = await call(url, "POST", "/agents/link", { agentAddress, ownerAddress: owner.address, ownerSignature, timestamp: linkTs, ...(activationCode ? { activationCode } : {}) });
+  const ownerSignature = await owner.signTypedData(serviceDomain(chainId), LINK_AGENT_TYPES, {
+    agent: agentAddress,
+    owner: owner.address,
+    timestamp: linkTs,
+  });
+  const link = await call(url, "POST", "/agents/link", {
+    agentAddress,
+    ownerAddress: owner.address,
+    ownerSignature,
+    timestamp: linkTs,
+    ...(activationCode ? { activationCode } : {}),
+  });
   if (link.status !== 200) throw new Error(`link: ${link.status} ${JSON.stringify(link.body)}`);
   const { entries } = normalizeAllowlist(policy.allowlist);
   const values: Record<string, unknown> = {
@@ -64,7 +74,13 @@ export async function onboardAgent(url: string, chainId: number, policy: PolicyI
   // Every other field of SetPolicy (the struct may grow) is left at 0: "no such limit".
   const message = Object.fromEntries(SET_POLICY_TYPES.SetPolicy.map((f) => [f.name, values[f.name] ?? 0]));
   const humanSignature = await owner.signTypedData(policyDomain(chainId, getAddress(agentAddress)), SET_POLICY_TYPES, message);
-  const limits = await call(url, "POST", "/limits", { agentAddress, ...policy, humanSignature, timestamp: values.timestamp }, { Authorization: `Bearer ${apiKey}` });
+  const limits = await call(
+    url,
+    "POST",
+    "/limits",
+    { agentAddress, ...policy, humanSignature, timestamp: values.timestamp },
+    { Authorization: `Bearer ${apiKey}` },
+  );
   if (limits.status !== 201) throw new Error(`limits: ${limits.status} ${JSON.stringify(limits.body)}`);
   return { agentAddress, apiKey, owner };
 }
@@ -112,7 +128,12 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
   const one = async (i: number): Promise<PaymentResult> => {
     const agent = agents[i % agents.length];
     const key = `storm-${i}`;
-    const body = { agentAddress: agent.agentAddress, serviceUrl: opts.sellerOf(i), maxAmount: opts.maxAmount, intent: `storm payment ${i}` };
+    const body = {
+      agentAddress: agent.agentAddress,
+      serviceUrl: opts.sellerOf(i),
+      maxAmount: opts.maxAmount,
+      intent: `storm payment ${i}`,
+    };
     const tried: string[] = [];
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {

@@ -47,10 +47,17 @@ export interface ClusterOptions {
 
 /** Spawns `node --import tsx <script>` (not the tsx CLI, whose grandchild a kill would miss) and waits for `ready`. */
 function spawnNode(args: string[], env: Record<string, string>, ready: RegExp, output: string[], timeoutMs = 90_000) {
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const started = new Promise<RegExpMatchArray>((resolve, reject) => {
     let text = "";
-    const timer = setTimeout(() => reject(new Error(`${args.join(" ")} did not start in ${timeoutMs} ms:\n${text.slice(-3000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${args.join(" ")} did not start in ${timeoutMs} ms:\n${text.slice(-3000)}`)),
+      timeoutMs,
+    );
     const watch = (chunk: Buffer) => {
       const s = chunk.toString();
       output.push(s);
@@ -129,7 +136,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         const name = `instance-${i + 1}`;
         const proc = spawnNode(
           ["src/index.ts"],
-          { ...shared, PORT: "0", INSTANCE_ID: name, OPERATOR_PRIVATE_KEY: op.privateKey, FACILITATOR_PRIVATE_KEY: facilitators[i].privateKey },
+          {
+            ...shared,
+            PORT: "0",
+            INSTANCE_ID: name,
+            OPERATOR_PRIVATE_KEY: op.privateKey,
+            FACILITATOR_PRIVATE_KEY: facilitators[i].privateKey,
+          },
           /SpendGate is running at (\S+)\n/,
           output,
         );

@@ -142,11 +142,7 @@ export class ChainClient {
     });
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
     this.sender = new OperatorSender(this.operator, this.provider);
-    this.factory = new Contract(
-      options.factoryAddress,
-      artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"),
-      this.operator,
-    );
+    this.factory = new Contract(options.factoryAddress, artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"), this.operator);
     this.policyInterface = new Interface(artifactAbi("SpendPolicy.sol", "SpendPolicy"));
     this.usdc = new Contract(options.usdcAddress, ERC20_ABI, this.provider);
     this.multicall = new Contract(MULTICALL3_ADDRESS, MULTICALL3_ABI, this.provider);
@@ -180,7 +176,13 @@ export class ChainClient {
     if (!receipt) throw new Error(`transaction ${tx.hash} was not mined in time`);
     if (receipt.status !== 1) {
       throw makeError("transaction execution reverted", "CALL_EXCEPTION", {
-        action: "sendTransaction", data: null, reason: null, invocation: null, revert: null, transaction: tx, receipt,
+        action: "sendTransaction",
+        data: null,
+        reason: null,
+        invocation: null,
+        revert: null,
+        transaction: tx,
+        receipt,
       });
     }
     return receipt;

@@ -27,7 +27,14 @@ export interface DeploymentRecord {
     constructorArgs: [owner: string, defaultOperator: string, usdc: string, swapRouter: string, weth: string, uniswapFactory: string];
   };
   /** The instances' operator keys (OperatorSet; its owner adds and removes members, each change an event). */
-  operatorSet: { address: string; txHash: string; block: number; owner: string; members: string[]; constructorArgs: [owner: string, members: string[]] };
+  operatorSet: {
+    address: string;
+    txHash: string;
+    block: number;
+    owner: string;
+    members: string[];
+    constructorArgs: [owner: string, members: string[]];
+  };
   /**
    * The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor), with
    * its swap configuration (SwapRouter02, WETH, Uniswap v3 factory; all zero where the network has no Uniswap).
@@ -166,10 +173,7 @@ export function implementationArgsModule(record: DeploymentRecord): string {
  * Deploys the OperatorSet of the instances' keys and the factory (the set is its defaultOperator), checks it, writes deployments/<network>.json and returns the record.
  * Refuses (before sending anything) when an existing record of that name was made on another chain id.
  */
-export async function deployFactory(
-  hre: HardhatRuntimeEnvironment,
-  opts: DeployFactoryOptions = {},
-): Promise<DeploymentRecord> {
+export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: DeployFactoryOptions = {}): Promise<DeploymentRecord> {
   const log = opts.log ?? (() => undefined);
   const network = hre.network.name;
   const dir = opts.deploymentsDir ?? join(hre.config.paths.root, "deployments");
@@ -242,7 +246,11 @@ export async function deployFactory(
   writeFileSync(join(dir, `${network}.implementation-args.js`), implementationArgsModule(record));
   log(`SpendPolicyFactory at ${deployed.address} (block ${deployed.block}, tx ${deployed.txHash}); wrote ${file}`);
   log(`SpendPolicy implementation at ${record.implementation.address}`);
-  log(uniswap ? `Uniswap v3: SwapRouter02 ${uniswap.swapRouter02}, QuoterV2 ${uniswap.quoterV2}, USDC/WETH pool ${uniswap.usdcWethPool ?? "none"}` : "Uniswap v3: none on this network");
+  log(
+    uniswap
+      ? `Uniswap v3: SwapRouter02 ${uniswap.swapRouter02}, QuoterV2 ${uniswap.quoterV2}, USDC/WETH pool ${uniswap.usdcWethPool ?? "none"}`
+      : "Uniswap v3: none on this network",
+  );
   return record;
 }
 

@@ -90,8 +90,11 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     // With more instance keys (a cluster), an OperatorSet of all of them is the factory's default operator.
     let operatorSet: string | undefined;
     if (opts.operators?.length) {
-      for (const a of opts.operators) await provider.request({ method: "hardhat_setBalance", params: [a, `0x${FUNDING_WEI.toString(16)}`] });
-      operatorSet = (await deployOperatorSet(hre, deployer.connect(hre.ethers.provider), deployer.address, [operator.address, ...opts.operators])).address;
+      for (const a of opts.operators)
+        await provider.request({ method: "hardhat_setBalance", params: [a, `0x${FUNDING_WEI.toString(16)}`] });
+      operatorSet = (
+        await deployOperatorSet(hre, deployer.connect(hre.ethers.provider), deployer.address, [operator.address, ...opts.operators])
+      ).address;
     }
     const deployed = await deployFactoryContract(
       hre,
@@ -112,7 +115,13 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     return {
       rpcUrl: `http://${urlHost(hostname)}:${port}`,
       chainId,
-      addresses: { usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS, factory: deployed.address, uniswap, ...(operatorSet ? { operatorSet } : {}) },
+      addresses: {
+        usdc: BASE_USDC_ADDRESS,
+        multicall3: MULTICALL3_ADDRESS,
+        factory: deployed.address,
+        uniswap,
+        ...(operatorSet ? { operatorSet } : {}),
+      },
       deployBlock: deployed.block,
       operator: keyOf(operator),
       facilitator: keyOf(facilitator),

@@ -28,7 +28,8 @@ const MESSAGES: Record<string, (args: unknown[]) => AppError> = {
   SpendPolicyAlreadyDeployed: () => conflict("The agent's policy contract is already deployed."),
   SpendPolicySignatureUsed: () => conflict("This signature was already used on-chain; sign again with a new timestamp."),
   SpendPolicyZeroAddress: () => badRequest("The zero address is not allowed here."),
-  SpendPolicyWithdrawFailed: () => new AppError(422, "withdraw_failed", "The recipient refused the transfer (a contract that does not accept ETH?)."),
+  SpendPolicyWithdrawFailed: () =>
+    new AppError(422, "withdraw_failed", "The recipient refused the transfer (a contract that does not accept ETH?)."),
   SpendPolicyUnauthorizedDeployer: () => unavailable("This service's operator is not the factory's deployer."),
   SpendPolicyUnauthorizedOperator: () => unavailable("This service is not the operator of the agent's policy contract."),
 };

@@ -9,19 +9,85 @@ import type { AllowlistProof } from "../policy/allowlist";
  * `meaning` goes into the API reference, `message` to the agent that was refused.
  */
 export const REASON_TABLE: readonly { code: number; name: string; meaning: string; message: string }[] = [
-  { code: 1, name: "merchant_not_allowed", meaning: "the merchant's host is not on the allowlist (checked before the seller is contacted)", message: "The merchant is not on the agent's allowlist." },
-  { code: 2, name: "per_tx_limit_exceeded", meaning: "the price is above perTxLimit", message: "The price is above the per-payment limit." },
-  { code: 3, name: "daily_budget_exceeded", meaning: "the payment would take today's spend (UTC day) above dailyBudget", message: "The payment would exceed today's budget." },
-  { code: 4, name: "policy_paused", meaning: "the owner paused the agent (kill switch)", message: "The owner has paused this agent's payments." },
-  { code: 5, name: "approval_required", meaning: "above approvalThreshold without a valid owner approval", message: "The payment needs a valid owner approval." },
-  { code: 6, name: "velocity_exceeded", meaning: "the agent already made maxPaymentsPerHour payments this UTC hour", message: "The agent has made as many payments this hour as its policy allows." },
-  { code: 7, name: "policy_expired", meaning: "the policy's validUntil has passed; every payment is blocked until the owner signs a new policy", message: "The agent's policy has expired; the owner must sign a new one." },
-  { code: 8, name: "hourly_budget_exceeded", meaning: "the payment would take this UTC hour's spend above hourlyBudget", message: "The payment would exceed this hour's budget." },
-  { code: 9, name: "weekly_budget_exceeded", meaning: "the payment would take this 7-day window's spend (weeks from Thursday 00:00 UTC) above weeklyBudget", message: "The payment would exceed this week's budget." },
-  { code: 10, name: "monthly_budget_exceeded", meaning: "the payment would take this 30-day window's spend above monthlyBudget", message: "The payment would exceed this 30-day budget." },
-  { code: 11, name: "lifetime_budget_exceeded", meaning: "the payment would take the total authorised while a lifetime budget was set above lifetimeBudget", message: "The payment would exceed the agent's lifetime budget." },
-  { code: 12, name: "merchant_budget_exceeded", meaning: "the payment would take today's spend under the allowlist entry that admits the merchant above that entry's daily cap", message: "The payment would exceed this merchant's daily cap." },
-  { code: 13, name: "swap_slippage_exceeded", meaning: "the swap that was to buy the USDC shortfall would have paid more than the pool's TWAP price plus maxSwapSlippageBps (refused by the router on-chain, the payment then released)", message: "Buying the missing USDC would cost more than the owner's swap slippage bound allows." },
+  {
+    code: 1,
+    name: "merchant_not_allowed",
+    meaning: "the merchant's host is not on the allowlist (checked before the seller is contacted)",
+    message: "The merchant is not on the agent's allowlist.",
+  },
+  {
+    code: 2,
+    name: "per_tx_limit_exceeded",
+    meaning: "the price is above perTxLimit",
+    message: "The price is above the per-payment limit.",
+  },
+  {
+    code: 3,
+    name: "daily_budget_exceeded",
+    meaning: "the payment would take today's spend (UTC day) above dailyBudget",
+    message: "The payment would exceed today's budget.",
+  },
+  {
+    code: 4,
+    name: "policy_paused",
+    meaning: "the owner paused the agent (kill switch)",
+    message: "The owner has paused this agent's payments.",
+  },
+  {
+    code: 5,
+    name: "approval_required",
+    meaning: "above approvalThreshold without a valid owner approval",
+    message: "The payment needs a valid owner approval.",
+  },
+  {
+    code: 6,
+    name: "velocity_exceeded",
+    meaning: "the agent already made maxPaymentsPerHour payments this UTC hour",
+    message: "The agent has made as many payments this hour as its policy allows.",
+  },
+  {
+    code: 7,
+    name: "policy_expired",
+    meaning: "the policy's validUntil has passed; every payment is blocked until the owner signs a new policy",
+    message: "The agent's policy has expired; the owner must sign a new one.",
+  },
+  {
+    code: 8,
+    name: "hourly_budget_exceeded",
+    meaning: "the payment would take this UTC hour's spend above hourlyBudget",
+    message: "The payment would exceed this hour's budget.",
+  },
+  {
+    code: 9,
+    name: "weekly_budget_exceeded",
+    meaning: "the payment would take this 7-day window's spend (weeks from Thursday 00:00 UTC) above weeklyBudget",
+    message: "The payment would exceed this week's budget.",
+  },
+  {
+    code: 10,
+    name: "monthly_budget_exceeded",
+    meaning: "the payment would take this 30-day window's spend above monthlyBudget",
+    message: "The payment would exceed this 30-day budget.",
+  },
+  {
+    code: 11,
+    name: "lifetime_budget_exceeded",
+    meaning: "the payment would take the total authorised while a lifetime budget was set above lifetimeBudget",
+    message: "The payment would exceed the agent's lifetime budget.",
+  },
+  {
+    code: 12,
+    name: "merchant_budget_exceeded",
+    meaning: "the payment would take today's spend under the allowlist entry that admits the merchant above that entry's daily cap",
+    message: "The payment would exceed this merchant's daily cap.",
+  },
+  {
+    code: 13,
+    name: "swap_slippage_exceeded",
+    meaning:
+      "the swap that was to buy the USDC shortfall would have paid more than the pool's TWAP price plus maxSwapSlippageBps (refused by the router on-chain, the payment then released)",
+    message: "Buying the missing USDC would cost more than the owner's swap slippage bound allows.",
+  },
 ];
 
 /** Reason name by on-chain code. */
@@ -99,7 +165,14 @@ export class PolicyOps {
     for (const log of this.logsOf(receipt, policyAddress)) {
       const parsed = c.interface.parseLog(log);
       if (parsed?.name === "PaymentAuthorized") {
-        return { receipt, authorized: true, reason: null, spentToday: parsed.args.spentToday, txHash: receipt.hash, blockNumber: receipt.blockNumber };
+        return {
+          receipt,
+          authorized: true,
+          reason: null,
+          spentToday: parsed.args.spentToday,
+          txHash: receipt.hash,
+          blockNumber: receipt.blockNumber,
+        };
       }
       if (parsed?.name === "PaymentBlocked") {
         return {
@@ -170,4 +243,3 @@ export class PolicyOps {
     return receipt.logs.filter((l) => l.address.toLowerCase() === address.toLowerCase());
   }
 }
-

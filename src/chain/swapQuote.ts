@@ -100,6 +100,13 @@ export async function quoteSwap(runner: ContractRunner, req: SwapQuoteRequest): 
     feePips: req.fee,
     maxSlippageBps: req.maxSlippageBps,
   });
-  const quote: SwapQuote = { pool, amountIn: spot.amountIn, maxAmountIn: bound, twapTick, sqrtPriceX96After: spot.sqrtPriceX96After, gasEstimate: spot.gasEstimate };
+  const quote: SwapQuote = {
+    pool,
+    amountIn: spot.amountIn,
+    maxAmountIn: bound,
+    twapTick,
+    sqrtPriceX96After: spot.sqrtPriceX96After,
+    gasEstimate: spot.gasEstimate,
+  };
   return spot.amountIn <= bound ? { ok: true, quote } : { ok: false, reason: "swap_slippage_exceeded", quote };
 }

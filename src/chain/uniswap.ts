@@ -122,19 +122,22 @@ export async function deployEmbeddedUniswap(opts: {
   const centre = Math.round(tick / spacing) * spacing;
   const [amount0, amount1] = token0 === WETH_ADDRESS ? [LIQUIDITY_WETH, LIQUIDITY_USDC] : [LIQUIDITY_USDC, LIQUIDITY_WETH];
   await send(
-    npm.mint({
-      token0,
-      token1,
-      fee: UNISWAP_POOL_FEE,
-      tickLower: centre - RANGE_TICKS,
-      tickUpper: centre + RANGE_TICKS,
-      amount0Desired: amount0,
-      amount1Desired: amount1,
-      amount0Min: 0,
-      amount1Min: 0,
-      recipient: me,
-      deadline: MaxUint256,
-    }, GAS),
+    npm.mint(
+      {
+        token0,
+        token1,
+        fee: UNISWAP_POOL_FEE,
+        tickLower: centre - RANGE_TICKS,
+        tickUpper: centre + RANGE_TICKS,
+        amount0Desired: amount0,
+        amount1Desired: amount1,
+        amount0Min: 0,
+        amount1Min: 0,
+        recipient: me,
+        deadline: MaxUint256,
+      },
+      GAS,
+    ),
   );
   await send(pool.increaseObservationCardinalityNext(OBSERVATION_CARDINALITY, GAS));
   await writeHistory(provider, router, usdc, me);
@@ -154,7 +157,8 @@ export async function deployEmbeddedUniswap(opts: {
  * last block lands on the wall clock. With a chain that did not start in the past, this just adds a few blocks.
  */
 async function writeHistory(provider: EIP1193Provider, router: Contract, usdc: string, me: string): Promise<void> {
-  const latest = async () => Number(((await provider.request({ method: "eth_getBlockByNumber", params: ["latest", false] })) as { timestamp: string }).timestamp);
+  const latest = async () =>
+    Number(((await provider.request({ method: "eth_getBlockByNumber", params: ["latest", false] })) as { timestamp: string }).timestamp);
   const start = await latest();
   const end = Math.max(Math.floor(Date.now() / 1000), start + HISTORY_SWAPS);
   for (let i = 1; i <= HISTORY_SWAPS; i++) {
@@ -164,15 +168,18 @@ async function writeHistory(provider: EIP1193Provider, router: Contract, usdc: s
     const buyEth = i % 2 === 1;
     const amountIn = buyEth ? HISTORY_SWAP_USDC : (HISTORY_SWAP_USDC * 10n ** 12n) / EMBEDDED_ETH_PRICE_USDC;
     await send(
-      router.exactInputSingle({
-        tokenIn: buyEth ? usdc : WETH_ADDRESS,
-        tokenOut: buyEth ? WETH_ADDRESS : usdc,
-        fee: UNISWAP_POOL_FEE,
-        recipient: me,
-        amountIn,
-        amountOutMinimum: 0,
-        sqrtPriceLimitX96: 0,
-      }, GAS),
+      router.exactInputSingle(
+        {
+          tokenIn: buyEth ? usdc : WETH_ADDRESS,
+          tokenOut: buyEth ? WETH_ADDRESS : usdc,
+          fee: UNISWAP_POOL_FEE,
+          recipient: me,
+          amountIn,
+          amountOutMinimum: 0,
+          sqrtPriceLimitX96: 0,
+        },
+        GAS,
+      ),
     );
   }
 }

@@ -2,14 +2,9 @@
  * viem clients bound to one explicit RPC URL. Never use viem's built-in chain objects (`base`, `baseSepolia`) or
  * `http()` without a URL here: they point at the public Base RPC.
  */
-import type {
-  Chain,
-  HttpTransport,
-  PrivateKeyAccount,
-  PublicActions,
-  PublicClient,
-  WalletClient,
-} from "viem" with { "resolution-mode": "import" };
+import type { Chain, HttpTransport, PrivateKeyAccount, PublicActions, PublicClient, WalletClient } from "viem" with {
+  "resolution-mode": "import",
+};
 
 // viem ships CommonJS builds but marks its type declarations as ESM, so under `module: node16` TypeScript refuses a
 // static import from this CommonJS project. require() loads viem's CJS build; the types come from the ESM typings.
@@ -67,12 +62,7 @@ export type SignerClient = WalletClient<HttpTransport, Chain, PrivateKeyAccount>
  * A wallet client (with public actions) for a private key. The account uses viem's nonce manager, so concurrent
  * sends from one key get consecutive nonces.
  */
-export function walletClientFor(
-  privateKey: string,
-  rpcUrl: string,
-  chainId: number,
-  opts?: TransportOptions,
-): SignerClient {
+export function walletClientFor(privateKey: string, rpcUrl: string, chainId: number, opts?: TransportOptions): SignerClient {
   const account = privateKeyToAccount(privateKey as `0x${string}`, { nonceManager });
   return createWalletClient({
     account,

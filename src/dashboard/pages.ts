@@ -19,8 +19,7 @@ export const PAGES: PageDef[] = [
   { path: "/webhooks", title: "Webhooks", heading: "Webhooks: alerts to your endpoints", inNav: true },
 ];
 
-const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 export function renderPage(page: PageDef, assets: { script: string; style: string }): string {
   const nav = PAGES.filter((p) => p.inNav)

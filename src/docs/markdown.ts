@@ -102,8 +102,12 @@ function routeSection(route: RouteDoc, op: JsonSchema, set: SchemaSet): string {
   for (const [status, r] of Object.entries(route.responses)) {
     const schema = op.responses[status]?.content?.[r.contentType ?? "application/json"]?.schema as JsonSchema | undefined;
     const shown = schema?.oneOf ? schema.oneOf[0] : schema;
-    const body = shown ? typeLabel(shown) : r.contentType ?? "(none)";
-    const headers = r.headers ? ` Headers: ${Object.keys(r.headers).map((h) => `\`${h}\``).join(", ")}.` : "";
+    const body = shown ? typeLabel(shown) : (r.contentType ?? "(none)");
+    const headers = r.headers
+      ? ` Headers: ${Object.keys(r.headers)
+          .map((h) => `\`${h}\``)
+          .join(", ")}.`
+      : "";
     out.push(`| ${status} | ${cell(body)} | ${cell(r.description + "." + headers)} |`);
   }
   for (const [status, codes] of [...errorsByStatus(route)].sort(([a], [b]) => a - b)) {
@@ -137,7 +141,7 @@ function signingSection(): string {
     typesBlock("policy domain: operator rotation (contract only)", SET_OPERATOR_TYPES),
     typesBlock("policy domain: POST /agents/:address/withdraw (token 0x0 = ETH; amount in the token's base units)", WITHDRAW_TYPES),
     typesBlock("policy domain: POST /agents/:address/owner (signed by the current owner)", SET_OWNER_TYPES),
-    typesBlock("policy domain: POST /approvals/:id/approve and /deny (action \"approve\" or \"deny\")", APPROVAL_DECISION_TYPES),
+    typesBlock('policy domain: POST /approvals/:id/approve and /deny (action "approve" or "deny")', APPROVAL_DECISION_TYPES),
     typesBlock("service domain: POST /agents/link", LINK_AGENT_TYPES),
     "```",
     "",
@@ -208,7 +212,11 @@ export function buildApiDocs(ctx: DocsContext): string {
     out.push(routeSection(route, op, set));
   }
 
-  out.push("## MCP tools", "", `\`POST ${ctx.baseUrl}/mcp\` with \`Authorization: Bearer <apiKey>\` and \`X-Agent-Address: <agentAddress>\`.`);
+  out.push(
+    "## MCP tools",
+    "",
+    `\`POST ${ctx.baseUrl}/mcp\` with \`Authorization: Bearer <apiKey>\` and \`X-Agent-Address: <agentAddress>\`.`,
+  );
   out.push("Each tool has an input and an output JSON Schema (tools/list). A blocked payment, a refusal and a service error are");
   out.push("`isError: true` results; a service error's text is the REST error body. No tool approves, denies or changes limits.", "");
   for (const tool of TOOLS) {
@@ -225,7 +233,7 @@ export function buildApiDocs(ctx: DocsContext): string {
 
   out.push("## Error codes", "", "| code | status | meaning |", "|---|---|---|");
   for (const [code, doc] of Object.entries(ERROR_CODES)) out.push(`| \`${code}\` | ${doc.status} | ${cell(doc.meaning)} |`);
-  out.push("", "## Block reasons", "", "`reason` of a blocked payment (POST /pay 422, `status: \"blocked\"`):", "");
+  out.push("", "## Block reasons", "", '`reason` of a blocked payment (POST /pay 422, `status: "blocked"`):', "");
   out.push(table("reason | meaning", Object.entries(BLOCK_REASONS)));
   out.push("## Ledger statuses", "", table("status | meaning", Object.entries(LEDGER_STATUSES)));
   out.push(signingSection());

@@ -32,7 +32,10 @@ const SECURITY: Record<string, Record<string, string[]>[]> = {
 };
 
 export function operationId(route: RouteDoc): string {
-  const words = route.path.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1));
+  const words = route.path
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0].toUpperCase() + w.slice(1));
   return route.method.toLowerCase() + words.join("");
 }
 
@@ -61,7 +64,8 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
     const res: JsonSchema = { description: r.description };
     if (r.schema) res.content = { [r.contentType ?? "application/json"]: { schema: set.convert(r.schema, "output") } };
     else if (r.contentType) res.content = { [r.contentType]: { schema: { type: "string" } } };
-    if (r.headers) res.headers = Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, { description: d, schema: { type: "string" } }]));
+    if (r.headers)
+      res.headers = Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, { description: d, schema: { type: "string" } }]));
     responses[status] = res;
   }
   for (const [status, codes] of errorsByStatus(route)) {
@@ -73,7 +77,12 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
       existing.description += `; errors: ${text}`;
       if (content) content.schema = { oneOf: [content.schema, errorRef] };
     } else {
-      const headers = status === 429 ? { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } } : status === 405 ? { Allow: { description: "allowed methods", schema: { type: "string" } } } : undefined;
+      const headers =
+        status === 429
+          ? { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } }
+          : status === 405
+            ? { Allow: { description: "allowed methods", schema: { type: "string" } } }
+            : undefined;
       responses[status] = { description: text, content: { "application/json": { schema: errorRef } }, ...(headers ? { headers } : {}) };
     }
   }
@@ -81,7 +90,9 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
     operationId: operationId(route),
     tags: [route.tag],
     summary: route.summary,
-    description: [route.description, `Auth: ${AUTH_MODES[route.auth]}.`, route.signature ? `Signed by the owner: ${route.signature}.` : ""].filter(Boolean).join(" "),
+    description: [route.description, `Auth: ${AUTH_MODES[route.auth]}.`, route.signature ? `Signed by the owner: ${route.signature}.` : ""]
+      .filter(Boolean)
+      .join(" "),
     security: SECURITY[route.auth],
     "x-error-codes": [...errorsByStatus(route).values()].flat(),
     responses,
@@ -116,7 +127,12 @@ export function buildOpenApi(ctx: DocsContext): JsonSchema {
     components: {
       schemas: set.components,
       securitySchemes: {
-        apiKey: { type: "http", scheme: "bearer", bearerFormat: "sk_<64 hex>", description: "agent key (POST /wallet/genesis) or owner key (SIWE sign-in)" },
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "sk_<64 hex>",
+          description: "agent key (POST /wallet/genesis) or owner key (SIWE sign-in)",
+        },
         agentAddress: { type: "apiKey", in: "header", name: "X-Agent-Address", description: "MCP: the agent the tools act for" },
         x402: { type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE", description: "x402 v2 payment (X-PAYMENT for v1)" },
       },

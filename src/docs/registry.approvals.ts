@@ -9,8 +9,15 @@ import type { ResponseDoc, RouteDoc } from "./registry";
 const json = (description: string, schema: z.ZodType): ResponseDoc => ({ description, schema });
 const SIGNED = ["invalid_signature"];
 /** What a call to a seller can fail with (POST /pay, approve). */
-export const SELLER_ERRORS = ["upstream_error", "invalid_payment_required", "seller_redirect_refused", "seller_response_too_large", "upstream_timeout", "unsafe_seller_address", "insecure_seller"];
-
+export const SELLER_ERRORS = [
+  "upstream_error",
+  "invalid_payment_required",
+  "seller_redirect_refused",
+  "seller_response_too_large",
+  "upstream_timeout",
+  "unsafe_seller_address",
+  "insecure_seller",
+];
 
 export const APPROVAL_ROUTES: RouteDoc[] = [
   {
@@ -34,7 +41,18 @@ export const APPROVAL_ROUTES: RouteDoc[] = [
     params: { id: { schema: ApprovalIdParam, description: "the approvalId (apr_...)" } },
     body: ApprovalDecisionRequest,
     responses: { 200: json("approved and paid", ApproveResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "price_changed", "unsupported_payment", "blocked", ...SIGNED, ...SELLER_ERRORS],
+    errors: [
+      "bad_request",
+      "unauthorized",
+      "forbidden",
+      "not_found",
+      "conflict",
+      "price_changed",
+      "unsupported_payment",
+      "blocked",
+      ...SIGNED,
+      ...SELLER_ERRORS,
+    ],
   },
   {
     method: "POST",

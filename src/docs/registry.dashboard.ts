@@ -8,17 +8,15 @@ import { AgentPublic, DashboardConfigResponse as DashboardConfig } from "../sche
 const html = (description: string) => ({ description, contentType: "text/html; charset=utf-8" });
 
 export const DASHBOARD_ROUTES: RouteDoc[] = [
-  ...["/", "/onboarding", "/agents"].map(
-    (path): RouteDoc => ({
-      method: "GET",
-      path,
-      tag: "Dashboard",
-      summary: `Owner dashboard page ${path}`,
-      auth: "none",
-      responses: { 200: html("the page"), 503: html("the dashboard bundle could not be built") },
-      errors: [],
-    }),
-  ),
+  ...["/", "/onboarding", "/agents"].map((path): RouteDoc => ({
+    method: "GET",
+    path,
+    tag: "Dashboard",
+    summary: `Owner dashboard page ${path}`,
+    auth: "none",
+    responses: { 200: html("the page"), 503: html("the dashboard bundle could not be built") },
+    errors: [],
+  })),
   {
     method: "GET",
     path: "/dashboard/assets/:name",

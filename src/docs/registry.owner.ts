@@ -2,7 +2,15 @@
  * The owner's powers over an agent's wallet and keys beyond the policy, for the route registry (spread into ROUTES).
  */
 import { Address } from "../schemas/common";
-import { AgentKeyResponse, GasUsageResponse, RevokeOwnerKeysResponse, SetOwnerRequest, SetOwnerResponse, WithdrawRequest, WithdrawResponse } from "../schemas/owner";
+import {
+  AgentKeyResponse,
+  GasUsageResponse,
+  RevokeOwnerKeysResponse,
+  SetOwnerRequest,
+  SetOwnerResponse,
+  WithdrawRequest,
+  WithdrawResponse,
+} from "../schemas/owner";
 import type { z } from "zod";
 import type { ResponseDoc, RouteDoc } from "./registry";
 
@@ -23,7 +31,17 @@ export const OWNER_ROUTES: RouteDoc[] = [
     params: { address: { schema: Address, description: "the agent" } },
     body: WithdrawRequest,
     responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
+    errors: [
+      "bad_request",
+      "unauthorized",
+      "forbidden",
+      "not_found",
+      "conflict",
+      "no_policy",
+      "insufficient_funds",
+      "withdraw_failed",
+      ...SIGNED,
+    ],
   },
   {
     method: "POST",

@@ -161,7 +161,8 @@ export const ROUTES: RouteDoc[] = [
     path: "/auth/siwe/verify",
     tag: "Owners",
     summary: "Owner sign-in, step 2: the signed SIWE message for an owner key",
-    description: "EIP-4361 message: domain = the API's host, URI = its origin, chain id 8453, the nonce from step 1; signed with personal_sign.",
+    description:
+      "EIP-4361 message: domain = the API's host, URI = its origin, chain id 8453, the nonce from step 1; signed with personal_sign.",
     auth: "none",
     signature: "SIWE",
     body: SiweVerifyRequest,
@@ -192,7 +193,7 @@ export const ROUTES: RouteDoc[] = [
     description:
       "Needs the owner's SetPolicy signature over every field (policy domain); the first call deploys the agent's SpendPolicy. " +
       "The optional limits (hourlyBudget, weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour, validUntil, " +
-      "swapTwapSeconds, merchantCaps) are 0, \"no such limit\", when absent, and are signed as 0. `merchantCaps` maps allowlist " +
+      'swapTwapSeconds, merchantCaps) are 0, "no such limit", when absent, and are signed as 0. `merchantCaps` maps allowlist ' +
       "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). maxSwapSlippageBps (at most " +
       "1000; 0 = no swaps) lets POST /pay buy a missing USDC shortfall with the wallet's WETH or ETH, at most that many basis " +
       "points above the pool's TWAP over swapTwapSeconds (60 to 3600 when swaps are on; 400 otherwise).",
@@ -234,11 +235,22 @@ export const ROUTES: RouteDoc[] = [
     headers: [{ name: "Idempotency-Key", required: false, description: "1-200 printable ASCII characters; kept 24 h per API key" }],
     body: PayRequest,
     responses: {
-      200: json("approved: paid and settled", PayResult, { "Idempotent-Replayed": "true when answered from an earlier request with the same key" }),
+      200: json("approved: paid and settled", PayResult, {
+        "Idempotent-Replayed": "true when answered from an earlier request with the same key",
+      }),
       202: json("pending: waits for the owner's approval", PayResult),
       422: json("blocked by the policy (status blocked, reason, onchainEvent PaymentBlocked), or an error below", PayResult),
     },
-    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "no_policy", "payment_not_required", "gas_allowance_exceeded", ...SELLER_ERRORS],
+    errors: [
+      "bad_request",
+      "unauthorized",
+      "forbidden",
+      "conflict",
+      "no_policy",
+      "payment_not_required",
+      "gas_allowance_exceeded",
+      ...SELLER_ERRORS,
+    ],
   },
   ...APPROVAL_ROUTES,
   {
@@ -274,33 +286,31 @@ export const ROUTES: RouteDoc[] = [
     responses: { 200: json("given: the transaction that delivered it", FaucetResponse) },
     errors: ["bad_request", "not_found"],
   },
-  ...(["GET", "POST"] as const).map(
-    (method): RouteDoc => ({
-      method,
-      path: "/sell/agent-intel",
-      tag: "Seller",
-      summary: `SpendGate as an x402 seller: the paying agent's portfolio (${method})`,
-      description:
-        "Unpaid: 402 with the v1 JSON body, the v2 PAYMENT-REQUIRED header and X-Service-Amount, X-Service-Network, " +
-        "X-Service-Chain-Id, X-Service-Token, X-Service-Receiver. Paid: verified and settled through x402, then the resource.",
-      auth: "x402",
-      headers: [
-        { name: "PAYMENT-SIGNATURE", required: false, description: "x402 v2 payment payload (base64 JSON)" },
-        { name: "X-PAYMENT", required: false, description: "x402 v1 payment payload (base64 JSON)" },
-      ],
-      responses: {
-        200: json("paid: the resource", AgentIntel, { "PAYMENT-RESPONSE": "v2 settlement (base64 JSON); X-PAYMENT-RESPONSE for v1" }),
-        402: json("payment required, or the payment was refused (`error` says why)", PaymentChallenge, {
-          "PAYMENT-REQUIRED": "x402 v2 payment requirement (base64 JSON)",
-          "X-Service-Amount": "price in USDC",
-          "X-Service-Network": "network name",
-          "X-Service-Token": "USDC contract",
-          "X-Service-Receiver": "receiving address",
-        }),
-      },
-      errors: ["upstream_error"],
-    }),
-  ),
+  ...(["GET", "POST"] as const).map((method): RouteDoc => ({
+    method,
+    path: "/sell/agent-intel",
+    tag: "Seller",
+    summary: `SpendGate as an x402 seller: the paying agent's portfolio (${method})`,
+    description:
+      "Unpaid: 402 with the v1 JSON body, the v2 PAYMENT-REQUIRED header and X-Service-Amount, X-Service-Network, " +
+      "X-Service-Chain-Id, X-Service-Token, X-Service-Receiver. Paid: verified and settled through x402, then the resource.",
+    auth: "x402",
+    headers: [
+      { name: "PAYMENT-SIGNATURE", required: false, description: "x402 v2 payment payload (base64 JSON)" },
+      { name: "X-PAYMENT", required: false, description: "x402 v1 payment payload (base64 JSON)" },
+    ],
+    responses: {
+      200: json("paid: the resource", AgentIntel, { "PAYMENT-RESPONSE": "v2 settlement (base64 JSON); X-PAYMENT-RESPONSE for v1" }),
+      402: json("payment required, or the payment was refused (`error` says why)", PaymentChallenge, {
+        "PAYMENT-REQUIRED": "x402 v2 payment requirement (base64 JSON)",
+        "X-Service-Amount": "price in USDC",
+        "X-Service-Network": "network name",
+        "X-Service-Token": "USDC contract",
+        "X-Service-Receiver": "receiving address",
+      }),
+    },
+    errors: ["upstream_error"],
+  })),
   {
     method: "POST",
     path: "/mcp",
@@ -320,18 +330,16 @@ export const ROUTES: RouteDoc[] = [
     },
     errors: ["bad_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type"],
   },
-  ...(["GET", "DELETE"] as const).map(
-    (method): RouteDoc => ({
-      method,
-      path: "/mcp",
-      tag: "MCP",
-      summary: `Not offered by the stateless MCP server (${method})`,
-      description: "No server-sent event stream and no session: 405 with `Allow: POST`.",
-      auth: "none",
-      responses: {},
-      errors: ["method_not_allowed"],
-    }),
-  ),
+  ...(["GET", "DELETE"] as const).map((method): RouteDoc => ({
+    method,
+    path: "/mcp",
+    tag: "MCP",
+    summary: `Not offered by the stateless MCP server (${method})`,
+    description: "No server-sent event stream and no session: 405 with `Allow: POST`.",
+    auth: "none",
+    responses: {},
+    errors: ["method_not_allowed"],
+  })),
   {
     method: "GET",
     path: "/skill.md",

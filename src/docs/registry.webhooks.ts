@@ -24,7 +24,7 @@ export const WEBHOOK_ROUTES: RouteDoc[] = [
     summary: "Register a webhook endpoint for owner alerts (the signing secret is shown once)",
     description:
       `Events: ${WEBHOOK_EVENT_TYPES.join(", ")}. Each delivery is a POST of \`{ id, type, createdAt, data }\` with the header ` +
-      "`SpendGate-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\" under the secret>`, retried with exponential backoff " +
+      '`SpendGate-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>`, retried with exponential backoff ' +
       "for 24 h until a 2xx answer (at least once: dedupe by `id`). Redirects are not followed. The URL follows the seller rules: " +
       "https (plain http only with ALLOW_HTTP_SELLERS), no private address (unless ALLOW_PRIVATE_SELLERS), at most 2048 characters; " +
       "at most 10 active endpoints per owner.",

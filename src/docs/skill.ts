@@ -15,7 +15,6 @@ export function mcpClientConfig(baseUrl: string, agentAddress = "<agentAddress>"
   };
 }
 
-
 export function buildSkill(baseUrl: string, dashboardUrl: string): string {
   const mcp = JSON.stringify(mcpClientConfig(baseUrl), null, 2);
   return `---

@@ -55,8 +55,13 @@ function emptyErrorAnswer(status: number, method: string, path: string, allow: s
   if (status === 405) {
     return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
   }
-  if (status === 501) return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
-  return new AppError(status, status < 500 ? "bad_request" : "internal", status < 500 ? "Bad request." : "Something went wrong on our side.");
+  if (status === 501)
+    return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
+  return new AppError(
+    status,
+    status < 500 ? "bad_request" : "internal",
+    status < 500 ? "Bad request." : "Something went wrong on our side.",
+  );
 }
 
 /** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
@@ -65,7 +70,8 @@ export function toAppError(err: unknown): AppError {
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
-  if (e.type === "encoding.unsupported") return new AppError(415, "unsupported_media_type", "Unsupported Content-Encoding: send gzip, deflate, br or none.");
+  if (e.type === "encoding.unsupported")
+    return new AppError(415, "unsupported_media_type", "Unsupported Content-Encoding: send gzip, deflate, br or none.");
   if (status === 415) return unsupportedMediaType();
   // A body whose Content-Encoding does not decode (zlib's errors carry no status): the client's fault.
   if (typeof (e as { code?: unknown }).code === "string" && /^(Z_|ERR_ZLIB|ERR_BROTLI|ERR__ERROR_)/.test((e as { code: string }).code)) {

@@ -48,7 +48,10 @@ export interface AuditAgent {
   owners: { owner: string; timestamp: number; txHash: string }[];
   operators: { operator: string; timestamp: number; txHash: string }[];
   /** Each signed policy: its version, every SetPolicy field (amounts and integers as decimal strings), when and where. */
-  policies: ({ version: number; allowlistRoot: string; timestamp: number; txHash: string } & Record<(typeof POLICY_NUMBERS)[number], string>)[];
+  policies: ({ version: number; allowlistRoot: string; timestamp: number; txHash: string } & Record<
+    (typeof POLICY_NUMBERS)[number],
+    string
+  >)[];
   pauses: { paused: boolean; timestamp: number; txHash: string }[];
   withdrawals: { token: string; to: string; amount: string; timestamp: number; txHash: string }[];
   /** Authorised payments by paymentId, in order. */
@@ -87,14 +90,29 @@ export async function auditFromLogs(
   for (const log of deployed) {
     const e = factoryIface.parseLog(log)!;
     const agent = getAddress(e.args.agent);
-    report.agents[agent] = { agent, deployTx: log.transactionHash, owners: [], operators: [], policies: [], pauses: [], withdrawals: [], payments: [], blocked: [], days: {} };
+    report.agents[agent] = {
+      agent,
+      deployTx: log.transactionHash,
+      owners: [],
+      operators: [],
+      policies: [],
+      pauses: [],
+      withdrawals: [],
+      payments: [],
+      blocked: [],
+      days: {},
+    };
   }
   const agents = Object.keys(report.agents);
   if (agents.length === 0) return report;
 
   const [agentLogs, usedLogs] = await Promise.all([
     provider.getLogs({ ...range, address: agents }),
-    provider.getLogs({ ...range, address: opts.usdc, topics: [usdcIface.getEvent("AuthorizationUsed")!.topicHash, agents.map((a) => zeroPadValue(a, 32))] }),
+    provider.getLogs({
+      ...range,
+      address: opts.usdc,
+      topics: [usdcIface.getEvent("AuthorizationUsed")!.topicHash, agents.map((a) => zeroPadValue(a, 32))],
+    }),
   ]);
   const timestamps = new Map<number, number>();
   for (const n of new Set([...agentLogs, ...usedLogs].map((l) => l.blockNumber))) {
@@ -120,9 +138,13 @@ export async function auditFromLogs(
         break;
       case "PolicyUpdated": {
         const p = e.args.policy;
-        const numbers = Object.fromEntries(POLICY_NUMBERS.map((k) => [k, (p[k] ?? 0n).toString()])) as Record<(typeof POLICY_NUMBERS)[number], string>;
+        const numbers = Object.fromEntries(POLICY_NUMBERS.map((k) => [k, (p[k] ?? 0n).toString()])) as Record<
+          (typeof POLICY_NUMBERS)[number],
+          string
+        >;
         a.policies.push({ version: Number(e.args.version), ...numbers, allowlistRoot: p.allowlistRoot, ...at });
-        if (Number(e.args.version) !== a.policies.length) report.inconsistencies.push(`${a.agent}: policy version ${e.args.version} is number ${a.policies.length} seen`);
+        if (Number(e.args.version) !== a.policies.length)
+          report.inconsistencies.push(`${a.agent}: policy version ${e.args.version} is number ${a.policies.length} seen`);
         break;
       }
       case "PausedSet":
@@ -137,11 +159,19 @@ export async function auditFromLogs(
       case "SwapExecuted": {
         const p = byId.get(`${a.agent}|${e.args.paymentId}`);
         if (!p || p.status !== "authorized" || p.swap) {
-          report.inconsistencies.push(`${a.agent}: SwapExecuted for ${p ? `a payment already ${p.swap ? "swapped" : p.status}` : "an unknown payment"} ${e.args.paymentId}`);
+          report.inconsistencies.push(
+            `${a.agent}: SwapExecuted for ${p ? `a payment already ${p.swap ? "swapped" : p.status}` : "an unknown payment"} ${e.args.paymentId}`,
+          );
           break;
         }
-        if (e.args.amountOut > BigInt(p.amount)) report.inconsistencies.push(`${a.agent} ${p.paymentId}: swap bought ${e.args.amountOut}, more than the payment's ${p.amount}`);
-        p.swap = { txHash: log.transactionHash, tokenIn: getAddress(e.args.tokenIn), amountIn: e.args.amountIn.toString(), amountOut: e.args.amountOut.toString() };
+        if (e.args.amountOut > BigInt(p.amount))
+          report.inconsistencies.push(`${a.agent} ${p.paymentId}: swap bought ${e.args.amountOut}, more than the payment's ${p.amount}`);
+        p.swap = {
+          txHash: log.transactionHash,
+          tokenIn: getAddress(e.args.tokenIn),
+          amountIn: e.args.amountIn.toString(),
+          amountOut: e.args.amountOut.toString(),
+        };
         break;
       }
       case "PaymentBlocked":
@@ -149,25 +179,47 @@ export async function auditFromLogs(
         if (Number(e.args.reason) === 13) {
           const p = byId.get(`${a.agent}|${e.args.paymentId}`);
           if (!p || p.status !== "authorized" || p.merchant !== e.args.merchant) {
-            report.inconsistencies.push(`${a.agent}: swap_slippage_exceeded for ${p ? `payment ${e.args.paymentId} (${p.status}, merchant ${p.merchant})` : `unknown payment ${e.args.paymentId}`}`);
+            report.inconsistencies.push(
+              `${a.agent}: swap_slippage_exceeded for ${p ? `payment ${e.args.paymentId} (${p.status}, merchant ${p.merchant})` : `unknown payment ${e.args.paymentId}`}`,
+            );
           }
         }
         a.blocked.push({
-          paymentId: e.args.paymentId, status: "blocked", merchant: e.args.merchant, amount: e.args.amount.toString(), payTo: null, validBefore: null,
-          reason: REASONS[Number(e.args.reason)] ?? `reason_${e.args.reason}`, approvalId: null, day: today, authorizeTx: log.transactionHash, settleTx: null, releaseTx: null,
+          paymentId: e.args.paymentId,
+          status: "blocked",
+          merchant: e.args.merchant,
+          amount: e.args.amount.toString(),
+          payTo: null,
+          validBefore: null,
+          reason: REASONS[Number(e.args.reason)] ?? `reason_${e.args.reason}`,
+          approvalId: null,
+          day: today,
+          authorizeTx: log.transactionHash,
+          settleTx: null,
+          releaseTx: null,
         });
         break;
       case "PaymentAuthorized": {
         const p: AuditPayment = {
-          paymentId: e.args.paymentId, status: "authorized", merchant: e.args.merchant, amount: e.args.amount.toString(), payTo: getAddress(e.args.payTo),
-          validBefore: Number(e.args.validBefore), reason: null, approvalId: pendingApproval.get(e.args.paymentId) ?? null, day: today,
-          authorizeTx: log.transactionHash, settleTx: null, releaseTx: null,
+          paymentId: e.args.paymentId,
+          status: "authorized",
+          merchant: e.args.merchant,
+          amount: e.args.amount.toString(),
+          payTo: getAddress(e.args.payTo),
+          validBefore: Number(e.args.validBefore),
+          reason: null,
+          approvalId: pendingApproval.get(e.args.paymentId) ?? null,
+          day: today,
+          authorizeTx: log.transactionHash,
+          settleTx: null,
+          releaseTx: null,
         };
         a.payments.push(p);
         byId.set(`${a.agent}|${p.paymentId}`, p);
         const rebuilt = (spend.get(key) ?? 0n) + BigInt(p.amount);
         spend.set(key, rebuilt);
-        if (rebuilt !== e.args.spentToday) report.inconsistencies.push(`${a.agent} ${p.paymentId}: spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
+        if (rebuilt !== e.args.spentToday)
+          report.inconsistencies.push(`${a.agent} ${p.paymentId}: spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
         a.days[today] = rebuilt.toString();
         break;
       }
@@ -180,9 +232,10 @@ export async function auditFromLogs(
         p.status = "released";
         p.releaseTx = log.transactionHash;
         // The contract gives the amount back only to the day it was authorised on, if that is today.
-        const rebuilt = p.day === today ? (spend.get(key) ?? 0n) - BigInt(p.amount) : spend.get(key) ?? 0n;
+        const rebuilt = p.day === today ? (spend.get(key) ?? 0n) - BigInt(p.amount) : (spend.get(key) ?? 0n);
         spend.set(key, rebuilt);
-        if (rebuilt !== e.args.spentToday) report.inconsistencies.push(`${a.agent} ${p.paymentId}: released, spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
+        if (rebuilt !== e.args.spentToday)
+          report.inconsistencies.push(`${a.agent} ${p.paymentId}: released, spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
         a.days[today] = rebuilt.toString();
         break;
       }
@@ -192,7 +245,9 @@ export async function auditFromLogs(
     const e = usdcIface.parseLog(log)!;
     const p = byId.get(`${getAddress(e.args.authorizer)}|${e.args.nonce}`);
     if (!p) {
-      report.inconsistencies.push(`${getAddress(e.args.authorizer)}: USDC moved under nonce ${e.args.nonce}, which its policy never authorised`);
+      report.inconsistencies.push(
+        `${getAddress(e.args.authorizer)}: USDC moved under nonce ${e.args.nonce}, which its policy never authorised`,
+      );
       continue;
     }
     if (p.status === "released") report.inconsistencies.push(`${p.paymentId}: settled after its release`);

@@ -175,7 +175,10 @@ export class Indexer {
     stats.linked += await this.ledger.unlink(removed);
 
     // 2. The policies the factory deployed (after step 1, so a removed deployment is no longer trusted).
-    await this.loadPolicies(Math.min(from, this.lastFrom ?? from), removed.some((e) => e.event === "AgentDeployed"));
+    await this.loadPolicies(
+      Math.min(from, this.lastFrom ?? from),
+      removed.some((e) => e.event === "AgentDeployed"),
+    );
     this.lastFrom = from;
 
     // 3. Read [from, head] in chunks, writing events and advancing the cursor after each chunk.
@@ -224,7 +227,12 @@ export class Indexer {
    */
   private async loadPolicies(since: number, deploymentRemoved: boolean): Promise<void> {
     const full = this.policiesLoadedAt === undefined || deploymentRemoved || Date.now() - this.policiesLoadedAt > POLICY_RELOAD_MS;
-    const filter: Filter<ChainEventDoc> = { chainId: this.chainId, event: "AgentDeployed", address: this.sources.factoryAddress, removed: false };
+    const filter: Filter<ChainEventDoc> = {
+      chainId: this.chainId,
+      event: "AgentDeployed",
+      address: this.sources.factoryAddress,
+      removed: false,
+    };
     if (!full) filter.blockNumber = { $gte: since };
     const deployed = await this.store.chainEvents.find(filter, { projection: { args: 1 } }).toArray();
     const policies = full ? new Map<string, string>() : this.policies;
@@ -256,7 +264,12 @@ export class Indexer {
     for (let i = 0; i < policyAddresses.length; i += this.addressChunk) {
       const chunk = policyAddresses.slice(i, i + this.addressChunk);
       const source = this.sources.policies(chunk);
-      const logs = await this.getLogs(from, to, chunk.map((a) => getAddress(a)), [policyTopics]);
+      const logs = await this.getLogs(
+        from,
+        to,
+        chunk.map((a) => getAddress(a)),
+        [policyTopics],
+      );
       for (const log of logs) {
         const d = decode(log, source);
         if (d) decoded.push(d);
@@ -339,9 +352,7 @@ export class Indexer {
 
   /** Marks stored events from `from` on whose block hash is no longer the canonical one. Returns them. */
   private async detectReorgs(from: number): Promise<ChainEventDoc[]> {
-    const recent = await this.store.chainEvents
-      .find({ chainId: this.chainId, removed: false, blockNumber: { $gte: from } })
-      .toArray();
+    const recent = await this.store.chainEvents.find({ chainId: this.chainId, removed: false, blockNumber: { $gte: from } }).toArray();
     if (recent.length === 0) return [];
     const canonical = new Map<number, string | null>();
     const heights = [...new Set(recent.map((e) => e.blockNumber))];

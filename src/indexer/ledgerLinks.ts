@@ -48,7 +48,9 @@ export class LedgerLinker {
   async link(events: ChainEventDoc[]): Promise<number> {
     const changed = new Set(events.filter((e) => POLICY_CHANGE_EVENTS.has(e.event) && e.agentAddress).map((e) => e.agentAddress!));
     for (const agentAddress of changed) {
-      await this.store.collection("policyChanges").updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
+      await this.store
+        .collection("policyChanges")
+        .updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
     }
     if (!events.some((e) => LEDGER_EVENTS.has(e.event))) return 0;
     const byPaymentId = new Map<string, ChainEventDoc[]>();
@@ -65,9 +67,9 @@ export class LedgerLinker {
     const ops: AnyBulkWriteOperation<PaymentDoc>[] = [];
     for (const p of candidates) {
       const related = [
-        ...(p.paymentId ? byPaymentId.get(p.paymentId) ?? [] : []),
-        ...(p.txHash ? byTxHash.get(p.txHash.toLowerCase()) ?? [] : []),
-        ...(p.authorizeTxHash ? byTxHash.get(p.authorizeTxHash.toLowerCase()) ?? [] : []),
+        ...(p.paymentId ? (byPaymentId.get(p.paymentId) ?? []) : []),
+        ...(p.txHash ? (byTxHash.get(p.txHash.toLowerCase()) ?? []) : []),
+        ...(p.authorizeTxHash ? (byTxHash.get(p.authorizeTxHash.toLowerCase()) ?? []) : []),
       ].filter((e) => matches(e, p));
       if (related.length === 0) continue;
       const blockNumber = Math.max(...related.map((e) => e.blockNumber));
@@ -76,11 +78,7 @@ export class LedgerLinker {
         updateOne: {
           filter: {
             _id: p._id as ObjectId,
-            $or: [
-              { "onchain.confirmed": { $ne: true } },
-              { "onchain.blockNumber": null },
-              { "onchain.blockNumber": { $lt: blockNumber } },
-            ],
+            $or: [{ "onchain.confirmed": { $ne: true } }, { "onchain.blockNumber": null }, { "onchain.blockNumber": { $lt: blockNumber } }],
           },
           update: { $set: { onchain: { confirmed: true, blockNumber } } },
         },
@@ -131,10 +129,7 @@ export class LedgerLinker {
     for (const p of candidates) {
       const onchain = await this.onchainOf(p);
       if (!onchain) continue;
-      const res = await this.store.payments.updateOne(
-        { _id: p._id, "onchain.confirmed": { $ne: true } },
-        { $set: { onchain } },
-      );
+      const res = await this.store.payments.updateOne({ _id: p._id, "onchain.confirmed": { $ne: true } }, { $set: { onchain } });
       changed += res.modifiedCount;
     }
     this.reconciledAt = startedAt;
@@ -190,7 +185,10 @@ function swapsOf(events: ChainEventDoc[]): AnyBulkWriteOperation<PaymentDoc>[] {
  * its transaction (payments.txHash or authorizeTxHash), AuthorizationUsed by (agent, nonce) of settled payments.
  * `anyStatus` widens the last to every status (to undo a confirmation whatever happened since).
  */
-function ledgerMatch(e: Pick<ChainEventDoc, "event" | "paymentId" | "address" | "txHash" | "agentAddress">, anyStatus = false): Filter<PaymentDoc> | null {
+function ledgerMatch(
+  e: Pick<ChainEventDoc, "event" | "paymentId" | "address" | "txHash" | "agentAddress">,
+  anyStatus = false,
+): Filter<PaymentDoc> | null {
   switch (e.event) {
     case "PaymentAuthorized":
     case "PaymentReleased":

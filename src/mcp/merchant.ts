@@ -28,10 +28,19 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     // No policy, no allowlist: pay would refuse it, so the seller is not contacted (the tool is no request proxy).
     quoteError = { error: "no_policy", message: "Not asked: this agent has no spend policy yet, so its seller was not contacted." };
   } else if (!proof) {
-    quoteError = { error: "merchant_not_allowed", message: `Not asked: ${merchant} is not on this agent's allowlist, so its seller was not contacted.` };
+    quoteError = {
+      error: "merchant_not_allowed",
+      message: `Not asked: ${merchant} is not on this agent's allowlist, so its seller was not contacted.`,
+    };
   } else {
     try {
-      quote = await s.payments.quote({ agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" } });
+      quote = await s.payments.quote({
+        agent,
+        merchant,
+        serviceUrl,
+        intent: "verify_merchant",
+        seller: { url: serviceUrl, method: "GET" },
+      });
       if (!quote) quoteError = { error: "unsupported_payment", message: "The seller offers no exact USDC payment on this chain." };
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
@@ -47,7 +56,10 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
   let swapNote = "";
   if (quote) {
     const pc = { agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" as const } };
-    const [check, swap] = await Promise.all([s.settlement.ops.check(agent.policyAddress, merchant, proof!, quote.amount), s.payments.swapCheck(pc, policy, quote.amount)]);
+    const [check, swap] = await Promise.all([
+      s.settlement.ops.check(agent.policyAddress, merchant, proof!, quote.amount),
+      s.payments.swapCheck(pc, policy, quote.amount),
+    ]);
     if (check.decision === DECISION.Block) [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
     else if (swap.kind === "refuse") [expectedOutcome, reason] = ["blocked", "insufficient_funds"];
     else if (swap.kind === "swap" && swap.exceeded) [expectedOutcome, reason] = ["blocked", "swap_slippage_exceeded"];
@@ -83,7 +95,9 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     approvedPayments,
     expectedOutcome,
     reason,
-    advice: advise(s, agent, merchant, { expectedOutcome, reason, price, newMerchant, quoteError }) + (expectedOutcome === "blocked" ? "" : swapNote),
+    advice:
+      advise(s, agent, merchant, { expectedOutcome, reason, price, newMerchant, quoteError }) +
+      (expectedOutcome === "blocked" ? "" : swapNote),
   };
 }
 
@@ -100,8 +114,10 @@ function advise(
     return `${merchant} is not on your allowlist: a payment would be blocked and recorded on-chain. Ask your owner to add it; do not pay.`;
   }
   if (v.expectedOutcome === "unknown") return `No x402 price could be read from the seller (${v.quoteError?.message}). Do not pay it now.`;
-  if (v.expectedOutcome === "blocked") return `Paying ${v.price ?? "it"} USDC would be blocked (${v.reason}). Do not pay; tell your owner if you need it.`;
+  if (v.expectedOutcome === "blocked")
+    return `Paying ${v.price ?? "it"} USDC would be blocked (${v.reason}). Do not pay; tell your owner if you need it.`;
   const fresh = v.newMerchant ? ` ${merchant} is new to you: make sure it is the service you mean to pay.` : "";
-  if (v.expectedOutcome === "pending") return `Paying ${v.price} USDC would wait for your owner's approval (above the approval threshold).${fresh}`;
+  if (v.expectedOutcome === "pending")
+    return `Paying ${v.price} USDC would wait for your owner's approval (above the approval threshold).${fresh}`;
   return `Paying ${v.price} USDC is within your policy and would be approved.${fresh}`;
 }

@@ -46,11 +46,17 @@ export const VerifyMerchantResult = z.object({
   allowlistEntry: z.string().nullable().meta({ description: "the allowlist entry that admits it (exact host, *.domain or *)" }),
   policyDeployed: z.boolean(),
   paused: z.boolean(),
-  quote: QuoteView.nullable().meta({ description: "the seller's x402 quote (nothing was paid); null when it could not be read, or was not asked because pay would refuse the merchant anyway" }),
+  quote: QuoteView.nullable().meta({
+    description:
+      "the seller's x402 quote (nothing was paid); null when it could not be read, or was not asked because pay would refuse the merchant anyway",
+  }),
   quoteError: z
     .object({ error: z.string(), message: z.string() })
     .nullable()
-    .meta({ description: "why there is no quote: seller unreachable, no 402, no exact USDC offer on this chain, or not asked (merchant_not_allowed, no_policy: the seller is not contacted)" }),
+    .meta({
+      description:
+        "why there is no quote: seller unreachable, no 402, no exact USDC offer on this chain, or not asked (merchant_not_allowed, no_policy: the seller is not contacted)",
+    }),
   newMerchant: z.boolean().meta({ description: "true when this agent has no approved payment to this merchant yet" }),
   approvedPayments: z.number().int().meta({ description: "approved payments of this agent to this merchant" }),
   expectedOutcome: z

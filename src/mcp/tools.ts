@@ -49,7 +49,6 @@ export interface ToolDef {
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-
 async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promise<CallToolResult> {
   const { s, agent, principal, logger } = ctx;
   // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay (DESIGN 6).
@@ -61,7 +60,12 @@ async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promi
   if (status === 200) {
     const swap = (body as { swap?: { amountIn: string; tokenIn: string; amountOut: string; txHash: string } }).swap;
     const bought = swap ? ` First bought ${swap.amountOut} USDC for ${swap.amountIn} ${swap.tokenIn} (swap ${swap.txHash}).` : "";
-    return okResult(PayOutput, body, logger, `Paid ${b.amount} USDC to ${b.merchant} (settlement ${b.txHash}).${bought} Remaining daily budget: ${b.remainingDailyBudget} USDC.`);
+    return okResult(
+      PayOutput,
+      body,
+      logger,
+      `Paid ${b.amount} USDC to ${b.merchant} (settlement ${b.txHash}).${bought} Remaining daily budget: ${b.remainingDailyBudget} USDC.`,
+    );
   }
   if (status === 202) {
     return okResult(

@@ -70,7 +70,11 @@ export type EntryCaps = Readonly<Record<string, bigint>>;
 export type LeafForm = "v1" | "v2";
 
 function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm): StandardMerkleTree<string[]> {
-  if (form === "v1") return StandardMerkleTree.of(entries.map((e) => [e]), ["string"]);
+  if (form === "v1")
+    return StandardMerkleTree.of(
+      entries.map((e) => [e]),
+      ["string"],
+    );
   return StandardMerkleTree.of(
     entries.map((e) => [e, (caps[e] ?? 0n).toString()]),
     ["string", "uint256"],

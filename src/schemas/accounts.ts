@@ -18,7 +18,9 @@ export const GenesisResponse = z
     createdAt: z.string(),
     message: z.string(),
     ownerAddress: z.string().nullable(),
-    activationUrl: z.string().meta({ description: "the owner's activation link: {dashboard}/onboarding?agent=<address>&code=<activation code>" }),
+    activationUrl: z
+      .string()
+      .meta({ description: "the owner's activation link: {dashboard}/onboarding?agent=<address>&code=<activation code>" }),
   })
   .meta({ id: "GenesisResponse" });
 
@@ -75,7 +77,10 @@ export const BalanceResponse = z
     blockNumber: z.number().int(),
     usdc: z.string(),
     eth: z.string(),
-    weth: z.string().nullable().meta({ description: "WETH at 0x4200000000000000000000000000000000000006 (Base's); null when that address holds no token" }),
+    weth: z
+      .string()
+      .nullable()
+      .meta({ description: "WETH at 0x4200000000000000000000000000000000000006 (Base's); null when that address holds no token" }),
     currency: z.literal("USDC"),
     dailyBudget: z.string(),
     spentToday: z.string(),

@@ -6,7 +6,10 @@ import { DECIMAL_AMOUNT, MAX_AMOUNT, toBaseUnits } from "../amounts";
 export const Address = z
   .string()
   .trim()
-  .refine((v) => /^0x[0-9a-fA-F]{40}$/.test(v) && isAddress(v), "must be a 0x-prefixed 20-byte address (checksum, if mixed case, must be valid)")
+  .refine(
+    (v) => /^0x[0-9a-fA-F]{40}$/.test(v) && isAddress(v),
+    "must be a 0x-prefixed 20-byte address (checksum, if mixed case, must be valid)",
+  )
   .transform((v) => getAddress(v))
   .meta({ description: "Ethereum address, 0x-prefixed", example: "0x1111111111111111111111111111111111111111" });
 
@@ -18,14 +21,17 @@ const unitsOf = (v: string): bigint | null => (DECIMAL_AMOUNT.test(v) ? toBaseUn
 export const Amount = z
   .string()
   .trim()
-  .regex(DECIMAL_AMOUNT, "must be a decimal string with at most 6 decimals, like \"1.25\"")
+  .regex(DECIMAL_AMOUNT, 'must be a decimal string with at most 6 decimals, like "1.25"')
   .refine((v) => (unitsOf(v) ?? 0n) <= MAX_AMOUNT, "is too large")
   .meta({ description: "USDC amount as a decimal string (6 decimals at most)", example: "1.50" });
 
 export const PositiveAmount = Amount.refine((v) => (unitsOf(v) ?? 1n) > 0n, "must be greater than 0");
 
 /** A spend-policy amount: the contract stores each in 64 bits of base units (about 18.4 trillion USDC). */
-export const PolicyAmount = Amount.refine((v) => (unitsOf(v) ?? 0n) <= (1n << 64n) - 1n, "is larger than a policy can hold (64 bits of base units)");
+export const PolicyAmount = Amount.refine(
+  (v) => (unitsOf(v) ?? 0n) <= (1n << 64n) - 1n,
+  "is larger than a policy can hold (64 bits of base units)",
+);
 
 export const Signature = z
   .string()

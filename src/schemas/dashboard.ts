@@ -8,7 +8,10 @@ export const DashboardConfigResponse = z
     chainId: z.number().int(),
     chainIdHex: z.string(),
     chainName: z.string(),
-    rpcUrl: z.string().nullable().meta({ description: "for wallet_addEthereumChain: the embedded chain's RPC, or the chain's public RPC; never RPC_URL" }),
+    rpcUrl: z
+      .string()
+      .nullable()
+      .meta({ description: "for wallet_addEthereumChain: the embedded chain's RPC, or the chain's public RPC; never RPC_URL" }),
     explorerUrl: z.string(),
     baseUrl: z.string(),
     usdcAddress: z.string(),

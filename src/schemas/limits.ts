@@ -14,32 +14,57 @@ export const SetLimitsRequest = z
     allowlist: z
       .array(z.string().max(300))
       .max(500)
-      .meta({ description: "merchant host names; \"*.example.com\" for any subdomain, \"*\" for any merchant; empty = none" }),
+      .meta({ description: 'merchant host names; "*.example.com" for any subdomain, "*" for any merchant; empty = none' }),
     approvalThreshold: Amount,
-    hourlyBudget: PolicyAmount.optional().meta({ description: "most per UTC hour, USDC; absent or \"0\" = no hourly budget" }),
-    weeklyBudget: PolicyAmount.optional().meta({ description: "most per 7-day window (from Thursday 00:00 UTC), USDC; absent or \"0\" = none" }),
-    monthlyBudget: PolicyAmount.optional().meta({ description: "most per 30-day window of the Unix epoch, USDC; absent or \"0\" = none" }),
-    lifetimeBudget: PolicyAmount.optional().meta({ description: "most in total (payments authorised while a lifetime budget is set), USDC; absent or \"0\" = none" }),
-    maxPaymentsPerHour: z.number().int().min(0).max(65_535).optional().meta({ description: "most payments per UTC hour; absent or 0 = none" }),
-    validUntil: z.number().int().min(0).max(2 ** 32 - 1).optional().meta({ description: "Unix time after which every payment is blocked (policy_expired); absent or 0 = never" }),
+    hourlyBudget: PolicyAmount.optional().meta({ description: 'most per UTC hour, USDC; absent or "0" = no hourly budget' }),
+    weeklyBudget: PolicyAmount.optional().meta({
+      description: 'most per 7-day window (from Thursday 00:00 UTC), USDC; absent or "0" = none',
+    }),
+    monthlyBudget: PolicyAmount.optional().meta({ description: 'most per 30-day window of the Unix epoch, USDC; absent or "0" = none' }),
+    lifetimeBudget: PolicyAmount.optional().meta({
+      description: 'most in total (payments authorised while a lifetime budget is set), USDC; absent or "0" = none',
+    }),
+    maxPaymentsPerHour: z
+      .number()
+      .int()
+      .min(0)
+      .max(65_535)
+      .optional()
+      .meta({ description: "most payments per UTC hour; absent or 0 = none" }),
+    validUntil: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 32 - 1)
+      .optional()
+      .meta({ description: "Unix time after which every payment is blocked (policy_expired); absent or 0 = never" }),
     maxSwapSlippageBps: z
       .number()
       .int()
       .min(0)
       .max(MAX_SWAP_SLIPPAGE_BPS)
       .optional()
-      .meta({ description: `the most a swap before settlement may pay above the pool's TWAP price and fee, in basis points (at most ${MAX_SWAP_SLIPPAGE_BPS}); absent or 0 = swaps off (the default)`, example: 100 }),
+      .meta({
+        description: `the most a swap before settlement may pay above the pool's TWAP price and fee, in basis points (at most ${MAX_SWAP_SLIPPAGE_BPS}); absent or 0 = swaps off (the default)`,
+        example: 100,
+      }),
     swapTwapSeconds: z
       .number()
       .int()
       .min(0)
       .max(SWAP_TWAP_SECONDS.max)
       .optional()
-      .meta({ description: `the TWAP window of that price, seconds: ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max} when swaps are on`, example: 600 }),
+      .meta({
+        description: `the TWAP window of that price, seconds: ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max} when swaps are on`,
+        example: 600,
+      }),
     merchantCaps: z
       .record(z.string().max(300), Amount)
       .optional()
-      .meta({ description: "daily cap per allowlist entry, USDC, e.g. { \"api.weather.example\": \"2.00\" }; each key must be in allowlist; \"0\" = no cap of its own" }),
+      .meta({
+        description:
+          'daily cap per allowlist entry, USDC, e.g. { "api.weather.example": "2.00" }; each key must be in allowlist; "0" = no cap of its own',
+      }),
     humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPolicy signature (see the API reference)" }),
     timestamp: UnixTimestamp,
   })
@@ -61,7 +86,7 @@ export const PolicyView = z
     address: z.string().meta({ description: "the agent" }),
     perTxLimit: z.string().meta({ description: "most one payment may be, USDC" }),
     dailyBudget: z.string().meta({ description: "most the agent may spend per UTC day, USDC" }),
-    allowlist: z.array(z.string()).meta({ description: "merchant hosts allowed (\"*.domain\" any subdomain, \"*\" any)" }),
+    allowlist: z.array(z.string()).meta({ description: 'merchant hosts allowed ("*.domain" any subdomain, "*" any)' }),
     approvalThreshold: z.string().meta({ description: "payments above it wait for the owner's approval, USDC" }),
     policyContract: z.string().meta({ description: "the agent's SpendPolicy (predicted address before deployment)" }),
     deployed: z.boolean().meta({ description: "false until the owner sets the first policy" }),
@@ -71,10 +96,10 @@ export const PolicyView = z
     spentToday: z.string().meta({ description: "spent in the current UTC day, USDC" }),
     remainingDailyBudget: z.string(),
     lastUpdated: z.number().int().nullable().meta({ description: "timestamp of the owner's last SetPolicy" }),
-    hourlyBudget: z.string().meta({ description: "most per UTC hour, USDC (\"0\" = none)" }),
-    weeklyBudget: z.string().meta({ description: "most per 7-day window, USDC (\"0\" = none)" }),
-    monthlyBudget: z.string().meta({ description: "most per 30-day window, USDC (\"0\" = none)" }),
-    lifetimeBudget: z.string().meta({ description: "most in total, USDC (\"0\" = none)" }),
+    hourlyBudget: z.string().meta({ description: 'most per UTC hour, USDC ("0" = none)' }),
+    weeklyBudget: z.string().meta({ description: 'most per 7-day window, USDC ("0" = none)' }),
+    monthlyBudget: z.string().meta({ description: 'most per 30-day window, USDC ("0" = none)' }),
+    lifetimeBudget: z.string().meta({ description: 'most in total, USDC ("0" = none)' }),
     maxPaymentsPerHour: z.number().int().meta({ description: "most payments per UTC hour (0 = none)" }),
     validUntil: z.number().int().meta({ description: "Unix time after which every payment is blocked (0 = never)" }),
     maxSwapSlippageBps: z.number().int(),
@@ -85,7 +110,12 @@ export const PolicyView = z
       .array(WindowView)
       .meta({ description: "every budget window with a limit (and the day's): budget, spent, remaining, when it resets" }),
     velocity: z
-      .object({ maxPaymentsPerHour: z.number().int(), paymentsThisHour: z.number().int(), remaining: z.number().int().nullable(), resetsAt: z.number().int() })
+      .object({
+        maxPaymentsPerHour: z.number().int(),
+        paymentsThisHour: z.number().int(),
+        remaining: z.number().int().nullable(),
+        resetsAt: z.number().int(),
+      })
       .meta({ description: "payments this UTC hour against maxPaymentsPerHour (remaining null: no limit)" }),
   })
   .meta({ id: "Policy" });

@@ -14,7 +14,8 @@ export const WithdrawRequest = z
       .regex(/^\d{1,30}(\.\d{1,18})?$/, 'must be a decimal string like "1.5" (at most the token\'s decimals)')
       .meta({ description: "in the token's units (USDC 6 decimals, ETH 18, other ERC-20s their decimals())", example: "2.5" }),
     humanSignature: Signature.meta({
-      description: "the owner's EIP-712 Withdraw {agent, token (0x0 for ETH), to, amount in base units, timestamp} in the agent's policy domain",
+      description:
+        "the owner's EIP-712 Withdraw {agent, token (0x0 for ETH), to, amount in base units, timestamp} in the agent's policy domain",
     }),
     timestamp: UnixTimestamp,
   })
@@ -52,7 +53,9 @@ export const GasUsageResponse = z
     gasUsed: z.number().meta({ description: "gas of the transactions the operator relayed for this owner's agents today" }),
     costGwei: z.number().meta({ description: "what they cost the operator (gas used × effective gas price), in gwei" }),
     transactions: z.number().int(),
-    allowanceGwei: z.number().meta({ description: "OWNER_GAS_ALLOWANCE_GWEI: past it, new operator transactions for these agents answer 429" }),
+    allowanceGwei: z
+      .number()
+      .meta({ description: "OWNER_GAS_ALLOWANCE_GWEI: past it, new operator transactions for these agents answer 429" }),
     remainingGwei: z.number(),
   })
   .meta({ id: "GasUsage" });
@@ -60,7 +63,9 @@ export const GasUsageResponse = z
 export const AgentKeyResponse = z
   .object({
     agentAddress: z.string(),
-    apiKey: z.string().meta({ description: "the agent's new key (sk_...), shown once; every earlier key of the agent answers 401 from now on" }),
+    apiKey: z
+      .string()
+      .meta({ description: "the agent's new key (sk_...), shown once; every earlier key of the agent answers 401 from now on" }),
     revoked: z.number().int().meta({ description: "how many keys were revoked" }),
   })
   .meta({ id: "AgentKey" });

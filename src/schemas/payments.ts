@@ -26,7 +26,9 @@ export type PayRequest = z.infer<typeof PayRequest>;
 export const SwapInfo = z
   .object({
     txHash: z.string().meta({ description: "the swapForPayment transaction (SwapExecuted)" }),
-    tokenIn: z.enum(["WETH", "ETH"]).meta({ description: "what the wallet sold: its WETH, or ETH it wrapped for the swap (then WETH too, if it had some)" }),
+    tokenIn: z
+      .enum(["WETH", "ETH"])
+      .meta({ description: "what the wallet sold: its WETH, or ETH it wrapped for the swap (then WETH too, if it had some)" }),
     amountIn: z.string().meta({ description: "WETH (or ETH) spent, in ETH units (18 decimals)", example: "0.000667" }),
     amountOut: z.string().meta({ description: "USDC bought: exactly the payment's shortfall", example: "2" }),
   })
@@ -37,7 +39,11 @@ export const PayResult = z
     status: z.enum(["approved", "pending", "blocked"]).meta({ description: "approved (200), pending (202) or blocked (422)" }),
     amount: z.string().meta({ description: "the seller's price in USDC" }),
     merchant: z.string().meta({ description: "host of the service URL" }),
-    txHash: z.string().nullable().optional().meta({ description: "approved: the settlement transaction; blocked: the PaymentBlocked transaction" }),
+    txHash: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "approved: the settlement transaction; blocked: the PaymentBlocked transaction" }),
     currency: z.literal("USDC").optional(),
     remainingDailyBudget: z.string().optional().meta({ description: "approved: what is left of today's budget" }),
     settledAt: z.string().optional().meta({ description: "approved: ISO 8601" }),
@@ -50,7 +56,10 @@ export const PayResult = z
     paymentId: z.string().nullable().optional().meta({ description: "approved: the on-chain paymentId, also the EIP-3009 nonce" }),
     authorizeTxHash: z.string().nullable().optional().meta({ description: "approved: the SpendPolicy authorizePayment transaction" }),
     expiresAt: z.string().optional().meta({ description: "pending: when the approval request expires unless the owner decides" }),
-    response: z.object({ status: z.number().int(), body: z.unknown() }).optional().meta({ description: "approved: the seller's HTTP status and body" }),
+    response: z
+      .object({ status: z.number().int(), body: z.unknown() })
+      .optional()
+      .meta({ description: "approved: the seller's HTTP status and body" }),
     swap: SwapInfo.optional().meta({ description: "approved: the swap that bought the missing USDC before paying, when there was one" }),
   })
   .meta({ id: "PayResult" });
@@ -141,7 +150,11 @@ export const FaucetToken = z
   .enum(["USDC", "ETH", "WETH"])
   .meta({ description: "what the faucet gives: test USDC (minted), ETH, or WETH at Base's WETH address", example: "USDC" });
 /** Per token: decimals and the most the faucet gives at a time (whole units). */
-export const FAUCET_TOKENS = { USDC: { decimals: 6, max: 1_000_000n }, ETH: { decimals: 18, max: 1_000n }, WETH: { decimals: 18, max: 1_000n } } as const;
+export const FAUCET_TOKENS = {
+  USDC: { decimals: 6, max: 1_000_000n },
+  ETH: { decimals: 18, max: 1_000n },
+  WETH: { decimals: 18, max: 1_000n },
+} as const;
 const FAUCET_AMOUNT = /^(0|[1-9]\d{0,27})(\.\d{1,18})?$/;
 export const FaucetRequest = z
   .strictObject({

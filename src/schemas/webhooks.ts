@@ -30,7 +30,10 @@ export const CreateWebhookRequest = z
       .max(MAX_WEBHOOK_URL_LENGTH, `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`)
       .pipe(z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }))
       .refine((v) => !/^[a-z]+:\/\/[^/?#]*@/i.test(v), "must not carry a user name or password")
-      .meta({ description: "where deliveries are POSTed; https (plain http only where ALLOW_HTTP_SELLERS allows it)", example: "https://hooks.example.com/spendgate" }),
+      .meta({
+        description: "where deliveries are POSTed; https (plain http only where ALLOW_HTTP_SELLERS allows it)",
+        example: "https://hooks.example.com/spendgate",
+      }),
     events: z
       .array(z.enum(WEBHOOK_EVENT_TYPES))
       .min(1, "must name at least one event type")
@@ -69,7 +72,13 @@ const DeliveryAttempt = z.object({
   attempt: z.number().int(),
   at: z.string(),
   httpStatus: z.number().int().nullable().meta({ description: "the receiver's status; null when no answer came" }),
-  error: z.string().nullable().meta({ description: "why it failed: http_<status>, timeout, unsafe_address (the SSRF guard refused it; no connection), insecure_url, unreachable, redirect" }),
+  error: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        "why it failed: http_<status>, timeout, unsafe_address (the SSRF guard refused it; no connection), insecure_url, unreachable, redirect",
+    }),
   latencyMs: z.number().int().nullable(),
 });
 

@@ -55,7 +55,9 @@ export class AgentService {
     // one owner's account; anonymous agents without an email never collide with each other.
     const registrationKey =
       email || (ownerAddress && input.label)
-        ? createHash("sha256").update(JSON.stringify([ownerAddress, email, input.label ?? null])).digest("hex")
+        ? createHash("sha256")
+            .update(JSON.stringify([ownerAddress, email, input.label ?? null]))
+            .digest("hex")
         : null;
     if (registrationKey) {
       const existing = await this.ctx.store.agents.findOne({ registrationKey });

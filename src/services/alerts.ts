@@ -68,7 +68,10 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Prom
   const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
   if (wanted.has(type)) {
     const data = new LedgerService(ctx).view(doc);
-    if (await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })) queued++;
+    if (
+      await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
+    )
+      queued++;
   }
   if (doc.status !== "approved" || !wanted.has("budget.threshold")) return queued;
   const windows = await budgetWindows(ctx, doc.policyAddress).catch((err) => {
@@ -160,7 +163,10 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
   if (owners.length === 0) return 0;
   const [payments, approvals] = await Promise.all([
     ctx.store.payments
-      .find({ ownerAddress: { $in: owners }, phase: "done", status: { $in: ["approved", "blocked", "failed"] }, updatedAt: { $gte: since } }, { projection: { txnId: 1, status: 1 } })
+      .find(
+        { ownerAddress: { $in: owners }, phase: "done", status: { $in: ["approved", "blocked", "failed"] }, updatedAt: { $gte: since } },
+        { projection: { txnId: 1, status: 1 } },
+      )
       .limit(5_000)
       .toArray(),
     ctx.store.approvals
@@ -171,11 +177,15 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
   const facts: { key: string; tell: () => Promise<number> }[] = [
     ...payments.map((p) => ({ key: `${PAYMENT_EVENTS[p.status]}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
     ...approvals.map((a) => ({ key: `approval.requested:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.requested", a) })),
-    ...approvals.filter((a) => a.status === "expired").map((a) => ({ key: `approval.expired:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.expired", a) })),
+    ...approvals
+      .filter((a) => a.status === "expired")
+      .map((a) => ({ key: `approval.expired:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.expired", a) })),
   ];
   if (facts.length === 0) return 0;
   const told = new Set(
-    (await ctx.webhooks.c.events.find({ dedupeKey: { $in: facts.map((f) => f.key) } }, { projection: { dedupeKey: 1 } }).toArray()).map((e) => e.dedupeKey),
+    (await ctx.webhooks.c.events.find({ dedupeKey: { $in: facts.map((f) => f.key) } }, { projection: { dedupeKey: 1 } }).toArray()).map(
+      (e) => e.dedupeKey,
+    ),
   );
   let n = 0;
   for (const f of facts.filter((f) => !told.has(f.key))) n += await f.tell();

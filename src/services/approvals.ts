@@ -53,10 +53,16 @@ export class ApprovalService {
     const due = await this.ctx.store.approvals.find({ status: "pending", expiresAt: { $lte: now } }).toArray();
     let n = 0;
     for (const a of due) {
-      const r = await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId, status: "pending" }, { $set: { status: "expired", resolvedAt: now } });
+      const r = await this.ctx.store.approvals.updateOne(
+        { approvalId: a.approvalId, status: "pending" },
+        { $set: { status: "expired", resolvedAt: now } },
+      );
       if (r.modifiedCount === 1) {
         n++;
-        await this.ctx.store.payments.updateOne({ txnId: a.txnId }, { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } });
+        await this.ctx.store.payments.updateOne(
+          { txnId: a.txnId },
+          { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } },
+        );
         this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
@@ -106,7 +112,14 @@ export class ApprovalService {
       kind: "ApprovalDecision",
       domain: policyDomain(this.ctx.config.chainId, agent!.policyAddress),
       types: APPROVAL_DECISION_TYPES,
-      message: { action, approvalId: a.approvalId, agent: a.agentAddress, merchant: a.merchant, amount: BigInt(a.amount), timestamp: input.timestamp },
+      message: {
+        action,
+        approvalId: a.approvalId,
+        agent: a.agentAddress,
+        merchant: a.merchant,
+        amount: BigInt(a.amount),
+        timestamp: input.timestamp,
+      },
       signature: input.humanSignature,
       expectedSigner: a.ownerAddress!,
       timestamp: input.timestamp,
@@ -120,8 +133,17 @@ export class ApprovalService {
     const now = new Date();
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
-    await this.ctx.store.payments.updateOne({ txnId: a.txnId }, { $set: { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now } });
-    return { id: approvalId, status: "denied" as const, merchant: a.merchant, amount: fromBaseUnits(a.amount), deniedAt: now.toISOString() };
+    await this.ctx.store.payments.updateOne(
+      { txnId: a.txnId },
+      { $set: { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now } },
+    );
+    return {
+      id: approvalId,
+      status: "denied" as const,
+      merchant: a.merchant,
+      amount: fromBaseUnits(a.amount),
+      deniedAt: now.toISOString(),
+    };
   }
 
   async approve(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
@@ -129,7 +151,11 @@ export class ApprovalService {
     const digest = await this.verifyDecision(first, "approve", input);
     return this.ctx.agentLock.run(first.agentAddress, async () => {
       // Claim it: of two concurrent approvals (or an approve racing a deny) exactly one proceeds.
-      const a = await this.ctx.store.approvals.findOneAndUpdate({ approvalId, status: "pending" }, { $set: { status: "approving" } }, { returnDocument: "after" });
+      const a = await this.ctx.store.approvals.findOneAndUpdate(
+        { approvalId, status: "pending" },
+        { $set: { status: "approving" } },
+        { returnDocument: "after" },
+      );
       if (!a) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
       try {
         return await this.execute(a, digest, input);
@@ -137,9 +163,19 @@ export class ApprovalService {
         // The approval follows its payment: nothing authorised yet (a seller or facilitator outage, a price change)
         // -> pending again, for the owner to retry or deny; otherwise the payment's outcome.
         const payment = await this.ctx.store.payments.findOne({ txnId: a.txnId });
-        const next = !payment || payment.status === "pending" ? "pending" : payment.status === "approved" ? "approved" : payment.status === "processing" ? "approving" : "failed";
+        const next =
+          !payment || payment.status === "pending"
+            ? "pending"
+            : payment.status === "approved"
+              ? "approved"
+              : payment.status === "processing"
+                ? "approving"
+                : "failed";
         if (next !== "approving") {
-          await this.ctx.store.approvals.updateOne({ approvalId, status: "approving" }, { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } });
+          await this.ctx.store.approvals.updateOne(
+            { approvalId, status: "approving" },
+            { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } },
+          );
         }
         throw err;
       }
@@ -158,10 +194,15 @@ export class ApprovalService {
     const quote = await this.payments.quote(pc);
     if (!quote) throw new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain.");
     if (quote.amount > BigInt(a.amount)) {
-      throw new AppError(409, "price_changed", `The seller's price rose from ${fromBaseUnits(a.amount)} to ${fromBaseUnits(quote.amount)} USDC; the approval stays pending. Deny it, or let the agent ask again.`, {
-        approvedAmount: fromBaseUnits(a.amount),
-        newAmount: fromBaseUnits(quote.amount),
-      });
+      throw new AppError(
+        409,
+        "price_changed",
+        `The seller's price rose from ${fromBaseUnits(a.amount)} to ${fromBaseUnits(quote.amount)} USDC; the approval stays pending. Deny it, or let the agent ask again.`,
+        {
+          approvedAmount: fromBaseUnits(a.amount),
+          newAmount: fromBaseUnits(quote.amount),
+        },
+      );
     }
     await this.ctx.signatures.consume("ApprovalDecision", digest);
     const policy = await this.policies.onchain(agent);
@@ -169,7 +210,8 @@ export class ApprovalService {
     const swapCheck = this.payments.swapCheck(pc, policy, quote.amount);
     const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
     let outcome;
-    const swap = check.decision === DECISION.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
+    const swap =
+      check.decision === DECISION.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
     if (check.decision === DECISION.Block) {
       outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);
     } else if (swap && "blocked" in swap) {
@@ -193,6 +235,16 @@ export class ApprovalService {
       throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${b.reason}.`, b);
     }
     await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
-    return { id: a.approvalId, status: "approved" as const, txHash: b.txHash, amount: b.amount, merchant: b.merchant, settledAt: b.settledAt, transactionId: a.txnId, response: b.response, ...(b.swap ? { swap: b.swap } : {}) };
+    return {
+      id: a.approvalId,
+      status: "approved" as const,
+      txHash: b.txHash,
+      amount: b.amount,
+      merchant: b.merchant,
+      settledAt: b.settledAt,
+      transactionId: a.txnId,
+      response: b.response,
+      ...(b.swap ? { swap: b.swap } : {}),
+    };
   }
 }

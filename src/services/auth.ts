@@ -50,7 +50,9 @@ export class AuthService {
     if (!(await this.signedBy(address, message, signature))) throw invalidSignature(`The message is not signed by ${address}.`);
     if (!this.ctx.config.genesisOpen && !opts.registrar && !this.ctx.config.ownerAllowlist.includes(address)) {
       if (!(await this.ctx.store.owners.findOne({ address }))) {
-        throw forbidden("Registration is closed: this owner is not known here. Ask the operator to add you to OWNER_ALLOWLIST, or sign in with the registration token.");
+        throw forbidden(
+          "Registration is closed: this owner is not known here. Ask the operator to add you to OWNER_ALLOWLIST, or sign in with the registration token.",
+        );
       }
     }
 

@@ -46,7 +46,9 @@ export class ControlService {
     const { chain } = this.ctx;
     const token = input.token === "ETH" ? ZeroAddress : input.token === "USDC" ? getAddress(this.ctx.config.usdcAddress) : input.token;
     const erc20 = token === ZeroAddress ? null : new Contract(token, ERC20_ABI, chain.provider);
-    const decimals = erc20 ? Number(await erc20.decimals().catch(() => Promise.reject(badRequest(`${token} is not an ERC-20 token.`)))) : 18;
+    const decimals = erc20
+      ? Number(await erc20.decimals().catch(() => Promise.reject(badRequest(`${token} is not an ERC-20 token.`))))
+      : 18;
     let amount: bigint;
     try {
       amount = parseUnits(input.amount, decimals);
@@ -65,7 +67,11 @@ export class ControlService {
     });
     const balance: bigint = erc20 ? await erc20.balanceOf(agent.address) : await chain.provider.getBalance(agent.address);
     if (balance < amount) {
-      throw new AppError(422, "insufficient_funds", `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`);
+      throw new AppError(
+        422,
+        "insufficient_funds",
+        `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`,
+      );
     }
     await this.ctx.signatures.consume("Withdraw", digest);
     const wallet = chain.policyAt(agent.policyAddress);
@@ -74,7 +80,14 @@ export class ControlService {
       .catch((err) => revertToAppError(wallet, err));
     await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, token, to: input.to, amount: amount.toString(), txHash: receipt.hash }, "withdrawn");
-    return { status: "withdrawn" as const, agentAddress: agent.address, token, to: input.to, amount: formatUnits(amount, decimals), txHash: receipt.hash };
+    return {
+      status: "withdrawn" as const,
+      agentAddress: agent.address,
+      token,
+      to: input.to,
+      amount: formatUnits(amount, decimals),
+      txHash: receipt.hash,
+    };
   }
 
   /** Hands the agent over to a new owner with the current owner's SetOwner signature, on-chain and in the store. */

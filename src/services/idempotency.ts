@@ -135,9 +135,14 @@ export class IdempotencyService {
 
   private async first(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse> {
     const holder = this.opts.instanceId;
-    const heartbeat = setInterval(() => {
-      this.store.idempotency.updateOne({ scope, holder, state: "in_progress" }, { $set: { leaseUntil: this.leaseUntil() } }).catch(() => undefined);
-    }, Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        this.store.idempotency
+          .updateOne({ scope, holder, state: "in_progress" }, { $set: { leaseUntil: this.leaseUntil() } })
+          .catch(() => undefined);
+      },
+      Math.max(50, Math.floor(this.opts.leaseMs / 3)),
+    );
     heartbeat.unref();
     try {
       // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again.
@@ -164,9 +169,16 @@ export class IdempotencyService {
    * The outcome of a key's first request: from this process at once, else from the store, backing off. When the
    * instance running it stopped renewing its lease before any payment began, this request takes the key and runs.
    */
-  private async awaitResult(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse & { replayed: boolean }> {
+  private async awaitResult(
+    scope: string,
+    fn: (scope: string) => Promise<StoredResponse>,
+  ): Promise<StoredResponse & { replayed: boolean }> {
     const local = this.running.get(scope);
-    if (local) return local.then((r) => ({ ...r, replayed: true }), () => this.awaitResult(scope, fn));
+    if (local)
+      return local.then(
+        (r) => ({ ...r, replayed: true }),
+        () => this.awaitResult(scope, fn),
+      );
     const deadline = Date.now() + WAIT_MAX_MS;
     for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
       const doc = await this.store.idempotency.findOne({ scope });
@@ -184,7 +196,9 @@ export class IdempotencyService {
         if (taken) return { ...(await this.runFirst(scope, fn)), replayed: false };
       }
       if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
-        throw conflict("The first request with this Idempotency-Key is still being resolved; retry later with the same key, or check the ledger.");
+        throw conflict(
+          "The first request with this Idempotency-Key is still being resolved; retry later with the same key, or check the ledger.",
+        );
       }
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -204,6 +218,10 @@ export class IdempotencyService {
   async settleFromPayment(payment: PaymentDoc): Promise<void> {
     if (!payment.idempotencyScope) return;
     const response = await this.outcomeOf(payment);
-    if (response) await this.store.idempotency.updateOne({ scope: payment.idempotencyScope, state: "in_progress" }, { $set: { state: "done", response } });
+    if (response)
+      await this.store.idempotency.updateOne(
+        { scope: payment.idempotencyScope, state: "in_progress" },
+        { $set: { state: "done", response } },
+      );
   }
 }

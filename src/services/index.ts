@@ -28,7 +28,10 @@ export interface Services {
 export function createServices(ctx: ServiceContext): Services {
   const policies = new PolicyService(ctx);
   const settlement = new SettlementService(ctx);
-  const idempotency = new IdempotencyService(ctx.store, (payment) => outcomeOf(ctx, payment), { instanceId: ctx.instanceId, leaseMs: ctx.config.lockLeaseMs });
+  const idempotency = new IdempotencyService(ctx.store, (payment) => outcomeOf(ctx, payment), {
+    instanceId: ctx.instanceId,
+    leaseMs: ctx.config.lockLeaseMs,
+  });
   settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
   const payments = new PaymentService(ctx, policies, settlement, idempotency, new SwapService(ctx));
   return {

@@ -21,9 +21,7 @@ export class KeyService {
   constructor(private readonly keys: Collection<ApiKeyDoc>) {}
 
   /** Issues a key and returns it in clear: the only time it exists outside the caller. */
-  async issue(
-    doc: { role: "agent"; agentAddress: string } | { role: "owner"; ownerAddress: string; expiresAt: Date },
-  ): Promise<string> {
+  async issue(doc: { role: "agent"; agentAddress: string } | { role: "owner"; ownerAddress: string; expiresAt: Date }): Promise<string> {
     const key = `sk_${randomBytes(32).toString("hex")}`;
     await this.keys.insertOne({ ...doc, hash: hashKey(key), prefix: key.slice(0, 9), createdAt: new Date() });
     return key;
@@ -31,7 +29,10 @@ export class KeyService {
 
   /** Revokes every live key of an agent, or of an owner; the number revoked. They answer 401 at once. */
   async revokeAll(who: { agentAddress: string } | { ownerAddress: string }): Promise<number> {
-    const filter = "agentAddress" in who ? { role: "agent" as const, agentAddress: who.agentAddress } : { role: "owner" as const, ownerAddress: who.ownerAddress };
+    const filter =
+      "agentAddress" in who
+        ? { role: "agent" as const, agentAddress: who.agentAddress }
+        : { role: "owner" as const, ownerAddress: who.ownerAddress };
     const r = await this.keys.updateMany({ ...filter, revokedAt: { $exists: false } }, { $set: { revokedAt: new Date() } });
     return r.modifiedCount;
   }

@@ -32,13 +32,16 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
         paymentId: p.paymentId,
         authorizeTxHash: p.authorizeTxHash,
         ...(p.swap ? { swap: swapView(p.swap) } : {}),
-        message: "Paid and settled. This answer was read from the chain after the request was interrupted; the seller's response is not available.",
+        message:
+          "Paid and settled. This answer was read from the chain after the request was interrupted; the seller's response is not available.",
         response: { status: 0, body: null },
       },
     };
   }
   if (p.status === "failed") {
-    const e = upstreamError("The payment did not settle: its authorisation was released on-chain and nothing was paid.", { reason: p.reason });
+    const e = upstreamError("The payment did not settle: its authorisation was released on-chain and nothing was paid.", {
+      reason: p.reason,
+    });
     return { status: e.status, body: errorBody(e) };
   }
   return null;
@@ -49,4 +52,3 @@ export function transferOf(doc: PaymentDoc): TransferInput {
   if (!doc.payTo || doc.validBefore == null) throw new Error(`payment ${doc.txnId} has no recorded transfer`);
   return { payTo: doc.payTo, amount: BigInt(doc.amount), validAfter: BigInt(doc.validAfter ?? 0), validBefore: BigInt(doc.validBefore) };
 }
-

@@ -148,12 +148,24 @@ export class PaymentService {
    * Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused (insufficient_funds, off-chain)
    * before any transaction; otherwise what execute runs once the payment is authorised, if anything.
    */
-  async swapStep(pc: PaymentContext, check: Promise<SwapCheck>, amount: bigint, approvalId: string | null = null, txnId?: string): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
+  async swapStep(
+    pc: PaymentContext,
+    check: Promise<SwapCheck>,
+    amount: bigint,
+    approvalId: string | null = null,
+    txnId?: string,
+  ): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
     const c = await check;
     if (c.kind === "refuse") return { blocked: await this.block(pc, amount, "insufficient_funds", null, approvalId, txnId, c.detail) };
     if (c.kind === "none") return {};
     const a = pc.agent;
-    const target = { agent: a.address, ownerAddress: a.ownerAddress, policyAddress: a.policyAddress, merchant: pc.merchant, intent: pc.intent };
+    const target = {
+      agent: a.address,
+      ownerAddress: a.ownerAddress,
+      policyAddress: a.policyAddress,
+      merchant: pc.merchant,
+      intent: pc.intent,
+    };
     return { swap: (p) => this.swaps.execute({ ...p, ...target }) };
   }
 
@@ -165,7 +177,11 @@ export class PaymentService {
       const res = await requestSeller(pc.seller, opts);
       if (res.status !== 402) {
         if (res.status >= 200 && res.status < 300) {
-          throw new AppError(422, "payment_not_required", `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`);
+          throw new AppError(
+            422,
+            "payment_not_required",
+            `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`,
+          );
         }
         throw new AppError(502, "upstream_error", `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`, {
           sellerStatus: res.status,
@@ -196,7 +212,15 @@ export class PaymentService {
    * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
    * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
    */
-  async block(pc: PaymentContext, amount: bigint, reason: string, proof: AllowlistProof | null, approvalId: string | null = null, txnId?: string, detail?: string): Promise<PayOutcome> {
+  async block(
+    pc: PaymentContext,
+    amount: bigint,
+    reason: string,
+    proof: AllowlistProof | null,
+    approvalId: string | null = null,
+    txnId?: string,
+    detail?: string,
+  ): Promise<PayOutcome> {
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
     const sameRefusal =
@@ -383,7 +407,8 @@ export function blockMessage(reason: string): string {
     ...Object.fromEntries(REASON_TABLE.map((r) => [r.name, r.message])),
     max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
     unsupported_payment: "The seller offers no exact USDC payment on this chain.",
-    insufficient_funds: "The agent wallet holds too little USDC for this price, and nothing can buy the rest: swaps are off, or its WETH and ETH are not enough.",
+    insufficient_funds:
+      "The agent wallet holds too little USDC for this price, and nothing can buy the rest: swaps are off, or its WETH and ETH are not enough.",
   };
   return `${messages[reason] ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
 }

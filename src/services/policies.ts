@@ -149,7 +149,9 @@ export class PolicyService {
    * path reads afresh before any refusal that a stale copy could have caused.
    */
   async forPayment(agent: AgentDoc, fresh = false): Promise<{ policy: OnchainPolicy; cached: boolean }> {
-    const mark = await this.ctx.store.collection<{ agentAddress: string; seq: number }>("policyChanges").findOne({ agentAddress: agent.address });
+    const mark = await this.ctx.store
+      .collection<{ agentAddress: string; seq: number }>("policyChanges")
+      .findOne({ agentAddress: agent.address });
     const seq = mark?.seq ?? 0;
     const hit = this.paymentCache.get(agent.address);
     if (!fresh && hit && hit.seq === seq) return { policy: hit.policy, cached: true };
@@ -195,9 +197,10 @@ export class PolicyService {
     const list = await this.allowlistOf(p.allowlistRoot);
     const capped = Object.entries(list.caps).filter(([, c]) => c > 0n);
     const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
-    const entrySpent = p.deployed && capped.length
-      ? await this.ctx.chain.readMany(capped.map(([e]) => ({ contract, method: "entrySpentToday", args: [e] })))
-      : [];
+    const entrySpent =
+      p.deployed && capped.length
+        ? await this.ctx.chain.readMany(capped.map(([e]) => ({ contract, method: "entrySpentToday", args: [e] })))
+        : [];
     const now = Math.floor(Date.now() / 1000);
     return {
       address: agent.address,
@@ -251,7 +254,10 @@ export class PolicyService {
     if (invalid.length) throw badRequest(`Not host names: ${invalid.join(", ")}`, { invalidAllowlistEntries: invalid });
     const twap = input.swapTwapSeconds ?? 0;
     if (input.maxSwapSlippageBps && (twap < SWAP_TWAP_SECONDS.min || twap > SWAP_TWAP_SECONDS.max)) {
-      throw badRequest(`With swaps on (maxSwapSlippageBps > 0), swapTwapSeconds must be ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max}.`, { field: "swapTwapSeconds" });
+      throw badRequest(
+        `With swaps on (maxSwapSlippageBps > 0), swapTwapSeconds must be ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max}.`,
+        { field: "swapTwapSeconds" },
+      );
     }
     const caps = capsOf(entries, input.merchantCaps ?? {});
     const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));

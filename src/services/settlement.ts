@@ -12,7 +12,17 @@ import { alertPaymentDone } from "./alerts";
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
-import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
+import {
+  type Quote,
+  type SellerRequest,
+  type SignedPayment,
+  SellerError,
+  readSettlement,
+  requestSeller,
+  sellerOptions,
+  signPayment,
+  walletPayer,
+} from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
@@ -71,7 +81,10 @@ export class SettlementService {
   }
 
   private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne({ txnId }, { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } });
+    await this.ctx.store.payments.updateOne(
+      { txnId },
+      { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
+    );
     // The one place a payment's outcome is written: its owner's alert goes out from here.
     if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
   }
@@ -97,7 +110,11 @@ export class SettlementService {
     await this.ctx.gas.check(base.ownerAddress);
     const signed = await (input.signed ?? this.sign(input.agent!, quote)).catch((err: unknown) => {
       // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
-      throw new AppError(422, "unsupported_payment", `The seller's payment requirement could not be signed (${(err as Error).message}); nothing was paid.`);
+      throw new AppError(
+        422,
+        "unsupported_payment",
+        `The seller's payment requirement could not be signed (${(err as Error).message}); nothing was paid.`,
+      );
     });
     const paymentId = signed.nonce;
     timer.mark("sign");
@@ -151,7 +168,13 @@ export class SettlementService {
     const charged = this.ctx.gas.charge(base.ownerAddress, result.receipt);
     if (!result.authorized) {
       await charged;
-      await this.update(txnId, { status: "blocked", phase: "done", reason: result.reason, txHash: result.txHash, onchain: { confirmed: false, blockNumber: result.blockNumber } });
+      await this.update(txnId, {
+        status: "blocked",
+        phase: "done",
+        reason: result.reason,
+        txHash: result.txHash,
+        onchain: { confirmed: false, blockNumber: result.blockNumber },
+      });
       return {
         httpStatus: 422,
         body: {
@@ -173,10 +196,17 @@ export class SettlementService {
     let swapped: SwapRecord | null = null;
     // After a failure past authorisation: release (which kills the authorisation), unless it settled after all, which
     // is then a success.
-    const approved = async (settledTx: string | null, res: { status: number; body: unknown } | null, detail: string | null): Promise<PayOutcome> => {
+    const approved = async (
+      settledTx: string | null,
+      res: { status: number; body: unknown } | null,
+      detail: string | null,
+    ): Promise<PayOutcome> => {
       const settledAt = new Date();
       await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail });
-      this.ctx.logger.info({ txnId, agent, merchant: base.merchant, amount: quote.amount.toString(), ms: timer.done() }, "payment approved");
+      this.ctx.logger.info(
+        { txnId, agent, merchant: base.merchant, amount: quote.amount.toString(), ms: timer.done() },
+        "payment approved",
+      );
       const spent = result.spentToday ?? 0n;
       return {
         httpStatus: 200,
@@ -198,7 +228,11 @@ export class SettlementService {
         },
       };
     };
-    const failAfterAuthorize = async (detail: string, error: AppError, res: { status: number; body: unknown } | null = null): Promise<PayOutcome> => {
+    const failAfterAuthorize = async (
+      detail: string,
+      error: AppError,
+      res: { status: number; body: unknown } | null = null,
+    ): Promise<PayOutcome> => {
       const settled = await this.finishUnsettled(txnId, detail);
       if (settled.state === "settled") return approved(settled.txHash, res, `${error.message} The payment settled on-chain all the same.`);
       throw swapped ? withSwapNote(error, swapped) : error;
@@ -230,7 +264,10 @@ export class SettlementService {
     timer.mark("verify");
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
-      return failAfterAuthorize(`facilitator: ${reason}`, upstreamError(`The facilitator refused the payment: ${reason}. The budget was released; nothing was paid.`, { reason }));
+      return failAfterAuthorize(
+        `facilitator: ${reason}`,
+        upstreamError(`The facilitator refused the payment: ${reason}. The budget was released; nothing was paid.`, { reason }),
+      );
     }
 
     // From here the signed payment has left: every outcome is "maybe paid", and an unexpected error is no exception
@@ -243,7 +280,9 @@ export class SettlementService {
       this.ctx.logger.error({ err, txnId }, "unexpected failure after the payment left; deciding from the chain");
       return failAfterAuthorize(
         `unexpected: ${(err as Error).message ?? String(err)}`.slice(0, 300),
-        upstreamError("The payment could not be completed. Its outcome was read from the chain: it did not settle, the budget was released and nothing was paid."),
+        upstreamError(
+          "The payment could not be completed. Its outcome was read from the chain: it did not settle, the budget was released and nothing was paid.",
+        ),
       );
     }
   }
@@ -280,16 +319,23 @@ export class SettlementService {
         `HTTP ${res.status}`;
       return finish.failAfterAuthorize(
         `seller: ${sellerReason}`.slice(0, 300),
-        upstreamError(`The seller did not settle the payment (${String(sellerReason).slice(0, 200)}). The budget was released; nothing was paid.`, {
-          reason: String(sellerReason).slice(0, 200),
-          sellerStatus: res.status,
-        }),
+        upstreamError(
+          `The seller did not settle the payment (${String(sellerReason).slice(0, 200)}). The budget was released; nothing was paid.`,
+          {
+            reason: String(sellerReason).slice(0, 200),
+            sellerStatus: res.status,
+          },
+        ),
         { status: res.status, body: res.body },
       );
     }
     if (!inSellerTx) settledTx = await this.ops.settlementTx(agent, paymentId, result.blockNumber);
     input.timer?.mark("confirm");
-    return finish.approved(settledTx, { status: res.status, body: res.body }, res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null);
+    return finish.approved(
+      settledTx,
+      { status: res.status, body: res.body },
+      res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null,
+    );
   }
 
   /**
@@ -315,7 +361,11 @@ export class SettlementService {
         this.ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
         if (!(await this.ops.authorizationUsed(agent, paymentId))) {
           // Neither settled nor released: leave it in flight (lease kept) for the recovery sweep to finish.
-          throw new AppError(502, "upstream_error", "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.");
+          throw new AppError(
+            502,
+            "upstream_error",
+            "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.",
+          );
         }
         settled = true;
       }
@@ -334,7 +384,7 @@ export class SettlementService {
       status: refused ? "blocked" : "failed",
       phase: "done",
       reason: refused ? doc.reason : "settlement_failed",
-      detail: refused ? doc.detail ?? null : detail,
+      detail: refused ? (doc.detail ?? null) : detail,
       releaseTxHash: releaseTx ?? doc.releaseTxHash ?? null,
     });
     return { state: "released", txHash: null };
@@ -375,7 +425,11 @@ export class SettlementService {
    * (`own`), the payments of this instance id are taken at once: the process that held their lease is gone.
    */
   async recover(now = new Date(), opts: { own?: boolean } = {}): Promise<number> {
-    const free = [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }, ...(opts.own ? [{ instanceId: this.ctx.instanceId }] : [])];
+    const free = [
+      { leaseUntil: { $lt: now } },
+      { leaseUntil: { $exists: false } },
+      ...(opts.own ? [{ instanceId: this.ctx.instanceId }] : []),
+    ];
     const due = await this.ctx.store.payments.find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: free }).toArray();
     let resolved = 0;
     for (const doc of due) {

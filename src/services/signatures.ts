@@ -36,9 +36,7 @@ export class SignatureService {
     this.checkTimestamp(check.timestamp);
     const digest = TypedDataEncoder.hash(check.domain, check.types, check.message);
     if (!(await this.isValidSignature(check.expectedSigner, digest, check.signature))) {
-      throw invalidSignature(
-        `The signature is not ${check.expectedSigner}'s ${Object.keys(check.types)[0]} over these exact fields.`,
-      );
+      throw invalidSignature(`The signature is not ${check.expectedSigner}'s ${Object.keys(check.types)[0]} over these exact fields.`);
     }
     return digest;
   }

@@ -65,7 +65,9 @@ export class SwapService {
   private swapConfig(agent: AgentDoc): Promise<SwapConfig> {
     this.config ??= (async () => {
       try {
-        const [router, weth, uniswapFactory] = (await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).swapConfig()) as string[];
+        const [router, weth, uniswapFactory] = (await this.ctx.chain
+          .policyAt(agent.policyAddress, this.ctx.chain.provider)
+          .swapConfig()) as string[];
         const quoter = this.ctx.config.uniswapQuoterV2;
         // A QuoterV2 address with no code (UNISWAP_QUOTER_V2 for another chain) would fail every quote: no swaps.
         if (!quoter || (await this.ctx.chain.provider.getCode(quoter)) === "0x") {
@@ -130,7 +132,16 @@ export class SwapService {
    * (PaymentBlocked 13, PaymentReleased). Writes the outcome to the ledger entry. Throws when the transaction
    * reverts (e.g. the pool has no TWAP over the window); the caller then releases the payment.
    */
-  async execute(p: { txnId: string; agent: string; ownerAddress: string | null; policyAddress: string; merchant: string; intent: string; paymentId: string; transfer: TransferInput }): Promise<SwapResult> {
+  async execute(p: {
+    txnId: string;
+    agent: string;
+    ownerAddress: string | null;
+    policyAddress: string;
+    merchant: string;
+    intent: string;
+    paymentId: string;
+    transfer: TransferInput;
+  }): Promise<SwapResult> {
     const { chain, store } = this.ctx;
     const c = chain.policyAt(p.policyAddress);
     const t = [p.transfer.payTo, p.transfer.amount, p.transfer.validAfter, p.transfer.validBefore];
@@ -148,7 +159,8 @@ export class SwapService {
       await store.payments.updateOne({ txnId: p.txnId }, { $set: { swap: swapped, updatedAt: new Date() } });
       return { swapped };
     }
-    if (!events.some((e) => e.name === "PaymentBlocked")) throw new Error(`swapForPayment ${receipt.hash} emitted neither SwapExecuted nor PaymentBlocked`);
+    if (!events.some((e) => e.name === "PaymentBlocked"))
+      throw new Error(`swapForPayment ${receipt.hash} emitted neither SwapExecuted nor PaymentBlocked`);
     const reason = "swap_slippage_exceeded";
     await store.payments.updateOne(
       { txnId: p.txnId },
@@ -159,7 +171,8 @@ export class SwapService {
           reason,
           txHash: receipt.hash,
           releaseTxHash: receipt.hash,
-          detail: "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
+          detail:
+            "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
           updatedAt: new Date(),
           onchain: { confirmed: false, blockNumber: receipt.blockNumber },
         },

@@ -9,7 +9,12 @@ import type {
   IdempotencyDoc,
   IndexerStateDoc,
   PaymentDoc,
-  OwnerDoc, PolicyDoc, SiweNonceDoc, UsedSignatureDoc, WalletKeyDoc } from "./documents";
+  OwnerDoc,
+  PolicyDoc,
+  SiweNonceDoc,
+  UsedSignatureDoc,
+  WalletKeyDoc,
+} from "./documents";
 
 export interface Store {
   client: MongoClient;
@@ -36,16 +41,15 @@ export interface Store {
 const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; expireAfterSeconds?: number }[]> = {
   owners: [{ key: { address: 1 }, unique: true }],
   apiKeys: [{ key: { hash: 1 }, unique: true }, { key: { agentAddress: 1 } }, { key: { ownerAddress: 1 } }],
-  agents: [
-    { key: { address: 1 }, unique: true },
-    { key: { registrationKey: 1 } },
-    { key: { ownerAddress: 1, createdAt: -1 } },
-  ],
+  agents: [{ key: { address: 1 }, unique: true }, { key: { registrationKey: 1 } }, { key: { ownerAddress: 1, createdAt: -1 } }],
   walletKeys: [{ key: { address: 1 }, unique: true }],
   policies: [{ key: { agentAddress: 1 }, unique: true }],
   allowlists: [{ key: { root: 1 }, unique: true }],
   usedSignatures: [{ key: { hash: 1 }, unique: true }],
-  siweNonces: [{ key: { nonce: 1 }, unique: true }, { key: { expiresAt: 1 }, expireAfterSeconds: 0 }],
+  siweNonces: [
+    { key: { nonce: 1 }, unique: true },
+    { key: { expiresAt: 1 }, expireAfterSeconds: 0 },
+  ],
   payments: [
     { key: { txnId: 1 }, unique: true },
     { key: { paymentId: 1 } },
@@ -59,7 +63,10 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { ownerAddress: 1, status: 1, requestedAt: -1 } },
     { key: { agentAddress: 1, status: 1 } },
   ],
-  idempotency: [{ key: { scope: 1 }, unique: true }, { key: { expiresAt: 1 }, expireAfterSeconds: 0 }],
+  idempotency: [
+    { key: { scope: 1 }, unique: true },
+    { key: { expiresAt: 1 }, expireAfterSeconds: 0 },
+  ],
   chainEvents: [
     { key: { chainId: 1, txHash: 1, logIndex: 1 }, unique: true },
     { key: { paymentId: 1 } },

@@ -62,12 +62,18 @@ export class Leases {
   /** Extends a lease this acquisition still holds; false when it was lost. */
   async renew(name: string, token: string, ttlMs: number): Promise<boolean> {
     const now = new Date(this.clock());
-    const res = await this.docs.updateOne({ name, holder: this.holder, token }, { $set: { until: new Date(now.getTime() + ttlMs), updatedAt: now } });
+    const res = await this.docs.updateOne(
+      { name, holder: this.holder, token },
+      { $set: { until: new Date(now.getTime() + ttlMs), updatedAt: now } },
+    );
     return res.matchedCount === 1;
   }
 
   async release(name: string, token: string): Promise<void> {
-    await this.docs.updateOne({ name, holder: this.holder, token }, { $set: { holder: null, token: null, until: FREE, updatedAt: new Date() } });
+    await this.docs.updateOne(
+      { name, holder: this.holder, token },
+      { $set: { holder: null, token: null, until: FREE, updatedAt: new Date() } },
+    );
   }
 
   /** Frees every lease this instance id holds: its predecessor under the same id died with them. */
@@ -91,9 +97,12 @@ export class Leases {
       await new Promise((r) => setTimeout(r, delay));
     }
     const held = token;
-    const heartbeat = setInterval(() => {
-      this.renew(name, held, ttlMs).catch(() => undefined);
-    }, Math.max(50, Math.floor(ttlMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        this.renew(name, held, ttlMs).catch(() => undefined);
+      },
+      Math.max(50, Math.floor(ttlMs / 3)),
+    );
     heartbeat.unref();
     try {
       return await task();

@@ -21,14 +21,22 @@ export interface WebhookUrlRules {
 export async function checkWebhookUrl(url: string, rules: WebhookUrlRules): Promise<void> {
   const u = new URL(url);
   if (u.protocol === "http:" && !rules.allowHttp) {
-    throw new AppError(422, "insecure_webhook_url", `The webhook URL ${u.origin} is plain http; only https receivers are allowed here (ALLOW_HTTP_SELLERS).`);
+    throw new AppError(
+      422,
+      "insecure_webhook_url",
+      `The webhook URL ${u.origin} is plain http; only https receivers are allowed here (ALLOW_HTTP_SELLERS).`,
+    );
   }
   if (rules.allowPrivate) return;
   const refused = await privateAddressesOf(u.hostname).catch(() => {
     throw new AppError(422, "unsafe_webhook_url", `The webhook host ${u.hostname} could not be resolved.`);
   });
   if (refused.length) {
-    throw new AppError(422, "unsafe_webhook_url", `The webhook host ${u.hostname} resolves to a private address; refused (ALLOW_PRIVATE_SELLERS).`);
+    throw new AppError(
+      422,
+      "unsafe_webhook_url",
+      `The webhook host ${u.hostname} resolves to a private address; refused (ALLOW_PRIVATE_SELLERS).`,
+    );
   }
 }
 
@@ -57,7 +65,13 @@ export function deliveryView(d: WebhookDeliveryDoc) {
     lastHttpStatus: d.lastHttpStatus,
     lastError: d.lastError,
     lastLatencyMs: d.lastLatencyMs,
-    log: d.log.map((a) => ({ attempt: a.attempt, at: a.at.toISOString(), httpStatus: a.httpStatus, error: a.error, latencyMs: a.latencyMs })),
+    log: d.log.map((a) => ({
+      attempt: a.attempt,
+      at: a.at.toISOString(),
+      httpStatus: a.httpStatus,
+      error: a.error,
+      latencyMs: a.latencyMs,
+    })),
     payload: JSON.parse(d.payload) as unknown,
   };
 }
@@ -70,7 +84,8 @@ export class WebhookService {
   ) {}
 
   private owner(principal: Principal | undefined): string {
-    if (principal?.role !== "owner") throw forbidden("Only the owner manages webhooks: sign in with your wallet (SIWE) and use the owner key.");
+    if (principal?.role !== "owner")
+      throw forbidden("Only the owner manages webhooks: sign in with your wallet (SIWE) and use the owner key.");
     return principal.ownerAddress;
   }
 
@@ -118,7 +133,10 @@ export class WebhookService {
     if (e.status === "active") {
       const now = new Date();
       await this.outbox.c.endpoints.updateOne({ endpointId, status: "active" }, { $set: { status: "disabled", disabledAt: now } });
-      await this.outbox.c.deliveries.updateMany({ endpointId, status: "pending" }, { $set: { status: "cancelled", lastError: "endpoint_disabled" } });
+      await this.outbox.c.deliveries.updateMany(
+        { endpointId, status: "pending" },
+        { $set: { status: "cancelled", lastError: "endpoint_disabled" } },
+      );
     }
     return endpointView((await this.outbox.c.endpoints.findOne({ endpointId }))!);
   }

@@ -12,7 +12,9 @@ export interface Sealed {
 
 /** The secrets' key: its own derivation of the wallet encryption key, so neither key can decrypt the other's data. */
 export function webhookSecretKey(walletEncryptionKeyHex: string): Buffer {
-  return createHash("sha256").update(`spendgate webhook secrets\n${walletEncryptionKeyHex.replace(/^0x/, "").toLowerCase()}`).digest();
+  return createHash("sha256")
+    .update(`spendgate webhook secrets\n${walletEncryptionKeyHex.replace(/^0x/, "").toLowerCase()}`)
+    .digest();
 }
 
 export const newWebhookSecret = () => `whsec_${randomBytes(32).toString("base64url")}`;

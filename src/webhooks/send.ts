@@ -50,7 +50,8 @@ export async function postWebhook(
     const latencyMs = Math.round(performance.now() - started);
     await res.body?.cancel().catch(() => undefined);
     if (res.status >= 200 && res.status < 300) return { ok: true, httpStatus: res.status, error: null, latencyMs, refused: false };
-    const error = res.status >= 300 && res.status < 400 ? `redirect: HTTP ${res.status} (redirects are not followed)` : `http_${res.status}`;
+    const error =
+      res.status >= 300 && res.status < 400 ? `redirect: HTTP ${res.status} (redirects are not followed)` : `http_${res.status}`;
     return { ok: false, httpStatus: res.status, error, latencyMs, refused: false };
   } catch (err) {
     const latencyMs = Math.round(performance.now() - started);
@@ -58,7 +59,14 @@ export async function postWebhook(
     if (e.name === "TimeoutError" || e.name === "AbortError") {
       return { ok: false, httpStatus: null, error: `timeout: no answer within ${opts.timeoutMs} ms`, latencyMs, refused: false };
     }
-    if (e.cause?.code === "EPRIVATEADDRESS") return refusedResult(`unsafe_address: ${u.hostname} resolves to a private address; refused by the SSRF guard`);
-    return { ok: false, httpStatus: null, error: `unreachable: ${e.cause?.code ?? e.cause?.message ?? "connection failed"}`.slice(0, 200), latencyMs, refused: false };
+    if (e.cause?.code === "EPRIVATEADDRESS")
+      return refusedResult(`unsafe_address: ${u.hostname} resolves to a private address; refused by the SSRF guard`);
+    return {
+      ok: false,
+      httpStatus: null,
+      error: `unreachable: ${e.cause?.code ?? e.cause?.message ?? "connection failed"}`.slice(0, 200),
+      latencyMs,
+      refused: false,
+    };
   }
 }

@@ -167,7 +167,15 @@ export class WebhookWorker {
         $push: { log: { $each: [entry], $slice: -LOG_LENGTH } },
       },
     );
-    const fields = { delivery: d.deliveryId, endpoint: d.endpointId, event: d.eventId, type: d.type, attempt: d.attempts, httpStatus: result.httpStatus, latencyMs: result.latencyMs };
+    const fields = {
+      delivery: d.deliveryId,
+      endpoint: d.endpointId,
+      event: d.eventId,
+      type: d.type,
+      attempt: d.attempts,
+      httpStatus: result.httpStatus,
+      latencyMs: result.latencyMs,
+    };
     if (result.ok) this.logger.info(fields, "webhook delivered");
     else if (result.refused) this.logger.warn({ ...fields, error: result.error, status }, "webhook delivery refused before connecting");
     else this.logger.warn({ ...fields, error: result.error, status }, "webhook attempt failed");

@@ -43,7 +43,14 @@ export interface SellerResponse {
 /** A seller problem the caller should see as a clear error (never a 500). */
 export class SellerError extends Error {
   constructor(
-    readonly code: "seller_unreachable" | "seller_timeout" | "seller_response_too_large" | "seller_redirect_refused" | "unsafe_seller_address" | "invalid_payment_required" | "insecure_seller",
+    readonly code:
+      | "seller_unreachable"
+      | "seller_timeout"
+      | "seller_response_too_large"
+      | "seller_redirect_refused"
+      | "unsafe_seller_address"
+      | "invalid_payment_required"
+      | "insecure_seller",
     message: string,
   ) {
     super(message);
@@ -61,8 +68,17 @@ export interface BuyerOptions {
 }
 
 /** The buyer's options from the service's configuration (one place for every caller). */
-export function sellerOptions(c: Pick<Config, "sellerTimeoutMs" | "sellerMaxBytes" | "allowPrivateSellers" | "allowHttpSellers" | "chainId" | "usdcAddress">): BuyerOptions {
-  return { timeoutMs: c.sellerTimeoutMs, maxBytes: c.sellerMaxBytes, allowPrivate: c.allowPrivateSellers, allowHttp: c.allowHttpSellers, chainId: c.chainId, usdcAddress: c.usdcAddress };
+export function sellerOptions(
+  c: Pick<Config, "sellerTimeoutMs" | "sellerMaxBytes" | "allowPrivateSellers" | "allowHttpSellers" | "chainId" | "usdcAddress">,
+): BuyerOptions {
+  return {
+    timeoutMs: c.sellerTimeoutMs,
+    maxBytes: c.sellerMaxBytes,
+    allowPrivate: c.allowPrivateSellers,
+    allowHttp: c.allowHttpSellers,
+    chainId: c.chainId,
+    usdcAddress: c.usdcAddress,
+  };
 }
 
 const MAX_REDIRECTS = 3;
@@ -117,7 +133,10 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
   let url = new URL(req.url);
   const originalHost = url.host;
   if (url.protocol === "http:" && !opts.allowHttp) {
-    throw new SellerError("insecure_seller", `The seller ${url.origin} is plain http; only https sellers are paid here (ALLOW_HTTP_SELLERS).`);
+    throw new SellerError(
+      "insecure_seller",
+      `The seller ${url.origin} is plain http; only https sellers are paid here (ALLOW_HTTP_SELLERS).`,
+    );
   }
   const body = req.method === "POST" && req.body !== undefined && req.body !== null ? JSON.stringify(req.body) : undefined;
   for (let hop = 0; ; hop++) {
@@ -205,7 +224,14 @@ function signsEip3009(extra: unknown): boolean {
 /** USDC's EIP-712 domain name and version, which the signature needs (the x402 client throws without them). */
 function hasTokenDomain(extra: unknown): boolean {
   const e = extra as { name?: unknown; version?: unknown } | null | undefined;
-  return typeof e?.name === "string" && e.name.length > 0 && e.name.length <= 100 && typeof e.version === "string" && e.version.length > 0 && e.version.length <= 20;
+  return (
+    typeof e?.name === "string" &&
+    e.name.length > 0 &&
+    e.name.length <= 100 &&
+    typeof e.version === "string" &&
+    e.version.length > 0 &&
+    e.version.length <= 20
+  );
 }
 
 /**
@@ -289,7 +315,12 @@ export async function signPayment(signer: AgentSigner, quote: Quote, maxValidity
   if (!auth?.nonce || !auth.to || !auth.value || auth.validBefore === undefined) {
     throw new Error("x402 client produced a payload without an EIP-3009 authorization");
   }
-  const transfer = { payTo: getAddress(auth.to), amount: BigInt(auth.value), validAfter: BigInt(auth.validAfter ?? 0), validBefore: BigInt(auth.validBefore) };
+  const transfer = {
+    payTo: getAddress(auth.to),
+    amount: BigInt(auth.value),
+    validAfter: BigInt(auth.validAfter ?? 0),
+    validBefore: BigInt(auth.validBefore),
+  };
   if (transfer.amount !== quote.amount) throw new Error("x402 client signed another amount than quoted");
   return { payload, headers: http.encodePaymentSignatureHeader(payload), nonce: auth.nonce, transfer };
 }

@@ -16,11 +16,7 @@
  *   PAYMENT-RESPONSE for PAYMENT-SIGNATURE and X-PAYMENT-RESPONSE for X-PAYMENT.
  */
 import { formatEther, getAddress } from "ethers";
-import {
-  decodePaymentSignatureHeader,
-  encodePaymentRequiredHeader,
-  encodePaymentResponseHeader,
-} from "@x402/core/http";
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { isPaymentPayloadV1, isPaymentPayloadV2 } from "@x402/core/schemas";
 import type {
   PaymentPayload,
@@ -216,7 +212,10 @@ export class AgentIntelSeller {
   }
 
   /** Decodes the header and checks the payload pays exactly our requirement (scheme, network, asset, amount, payTo). */
-  private check(raw: string, resourceUrl: string): { payload: AnyPaymentPayload; requirements: AnyPaymentRequirements; auth: Authorization } {
+  private check(
+    raw: string,
+    resourceUrl: string,
+  ): { payload: AnyPaymentPayload; requirements: AnyPaymentRequirements; auth: Authorization } {
     if (raw.length > MAX_HEADER_CHARS) throw new Refusal("invalid_payload", "The payment header is too long.");
     let decoded: unknown;
     try {
@@ -256,7 +255,10 @@ export class AgentIntelSeller {
     }
     const auth = authorizationOf(payload);
     if (BigInt(auth.value) !== this.price) {
-      throw new Refusal("invalid_exact_evm_payload_authorization_value_mismatch", `The authorization is for ${auth.value} base units; the price is ${this.price}.`);
+      throw new Refusal(
+        "invalid_exact_evm_payload_authorization_value_mismatch",
+        `The authorization is for ${auth.value} base units; the price is ${this.price}.`,
+      );
     }
     if (!sameAddress(auth.to, this.config.payTo)) {
       throw new Refusal("invalid_exact_evm_recipient_mismatch", `The authorization pays ${auth.to}, not ${this.config.payTo}.`);

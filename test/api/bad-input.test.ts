@@ -14,13 +14,45 @@ interface Case {
 }
 
 const BAD_AMOUNTS: unknown[] = [
-  "-1", "1e5", "0.0000001", "", " ", "abc", "1,5", "01", "+1", "0x10", "Infinity", "NaN", "1.", ".5", "1.5 USDC",
-  "79228162514264337593543.950336", "99999999999999999999999999999", 5, 0.5, null, true, [], {},
+  "-1",
+  "1e5",
+  "0.0000001",
+  "",
+  " ",
+  "abc",
+  "1,5",
+  "01",
+  "+1",
+  "0x10",
+  "Infinity",
+  "NaN",
+  "1.",
+  ".5",
+  "1.5 USDC",
+  "79228162514264337593543.950336",
+  "99999999999999999999999999999",
+  5,
+  0.5,
+  null,
+  true,
+  [],
+  {},
 ];
 const BAD_ADDRESSES: unknown[] = [
-  "", " ", "0x", "0x123", "0x" + "zz".repeat(20), "11".repeat(20), "0x" + "a".repeat(41), "0x" + "a".repeat(39),
+  "",
+  " ",
+  "0x",
+  "0x123",
+  "0x" + "zz".repeat(20),
+  "11".repeat(20),
+  "0x" + "a".repeat(41),
+  "0x" + "a".repeat(39),
   "0xAbCdEf0123456789abcdef0123456789ABCDEF01", // mixed case with a wrong EIP-55 checksum
-  "vitalik.eth", 123, null, ["0x" + "11".repeat(20)], { address: "0x" + "11".repeat(20) },
+  "vitalik.eth",
+  123,
+  null,
+  ["0x" + "11".repeat(20)],
+  { address: "0x" + "11".repeat(20) },
 ];
 const BAD_TIMESTAMPS: unknown[] = ["1700000000", 1.5, -1, 2 ** 41, null, "", [], Number.MAX_VALUE];
 const BAD_SIGNATURES: unknown[] = ["", "0x", "zz", "0x" + "gg".repeat(65), "0x" + "11".repeat(10), "0x" + "11".repeat(5000), 123, null];
@@ -94,7 +126,12 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
     const cases: Case[] = [];
     for (const [field, values] of Object.entries(bad)) {
       for (const value of values) {
-        cases.push({ ...endpoint, name: `${endpoint.path} ${field}=${JSON.stringify(value)?.slice(0, 40)}`, body: { ...valid, [field]: value }, status: 400 });
+        cases.push({
+          ...endpoint,
+          name: `${endpoint.path} ${field}=${JSON.stringify(value)?.slice(0, 40)}`,
+          body: { ...valid, [field]: value },
+          status: 400,
+        });
       }
     }
     for (const field of Object.keys(valid)) {
@@ -122,13 +159,18 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
 
   it("POST /agents/link: bad addresses, signatures, timestamps, missing and unknown fields (400)", async () => {
     await expectRefused(
-      fieldCases({ method: "POST", path: "/agents/link" }, linkBody, {
-        agentAddress: BAD_ADDRESSES,
-        ownerAddress: BAD_ADDRESSES,
-        ownerSignature: BAD_SIGNATURES,
-        timestamp: BAD_TIMESTAMPS,
-        activationCode: ["", "short", "has space in it ok", 42, null],
-      }, ["activationCode"]),
+      fieldCases(
+        { method: "POST", path: "/agents/link" },
+        linkBody,
+        {
+          agentAddress: BAD_ADDRESSES,
+          ownerAddress: BAD_ADDRESSES,
+          ownerSignature: BAD_SIGNATURES,
+          timestamp: BAD_TIMESTAMPS,
+          activationCode: ["", "short", "has space in it ok", 42, null],
+        },
+        ["activationCode"],
+      ),
     );
   });
 
@@ -136,9 +178,27 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
     const bad = ["", " ", "not-an-email", "a@", "@b.com", `${"a".repeat(250)}@example.com`, 5, null, ["a@b.com"], {}];
     const labels = ["", " ", "x".repeat(101), 5, null, true, ["bot"], { name: "bot" }];
     const cases: Case[] = [
-      ...bad.map((email) => ({ name: `email=${JSON.stringify(email)?.slice(0, 30)}`, method: "POST", path: "/wallet/genesis", body: { email, label: "x" }, status: 400 })),
-      ...labels.map((label) => ({ name: `label=${JSON.stringify(label)?.slice(0, 30)}`, method: "POST", path: "/wallet/genesis", body: { label }, status: 400 })),
-      { name: "genesis unknown field", method: "POST", path: "/wallet/genesis", body: { label: "x", privateKey: "0x" + "11".repeat(32) }, status: 400 },
+      ...bad.map((email) => ({
+        name: `email=${JSON.stringify(email)?.slice(0, 30)}`,
+        method: "POST",
+        path: "/wallet/genesis",
+        body: { email, label: "x" },
+        status: 400,
+      })),
+      ...labels.map((label) => ({
+        name: `label=${JSON.stringify(label)?.slice(0, 30)}`,
+        method: "POST",
+        path: "/wallet/genesis",
+        body: { label },
+        status: 400,
+      })),
+      {
+        name: "genesis unknown field",
+        method: "POST",
+        path: "/wallet/genesis",
+        body: { label: "x", privateKey: "0x" + "11".repeat(32) },
+        status: 400,
+      },
     ];
     await expectRefused(cases);
   });
@@ -183,9 +243,33 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
     const cases: Case[] = [];
     for (const { path, key } of postEndpoints()) {
       const json = JSON.stringify(path === "/limits" ? limitsBody : { label: "x" });
-      cases.push({ name: `${path} text/plain`, method: "POST", path, key, body: json, headers: { "Content-Type": "text/plain" }, status: 415 });
-      cases.push({ name: `${path} form`, method: "POST", path, key, body: "label=x", headers: { "Content-Type": "application/x-www-form-urlencoded" }, status: 415 });
-      cases.push({ name: `${path} xml`, method: "POST", path, key, body: "<label>x</label>", headers: { "Content-Type": "application/xml" }, status: 415 });
+      cases.push({
+        name: `${path} text/plain`,
+        method: "POST",
+        path,
+        key,
+        body: json,
+        headers: { "Content-Type": "text/plain" },
+        status: 415,
+      });
+      cases.push({
+        name: `${path} form`,
+        method: "POST",
+        path,
+        key,
+        body: "label=x",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        status: 415,
+      });
+      cases.push({
+        name: `${path} xml`,
+        method: "POST",
+        path,
+        key,
+        body: "<label>x</label>",
+        headers: { "Content-Type": "application/xml" },
+        status: 415,
+      });
     }
     await expectRefused(cases);
     // A body with no Content-Type at all (bytes, so fetch adds none).
@@ -206,7 +290,14 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
         cases.push({ name: `${path} body ${raw}`, method: "POST", path, key, body: raw, status: 400 });
       }
       if (path !== "/wallet/genesis") cases.push({ name: `${path} {}`, method: "POST", path, key, body: "{}", status: 400 });
-      cases.push({ name: `${path} __proto__`, method: "POST", path, key, body: '{"__proto__": {"isAdmin": true}, "label": "x"}', status: 400 });
+      cases.push({
+        name: `${path} __proto__`,
+        method: "POST",
+        path,
+        key,
+        body: '{"__proto__": {"isAdmin": true}, "label": "x"}',
+        status: 400,
+      });
     }
     await expectRefused(cases);
   });

@@ -24,7 +24,15 @@ describe("config: loadConfig over the environment", () => {
       GENESIS_OPEN: "maybe",
     });
     const text = problems.join("\n");
-    const names = ["PORT", "GENESIS_OPEN", "OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS", "FACTORY_DEPLOY_BLOCK", "FACILITATOR_PRIVATE_KEY", "WALLET_ENCRYPTION_KEY"];
+    const names = [
+      "PORT",
+      "GENESIS_OPEN",
+      "OPERATOR_PRIVATE_KEY",
+      "FACTORY_ADDRESS",
+      "FACTORY_DEPLOY_BLOCK",
+      "FACILITATOR_PRIVATE_KEY",
+      "WALLET_ENCRYPTION_KEY",
+    ];
     for (const name of names) {
       expect(text, `${name} is named`).to.match(new RegExp(`^${name}: `, "m"));
     }
@@ -82,7 +90,13 @@ describe("config: loadConfig over the environment", () => {
       BASE_URL: "https://api.example.com/",
       GENESIS_OPEN: "false",
     });
-    expect(c).to.include({ embeddedChain: false, embeddedStore: false, genesisOpen: false, port: 8080, baseUrl: "https://api.example.com" });
+    expect(c).to.include({
+      embeddedChain: false,
+      embeddedStore: false,
+      genesisOpen: false,
+      port: 8080,
+      baseUrl: "https://api.example.com",
+    });
     expect(c.allowPrivateSellers).to.equal(false);
     expect(c.allowHttpSellers).to.equal(false);
     expect(c.confirmations).to.be.greaterThan(0);

@@ -54,7 +54,9 @@ describe("POST /dev/faucet: USDC, ETH and WETH in embedded mode", () => {
   it("answers concurrent ETH and WETH requests each in full", async () => {
     const { agentAddress } = await s.genesis();
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => s.api("POST", "/dev/faucet", { body: { agentAddress, token: i % 2 ? "WETH" : "ETH", amount: "2" } })),
+      Array.from({ length: 6 }, (_, i) =>
+        s.api("POST", "/dev/faucet", { body: { agentAddress, token: i % 2 ? "WETH" : "ETH", amount: "2" } }),
+      ),
     );
     for (const r of results) expect(r.status, JSON.stringify(r.body)).to.equal(200);
     const h = await holdings(agentAddress);

@@ -30,19 +30,36 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     expect(usage.body.gasUsed).to.be.within(150_000, 250_000); // the agent's deployment
     expect(usage.body.costGwei).to.be.greaterThan(0);
 
-    const update = await s.api("POST", "/limits", { key, body: await s.policyBody(owner, a.agentAddress, { ...POLICY, dailyBudget: "30" }, s.now() + 1) });
+    const update = await s.api("POST", "/limits", {
+      key,
+      body: await s.policyBody(owner, a.agentAddress, { ...POLICY, dailyBudget: "30" }, s.now() + 1),
+    });
     expectErrorShape(update, 429, "gas_allowance_exceeded");
-    const pay = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "over the gas allowance" } });
+    const pay = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "over the gas allowance" },
+    });
     expect(pay.status, JSON.stringify(pay.body)).to.equal(429);
     expect(pay.body.error).to.equal("gas_allowance_exceeded");
     expect(Number(pay.headers.get("retry-after"))).to.be.within(1, 86_400);
     expect(seller.settlements).to.have.length(0);
     // A refusal is kept in the ledger, but not written on-chain at the operator's cost.
-    const blocked = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource.replace("127.0.0.1", "localhost"), maxAmount: "2", intent: "not allowed" } });
+    const blocked = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: {
+        agentAddress: a.agentAddress,
+        serviceUrl: seller.resource.replace("127.0.0.1", "localhost"),
+        maxAmount: "2",
+        intent: "not allowed",
+      },
+    });
     expect(blocked.body).to.include({ status: "blocked", reason: "merchant_not_allowed", txHash: null });
 
     const { signature, timestamp } = await s.signPause(owner, a.agentAddress, true);
-    const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: { paused: true, humanSignature: signature, timestamp } });
+    const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+      key,
+      body: { paused: true, humanSignature: signature, timestamp },
+    });
     expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
     expect((await s.api("GET", "/owner/gas", { key })).body.transactions).to.equal(2);
     expectErrorShape(await s.api("GET", "/owner/gas", { key: a.apiKey }), 403, "forbidden");

@@ -96,7 +96,12 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
     const first = await s.api("POST", "/limits", { key: apiKey, body: await s.policyBody(owner, agentAddress, POLICY) });
     expect(first.status).to.equal(201);
 
-    const next = { perTxLimit: "2", dailyBudget: "25.000001", allowlist: ["API.Example.com", "https://shop.example.org:8443/x"], approvalThreshold: "1" };
+    const next = {
+      perTxLimit: "2",
+      dailyBudget: "25.000001",
+      allowlist: ["API.Example.com", "https://shop.example.org:8443/x"],
+      approvalThreshold: "1",
+    };
     const body = await s.policyBody(owner, agentAddress, next, s.now() + 1);
     const second = await s.api("POST", "/limits", { key: await ownerKey(s, owner), body });
     expect(second.status, JSON.stringify(second.body)).to.equal(201);
@@ -184,7 +189,10 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
   it("stores an empty allowlist as the zero root (deny every merchant)", async () => {
     const owner = randomOwner();
     const { agentAddress, apiKey } = await linkedAgent(s, owner);
-    const res = await s.api("POST", "/limits", { key: apiKey, body: await s.policyBody(owner, agentAddress, { ...POLICY, allowlist: [] }) });
+    const res = await s.api("POST", "/limits", {
+      key: apiKey,
+      body: await s.policyBody(owner, agentAddress, { ...POLICY, allowlist: [] }),
+    });
     expect(res.status).to.equal(201);
     expect((await onchain(res.body.policyContract)).allowlistRoot).to.equal(EMPTY_ROOT);
   });

@@ -50,9 +50,20 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
     expect(res.body.allowlistRoot).to.equal(root);
 
     const onchain = await s.svc.chain.policyAt(res.body.policyContract, s.svc.chain.provider).policy();
-    expect([...onchain].map(String)).to.deep.equal(
-      ["1500000", "10000000", root, "750000", "4000000", "30000000", "90500000", "1000000000", "12", "4000000000", "100", "1800"],
-    );
+    expect([...onchain].map(String)).to.deep.equal([
+      "1500000",
+      "10000000",
+      root,
+      "750000",
+      "4000000",
+      "30000000",
+      "90500000",
+      "1000000000",
+      "12",
+      "4000000000",
+      "100",
+      "1800",
+    ]);
 
     const read = await s.api("GET", `/limits?address=${agentAddress}`, { key: apiKey });
     expect(read.status).to.equal(200);
@@ -74,7 +85,14 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
     const plain = { perTxLimit: "1", dailyBudget: "5", allowlist: ["api.example.com"], approvalThreshold: "1" };
     expect((await s.api("POST", "/limits", { key: apiKey, body: await s.policyBody(owner, agentAddress, plain) })).status).to.equal(201);
     const view = (await s.api("GET", `/limits?address=${agentAddress}`, { key: apiKey })).body.agents[0];
-    expect(view).to.deep.include({ hourlyBudget: "0", weeklyBudget: "0", lifetimeBudget: "0", maxPaymentsPerHour: 0, validUntil: 0, merchantCaps: {} });
+    expect(view).to.deep.include({
+      hourlyBudget: "0",
+      weeklyBudget: "0",
+      lifetimeBudget: "0",
+      maxPaymentsPerHour: 0,
+      validUntil: 0,
+      merchantCaps: {},
+    });
     expect(view.windows).to.have.length(1);
     expect(view.windows[0]).to.include({ window: "daily", budget: "5", remaining: "5" });
     expect(view.velocity.remaining).to.equal(null);
@@ -113,7 +131,13 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
     const owner = randomOwner();
     const { agentAddress, apiKey } = await linkedAgent(s, owner);
     const signed = await s.policyBody(owner, agentAddress, FULL);
-    for (const change of [{ weeklyBudget: "31" }, { maxPaymentsPerHour: 13 }, { validUntil: 0 }, { merchantCaps: { "api.example.com": "9" } }, { lifetimeBudget: undefined }]) {
+    for (const change of [
+      { weeklyBudget: "31" },
+      { maxPaymentsPerHour: 13 },
+      { validUntil: 0 },
+      { merchantCaps: { "api.example.com": "9" } },
+      { lifetimeBudget: undefined },
+    ]) {
       expectErrorShape(await s.api("POST", "/limits", { key: apiKey, body: { ...signed, ...change } }), 401);
     }
     const plain = { perTxLimit: "1", dailyBudget: "5", allowlist: ["api.example.com"], approvalThreshold: "1" };

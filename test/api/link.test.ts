@@ -164,7 +164,9 @@ describe("POST /agents/link needs the activation code (an agent's address alone 
     const activation = await s.api("GET", `/wallet/activation?address=${a.agentAddress}`, { key: a.apiKey });
     expect(activation.status).to.equal(200);
     expect(activation.body).to.include({ agentAddress: a.agentAddress, linked: false });
-    expect(activation.body.activationUrl).to.equal((await s.api("GET", `/wallet/activation?address=${a.agentAddress}`, { key: a.apiKey })).body.activationUrl);
+    expect(activation.body.activationUrl).to.equal(
+      (await s.api("GET", `/wallet/activation?address=${a.agentAddress}`, { key: a.apiKey })).body.activationUrl,
+    );
     expect(activation.body.activationUrl).to.match(new RegExp(`/onboarding\\?agent=${a.agentAddress}&code=[A-Za-z0-9_-]{22}$`));
     const { activationCode: _code, ...withoutCode } = await s.signLink(owner, a.agentAddress);
     const other = await s.genesis();

@@ -21,7 +21,13 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     const timestamp = w.timestamp ?? s.now();
     const token = w.token === "ETH" ? ZeroAddress : s.svc.config.usdcAddress;
     const amount = w.token === "ETH" ? parseEther(w.amount) : toBaseUnits(w.amount);
-    const humanSignature = await owner.signTypedData(policyDomain(8453, agent), WITHDRAW_TYPES, { agent, token, to: w.to, amount, timestamp });
+    const humanSignature = await owner.signTypedData(policyDomain(8453, agent), WITHDRAW_TYPES, {
+      agent,
+      token,
+      to: w.to,
+      amount,
+      timestamp,
+    });
     return { token: w.token, to: w.to, amount: w.amount, timestamp, humanSignature };
   }
 
@@ -32,19 +38,34 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     await mintUsdc(s, a.agentAddress, 10_000_000n);
     await s.svc.chain.provider.send("hardhat_setBalance", [a.agentAddress, toBeHex(parseEther("1"))]);
     const { signature, timestamp } = await s.signPause(owner, a.agentAddress, true);
-    expect((await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: { paused: true, humanSignature: signature, timestamp } })).status).to.equal(200);
+    expect(
+      (await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: { paused: true, humanSignature: signature, timestamp } }))
+        .status,
+    ).to.equal(200);
 
     const to = Wallet.createRandom().address;
-    const res = await s.api("POST", `/agents/${a.agentAddress}/withdraw`, { key, body: await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "7.5" }) });
+    const res = await s.api("POST", `/agents/${a.agentAddress}/withdraw`, {
+      key,
+      body: await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "7.5" }),
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
-    expect(res.body).to.include({ status: "withdrawn", agentAddress: a.agentAddress, token: getAddress(s.svc.config.usdcAddress), to, amount: "7.5" });
+    expect(res.body).to.include({
+      status: "withdrawn",
+      agentAddress: a.agentAddress,
+      token: getAddress(s.svc.config.usdcAddress),
+      to,
+      amount: "7.5",
+    });
     expect(await usdcBalance(s, to)).to.equal(7_500_000n);
     expect(await usdcBalance(s, a.agentAddress)).to.equal(2_500_000n);
     const receipt = await s.svc.chain.provider.getTransactionReceipt(res.body.txHash);
     const c = s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider);
     expect(receipt!.logs.map((l) => c.interface.parseLog(l)?.name)).to.include("Withdrawn");
 
-    const eth = await s.api("POST", `/agents/${a.agentAddress}/withdraw`, { key, body: await withdrawBody(owner, a.agentAddress, { token: "ETH", to, amount: "0.25" }) });
+    const eth = await s.api("POST", `/agents/${a.agentAddress}/withdraw`, {
+      key,
+      body: await withdrawBody(owner, a.agentAddress, { token: "ETH", to, amount: "0.25" }),
+    });
     expect(eth.status, JSON.stringify(eth.body)).to.equal(200);
     expect(eth.body).to.include({ token: ZeroAddress, amount: "0.25" });
     expect(await s.svc.chain.provider.getBalance(to)).to.equal(parseEther("0.25"));
@@ -63,11 +84,40 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
 
     const forged = await withdrawBody(randomOwner(), a.agentAddress, { token: "USDC", to, amount: "1" });
     expectErrorShape(await s.api("POST", path, { key, body: forged }), 401, "invalid_signature");
-    expectErrorShape(await s.api("POST", path, { key: a.apiKey, body: await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "1" }) }), 403, "forbidden");
-    expectErrorShape(await s.api("POST", path, { key: strangerKey, body: await withdrawBody(stranger, a.agentAddress, { token: "USDC", to, amount: "1" }) }), 403, "forbidden");
-    expectErrorShape(await s.api("POST", path, { key, body: await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "2" }) }), 422, "insufficient_funds");
-    expectErrorShape(await s.api("POST", path, { key, body: { ...(await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "1" })), amount: "0.0000001" } }), 400, "bad_request");
-    expectErrorShape(await s.api("POST", path, { key, body: { ...(await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "1" })), token: "DOGE" } }), 400, "bad_request");
+    expectErrorShape(
+      await s.api("POST", path, { key: a.apiKey, body: await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "1" }) }),
+      403,
+      "forbidden",
+    );
+    expectErrorShape(
+      await s.api("POST", path, {
+        key: strangerKey,
+        body: await withdrawBody(stranger, a.agentAddress, { token: "USDC", to, amount: "1" }),
+      }),
+      403,
+      "forbidden",
+    );
+    expectErrorShape(
+      await s.api("POST", path, { key, body: await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "2" }) }),
+      422,
+      "insufficient_funds",
+    );
+    expectErrorShape(
+      await s.api("POST", path, {
+        key,
+        body: { ...(await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "1" })), amount: "0.0000001" },
+      }),
+      400,
+      "bad_request",
+    );
+    expectErrorShape(
+      await s.api("POST", path, {
+        key,
+        body: { ...(await withdrawBody(owner, a.agentAddress, { token: "USDC", to, amount: "1" })), token: "DOGE" },
+      }),
+      400,
+      "bad_request",
+    );
     expect(await usdcBalance(s, a.agentAddress)).to.equal(1_000_000n);
     expect(await documentCounts(s.svc.store.db)).to.deep.equal(before);
 
@@ -78,7 +128,10 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
 
     const undeployed = await linkedAgent(s, owner);
     expectErrorShape(
-      await s.api("POST", `/agents/${undeployed.agentAddress}/withdraw`, { key, body: await withdrawBody(owner, undeployed.agentAddress, { token: "USDC", to, amount: "1" }) }),
+      await s.api("POST", `/agents/${undeployed.agentAddress}/withdraw`, {
+        key,
+        body: await withdrawBody(owner, undeployed.agentAddress, { token: "USDC", to, amount: "1" }),
+      }),
       422,
       "no_policy",
     );
@@ -90,8 +143,15 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     const a = await s.onboard(owner, POLICY);
     const key = await ownerKey(s, owner);
     const timestamp = s.now();
-    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, { agent: a.agentAddress, newOwner: heir.address, timestamp });
-    const res = await s.api("POST", `/agents/${a.agentAddress}/owner`, { key, body: { newOwner: heir.address, timestamp, humanSignature } });
+    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
+      agent: a.agentAddress,
+      newOwner: heir.address,
+      timestamp,
+    });
+    const res = await s.api("POST", `/agents/${a.agentAddress}/owner`, {
+      key,
+      body: { newOwner: heir.address, timestamp, humanSignature },
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body).to.include({ agentAddress: a.agentAddress, ownerAddress: heir.address });
     expect(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).owner()).to.equal(heir.address);
@@ -113,9 +173,15 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     // The ERC1271Wallet checks the signer's raw signature of the digest: what signTypedData produces.
     const agent = await s.genesis();
     const ts = s.now();
-    const ownerSignature = await signer.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, { agent: agent.agentAddress, owner: walletAddress, timestamp: ts });
+    const ownerSignature = await signer.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, {
+      agent: agent.agentAddress,
+      owner: walletAddress,
+      timestamp: ts,
+    });
     const activationCode = new URL(s.activationPath(agent.agentAddress), "http://x").searchParams.get("code");
-    const linked = await s.api("POST", "/agents/link", { body: { agentAddress: agent.agentAddress, ownerAddress: walletAddress, ownerSignature, timestamp: ts, activationCode } });
+    const linked = await s.api("POST", "/agents/link", {
+      body: { agentAddress: agent.agentAddress, ownerAddress: walletAddress, ownerSignature, timestamp: ts, activationCode },
+    });
     expect(linked.status, JSON.stringify(linked.body)).to.equal(200);
     const body = await s.policyBody(signer, agent.agentAddress, POLICY);
     const deployed = await s.api("POST", "/limits", { key: agent.apiKey, body });

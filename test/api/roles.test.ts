@@ -111,7 +111,11 @@ describe("keys and roles: agent keys, owner keys, missing and wrong keys", () =>
     });
 
     it("answers 403 for another owner's agent and for an unlinked agent", async () => {
-      for (const path of [`/wallet/balance?address=${b1.agentAddress}`, `/limits?address=${b1.agentAddress}`, `/limits?address=${loose.agentAddress}`]) {
+      for (const path of [
+        `/wallet/balance?address=${b1.agentAddress}`,
+        `/limits?address=${b1.agentAddress}`,
+        `/limits?address=${loose.agentAddress}`,
+      ]) {
         expectErrorShape(await s.api("GET", path, { key: aliceKey }), 403, "forbidden");
       }
       const body = await s.policyBody(bob, b1.agentAddress, POLICY, s.now() + 2);

@@ -99,7 +99,8 @@ describe("secrets: private keys and API keys never appear in clear in responses,
   /** Every secret the service holds, in every form it could leak in. */
   async function secrets(): Promise<{ name: string; value: string }[]> {
     const out: { name: string; value: string }[] = [];
-    for (const pk of await agentPrivateKeys()) for (const f of forms(pk)) out.push({ name: `agent private key ${pk.slice(0, 6)}…`, value: f });
+    for (const pk of await agentPrivateKeys())
+      for (const f of forms(pk)) out.push({ name: `agent private key ${pk.slice(0, 6)}…`, value: f });
     const cfg = s.svc.config;
     for (const [name, pk] of [
       ["operator private key", cfg.operatorPrivateKey],

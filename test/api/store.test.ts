@@ -25,7 +25,10 @@ describe("store connection under steady traffic", () => {
       statuses.push(...batch.map((r) => r.status));
     }
     expect(statuses.length).to.be.greaterThan(20);
-    expect(statuses.filter((x) => x >= 500), "5xx answers").to.deep.equal([]);
+    expect(
+      statuses.filter((x) => x >= 500),
+      "5xx answers",
+    ).to.deep.equal([]);
     expect(events).to.deep.equal([]);
   });
 });

@@ -8,7 +8,11 @@ import { gzipSync, brotliCompressSync, deflateSync } from "node:zlib";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 
 /** Writes raw bytes to the service and returns what it answered before closing (or after `waitMs`). */
-function raw(url: string, request: string | Buffer, opts: { waitMs?: number; keepWriting?: number } = {}): Promise<{ text: string; closed: boolean; written: number }> {
+function raw(
+  url: string,
+  request: string | Buffer,
+  opts: { waitMs?: number; keepWriting?: number } = {},
+): Promise<{ text: string; closed: boolean; written: number }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);
@@ -51,7 +55,11 @@ describe("HTTP transport under hostile clients", () => {
 
   it("decodes gzip, deflate and br bodies, and refuses other encodings (415) and undecodable ones (400), never 5xx", async () => {
     const json = Buffer.from(JSON.stringify({ address: randomOwner().address }));
-    for (const [encoding, body] of [["gzip", gzipSync(json)], ["deflate", deflateSync(json)], ["br", brotliCompressSync(json)]] as const) {
+    for (const [encoding, body] of [
+      ["gzip", gzipSync(json)],
+      ["deflate", deflateSync(json)],
+      ["br", brotliCompressSync(json)],
+    ] as const) {
       const res = await post("/auth/siwe/nonce", body, { "Content-Encoding": encoding });
       expect(res.status, encoding).to.equal(200);
       expect(((await res.json()) as { nonce: string }).nonce).to.be.a("string");
@@ -84,7 +92,10 @@ describe("HTTP transport under hostile clients", () => {
   });
 
   it("does not read a refused body: a 1 GiB declared upload gets its 401 or 413 and the connection closes", async () => {
-    for (const [path, auth] of [["/pay", ""], ["/auth/siwe/nonce", ""]] as const) {
+    for (const [path, auth] of [
+      ["/pay", ""],
+      ["/auth/siwe/nonce", ""],
+    ] as const) {
       const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n${auth}\r\n`;
       const r = await raw(s.url, head, { keepWriting: 64 * 1024 * 1024, waitMs: 5_000 });
       expect(r.text, path).to.match(/^HTTP\/1\.1 (401|413)/);

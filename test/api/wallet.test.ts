@@ -37,7 +37,12 @@ describe("GET /wallet/balance and GET /wallet/agents", () => {
 
   it("reports the remaining daily budget the contract holds, including today's spend", async () => {
     const owner = randomOwner();
-    const { agentAddress, apiKey, policyContract } = await s.onboard(owner, { dailyBudget: "20", perTxLimit: "5", approvalThreshold: "5", allowlist: ["*"] });
+    const { agentAddress, apiKey, policyContract } = await s.onboard(owner, {
+      dailyBudget: "20",
+      perTxLimit: "5",
+      approvalThreshold: "5",
+      allowlist: ["*"],
+    });
     const fresh = await s.api("GET", `/wallet/balance?address=${agentAddress}`, { key: apiKey });
     expect(fresh.body).to.include({ dailyBudget: "20", spentToday: "0", remainingDailyBudget: "20", deployed: true, policyContract });
 

@@ -41,7 +41,10 @@ describe("audit from events alone", () => {
     await mintUsdc(s, a.agentAddress, 50n * USDC);
     await mintUsdc(s, b.agentAddress, 50n * USDC);
     const pay = (agent: { agentAddress: string; apiKey: string }, url: string) =>
-      s.api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, serviceUrl: url, maxAmount: "10", intent: "audit" } });
+      s.api("POST", "/pay", {
+        key: agent.apiKey,
+        body: { agentAddress: agent.agentAddress, serviceUrl: url, maxAmount: "10", intent: "audit" },
+      });
 
     expect((await pay(a, cheap.resource)).status).to.equal(200); // approved
     expect((await pay(a, tooDear.resource)).status).to.equal(422); // per_tx_limit_exceeded, on-chain
@@ -49,10 +52,20 @@ describe("audit from events alone", () => {
     expect((await pay(a, broken.resource)).status).to.equal(502); // authorised, released
     const pending = await pay(a, dear.resource); // approval
     expect(pending.status).to.equal(202);
-    const approve = await approvalDecision(s, owner, { id: pending.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "4" }, "approve");
+    const approve = await approvalDecision(
+      s,
+      owner,
+      { id: pending.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "4" },
+      "approve",
+    );
     expect((await s.api("POST", `/approvals/${pending.body.approvalId}/approve`, { key, body: approve })).status).to.equal(200);
     const denied = await pay(a, dear.resource);
-    const deny = await approvalDecision(s, owner, { id: denied.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "4" }, "deny");
+    const deny = await approvalDecision(
+      s,
+      owner,
+      { id: denied.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "4" },
+      "deny",
+    );
     expect((await s.api("POST", `/approvals/${denied.body.approvalId}/deny`, { key, body: deny })).status).to.equal(200);
     const pauseBody = async (paused: boolean, timestamp: number) => {
       const { signature } = await s.signPause(owner, a.agentAddress, paused, timestamp);
@@ -65,25 +78,60 @@ describe("audit from events alone", () => {
     const resumed = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(false, resumeTs) });
     expect(resumed.status, JSON.stringify(resumed.body)).to.equal(200);
     const updateTs = s.now() + 2;
-    const updated = await s.api("POST", "/limits", { key, body: await s.policyBody(owner, a.agentAddress, { ...policy, dailyBudget: "30", weeklyBudget: "100", maxPaymentsPerHour: 50 }, updateTs) });
+    const updated = await s.api("POST", "/limits", {
+      key,
+      body: await s.policyBody(
+        owner,
+        a.agentAddress,
+        { ...policy, dailyBudget: "30", weeklyBudget: "100", maxPaymentsPerHour: 50 },
+        updateTs,
+      ),
+    });
     expect(updated.status, JSON.stringify(updated.body)).to.equal(201);
     const w = { agent: a.agentAddress, token: s.svc.config.usdcAddress, to: owner.address, amount: toBaseUnits("2.5"), timestamp: s.now() };
     const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), WITHDRAW_TYPES, w);
-    const withdrawn = await s.api("POST", `/agents/${a.agentAddress}/withdraw`, { key, body: { token: "USDC", to: owner.address, amount: "2.5", timestamp: w.timestamp, humanSignature } });
+    const withdrawn = await s.api("POST", `/agents/${a.agentAddress}/withdraw`, {
+      key,
+      body: { token: "USDC", to: owner.address, amount: "2.5", timestamp: w.timestamp, humanSignature },
+    });
     expect(withdrawn.status, JSON.stringify(withdrawn.body)).to.equal(200);
     expect((await pay(b, cheap.resource)).status).to.equal(200);
 
-    const report = await auditFromLogs(s.svc.chain.provider, { factory: s.svc.config.factoryAddress!, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock ?? 0 });
+    const report = await auditFromLogs(s.svc.chain.provider, {
+      factory: s.svc.config.factoryAddress!,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock ?? 0,
+    });
     expect(report.inconsistencies).to.deep.equal([]);
     const audited: AuditAgent = report.agents[a.agentAddress];
     expect(audited.owners.map((o) => o.owner)).to.deep.equal([getAddress(owner.address)]);
-    expect(audited.policies.map((p) => [p.version, p.dailyBudget])).to.deep.equal([[1, "20000000"], [2, "30000000"]]);
+    expect(audited.policies.map((p) => [p.version, p.dailyBudget])).to.deep.equal([
+      [1, "20000000"],
+      [2, "30000000"],
+    ]);
     expect(audited.policies[1].timestamp).to.equal(updateTs);
-    expect(audited.policies.map((p) => [p.weeklyBudget, p.maxPaymentsPerHour, p.validUntil])).to.deep.equal([["0", "0", "0"], ["100000000", "50", "0"]]);
-    expect(audited.pauses.map((p) => [p.paused, p.timestamp])).to.deep.equal([[true, pauseTs], [false, resumeTs]]);
-    expect(audited.withdrawals).to.deep.equal([{ token: getAddress(s.svc.config.usdcAddress), to: getAddress(owner.address), amount: "2500000", timestamp: w.timestamp, txHash: withdrawn.body.txHash }]);
+    expect(audited.policies.map((p) => [p.weeklyBudget, p.maxPaymentsPerHour, p.validUntil])).to.deep.equal([
+      ["0", "0", "0"],
+      ["100000000", "50", "0"],
+    ]);
+    expect(audited.pauses.map((p) => [p.paused, p.timestamp])).to.deep.equal([
+      [true, pauseTs],
+      [false, resumeTs],
+    ]);
+    expect(audited.withdrawals).to.deep.equal([
+      {
+        token: getAddress(s.svc.config.usdcAddress),
+        to: getAddress(owner.address),
+        amount: "2500000",
+        timestamp: w.timestamp,
+        txHash: withdrawn.body.txHash,
+      },
+    ]);
 
-    for (const [agent, apiKey] of [[a.agentAddress, a.apiKey], [b.agentAddress, b.apiKey]] as const) {
+    for (const [agent, apiKey] of [
+      [a.agentAddress, a.apiKey],
+      [b.agentAddress, b.apiKey],
+    ] as const) {
       const ledger = (await s.api("GET", `/ledger?address=${agent}&limit=200`, { key: apiKey })).body.transactions as Record<string, any>[];
       const onchain = report.agents[agent];
       const byId = new Map(onchain.payments.map((p) => [p.paymentId, p]));
@@ -91,13 +139,24 @@ describe("audit from events alone", () => {
       for (const t of ledger) {
         const p = t.paymentId ? byId.get(t.paymentId) : undefined;
         if (t.status === "approved") {
-          expect(p, t.id).to.include({ status: "settled", amount: toBaseUnits(t.amount).toString(), payTo: t.payTo, settleTx: t.txHash, authorizeTx: t.authorizeTxHash });
+          expect(p, t.id).to.include({
+            status: "settled",
+            amount: toBaseUnits(t.amount).toString(),
+            payTo: t.payTo,
+            settleTx: t.txHash,
+            authorizeTx: t.authorizeTxHash,
+          });
           matched++;
         } else if (t.status === "failed") {
           expect(p, t.id).to.include({ status: "released", releaseTx: t.releaseTxHash });
           matched++;
         } else if (t.status === "blocked" && t.txHash) {
-          expect(onchain.blocked.some((x) => x.authorizeTx === t.txHash && x.reason === t.reason && x.amount === toBaseUnits(t.amount).toString()), t.id).to.equal(true);
+          expect(
+            onchain.blocked.some(
+              (x) => x.authorizeTx === t.txHash && x.reason === t.reason && x.amount === toBaseUnits(t.amount).toString(),
+            ),
+            t.id,
+          ).to.equal(true);
         } else {
           expect(p, `${t.id} (${t.status}) has nothing on-chain`).to.equal(undefined);
         }
@@ -108,7 +167,15 @@ describe("audit from events alone", () => {
       expect(Object.values(onchain.days).at(-1)).to.equal(spent.toString());
     }
     const ledgerA = (await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey })).body.transactions as Record<string, any>[];
-    expect(ledgerA.map((t) => t.status).sort()).to.deep.equal(["approved", "approved", "blocked", "blocked", "blocked", "denied", "failed"]);
+    expect(ledgerA.map((t) => t.status).sort()).to.deep.equal([
+      "approved",
+      "approved",
+      "blocked",
+      "blocked",
+      "blocked",
+      "denied",
+      "failed",
+    ]);
     const approvedByOwner = audited.payments.find((p) => p.approvalId === pending.body.approvalId);
     expect(approvedByOwner).to.include({ status: "settled", amount: "4000000" });
   });

@@ -81,7 +81,7 @@ describe("embedded chain", function () {
     expect(await factory.defaultOperator()).to.equal(chain.operator.address);
     expect(await factory.owner()).to.equal(chain.factoryOwner.address);
     const receipt = await provider.getTransactionReceipt(
-      ((await provider.getBlock(chain.deployBlock, true))?.prefetchedTransactions[0]?.hash) ?? "",
+      (await provider.getBlock(chain.deployBlock, true))?.prefetchedTransactions[0]?.hash ?? "",
     );
     expect(receipt?.contractAddress).to.equal(chain.addresses.factory);
     for (const key of [chain.operator, chain.facilitator]) {

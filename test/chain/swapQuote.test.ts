@@ -54,7 +54,15 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
   it("quotes what SwapRouter02 then spends, under the same bound the contract computes", async function () {
     const r = await quoteSwap(provider, request(USDC(1_234n)));
     if (!r.ok) throw new Error(`expected a quote, got ${r.reason}`);
-    const [onChainBound, onChainTick] = await harness.maxAmountIn(chain.addresses.uniswap.factory, WETH_ADDRESS, chain.addresses.usdc, UNISWAP_POOL_FEE, USDC(1_234n), 1800, 50);
+    const [onChainBound, onChainTick] = await harness.maxAmountIn(
+      chain.addresses.uniswap.factory,
+      WETH_ADDRESS,
+      chain.addresses.usdc,
+      UNISWAP_POOL_FEE,
+      USDC(1_234n),
+      1800,
+      50,
+    );
     expect(r.quote.maxAmountIn).to.equal(onChainBound);
     expect(r.quote.twapTick).to.equal(Number(onChainTick));
     expect(r.quote.pool).to.equal(chain.addresses.uniswap.usdcWethPool);
@@ -63,17 +71,38 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
     const [trader] = await hre.ethers.getSigners();
     const u = uniswapAt(chain.addresses.uniswap, trader);
     const before = await u.weth.balanceOf(trader.address);
-    await (await u.router.exactOutputSingle({ tokenIn: WETH_ADDRESS, tokenOut: chain.addresses.usdc, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountOut: USDC(1_234n), amountInMaximum: r.quote.maxAmountIn, sqrtPriceLimitX96: 0 })).wait();
+    await (
+      await u.router.exactOutputSingle({
+        tokenIn: WETH_ADDRESS,
+        tokenOut: chain.addresses.usdc,
+        fee: UNISWAP_POOL_FEE,
+        recipient: trader.address,
+        amountOut: USDC(1_234n),
+        amountInMaximum: r.quote.maxAmountIn,
+        sqrtPriceLimitX96: 0,
+      })
+    ).wait();
     expect(before - (await u.weth.balanceOf(trader.address))).to.equal(r.quote.amountIn);
   });
 
   it("refuses with swap_slippage_exceeded after the price is pushed (sandwich), naming both amounts", async function () {
     const [, attacker] = await hre.ethers.getSigners();
     const u = uniswapAt(chain.addresses.uniswap, attacker);
-    await (await u.router.exactInputSingle({ tokenIn: WETH_ADDRESS, tokenOut: chain.addresses.usdc, fee: UNISWAP_POOL_FEE, recipient: attacker.address, amountIn: ETH(300n), amountOutMinimum: 0, sqrtPriceLimitX96: 0 })).wait();
+    await (
+      await u.router.exactInputSingle({
+        tokenIn: WETH_ADDRESS,
+        tokenOut: chain.addresses.usdc,
+        fee: UNISWAP_POOL_FEE,
+        recipient: attacker.address,
+        amountIn: ETH(300n),
+        amountOutMinimum: 0,
+        sqrtPriceLimitX96: 0,
+      })
+    ).wait();
     const r = await quoteSwap(provider, request(USDC(1_000n)));
     expect(r.ok).to.equal(false);
-    if (r.ok || r.reason !== "swap_slippage_exceeded") throw new Error(`expected swap_slippage_exceeded, got ${JSON.stringify(r, (_k, v) => (typeof v === "bigint" ? `${v}` : v))}`);
+    if (r.ok || r.reason !== "swap_slippage_exceeded")
+      throw new Error(`expected swap_slippage_exceeded, got ${JSON.stringify(r, (_k, v) => (typeof v === "bigint" ? `${v}` : v))}`);
     expect(r.quote.amountIn > r.quote.maxAmountIn).to.equal(true);
     // The dump moved the price about 18%: a 25% allowance accepts it. The bound, not the quote, decides.
     const wide = await quoteSwap(provider, request(USDC(1_000n), { maxSlippageBps: 2_500 }));
@@ -85,7 +114,14 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
     expect(noPool).to.include({ ok: false, reason: "swap_unavailable" });
 
     const [, , lp] = await hre.ethers.getSigners();
-    const young = await createPool({ a: chain.addresses.uniswap, usdc: chain.addresses.usdc, token: WETH_ADDRESS, fee: 3_000, price: 3_000n, lp });
+    const young = await createPool({
+      a: chain.addresses.uniswap,
+      usdc: chain.addresses.usdc,
+      token: WETH_ADDRESS,
+      fee: 3_000,
+      price: 3_000n,
+      lp,
+    });
     expect(await readTwapTick(provider, young, 60)).to.equal(null);
     const r = await quoteSwap(provider, request(USDC(10n), { fee: 3_000, twapSeconds: 60 }));
     expect(r).to.include({ ok: false, reason: "swap_unavailable" });

@@ -81,19 +81,11 @@ describe("TestUSDC at the Base USDC address", function () {
     // setCode keeps the address's storage: an embedded chain started earlier in this process (its Uniswap pool's
     // liquidity) may have left a supply there.
     const supply = await usdc.totalSupply();
-    await expect(usdc.connect(bob).mint(bob.address, 500n))
-      .to.emit(usdc, "Transfer")
-      .withArgs(ethers.ZeroAddress, bob.address, 500n);
+    await expect(usdc.connect(bob).mint(bob.address, 500n)).to.emit(usdc, "Transfer").withArgs(ethers.ZeroAddress, bob.address, 500n);
     expect(await usdc.totalSupply()).to.equal(supply + 500n);
-    await expect(usdc.connect(bob).transfer(relayer.address, 200n))
-      .to.emit(usdc, "Transfer")
-      .withArgs(bob.address, relayer.address, 200n);
-    await expect(usdc.connect(bob).transfer(relayer.address, 301n)).to.be.revertedWith(
-      "ERC20: transfer amount exceeds balance",
-    );
-    await expect(usdc.connect(bob).approve(relayer.address, 100n))
-      .to.emit(usdc, "Approval")
-      .withArgs(bob.address, relayer.address, 100n);
+    await expect(usdc.connect(bob).transfer(relayer.address, 200n)).to.emit(usdc, "Transfer").withArgs(bob.address, relayer.address, 200n);
+    await expect(usdc.connect(bob).transfer(relayer.address, 301n)).to.be.revertedWith("ERC20: transfer amount exceeds balance");
+    await expect(usdc.connect(bob).approve(relayer.address, 100n)).to.emit(usdc, "Approval").withArgs(bob.address, relayer.address, 100n);
     await expect(usdc.connect(relayer).transferFrom(bob.address, relayer.address, 101n)).to.be.revertedWith(
       "ERC20: transfer amount exceeds allowance",
     );
@@ -108,12 +100,14 @@ describe("TestUSDC at the Base USDC address", function () {
     const auth = await authorization(alice.address, bob.address, 250_000n);
     const sig = Signature.from(await alice.signTypedData(DOMAIN, TRANSFER_TYPES, auth));
     await expect(
-      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)"](
-        ...args(auth),
-        sig.v,
-        sig.r,
-        sig.s,
-      ),
+      usdc
+        .connect(relayer)
+        ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)"](
+          ...args(auth),
+          sig.v,
+          sig.r,
+          sig.s,
+        ),
     )
       .to.emit(usdc, "AuthorizationUsed")
       .withArgs(alice.address, auth.nonce)
@@ -128,10 +122,7 @@ describe("TestUSDC at the Base USDC address", function () {
     const auth = await authorization(alice.address, bob.address, 1n);
     const sig = await alice.signTypedData(DOMAIN, TRANSFER_TYPES, auth);
     const send = () =>
-      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-        ...args(auth),
-        sig,
-      );
+      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](...args(auth), sig);
     await expect(send()).to.emit(usdc, "AuthorizationUsed").withArgs(alice.address, auth.nonce);
     await expect(send()).to.be.revertedWith("FiatTokenV2: authorization is used or canceled");
   });
@@ -140,10 +131,12 @@ describe("TestUSDC at the Base USDC address", function () {
     const { usdc, relayer, bob, alice } = await loadFixture(fixture);
     const now = BigInt(await time.latest());
     const send = async (auth: Auth, signer: { signTypedData: Wallet["signTypedData"] } = alice) =>
-      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-        ...args(auth),
-        await signer.signTypedData(DOMAIN, TRANSFER_TYPES, auth),
-      );
+      usdc
+        .connect(relayer)
+        ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+          ...args(auth),
+          await signer.signTypedData(DOMAIN, TRANSFER_TYPES, auth),
+        );
     await expect(send(await authorization(alice.address, bob.address, 1n, { validAfter: now + 600n }))).to.be.revertedWith(
       "FiatTokenV2: authorization is not yet valid",
     );
@@ -160,10 +153,7 @@ describe("TestUSDC at the Base USDC address", function () {
     const auth = await authorization(alice.address, bob.address, 1n);
     const foreign = await alice.signTypedData({ ...DOMAIN, chainId: 84532 }, TRANSFER_TYPES, auth);
     await expect(
-      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-        ...args(auth),
-        foreign,
-      ),
+      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](...args(auth), foreign),
     ).to.be.revertedWith("FiatTokenV2: invalid signature");
   });
 
@@ -172,9 +162,7 @@ describe("TestUSDC at the Base USDC address", function () {
     const a1 = await authorization(alice.address, bob.address, 10n);
     const s1 = Signature.from(await alice.signTypedData(DOMAIN, RECEIVE_TYPES, a1));
     const vrs = "receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)";
-    await expect(usdc.connect(relayer)[vrs](...args(a1), s1.v, s1.r, s1.s)).to.be.revertedWith(
-      "FiatTokenV2: caller must be the payee",
-    );
+    await expect(usdc.connect(relayer)[vrs](...args(a1), s1.v, s1.r, s1.s)).to.be.revertedWith("FiatTokenV2: caller must be the payee");
     await expect(usdc.connect(bob)[vrs](...args(a1), s1.v, s1.r, s1.s))
       .to.emit(usdc, "AuthorizationUsed")
       .withArgs(alice.address, a1.nonce);
@@ -203,10 +191,12 @@ describe("TestUSDC at the Base USDC address", function () {
       .withArgs(alice.address, auth.nonce);
     expect(await usdc.authorizationState(alice.address, auth.nonce)).to.equal(true);
     await expect(
-      usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-        ...args(auth),
-        await alice.signTypedData(DOMAIN, TRANSFER_TYPES, auth),
-      ),
+      usdc
+        .connect(relayer)
+        ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+          ...args(auth),
+          await alice.signTypedData(DOMAIN, TRANSFER_TYPES, auth),
+        ),
     ).to.be.revertedWith("FiatTokenV2: authorization is used or canceled");
     await expect(
       usdc.connect(relayer)["cancelAuthorization(address,bytes32,bytes)"](alice.address, auth.nonce, c.serialized),
@@ -214,11 +204,13 @@ describe("TestUSDC at the Base USDC address", function () {
 
     const other = { authorizer: alice.address, nonce: ethers.hexlify(ethers.randomBytes(32)) };
     await expect(
-      usdc.connect(relayer)["cancelAuthorization(address,bytes32,bytes)"](
-        alice.address,
-        other.nonce,
-        await Wallet.createRandom().signTypedData(DOMAIN, CANCEL_TYPES, other),
-      ),
+      usdc
+        .connect(relayer)
+        ["cancelAuthorization(address,bytes32,bytes)"](
+          alice.address,
+          other.nonce,
+          await Wallet.createRandom().signTypedData(DOMAIN, CANCEL_TYPES, other),
+        ),
     ).to.be.revertedWith("FiatTokenV2: invalid signature");
     await usdc
       .connect(relayer)
@@ -236,10 +228,10 @@ describe("TestUSDC at the Base USDC address", function () {
     const digest = TypedDataEncoder.hash(DOMAIN, TRANSFER_TYPES, auth);
     const send = (sig: string) =>
       usdc.connect(relayer)["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](...args(auth), sig);
-    await expect(send(Wallet.createRandom().signingKey.sign(digest).serialized)).to.be.revertedWith(
-      "FiatTokenV2: invalid signature",
-    );
-    await expect(send(key.signingKey.sign(digest).serialized)).to.emit(usdc, "AuthorizationUsed").withArgs(from, auth.nonce);
+    await expect(send(Wallet.createRandom().signingKey.sign(digest).serialized)).to.be.revertedWith("FiatTokenV2: invalid signature");
+    await expect(send(key.signingKey.sign(digest).serialized))
+      .to.emit(usdc, "AuthorizationUsed")
+      .withArgs(from, auth.nonce);
     expect(await usdc.balanceOf(bob.address)).to.equal(40n);
   });
 
@@ -257,11 +249,27 @@ describe("TestUSDC at the Base USDC address", function () {
       ],
     };
     const sig = Signature.from(await alice.signTypedData(DOMAIN, types, permit));
-    await usdc["permit(address,address,uint256,uint256,uint8,bytes32,bytes32)"](alice.address, relayer.address, 77n, deadline, sig.v, sig.r, sig.s);
+    await usdc["permit(address,address,uint256,uint256,uint8,bytes32,bytes32)"](
+      alice.address,
+      relayer.address,
+      77n,
+      deadline,
+      sig.v,
+      sig.r,
+      sig.s,
+    );
     expect(await usdc.allowance(alice.address, relayer.address)).to.equal(77n);
     expect(await usdc.nonces(alice.address)).to.equal(1n);
     await expect(
-      usdc["permit(address,address,uint256,uint256,uint8,bytes32,bytes32)"](alice.address, relayer.address, 77n, deadline, sig.v, sig.r, sig.s),
+      usdc["permit(address,address,uint256,uint256,uint8,bytes32,bytes32)"](
+        alice.address,
+        relayer.address,
+        77n,
+        deadline,
+        sig.v,
+        sig.r,
+        sig.s,
+      ),
     ).to.be.revertedWith("FiatTokenV2: invalid signature");
   });
 });

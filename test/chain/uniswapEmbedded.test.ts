@@ -34,7 +34,18 @@ describe("embedded chain: real Uniswap v3", function () {
 
   it("has WETH9 at Base's WETH address, wrapping and unwrapping", async function () {
     const [user] = await hre.ethers.getSigners();
-    const weth = new Contract(WETH_ADDRESS, ["function name() view returns (string)", "function symbol() view returns (string)", "function decimals() view returns (uint8)", "function balanceOf(address) view returns (uint256)", "function deposit() payable", "function withdraw(uint256)"], user);
+    const weth = new Contract(
+      WETH_ADDRESS,
+      [
+        "function name() view returns (string)",
+        "function symbol() view returns (string)",
+        "function decimals() view returns (uint8)",
+        "function balanceOf(address) view returns (uint256)",
+        "function deposit() payable",
+        "function withdraw(uint256)",
+      ],
+      user,
+    );
     expect([await weth.name(), await weth.symbol(), await weth.decimals()]).to.deep.equal(["Wrapped Ether", "WETH", 18n]);
     await (await weth.deposit({ value: 5n })).wait();
     await (await weth.withdraw(2n)).wait();
@@ -55,7 +66,11 @@ describe("embedded chain: real Uniswap v3", function () {
   it("has a USDC/WETH 0.05% pool near 3,000 USDC per ETH, 100 observations and an hour of history", async function () {
     const [user] = await hre.ethers.getSigners();
     const pool = uniswapAt(chain.addresses.uniswap, user).pool(chain.addresses.uniswap.usdcWethPool);
-    expect([await pool.token0(), await pool.token1(), Number(await pool.fee())]).to.deep.equal([WETH_ADDRESS, chain.addresses.usdc, UNISWAP_POOL_FEE]);
+    expect([await pool.token0(), await pool.token1(), Number(await pool.fee())]).to.deep.equal([
+      WETH_ADDRESS,
+      chain.addresses.usdc,
+      UNISWAP_POOL_FEE,
+    ]);
     expect(await pool.liquidity()).to.be.greaterThan(0n);
     const slot0 = await pool.slot0();
     expect(Number(slot0.observationCardinality)).to.equal(100);
@@ -72,7 +87,17 @@ describe("embedded chain: real Uniswap v3", function () {
     const u = uniswapAt(chain.addresses.uniswap, trader);
     const pool = u.pool(chain.addresses.uniswap.usdcWethPool);
     const before: bigint = (await pool.slot0()).sqrtPriceX96;
-    await (await u.router.exactOutputSingle({ tokenIn: WETH_ADDRESS, tokenOut: chain.addresses.usdc, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountOut: 5_000n * 10n ** 6n, amountInMaximum: 10n ** 19n, sqrtPriceLimitX96: 0 })).wait();
+    await (
+      await u.router.exactOutputSingle({
+        tokenIn: WETH_ADDRESS,
+        tokenOut: chain.addresses.usdc,
+        fee: UNISWAP_POOL_FEE,
+        recipient: trader.address,
+        amountOut: 5_000n * 10n ** 6n,
+        amountInMaximum: 10n ** 19n,
+        sqrtPriceLimitX96: 0,
+      })
+    ).wait();
     const after: bigint = (await pool.slot0()).sqrtPriceX96;
     const priceRatio = Number((after * after * 1_000_000n) / (before * before)) / 1e6;
     expect(priceRatio).to.be.within(0.995, 1.005);

@@ -28,10 +28,18 @@ describe("uniswapMath (the off-chain twin of SwapBound)", function () {
   });
 
   it("prices WETH/USDC where the pool would (token order and decimals), both ways", function () {
-    const sqrtP = sqrtPriceX96For({ base: { address: WETH_ADDRESS, decimals: 18 }, quote: { address: USDC, decimals: 6 }, quotePerBase: 3_000n });
+    const sqrtP = sqrtPriceX96For({
+      base: { address: WETH_ADDRESS, decimals: 18 },
+      quote: { address: USDC, decimals: 6 },
+      quotePerBase: 3_000n,
+    });
     // token1/token0 = USDC units per wei = 3e-9
     expect(Number(sqrtP * sqrtP) / 2 ** 192).to.be.closeTo(3e-9, 1e-20);
-    const highFirst = sqrtPriceX96For({ base: { address: HIGH, decimals: 18 }, quote: { address: USDC, decimals: 6 }, quotePerBase: 3_000n });
+    const highFirst = sqrtPriceX96For({
+      base: { address: HIGH, decimals: 18 },
+      quote: { address: USDC, decimals: 6 },
+      quotePerBase: 3_000n,
+    });
     expect(Number(highFirst * highFirst) / 2 ** 192).to.be.closeTo(1 / 3e-9, 1); // USDC is token0 here
     const tick = -196_257; // about 3,000 USDC per ETH
     expect(Number(quoteAtTick(tick, 10n ** 18n, WETH_ADDRESS, USDC)) / 1e6).to.be.closeTo(3_000, 1);

@@ -35,7 +35,9 @@ describe("Uniswap v3 in the deployment record", function () {
     });
     expect(UNISWAP_ADDRESSES[84532].factory).to.equal("0x4752ba5DBc23f44D87826276BF6Fd6b1C372aD24");
     // The pool every Base explorer lists as Uniswap v3 WETH/USDC 0.05%.
-    expect(poolAddress(UNISWAP_ADDRESSES[8453].factory, WETH_ADDRESS, USDC_ADDRESSES[8453], 500)).to.equal("0xd0b53D9277642d899DF5C87A3966A349A798F224");
+    expect(poolAddress(UNISWAP_ADDRESSES[8453].factory, WETH_ADDRESS, USDC_ADDRESSES[8453], 500)).to.equal(
+      "0xd0b53D9277642d899DF5C87A3966A349A798F224",
+    );
   });
 
   it("records no Uniswap on a hardhat dry run without it, and refuses a live network where Base's addresses hold no code", async function () {
@@ -53,7 +55,12 @@ describe("Uniswap v3 in the deployment record", function () {
   it("records the router, quoter, factory, WETH and the USDC/WETH pool confirmed by the factory", async function () {
     const [deployer] = await ethers.getSigners();
     const weth9 = await hre.artifacts.readArtifact("WETH9");
-    const a = await deployEmbeddedUniswap({ provider: hre.network.provider, deployer, usdc: USDC_ADDRESSES[8453], weth9Code: weth9.deployedBytecode });
+    const a = await deployEmbeddedUniswap({
+      provider: hre.network.provider,
+      deployer,
+      usdc: USDC_ADDRESSES[8453],
+      weth9Code: weth9.deployedBytecode,
+    });
     const { factory, swapRouter02, quoterV2, positionManager } = a;
     const record = await deployFactory(hre, { deploymentsDir: dir, uniswap: { factory, swapRouter02, quoterV2, positionManager } });
     expect(record.uniswap).to.deep.equal({

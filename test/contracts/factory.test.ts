@@ -9,7 +9,12 @@ const { ethers } = hre;
 async function factoryFixture() {
   const [deployer, operator, owner, other, newOperator] = await ethers.getSigners();
   const token = await ethers.deployContract("TestUSDC");
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, await token.getAddress(), ...NO_SWAPS]);
+  const factory = await ethers.deployContract("SpendPolicyFactory", [
+    deployer.address,
+    operator.address,
+    await token.getAddress(),
+    ...NO_SWAPS,
+  ]);
   const signer = ethers.Wallet.createRandom().address;
   const policyAt = (address: string) => ethers.getContractAt("SpendPolicy", address);
   /** The owner's first SetPolicy for the agent's predicted address. */
@@ -59,7 +64,9 @@ describe("SpendPolicyFactory", function () {
     const runtime = `363d3d373d3d3d363d73${implementation.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3${signer.slice(2).toLowerCase()}`;
     const initCode = `0x61${(runtime.length / 2).toString(16).padStart(4, "0")}3d81600a3d39f3${runtime}`;
     const salt = ethers.zeroPadValue(signer, 32);
-    expect(await factory.predictAgent(signer)).to.equal(ethers.getCreate2Address(await factory.getAddress(), salt, ethers.keccak256(initCode)));
+    expect(await factory.predictAgent(signer)).to.equal(
+      ethers.getCreate2Address(await factory.getAddress(), salt, ethers.keccak256(initCode)),
+    );
   });
 
   it("lets funds arrive before deployment: they are the wallet's once it is deployed", async function () {
@@ -98,19 +105,16 @@ describe("SpendPolicyFactory", function () {
     const { factory, operator, owner, other, signer, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
     const forged = await firstPolicySignature(signer, other);
     const implementation = await policyAt(await factory.implementation());
-    await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, forged.timestamp, forged.signature)).to.be.revertedWithCustomError(
-      implementation,
-      "SpendPolicyInvalidSignature",
-    );
+    await expect(
+      factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, forged.timestamp, forged.signature),
+    ).to.be.revertedWithCustomError(implementation, "SpendPolicyInvalidSignature");
     const ok = await firstPolicySignature();
-    await expect(factory.connect(operator).deployAgent(ethers.ZeroAddress, owner.address, DEFAULT_POLICY, ok.timestamp, ok.signature)).to.be.revertedWithCustomError(
-      factory,
-      "SpendPolicyZeroAddress",
-    );
-    await expect(factory.connect(operator).deployAgent(signer, ethers.ZeroAddress, DEFAULT_POLICY, ok.timestamp, ok.signature)).to.be.revertedWithCustomError(
-      factory,
-      "SpendPolicyZeroAddress",
-    );
+    await expect(
+      factory.connect(operator).deployAgent(ethers.ZeroAddress, owner.address, DEFAULT_POLICY, ok.timestamp, ok.signature),
+    ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
+    await expect(
+      factory.connect(operator).deployAgent(signer, ethers.ZeroAddress, DEFAULT_POLICY, ok.timestamp, ok.signature),
+    ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
   });
 
   it("never lets anyone initialise the implementation or a deployed agent again", async function () {
@@ -128,20 +132,28 @@ describe("SpendPolicyFactory", function () {
   });
 
   it("lets only its owner change the default operator, which deploys and operates new agents only", async function () {
-    const { factory, deployer, operator, other, newOperator, owner, signer, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
+    const { factory, deployer, operator, other, newOperator, owner, signer, policyAt, firstPolicySignature } =
+      await loadFixture(factoryFixture);
     const first = await firstPolicySignature();
     await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, first.timestamp, first.signature);
-    await expect(factory.connect(other).setDefaultOperator(newOperator.address)).to.be.revertedWithCustomError(factory, "OwnableUnauthorizedAccount");
-    await expect(factory.connect(deployer).setDefaultOperator(ethers.ZeroAddress)).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
-    await expect(factory.connect(deployer).setDefaultOperator(newOperator.address)).to.emit(factory, "DefaultOperatorSet").withArgs(newOperator.address);
+    await expect(factory.connect(other).setDefaultOperator(newOperator.address)).to.be.revertedWithCustomError(
+      factory,
+      "OwnableUnauthorizedAccount",
+    );
+    await expect(factory.connect(deployer).setDefaultOperator(ethers.ZeroAddress)).to.be.revertedWithCustomError(
+      factory,
+      "SpendPolicyZeroAddress",
+    );
+    await expect(factory.connect(deployer).setDefaultOperator(newOperator.address))
+      .to.emit(factory, "DefaultOperatorSet")
+      .withArgs(newOperator.address);
     expect(await factory.defaultOperator()).to.equal(newOperator.address);
     expect(await (await policyAt(first.predicted)).operator()).to.equal(operator.address); // existing agents keep theirs
     const second = ethers.Wallet.createRandom().address;
     const s2 = await firstPolicySignature(second);
-    await expect(factory.connect(operator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature)).to.be.revertedWithCustomError(
-      factory,
-      "SpendPolicyUnauthorizedDeployer",
-    );
+    await expect(
+      factory.connect(operator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature),
+    ).to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer");
     await factory.connect(newOperator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature);
     expect(await (await policyAt(s2.predicted)).operator()).to.equal(newOperator.address);
   });

@@ -100,7 +100,12 @@ describe("OperatorSet: one operator key per service instance", function () {
     const { token, deployer, owner, stranger, instanceA } = await loadFixture(setFixture);
     const odd = await ethers.deployContract("OddOperatorSet");
     // The factory's check is the policies' check (OperatorCheck): a malformed "yes" lets nobody through.
-    const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, await odd.getAddress(), await token.getAddress(), ...NO_SWAPS]);
+    const factory = await ethers.deployContract("SpendPolicyFactory", [
+      deployer.address,
+      await odd.getAddress(),
+      await token.getAddress(),
+      ...NO_SWAPS,
+    ]);
     for (const mode of [0, 1, 2, 3, 4]) {
       await (await odd.setMode(mode)).wait();
       await expect(deployAgentFor(factory, stranger, ethers.Wallet.createRandom().address, owner.address, owner), `mode ${mode}`)
@@ -108,11 +113,15 @@ describe("OperatorSet: one operator key per service instance", function () {
         .withArgs(stranger.address);
     }
     // An EOA in the operator slot answers a call with no data: a stranger does not pass either.
-    const eoaFactory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, instanceA.address, await token.getAddress(), ...NO_SWAPS]);
-    await expect(deployAgentFor(eoaFactory, stranger, ethers.Wallet.createRandom().address, owner.address, owner)).to.be.revertedWithCustomError(
-      eoaFactory,
-      "SpendPolicyUnauthorizedDeployer",
-    );
+    const eoaFactory = await ethers.deployContract("SpendPolicyFactory", [
+      deployer.address,
+      instanceA.address,
+      await token.getAddress(),
+      ...NO_SWAPS,
+    ]);
+    await expect(
+      deployAgentFor(eoaFactory, stranger, ethers.Wallet.createRandom().address, owner.address, owner),
+    ).to.be.revertedWithCustomError(eoaFactory, "SpendPolicyUnauthorizedDeployer");
     const agent = await deployAgentFor(eoaFactory, instanceA, ethers.Wallet.createRandom().address, owner.address, owner);
     expect(await agent.operator()).to.equal(instanceA.address);
   });

@@ -3,9 +3,7 @@ import { expect } from "chai";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { EMPTY_ROOT, allowlistRoot, leafMatches, proveMerchant } from "../../src/policy/allowlist";
-import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor, transferOf,
-  merchantHash,
-} from "../helpers/policyFixture";
+import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor, transferOf, merchantHash } from "../helpers/policyFixture";
 
 /** Where the authorised transfers pay (any address but the wallet). */
 const PAYEE = "0x00000000000000000000000000000000000bee01";
@@ -36,7 +34,9 @@ describe("SpendPolicy allowlist", function () {
     // ".data.io" ends in the suffix but is not longer than it (and is no host): refused like leafMatches() does.
     for (const merchant of ["data.io", "evildata.io", "evil-data.io", "data.io.evil.com", ".data.io"]) {
       const id = paymentId();
-      await expect(policy.connect(operator).authorizePayment(id, merchant, "*.data.io", 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
+      await expect(
+        policy.connect(operator).authorizePayment(id, merchant, "*.data.io", 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL),
+      )
         .to.emit(policy, "PaymentBlocked")
         .withArgs(id, agent, merchantHash(merchant), merchant, 1n, 1);
     }
@@ -73,7 +73,9 @@ describe("SpendPolicy allowlist", function () {
       const id = paymentId();
       // `proof` proves weather.xyz, not api.example.com.
       await expect(
-        policy.connect(operator).authorizePayment(id, "api.example.com", "api.example.com", 0n, badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
+        policy
+          .connect(operator)
+          .authorizePayment(id, "api.example.com", "api.example.com", 0n, badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
       )
         .to.emit(policy, "PaymentBlocked")
         .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);

@@ -72,7 +72,9 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
       [usdc(1000), proof],
       [0n, v1.proof],
     ] as const) {
-      const tx = policy.connect(operator).authorizePayment(paymentId(), "api.example.com", leaf, cap, p, await transferOf(1n, PAYEE), NO_APPROVAL);
+      const tx = policy
+        .connect(operator)
+        .authorizePayment(paymentId(), "api.example.com", leaf, cap, p, await transferOf(1n, PAYEE), NO_APPROVAL);
       expect(await reasonOf(policy, tx)).to.equal(1);
     }
   });
@@ -96,7 +98,18 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
 
   it("accepts a SetPolicy signed over the grown type and refuses one signed over the old 4-field type", async function () {
     const { policy, policyAddress, agent, owner, other } = await loadFixture(policyFixture);
-    const values = { ...LOOSE, allowlistRoot: allowlistRoot(ALLOWLIST), hourlyBudget: 0n, weeklyBudget: usdc(7), monthlyBudget: 0n, lifetimeBudget: 0n, maxPaymentsPerHour: 9n, validUntil: 0n, maxSwapSlippageBps: 50n, swapTwapSeconds: 1_800n };
+    const values = {
+      ...LOOSE,
+      allowlistRoot: allowlistRoot(ALLOWLIST),
+      hourlyBudget: 0n,
+      weeklyBudget: usdc(7),
+      monthlyBudget: 0n,
+      lifetimeBudget: 0n,
+      maxPaymentsPerHour: 9n,
+      validUntil: 0n,
+      maxSwapSlippageBps: 50n,
+      swapTwapSeconds: 1_800n,
+    };
     const OLD = {
       SetPolicy: [
         { name: "agent", type: "address" },
@@ -108,11 +121,22 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
       ],
     };
     const ts = await nextTimestamp();
-    const oldSig = await owner.signTypedData(policyDomain(CHAIN_ID, policyAddress), OLD, { agent, ...LOOSE, allowlistRoot: values.allowlistRoot, timestamp: ts });
-    await expect(policy.connect(other).updatePolicy(values, ts, oldSig)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+    const oldSig = await owner.signTypedData(policyDomain(CHAIN_ID, policyAddress), OLD, {
+      agent,
+      ...LOOSE,
+      allowlistRoot: values.allowlistRoot,
+      timestamp: ts,
+    });
+    await expect(policy.connect(other).updatePolicy(values, ts, oldSig)).to.be.revertedWithCustomError(
+      policy,
+      "SpendPolicyInvalidSignature",
+    );
     // Any field changed after signing breaks the signature (the swap fields too).
     const sig = await signSetPolicy(owner, policyAddress, agent, values, ts);
-    await expect(policy.connect(other).updatePolicy({ ...values, maxSwapSlippageBps: 51n }, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+    await expect(policy.connect(other).updatePolicy({ ...values, maxSwapSlippageBps: 51n }, ts, sig)).to.be.revertedWithCustomError(
+      policy,
+      "SpendPolicyInvalidSignature",
+    );
     await expect(policy.connect(other).updatePolicy(values, ts, sig))
       .to.emit(policy, "PolicyUpdated")
       .withArgs(agent, 2n, policyTuple(values), ts);

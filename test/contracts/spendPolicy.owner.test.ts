@@ -87,10 +87,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const { policy, policyAddress, agent, owner } = await loadFixture(policyFixture);
       const ts = BigInt(await time.latest()) + 86_400n * 365n;
       const sig = await signSetPolicy(owner, policyAddress, agent, NEW_POLICY, ts);
-      await expect(policy.updatePolicy(NEW_POLICY, ts, sig)).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyTimestampOutOfWindow",
-      );
+      await expect(policy.updatePolicy(NEW_POLICY, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyTimestampOutOfWindow");
     });
 
     it("rejects a signature more than 15 minutes old even though it is newer than the last one", async function () {
@@ -107,30 +104,18 @@ describe("SpendPolicy owner-signed changes", function () {
       const { policy, policyAddress, agent, owner, other } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const wrongSigner = await signSetPolicy(other, policyAddress, agent, NEW_POLICY, ts);
-      await expect(policy.updatePolicy(NEW_POLICY, ts, wrongSigner)).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
+      await expect(policy.updatePolicy(NEW_POLICY, ts, wrongSigner)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
       const signed = await signSetPolicy(owner, policyAddress, agent, NEW_POLICY, ts);
       const loosened = { ...NEW_POLICY, dailyBudget: NEW_POLICY.dailyBudget * 10n };
-      await expect(policy.updatePolicy(loosened, ts, signed)).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
-      await expect(policy.updatePolicy(NEW_POLICY, ts, "0x")).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
+      await expect(policy.updatePolicy(loosened, ts, signed)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+      await expect(policy.updatePolicy(NEW_POLICY, ts, "0x")).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
     });
 
     it("rejects a signature made for another policy contract (the domain names the policy)", async function () {
       const { policy, walletPolicy, agent, owner } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const sig = await signSetPolicy(owner, await walletPolicy.getAddress(), agent, NEW_POLICY, ts);
-      await expect(policy.updatePolicy(NEW_POLICY, ts, sig)).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
+      await expect(policy.updatePolicy(NEW_POLICY, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
     });
 
     it("rejects limits that do not fit in 64 bits (18 trillion USDC)", async function () {
@@ -141,10 +126,7 @@ describe("SpendPolicy owner-signed changes", function () {
       for (const key of ["perTxLimit", "dailyBudget", "approvalThreshold"] as const) {
         const values = { ...fits, [key]: max96 + 1n };
         const sig = await signSetPolicy(owner, policyAddress, agent, values, ts);
-        await expect(policy.updatePolicy(values, ts, sig)).to.be.revertedWithCustomError(
-          policy,
-          "SpendPolicyInvalidPolicy",
-        );
+        await expect(policy.updatePolicy(values, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidPolicy");
       }
       const sig = await signSetPolicy(owner, policyAddress, agent, fits, ts);
       await expect(policy.updatePolicy(fits, ts, sig)).to.emit(policy, "PolicyUpdated");
@@ -157,7 +139,9 @@ describe("SpendPolicy owner-signed changes", function () {
       const policyTs = await policy.lastTimestamp(0);
       const ts = await nextTimestamp();
       const sig = await signSetPaused(owner, policyAddress, agent, true, ts);
-      await expect(policy.connect(other).setPaused(true, ts, sig)).to.emit(policy, "PausedSet").withArgs(agent, true, ts);
+      await expect(policy.connect(other).setPaused(true, ts, sig))
+        .to.emit(policy, "PausedSet")
+        .withArgs(agent, true, ts);
       expect(await policy.paused()).to.equal(true);
       expect(await policy.lastTimestamp(1)).to.equal(ts);
       expect(await policy.lastTimestamp(0)).to.equal(policyTs);
@@ -166,19 +150,23 @@ describe("SpendPolicy owner-signed changes", function () {
       await expect(policy.setPaused(true, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicySignatureUsed");
       const ts2 = await nextTimestamp();
       const sig2 = await signSetPaused(owner, policyAddress, agent, false, ts2);
-      await expect(policy.setPaused(false, ts2, sig2)).to.emit(policy, "PausedSet").withArgs(agent, false, ts2);
+      await expect(policy.setPaused(false, ts2, sig2))
+        .to.emit(policy, "PausedSet")
+        .withArgs(agent, false, ts2);
       expect(await policy.paused()).to.equal(false);
     });
 
     it("rejects a pause signed by another key, or a resume signature used to pause", async function () {
       const { policy, policyAddress, agent, owner, other } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
-      await expect(
-        policy.setPaused(true, ts, await signSetPaused(other, policyAddress, agent, true, ts)),
-      ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
-      await expect(
-        policy.setPaused(true, ts, await signSetPaused(owner, policyAddress, agent, false, ts)),
-      ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+      await expect(policy.setPaused(true, ts, await signSetPaused(other, policyAddress, agent, true, ts))).to.be.revertedWithCustomError(
+        policy,
+        "SpendPolicyInvalidSignature",
+      );
+      await expect(policy.setPaused(true, ts, await signSetPaused(owner, policyAddress, agent, false, ts))).to.be.revertedWithCustomError(
+        policy,
+        "SpendPolicyInvalidSignature",
+      );
     });
 
     it("keeps the policy values while paused and after resuming", async function () {
@@ -195,13 +183,13 @@ describe("SpendPolicy owner-signed changes", function () {
       const { policy, policyAddress, agent, owner, operator, other, pay } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const sig = await signSetOperator(owner, policyAddress, agent, other.address, ts);
-      await expect(policy.setOperator(other.address, ts, sig)).to.emit(policy, "OperatorSet").withArgs(agent, other.address, ts);
+      await expect(policy.setOperator(other.address, ts, sig))
+        .to.emit(policy, "OperatorSet")
+        .withArgs(agent, other.address, ts);
       expect(await policy.operator()).to.equal(other.address);
       expect(await policy.lastTimestamp(2)).to.equal(ts);
 
-      await expect(pay(1n))
-        .to.be.revertedWithCustomError(policy, "SpendPolicyUnauthorizedOperator")
-        .withArgs(operator.address);
+      await expect(pay(1n)).to.be.revertedWithCustomError(policy, "SpendPolicyUnauthorizedOperator").withArgs(operator.address);
       await expect(pay(1n, "api.example.com", { from: other })).to.emit(policy, "PaymentAuthorized");
     });
 
@@ -239,7 +227,9 @@ describe("SpendPolicy owner-signed changes", function () {
       const { walletPolicy, walletSigner, agent2 } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const sig = await signSetPaused(walletSigner, await walletPolicy.getAddress(), agent2, true, ts);
-      await expect(walletPolicy.setPaused(true, ts, sig)).to.emit(walletPolicy, "PausedSet").withArgs(agent2, true, ts);
+      await expect(walletPolicy.setPaused(true, ts, sig))
+        .to.emit(walletPolicy, "PausedSet")
+        .withArgs(agent2, true, ts);
     });
   });
 

@@ -43,9 +43,7 @@ describe("SpendPolicy payment ids, release and access", function () {
       await pay(usdc(3), "api.example.com", { id });
       await pay(usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(5));
-      await expect(release(id))
-        .to.emit(policy, "PaymentReleased")
-        .withArgs(id, agent, usdc(3), usdc(2));
+      await expect(release(id)).to.emit(policy, "PaymentReleased").withArgs(id, agent, usdc(3), usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(2));
       expect(await policy.remainingDailyBudget()).to.equal(DEFAULT_POLICY.dailyBudget - usdc(2));
       expect(await policy.paymentState(id)).to.equal(0n); // the record is gone: the wallet refuses its transfer
@@ -67,9 +65,7 @@ describe("SpendPolicy payment ids, release and access", function () {
       await time.increase(DAY);
       await pay(usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(2));
-      await expect(release(id))
-        .to.emit(policy, "PaymentReleased")
-        .withArgs(id, agent, usdc(3), usdc(2));
+      await expect(release(id)).to.emit(policy, "PaymentReleased").withArgs(id, agent, usdc(3), usdc(2));
       expect(await policy.spentToday()).to.equal(usdc(2));
       expect(await policy.paymentState(id)).to.equal(0n);
     });
@@ -79,9 +75,7 @@ describe("SpendPolicy payment ids, release and access", function () {
       const id = paymentId();
       await pay(1n, "api.example.com", { id });
       await release(id);
-      await expect(release(id))
-        .to.be.revertedWithCustomError(policy, "SpendPolicyUnknownPayment")
-        .withArgs(id);
+      await expect(release(id)).to.be.revertedWithCustomError(policy, "SpendPolicyUnknownPayment").withArgs(id);
       const unknown = paymentId();
       await expect(release(unknown, { transfer: await transferOf(1n, other.address) }))
         .to.be.revertedWithCustomError(policy, "SpendPolicyUnknownPayment")

@@ -2,7 +2,15 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { ALLOWLIST, DEFAULT_POLICY, NO_APPROVAL, paymentId, policyFixture, proofFor, usdc, transferOf,
+import {
+  ALLOWLIST,
+  DEFAULT_POLICY,
+  NO_APPROVAL,
+  paymentId,
+  policyFixture,
+  proofFor,
+  usdc,
+  transferOf,
   merchantHash,
 } from "../helpers/policyFixture";
 
@@ -43,7 +51,9 @@ describe("SpendPolicy rules", function () {
       const { policy, agent, pay } = await loadFixture(policyFixture);
       // dailyBudget 12 = 3 + 3 + 3 + 3 (each at the approval threshold).
       for (let i = 1; i <= 4; i++) {
-        await expect(pay(usdc(3))).to.emit(policy, "PaymentAuthorized").withArgs(anyValue, agent, merchantHash("api.example.com"), "api.example.com", anyValue, usdc(3), anyValue, usdc(3 * i));
+        await expect(pay(usdc(3)))
+          .to.emit(policy, "PaymentAuthorized")
+          .withArgs(anyValue, agent, merchantHash("api.example.com"), "api.example.com", anyValue, usdc(3), anyValue, usdc(3 * i));
       }
       expect(await policy.spentToday()).to.equal(usdc(12));
       expect(await policy.remainingDailyBudget()).to.equal(0n);
@@ -74,7 +84,9 @@ describe("SpendPolicy rules", function () {
       await expect(pay(1n, "api.example.com", { validBefore })).to.emit(policy, "PaymentBlocked");
 
       await time.setNextBlockTimestamp(dayStart + DAY);
-      await expect(pay(usdc(3), "api.example.com", { validBefore })).to.emit(policy, "PaymentAuthorized").withArgs(anyValue, agent, merchantHash("api.example.com"), "api.example.com", anyValue, usdc(3), anyValue, usdc(3));
+      await expect(pay(usdc(3), "api.example.com", { validBefore }))
+        .to.emit(policy, "PaymentAuthorized")
+        .withArgs(anyValue, agent, merchantHash("api.example.com"), "api.example.com", anyValue, usdc(3), anyValue, usdc(3));
       expect(await policy.spentToday()).to.equal(usdc(3));
     });
 
@@ -173,10 +185,7 @@ describe("SpendPolicy rules", function () {
       for (const [amount, merchant, decision, reason] of cases) {
         const { leaf, proof } = proofFor(ALLOWLIST, merchant);
         const spentBefore = await policy.spentToday();
-        expect(await policy.checkPayment(merchant, leaf, 0n, proof, amount)).to.deep.equal(
-          [decision, reason],
-          `${merchant} ${amount}`,
-        );
+        expect(await policy.checkPayment(merchant, leaf, 0n, proof, amount)).to.deep.equal([decision, reason], `${merchant} ${amount}`);
         expect(await policy.spentToday()).to.equal(spentBefore);
         const [authorized, actualReason] = await payStatic(policy, amount, merchant);
         expect(authorized).to.equal(decision === Decision.Allow, `${merchant} ${amount}`);

@@ -60,7 +60,15 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
 
     const sig = await signTransfer(f.agentKey, f.token, f.agent, id, transfer);
     await (
-      await f.token["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](f.agent, transfer.payTo, transfer.amount, transfer.validAfter, transfer.validBefore, id, sig)
+      await f.token["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+        f.agent,
+        transfer.payTo,
+        transfer.amount,
+        transfer.validAfter,
+        transfer.validBefore,
+        id,
+        sig,
+      )
     ).wait();
     expect(await f.token.balanceOf(f.merchant.address)).to.equal(usdc(2));
     expect(await f.token.balanceOf(f.agent)).to.equal(0n);
@@ -125,13 +133,20 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
     await expect(f.swap(id)).to.be.revertedWithCustomError(f.wallet, "SpendPolicyInvalidTransfer");
 
     const [deployer, operator] = await ethers.getSigners();
-    const plain = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, chain.addresses.usdc, ...NO_SWAPS]);
+    const plain = await ethers.deployContract("SpendPolicyFactory", [
+      deployer.address,
+      operator.address,
+      chain.addresses.usdc,
+      ...NO_SWAPS,
+    ]);
     const impl = await ethers.getContractAt("SpendPolicy", await plain.implementation());
     expect([...(await impl.swapConfig())]).to.deep.equal(NO_SWAPS);
     expect([...(await f.wallet.swapConfig())]).to.deep.equal([f.a.swapRouter02, WETH_ADDRESS, f.a.factory]);
     // All three or none: a half-configured implementation could not be trusted to bound anything.
     const Factory = await ethers.getContractFactory("SpendPolicyFactory");
-    await expect(Factory.deploy(deployer.address, operator.address, chain.addresses.usdc, f.a.swapRouter02, ZeroAddress, f.a.factory)).to.be.revertedWithCustomError(f.wallet, "SpendPolicyZeroAddress");
+    await expect(
+      Factory.deploy(deployer.address, operator.address, chain.addresses.usdc, f.a.swapRouter02, ZeroAddress, f.a.factory),
+    ).to.be.revertedWithCustomError(f.wallet, "SpendPolicyZeroAddress");
     expect(DEFAULT_POLICY.maxSwapSlippageBps).to.equal(0n);
   });
 });

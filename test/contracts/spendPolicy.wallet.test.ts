@@ -58,7 +58,9 @@ describe("SpendPolicy as the agent's wallet", function () {
       }
       // Another nonce, another signer, other lengths.
       const other = paymentId();
-      expect(await policy.isValidSignature(await digestOf(other, t), await signTransfer(agentKey, token, agent, other, t))).to.equal(INVALID);
+      expect(await policy.isValidSignature(await digestOf(other, t), await signTransfer(agentKey, token, agent, other, t))).to.equal(
+        INVALID,
+      );
       const stranger = ethers.Wallet.createRandom();
       expect(await policy.isValidSignature(await digestOf(id, t), await signTransfer(stranger, token, agent, id, t))).to.equal(INVALID);
       expect(await policy.isValidSignature(await digestOf(id, t), sig.slice(0, -2))).to.equal(INVALID);
@@ -144,7 +146,10 @@ describe("SpendPolicy as the agent's wallet", function () {
         { ...base, amount: 2n ** 64n },
       ];
       for (const transfer of bad) {
-        await expect(pay(transfer.amount, "api.example.com", { transfer })).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidTransfer");
+        await expect(pay(transfer.amount, "api.example.com", { transfer })).to.be.revertedWithCustomError(
+          policy,
+          "SpendPolicyInvalidTransfer",
+        );
       }
       await expect(pay(1n, "api.example.com", { transfer: { ...base, validBefore: now + 3600n } })).to.emit(policy, "PaymentAuthorized");
     });
@@ -170,7 +175,10 @@ describe("SpendPolicy as the agent's wallet", function () {
       await time.increase(5);
       const ts = await nextTimestamp();
       await policy.connect(other).setPaused(true, ts, await signSetPaused(owner, agent, agent, true, ts));
-      await expect(policy.connect(other).setPaused(false, early, heldResume)).to.be.revertedWithCustomError(policy, "SpendPolicyStaleTimestamp");
+      await expect(policy.connect(other).setPaused(false, early, heldResume)).to.be.revertedWithCustomError(
+        policy,
+        "SpendPolicyStaleTimestamp",
+      );
       expect(await policy.paused()).to.equal(true);
     });
   });
@@ -204,7 +212,10 @@ describe("SpendPolicy as the agent's wallet", function () {
       const w = { token: await token.getAddress(), to: other.address, amount: 1n, timestamp: await nextTimestamp() };
       const sig = await signWithdraw(owner, agent, w);
       await policy.withdraw(w.token, w.to, w.amount, w.timestamp, sig);
-      await expect(policy.withdraw(w.token, w.to, w.amount, w.timestamp, sig)).to.be.revertedWithCustomError(policy, "SpendPolicySignatureUsed");
+      await expect(policy.withdraw(w.token, w.to, w.amount, w.timestamp, sig)).to.be.revertedWithCustomError(
+        policy,
+        "SpendPolicySignatureUsed",
+      );
       for (const by of [operator, other]) {
         const x = { ...w, timestamp: await nextTimestamp() };
         await expect(policy.withdraw(x.token, x.to, x.amount, x.timestamp, await signWithdraw(by, agent, x))).to.be.revertedWithCustomError(
@@ -213,10 +224,9 @@ describe("SpendPolicy as the agent's wallet", function () {
         );
       }
       const old = { ...w, timestamp: BigInt(await time.latest()) - 901n };
-      await expect(policy.withdraw(old.token, old.to, old.amount, old.timestamp, await signWithdraw(owner, agent, old))).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyTimestampOutOfWindow",
-      );
+      await expect(
+        policy.withdraw(old.token, old.to, old.amount, old.timestamp, await signWithdraw(owner, agent, old)),
+      ).to.be.revertedWithCustomError(policy, "SpendPolicyTimestampOutOfWindow");
     });
   });
 
@@ -226,14 +236,15 @@ describe("SpendPolicy as the agent's wallet", function () {
       const heir = ethers.Wallet.createRandom().connect(ethers.provider);
       const ts = await nextTimestamp();
       const sig = await signSetOwner(owner, agent, heir.address, ts);
-      await expect(policy.connect(other).setOwner(heir.address, ts, sig)).to.emit(policy, "OwnerSet").withArgs(agent, heir.address, ts);
+      await expect(policy.connect(other).setOwner(heir.address, ts, sig))
+        .to.emit(policy, "OwnerSet")
+        .withArgs(agent, heir.address, ts);
       expect(await policy.owner()).to.equal(heir.address);
       await expect(policy.setOwner(heir.address, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyStaleTimestamp");
       const w = { token: await token.getAddress(), to: owner.address, amount: 1n, timestamp: await nextTimestamp() };
-      await expect(policy.withdraw(w.token, w.to, w.amount, w.timestamp, await signWithdraw(owner, agent, w))).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
+      await expect(
+        policy.withdraw(w.token, w.to, w.amount, w.timestamp, await signWithdraw(owner, agent, w)),
+      ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
       await policy.withdraw(w.token, w.to, w.amount, w.timestamp, await signWithdraw(heir, agent, w));
     });
   });

@@ -92,7 +92,9 @@ describe("SpendPolicy windows, velocity and expiry", function () {
     // Counted in the hour (its limit is set), not in the week (no weekly limit yet).
     await setPolicy({ ...LOOSE, hourlyBudget: usdc(100) });
     const early = paymentId();
-    expect(await reasonOf(policy, pay(usdc(9), "api.example.com", { id: early, validBefore: BigInt(await time.latest()) + 3_000n }))).to.equal(Reason.None);
+    expect(
+      await reasonOf(policy, pay(usdc(9), "api.example.com", { id: early, validBefore: BigInt(await time.latest()) + 3_000n })),
+    ).to.equal(Reason.None);
     await setPolicy({ ...LOOSE, hourlyBudget: usdc(100), weeklyBudget: usdc(10) });
     expect(await reasonOf(policy, pay(usdc(10)))).to.equal(Reason.None);
     await (await release(early)).wait();
@@ -147,7 +149,9 @@ describe("SpendPolicy windows, velocity and expiry", function () {
     s = await policy.spending();
     expect([s.hour, s.day, s.week, s.month, s.lifetime]).to.deep.equal([0n, 0n, 0n, 0n, 0n]);
     const id2 = paymentId();
-    expect(await reasonOf(policy, pay(usdc(4), "api.example.com", { id: id2, validBefore: BigInt(await time.latest()) + 3_000n }))).to.equal(Reason.None);
+    expect(
+      await reasonOf(policy, pay(usdc(4), "api.example.com", { id: id2, validBefore: BigInt(await time.latest()) + 3_000n })),
+    ).to.equal(Reason.None);
     // The next hour (same day, week and 30 days): 4 USDC counted this hour would be wrong to take back.
     await time.increase(HOUR);
     expect(await reasonOf(policy, pay(usdc(3)))).to.equal(Reason.None);

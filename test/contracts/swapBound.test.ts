@@ -58,7 +58,12 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
 
   it("equals the off-chain computation for several windows, amounts and slippage allowances", async function () {
     const { a, usdc, harness } = await loadFixture(fixture);
-    for (const [w, amountOut, bps] of [[60, USDC(1n), 0], [601, USDC(2_500n), 50], [1799, 123_456_789n, 300], [1800, USDC(100_000n), 10_000]] as const) {
+    for (const [w, amountOut, bps] of [
+      [60, USDC(1n), 0],
+      [601, USDC(2_500n), 50],
+      [1799, 123_456_789n, 300],
+      [1800, USDC(100_000n), 10_000],
+    ] as const) {
       const [maxIn, tick, pool] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, w, bps);
       const off = await offChainBound(a.usdcWethPool, WETH_ADDRESS, usdc, amountOut, w, bps);
       expect(pool).to.equal(a.usdcWethPool);
@@ -74,12 +79,30 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     const { trader, a, usdc, harness, u } = await loadFixture(fixture);
     for (const amountOut of [USDC(5n), USDC(5_000n)]) {
       const [bound] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, 1800, 50);
-      const quoted = (await u.quoter.quoteExactOutputSingle.staticCall({ tokenIn: WETH_ADDRESS, tokenOut: usdc, amount: amountOut, fee: UNISWAP_POOL_FEE, sqrtPriceLimitX96: 0 })).amountIn;
+      const quoted = (
+        await u.quoter.quoteExactOutputSingle.staticCall({
+          tokenIn: WETH_ADDRESS,
+          tokenOut: usdc,
+          amount: amountOut,
+          fee: UNISWAP_POOL_FEE,
+          sqrtPriceLimitX96: 0,
+        })
+      ).amountIn;
       expect(quoted).to.be.lte(bound);
       const wethBefore = await u.weth.balanceOf(trader.address);
       const usdcToken = await ethers.getContractAt("TestUSDC", usdc);
       const usdcBefore = await usdcToken.balanceOf(trader.address);
-      await (await u.router.exactOutputSingle({ tokenIn: WETH_ADDRESS, tokenOut: usdc, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountOut, amountInMaximum: bound, sqrtPriceLimitX96: 0 })).wait();
+      await (
+        await u.router.exactOutputSingle({
+          tokenIn: WETH_ADDRESS,
+          tokenOut: usdc,
+          fee: UNISWAP_POOL_FEE,
+          recipient: trader.address,
+          amountOut,
+          amountInMaximum: bound,
+          sqrtPriceLimitX96: 0,
+        })
+      ).wait();
       const spent = wethBefore - (await u.weth.balanceOf(trader.address));
       expect(spent).to.equal(quoted);
       expect(spent).to.be.lte(bound);
@@ -92,13 +115,39 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     const amountOut = USDC(2_000n);
     const [before] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, 1800, 100);
     // The front-run: dump WETH for USDC, so WETH buys less USDC.
-    await (await u.router.connect(attacker).getFunction("exactInputSingle")({ tokenIn: WETH_ADDRESS, tokenOut: usdc, fee: UNISWAP_POOL_FEE, recipient: attacker.address, amountIn: ETH(300n), amountOutMinimum: 0, sqrtPriceLimitX96: 0 })).wait();
+    await (
+      await u.router.connect(attacker).getFunction("exactInputSingle")({
+        tokenIn: WETH_ADDRESS,
+        tokenOut: usdc,
+        fee: UNISWAP_POOL_FEE,
+        recipient: attacker.address,
+        amountIn: ETH(300n),
+        amountOutMinimum: 0,
+        sqrtPriceLimitX96: 0,
+      })
+    ).wait();
     const [bound] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, 1800, 100);
     expect(bound).to.be.lte(before + before / 1000n); // the TWAP barely moves within one block
-    const quoted = (await u.quoter.quoteExactOutputSingle.staticCall({ tokenIn: WETH_ADDRESS, tokenOut: usdc, amount: amountOut, fee: UNISWAP_POOL_FEE, sqrtPriceLimitX96: 0 })).amountIn;
+    const quoted = (
+      await u.quoter.quoteExactOutputSingle.staticCall({
+        tokenIn: WETH_ADDRESS,
+        tokenOut: usdc,
+        amount: amountOut,
+        fee: UNISWAP_POOL_FEE,
+        sqrtPriceLimitX96: 0,
+      })
+    ).amountIn;
     expect(quoted > bound, `spot ${quoted} vs bound ${bound}`).to.equal(true);
     await expect(
-      u.router.exactOutputSingle({ tokenIn: WETH_ADDRESS, tokenOut: usdc, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountOut, amountInMaximum: bound, sqrtPriceLimitX96: 0 }),
+      u.router.exactOutputSingle({
+        tokenIn: WETH_ADDRESS,
+        tokenOut: usdc,
+        fee: UNISWAP_POOL_FEE,
+        recipient: trader.address,
+        amountOut,
+        amountInMaximum: bound,
+        sqrtPriceLimitX96: 0,
+      }),
     ).to.be.reverted;
   });
 
@@ -132,7 +181,15 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     expect(Number(tick)).to.equal(off.twapTick);
     // 1,000 USDC at 2,000 USDC per token: half a token, plus fee and 0.5%.
     expect(maxIn).to.be.within(ETH(1n) / 2n, (ETH(1n) * 5030n) / 10_000n);
-    const quoted = (await u.quoter.quoteExactOutputSingle.staticCall({ tokenIn: HIGH_TOKEN, tokenOut: usdc, amount: USDC(1_000n), fee: UNISWAP_POOL_FEE, sqrtPriceLimitX96: 0 })).amountIn;
+    const quoted = (
+      await u.quoter.quoteExactOutputSingle.staticCall({
+        tokenIn: HIGH_TOKEN,
+        tokenOut: usdc,
+        amount: USDC(1_000n),
+        fee: UNISWAP_POOL_FEE,
+        sqrtPriceLimitX96: 0,
+      })
+    ).amountIn;
     expect(quoted).to.be.lte(maxIn);
   });
 
@@ -140,9 +197,14 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     const { harness, usdc } = await loadFixture(fixture);
     const ticks = [MIN_TICK, -443_637, -196_257, -1, 0, 1, 196_257, 443_636, 443_637, MAX_TICK];
     for (const tick of ticks) {
-      for (const [base, quote] of [[WETH_ADDRESS, usdc], [usdc, WETH_ADDRESS]]) {
+      for (const [base, quote] of [
+        [WETH_ADDRESS, usdc],
+        [usdc, WETH_ADDRESS],
+      ]) {
         for (const amount of [1n, USDC(1_000n), 2n ** 128n - 1n]) {
-          expect(await harness.getQuoteAtTick(tick, amount, base, quote), `tick ${tick} amount ${amount}`).to.equal(quoteAtTick(tick, amount, base, quote));
+          expect(await harness.getQuoteAtTick(tick, amount, base, quote), `tick ${tick} amount ${amount}`).to.equal(
+            quoteAtTick(tick, amount, base, quote),
+          );
         }
       }
     }
@@ -162,7 +224,10 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
 
   it("refuses a zero window, a fee tier without a pool and an amount beyond uint128 with their own errors", async function () {
     const { a, usdc, harness } = await loadFixture(fixture);
-    await expect(harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, USDC(1n), 0, 50)).to.be.revertedWithCustomError(harness, "SwapBoundZeroWindow");
+    await expect(harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, USDC(1n), 0, 50)).to.be.revertedWithCustomError(
+      harness,
+      "SwapBoundZeroWindow",
+    );
     const missing = poolAddress(a.factory, WETH_ADDRESS, usdc, 100);
     await expect(harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, 100, USDC(1n), 60, 50))
       .to.be.revertedWithCustomError(harness, "SwapBoundNoPool")

@@ -60,7 +60,8 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
     await s?.close();
   });
   afterEach(async function () {
-    if (this.currentTest?.state === "failed") await screenshot(page, `failed-a11y-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`);
+    if (this.currentTest?.state === "failed")
+      await screenshot(page, `failed-a11y-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`);
   });
 
   async function expectNoSeriousViolations(where: string): Promise<void> {
@@ -96,7 +97,8 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
     await expectNoSeriousViolations("wallet picker");
     // The modal dialog takes the focus; Tab stays inside it.
     expect(await page.evaluate(() => !!document.activeElement?.closest("dialog"))).to.equal(true);
-    for (let i = 0; i < 5 && (await page.evaluate(() => document.activeElement?.textContent)) !== "Test Wallet"; i++) await page.keyboard.press("Tab");
+    for (let i = 0; i < 5 && (await page.evaluate(() => document.activeElement?.textContent)) !== "Test Wallet"; i++)
+      await page.keyboard.press("Tab");
     expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal("Test Wallet");
     await page.keyboard.press("Enter");
     await page.locator(`[data-owner="${wallet.address}"]`).waitFor();
@@ -105,7 +107,10 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
   it("approves a pending payment with the keyboard alone, the list updating by itself", async () => {
     await page.goto(`${s.url}/approvals`);
     await page.locator("#approvals-empty").waitFor();
-    const res = await s.api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "keyboard purchase" } });
+    const res = await s.api("POST", "/pay", {
+      key: agent.apiKey,
+      body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "keyboard purchase" },
+    });
     expect(res.status).to.equal(202);
     await page.locator(`tr[data-approval="${res.body.approvalId}"]`).waitFor({ timeout: 10_000 });
     await expectNoSeriousViolations("approvals with a pending payment");

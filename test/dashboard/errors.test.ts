@@ -31,7 +31,8 @@ describe("dashboard errors in Chromium: each failure says what happened and what
   });
   afterEach(async function () {
     const page = opened.at(-1);
-    if (this.currentTest?.state === "failed" && page) await screenshot(page, `failed-errors-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`);
+    if (this.currentTest?.state === "failed" && page)
+      await screenshot(page, `failed-errors-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`);
     for (const p of opened.splice(0)) {
       expect(p.errors, "errors thrown in the page").to.deep.equal([]);
       await p.close();
@@ -98,7 +99,11 @@ describe("dashboard errors in Chromium: each failure says what happened and what
     await page.locator("#sign-in").click();
     const p = await problem(page);
     expect(p.kind).to.equal("wrong-chain");
-    expect(p.text).to.include("Your wallet is on the wrong network").and.include("Ethereum (chain 1)").and.include("Base (chain 8453)").and.include("Nothing was signed and nothing was changed");
+    expect(p.text)
+      .to.include("Your wallet is on the wrong network")
+      .and.include("Ethereum (chain 1)")
+      .and.include("Base (chain 8453)")
+      .and.include("Nothing was signed and nothing was changed");
     expect(wallet.callsOf("wallet_switchEthereumChain")).to.have.length(1);
     expect(wallet.callsOf("personal_sign")).to.have.length(0);
     expect(await s.svc.store.siweNonces.countDocuments({ address: wallet.address })).to.equal(0);
@@ -171,17 +176,26 @@ describe("dashboard errors in Chromium: each failure says what happened and what
     await mintUsdc(s, agent.agentAddress, 10n * USDC);
     const page = await pageWith(wallet);
     await signIn(page, wallet);
-    const pay = await s.api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "a report" } });
+    const pay = await s.api("POST", "/pay", {
+      key: agent.apiKey,
+      body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "a report" },
+    });
     expect(pay.status).to.equal(202);
     await page.goto(`${s.url}/approvals`);
     const row = page.locator(`tr[data-approval="${pay.body.approvalId}"]`);
     await row.waitFor();
 
-    await s.svc.store.apiKeys.updateMany({ role: "owner", ownerAddress: wallet.address }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+    await s.svc.store.apiKeys.updateMany(
+      { role: "owner", ownerAddress: wallet.address },
+      { $set: { expiresAt: new Date(Date.now() - 1000) } },
+    );
     await row.getByRole("button", { name: /^Approve / }).click();
     const p = await problem(page);
     expect(p.kind).to.equal("signed-out");
-    expect(p.text).to.match(/Your sign-in has expired|Sign in first/).and.include("Sign in again with your wallet").and.include("Nothing was changed");
+    expect(p.text)
+      .to.match(/Your sign-in has expired|Sign in first/)
+      .and.include("Sign in again with your wallet")
+      .and.include("Nothing was changed");
     expect((await s.svc.store.approvals.findOne({ approvalId: pay.body.approvalId }))?.status).to.equal("pending");
     expect(await s.svc.chain.policyAt(agent.policyContract, s.svc.chain.provider).spentToday()).to.equal(0n);
     expect(await page.evaluate(() => sessionStorage.getItem("spendgate.owner"))).to.equal(null);
@@ -189,7 +203,10 @@ describe("dashboard errors in Chromium: each failure says what happened and what
 
     await page.locator("#alerts").getByRole("button", { name: "Sign in again" }).click();
     await page.locator(`[data-owner="${wallet.address}"]`).waitFor();
-    await page.locator(`tr[data-approval="${pay.body.approvalId}"]`).getByRole("button", { name: /^Approve / }).click();
+    await page
+      .locator(`tr[data-approval="${pay.body.approvalId}"]`)
+      .getByRole("button", { name: /^Approve / })
+      .click();
     await page.locator(`#decided li[data-approval="${pay.body.approvalId}"][data-status=approved]`).waitFor();
   });
 

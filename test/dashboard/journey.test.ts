@@ -42,12 +42,16 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await s?.close();
   });
   afterEach(function () {
-    if (this.currentTest?.state === "failed" && page) return screenshot(page, `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`).then(() => undefined);
+    if (this.currentTest?.state === "failed" && page)
+      return screenshot(page, `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`).then(() => undefined);
     expect(page?.errors ?? [], "errors thrown in the page").to.deep.equal([]);
   });
 
   const pay = (intent: string) =>
-    s.api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent } });
+    s.api("POST", "/pay", {
+      key: agent.apiKey,
+      body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent },
+    });
 
   it("serves the pages to browsers with a strict CSP, and the same paths as JSON to API clients", async () => {
     const html = await fetch(`${s.url}/approvals`, { headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
@@ -65,7 +69,13 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     expect((await s.api("GET", "/approvals")).body).to.include({ error: "unauthorized", status: 401 });
     expect((await s.api("GET", "/ledger", { headers: { Accept: "*/*" } })).status).to.equal(401);
     const config = (await s.api("GET", "/dashboard/config")).body;
-    expect(config).to.include({ mode: "embedded", chainId: 8453, chainIdHex: "0x2105", rpcUrl: s.svc.config.rpcUrl, explorerUrl: explorer });
+    expect(config).to.include({
+      mode: "embedded",
+      chainId: 8453,
+      chainIdHex: "0x2105",
+      rpcUrl: s.svc.config.rpcUrl,
+      explorerUrl: explorer,
+    });
   });
 
   it("signs in with SIWE, the owner picking one of two EIP-6963 wallets; the key stays in sessionStorage", async () => {
@@ -94,7 +104,9 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await page.goto(link);
     const facts = page.locator("#agent-step");
     await facts.getByText("research-bot").waitFor();
-    expect(await facts.textContent()).to.include(agent.agentAddress).and.include("not linked yet");
+    expect(await facts.textContent())
+      .to.include(agent.agentAddress)
+      .and.include("not linked yet");
   });
 
   it("links the agent with the owner's LinkAgent signature", async () => {
@@ -113,16 +125,48 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
 
   it("normalises allowlist entries in the browser exactly as the server does (IDNA, URLs, ports, wildcards)", async () => {
     const corpus = [
-      "Example.COM", "bücher.de", "xn--bcher-kva.de", "münchen.DE", "日本.jp", "ａｂｃ.com", "faß.de", "ⓐ.com", "soft\u00ADhyphen.com",
-      "0x7f.1", "1.2.3", "256.1.1.1", "a..b", "-a.com", "a_b.com", "ex%41mple.com", "https://user:pw@api.example.com:8443/x?y#z",
-      "api.example.com:443", "*.Example.org", "*", "*.*.example", "[::1]", "example.com.", "http://[::1]:80/", "localhost", "💩.la",
+      "Example.COM",
+      "bücher.de",
+      "xn--bcher-kva.de",
+      "münchen.DE",
+      "日本.jp",
+      "ａｂｃ.com",
+      "faß.de",
+      "ⓐ.com",
+      "soft\u00ADhyphen.com",
+      "0x7f.1",
+      "1.2.3",
+      "256.1.1.1",
+      "a..b",
+      "-a.com",
+      "a_b.com",
+      "ex%41mple.com",
+      "https://user:pw@api.example.com:8443/x?y#z",
+      "api.example.com:443",
+      "*.Example.org",
+      "*",
+      "*.*.example",
+      "[::1]",
+      "example.com.",
+      "http://[::1]:80/",
+      "localhost",
+      "💩.la",
       // Punycode the browser's URL parser lets through and Node refuses (or keeps): the page must agree with Node.
-      "xn--a.com", "xn--abc-", "xn--kkg.de", "xn--e-xbb.com", "XN--BCHER-KVA.DE", "xn--bcher-kva-.de", "xn----eha.com", "xn---a.com",
+      "xn--a.com",
+      "xn--abc-",
+      "xn--kkg.de",
+      "xn--e-xbb.com",
+      "XN--BCHER-KVA.DE",
+      "xn--bcher-kva-.de",
+      "xn----eha.com",
+      "xn---a.com",
     ];
     const merchant = page.getByLabel("Merchant to add");
     await merchant.fill(corpus.join(" "));
     await merchant.press("Enter");
-    const shown = await page.locator("#allowlist-entries li").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-normalized") || null));
+    const shown = await page
+      .locator("#allowlist-entries li")
+      .evaluateAll((lis) => lis.map((li) => li.getAttribute("data-normalized") || null));
     expect(shown).to.deep.equal(corpus.map((e) => normalizeAllowlistEntry(e)));
     await page.reload();
     await page.locator("[data-state=linked]").waitFor();
@@ -142,7 +186,9 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await page.getByRole("button", { name: "Add", exact: true }).click();
     await merchant.fill("not_a_host!");
     await merchant.press("Enter");
-    const normalised = await page.locator("#allowlist-entries li").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-normalized")));
+    const normalised = await page
+      .locator("#allowlist-entries li")
+      .evaluateAll((lis) => lis.map((li) => li.getAttribute("data-normalized")));
     expect(normalised).to.deep.equal(["127.0.0.1", "xn--bcher-kva.example", "*.data.example.org", ""]);
 
     // An entry that is not a host blocks the review until it is removed.
@@ -164,8 +210,20 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     const shown = JSON.parse((await page.locator("#review-typed-data").textContent())!);
     policyContract = shown.domain.verifyingContract;
     expect(shown.primaryType).to.equal("SetPolicy");
-    expect(shown.message).to.include({ agent: agent.agentAddress, perTxLimit: "5000000", dailyBudget: "20000000", allowlistRoot: root, approvalThreshold: "750000" });
-    expect(shown.message).to.include({ hourlyBudget: "0", weeklyBudget: "60000000", maxPaymentsPerHour: "100", validUntil: "0", maxSwapSlippageBps: "0" });
+    expect(shown.message).to.include({
+      agent: agent.agentAddress,
+      perTxLimit: "5000000",
+      dailyBudget: "20000000",
+      allowlistRoot: root,
+      approvalThreshold: "750000",
+    });
+    expect(shown.message).to.include({
+      hourlyBudget: "0",
+      weeklyBudget: "60000000",
+      maxPaymentsPerHour: "100",
+      validUntil: "0",
+      maxSwapSlippageBps: "0",
+    });
     expect(shown.types.SetPolicy.map((f: { name: string }) => f.name)).to.deep.equal(SET_POLICY_TYPES.SetPolicy.map((f) => f.name));
 
     await page.getByRole("button", { name: "Sign and deploy the policy" }).click();
@@ -175,16 +233,29 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
 
     expect(await s.svc.chain.isDeployed(policyContract)).to.equal(true);
     const onchain = await s.svc.chain.policyAt(policyContract, s.svc.chain.provider).policy();
-    expect([onchain.perTxLimit, onchain.dailyBudget, onchain.allowlistRoot, onchain.approvalThreshold]).to.deep.equal([5n * USDC, 20n * USDC, root, 750_000n]);
+    expect([onchain.perTxLimit, onchain.dailyBudget, onchain.allowlistRoot, onchain.approvalThreshold]).to.deep.equal([
+      5n * USDC,
+      20n * USDC,
+      root,
+      750_000n,
+    ]);
     expect([onchain.weeklyBudget, onchain.maxPaymentsPerHour]).to.deep.equal([60n * USDC, 100n]);
     const txHash = (await s.svc.store.policies.findOne({ agentAddress: agent.agentAddress }))!.txHash;
     expect(await page.locator(`#policy-result a[href="${explorer}/address/${policyContract}"]`).count()).to.equal(1);
     expect(await page.locator(`#policy-result a[href="${explorer}/tx/${txHash}"]`).count()).to.equal(1);
-    expect(await page.locator("#done-step").textContent()).to.include(`/limits?address=${agent.agentAddress}`).and.include("deployed: true");
+    expect(await page.locator("#done-step").textContent())
+      .to.include(`/limits?address=${agent.agentAddress}`)
+      .and.include("deployed: true");
 
     // The agent's next step works.
     const limits = await s.api("GET", "/limits", { key: agent.apiKey });
-    expect(limits.body.agents[0]).to.include({ deployed: true, perTxLimit: "5", dailyBudget: "20", approvalThreshold: "0.75", policyContract });
+    expect(limits.body.agents[0]).to.include({
+      deployed: true,
+      perTxLimit: "5",
+      dailyBudget: "20",
+      approvalThreshold: "0.75",
+      policyContract,
+    });
   });
 
   it("a payment above the threshold appears on the approvals page without a reload and is approved there", async () => {
@@ -199,7 +270,12 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await row.waitFor({ timeout: 10_000 });
     expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).to.equal(true);
     const text = await row.textContent();
-    expect(text).to.include("research-bot").and.include("buy the weekly market report").and.include("127.0.0.1").and.include("1.00 USDC").and.match(/\d+ s ago/);
+    expect(text)
+      .to.include("research-bot")
+      .and.include("buy the weekly market report")
+      .and.include("127.0.0.1")
+      .and.include("1.00 USDC")
+      .and.match(/\d+ s ago/);
 
     const sellerBefore = await usdcBalance(s, seller.payTo);
     await row.getByRole("button", { name: "Approve 1.00 USDC to 127.0.0.1" }).click();
@@ -210,7 +286,13 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     const signed = JSON.parse(wallet.typedSigned.at(-1)!.json);
     expect(signed.primaryType).to.equal("ApprovalDecision");
     expect(signed.domain.verifyingContract).to.equal(policyContract);
-    expect(signed.message).to.include({ action: "approve", approvalId: res.body.approvalId, agent: agent.agentAddress, merchant: "127.0.0.1", amount: "1000000" });
+    expect(signed.message).to.include({
+      action: "approve",
+      approvalId: res.body.approvalId,
+      agent: agent.agentAddress,
+      merchant: "127.0.0.1",
+      amount: "1000000",
+    });
   });
 
   it("shows the approved payment in the ledger with its on-chain link, a spend chart and a CSV export", async () => {
@@ -231,7 +313,9 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download CSV" }).click()]);
     expect(download.suggestedFilename()).to.match(/^spendgate-ledger-approved-\d{4}-\d{2}-\d{2}\.csv$/);
-    const csv = readFileSync((await download.path())!, "utf8").trim().split("\r\n");
+    const csv = readFileSync((await download.path())!, "utf8")
+      .trim()
+      .split("\r\n");
     expect(csv[0]).to.match(/^id,createdAt,settledAt,agentAddress,merchant/);
     expect(csv).to.have.length(2);
     expect(csv[1]).to.include(entry.txnId).and.include(entry.txHash!).and.include("buy the weekly market report");
@@ -241,7 +325,7 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await page.goto(`${s.url}/approvals`);
     await page.locator("#approvals-empty").waitFor();
     const balance = await usdcBalance(s, agent.agentAddress);
-    const res = await pay("=HYPERLINK(\"http://evil.example\") <img src=x onerror=alert(1)>");
+    const res = await pay('=HYPERLINK("http://evil.example") <img src=x onerror=alert(1)>');
     expect(res.status).to.equal(202);
     const row = page.locator(`tr[data-approval="${res.body.approvalId}"]`);
     await row.waitFor({ timeout: 10_000 });

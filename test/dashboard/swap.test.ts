@@ -35,7 +35,8 @@ describe("dashboard swaps in Chromium: the swap setting in the policy form, the 
     await s?.close();
   });
   afterEach(function () {
-    if (this.currentTest?.state === "failed" && page) return screenshot(page, `failed-swap-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`).then(() => undefined);
+    if (this.currentTest?.state === "failed" && page)
+      return screenshot(page, `failed-swap-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`).then(() => undefined);
     expect(page?.errors ?? [], "errors thrown in the page").to.deep.equal([]);
   });
 
@@ -74,7 +75,10 @@ describe("dashboard swaps in Chromium: the swap setting in the policy form, the 
   it("shows a payment's swap in the ledger, with its transaction", async () => {
     const faucet = await s.api("POST", "/dev/faucet", { body: { agentAddress: agent.agentAddress, token: "WETH", amount: "1" } });
     expect(faucet.status).to.equal(200);
-    const res = await s.api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "paid with WETH" } });
+    const res = await s.api("POST", "/pay", {
+      key: agent.apiKey,
+      body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "paid with WETH" },
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     await page.goto(`${s.url}/ledger`);
     const swap = page.locator(`#ledger-table tbody tr[data-id="${res.body.transactionId}"] [data-field=swap]`);

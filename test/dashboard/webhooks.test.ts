@@ -31,7 +31,8 @@ describe("dashboard webhooks page in Chromium: add, list, test, deliveries, disa
     await s?.close();
   });
   afterEach(function () {
-    if (this.currentTest?.state === "failed" && page) return screenshot(page, `failed-webhooks-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`).then(() => undefined);
+    if (this.currentTest?.state === "failed" && page)
+      return screenshot(page, `failed-webhooks-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`).then(() => undefined);
     expect(page?.errors ?? [], "errors thrown in the page").to.deep.equal([]);
   });
 
@@ -39,7 +40,9 @@ describe("dashboard webhooks page in Chromium: add, list, test, deliveries, disa
     await page.goto(`${s.url}/webhooks`);
     await page.locator("#page .loading").waitFor({ state: "detached" });
     expect(await page.locator("h1").textContent()).to.equal("Webhooks: alerts to your endpoints");
-    expect(await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Webhooks" }).getAttribute("aria-current")).to.equal("page");
+    expect(
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Webhooks" }).getAttribute("aria-current"),
+    ).to.equal("page");
     await page.getByRole("button", { name: "Connect wallet and sign in" }).first().click();
     const picker = page.getByRole("dialog", { name: "Choose a wallet" });
     if (await picker.isVisible().catch(() => false)) await picker.getByRole("button", { name: "Test Wallet" }).click();
@@ -73,7 +76,9 @@ describe("dashboard webhooks page in Chromium: add, list, test, deliveries, disa
       delivered = (await page.locator("#deliveries-table tbody tr").first().getAttribute("data-status")) === "delivered";
     }
     expect(delivered).to.equal(true);
-    expect(await page.locator("#deliveries-table tbody tr").first().textContent()).to.include("webhook.test").and.include("HTTP 200");
+    expect(await page.locator("#deliveries-table tbody tr").first().textContent())
+      .to.include("webhook.test")
+      .and.include("HTTP 200");
 
     // Reloaded, the page never shows the secret again.
     await page.reload();

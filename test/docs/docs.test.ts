@@ -98,7 +98,9 @@ describe("API reference and OpenAPI: generated, complete, valid", () => {
       expect(ERROR_CODES, `error code ${code} is not in src/docs/errors.ts`).to.have.property(code);
       expect(markdown, code).to.include(`| \`${code}\` | ${ERROR_CODES[code].status} |`);
     }
-    const inOpenApi = new Set(Object.values(openapi.paths).flatMap((ops: any) => Object.values(ops).flatMap((op: any) => op["x-error-codes"])));
+    const inOpenApi = new Set(
+      Object.values(openapi.paths).flatMap((ops: any) => Object.values(ops).flatMap((op: any) => op["x-error-codes"])),
+    );
     for (const code of Object.keys(ERROR_CODES)) expect(inOpenApi.has(code) || ["headers_too_large"].includes(code), code).to.equal(true);
     for (const reason of Object.values(REASONS)) expect(BLOCK_REASONS).to.have.property(reason);
   });
@@ -106,7 +108,8 @@ describe("API reference and OpenAPI: generated, complete, valid", () => {
   it("shows every field of every schema, the MCP tools and the EIP-712 types", () => {
     for (const [name, schema] of Object.entries<any>(openapi.components.schemas)) {
       expect(markdown, name).to.include(`### ${name}`);
-      for (const field of Object.keys(schema.properties ?? {})) expect(markdown, `${name}.${field}`).to.match(new RegExp(`\`(\\S+\\.)?${field}\``));
+      for (const field of Object.keys(schema.properties ?? {}))
+        expect(markdown, `${name}.${field}`).to.match(new RegExp(`\`(\\S+\\.)?${field}\``));
     }
     for (const tool of ["get_limits", "verify_merchant", "pay", "get_balance", "list_transactions", "get_payment"]) {
       expect(markdown).to.include(`### ${tool}`);
@@ -143,7 +146,12 @@ describe("API reference and OpenAPI: generated, complete, valid", () => {
       ["POST", "/wallet/genesis", "/wallet/genesis", { body: { email: "docs@example.com", label: "docs test agent" } }],
       ["POST", "/wallet/genesis", "/wallet/genesis", { body: { email: "docs@example.com", label: "docs test agent" } }],
       ["POST", "/auth/siwe/nonce", "/auth/siwe/nonce", { body: { address: owner.address } }],
-      ["POST", "/pay", "/pay", { key, body: { agentAddress: agent.agentAddress, serviceUrl: "http://localhost:1/x", maxAmount: "1", intent: "not allowed" } }],
+      [
+        "POST",
+        "/pay",
+        "/pay",
+        { key, body: { agentAddress: agent.agentAddress, serviceUrl: "http://localhost:1/x", maxAmount: "1", intent: "not allowed" } },
+      ],
       ["POST", "/dev/faucet", "/dev/faucet", { body: { agentAddress: agent.agentAddress, amount: "3" } }],
       ["GET", "/sell/agent-intel", "/sell/agent-intel"],
       ["GET", "/approvals", "/approvals", { key }],
@@ -154,14 +162,33 @@ describe("API reference and OpenAPI: generated, complete, valid", () => {
       check(method, documented, res.status, res.body);
     }
     // the answers above cover success, refusal and error bodies
-    expect(seen).to.include.members(["POST /wallet/genesis 201", "POST /wallet/genesis 409", "POST /pay 422", "GET /ledger/{id} 404", "GET /sell/agent-intel 402", "GET /approvals 403", "DELETE /mcp 405"]);
+    expect(seen).to.include.members([
+      "POST /wallet/genesis 201",
+      "POST /wallet/genesis 409",
+      "POST /pay 422",
+      "GET /ledger/{id} 404",
+      "GET /sell/agent-intel 402",
+      "GET /approvals 403",
+      "DELETE /mcp 405",
+    ]);
   });
 
   it("serves /skill.md with this deployment's URLs and the onboarding steps", async () => {
     const res = await s.api("GET", "/skill.md");
     expect(res.status).to.equal(200);
     expect(res.headers.get("content-type")).to.match(/^text\/markdown/);
-    for (const needle of [`${s.url}/mcp`, `${s.url}/wallet/genesis`, `${s.url}/onboarding?agent=<agentAddress>`, "~/.spendgate/config.json", '"type": "http"', "X-Agent-Address", "get_limits", "verify_merchant", "Never retry a blocked payment", "Never approve your own payments"]) {
+    for (const needle of [
+      `${s.url}/mcp`,
+      `${s.url}/wallet/genesis`,
+      `${s.url}/onboarding?agent=<agentAddress>`,
+      "~/.spendgate/config.json",
+      '"type": "http"',
+      "X-Agent-Address",
+      "get_limits",
+      "verify_merchant",
+      "Never retry a blocked payment",
+      "Never approve your own payments",
+    ]) {
       expect(res.body).to.include(needle);
     }
   });

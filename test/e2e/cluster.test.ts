@@ -24,9 +24,16 @@ describe("a cluster of three instances with one SIGKILLed mid-storm", function (
   before(async () => {
     cluster = await startCluster({ instances: 3, env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", SELL_PRICE: "0.01" } });
     for (let i = 0; i < AGENTS; i += 5) {
-      agents.push(...(await Promise.all([0, 1, 2, 3, 4].map((j) => onboardAgent(cluster.instances[(i + j) % 3].url, cluster.chain.chainId, POLICY)))));
+      agents.push(
+        ...(await Promise.all([0, 1, 2, 3, 4].map((j) => onboardAgent(cluster.instances[(i + j) % 3].url, cluster.chain.chainId, POLICY)))),
+      );
     }
-    await fundAgents(cluster.chain.rpcUrl, cluster.chain.addresses.usdc, agents.map((a) => a.agentAddress), FUNDED);
+    await fundAgents(
+      cluster.chain.rpcUrl,
+      cluster.chain.addresses.usdc,
+      agents.map((a) => a.agentAddress),
+      FUNDED,
+    );
     const victim = cluster.instances[2];
     // The survivors sell; the victim takes a third of the payment requests and dies after a fifth are answered.
     const sellers = cluster.instances.slice(0, 2).map((i) => `${i.url}/sell/agent-intel`);

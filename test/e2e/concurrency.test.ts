@@ -28,7 +28,10 @@ describe("POST /pay under concurrency and retries", () => {
       Array.from({ length: 20 }, (_, i) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, `purchase ${i}`) })),
     );
     const statuses = results.map((r) => r.status);
-    expect(statuses.filter((x) => x === 200), JSON.stringify(results.map((r) => r.body))).to.have.length(5);
+    expect(
+      statuses.filter((x) => x === 200),
+      JSON.stringify(results.map((r) => r.body)),
+    ).to.have.length(5);
     expect(statuses.filter((x) => x === 422)).to.have.length(15);
     for (const r of results.filter((x) => x.status === 422)) expect(r.body.reason).to.equal("daily_budget_exceeded");
     expect(await spentToday(s, a.policyContract)).to.equal(5n * USDC);
@@ -59,7 +62,11 @@ describe("POST /pay under concurrency and retries", () => {
     expect(await usdcBalance(s, a.agentAddress)).to.equal(before - USDC);
     expect(await spentToday(s, a.policyContract)).to.equal(USDC);
 
-    const reused = await s.api("POST", "/pay", { key: a.apiKey, body: { ...body, intent: "something else" }, headers: { "Idempotency-Key": "order-42" } });
+    const reused = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { ...body, intent: "something else" },
+      headers: { "Idempotency-Key": "order-42" },
+    });
     expect(reused.status).to.equal(409);
     expect(reused.body).to.include({ error: "conflict", status: 409 });
   });
@@ -67,7 +74,9 @@ describe("POST /pay under concurrency and retries", () => {
   it("payments of different agents run in parallel", async () => {
     const agents = await Promise.all([0, 1, 2, 3].map(() => s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] })));
     for (const a of agents) await mintUsdc(s, a.agentAddress, 5n * USDC);
-    const results = await Promise.all(agents.map((a) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, "parallel") })));
+    const results = await Promise.all(
+      agents.map((a) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, "parallel") })),
+    );
     expect(results.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
     for (const a of agents) expect(await spentToday(s, a.policyContract)).to.equal(USDC);
   });

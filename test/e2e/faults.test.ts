@@ -38,7 +38,10 @@ describe("POST /pay when sellers and facilitators fail", () => {
   async function payAndExpectNothingMoved(serviceUrl: string) {
     const a = await agent();
     const before = await usdcBalance(s, a.agentAddress);
-    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl, maxAmount: "5", intent: "fault test" } });
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl, maxAmount: "5", intent: "fault test" },
+    });
     expect(res.status, JSON.stringify(res.body)).to.be.within(400, 599);
     expect(res.status).to.not.equal(500);
     expect(await usdcBalance(s, a.agentAddress)).to.equal(before);
@@ -86,7 +89,11 @@ describe("POST /pay when sellers and facilitators fail", () => {
         provider.request = original;
         await original({ method: "hardhat_impersonateAccount", params: [a.agentAddress] });
         await original({ method: "hardhat_setBalance", params: [a.agentAddress, "0xde0b6b3a7640000"] });
-        const usdc = new Contract(s.svc.config.usdcAddress, ["function transfer(address,uint256) returns (bool)"], await hre.ethers.getSigner(a.agentAddress));
+        const usdc = new Contract(
+          s.svc.config.usdcAddress,
+          ["function transfer(address,uint256) returns (bool)"],
+          await hre.ethers.getSigner(a.agentAddress),
+        );
         await (await usdc.transfer(Wallet.createRandom().address, USDC)).wait();
         await original({ method: "hardhat_stopImpersonatingAccount", params: [a.agentAddress] });
       }
@@ -94,7 +101,10 @@ describe("POST /pay when sellers and facilitators fail", () => {
     };
     let res;
     try {
-      res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "no funds" } });
+      res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "no funds" },
+      });
     } finally {
       provider.request = original;
     }
@@ -136,9 +146,25 @@ describe("POST /pay when sellers and facilitators fail", () => {
   }
 
   it("refuses sellers on private addresses unless ALLOW_PRIVATE_SELLERS (SSRF)", async () => {
-    const opts = { timeoutMs: 500, maxBytes: 1024, allowPrivate: false, allowHttp: true, chainId: 8453, usdcAddress: s.svc.config.usdcAddress };
-    for (const url of ["http://127.0.0.1:1/x", "http://10.1.2.3/x", "http://169.254.169.254/latest", "http://[::1]:1/x", "http://localhost:1/x"]) {
-      const err = await requestSeller({ url, method: "GET" }, opts).then(() => null, (e: unknown) => e);
+    const opts = {
+      timeoutMs: 500,
+      maxBytes: 1024,
+      allowPrivate: false,
+      allowHttp: true,
+      chainId: 8453,
+      usdcAddress: s.svc.config.usdcAddress,
+    };
+    for (const url of [
+      "http://127.0.0.1:1/x",
+      "http://10.1.2.3/x",
+      "http://169.254.169.254/latest",
+      "http://[::1]:1/x",
+      "http://localhost:1/x",
+    ]) {
+      const err = await requestSeller({ url, method: "GET" }, opts).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err, url).to.be.instanceOf(SellerError);
       expect((err as SellerError).code, url).to.equal("unsafe_seller_address");
     }

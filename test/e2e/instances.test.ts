@@ -35,7 +35,20 @@ async function holdingSeller(usdc: string) {
   let url = "";
   const server: Server = createServer((req, res) => {
     if (typeof req.headers["x-payment"] === "string") return paid();
-    const accepts = [{ scheme: "exact", network: "base", maxAmountRequired: USDC.toString(), resource: `${url}/r`, description: "held", mimeType: "application/json", payTo, maxTimeoutSeconds: 120, asset: usdc, extra: { name: "USD Coin", version: "2" } }];
+    const accepts = [
+      {
+        scheme: "exact",
+        network: "base",
+        maxAmountRequired: USDC.toString(),
+        resource: `${url}/r`,
+        description: "held",
+        mimeType: "application/json",
+        payTo,
+        maxTimeoutSeconds: 120,
+        asset: usdc,
+        extra: { name: "USD Coin", version: "2" },
+      },
+    ];
     res.writeHead(402, { "Content-Type": "application/json" }).end(JSON.stringify({ x402Version: 1, error: "payment required", accepts }));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -43,7 +56,11 @@ async function holdingSeller(usdc: string) {
   return {
     url: `${url}/r`,
     nextPaid: () => new Promise<void>((r) => (paid = r)),
-    close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -62,9 +79,17 @@ describe("several instances on one chain and one database", function () {
   before(async () => {
     chain = await startEmbeddedChain({ operators: [keyB.address, keyC.address, facilitatorC.address] });
     mongo = await startEmbeddedMongo();
-    env = { MONGODB_URI: mongo.uri, MONGODB_DB: `instances_${randomBytes(4).toString("hex")}`, WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "warn" };
+    env = {
+      MONGODB_URI: mongo.uri,
+      MONGODB_DB: `instances_${randomBytes(4).toString("hex")}`,
+      WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+      LOG_LEVEL: "warn",
+    };
     a = await startStack({ ...env, INSTANCE_ID: "inst-a", LOCK_LEASE_MS: "5000" }, { embeddedChain: chain });
-    b = await startStack({ ...env, INSTANCE_ID: "inst-b", LOCK_LEASE_MS: "5000" }, { embeddedChain: chain, operatorPrivateKey: keyB.privateKey });
+    b = await startStack(
+      { ...env, INSTANCE_ID: "inst-b", LOCK_LEASE_MS: "5000" },
+      { embeddedChain: chain, operatorPrivateKey: keyB.privateKey },
+    );
   });
   after(async () => {
     for (const c of children) c.kill("SIGKILL");
@@ -81,10 +106,16 @@ describe("several instances on one chain and one database", function () {
     const sellUrl = `${a.url}/sell/agent-intel`;
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        (i % 2 ? b : a).api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, serviceUrl: sellUrl, maxAmount: "1", intent: `p${i}` } }),
+        (i % 2 ? b : a).api("POST", "/pay", {
+          key: agent.apiKey,
+          body: { agentAddress: agent.agentAddress, serviceUrl: sellUrl, maxAmount: "1", intent: `p${i}` },
+        }),
       ),
     );
-    expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).to.deep.equal(Array(10).fill(200));
+    expect(
+      results.map((r) => r.status),
+      JSON.stringify(results.map((r) => r.body)),
+    ).to.deep.equal(Array(10).fill(200));
     const docs = await a.svc.store.payments.find({ agentAddress: agent.agentAddress }).sort({ createdAt: 1 }).toArray();
     expect(docs).to.have.length(10);
     expect(new Set(docs.map((d) => d.instanceId))).to.deep.equal(new Set(["inst-a", "inst-b"]));
@@ -95,7 +126,8 @@ describe("several instances on one chain and one database", function () {
     for (const d of docs) senders.add((await a.svc.chain.provider.getTransaction(d.authorizeTxHash!))!.from);
     expect(senders).to.deep.equal(new Set([a.svc.chain.operator.address, b.svc.chain.operator.address]));
     // The ledger is complete on both.
-    for (const s of [a, b]) expect((await s.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey })).body.total).to.equal(10);
+    for (const s of [a, b])
+      expect((await s.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey })).body.total).to.equal(10);
   });
 
   it("runs one indexer at a time; when its holder stops, another instance takes the lease over", async () => {
@@ -148,8 +180,14 @@ describe("several instances on one chain and one database", function () {
     const scope = idempotencyScope("caller-x", "key-x");
     const now = new Date();
     await a.svc.store.idempotency.insertOne({
-      scope, requestHash: requestHashOf(body), state: "in_progress", response: null, holder: "inst-gone",
-      leaseUntil: new Date(now.getTime() - 1), createdAt: now, expiresAt: new Date(now.getTime() + 3_600_000),
+      scope,
+      requestHash: requestHashOf(body),
+      state: "in_progress",
+      response: null,
+      holder: "inst-gone",
+      leaseUntil: new Date(now.getTime() - 1),
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + 3_600_000),
     });
     let ran = 0;
     const res = await b.svc.services.idempotency.run("caller-x", "key-x", body, async () => ({ status: 200, body: { ran: ++ran } }));
@@ -165,9 +203,20 @@ describe("several instances on one chain and one database", function () {
     const child = spawn(process.execPath, ["--import", "tsx", "src/index.ts"], {
       cwd: ROOT,
       env: {
-        ...process.env, ...env, PORT: String(port), RPC_URL: chain.rpcUrl, OPERATOR_PRIVATE_KEY: keyC.privateKey, INSTANCE_ID: "inst-c",
-        FACTORY_ADDRESS: chain.addresses.factory, FACTORY_DEPLOY_BLOCK: String(chain.deployBlock), FACILITATOR_PRIVATE_KEY: facilitatorC.privateKey,
-        GENESIS_OPEN: "true", ALLOW_PRIVATE_SELLERS: "true", ALLOW_HTTP_SELLERS: "true", CONFIRMATIONS: "0", LOCK_LEASE_MS: "1000",
+        ...process.env,
+        ...env,
+        PORT: String(port),
+        RPC_URL: chain.rpcUrl,
+        OPERATOR_PRIVATE_KEY: keyC.privateKey,
+        INSTANCE_ID: "inst-c",
+        FACTORY_ADDRESS: chain.addresses.factory,
+        FACTORY_DEPLOY_BLOCK: String(chain.deployBlock),
+        FACILITATOR_PRIVATE_KEY: facilitatorC.privateKey,
+        GENESIS_OPEN: "true",
+        ALLOW_PRIVATE_SELLERS: "true",
+        ALLOW_HTTP_SELLERS: "true",
+        CONFIRMATIONS: "0",
+        LOCK_LEASE_MS: "1000",
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -190,7 +239,11 @@ describe("several instances on one chain and one database", function () {
   }
 
   /** Pays through instance C and SIGKILLs it once the seller holds the paid request (authorised, not settled). */
-  async function payAndKillC(seller: Awaited<ReturnType<typeof holdingSeller>>, agent: { agentAddress: string; apiKey: string }, key: string) {
+  async function payAndKillC(
+    seller: Awaited<ReturnType<typeof holdingSeller>>,
+    agent: { agentAddress: string; apiKey: string },
+    key: string,
+  ) {
     const c = await spawnC();
     const held = seller.nextPaid();
     fetch(`${c.url}/pay`, {

@@ -5,7 +5,14 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, usdcBalance, type MisbehaviourMode, type TestSeller } from "../helpers/sellers";
+import {
+  fundedFacilitator,
+  mintUsdc,
+  startMisbehavingSeller,
+  usdcBalance,
+  type MisbehaviourMode,
+  type TestSeller,
+} from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
 
@@ -23,7 +30,11 @@ describe("maybe paid: outcomes after the payment header left", () => {
   });
 
   async function setup(mode: MisbehaviourMode) {
-    const seller = await startMisbehavingSeller(mode, { usdc: s.svc.config.usdcAddress, price: USDC, facilitator: await fundedFacilitator(s) });
+    const seller = await startMisbehavingSeller(mode, {
+      usdc: s.svc.config.usdcAddress,
+      price: USDC,
+      facilitator: await fundedFacilitator(s),
+    });
     sellers.push(seller);
     const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
     await mintUsdc(s, a.agentAddress, 10n * USDC);
@@ -49,7 +60,9 @@ describe("maybe paid: outcomes after the payment header left", () => {
     const key = randomBytes(8).toString("hex");
     const res = await s.api("POST", "/pay", { key: a.apiKey, body, headers: { "Idempotency-Key": key } });
     expect(res.status, JSON.stringify(res.body).slice(0, 300)).to.equal(200);
-    expect(res.body.response.body).to.be.a("string").and.match(/^\[\[\[/);
+    expect(res.body.response.body)
+      .to.be.a("string")
+      .and.match(/^\[\[\[/);
     const again = await s.api("POST", "/pay", { key: a.apiKey, body, headers: { "Idempotency-Key": key } });
     expect(again.status).to.equal(200);
     expect((await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey })).status).to.equal(200);
@@ -70,7 +83,17 @@ describe("maybe paid: outcomes after the payment header left", () => {
     const { a } = await setup("free200");
     let deep: unknown = 1;
     for (let i = 0; i < 40; i++) deep = [deep];
-    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: "http://127.0.0.1:9/x", maxAmount: "1", intent: "deep", method: "POST", body: deep } });
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: {
+        agentAddress: a.agentAddress,
+        serviceUrl: "http://127.0.0.1:9/x",
+        maxAmount: "1",
+        intent: "deep",
+        method: "POST",
+        body: deep,
+      },
+    });
     expect(res.status).to.equal(400);
     expect(res.body.error).to.equal("bad_request");
   });
@@ -82,12 +105,40 @@ describe("maybe paid: outcomes after the payment header left", () => {
     const scope = idempotencyScope(a.apiKey.slice(0, 9) + a.agentAddress, key);
     const long = new Date(Date.now() - 200_000);
     // What a process killed mid-payment leaves: the key taken, the payment in flight (never authorised here).
-    await s.svc.store.idempotency.insertOne({ scope, requestHash: requestHashOf(body), state: "in_progress", response: null, createdAt: long, expiresAt: new Date(Date.now() + 3_600_000) });
+    await s.svc.store.idempotency.insertOne({
+      scope,
+      requestHash: requestHashOf(body),
+      state: "in_progress",
+      response: null,
+      createdAt: long,
+      expiresAt: new Date(Date.now() + 3_600_000),
+    });
     await s.svc.store.payments.insertOne({
-      txnId: `txn_${randomBytes(12).toString("hex")}`, agentAddress: a.agentAddress, ownerAddress: null, policyAddress: a.agentAddress, merchant: "127.0.0.1",
-      serviceUrl: body.serviceUrl, amount: USDC.toString(), currency: "USDC", intent: body.intent, status: "processing", phase: "authorizing", reason: null,
-      paymentId: "0x" + randomBytes(32).toString("hex"), approvalId: null, txHash: null, authorizeTxHash: null, releaseTxHash: null, payTo: null, validBefore: null,
-      createdAt: long, updatedAt: long, settledAt: null, onchain: { confirmed: false, blockNumber: null }, leaseUntil: new Date(0), idempotencyScope: scope,
+      txnId: `txn_${randomBytes(12).toString("hex")}`,
+      agentAddress: a.agentAddress,
+      ownerAddress: null,
+      policyAddress: a.agentAddress,
+      merchant: "127.0.0.1",
+      serviceUrl: body.serviceUrl,
+      amount: USDC.toString(),
+      currency: "USDC",
+      intent: body.intent,
+      status: "processing",
+      phase: "authorizing",
+      reason: null,
+      paymentId: "0x" + randomBytes(32).toString("hex"),
+      approvalId: null,
+      txHash: null,
+      authorizeTxHash: null,
+      releaseTxHash: null,
+      payTo: null,
+      validBefore: null,
+      createdAt: long,
+      updatedAt: long,
+      settledAt: null,
+      onchain: { confirmed: false, blockNumber: null },
+      leaseUntil: new Date(0),
+      idempotencyScope: scope,
     });
     expect(await s.svc.services.settlement.recover()).to.equal(1);
     const t0 = Date.now();

@@ -3,14 +3,7 @@ import type { Wallet } from "ethers";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { approvalDecision, policyEvents, spentToday } from "../helpers/payments";
-import {
-  fundedFacilitator,
-  mintUsdc,
-  startV1Seller,
-  startV2Seller,
-  usdcBalance,
-  type TestSeller,
-} from "../helpers/sellers";
+import { fundedFacilitator, mintUsdc, startV1Seller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
@@ -42,7 +35,10 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
   }
 
   const pay = (a: { agentAddress: string; apiKey: string }, serviceUrl: string, maxAmount = "5", extra: Record<string, unknown> = {}) =>
-    s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl, maxAmount, intent: "e2e test purchase", ...extra } });
+    s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl, maxAmount, intent: "e2e test purchase", ...extra },
+    });
 
   it("pays a v2 seller: 200, balances move by exactly the price, ledger entry and remaining budget", async () => {
     const a = await agent();
@@ -64,7 +60,13 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
     expect(ledger.status).to.equal(200);
     expect(ledger.body.total).to.equal(1);
-    expect(ledger.body.transactions[0]).to.include({ id: res.body.transactionId, status: "approved", amount: "1", txHash: res.body.txHash, intent: "e2e test purchase" });
+    expect(ledger.body.transactions[0]).to.include({
+      id: res.body.transactionId,
+      status: "approved",
+      amount: "1",
+      txHash: res.body.txHash,
+      intent: "e2e test purchase",
+    });
   });
 
   it("pays a v1 seller (JSON accepts body, X-PAYMENT header)", async () => {
@@ -104,7 +106,14 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
 
     const list = await s.api("GET", "/approvals", { key: ownerApiKey });
     const item = list.body.approvals.find((x: { id: string }) => x.id === res.body.approvalId);
-    expect(item).to.include({ agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1", status: "pending", intent: "e2e test purchase", resolvedAt: null });
+    expect(item).to.include({
+      agentAddress: a.agentAddress,
+      merchant: "127.0.0.1",
+      amount: "1",
+      status: "pending",
+      intent: "e2e test purchase",
+      resolvedAt: null,
+    });
 
     const body = await approvalDecision(s, owner, item, "approve");
     const [r1, r2] = await Promise.all([
@@ -118,7 +127,10 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     expect([r1, r2].find((r) => r.status !== 200)!.status).to.be.oneOf([401, 409]);
     expect(await usdcBalance(s, v2.payTo)).to.equal(sellerBefore + USDC);
 
-    const again = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "approve", s.now() + 1) });
+    const again = await s.api("POST", `/approvals/${item.id}/approve`, {
+      key: ownerApiKey,
+      body: await approvalDecision(s, owner, item, "approve", s.now() + 1),
+    });
     expect(again.status).to.equal(409);
     expect(again.body).to.include({ error: "conflict", status: 409 });
     const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: ownerApiKey });
@@ -131,7 +143,10 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     const res = await pay(a, v2.resource);
     expect(res.status).to.equal(202);
     const item = { id: res.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1" };
-    const denied = await s.api("POST", `/approvals/${item.id}/deny`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "deny") });
+    const denied = await s.api("POST", `/approvals/${item.id}/deny`, {
+      key: ownerApiKey,
+      body: await approvalDecision(s, owner, item, "deny"),
+    });
     expect(denied.status, JSON.stringify(denied.body)).to.equal(200);
     expect(denied.body).to.include({ id: item.id, status: "denied", merchant: "127.0.0.1", amount: "1" });
     expect(denied.body.deniedAt).to.be.a("string");
@@ -171,7 +186,10 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     expect(await s.svc.services.approvals.expire(later)).to.be.greaterThan(0);
     const list = await s.api("GET", `/approvals?address=${a.agentAddress}`, { key: ownerApiKey });
     expect(list.body.approvals).to.have.length(0);
-    const approve = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "approve") });
+    const approve = await s.api("POST", `/approvals/${item.id}/approve`, {
+      key: ownerApiKey,
+      body: await approvalDecision(s, owner, item, "approve"),
+    });
     expect(approve.status).to.equal(409);
     expect(approve.body.message).to.include("expired");
     const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
@@ -185,7 +203,10 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     await s.svc.store.approvals.updateOne({ approvalId: res.body.approvalId }, { $set: { status: "approving" } });
     expect(await s.svc.services.approvals.recover()).to.equal(1);
     const item = { id: res.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1" };
-    const denied = await s.api("POST", `/approvals/${item.id}/deny`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "deny") });
+    const denied = await s.api("POST", `/approvals/${item.id}/deny`, {
+      key: ownerApiKey,
+      body: await approvalDecision(s, owner, item, "deny"),
+    });
     expect(denied.status).to.equal(200);
   });
 
@@ -195,7 +216,13 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
       const unpaidBefore = v2.hits.unpaid;
       const res = await pay(a, v2.resource, "3");
       expect(res.status).to.equal(422);
-      expect(res.body).to.include({ status: "blocked", reason: "merchant_not_allowed", onchainEvent: "PaymentBlocked", merchant: "127.0.0.1", amount: "3" });
+      expect(res.body).to.include({
+        status: "blocked",
+        reason: "merchant_not_allowed",
+        onchainEvent: "PaymentBlocked",
+        merchant: "127.0.0.1",
+        amount: "3",
+      });
       expect(v2.hits.unpaid).to.equal(unpaidBefore);
       const [event] = await policyEvents(s, a.policyContract, res.body.txHash);
       expect(event.name).to.equal("PaymentBlocked");
@@ -236,7 +263,10 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     it("policy_paused: the owner's pause switch blocks the next payment, resume lets it through", async () => {
       const a = await agent();
       const pause = await s.signPause(owner, a.agentAddress, true);
-      const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key: ownerApiKey, body: { paused: true, humanSignature: pause.signature, timestamp: pause.timestamp } });
+      const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+        key: ownerApiKey,
+        body: { paused: true, humanSignature: pause.signature, timestamp: pause.timestamp },
+      });
       expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
       const res = await pay(a, v2.resource);
       expect(res.status).to.equal(422);
@@ -244,7 +274,14 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
       const [event] = await policyEvents(s, a.policyContract, res.body.txHash);
       expect(event.args.reason).to.equal(4n);
       const resume = await s.signPause(owner, a.agentAddress, false, s.now() + 1);
-      expect((await s.api("POST", `/agents/${a.agentAddress}/pause`, { key: ownerApiKey, body: { paused: false, humanSignature: resume.signature, timestamp: resume.timestamp } })).status).to.equal(200);
+      expect(
+        (
+          await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+            key: ownerApiKey,
+            body: { paused: false, humanSignature: resume.signature, timestamp: resume.timestamp },
+          })
+        ).status,
+      ).to.equal(200);
       expect((await pay(a, v2.resource)).status).to.equal(200);
     });
 

@@ -37,13 +37,23 @@ async function holdingSeller(facilitator: Facilitator, usdc: string, settleFirst
   const paid = new Promise<void>((r) => (onPaid = r));
   let url = "";
   const requirement = () => ({
-    scheme: "exact", network: "base", maxAmountRequired: USDC.toString(), resource: `${url}/r`, description: "held",
-    mimeType: "application/json", payTo, maxTimeoutSeconds: 120, asset: usdc, extra: { name: "USD Coin", version: "2" },
+    scheme: "exact",
+    network: "base",
+    maxAmountRequired: USDC.toString(),
+    resource: `${url}/r`,
+    description: "held",
+    mimeType: "application/json",
+    payTo,
+    maxTimeoutSeconds: 120,
+    asset: usdc,
+    extra: { name: "USD Coin", version: "2" },
   });
   const server: Server = createServer(async (req, res) => {
     const header = req.headers["x-payment"];
     if (typeof header !== "string") {
-      res.writeHead(402, { "Content-Type": "application/json" }).end(JSON.stringify({ x402Version: 1, error: "payment required", accepts: [requirement()] }));
+      res
+        .writeHead(402, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ x402Version: 1, error: "payment required", accepts: [requirement()] }));
       return;
     }
     if (settleFirst) {
@@ -54,7 +64,15 @@ async function holdingSeller(facilitator: Facilitator, usdc: string, settleFirst
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url: `${url}/r`, paid, close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }) };
+  return {
+    url: `${url}/r`,
+    paid,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
 }
 
 describe("a service killed between authorise and settle", function () {
@@ -138,14 +156,56 @@ describe("a service killed between authorise and settle", function () {
     const ts = Math.floor(Date.now() / 1000);
     const ownerSignature = await owner.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, { agent, owner: owner.address, timestamp: ts });
     const activationCode = new URL(g.body.activationUrl).searchParams.get("code");
-    expect((await call(url, "POST", "/agents/link", { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp: ts, activationCode })).status).to.equal(200);
+    expect(
+      (
+        await call(url, "POST", "/agents/link", {
+          agentAddress: agent,
+          ownerAddress: owner.address,
+          ownerSignature,
+          timestamp: ts,
+          activationCode,
+        })
+      ).status,
+    ).to.equal(200);
     const policyAddress = getAddress(agent); // the agent wallet is its policy contract
-    const policy = { perTxLimit: 5n * USDC, dailyBudget: 20n * USDC, allowlistRoot: allowlistRoot(["127.0.0.1"]), approvalThreshold: 5n * USDC, ...NO_EXTRA_LIMITS };
-    const humanSignature = await owner.signTypedData(policyDomain(8453, policyAddress), SET_POLICY_TYPES, { agent, ...policy, timestamp: ts });
-    const limits = await call(url, "POST", "/limits", { agentAddress: agent, perTxLimit: "5", dailyBudget: "20", allowlist: ["127.0.0.1"], approvalThreshold: "5", humanSignature, timestamp: ts }, g.body.apiKey);
+    const policy = {
+      perTxLimit: 5n * USDC,
+      dailyBudget: 20n * USDC,
+      allowlistRoot: allowlistRoot(["127.0.0.1"]),
+      approvalThreshold: 5n * USDC,
+      ...NO_EXTRA_LIMITS,
+    };
+    const humanSignature = await owner.signTypedData(policyDomain(8453, policyAddress), SET_POLICY_TYPES, {
+      agent,
+      ...policy,
+      timestamp: ts,
+    });
+    const limits = await call(
+      url,
+      "POST",
+      "/limits",
+      {
+        agentAddress: agent,
+        perTxLimit: "5",
+        dailyBudget: "20",
+        allowlist: ["127.0.0.1"],
+        approvalThreshold: "5",
+        humanSignature,
+        timestamp: ts,
+      },
+      g.body.apiKey,
+    );
     expect(limits.status, JSON.stringify(limits.body)).to.equal(201);
     expect((await call(url, "POST", "/dev/faucet", { agentAddress: agent, amount: "10" })).status).to.be.oneOf([200, 404]);
-    const usdc = new (await import("ethers")).Contract(chain.addresses.usdc, ["function mint(address,uint256)", "function balanceOf(address) view returns (uint256)", "function authorizationState(address,bytes32) view returns (bool)"], new Wallet(chain.facilitator.privateKey, provider));
+    const usdc = new (await import("ethers")).Contract(
+      chain.addresses.usdc,
+      [
+        "function mint(address,uint256)",
+        "function balanceOf(address) view returns (uint256)",
+        "function authorizationState(address,bytes32) view returns (bool)",
+      ],
+      new Wallet(chain.facilitator.privateKey, provider),
+    );
     await (await usdc.mint(agent, 10n * USDC)).wait();
     return { agent, apiKey: g.body.apiKey as string, policyAddress, usdc };
   }
@@ -163,12 +223,22 @@ describe("a service killed between authorise and settle", function () {
       const a = await onboardedAgent(first.url);
       const balanceBefore: bigint = await a.usdc.balanceOf(a.agent);
 
-      const paying = call(first.url, "POST", "/pay", { agentAddress: a.agent, serviceUrl: seller.url, maxAmount: "1", intent: "killed mid-payment" }, a.apiKey).catch(() => null);
+      const paying = call(
+        first.url,
+        "POST",
+        "/pay",
+        { agentAddress: a.agent, serviceUrl: seller.url, maxAmount: "1", intent: "killed mid-payment" },
+        a.apiKey,
+      ).catch(() => null);
       await seller.paid;
       first.child.kill("SIGKILL");
       await paying;
 
-      const policy = new (await import("ethers")).Contract(a.policyAddress, ["function spentToday() view returns (uint256)", "function paymentState(bytes32) view returns (uint8)"], provider);
+      const policy = new (await import("ethers")).Contract(
+        a.policyAddress,
+        ["function spentToday() view returns (uint256)", "function paymentState(bytes32) view returns (uint8)"],
+        provider,
+      );
       expect(await policy.spentToday()).to.equal(USDC); // authorised before the kill
 
       const svc = await startService(loadConfig({ ...env, PORT: "0", LOG_LEVEL: "silent" }));

@@ -19,13 +19,23 @@ async function settleThenHang(facilitator: Facilitator, usdc: string) {
   let url = "";
   let paid = 0;
   const requirement = () => ({
-    scheme: "exact", network: "base", maxAmountRequired: USDC.toString(), resource: `${url}/r`, description: "slow",
-    mimeType: "application/json", payTo, maxTimeoutSeconds: 120, asset: usdc, extra: { name: "USD Coin", version: "2" },
+    scheme: "exact",
+    network: "base",
+    maxAmountRequired: USDC.toString(),
+    resource: `${url}/r`,
+    description: "slow",
+    mimeType: "application/json",
+    payTo,
+    maxTimeoutSeconds: 120,
+    asset: usdc,
+    extra: { name: "USD Coin", version: "2" },
   });
   const server: Server = createServer(async (req, res) => {
     const header = req.headers["x-payment"];
     if (typeof header !== "string") {
-      res.writeHead(402, { "Content-Type": "application/json" }).end(JSON.stringify({ x402Version: 1, error: "pay", accepts: [requirement()] }));
+      res
+        .writeHead(402, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ x402Version: 1, error: "pay", accepts: [requirement()] }));
       return;
     }
     paid++;
@@ -33,7 +43,16 @@ async function settleThenHang(facilitator: Facilitator, usdc: string) {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url: `${url}/r`, payTo, paid: () => paid, close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }) };
+  return {
+    url: `${url}/r`,
+    payTo,
+    paid: () => paid,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
 }
 
 describe("money safety: retries, outages, instances, runaway agents", () => {
@@ -52,7 +71,12 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     await mintUsdc(s, a.agentAddress, 20n * USDC);
     return a;
   }
-  const body = (a: { agentAddress: string }, serviceUrl: string, maxAmount = "5") => ({ agentAddress: a.agentAddress, serviceUrl, maxAmount, intent: "safety test" });
+  const body = (a: { agentAddress: string }, serviceUrl: string, maxAmount = "5") => ({
+    agentAddress: a.agentAddress,
+    serviceUrl,
+    maxAmount,
+    intent: "safety test",
+  });
 
   it("a payment that settled although the seller never answered is approved (200), and a retry with its Idempotency-Key does not pay again", async () => {
     const seller = await settleThenHang(await fundedFacilitator(s), s.svc.config.usdcAddress);
@@ -89,10 +113,29 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     const paymentId = "0x" + randomBytes(32).toString("hex");
     const now = new Date();
     await s.svc.store.payments.insertOne({
-      txnId, agentAddress: a.agentAddress, ownerAddress: null, policyAddress: a.policyContract, merchant: "127.0.0.1",
-      serviceUrl: "http://127.0.0.1/x", amount: USDC.toString(), currency: "USDC", intent: "in flight elsewhere", status: "processing",
-      phase: "authorizing", reason: null, paymentId, approvalId: null, txHash: null, authorizeTxHash: null, releaseTxHash: null,
-      payTo: null, validBefore: null, createdAt: now, updatedAt: now, settledAt: null, onchain: { confirmed: false, blockNumber: null },
+      txnId,
+      agentAddress: a.agentAddress,
+      ownerAddress: null,
+      policyAddress: a.policyContract,
+      merchant: "127.0.0.1",
+      serviceUrl: "http://127.0.0.1/x",
+      amount: USDC.toString(),
+      currency: "USDC",
+      intent: "in flight elsewhere",
+      status: "processing",
+      phase: "authorizing",
+      reason: null,
+      paymentId,
+      approvalId: null,
+      txHash: null,
+      authorizeTxHash: null,
+      releaseTxHash: null,
+      payTo: null,
+      validBefore: null,
+      createdAt: now,
+      updatedAt: now,
+      settledAt: null,
+      onchain: { confirmed: false, blockNumber: null },
       leaseUntil: new Date(Date.now() + 60_000),
     });
     expect(await s.svc.services.settlement.recover()).to.equal(0);

@@ -37,13 +37,19 @@ describe("npm start (embedded mode, no setup)", function () {
     expect(out).to.match(/USDC:\s+0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913/);
     expect(out).to.match(/factory:\s+0x[0-9a-fA-F]{40}/);
     expect(out).to.match(/multicall3:\s+0xcA11bde05977b3631167028862bE2a173976CA11/);
-    expect(out).to.match(/Uniswap v3:\s+SwapRouter02 0x[0-9a-fA-F]{40}, QuoterV2 0x[0-9a-fA-F]{40}, USDC\/WETH 0\.05% pool 0x[0-9a-fA-F]{40} \(WETH 0x4200000000000000000000000000000000000006\)/);
+    expect(out).to.match(
+      /Uniswap v3:\s+SwapRouter02 0x[0-9a-fA-F]{40}, QuoterV2 0x[0-9a-fA-F]{40}, USDC\/WETH 0\.05% pool 0x[0-9a-fA-F]{40} \(WETH 0x4200000000000000000000000000000000000006\)/,
+    );
     expect(out).to.not.match(/0x[0-9a-fA-F]{64}/); // no private key is ever printed
   });
 
   it("answers eth_chainId = 0x2105 on the printed RPC URL and GET /health on the printed API URL", async () => {
     const rpc = /chain RPC:\s+(\S+)/.exec(out)![1];
-    const res = await fetch(rpc, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }) });
+    const res = await fetch(rpc, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    });
     expect(((await res.json()) as { result: string }).result).to.equal("0x2105");
     const api = /API:\s+(\S+)/.exec(out)![1];
     const health = await fetch(`${api}/health`);

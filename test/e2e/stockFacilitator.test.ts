@@ -22,16 +22,25 @@ async function stockFacilitator(s: Stack): Promise<Facilitator> {
   const key = Wallet.createRandom();
   await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
   const rpc = s.svc.config.rpcUrl!;
-  const chain = defineChain({ id: 8453, name: "Base", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpc] } } });
-  const client = createWalletClient({ account: privateKeyToAccount(key.privateKey as `0x${string}`), chain, transport: http(rpc, { retryCount: 0 }) }).extend(
-    publicActions,
-  );
+  const chain = defineChain({
+    id: 8453,
+    name: "Base",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpc] } },
+  });
+  const client = createWalletClient({
+    account: privateKeyToAccount(key.privateKey as `0x${string}`),
+    chain,
+    transport: http(rpc, { retryCount: 0 }),
+  }).extend(publicActions);
   const signer = toFacilitatorEvmSigner({
     address: client.account.address,
     readContract: (a) => client.readContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args ?? [] }),
     verifyTypedData: (a) => client.verifyTypedData(a as Parameters<typeof client.verifyTypedData>[0]),
     writeContract: (a) =>
-      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas } as Parameters<typeof client.writeContract>[0]),
+      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas } as Parameters<
+        typeof client.writeContract
+      >[0]),
     sendTransaction: (a) => client.sendTransaction({ to: a.to, data: a.data }),
     waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
     getCode: (a) => client.getCode({ address: a.address }),
@@ -60,7 +69,11 @@ describe("sellers on the stock x402 facilitator are paid from agent wallets (ERC
   for (const version of [2, 1] as const) {
     it(`pays a v${version} seller: the wallet contract is the payer, the seller gets exactly the price`, async () => {
       const facilitator = await stockFacilitator(s);
-      const seller = await (version === 2 ? startV2Seller : startV1Seller)({ facilitator, usdc: s.svc.config.usdcAddress, price: 250_000n });
+      const seller = await (version === 2 ? startV2Seller : startV1Seller)({
+        facilitator,
+        usdc: s.svc.config.usdcAddress,
+        price: 250_000n,
+      });
       sellers.push(seller);
       const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
       expect(await s.svc.chain.isDeployed(a.agentAddress), "the agent is a contract").to.equal(true);

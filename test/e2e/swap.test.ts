@@ -52,7 +52,10 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     return a;
   }
   const pay = (a: { agentAddress: string; apiKey: string }) =>
-    s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "swap e2e purchase" } });
+    s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "swap e2e purchase" },
+    });
   const bound = async (amountOut: bigint) => {
     const q = await quoteSwap(hre.ethers.provider, {
       factory: uniswap().factory,
@@ -84,7 +87,12 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect(spent).to.equal(q.amountIn);
     expect(spent <= q.maxAmountIn).to.equal(true);
     expect(after.eth).to.equal(before.eth);
-    expect(res.body.swap).to.deep.equal({ txHash: res.body.swap.txHash, tokenIn: "WETH", amountIn: hre.ethers.formatEther(spent), amountOut: "2" });
+    expect(res.body.swap).to.deep.equal({
+      txHash: res.body.swap.txHash,
+      tokenIn: "WETH",
+      amountIn: hre.ethers.formatEther(spent),
+      amountOut: "2",
+    });
     expect(res.body.swap.txHash).to.match(/^0x[0-9a-f]{64}$/);
     const entries = await ledger(a);
     expect(entries).to.have.length(1);
@@ -118,7 +126,10 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
     const sellerBefore = await usdcBalance(s, seller.payTo);
     const results = await Promise.all([pay(a), pay(a), pay(a)]);
-    expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).to.deep.equal([200, 200, 200]);
+    expect(
+      results.map((r) => r.status),
+      JSON.stringify(results.map((r) => r.body)),
+    ).to.deep.equal([200, 200, 200]);
     expect(new Set(results.map((r) => r.body.swap.txHash)).size).to.equal(3);
     for (const r of results) expect(r.body.swap.amountOut).to.equal("2");
     expect(await usdcBalance(s, seller.payTo)).to.equal(sellerBefore + 6n * USDC);
@@ -142,7 +153,15 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
         if (tx.data.startsWith(selector)) {
           frontRuns++;
           await (
-            await router.exactInputSingle({ tokenIn: WETH_ADDRESS, tokenOut: s.svc.config.usdcAddress, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountIn: 100n * ETH, amountOutMinimum: 0, sqrtPriceLimitX96: 0 })
+            await router.exactInputSingle({
+              tokenIn: WETH_ADDRESS,
+              tokenOut: s.svc.config.usdcAddress,
+              fee: UNISWAP_POOL_FEE,
+              recipient: trader.address,
+              amountIn: 100n * ETH,
+              amountOutMinimum: 0,
+              sqrtPriceLimitX96: 0,
+            })
           ).wait();
         }
       }
@@ -172,11 +191,25 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect(entries[0]).to.deep.include({ status: "blocked", reason: "swap_slippage_exceeded", txHash: res.body.txHash, swap: null });
     // The back-run: the bot buys its WETH back, and the pool is about where it was.
     const usdcGot = await usdcBalance(s, trader.address);
-    await (await router.exactInputSingle({ tokenIn: s.svc.config.usdcAddress, tokenOut: WETH_ADDRESS, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountIn: usdcGot, amountOutMinimum: 0, sqrtPriceLimitX96: 0 })).wait();
+    await (
+      await router.exactInputSingle({
+        tokenIn: s.svc.config.usdcAddress,
+        tokenOut: WETH_ADDRESS,
+        fee: UNISWAP_POOL_FEE,
+        recipient: trader.address,
+        amountIn: usdcGot,
+        amountOutMinimum: 0,
+        sqrtPriceLimitX96: 0,
+      })
+    ).wait();
   });
 
   it("the event-only audit attaches each swap to its payment and knows the swap refusals", async () => {
-    const report = await auditFromLogs(s.svc.chain.provider, { factory: s.svc.config.factoryAddress!, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock ?? 0 });
+    const report = await auditFromLogs(s.svc.chain.provider, {
+      factory: s.svc.config.factoryAddress!,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock ?? 0,
+    });
     expect(report.inconsistencies).to.deep.equal([]);
     const payments = Object.values(report.agents).flatMap((a) => a.payments);
     const swapped = payments.filter((p) => p.swap);
@@ -184,7 +217,9 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const inLedger = await s.svc.store.payments.find({ swap: { $exists: true } }).toArray();
     expect(swapped.map((p) => p.swap!.txHash).sort()).to.deep.equal(inLedger.map((p) => p.swap!.txHash.toLowerCase()).sort());
     for (const p of swapped) expect(p).to.deep.include({ status: "settled", amount: "2000000" });
-    const refused = Object.values(report.agents).flatMap((a) => a.blocked).filter((b) => b.reason === "swap_slippage_exceeded");
+    const refused = Object.values(report.agents)
+      .flatMap((a) => a.blocked)
+      .filter((b) => b.reason === "swap_slippage_exceeded");
     expect(refused).to.have.length(1);
     expect(payments.find((p) => p.paymentId === refused[0].paymentId)).to.include({ status: "released", merchant: "127.0.0.1" });
   });
@@ -204,7 +239,9 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
       const r = await callTool(client, "pay", { serviceUrl: seller.resource, maxAmount: "5", intent: "swap over MCP" });
       expect(r.isError ?? false).to.equal(false);
       expect(r.structuredContent.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
-      expect(textOf(r)).to.contain(`First bought 2 USDC for ${r.structuredContent.swap.amountIn} WETH (swap ${r.structuredContent.swap.txHash})`);
+      expect(textOf(r)).to.contain(
+        `First bought 2 USDC for ${r.structuredContent.swap.amountIn} WETH (swap ${r.structuredContent.swap.txHash})`,
+      );
     } finally {
       await client.close();
       await offClient.close();
@@ -215,7 +252,10 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const a = await agent(SWAPS_ON, { token: "WETH", amount: "1" });
     const broken = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: 2n * USDC });
     try {
-      const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: broken.resource, maxAmount: "5", intent: "swap then a broken seller" } });
+      const res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: broken.resource, maxAmount: "5", intent: "swap then a broken seller" },
+      });
       expect(res.status, JSON.stringify(res.body)).to.equal(502);
       expect(res.body.error).to.equal("upstream_error");
       expect(res.body.message).to.match(/The 2 USDC the swap bought \(.* WETH, tx 0x[0-9a-f]{64}\) stays in the agent wallet\./);
@@ -236,7 +276,10 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     expect(res.status, JSON.stringify(res.body)).to.equal(202);
     const item = { id: res.body.approvalId, agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "2" };
     const ownerApiKey = await ownerKey(s, owner);
-    const approved = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: await approvalDecision(s, owner, item, "approve") });
+    const approved = await s.api("POST", `/approvals/${item.id}/approve`, {
+      key: ownerApiKey,
+      body: await approvalDecision(s, owner, item, "approve"),
+    });
     expect(approved.status, JSON.stringify(approved.body)).to.equal(200);
     expect(approved.body.swap).to.include({ tokenIn: "WETH", amountOut: "2" });
     expect(await usdcBalance(s, a.agentAddress)).to.equal(0n);
@@ -248,7 +291,11 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const doc = (await s.svc.store.agents.findOne({ address: a.agentAddress }))!;
     // USDC stands in for an old implementation: a contract that reverts on swapConfig().
     const swaps = new SwapService(s.svc.services.ctx);
-    const old = await swaps.check({ ...doc, policyAddress: s.svc.config.usdcAddress }, { maxSwapSlippageBps: 100n, swapTwapSeconds: 600n }, USDC);
+    const old = await swaps.check(
+      { ...doc, policyAddress: s.svc.config.usdcAddress },
+      { maxSwapSlippageBps: 100n, swapTwapSeconds: 600n },
+      USDC,
+    );
     expect(old).to.deep.include({ kind: "refuse" });
     expect((old as { detail: string }).detail).to.match(/this deployment has no swaps/);
     // Nor does a UNISWAP_QUOTER_V2 with no code on this chain (an address for another network).
@@ -261,7 +308,10 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
   it("refuses with insufficient_funds, sending nothing, when swaps are off or the wallet's WETH and ETH cannot buy the rest", async () => {
     const off = await agent({}, { token: "WETH", amount: "1" });
     const poor = await agent(SWAPS_ON, { token: "ETH", amount: "0.0001" });
-    for (const [a, detail] of [[off, /allows no swaps/], [poor, /takes about .* WETH, and the wallet holds 0.0 WETH and 0.0001 ETH/]] as const) {
+    for (const [a, detail] of [
+      [off, /allows no swaps/],
+      [poor, /takes about .* WETH, and the wallet holds 0.0 WETH and 0.0001 ETH/],
+    ] as const) {
       const block = await hre.ethers.provider.getBlockNumber();
       const res = await pay(a);
       expect(res.status, JSON.stringify(res.body)).to.equal(422);

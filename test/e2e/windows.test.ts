@@ -23,14 +23,23 @@ describe("POST /pay against the richer policy windows", () => {
 
   it("50 simultaneous payments against a weekly cap (7) smaller than the daily budget (20): exactly 7 approved, 43 blocked weekly_budget_exceeded", async function () {
     this.timeout(240_000);
-    const a = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "20", weeklyBudget: "7", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+    const a = await s.onboard(randomOwner(), {
+      perTxLimit: "1",
+      dailyBudget: "20",
+      weeklyBudget: "7",
+      approvalThreshold: "1",
+      allowlist: ["127.0.0.1"],
+    });
     await mintUsdc(s, a.agentAddress, 60n * USDC);
     const before = await usdcBalance(s, a.agentAddress);
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, `weekly ${i}`) })),
     );
     const statuses = results.map((r) => r.status);
-    expect(statuses.filter((x) => x === 200), JSON.stringify(results.map((r) => r.body))).to.have.length(7);
+    expect(
+      statuses.filter((x) => x === 200),
+      JSON.stringify(results.map((r) => r.body)),
+    ).to.have.length(7);
     expect(statuses.filter((x) => x === 422)).to.have.length(43);
     for (const r of results.filter((x) => x.status === 422)) expect(r.body.reason).to.equal("weekly_budget_exceeded");
 
@@ -67,13 +76,22 @@ describe("POST /pay against the richer policy windows", () => {
     const view = (await s.api("GET", `/limits?address=${a.agentAddress}`, { key: a.apiKey })).body.agents[0];
     expect(view.merchantRemainingToday).to.deep.equal({ "127.0.0.1": "0" });
 
-    const b = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"], maxPaymentsPerHour: 2 });
+    const b = await s.onboard(randomOwner(), {
+      perTxLimit: "1",
+      dailyBudget: "20",
+      approvalThreshold: "1",
+      allowlist: ["127.0.0.1"],
+      maxPaymentsPerHour: 2,
+    });
     await mintUsdc(s, b.agentAddress, 10n * USDC);
     const paid = [];
     for (let i = 0; i < 3; i++) paid.push(await s.api("POST", "/pay", { key: b.apiKey, body: payBody(b.agentAddress, `fast ${i}`) }));
     expect(paid.map((r) => r.status)).to.deep.equal([200, 200, 422]);
     expect(paid[2].body.reason).to.equal("velocity_exceeded");
-    expect((await s.api("GET", `/limits?address=${b.agentAddress}`, { key: b.apiKey })).body.agents[0].velocity).to.include({ paymentsThisHour: 2, remaining: 0 });
+    expect((await s.api("GET", `/limits?address=${b.agentAddress}`, { key: b.apiKey })).body.agents[0].velocity).to.include({
+      paymentsThisHour: 2,
+      remaining: 0,
+    });
   });
 
   it("keeps paying an agent whose policy has a v1 allowlist root ([entry] leaves, signed before per-entry caps)", async function () {
@@ -85,7 +103,11 @@ describe("POST /pay against the richer policy windows", () => {
     const v1Root = allowlistRoot(["127.0.0.1", "localhost"], {}, "v1");
     const values = { perTxLimit: USDC, dailyBudget: 20n * USDC, allowlistRoot: v1Root, approvalThreshold: USDC, ...NO_EXTRA_LIMITS };
     const timestamp = s.now() + 2;
-    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_POLICY_TYPES, { agent: a.agentAddress, ...values, timestamp });
+    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_POLICY_TYPES, {
+      agent: a.agentAddress,
+      ...values,
+      timestamp,
+    });
     const policy = s.svc.chain.policyAt(a.policyContract);
     await s.svc.chain.sendAndWait((o) => policy.updatePolicy(values, timestamp, signature, o));
     await s.svc.store.allowlists.insertOne({ root: v1Root, entries: ["127.0.0.1", "localhost"], createdAt: new Date() });

@@ -96,10 +96,20 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   const id = () => ethers.hexlify(ethers.randomBytes(32));
 
   // 1. A direct ERC-20 transfer "from" the wallet: the wallet has no function that moves tokens on its own.
-  const erc20 = new Contract(agentAddress, ["function transfer(address,uint256) returns (bool)", "function approve(address,uint256) returns (bool)", "function execute(address,uint256,bytes)"], s.operator);
+  const erc20 = new Contract(
+    agentAddress,
+    [
+      "function transfer(address,uint256) returns (bool)",
+      "function approve(address,uint256) returns (bool)",
+      "function execute(address,uint256,bytes)",
+    ],
+    s.operator,
+  );
   attempts.push(await refusedOnChain("direct transfer through the wallet", async () => (await erc20.transfer(thief, balance)).wait()));
   attempts.push(await refusedOnChain("approve through the wallet", async () => (await erc20.approve(thief, balance)).wait()));
-  attempts.push(await refusedOnChain("arbitrary call through the wallet", async () => (await erc20.execute(await token.getAddress(), 0, "0x")).wait()));
+  attempts.push(
+    await refusedOnChain("arbitrary call through the wallet", async () => (await erc20.execute(await token.getAddress(), 0, "0x")).wait()),
+  );
 
   // 2. An EIP-3009 transfer the policy never authorised, signed by the agent key.
   const validBefore = (await now()) + 600n;
@@ -116,7 +126,17 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
       await (
         await token
           .connect(s.operator)
-          ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)"](agentAddress, t.to, t.value, t.validAfter, t.validBefore, t.nonce, sig.v, sig.r, sig.s)
+          ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)"](
+            agentAddress,
+            t.to,
+            t.value,
+            t.validAfter,
+            t.validBefore,
+            t.nonce,
+            sig.v,
+            sig.r,
+            sig.s,
+          )
       ).wait();
     }),
   );
@@ -152,12 +172,27 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   attempts.push(
     await refusedOnChain("permit for the thief", async () => {
       const deadline = (await now()) + 600n;
-      const domain = { name: await token.name(), version: await token.version(), chainId: 8453n, verifyingContract: await token.getAddress() };
-      const types = { Permit: [{ name: "owner", type: "address" }, { name: "spender", type: "address" }, { name: "value", type: "uint256" }, { name: "nonce", type: "uint256" }, { name: "deadline", type: "uint256" }] };
+      const domain = {
+        name: await token.name(),
+        version: await token.version(),
+        chainId: 8453n,
+        verifyingContract: await token.getAddress(),
+      };
+      const types = {
+        Permit: [
+          { name: "owner", type: "address" },
+          { name: "spender", type: "address" },
+          { name: "value", type: "uint256" },
+          { name: "nonce", type: "uint256" },
+          { name: "deadline", type: "uint256" },
+        ],
+      };
       const nonce = await token.nonces(agentAddress);
       const digest = ethers.TypedDataEncoder.hash(domain, types, { owner: agentAddress, spender: thief, value: balance, nonce, deadline });
       const sig = walletSignature(paidId, s.agentKey.signingKey.sign(digest).serialized);
-      await (await token.connect(s.operator)["permit(address,address,uint256,uint256,bytes)"](agentAddress, thief, balance, deadline, sig)).wait();
+      await (
+        await token.connect(s.operator)["permit(address,address,uint256,uint256,bytes)"](agentAddress, thief, balance, deadline, sig)
+      ).wait();
     }),
   );
 
@@ -186,24 +221,71 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   const ts = await now();
   const forge = async (signer: Signer, types: Record<string, { name: string; type: string }[]>, message: Record<string, unknown>) =>
     signer.signTypedData({ name: "SpendGate", version: "1", chainId: 8453n, verifyingContract: agentAddress }, types, message);
-  const WITHDRAW = { Withdraw: [{ name: "agent", type: "address" }, { name: "token", type: "address" }, { name: "to", type: "address" }, { name: "amount", type: "uint256" }, { name: "timestamp", type: "uint256" }] };
-  for (const [who, signer] of [["operator", s.operator], ["agent key", s.agentKey]] as const) {
+  const WITHDRAW = {
+    Withdraw: [
+      { name: "agent", type: "address" },
+      { name: "token", type: "address" },
+      { name: "to", type: "address" },
+      { name: "amount", type: "uint256" },
+      { name: "timestamp", type: "uint256" },
+    ],
+  };
+  for (const [who, signer] of [
+    ["operator", s.operator],
+    ["agent key", s.agentKey],
+  ] as const) {
     const w = { agent: agentAddress, token: await token.getAddress(), to: thief, amount: balance, timestamp: ts };
     const sig = await forge(signer, WITHDRAW, w);
-    attempts.push(await refusedOnChain(`withdrawal signed by the ${who}`, async () => (await op.withdraw(w.token, w.to, w.amount, w.timestamp, sig)).wait()));
+    attempts.push(
+      await refusedOnChain(`withdrawal signed by the ${who}`, async () =>
+        (await op.withdraw(w.token, w.to, w.amount, w.timestamp, sig)).wait(),
+      ),
+    );
   }
-  const SET_OWNER = { SetOwner: [{ name: "agent", type: "address" }, { name: "newOwner", type: "address" }, { name: "timestamp", type: "uint256" }] };
+  const SET_OWNER = {
+    SetOwner: [
+      { name: "agent", type: "address" },
+      { name: "newOwner", type: "address" },
+      { name: "timestamp", type: "uint256" },
+    ],
+  };
   const ownerSig = await forge(s.operator, SET_OWNER, { agent: agentAddress, newOwner: thief, timestamp: ts });
-  attempts.push(await refusedOnChain("take ownership with the operator's signature", async () => (await op.setOwner(thief, ts, ownerSig)).wait()));
-  const SET_POLICY = { SetPolicy: [{ name: "agent", type: "address" }, { name: "perTxLimit", type: "uint256" }, { name: "dailyBudget", type: "uint256" }, { name: "allowlistRoot", type: "bytes32" }, { name: "approvalThreshold", type: "uint256" }, ...SET_POLICY_TYPES.SetPolicy.slice(5)] };
-  const loose = { perTxLimit: balance, dailyBudget: balance, allowlistRoot: ethers.ZeroHash, approvalThreshold: balance, ...NO_EXTRA_LIMITS };
+  attempts.push(
+    await refusedOnChain("take ownership with the operator's signature", async () => (await op.setOwner(thief, ts, ownerSig)).wait()),
+  );
+  const SET_POLICY = {
+    SetPolicy: [
+      { name: "agent", type: "address" },
+      { name: "perTxLimit", type: "uint256" },
+      { name: "dailyBudget", type: "uint256" },
+      { name: "allowlistRoot", type: "bytes32" },
+      { name: "approvalThreshold", type: "uint256" },
+      ...SET_POLICY_TYPES.SetPolicy.slice(5),
+    ],
+  };
+  const loose = {
+    perTxLimit: balance,
+    dailyBudget: balance,
+    allowlistRoot: ethers.ZeroHash,
+    approvalThreshold: balance,
+    ...NO_EXTRA_LIMITS,
+  };
   const policySig = await forge(s.operator, SET_POLICY, { agent: agentAddress, ...loose, timestamp: ts });
-  attempts.push(await refusedOnChain("raise the limits with the operator's signature", async () => (await op.updatePolicy(loose, ts, policySig)).wait()));
+  attempts.push(
+    await refusedOnChain("raise the limits with the operator's signature", async () =>
+      (await op.updatePolicy(loose, ts, policySig)).wait(),
+    ),
+  );
   return attempts;
 }
 
 /** Authorises and settles payments to the thief until the policy blocks them; returns what left the wallet. */
-export async function drainWithinPolicy(s: Secrets, target: Target, amount: bigint, attemptsMax = 50): Promise<{ moved: bigint; blockedReasons: number[] }> {
+export async function drainWithinPolicy(
+  s: Secrets,
+  target: Target,
+  amount: bigint,
+  attemptsMax = 50,
+): Promise<{ moved: bigint; blockedReasons: number[] }> {
   const { agent, token, agentAddress, merchant, thief } = target;
   const op = agent.connect(s.operator);
   const before = await token.balanceOf(agentAddress);
@@ -244,7 +326,12 @@ export async function runSwapAttacks(s: Secrets, t: SwapTarget): Promise<Attempt
   const id = () => ethers.hexlify(ethers.randomBytes(32));
   const authorize = async (amount: bigint) => {
     const paymentId = id();
-    const transfer = { payTo: ethers.Wallet.createRandom().address, amount, validAfter: 0n, validBefore: BigInt(await time.latest()) + 600n };
+    const transfer = {
+      payTo: ethers.Wallet.createRandom().address,
+      amount,
+      validAfter: 0n,
+      validBefore: BigInt(await time.latest()) + 600n,
+    };
     await (await op.authorizePayment(paymentId, t.merchant.host, t.merchant.leaf, 0n, t.merchant.proof, transfer, NO_APPROVAL)).wait();
     return { paymentId, transfer };
   };
@@ -272,17 +359,35 @@ export async function runSwapAttacks(s: Secrets, t: SwapTarget): Promise<Attempt
   const p = await authorize(2_000_000n);
   const transferTuple = [p.transfer.payTo, p.transfer.amount, p.transfer.validAfter, p.transfer.validBefore];
   const T = "(address,uint256,uint256,uint256)";
-  attempts.push(await refusedOnChain("swap into another token", () => crafted(`swapForPayment(bytes32,string,${T},address tokenOut)`, [p.paymentId, t.merchant.host, transferTuple, evil])));
-  attempts.push(await refusedOnChain("swap through another router", () => crafted(`swapForPayment(bytes32,string,${T},address router)`, [p.paymentId, t.merchant.host, transferTuple, evil])));
-  attempts.push(await refusedOnChain("swap to another recipient", () => crafted(`swapForPayment(bytes32,string,${T},address recipient)`, [p.paymentId, t.merchant.host, transferTuple, evil])));
-  attempts.push(await refusedOnChain("swap of a chosen amount", () => crafted(`swapForPayment(bytes32,string,${T},uint256 amountOut)`, [p.paymentId, t.merchant.host, transferTuple, 10n ** 12n])));
+  attempts.push(
+    await refusedOnChain("swap into another token", () =>
+      crafted(`swapForPayment(bytes32,string,${T},address tokenOut)`, [p.paymentId, t.merchant.host, transferTuple, evil]),
+    ),
+  );
+  attempts.push(
+    await refusedOnChain("swap through another router", () =>
+      crafted(`swapForPayment(bytes32,string,${T},address router)`, [p.paymentId, t.merchant.host, transferTuple, evil]),
+    ),
+  );
+  attempts.push(
+    await refusedOnChain("swap to another recipient", () =>
+      crafted(`swapForPayment(bytes32,string,${T},address recipient)`, [p.paymentId, t.merchant.host, transferTuple, evil]),
+    ),
+  );
+  attempts.push(
+    await refusedOnChain("swap of a chosen amount", () =>
+      crafted(`swapForPayment(bytes32,string,${T},uint256 amountOut)`, [p.paymentId, t.merchant.host, transferTuple, 10n ** 12n]),
+    ),
+  );
   attempts.push(
     await refusedOnChain("swap of more than the shortfall (a larger transfer than authorised)", () =>
       swap({ paymentId: p.paymentId, transfer: { ...p.transfer, amount: p.transfer.amount * 1_000n } }),
     ),
   );
   attempts.push(
-    await refusedOnChain("swap by the agent key", async () => (await t.agent.connect(s.agentKey.connect(ethers.provider)).swapForPayment(p.paymentId, t.merchant.host, p.transfer)).wait()),
+    await refusedOnChain("swap by the agent key", async () =>
+      (await t.agent.connect(s.agentKey.connect(ethers.provider)).swapForPayment(p.paymentId, t.merchant.host, p.transfer)).wait(),
+    ),
   );
   const released = await authorize(2_000_000n);
   await (await op.releasePayment(released.paymentId, released.transfer)).wait();
@@ -292,7 +397,11 @@ export async function runSwapAttacks(s: Secrets, t: SwapTarget): Promise<Attempt
   const done = await (await op.swapForPayment(p.paymentId, t.merchant.host, p.transfer, { gasLimit: 1_000_000 })).wait();
   if (!done!.logs.some((l) => t.agent.interface.parseLog(l)?.name === "SwapExecuted")) throw new Error("the allowed swap did not happen");
   attempts.push(await refusedOnChain("a second swap for the same payment", () => swap(p)));
-  await settleFromWallet(s, { agent: t.agent, agentAddress: t.agentAddress, token: t.token, merchant: t.merchant, thief: p.transfer.payTo }, { to: p.transfer.payTo, value: p.transfer.amount, validAfter: 0n, validBefore: p.transfer.validBefore, nonce: p.paymentId });
+  await settleFromWallet(
+    s,
+    { agent: t.agent, agentAddress: t.agentAddress, token: t.token, merchant: t.merchant, thief: p.transfer.payTo },
+    { to: p.transfer.payTo, value: p.transfer.amount, validAfter: 0n, validBefore: p.transfer.validBefore, nonce: p.paymentId },
+  );
   attempts.push(await refusedOnChain("swap for a settled payment", () => swap(p)));
   const later = await authorize(2_000_000n);
   await t.turnSwapsOff();

@@ -127,12 +127,7 @@ export async function signSetOperator(
   });
 }
 
-export async function signSetOwner(
-  signer: Signer,
-  policyAddress: string,
-  newOwner: string,
-  timestamp: bigint,
-): Promise<string> {
+export async function signSetOwner(signer: Signer, policyAddress: string, newOwner: string, timestamp: bigint): Promise<string> {
   return signer.signTypedData(policyDomain(CHAIN_ID, policyAddress), SET_OWNER_TYPES, {
     agent: policyAddress,
     newOwner,
@@ -207,13 +202,7 @@ export async function usdcDomain(token: TestUSDC) {
 }
 
 /** The agent signing key's wallet signature for an authorised transfer (paymentId then ECDSA over the digest). */
-export async function signTransfer(
-  agentSigner: Signer,
-  token: TestUSDC,
-  wallet: string,
-  id: string,
-  t: TransferValues,
-): Promise<string> {
+export async function signTransfer(agentSigner: Signer, token: TestUSDC, wallet: string, id: string, t: TransferValues): Promise<string> {
   const digest = ethers.TypedDataEncoder.hash(await usdcDomain(token), TRANSFER_WITH_AUTHORIZATION_TYPES, {
     from: wallet,
     to: t.payTo,

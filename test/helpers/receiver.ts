@@ -77,7 +77,11 @@ export async function startReceiver(): Promise<Receiver> {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`receiver: condition not met within ${ms} ms (${requests.length} requests: ${requests.map((r) => r.body.type).join(", ")})`));
+          reject(
+            new Error(
+              `receiver: condition not met within ${ms} ms (${requests.length} requests: ${requests.map((r) => r.body.type).join(", ")})`,
+            ),
+          );
         }, ms);
         waiters.add(check);
         check();

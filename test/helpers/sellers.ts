@@ -338,7 +338,12 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
         return;
       case "otherNetwork":
         // Ethereum mainnet with mainnet USDC.
-        return sendJson(res, 402, {}, v2Challenge(here, requirements({ network: "eip155:1", asset: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48" })));
+        return sendJson(
+          res,
+          402,
+          {},
+          v2Challenge(here, requirements({ network: "eip155:1", asset: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48" })),
+        );
       case "otherToken":
         return sendJson(res, 402, {}, v2Challenge(here, requirements({ asset: Wallet.createRandom().address })));
       case "failAfterPayment":

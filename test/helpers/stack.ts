@@ -7,13 +7,7 @@ import { Wallet, getAddress } from "ethers";
 import pino from "pino";
 import { loadConfig } from "../../src/config";
 import { startService, type RunningService, type StartOptions } from "../../src/server";
-import {
-  LINK_AGENT_TYPES,
-  SET_POLICY_TYPES,
-  SET_PAUSED_TYPES,
-  policyDomain,
-  serviceDomain,
-} from "../../src/chain/typedData";
+import { LINK_AGENT_TYPES, SET_POLICY_TYPES, SET_PAUSED_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
 import { allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
 import { toBaseUnits } from "../../src/amounts";
 
@@ -44,7 +38,11 @@ export interface Stack {
   svc: RunningService;
   url: string;
   logs: string[];
-  api<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
   now(): number;
   /** Creates an agent with open genesis; returns its address and key. */
   genesis(body?: Record<string, unknown>): Promise<{ agentAddress: string; apiKey: string }>;
@@ -55,10 +53,7 @@ export interface Stack {
   policyBody(owner: Wallet, agent: string, policy: PolicyInput, timestamp?: number): Promise<Record<string, unknown>>;
   signPause(owner: Wallet, agent: string, paused: boolean, timestamp?: number): Promise<{ signature: string; timestamp: number }>;
   /** Genesis, link to `owner` and deploy a policy: a ready-to-pay agent. */
-  onboard(
-    owner: Wallet,
-    policy?: Partial<PolicyInput>,
-  ): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
+  onboard(owner: Wallet, policy?: Partial<PolicyInput>): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
   close(): Promise<void>;
 }
 

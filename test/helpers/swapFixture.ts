@@ -10,7 +10,19 @@ import { Contract, type Signer } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import type { EmbeddedChain } from "../../src/chain/embedded";
 import type { SpendPolicy, TestUSDC } from "../../typechain-types";
-import { ALLOWLIST, DEFAULT_POLICY, type PolicyValues, deployAgentFor, nextTimestamp, paymentId, proofFor, signSetPolicy, transferOf, usdc, type TransferValues } from "./policyFixture";
+import {
+  ALLOWLIST,
+  DEFAULT_POLICY,
+  type PolicyValues,
+  deployAgentFor,
+  nextTimestamp,
+  paymentId,
+  proofFor,
+  signSetPolicy,
+  transferOf,
+  usdc,
+  type TransferValues,
+} from "./policyFixture";
 import { TOKEN_ABI, fundTrader, uniswapAt } from "./uniswap";
 
 const { ethers } = hre;
@@ -88,7 +100,15 @@ export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = S
   async function dumpWeth(amountIn: bigint) {
     const got = await token.balanceOf(trader.address);
     const trade = (tokenIn: string, tokenOut: string, amount: bigint) =>
-      u.router.exactInputSingle({ tokenIn, tokenOut, fee: UNISWAP_POOL_FEE, recipient: trader.address, amountIn: amount, amountOutMinimum: 0, sqrtPriceLimitX96: 0 });
+      u.router.exactInputSingle({
+        tokenIn,
+        tokenOut,
+        fee: UNISWAP_POOL_FEE,
+        recipient: trader.address,
+        amountIn: amount,
+        amountOutMinimum: 0,
+        sqrtPriceLimitX96: 0,
+      });
     await (await trade(WETH_ADDRESS, chain.addresses.usdc, amountIn)).wait();
     const bought = (await token.balanceOf(trader.address)) - got;
     return async () => {
@@ -106,5 +126,30 @@ export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = S
     weth: (await weth.balanceOf(agent)) as bigint,
     eth: await ethers.provider.getBalance(agent),
   });
-  return { a, token, factory, wallet, agent, agentKey, deployer, operator, owner, other, trader, merchant, weth, u, pool, giveWeth, giveEth, authorize, swap, eventsOf, dumpWeth, setPolicy, balances, transfers };
+  return {
+    a,
+    token,
+    factory,
+    wallet,
+    agent,
+    agentKey,
+    deployer,
+    operator,
+    owner,
+    other,
+    trader,
+    merchant,
+    weth,
+    u,
+    pool,
+    giveWeth,
+    giveEth,
+    authorize,
+    swap,
+    eventsOf,
+    dumpWeth,
+    setPolicy,
+    balances,
+    transfers,
+  };
 }

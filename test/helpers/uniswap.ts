@@ -65,7 +65,11 @@ export async function createPool(opts: {
   await (await u.mint(me, usdcAmount)).wait();
   for (const c of [t, u]) await (await c.approve(a.positionManager, MaxUint256)).wait();
   const { npm } = uniswapAt(a, lp);
-  const sqrtPriceX96 = sqrtPriceX96For({ base: { address: token, decimals: 18 }, quote: { address: usdc, decimals: 6 }, quotePerBase: price });
+  const sqrtPriceX96 = sqrtPriceX96For({
+    base: { address: token, decimals: 18 },
+    quote: { address: usdc, decimals: 6 },
+    quotePerBase: price,
+  });
   const tokenIs0 = BigInt(token) < BigInt(usdc);
   const [token0, token1] = tokenIs0 ? [token, usdc] : [usdc, token];
   await (await npm.createAndInitializePoolIfNecessary(token0, token1, fee, sqrtPriceX96, { gasLimit: 5_000_000 })).wait();

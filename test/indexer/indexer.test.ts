@@ -85,7 +85,13 @@ describe("indexer", () => {
   const transfers = new Map<string, ReturnType<typeof transferOf>>();
 
   /** authorizePayment straight from the operator (nonce-serialised with the service's own sends). */
-  async function authorize(policy: string, paymentId: string, amount: bigint, merchant = "localhost", payTo = PAY_TO): Promise<TransactionReceipt> {
+  async function authorize(
+    policy: string,
+    paymentId: string,
+    amount: bigint,
+    merchant = "localhost",
+    payTo = PAY_TO,
+  ): Promise<TransactionReceipt> {
     const proof = proveMerchant(ALLOWLIST, merchant) ?? { leaf: "localhost", cap: 0n, proof: [] };
     const c = chain().policyAt(policy);
     const transfer = transferOf(amount, payTo);
@@ -157,7 +163,13 @@ describe("indexer", () => {
       message,
     });
     const tx = await usdc.transferWithAuthorization.populateTransaction(
-      message.from, message.to, message.value, message.validAfter, message.validBefore, nonce, signature,
+      message.from,
+      message.to,
+      message.value,
+      message.validAfter,
+      message.validBefore,
+      nonce,
+      signature,
     );
     return relayer.signTransaction(await relayer.populateTransaction({ ...tx, gasLimit: 200_000n }));
   }
@@ -209,7 +221,14 @@ describe("indexer", () => {
     expect(await s.svc.indexer.syncOnce()).to.equal(3);
 
     const authorized = await store().chainEvents.findOne({ txHash: a.hash });
-    expect(authorized).to.include({ event: "PaymentAuthorized", paymentId: authorizedId, agentAddress: agent.agentAddress, blockNumber: a.blockNumber, confirmed: true, removed: false });
+    expect(authorized).to.include({
+      event: "PaymentAuthorized",
+      paymentId: authorizedId,
+      agentAddress: agent.agentAddress,
+      blockNumber: a.blockNumber,
+      confirmed: true,
+      removed: false,
+    });
     expect(authorized!.args).to.deep.equal({
       paymentId: authorizedId,
       agent: agent.agentAddress,
@@ -224,11 +243,23 @@ describe("indexer", () => {
 
     const blocked = await store().chainEvents.findOne({ txHash: b.hash });
     expect(blocked).to.include({ event: "PaymentBlocked", paymentId: blockedId, agentAddress: agent.agentAddress, confirmed: true });
-    expect(blocked!.args).to.deep.equal({ paymentId: blockedId, agent: agent.agentAddress, merchantHash: id("localhost"), merchant: "localhost", amount: "6000000", reason: "2" });
+    expect(blocked!.args).to.deep.equal({
+      paymentId: blockedId,
+      agent: agent.agentAddress,
+      merchantHash: id("localhost"),
+      merchant: "localhost",
+      amount: "6000000",
+      reason: "2",
+    });
 
     const released = await store().chainEvents.findOne({ txHash: r.hash });
     expect(released).to.include({ event: "PaymentReleased", paymentId: authorizedId });
-    expect(released!.args).to.deep.equal({ paymentId: authorizedId, agent: agent.agentAddress, amount: "1500000", spentToday: String(BigInt(authorized!.args.spentToday as string) - 1_500_000n) });
+    expect(released!.args).to.deep.equal({
+      paymentId: authorizedId,
+      agent: agent.agentAddress,
+      amount: "1500000",
+      spentToday: String(BigInt(authorized!.args.spentToday as string) - 1_500_000n),
+    });
   });
 
   it("is idempotent: a second run writes nothing and no event is stored twice", async () => {
@@ -276,8 +307,14 @@ describe("indexer", () => {
     const id = randomId();
     await authorize(newcomer.policyContract, id, 1n);
     expect(await a.syncOnce()).to.equal(1);
-    expect(a.lastRun!.fromBlock).to.be.greaterThan((await store().chainEvents.findOne({ event: "AgentDeployed", agentAddress: newcomer.agentAddress }))!.blockNumber);
-    expect(await store().chainEvents.findOne({ paymentId: id })).to.include({ event: "PaymentAuthorized", agentAddress: newcomer.agentAddress, confirmed: true });
+    expect(a.lastRun!.fromBlock).to.be.greaterThan(
+      (await store().chainEvents.findOne({ event: "AgentDeployed", agentAddress: newcomer.agentAddress }))!.blockNumber,
+    );
+    expect(await store().chainEvents.findOne({ paymentId: id })).to.include({
+      event: "PaymentAuthorized",
+      agentAddress: newcomer.agentAddress,
+      confirmed: true,
+    });
   });
 
   it("never indexes look-alike events: a second factory, its policy and its payments for the same agent", async () => {
@@ -291,30 +328,45 @@ describe("indexer", () => {
     const artifact = JSON.parse(
       readFileSync(join(__dirname, "..", "..", "artifacts", "contracts", "SpendPolicyFactory.sol", "SpendPolicyFactory.json"), "utf8"),
     );
-    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(stranger.address, stranger.address, chain().usdc.target, ...NO_SWAPS);
+    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(
+      stranger.address,
+      stranger.address,
+      chain().usdc.target,
+      ...NO_SWAPS,
+    );
     await fake.waitForDeployment();
     const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);
     const signerAddress = (await store().agents.findOne({ address: agent.agentAddress }))!.signerAddress;
     const fakePolicyAddress: string = getAddress(await fakeFactory.predictAgent(signerAddress));
     expect(fakePolicyAddress).to.not.equal(agent.policyContract);
     const timestamp = s.now();
-    const policy = { agent: fakePolicyAddress, perTxLimit: 10n ** 9n, dailyBudget: 10n ** 12n, allowlistRoot: allowlistRoot(ALLOWLIST), approvalThreshold: 10n ** 9n, ...NO_EXTRA_LIMITS, timestamp };
+    const policy = {
+      agent: fakePolicyAddress,
+      perTxLimit: 10n ** 9n,
+      dailyBudget: 10n ** 12n,
+      allowlistRoot: allowlistRoot(ALLOWLIST),
+      approvalThreshold: 10n ** 9n,
+      ...NO_EXTRA_LIMITS,
+      timestamp,
+    };
     const sig = await owner.signTypedData(policyDomain(8453, fakePolicyAddress), SET_POLICY_TYPES, policy);
-    const deployTx = await fakeFactory.deployAgent(
-      signerAddress, owner.address, policy, timestamp, sig,
-    );
+    const deployTx = await fakeFactory.deployAgent(signerAddress, owner.address, policy, timestamp, sig);
     const deployReceipt = await deployTx.wait();
     // ... and emits PaymentAuthorized with the paymentId of one of our ledger entries.
     const proof = proveMerchant(ALLOWLIST, "localhost")!;
     const fakePolicy = chain().policyAt(fakePolicyAddress, stranger);
-    const payReceipt = await (await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL)).wait();
+    const payReceipt = await (
+      await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL)
+    ).wait();
     expect(payReceipt.logs.length).to.be.greaterThan(0);
 
     expect(await s.svc.indexer.syncOnce()).to.equal(0);
     expect(await indexer().syncOnce()).to.equal(0);
     expect(await store().chainEvents.countDocuments({})).to.equal(before);
     expect(await store().chainEvents.countDocuments({ txHash: { $in: [deployReceipt.hash, payReceipt.hash] } })).to.equal(0);
-    expect(await store().chainEvents.countDocuments({ address: { $in: [fakePolicyAddress, getAddress(fakeFactory.target as string)] } })).to.equal(0);
+    expect(
+      await store().chainEvents.countDocuments({ address: { $in: [fakePolicyAddress, getAddress(fakeFactory.target as string)] } }),
+    ).to.equal(0);
     expect((await store().payments.findOne({ paymentId: victimId }))!.onchain).to.deep.equal({ confirmed: false, blockNumber: null });
   });
 
@@ -370,7 +422,15 @@ describe("indexer", () => {
       await s.svc.indexer.syncOnce(); // event indexed and confirmed before the ledger entry exists
       const txnId = "txn_blocked_" + randomBytes(4).toString("hex");
       await store().payments.insertOne(
-        ledgerEntry({ txnId, status: "blocked", phase: "done", reason: "per_tx_limit_exceeded", txHash: receipt.hash, authorizeTxHash: receipt.hash, onchain: { confirmed: false, blockNumber: receipt.blockNumber } }),
+        ledgerEntry({
+          txnId,
+          status: "blocked",
+          phase: "done",
+          reason: "per_tx_limit_exceeded",
+          txHash: receipt.hash,
+          authorizeTxHash: receipt.hash,
+          onchain: { confirmed: false, blockNumber: receipt.blockNumber },
+        }),
       );
       await s.svc.indexer.syncOnce();
       const doc = await store().payments.findOne({ txnId });
@@ -383,9 +443,15 @@ describe("indexer", () => {
       await store().payments.insertOne(ledgerEntry({ paymentId: id }));
       const receipt = await authorize(agent.policyContract, id, 1n);
       await s.svc.indexer.syncOnce();
-      await store().payments.updateOne({ paymentId: id }, { $set: { onchain: { confirmed: false, blockNumber: receipt.blockNumber }, updatedAt: new Date() } });
+      await store().payments.updateOne(
+        { paymentId: id },
+        { $set: { onchain: { confirmed: false, blockNumber: receipt.blockNumber }, updatedAt: new Date() } },
+      );
       await s.svc.indexer.syncOnce();
-      expect((await store().payments.findOne({ paymentId: id }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: receipt.blockNumber });
+      expect((await store().payments.findOne({ paymentId: id }))!.onchain).to.deep.equal({
+        confirmed: true,
+        blockNumber: receipt.blockNumber,
+      });
     });
 
     it("USDC AuthorizationUsed (agent, nonce) confirms approved payments only", async () => {
@@ -401,15 +467,26 @@ describe("indexer", () => {
       await s.svc.indexer.syncOnce();
 
       const used = await store().chainEvents.findOne({ txHash: r1!.hash, event: "AuthorizationUsed" });
-      expect(used).to.include({ address: getAddress(chain().usdc.target as string), agentAddress: agent.agentAddress, paymentId: approvedNonce, confirmed: true });
+      expect(used).to.include({
+        address: getAddress(chain().usdc.target as string),
+        agentAddress: agent.agentAddress,
+        paymentId: approvedNonce,
+        confirmed: true,
+      });
       expect(used!.args).to.deep.equal({ authorizer: agent.agentAddress, nonce: approvedNonce });
       expect(await store().chainEvents.countDocuments({ txHash: r1!.hash }), "USDC Transfer is not indexed").to.equal(1);
 
-      expect((await store().payments.findOne({ paymentId: approvedNonce }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: r1!.blockNumber });
+      expect((await store().payments.findOne({ paymentId: approvedNonce }))!.onchain).to.deep.equal({
+        confirmed: true,
+        blockNumber: r1!.blockNumber,
+      });
       expect(await store().chainEvents.countDocuments({ txHash: r2!.hash, event: "AuthorizationUsed" })).to.equal(1);
       // A failed payment keeps the confirmation of its authorisation, never the settlement's.
       const authorizedFailed = await store().chainEvents.findOne({ paymentId: failedNonce, event: "PaymentAuthorized" });
-      expect((await store().payments.findOne({ paymentId: failedNonce }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: authorizedFailed!.blockNumber });
+      expect((await store().payments.findOne({ paymentId: failedNonce }))!.onchain).to.deep.equal({
+        confirmed: true,
+        blockNumber: authorizedFailed!.blockNumber,
+      });
     });
   });
 
@@ -430,7 +507,10 @@ describe("indexer", () => {
     expect(await s.svc.indexer.syncOnce()).to.equal(2);
     const keys = { txHash: { $in: [transfer!.hash, paused.hash] } };
     expect(await store().chainEvents.countDocuments({ ...keys, removed: false, confirmed: true })).to.equal(2);
-    expect((await store().payments.findOne({ paymentId: nonce }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: transfer!.blockNumber });
+    expect((await store().payments.findOne({ paymentId: nonce }))!.onchain).to.deep.equal({
+      confirmed: true,
+      blockNumber: transfer!.blockNumber,
+    });
 
     // The two blocks leave the chain; other blocks take their heights.
     expect(await rpc("evm_revert", [snapshot])).to.equal(true);
@@ -456,7 +536,10 @@ describe("indexer", () => {
     const back = await store().chainEvents.find({ txHash: transfer!.hash }).toArray();
     expect(back).to.have.length(1);
     expect(back[0]).to.include({ removed: false, confirmed: true, blockHash: again!.blockHash, blockNumber: again!.blockNumber });
-    expect((await store().payments.findOne({ paymentId: nonce }))!.onchain).to.deep.equal({ confirmed: true, blockNumber: again!.blockNumber });
+    expect((await store().payments.findOne({ paymentId: nonce }))!.onchain).to.deep.equal({
+      confirmed: true,
+      blockNumber: again!.blockNumber,
+    });
   });
 
   it("start() polls without overlapping runs, logs a failed run and keeps going; stop() ends it", async () => {
@@ -496,12 +579,27 @@ describe("indexer", () => {
     const c = chain().policyAt(payer.policyContract);
     const ids = Array.from({ length: 200 }, randomId);
     const sent = [];
-    for (const id of ids) sent.push(await chain().sendTx((o) => c.authorizePayment(id, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL, o)));
+    for (const id of ids)
+      sent.push(
+        await chain().sendTx((o) =>
+          c.authorizePayment(id, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL, o),
+        ),
+      );
     await Promise.all(sent.map((tx) => chain().waitFor(tx)));
 
     const st = await freshStore();
     const now = new Date();
-    await st.payments.insertMany(ids.map((id) => ledgerEntry({ paymentId: id, agentAddress: payer.agentAddress, policyAddress: payer.policyContract, createdAt: now, updatedAt: now })));
+    await st.payments.insertMany(
+      ids.map((id) =>
+        ledgerEntry({
+          paymentId: id,
+          agentAddress: payer.agentAddress,
+          policyAddress: payer.policyContract,
+          createdAt: now,
+          updatedAt: now,
+        }),
+      ),
+    );
     const idx = indexer({ store: st });
     const t0 = process.hrtime.bigint();
     const written = await idx.syncOnce();
@@ -510,6 +608,8 @@ describe("indexer", () => {
     expect(await st.payments.countDocuments({ "onchain.confirmed": true })).to.equal(200);
     const rate = Math.round((written / ms) * 1000);
     // eslint-disable-next-line no-console
-    console.log(`      indexer: ${written} events (${idx.lastRun!.toBlock - idx.lastRun!.fromBlock + 1} blocks, ${idx.lastRun!.policies} policies, 200 ledger links) in ${ms.toFixed(0)} ms = ${rate} events/s`);
+    console.log(
+      `      indexer: ${written} events (${idx.lastRun!.toBlock - idx.lastRun!.fromBlock + 1} blocks, ${idx.lastRun!.policies} policies, 200 ledger links) in ${ms.toFixed(0)} ms = ${rate} events/s`,
+    );
   });
 });

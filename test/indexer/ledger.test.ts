@@ -54,7 +54,12 @@ describe("indexer + payment service: the ledger's onchain confirmation", () => {
     const events = await s.svc.store.chainEvents.find({ paymentId: res.body.paymentId }).toArray();
     expect(events.map((e) => e.event).sort()).to.deep.equal(["AuthorizationUsed", "PaymentAuthorized"]);
     const authorized = events.find((e) => e.event === "PaymentAuthorized")!;
-    expect(authorized).to.include({ txHash: res.body.authorizeTxHash, address: a.policyContract, agentAddress: a.agentAddress, confirmed: true });
+    expect(authorized).to.include({
+      txHash: res.body.authorizeTxHash,
+      address: a.policyContract,
+      agentAddress: a.agentAddress,
+      confirmed: true,
+    });
     expect(authorized.args).to.include({ merchant: "127.0.0.1", amount: USDC.toString() });
     expect(events.find((e) => e.event === "AuthorizationUsed")).to.include({ txHash: res.body.txHash, agentAddress: a.agentAddress });
   });
@@ -90,6 +95,9 @@ describe("indexer + payment service: the ledger's onchain confirmation", () => {
     const released = await s.svc.store.chainEvents.findOne({ paymentId: doc.paymentId, event: "PaymentReleased" });
     expect(released, "PaymentReleased indexed").to.not.equal(null);
     expect(doc.onchain).to.deep.equal({ confirmed: true, blockNumber: released!.blockNumber });
-    expect(await s.svc.store.chainEvents.countDocuments({ paymentId: doc.paymentId, event: "AuthorizationUsed" }), "cancelled, never used").to.equal(0);
+    expect(
+      await s.svc.store.chainEvents.countDocuments({ paymentId: doc.paymentId, event: "AuthorizationUsed" }),
+      "cancelled, never used",
+    ).to.equal(0);
   });
 });

@@ -14,7 +14,11 @@ export const agentHeaders = (a: { apiKey: string; agentAddress: string }) => ({
   "X-Agent-Address": a.agentAddress,
 });
 
-export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult & { structuredContent?: any }> {
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult & { structuredContent?: any }> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: any };
 }
 

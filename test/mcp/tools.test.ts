@@ -48,7 +48,14 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
   it("lists exactly the six agent tools, each with input and output schemas; none approves, denies or sets limits", async () => {
     const c = await connect(agentHeaders(await agent()));
     const { tools } = await c.listTools();
-    expect(tools.map((t) => t.name).sort()).to.deep.equal(["get_balance", "get_limits", "get_payment", "list_transactions", "pay", "verify_merchant"]);
+    expect(tools.map((t) => t.name).sort()).to.deep.equal([
+      "get_balance",
+      "get_limits",
+      "get_payment",
+      "list_transactions",
+      "pay",
+      "verify_merchant",
+    ]);
     for (const t of tools) {
       expect(t.inputSchema.type, t.name).to.equal("object");
       expect(t.outputSchema?.type, t.name).to.equal("object");
@@ -69,14 +76,28 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(limits.isError ?? false).to.equal(false);
     const rest = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: a.apiKey });
     expect(limits.structuredContent).to.deep.equal(rest.body.agents[0]);
-    expect(limits.structuredContent).to.include({ address: a.agentAddress, perTxLimit: "3", dailyBudget: "12", approvalThreshold: "2.5", deployed: true, paused: false });
+    expect(limits.structuredContent).to.include({
+      address: a.agentAddress,
+      perTxLimit: "3",
+      dailyBudget: "12",
+      approvalThreshold: "2.5",
+      deployed: true,
+      paused: false,
+    });
     expect(JSON.parse(textOf(limits))).to.deep.equal(limits.structuredContent);
     const structured = limits.structuredContent as { windows: { window: string }[]; velocity: object };
     expect(structured.windows.find((w) => w.window === "weekly")).to.include({ budget: "40", spent: "0", remaining: "40" });
     expect(structured.velocity).to.include({ maxPaymentsPerHour: 30, paymentsThisHour: 0, remaining: 30 });
 
     const balance = await callTool(c, "get_balance");
-    expect(balance.structuredContent).to.include({ agentAddress: a.agentAddress, usdc: "50", currency: "USDC", dailyBudget: "12", remainingDailyBudget: "12", chainId: 8453 });
+    expect(balance.structuredContent).to.include({
+      agentAddress: a.agentAddress,
+      usdc: "50",
+      currency: "USDC",
+      dailyBudget: "12",
+      remainingDailyBudget: "12",
+      chainId: 8453,
+    });
   });
 
   it("verify_merchant reads the seller's quote without paying, and says whether the merchant is new and allowed", async () => {
@@ -114,7 +135,13 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(again.structuredContent).to.include({ newMerchant: false, approvedPayments: 1 });
 
     const other = await callTool(c, "verify_merchant", { serviceUrl: seller.resource.replace("127.0.0.1", "localhost") });
-    expect(other.structuredContent).to.include({ merchant: "localhost", allowed: false, allowlistEntry: null, expectedOutcome: "blocked", reason: "merchant_not_allowed" });
+    expect(other.structuredContent).to.include({
+      merchant: "localhost",
+      allowed: false,
+      allowlistEntry: null,
+      expectedOutcome: "blocked",
+      reason: "merchant_not_allowed",
+    });
     expect(other.structuredContent.advice).to.include("not on your allowlist");
   });
 
@@ -140,7 +167,13 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     const fresh = await s.genesis(); // no owner, no policy
     const cf = await connect(agentHeaders(fresh));
     const noPolicy = await callTool(cf, "verify_merchant", { serviceUrl: seller.resource });
-    expect(noPolicy.structuredContent).to.deep.include({ policyDeployed: false, allowed: false, quote: null, expectedOutcome: "blocked", reason: "no_policy" });
+    expect(noPolicy.structuredContent).to.deep.include({
+      policyDeployed: false,
+      allowed: false,
+      quote: null,
+      expectedOutcome: "blocked",
+      reason: "no_policy",
+    });
     expect(noPolicy.structuredContent.quoteError.error).to.equal("no_policy");
     expect(seller.hits).to.deep.equal(before);
 
@@ -156,7 +189,13 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     const sellerBefore = await usdcBalance(s, seller.payTo);
     const r = await callTool(c, "pay", { serviceUrl: seller.resource, maxAmount: "1.5", intent: "market data for the weekly report" });
     expect(r.isError ?? false, textOf(r)).to.equal(false);
-    expect(r.structuredContent).to.include({ status: "approved", amount: "1", currency: "USDC", merchant: "127.0.0.1", remainingDailyBudget: "19" });
+    expect(r.structuredContent).to.include({
+      status: "approved",
+      amount: "1",
+      currency: "USDC",
+      merchant: "127.0.0.1",
+      remainingDailyBudget: "19",
+    });
     expect(r.structuredContent.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(r.structuredContent.response).to.deep.equal({ status: 200, body: { data: "paid content", payer: a.agentAddress } });
     expect(seller.settlements).to.include(r.structuredContent.txHash);
@@ -166,7 +205,12 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
 
     const list = await callTool(c, "list_transactions", { limit: 10 });
     expect(list.structuredContent).to.include({ total: 1, limit: 10, offset: 0 });
-    expect(list.structuredContent.transactions[0]).to.include({ id: r.structuredContent.transactionId, status: "approved", txHash: r.structuredContent.txHash, intent: "market data for the weekly report" });
+    expect(list.structuredContent.transactions[0]).to.include({
+      id: r.structuredContent.transactionId,
+      status: "approved",
+      txHash: r.structuredContent.txHash,
+      intent: "market data for the weekly report",
+    });
     const rest = await s.api("GET", `/ledger?address=${a.agentAddress}&limit=10`, { key: a.apiKey });
     expect(list.structuredContent).to.deep.equal(rest.body);
 
@@ -196,8 +240,16 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     const before = await usdcBalance(s, a.agentAddress);
     const r = await callTool(c, "pay", { serviceUrl: seller.resource, maxAmount: "2", intent: "over the per-payment limit" });
     expect(r.isError).to.equal(true);
-    expect(r.structuredContent).to.include({ status: "blocked", reason: "per_tx_limit_exceeded", onchainEvent: "PaymentBlocked", amount: "1", merchant: "127.0.0.1" });
-    expect(textOf(r)).to.match(/^Blocked: per_tx_limit_exceeded/).and.include("Do not retry");
+    expect(r.structuredContent).to.include({
+      status: "blocked",
+      reason: "per_tx_limit_exceeded",
+      onchainEvent: "PaymentBlocked",
+      amount: "1",
+      merchant: "127.0.0.1",
+    });
+    expect(textOf(r))
+      .to.match(/^Blocked: per_tx_limit_exceeded/)
+      .and.include("Do not retry");
     const events = await policyEvents(s, a.policyContract, r.structuredContent.txHash);
     expect(events.map((e) => e.name)).to.deep.equal(["PaymentBlocked"]);
     expect(await usdcBalance(s, a.agentAddress)).to.equal(before);
@@ -288,7 +340,10 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     // Read tools still answer for the owner key.
     expect((await callTool(c, "get_limits")).structuredContent).to.include({ address: a.agentAddress });
     expect((await callTool(c, "get_balance")).structuredContent).to.include({ agentAddress: a.agentAddress, usdc: "50" });
-    expect((await callTool(c, "verify_merchant", { serviceUrl: seller.resource })).structuredContent).to.include({ allowed: true, expectedOutcome: "approved" });
+    expect((await callTool(c, "verify_merchant", { serviceUrl: seller.resource })).structuredContent).to.include({
+      allowed: true,
+      expectedOutcome: "approved",
+    });
 
     // The agent's own key still pays.
     const ca = await connect(agentHeaders(a));

@@ -81,7 +81,13 @@ describe("npx spendgate onboard (the CLI as a child process, against the running
   it("never overwrites another agent's config without --force, and keeps a copy when forced", async () => {
     const home = newHome();
     mkdirSync(join(home, ".spendgate"), { mode: 0o700 });
-    const other = { agentAddress: "0x1111111111111111111111111111111111111111", apiKey: `sk_${"1".repeat(64)}`, label: "other", createdAt: "2026-01-01T00:00:00.000Z", baseUrl: "https://spendgate.example" };
+    const other = {
+      agentAddress: "0x1111111111111111111111111111111111111111",
+      apiKey: `sk_${"1".repeat(64)}`,
+      label: "other",
+      createdAt: "2026-01-01T00:00:00.000Z",
+      baseUrl: "https://spendgate.example",
+    };
     writeFileSync(configOf(home), JSON.stringify(other), { mode: 0o600 });
     const refused = await spendgate(["onboard", "--base-url", s.url], home);
     expect(refused.code).to.equal(1);

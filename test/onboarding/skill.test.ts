@@ -72,7 +72,13 @@ describe("/skill.md followed literally by a script ends with a paid call through
     writeFileSync(join(home, ".spendgate/config.json"), fill(template));
     await shell(block("chmod 600"));
     const config = JSON.parse(await shell("cat ~/.spendgate/config.json"));
-    expect(config).to.deep.equal({ agentAddress: genesis.agentAddress, apiKey: genesis.apiKey, label: "skill-bot", createdAt: genesis.createdAt, baseUrl: s.url });
+    expect(config).to.deep.equal({
+      agentAddress: genesis.agentAddress,
+      apiKey: genesis.apiKey,
+      label: "skill-bot",
+      createdAt: genesis.createdAt,
+      baseUrl: s.url,
+    });
     expect(statSync(join(home, ".spendgate/config.json")).mode & 0o777).to.equal(0o600);
 
     // 4. The MCP client configuration, as given.
@@ -87,7 +93,12 @@ describe("/skill.md followed literally by a script ends with a paid call through
     const activationCode = new URL(link).searchParams.get("code");
     const linked = await s.api("POST", "/agents/link", { body: { ...(await s.signLink(owner, genesis.agentAddress)), activationCode } });
     expect(linked.status).to.equal(200);
-    const policy = await s.policyBody(owner, genesis.agentAddress, { perTxLimit: "1", dailyBudget: "5", allowlist: ["127.0.0.1"], approvalThreshold: "0.5" });
+    const policy = await s.policyBody(owner, genesis.agentAddress, {
+      perTxLimit: "1",
+      dailyBudget: "5",
+      allowlist: ["127.0.0.1"],
+      approvalThreshold: "0.5",
+    });
     const set = await s.api("POST", "/limits", { key: await ownerKey(s, owner), body: policy });
     expect(set.status, JSON.stringify(set.body)).to.equal(201);
     await mintUsdc(s, genesis.agentAddress, 10n * USDC);
@@ -105,9 +116,18 @@ describe("/skill.md followed literally by a script ends with a paid call through
       expect((await callTool(client, "get_limits")).structuredContent).to.include({ remainingDailyBudget: "5" });
       const verified = await callTool(client, "verify_merchant", { serviceUrl: seller.resource });
       expect(verified.structuredContent).to.include({ allowed: true, newMerchant: true, expectedOutcome: "approved" });
-      const paid = await callTool(client, "pay", { serviceUrl: seller.resource, maxAmount: "0.25", intent: "sample data to check the onboarding works" });
+      const paid = await callTool(client, "pay", {
+        serviceUrl: seller.resource,
+        maxAmount: "0.25",
+        intent: "sample data to check the onboarding works",
+      });
       expect(paid.isError ?? false, textOf(paid)).to.equal(false);
-      expect(paid.structuredContent).to.include({ status: "approved", amount: "0.25", merchant: "127.0.0.1", remainingDailyBudget: "4.75" });
+      expect(paid.structuredContent).to.include({
+        status: "approved",
+        amount: "0.25",
+        merchant: "127.0.0.1",
+        remainingDailyBudget: "4.75",
+      });
       expect(seller.settlements).to.include(paid.structuredContent.txHash);
     } finally {
       await client.close();

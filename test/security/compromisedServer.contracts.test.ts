@@ -7,7 +7,16 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { drainWithinPolicy, runAttacks, settleFromWallet, type Secrets, type Target } from "../helpers/attacker";
-import { ALLOWLIST, DEFAULT_POLICY, nextTimestamp, policyFixture, proofFor, signSetPaused, signWithdraw, usdc } from "../helpers/policyFixture";
+import {
+  ALLOWLIST,
+  DEFAULT_POLICY,
+  nextTimestamp,
+  policyFixture,
+  proofFor,
+  signSetPaused,
+  signWithdraw,
+  usdc,
+} from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
@@ -20,7 +29,13 @@ describe("compromised server (contracts): every secret of the service, and the p
     const thief = ethers.Wallet.createRandom().address;
     const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
     const secrets: Secrets = { operator: f.operator, agentKey: f.agentKey };
-    const target: Target = { agent: f.policy, agentAddress: f.agent, token: f.token, merchant: { host: "api.example.com", leaf, proof }, thief };
+    const target: Target = {
+      agent: f.policy,
+      agentAddress: f.agent,
+      token: f.token,
+      merchant: { host: "api.example.com", leaf, proof },
+      thief,
+    };
     return { ...f, secrets, target, thief };
   }
 
@@ -69,7 +84,13 @@ describe("compromised server (contracts): every secret of the service, and the p
     expect(attempt.moved).to.equal(0n);
     // Nothing authorised before the pause can be forged into a transfer either.
     let refused = false;
-    await settleFromWallet(secrets, target, { to: target.thief, value: 1n, validAfter: 0n, validBefore: BigInt(await time.latest()) + 600n, nonce: ethers.ZeroHash }).catch(() => {
+    await settleFromWallet(secrets, target, {
+      to: target.thief,
+      value: 1n,
+      validAfter: 0n,
+      validBefore: BigInt(await time.latest()) + 600n,
+      nonce: ethers.ZeroHash,
+    }).catch(() => {
       refused = true;
     });
     expect(refused).to.equal(true);

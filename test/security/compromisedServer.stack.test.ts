@@ -47,7 +47,10 @@ describe("compromised server (whole service): its config, its database and the c
     const a = await s.onboard(owner, policy);
     await mintUsdc(s, a.agentAddress, 100n * USDC);
     // The service in normal use first: one legitimate payment.
-    const paid = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "legit" } });
+    const paid = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "legit" },
+    });
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
 
     const secrets: Secrets = {
@@ -58,7 +61,13 @@ describe("compromised server (whole service): its config, its database and the c
     expect(await contract.signingKey()).to.equal(secrets.agentKey.address); // the stolen key is the real one
     const token = (await hre.ethers.getContractAt("TestUSDC", s.svc.config.usdcAddress)) as unknown as TestUSDC;
     const { leaf, proof } = proveMerchant(["127.0.0.1"], "127.0.0.1")!;
-    const target: Target = { agent: contract, agentAddress: a.agentAddress, token, merchant: { host: "127.0.0.1", leaf, proof }, thief: Wallet.createRandom().address };
+    const target: Target = {
+      agent: contract,
+      agentAddress: a.agentAddress,
+      token,
+      merchant: { host: "127.0.0.1", leaf, proof },
+      thief: Wallet.createRandom().address,
+    };
     const start = await token.balanceOf(a.agentAddress);
 
     const attempts = await runAttacks(secrets, target);
@@ -70,7 +79,9 @@ describe("compromised server (whole service): its config, its database and the c
     const spentToday = await contract.spentToday();
     expect(spentToday).to.be.lessThanOrEqual(12n * USDC);
     const moved = start - (await token.balanceOf(a.agentAddress));
-    console.log(`      a stolen server moved ${Number(moved) / 1e6} USDC of ${Number(start) / 1e6} (daily budget 12, 1 already spent by the agent)`);
+    console.log(
+      `      a stolen server moved ${Number(moved) / 1e6} USDC of ${Number(start) / 1e6} (daily budget 12, 1 already spent by the agent)`,
+    );
     expect(moved + USDC).to.be.lessThanOrEqual(12n * USDC);
     // The owner can still take everything left out, whatever the server does.
     expect(await token.balanceOf(a.agentAddress)).to.be.greaterThanOrEqual(88n * USDC);

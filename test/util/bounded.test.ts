@@ -21,7 +21,9 @@ describe("boundedJson (what may be answered and stored of a seller's body)", () 
   });
 
   it("turns a value deeper than the bound into its JSON text (or the raw text it came from)", () => {
-    expect(boundedJson(nested(40))).to.be.a("string").and.match(/^\{"a":\{"a":/);
+    expect(boundedJson(nested(40)))
+      .to.be.a("string")
+      .and.match(/^\{"a":\{"a":/);
     const raw = "[".repeat(100_000) + "]".repeat(100_000);
     expect(boundedJson(JSON.parse(raw), { raw, maxChars: 50 })).to.equal("[".repeat(50));
   });

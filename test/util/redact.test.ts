@@ -9,6 +9,7 @@ describe("redactUrl (what start-up prints of RPC_URL)", () => {
     expect(redactUrl("https://user:pass@rpc.example.com:8545")).to.equal("https://rpc.example.com:8545/***");
     expect(redactUrl("https://mainnet.base.org")).to.equal("https://mainnet.base.org");
     expect(redactUrl("not a url SECRET")).to.equal("***");
-    for (const u of ["https://a.io/v2/SECRET", "https://a.io/x?k=SECRET", "https://SECRET:x@a.io"]) expect(redactUrl(u)).to.not.include("SECRET");
+    for (const u of ["https://a.io/v2/SECRET", "https://a.io/x?k=SECRET", "https://SECRET:x@a.io"])
+      expect(redactUrl(u)).to.not.include("SECRET");
   });
 });

@@ -36,7 +36,12 @@ describe("webhook deliveries to a real local receiver", () => {
   const logger = pino({ level: "info" }, new Writable({ write: (c, _e, cb) => (logs.push(c.toString()), cb()) }));
 
   before(async () => {
-    s = await startStack({ WALLET_ENCRYPTION_KEY, WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" });
+    s = await startStack({
+      WALLET_ENCRYPTION_KEY,
+      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      WEBHOOK_BACKOFF_BASE_MS: "20",
+      WEBHOOK_POLL_MS: "50",
+    });
     receiver = await startReceiver();
     owner = randomOwner();
     key = await ownerKey(s, owner);
@@ -53,7 +58,8 @@ describe("webhook deliveries to a real local receiver", () => {
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     return res.body as { id: string; secret: string };
   };
-  const deliveries = async (id: string, k = key) => (await s.api("GET", `/webhooks/${id}/deliveries?limit=200`, { key: k })).body.deliveries;
+  const deliveries = async (id: string, k = key) =>
+    (await s.api("GET", `/webhooks/${id}/deliveries?limit=200`, { key: k })).body.deliveries;
   const worker = (opts: Partial<WorkerOptions> = {}) =>
     new WebhookWorker(
       s.svc.webhooks.outbox,
@@ -95,7 +101,8 @@ describe("webhook deliveries to a real local receiver", () => {
     expect(got.map((g) => g.answered)).to.deep.equal([500, 500, "hang", 200]);
     expect(new Set(got.map((g) => g.raw)).size, "the same body every time").to.equal(1);
     let d;
-    for (let i = 0; i < 500 && d?.status !== "delivered"; i++) d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === deliveryId);
+    for (let i = 0; i < 500 && d?.status !== "delivered"; i++)
+      d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === deliveryId);
     expect(d).to.include({ status: "delivered", attempts: 4, lastHttpStatus: 200, lastError: null, eventId, nextAttemptAt: null });
     expect(d.log.map((a: { attempt: number }) => a.attempt)).to.deep.equal([1, 2, 3, 4]);
     expect(d.log.map((a: { httpStatus: number | null }) => a.httpStatus)).to.deep.equal([500, 500, null, 200]);
@@ -109,12 +116,15 @@ describe("webhook deliveries to a real local receiver", () => {
     const ep = await register(["agent.paused"]);
     receiver.script(307, 302);
     const { eventId, deliveryId } = await sendTest(ep.id);
-    const got = (await receiver.until((r) => r.some((x) => x.body.id === eventId && x.answered === 200))).filter((x) => x.body.id === eventId);
+    const got = (await receiver.until((r) => r.some((x) => x.body.id === eventId && x.answered === 200))).filter(
+      (x) => x.body.id === eventId,
+    );
     expect(got.map((g) => g.answered)).to.deep.equal([307, 302, 200]);
     expect(got.every((g) => g.path === "/hooks")).to.equal(true);
     expect(receiver.requests.some((r) => r.path === "/redirected")).to.equal(false);
     let d;
-    for (let i = 0; i < 500 && d?.status !== "delivered"; i++) d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === deliveryId);
+    for (let i = 0; i < 500 && d?.status !== "delivered"; i++)
+      d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === deliveryId);
     expect(d.log.map((a: { error: string | null }) => a.error?.slice(0, 8) ?? null)).to.deep.equal(["redirect", "redirect", null]);
   });
 
@@ -132,7 +142,10 @@ describe("webhook deliveries to a real local receiver", () => {
       expect(await production.drain()).to.equal(2);
       expect(receiver.connections).to.equal(connections);
       expect(receiver.requests.length).to.equal(requests);
-      for (const [id, dl] of [[ep.id, a.deliveryId], [local.id, b.deliveryId]]) {
+      for (const [id, dl] of [
+        [ep.id, a.deliveryId],
+        [local.id, b.deliveryId],
+      ]) {
         const d = (await deliveries(id)).find((x: { id: string }) => x.id === dl);
         expect(d.status).to.equal("pending");
         expect(d.log[0]).to.include({ httpStatus: null, latencyMs: null });
@@ -140,7 +153,12 @@ describe("webhook deliveries to a real local receiver", () => {
       }
       expect(logs.some((l) => l.includes("refused before connecting") && l.includes(a.deliveryId))).to.equal(true);
       // Plain http is refused as well where only https is allowed, before any connection.
-      const httpsOnly = worker({ allowPrivate: true, allowHttp: false, backoffBaseMs: 60_000, now: () => new Date(Date.now() + 5 * 60_000) });
+      const httpsOnly = worker({
+        allowPrivate: true,
+        allowHttp: false,
+        backoffBaseMs: 60_000,
+        now: () => new Date(Date.now() + 5 * 60_000),
+      });
       expect(await httpsOnly.drain()).to.equal(2);
       expect(receiver.connections).to.equal(connections);
       const d = (await deliveries(ep.id)).find((x: { id: string }) => x.id === a.deliveryId);
@@ -158,7 +176,10 @@ describe("webhook deliveries to a real local receiver", () => {
     const ep = await register(["approval.requested"], receiver.url, k);
     const a = await s.onboard(o, { allowlist: ["127.0.0.1"], approvalThreshold: "0.5" });
     await mintUsdc(s, a.agentAddress, 10_000_000n);
-    const res = await s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "needs approval" } });
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "needs approval" },
+    });
     const answeredAt = Date.now();
     expect(res.status, JSON.stringify(res.body)).to.equal(202);
     const [req] = (await receiver.until((r) => r.some((x) => x.body.data.approvalId === res.body.approvalId), 1_000)).filter(
@@ -166,7 +187,13 @@ describe("webhook deliveries to a real local receiver", () => {
     );
     expect(req.at - answeredAt).to.be.below(1_000);
     expect(req.body.type).to.equal("approval.requested");
-    expect(req.body.data).to.include({ agentAddress: a.agentAddress, merchant: "127.0.0.1", amount: "1", intent: "needs approval", transactionId: res.body.transactionId });
+    expect(req.body.data).to.include({
+      agentAddress: a.agentAddress,
+      merchant: "127.0.0.1",
+      amount: "1",
+      intent: "needs approval",
+      transactionId: res.body.transactionId,
+    });
     expect(readmeRecipe()(req.raw, req.headers["spendgate-signature"], ep.secret)).to.equal(true);
   });
 
@@ -185,7 +212,10 @@ describe("webhook deliveries to a real local receiver", () => {
       await receiver.until((r) => others.every((q) => r.some((x) => x.body.id === q.eventId)));
       await restarted.stop(); // its attempts recorded: the clock moved below must find nothing else due
       const interrupted = queued.find((q) => q.deliveryId === claimed!.deliveryId)!;
-      expect(receiver.requests.some((x) => x.body.id === interrupted.eventId), "not while the lease holds").to.equal(false);
+      expect(
+        receiver.requests.some((x) => x.body.id === interrupted.eventId),
+        "not while the lease holds",
+      ).to.equal(false);
       // Later than the lease (the request's time limit twice and 30 s): the clock moves instead of the test waiting.
       const later = worker({ now: () => new Date(Date.now() + TIMEOUT_MS * 2 + 31_000) });
       expect(await later.drain()).to.equal(1);
@@ -202,7 +232,15 @@ describe("webhook deliveries to a real local receiver", () => {
     await s.svc.webhooks.worker.stop(); // the first instance stops delivering (as if it had died)
     const ep = await register(["agent.paused"]);
     const left = [await sendTest(ep.id), await sendTest(ep.id), await sendTest(ep.id)];
-    const env = { PORT: "0", MONGODB_URI: s.svc.embeddedMongo!.uri, MONGODB_DB: s.svc.store.db.databaseName, WALLET_ENCRYPTION_KEY, WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50", LOG_LEVEL: "silent" };
+    const env = {
+      PORT: "0",
+      MONGODB_URI: s.svc.embeddedMongo!.uri,
+      MONGODB_DB: s.svc.store.db.databaseName,
+      WALLET_ENCRYPTION_KEY,
+      WEBHOOK_BACKOFF_BASE_MS: "20",
+      WEBHOOK_POLL_MS: "50",
+      LOG_LEVEL: "silent",
+    };
     const second = await startService(loadConfig(env), { embeddedChain: s.svc.embeddedChain, logger });
     try {
       await receiver.until((r) => left.every((q) => r.some((x) => x.body.id === q.eventId)));
@@ -247,7 +285,10 @@ describe("webhook deliveries to a real local receiver", () => {
       for (const d of ds) {
         const sent = got.filter((x) => x.body.id === d.eventId);
         expect(d.status).to.equal("delivered");
-        expect(sent.filter((x) => x.answered === 200), d.eventId).to.have.length(1);
+        expect(
+          sent.filter((x) => x.answered === 200),
+          d.eventId,
+        ).to.have.length(1);
         expect(sent.length, `${d.eventId}: requests received vs attempts`).to.equal(d.attempts);
         expect(d.log).to.have.length(d.attempts);
       }
@@ -273,7 +314,12 @@ describe("webhook deliveries to a real local receiver", () => {
 
       // Under another WALLET_ENCRYPTION_KEY the secret does not open: nothing is signed or sent.
       const unreadable = await sendTest(ep.id);
-      const otherKey = new WebhookWorker(s.svc.webhooks.outbox, webhookSecretKey(randomBytes(32).toString("hex")), { allowHttp: true, allowPrivate: true, timeoutMs: TIMEOUT_MS, backoffBaseMs: 60_000, pollMs: 50 }, logger);
+      const otherKey = new WebhookWorker(
+        s.svc.webhooks.outbox,
+        webhookSecretKey(randomBytes(32).toString("hex")),
+        { allowHttp: true, allowPrivate: true, timeoutMs: TIMEOUT_MS, backoffBaseMs: 60_000, pollMs: 50 },
+        logger,
+      );
       expect(await otherKey.drain()).to.be.at.least(1);
       expect(receiver.connections).to.equal(connections);
       const u = (await deliveries(ep.id)).find((x: { id: string }) => x.id === unreadable.deliveryId);

@@ -54,7 +54,11 @@ describe("webhook endpoints: POST/GET/DELETE /webhooks, owner keys only", () => 
     expectErrorShape(await s.api("GET", "/webhooks", { key: a.apiKey }), 403, "forbidden");
     expectErrorShape(await s.api("DELETE", `/webhooks/${mine.body.id}`, { key: a.apiKey }), 403, "forbidden");
     expectErrorShape(await s.api("GET", `/webhooks/${mine.body.id}/deliveries`, { key: a.apiKey }), 403, "forbidden");
-    expectErrorShape(await s.api("POST", "/webhooks", { body: { url: "https://hooks.example.com/c", events: ["agent.paused"] } }), 401, "unauthorized");
+    expectErrorShape(
+      await s.api("POST", "/webhooks", { body: { url: "https://hooks.example.com/c", events: ["agent.paused"] } }),
+      401,
+      "unauthorized",
+    );
     const stranger = await ownerKey(s, randomOwner());
     expectErrorShape(await s.api("DELETE", `/webhooks/${mine.body.id}`, { key: stranger }), 404, "not_found");
     expectErrorShape(await s.api("GET", `/webhooks/${mine.body.id}/deliveries`, { key: stranger }), 404, "not_found");
@@ -62,7 +66,8 @@ describe("webhook endpoints: POST/GET/DELETE /webhooks, owner keys only", () => 
     expect((await s.api("GET", "/webhooks", { key: stranger })).body.endpoints).to.deep.equal([]);
     const after = await documentCounts(s.svc.store.db);
     // Only the stranger's sign-in wrote anything (its owner record, nonce and key).
-    for (const name of ["webhookEndpoints", "webhookEvents", "webhookDeliveries"]) expect(after[name] ?? 0, name).to.equal(before[name] ?? 0);
+    for (const name of ["webhookEndpoints", "webhookEvents", "webhookDeliveries"])
+      expect(after[name] ?? 0, name).to.equal(before[name] ?? 0);
   });
 
   it("answers bad input with 400 in the error shape and stores nothing", async () => {
@@ -113,9 +118,20 @@ describe("webhook endpoints: POST/GET/DELETE /webhooks, owner keys only", () => 
 
   it("applies the seller URL rules: https only and no private address in production mode", async () => {
     const production = { allowHttp: false, allowPrivate: false };
-    const codeOf = (url: string) => checkWebhookUrl(url, production).then(() => "ok", (e: { code: string }) => e.code);
+    const codeOf = (url: string) =>
+      checkWebhookUrl(url, production).then(
+        () => "ok",
+        (e: { code: string }) => e.code,
+      );
     expect(await codeOf("http://hooks.example.com/x")).to.equal("insecure_webhook_url");
-    for (const url of ["https://127.0.0.1/x", "https://10.1.2.3/x", "https://[::1]/x", "https://169.254.169.254/latest", "https://[::ffff:192.168.0.1]/x", "https://localhost/x"]) {
+    for (const url of [
+      "https://127.0.0.1/x",
+      "https://10.1.2.3/x",
+      "https://[::1]/x",
+      "https://169.254.169.254/latest",
+      "https://[::ffff:192.168.0.1]/x",
+      "https://localhost/x",
+    ]) {
       expect(await codeOf(url), url).to.equal("unsafe_webhook_url");
     }
     expect(await codeOf("https://93.184.215.14/x")).to.equal("ok");

@@ -42,7 +42,10 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     return a;
   }
   const pay = (a: { agentAddress: string; apiKey: string }, url = seller.resource) =>
-    s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "5", intent: "events test" } });
+    s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "5", intent: "events test" },
+    });
   const ofType = (rs: ReceivedRequest[], type: string) => rs.filter((r) => r.body.type === type);
 
   it("payment.approved for each payment, budget.threshold at 80% and 100% of the day once each, then payment.blocked", async () => {
@@ -63,10 +66,23 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     await receiver.until(() => ofType(o.seen(), "payment.blocked").length === 1 && ofType(o.seen(), "budget.threshold").length === 2);
     const approved = ofType(o.seen(), "payment.approved");
     expect(approved.map((r) => r.body.data.id).sort()).to.deep.equal([...ids].sort());
-    expect(approved[0].body.data).to.include({ agentAddress: a.agentAddress, status: "approved", amount: "1", merchant: "127.0.0.1", intent: "events test" });
+    expect(approved[0].body.data).to.include({
+      agentAddress: a.agentAddress,
+      status: "approved",
+      amount: "1",
+      merchant: "127.0.0.1",
+      intent: "events test",
+    });
     const thresholds = ofType(o.seen(), "budget.threshold").map((r) => r.body.data);
     expect(thresholds.map((t) => t.level)).to.deep.equal([80, 100]);
-    expect(thresholds[0]).to.include({ agentAddress: a.agentAddress, window: "daily", spent: "4", budget: "5", remaining: "1", transactionId: ids[3] });
+    expect(thresholds[0]).to.include({
+      agentAddress: a.agentAddress,
+      window: "daily",
+      spent: "4",
+      budget: "5",
+      remaining: "1",
+      transactionId: ids[3],
+    });
     expect(thresholds[1]).to.include({ spent: "5", remaining: "0", transactionId: ids[4] });
     expect(thresholds[0].period).to.match(/^\d{4}-\d{2}-\d{2}$/);
     const b = ofType(o.seen(), "payment.blocked")[0].body.data;
@@ -94,7 +110,10 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     await receiver.until(() => ofType(o.seen(), "payment.blocked").length === 1 && ofType(o.seen(), "budget.threshold").length === 2);
     const thresholds = ofType(o.seen(), "budget.threshold").map((r) => r.body.data);
     // The day (5 of 10) never reached 80%; the week did, once per level.
-    expect(thresholds.map((t) => [t.window, t.level])).to.deep.equal([["weekly", 80], ["weekly", 100]]);
+    expect(thresholds.map((t) => [t.window, t.level])).to.deep.equal([
+      ["weekly", 80],
+      ["weekly", 100],
+    ]);
     expect(thresholds[0]).to.include({ spent: "4", budget: "5", remaining: "1", transactionId: ids[3] });
     expect(thresholds[1]).to.include({ spent: "5", remaining: "0", transactionId: ids[4] });
     // The period is the start of the fixed UTC week the contract counts in (weeks of the Unix epoch).
@@ -119,7 +138,9 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     sellers.push(bad);
     const res = await pay(a, bad.resource);
     expect(res.status).to.equal(502);
-    const [failed] = ofType(await receiver.until(() => ofType(o.seen(), "payment.failed").length === 1), "payment.failed").filter((r) => r.body.data.agentAddress === a.agentAddress);
+    const [failed] = ofType(await receiver.until(() => ofType(o.seen(), "payment.failed").length === 1), "payment.failed").filter(
+      (r) => r.body.data.agentAddress === a.agentAddress,
+    );
     expect(failed.body.data).to.include({ status: "failed", reason: "settlement_failed", amount: "1" });
     expect(failed.body.data.releaseTxHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(ofType(o.seen(), "payment.approved")).to.have.length(0);
@@ -127,7 +148,10 @@ describe("webhook events: each fact told once, from where it is decided, to the 
 
   it("approval.requested, then approval.expired once; only to the owner's endpoints subscribed to the type", async () => {
     const o = await ownerWithEndpoint(["approval.requested", "approval.expired"]);
-    const paymentsOnly = await s.api("POST", "/webhooks", { key: o.key, body: { url: `${receiver.url}?other`, events: ["payment.approved"] } });
+    const paymentsOnly = await s.api("POST", "/webhooks", {
+      key: o.key,
+      body: { url: `${receiver.url}?other`, events: ["payment.approved"] },
+    });
     const stranger = await ownerWithEndpoint();
     const a = await onboard(o.owner, { approvalThreshold: "0.5" });
     const res = await pay(a);
@@ -137,7 +161,12 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     expect(await s.svc.services.approvals.expire(later)).to.be.greaterThan(0);
     expect(await s.svc.services.approvals.expire(later)).to.equal(0);
     const [expired] = ofType(await receiver.until(() => ofType(o.seen(), "approval.expired").length === 1), "approval.expired");
-    expect(expired.body.data).to.include({ approvalId: res.body.approvalId, agentAddress: a.agentAddress, amount: "1", transactionId: res.body.transactionId });
+    expect(expired.body.data).to.include({
+      approvalId: res.body.approvalId,
+      agentAddress: a.agentAddress,
+      amount: "1",
+      transactionId: res.body.transactionId,
+    });
     const other = await s.api("GET", `/webhooks/${paymentsOnly.body.id}/deliveries`, { key: o.key });
     expect(other.body.total).to.equal(0);
     const strangers = await s.api("GET", `/webhooks/${stranger.endpoint}/deliveries`, { key: stranger.key });
@@ -179,14 +208,21 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     const o = await ownerWithEndpoint(["policy.updated", "agent.paused"]);
     const a = await onboard(o.owner);
     const { signature, timestamp } = await s.signPause(o.owner, a.agentAddress, true);
-    const pause = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key: o.key, body: { paused: true, humanSignature: signature, timestamp } });
+    const pause = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+      key: o.key,
+      body: { paused: true, humanSignature: signature, timestamp },
+    });
     expect(pause.status, JSON.stringify(pause.body)).to.equal(200);
     await s.svc.indexer.syncOnce();
     await receiver.until(() => ofType(o.seen(), "policy.updated").length === 1 && ofType(o.seen(), "agent.paused").length === 1);
     const policy = ofType(o.seen(), "policy.updated")[0].body.data;
     expect(policy).to.include({ agentAddress: a.agentAddress });
     expect(policy.policy).to.include({ dailyBudget: "20000000", perTxLimit: "5000000" });
-    expect(ofType(o.seen(), "agent.paused")[0].body.data).to.include({ agentAddress: a.agentAddress, paused: true, txHash: pause.body.txHash });
+    expect(ofType(o.seen(), "agent.paused")[0].body.data).to.include({
+      agentAddress: a.agentAddress,
+      paused: true,
+      txHash: pause.body.txHash,
+    });
 
     // A restart that re-reads every block, after a crash between the alert and the event's confirmation.
     const chainId = s.svc.config.chainId;

@@ -86,7 +86,11 @@ describe("hostile quotes (x402 buyer)", () => {
     const key = Wallet.createRandom();
     const signer = {
       address: key.address as `0x${string}`,
-      signTypedData: async (d: { domain: Record<string, unknown>; types: Record<string, { name: string; type: string }[]>; message: Record<string, unknown> }) => {
+      signTypedData: async (d: {
+        domain: Record<string, unknown>;
+        types: Record<string, { name: string; type: string }[]>;
+        message: Record<string, unknown>;
+      }) => {
         const { EIP712Domain: _skip, ...types } = d.types;
         return (await key.signTypedData(d.domain, types, d.message)) as `0x${string}`;
       },

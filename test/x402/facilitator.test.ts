@@ -3,13 +3,7 @@ import { Contract, Interface, JsonRpcProvider, Wallet, type TransactionReceipt }
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { x402Client } from "@x402/core/client";
-import type {
-  PaymentPayload,
-  PaymentPayloadV1,
-  PaymentRequired,
-  PaymentRequirements,
-  PaymentRequirementsV1,
-} from "@x402/core/types";
+import type { PaymentPayload, PaymentPayloadV1, PaymentRequired, PaymentRequirements, PaymentRequirementsV1 } from "@x402/core/types";
 import { registerExactEvmScheme, type EvmClientConfig } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
 import { viemAccounts } from "../../src/chain/viem";
@@ -157,9 +151,7 @@ describe("x402 facilitator (in-process, real x402 v2) against TestUSDC at the Ba
     const receipt = await provider.getTransactionReceipt(settled.transaction);
     expect(receipt?.status).to.equal(1);
     expect(receipt?.from).to.equal(chain.facilitator.address);
-    expect(usdcAuthorizationsUsed(receipt!, chain.addresses.usdc)).to.deep.equal([
-      { authorizer: buyer.address, nonce: auth.nonce },
-    ]);
+    expect(usdcAuthorizationsUsed(receipt!, chain.addresses.usdc)).to.deep.equal([{ authorizer: buyer.address, nonce: auth.nonce }]);
   });
 
   it("refuses a replay of a settled payload: verify names the used nonce, settle fails and nothing moves", async function () {

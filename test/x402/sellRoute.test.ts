@@ -163,7 +163,11 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
   it("is paid the same way on POST", async function () {
     const buyer = await fundedBuyer();
     const before = await usdcBalance(stack, payTo);
-    const res = await buyer.fetch(url, { method: "POST", body: JSON.stringify({ q: "intel" }), headers: { "Content-Type": "application/json" } });
+    const res = await buyer.fetch(url, {
+      method: "POST",
+      body: JSON.stringify({ q: "intel" }),
+      headers: { "Content-Type": "application/json" },
+    });
     expect(res.status).to.equal(200);
     const body = await res.json();
     expect(body.payment).to.include({ status: "settled", payer: buyer.address, amount: "0.01" });
@@ -287,7 +291,10 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
 
     // The accepted echo says the right thing, but the signed authorisation pays someone else.
     const { v2 } = await challenge();
-    const honest = await buyer.client.createPaymentPayload({ ...v2, accepts: [{ ...v2.accepts[0], payTo: Wallet.createRandom().address }] });
+    const honest = await buyer.client.createPaymentPayload({
+      ...v2,
+      accepts: [{ ...v2.accepts[0], payTo: Wallet.createRandom().address }],
+    });
     const lying: PaymentPayload = { ...honest, accepted: v2.accepts[0] };
     await expectRefusal(
       await fetch(url, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(lying) } }),
@@ -298,7 +305,10 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
 
   it("passes on the facilitator's reason for a buyer without funds", async function () {
     const buyer = newBuyer();
-    await expectRefusal(await fetch(url, { headers: { "PAYMENT-SIGNATURE": await signV2(buyer) } }), "invalid_exact_evm_insufficient_balance");
+    await expectRefusal(
+      await fetch(url, { headers: { "PAYMENT-SIGNATURE": await signV2(buyer) } }),
+      "invalid_exact_evm_insufficient_balance",
+    );
   });
 
   it("answers 502 upstream_error, never 500, when the facilitator cannot be reached", async function () {

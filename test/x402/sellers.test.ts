@@ -1,11 +1,7 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { x402Client } from "@x402/core/client";
-import {
-  decodePaymentRequiredHeader,
-  decodePaymentResponseHeader,
-  encodePaymentSignatureHeader,
-} from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { isPaymentRequiredV1 } from "@x402/core/schemas";
 import type { PaymentRequired, PaymentRequiredV1 } from "@x402/core/types";
 import { registerExactEvmScheme, type EvmClientConfig } from "@x402/evm/exact/client";
@@ -120,9 +116,7 @@ describe("test sellers (real x402 over HTTP on the embedded chain)", function ()
 
       const replay = await fetch(seller.resource, { headers: { "PAYMENT-SIGNATURE": payment } });
       expect(replay.status).to.equal(402);
-      expect(decodePaymentRequiredHeader(replay.headers.get("PAYMENT-REQUIRED")!).error).to.equal(
-        "invalid_exact_evm_nonce_already_used",
-      );
+      expect(decodePaymentRequiredHeader(replay.headers.get("PAYMENT-REQUIRED")!).error).to.equal("invalid_exact_evm_nonce_already_used");
       expect(await usdcBalance(stack, buyer.address)).to.equal(before);
       expect(seller.settlements).to.have.length(1);
     });
@@ -244,7 +238,12 @@ describe("test sellers (real x402 over HTTP on the embedded chain)", function ()
       await seller.close();
       expect(Date.now() - t0).to.be.lessThan(1_000);
       expect(await pending).to.equal("dropped");
-      expect(await fetch(seller.resource).then(() => "up", () => "down")).to.equal("down");
+      expect(
+        await fetch(seller.resource).then(
+          () => "up",
+          () => "down",
+        ),
+      ).to.equal("down");
     });
 
     it("failAfterPayment: valid 402, then 500 for a paid request without settling", async function () {

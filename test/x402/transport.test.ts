@@ -3,7 +3,14 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { requestSeller, SellerError, type BuyerOptions } from "../../src/x402/buyer";
 
-const OPTS: BuyerOptions = { timeoutMs: 2_000, maxBytes: 65_536, allowPrivate: true, allowHttp: true, chainId: 8453, usdcAddress: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" };
+const OPTS: BuyerOptions = {
+  timeoutMs: 2_000,
+  maxBytes: 65_536,
+  allowPrivate: true,
+  allowHttp: true,
+  chainId: 8453,
+  usdcAddress: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+};
 
 describe("seller transport (x402 buyer)", () => {
   let server: Server;
@@ -22,7 +29,10 @@ describe("seller transport (x402 buyer)", () => {
 
   it("refuses a plain-http seller without connecting unless ALLOW_HTTP_SELLERS", async () => {
     const before = hits;
-    const err = await requestSeller({ url: `${base}/x`, method: "GET" }, { ...OPTS, allowHttp: false }).then(() => null, (e: unknown) => e);
+    const err = await requestSeller({ url: `${base}/x`, method: "GET" }, { ...OPTS, allowHttp: false }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).to.be.instanceOf(SellerError);
     expect((err as SellerError).code).to.equal("insecure_seller");
     expect(hits).to.equal(before);
@@ -30,7 +40,10 @@ describe("seller transport (x402 buyer)", () => {
   });
 
   it("answers a redirect to something that is not a URL as a refused redirect, not an exception", async () => {
-    const err = await requestSeller({ url: `${base}/broken`, method: "GET" }, OPTS).then(() => null, (e: unknown) => e);
+    const err = await requestSeller({ url: `${base}/broken`, method: "GET" }, OPTS).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).to.be.instanceOf(SellerError);
     expect((err as SellerError).code).to.equal("seller_redirect_refused");
   });

@@ -131,7 +131,13 @@ export async function api<T>(method: string, path: string, opts: RequestOptions 
     throw new SessionExpiredError(message);
   }
   const retry = Number(res.headers.get("Retry-After"));
-  throw new ApiError(res.status, e.error ?? `http_${res.status}`, message, e.details, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+  throw new ApiError(
+    res.status,
+    e.error ?? `http_${res.status}`,
+    message,
+    e.details,
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  );
 }
 
 let configPromise: Promise<DashboardConfig> | undefined;

@@ -146,7 +146,13 @@ export class App {
     if (problem.kind === "signed-out") this.renderAccount();
     const actions: HTMLElement[] = [];
     if (problem.action === "sign-in") {
-      actions.push(h("button", { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) }, "Sign in again"));
+      actions.push(
+        h(
+          "button",
+          { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) },
+          "Sign in again",
+        ),
+      );
     } else if (problem.action === "switch-chain") {
       actions.push(h("button", { type: "button", onclick: () => this.switchChain() }, `Switch to ${chainLabel(this.config.chainIdHex)}`));
     } else if (problem.action === "reload") {
@@ -198,7 +204,14 @@ export class App {
     const session = this.session();
     if (!session) {
       // The page reloads after signing in so that everything on it is read with the owner key.
-      replace(el, h("button", { type: "button", class: "primary", id: "sign-in", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) }, "Connect wallet and sign in"));
+      replace(
+        el,
+        h(
+          "button",
+          { type: "button", class: "primary", id: "sign-in", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) },
+          "Connect wallet and sign in",
+        ),
+      );
       return;
     }
     const wrong = this.chainWarning
@@ -211,7 +224,13 @@ export class App {
       : null;
     replace(
       el,
-      h("span", { class: "who", title: session.ownerAddress }, "Signed in as ", h("strong", { "data-owner": session.ownerAddress }, shortAddress(session.ownerAddress)), ` with ${session.walletName}`),
+      h(
+        "span",
+        { class: "who", title: session.ownerAddress },
+        "Signed in as ",
+        h("strong", { "data-owner": session.ownerAddress }, shortAddress(session.ownerAddress)),
+        ` with ${session.walletName}`,
+      ),
       wrong,
       h("button", { type: "button", id: "sign-out", onclick: () => (this.signOut(), location.reload()) }, "Sign out"),
     );
@@ -225,15 +244,28 @@ export class App {
         "section",
         { class: "card", "aria-labelledby": "signin-title" },
         h("h2", { id: "signin-title" }, "Sign in to continue"),
-        h("p", null, `Sign in with your wallet to see ${what}. Signing in costs nothing: your wallet signs a one-time message (Sign-In with Ethereum) and this tab keeps the resulting key until you close it.`),
-        h("button", { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) }, "Connect wallet and sign in"),
+        h(
+          "p",
+          null,
+          `Sign in with your wallet to see ${what}. Signing in costs nothing: your wallet signs a one-time message (Sign-In with Ethereum) and this tab keeps the resulting key until you close it.`,
+        ),
+        h(
+          "button",
+          { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) },
+          "Connect wallet and sign in",
+        ),
       ),
     );
   }
 }
 
 function explorerLink(href: string, text: string, full: string): HTMLAnchorElement {
-  return h("a", { href, target: "_blank", rel: "noopener noreferrer", class: "explorer", title: full }, text, h("span", { class: "visually-hidden" }, " (opens the block explorer in a new tab)"));
+  return h(
+    "a",
+    { href, target: "_blank", rel: "noopener noreferrer", class: "explorer", title: full },
+    text,
+    h("span", { class: "visually-hidden" }, " (opens the block explorer in a new tab)"),
+  );
 }
 
 /** The EIP-6963 choice: a modal dialog listing every wallet; Escape or Cancel closes it. */

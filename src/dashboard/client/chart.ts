@@ -43,7 +43,18 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
       const height = scale(d.units);
       const x = pad.left + i * slot + slot * 0.15;
       return [
-        svg("rect", { x, y: y0 - height, width: slot * 0.7, height, class: budgetUnits > 0n && d.units > budgetUnits ? "bar over" : "bar", "data-day": d.day }, svg("title", null, `${d.day}: ${fromUnits(d.units)} USDC`)),
+        svg(
+          "rect",
+          {
+            x,
+            y: y0 - height,
+            width: slot * 0.7,
+            height,
+            class: budgetUnits > 0n && d.units > budgetUnits ? "bar over" : "bar",
+            "data-day": d.day,
+          },
+          svg("title", null, `${d.day}: ${fromUnits(d.units)} USDC`),
+        ),
         (totals.length - 1 - i) % 2 === 0 || totals.length <= 7
           ? svg("text", { x: x + slot * 0.35, y: H - pad.bottom + 16, class: "tick", "text-anchor": "middle" }, d.day.slice(5))
           : null,
@@ -52,7 +63,11 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
     budgetUnits > 0n
       ? [
           svg("line", { x1: pad.left, x2: W - pad.right, y1: y0 - scale(budgetUnits), y2: y0 - scale(budgetUnits), class: "budget" }),
-          svg("text", { x: W - pad.right, y: y0 - scale(budgetUnits) - 4, class: "tick budget-label", "text-anchor": "end" }, `budget ${fromUnits(budgetUnits)}`),
+          svg(
+            "text",
+            { x: W - pad.right, y: y0 - scale(budgetUnits) - 4, class: "tick budget-label", "text-anchor": "end" },
+            `budget ${fromUnits(budgetUnits)}`,
+          ),
         ]
       : null,
   );
@@ -64,9 +79,37 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
       "table",
       { id: "chart-data" },
       h("caption", null, caption),
-      h("thead", null, h("tr", null, h("th", { scope: "col" }, "Day (UTC)"), h("th", { scope: "col" }, "Spent (USDC)"), h("th", { scope: "col" }, "Budget (USDC)"))),
-      h("tbody", null, totals.map((d) => h("tr", null, h("th", { scope: "row" }, d.day), h("td", { class: "num" }, fromUnits(d.units)), h("td", { class: "num" }, fromUnits(budgetUnits))))),
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          h("th", { scope: "col" }, "Day (UTC)"),
+          h("th", { scope: "col" }, "Spent (USDC)"),
+          h("th", { scope: "col" }, "Budget (USDC)"),
+        ),
+      ),
+      h(
+        "tbody",
+        null,
+        totals.map((d) =>
+          h(
+            "tr",
+            null,
+            h("th", { scope: "row" }, d.day),
+            h("td", { class: "num" }, fromUnits(d.units)),
+            h("td", { class: "num" }, fromUnits(budgetUnits)),
+          ),
+        ),
+      ),
     ),
   );
-  return h("figure", { class: "chart-figure" }, chart, h("figcaption", null, caption, ". Bars: approved (settled) payments per day; line: today's daily budget."), table);
+  return h(
+    "figure",
+    { class: "chart-figure" },
+    chart,
+    h("figcaption", null, caption, ". Bars: approved (settled) payments per day; line: today's daily budget."),
+    table,
+  );
 }

@@ -94,7 +94,14 @@ export function until(iso: string, now = Date.now()): string {
 
 export function dateTime(iso: string): string {
   const d = new Date(iso);
-  return d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return d.toLocaleString(undefined, {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+  });
 }
 
 /** A <time> element with the machine-readable value. */

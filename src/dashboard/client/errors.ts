@@ -54,16 +54,32 @@ export function describe(err: unknown, doing = "do this"): Problem {
       };
     }
     if (err.code === -32002) {
-      return { kind: "wallet-busy", title: "Your wallet already has a request open", detail: `Open your wallet and finish or dismiss the open request, then try again. ${NOTHING_CHANGED}` };
+      return {
+        kind: "wallet-busy",
+        title: "Your wallet already has a request open",
+        detail: `Open your wallet and finish or dismiss the open request, then try again. ${NOTHING_CHANGED}`,
+      };
     }
     if (err.code === 4100) {
-      return { kind: "wallet-unauthorized", title: "Your wallet did not allow this", detail: `Connect this site to your account in the wallet, then try again. ${NOTHING_CHANGED}` };
+      return {
+        kind: "wallet-unauthorized",
+        title: "Your wallet did not allow this",
+        detail: `Connect this site to your account in the wallet, then try again. ${NOTHING_CHANGED}`,
+      };
     }
     if (err.code === 4200) {
-      return { kind: "wallet-unsupported", title: "Your wallet cannot do this", detail: `Your wallet does not support ${err.method}. Try another wallet. ${NOTHING_CHANGED}` };
+      return {
+        kind: "wallet-unsupported",
+        title: "Your wallet cannot do this",
+        detail: `Your wallet does not support ${err.method}. Try another wallet. ${NOTHING_CHANGED}`,
+      };
     }
     if (err.code === 4900 || err.code === 4901) {
-      return { kind: "wallet-disconnected", title: "Your wallet is disconnected", detail: `Reconnect your wallet to the network and try again. ${NOTHING_CHANGED}` };
+      return {
+        kind: "wallet-disconnected",
+        title: "Your wallet is disconnected",
+        detail: `Reconnect your wallet to the network and try again. ${NOTHING_CHANGED}`,
+      };
     }
     return { kind: "wallet-error", title: "Your wallet reported an error", detail: `${err.message} ${NOTHING_CHANGED}` };
   }

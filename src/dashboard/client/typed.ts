@@ -89,7 +89,12 @@ export function setPausedData(chainId: number, policyContract: string, agent: st
 }
 
 /** Withdraw, policy domain (POST /agents/:address/withdraw); token 0x0 for ETH, amount in the token's base units. */
-export function withdrawData(chainId: number, agent: string, w: { token: string; to: string; amount: bigint }, timestamp: number): TypedData {
+export function withdrawData(
+  chainId: number,
+  agent: string,
+  w: { token: string; to: string; amount: bigint },
+  timestamp: number,
+): TypedData {
   return typed(WITHDRAW_TYPES, chainId, agent, { agent, token: w.token, to: w.to, amount: w.amount.toString(), timestamp });
 }
 

@@ -37,7 +37,8 @@ export function decodePunycode(input: string): string | null {
   const T_MIN = 1;
   const T_MAX = 26;
   const MAX = 0x7fffffff;
-  const digit = (c: number) => (c >= 0x30 && c <= 0x39 ? c - 22 : c >= 0x41 && c <= 0x5a ? c - 0x41 : c >= 0x61 && c <= 0x7a ? c - 0x61 : BASE);
+  const digit = (c: number) =>
+    c >= 0x30 && c <= 0x39 ? c - 22 : c >= 0x41 && c <= 0x5a ? c - 0x41 : c >= 0x61 && c <= 0x7a ? c - 0x61 : BASE;
   const adapt = (delta: number, points: number, first: boolean) => {
     delta = first ? Math.floor(delta / 700) : delta >> 1;
     delta += Math.floor(delta / points);
@@ -54,7 +55,7 @@ export function decodePunycode(input: string): string | null {
   let n = 128;
   let i = 0;
   let bias = 72;
-  for (let index = basic > 0 ? basic + 1 : 0; index < input.length; ) {
+  for (let index = basic > 0 ? basic + 1 : 0; index < input.length;) {
     const oldi = i;
     for (let w = 1, k = BASE; ; k += BASE) {
       if (index >= input.length) return null;

@@ -1,12 +1,6 @@
 /** Agents and owners: genesis, linking, listing, balances, SIWE sign-in. */
 import Router from "@koa/router";
-import {
-  AddressQuery,
-  GenesisRequest,
-  LinkRequest,
-  SiweNonceRequest,
-  SiweVerifyRequest,
-} from "../../schemas/accounts";
+import { AddressQuery, GenesisRequest, LinkRequest, SiweNonceRequest, SiweVerifyRequest } from "../../schemas/accounts";
 import type { Services } from "../../services";
 import { requireAuth } from "../auth";
 import type { AppState } from "../types";

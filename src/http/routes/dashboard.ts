@@ -80,7 +80,9 @@ export function dashboardRoutes(s: Services): Router<AppState> {
       mode: config.embeddedChain ? "embedded" : "production",
       chainId: config.chainId,
       chainIdHex: `0x${config.chainId.toString(16)}`,
-      chainName: config.embeddedChain ? `SpendGate embedded chain (chain id ${config.chainId})` : (known?.name ?? `Chain ${config.chainId}`),
+      chainName: config.embeddedChain
+        ? `SpendGate embedded chain (chain id ${config.chainId})`
+        : (known?.name ?? `Chain ${config.chainId}`),
       // Only the embedded chain's RPC is shown: in production RPC_URL may be a private endpoint with a key in it.
       rpcUrl: config.embeddedChain ? (config.rpcUrl ?? null) : (known?.rpcUrl ?? null),
       explorerUrl: config.explorerUrl,

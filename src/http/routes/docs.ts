@@ -11,7 +11,10 @@ const VERSION: string = require("../../../package.json").version;
 
 export function docsRoutes(s: Services): Router<AppState> {
   const cache = new Map<string, string>();
-  const urls = (ctx: AppContext) => ({ baseUrl: s.ctx.urls.base || ctx.origin, dashboardUrl: s.ctx.urls.dashboard || s.ctx.urls.base || ctx.origin });
+  const urls = (ctx: AppContext) => ({
+    baseUrl: s.ctx.urls.base || ctx.origin,
+    dashboardUrl: s.ctx.urls.dashboard || s.ctx.urls.base || ctx.origin,
+  });
   // Cached once the service knows its public URLs; never keyed by a client's Host header.
   const once = (key: string, make: () => string) => {
     if (!s.ctx.urls.base) return make();

@@ -70,7 +70,9 @@ export function mcpRoutes(s: Services): Router<AppState> {
 
   // Stateless: no server-sent event stream to open (GET) and no session to end (DELETE).
   const notAllowed = async () => {
-    throw new AppError(405, "method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", undefined, { Allow: "POST" });
+    throw new AppError(405, "method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", undefined, {
+      Allow: "POST",
+    });
   };
   router.get(MCP_PATH, notAllowed);
   router.delete(MCP_PATH, notAllowed);

@@ -3,14 +3,7 @@ import Router from "@koa/router";
 import { parseUnits } from "ethers";
 import { giveFromFaucet } from "../../chain/faucet";
 import { notFound } from "../../errors";
-import {
-  ApprovalDecisionRequest,
-  ApprovalIdParam,
-  FAUCET_TOKENS,
-  FaucetRequest,
-  LedgerQuery,
-  PayRequest,
-} from "../../schemas/payments";
+import { ApprovalDecisionRequest, ApprovalIdParam, FAUCET_TOKENS, FaucetRequest, LedgerQuery, PayRequest } from "../../schemas/payments";
 import { OptionalAddressQuery } from "../../schemas/accounts";
 import type { Services } from "../../services";
 import { requireAuth } from "../auth";

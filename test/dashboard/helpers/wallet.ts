@@ -18,7 +18,8 @@ interface Answer {
   events?: { event: string; data: unknown }[];
 }
 
-const ICON = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 8 8'%3E%3Ccircle cx='4' cy='4' r='4' fill='%230b57d0'/%3E%3C/svg%3E";
+const ICON =
+  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 8 8'%3E%3Ccircle cx='4' cy='4' r='4' fill='%230b57d0'/%3E%3C/svg%3E";
 
 export class TestWallet {
   chainId: number;
@@ -78,7 +79,13 @@ export class TestWallet {
       case "wallet_switchEthereumChain": {
         const target = Number(BigInt((params[0] as { chainId: string }).chainId));
         if (this.refuseSwitch) return { error: { code: 4001, message: "User rejected the request." } };
-        if (!this.known.has(target)) return { error: { code: 4902, message: `Unrecognized chain ID "0x${target.toString(16)}". Try adding the chain using wallet_addEthereumChain first.` } };
+        if (!this.known.has(target))
+          return {
+            error: {
+              code: 4902,
+              message: `Unrecognized chain ID "0x${target.toString(16)}". Try adding the chain using wallet_addEthereumChain first.`,
+            },
+          };
         this.chainId = target;
         return { result: null, events: [{ event: "chainChanged", data: `0x${target.toString(16)}` }] };
       }
@@ -92,7 +99,8 @@ export class TestWallet {
       }
       case "personal_sign": {
         const [message, address] = params as [string, string];
-        if (!this.connected || !this.own(address)) return { error: { code: 4100, message: "The requested account has not been authorized." } };
+        if (!this.connected || !this.own(address))
+          return { error: { code: 4100, message: "The requested account has not been authorized." } };
         const r = this.rejected(method);
         if (r) return r;
         const bytes = isHexString(message) ? getBytes(message) : new TextEncoder().encode(message);
@@ -101,10 +109,18 @@ export class TestWallet {
       }
       case "eth_signTypedData_v4": {
         const [address, json] = params as [string, string];
-        if (!this.connected || !this.own(address)) return { error: { code: 4100, message: "The requested account has not been authorized." } };
-        const data = JSON.parse(json) as { domain: { chainId?: number | string }; types: Record<string, { name: string; type: string }[]>; primaryType: string; message: Record<string, unknown> };
+        if (!this.connected || !this.own(address))
+          return { error: { code: 4100, message: "The requested account has not been authorized." } };
+        const data = JSON.parse(json) as {
+          domain: { chainId?: number | string };
+          types: Record<string, { name: string; type: string }[]>;
+          primaryType: string;
+          message: Record<string, unknown>;
+        };
         if (data.domain.chainId !== undefined && Number(data.domain.chainId) !== this.chainId) {
-          return { error: { code: -32603, message: `Provided chainId "${data.domain.chainId}" must match the active chainId "${this.chainId}"` } };
+          return {
+            error: { code: -32603, message: `Provided chainId "${data.domain.chainId}" must match the active chainId "${this.chainId}"` },
+          };
         }
         const r = this.rejected(method);
         if (r) return r;
@@ -152,7 +168,12 @@ const PAGE_PROVIDERS = `function (cfg) {
  * Injects the wallets into every document the page loads: each announced with EIP-6963 (several side by side); the
  * one at index `legacy` is also window.ethereum (null: none). `announce: false` is an older wallet: window.ethereum only.
  */
-export async function installWallets(page: Page, wallets: TestWallet[], legacy: number | null = 0, opts: { announce?: boolean } = {}): Promise<void> {
+export async function installWallets(
+  page: Page,
+  wallets: TestWallet[],
+  legacy: number | null = 0,
+  opts: { announce?: boolean } = {},
+): Promise<void> {
   for (const [i, w] of wallets.entries()) {
     await page.exposeFunction(`__testWallet${i}`, (method: string, params: unknown[]) => w.handle(method, params ?? []));
   }

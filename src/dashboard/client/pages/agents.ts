@@ -41,7 +41,13 @@ export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
   await load();
 }
 
-function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance: Balance | null, reload: () => Promise<void>): HTMLElement {
+function agentCard(
+  app: App,
+  a: AgentSummary,
+  policy: PolicyView | null,
+  balance: Balance | null,
+  reload: () => Promise<void>,
+): HTMLElement {
   const titleId = `agent-${a.address}-title`;
   const paused = policy?.paused ?? balance?.paused ?? false;
   const card = h("article", { class: "card agent", "data-agent": a.address, "aria-labelledby": titleId });
@@ -53,7 +59,7 @@ function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance
   ];
   if (policy?.deployed) {
     facts.push(
-        ["Per-payment limit", usdc(policy.perTxLimit)],
+      ["Per-payment limit", usdc(policy.perTxLimit)],
       ["Daily budget", usdc(policy.dailyBudget)],
       ["Approval above", usdc(policy.approvalThreshold)],
       ["Allowlist", policy.allowlist.length ? policy.allowlist.join(", ") : "empty (no merchant allowed)"],
@@ -78,7 +84,11 @@ function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance
   replace(
     card,
     h("h2", { id: titleId }, a.label),
-    h("dl", { class: "facts" }, facts.map(([t, d]) => [h("dt", null, t), h("dd", null, d)])),
+    h(
+      "dl",
+      { class: "facts" },
+      facts.map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
+    ),
     spend,
     h(
       "div",
@@ -104,8 +114,21 @@ function agentCard(app: App, a: AgentSummary, policy: PolicyView | null, balance
 /** Funds out of the agent's wallet: the owner signs Withdraw, the service relays it (works while paused). */
 function withdrawForm(app: App, a: AgentSummary, reload: () => Promise<void>): HTMLElement {
   const id = (name: string) => `withdraw-${a.address}-${name}`;
-  const token = h("select", { id: id("token"), name: "token" }, h("option", { value: "USDC" }, "USDC"), h("option", { value: "ETH" }, "ETH"));
-  const to = h("input", { type: "text", id: id("to"), name: "to", required: true, autocomplete: "off", placeholder: "0x…", value: app.session()?.ownerAddress ?? "" });
+  const token = h(
+    "select",
+    { id: id("token"), name: "token" },
+    h("option", { value: "USDC" }, "USDC"),
+    h("option", { value: "ETH" }, "ETH"),
+  );
+  const to = h("input", {
+    type: "text",
+    id: id("to"),
+    name: "to",
+    required: true,
+    autocomplete: "off",
+    placeholder: "0x…",
+    value: app.session()?.ownerAddress ?? "",
+  });
   const amount = h("input", { type: "text", id: id("amount"), name: "amount", required: true, inputmode: "decimal", placeholder: "1.50" });
   const submit = h("button", { type: "submit", "data-action": "withdraw" }, `Withdraw from ${a.label}`);
   const form = h(
@@ -119,7 +142,11 @@ function withdrawForm(app: App, a: AgentSummary, reload: () => Promise<void>): H
     h("label", { for: id("amount") }, "Amount"),
     amount,
     submit,
-    h("p", { class: "hint" }, "Your wallet signs Withdraw(agent, token, to, amount, timestamp); only your signature moves funds out of the agent's wallet, even while it is paused."),
+    h(
+      "p",
+      { class: "hint" },
+      "Your wallet signs Withdraw(agent, token, to, amount, timestamp); only your signature moves funds out of the agent's wallet, even while it is paused.",
+    ),
   );
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -156,7 +183,10 @@ async function withdraw(
     const { wallet, owner } = await app.signer();
     const timestamp = nowSeconds();
     const token = w.token === "ETH" ? "0x0000000000000000000000000000000000000000" : app.config.usdcAddress;
-    const humanSignature = await wallet.signTypedData(owner, withdrawData(app.config.chainId, a.address, { token, to: w.to, amount }, timestamp));
+    const humanSignature = await wallet.signTypedData(
+      owner,
+      withdrawData(app.config.chainId, a.address, { token, to: w.to, amount }, timestamp),
+    );
     button.textContent = "Withdrawing on-chain…";
     const res = await api<{ txHash: string; amount: string }>("POST", `/agents/${a.address}/withdraw`, {
       auth: "required",
@@ -179,8 +209,20 @@ function spendMeter(address: string, p: PolicyView): HTMLElement {
     "div",
     { class: "spend" },
     h("label", { for: id }, "Spent today"),
-    h("meter", { id, min: 0, max: budget > 0 ? budget : 1, value: Math.min(spent, budget), optimum: 0, high: budget * 0.8, low: budget * 0.5 }),
-    h("span", { "data-field": "spent" }, ` ${usdc(p.spentToday)} of ${usdc(p.dailyBudget)} (${usdc(p.remainingDailyBudget)} left today, UTC)`),
+    h("meter", {
+      id,
+      min: 0,
+      max: budget > 0 ? budget : 1,
+      value: Math.min(spent, budget),
+      optimum: 0,
+      high: budget * 0.8,
+      low: budget * 0.5,
+    }),
+    h(
+      "span",
+      { "data-field": "spent" },
+      ` ${usdc(p.spentToday)} of ${usdc(p.dailyBudget)} (${usdc(p.remainingDailyBudget)} left today, UTC)`,
+    ),
     // The other windows the owner limited (hourly, weekly, 30 days, lifetime): what remains in each.
     (p.windows ?? [])
       .filter((w) => w.window !== "daily")
@@ -188,7 +230,13 @@ function spendMeter(address: string, p: PolicyView): HTMLElement {
   );
 }
 
-async function setPaused(app: App, a: AgentSummary, paused: boolean, button: HTMLButtonElement, reload: () => Promise<void>): Promise<void> {
+async function setPaused(
+  app: App,
+  a: AgentSummary,
+  paused: boolean,
+  button: HTMLButtonElement,
+  reload: () => Promise<void>,
+): Promise<void> {
   app.clearAlerts();
   const label = button.textContent;
   button.disabled = true;
@@ -196,11 +244,20 @@ async function setPaused(app: App, a: AgentSummary, paused: boolean, button: HTM
   try {
     const { wallet, owner } = await app.signer();
     const timestamp = nowSeconds();
-    const humanSignature = await wallet.signTypedData(owner, setPausedData(app.config.chainId, a.policyContract, a.address, paused, timestamp));
+    const humanSignature = await wallet.signTypedData(
+      owner,
+      setPausedData(app.config.chainId, a.policyContract, a.address, paused, timestamp),
+    );
     button.textContent = paused ? "Pausing on-chain…" : "Resuming on-chain…";
-    const res = await api<{ txHash: string }>("POST", `/agents/${a.address}/pause`, { auth: "required", body: { paused, humanSignature, timestamp } });
+    const res = await api<{ txHash: string }>("POST", `/agents/${a.address}/pause`, {
+      auth: "required",
+      body: { paused, humanSignature, timestamp },
+    });
     await reload();
-    app.notify(paused ? `${a.label} is paused: every payment is blocked on-chain. ` : `${a.label} is active again. `, app.txLink(res.txHash));
+    app.notify(
+      paused ? `${a.label} is paused: every payment is blocked on-chain. ` : `${a.label} is active again. `,
+      app.txLink(res.txHash),
+    );
     document.querySelector<HTMLElement>(`[data-agent="${a.address}"] [data-action]`)?.focus();
   } catch (err) {
     app.report(err, paused ? "pause the agent" : "resume the agent");

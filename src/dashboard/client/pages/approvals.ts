@@ -24,7 +24,15 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     "table",
     { id: "approvals-table", hidden: true },
     h("caption", null, "Payments above an agent's approval threshold. Approving pays the seller; denying closes the request."),
-    h("thead", null, h("tr", null, ["Requested", "Agent", "Intent", "Merchant", "Amount", "Decision"].map((c) => h("th", { scope: "col" }, c)))),
+    h(
+      "thead",
+      null,
+      h(
+        "tr",
+        null,
+        ["Requested", "Agent", "Intent", "Merchant", "Amount", "Decision"].map((c) => h("th", { scope: "col" }, c)),
+      ),
+    ),
     tbody,
   );
   const updated = h("p", { class: "hint", id: "approvals-updated" }, "Checking for new requests…");
@@ -50,7 +58,14 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
   };
   replace(
     root,
-    h("section", { class: "card", "aria-labelledby": "pending-title" }, h("h2", { id: "pending-title" }, "Waiting for you"), updated, empty, table),
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "pending-title" },
+      h("h2", { id: "pending-title" }, "Waiting for you"),
+      updated,
+      empty,
+      table,
+    ),
     h("section", { class: "card", "aria-labelledby": "decided-title" }, h("h2", { id: "decided-title" }, "Recently decided"), decided),
   );
 
@@ -61,7 +76,13 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
 
   const agentCell = (address: string) => {
     const a = agents.get(address);
-    return h("td", null, a ? a.label : shortAddress(address), h("br"), h("span", { class: "muted mono", title: address }, shortAddress(address)));
+    return h(
+      "td",
+      null,
+      a ? a.label : shortAddress(address),
+      h("br"),
+      h("span", { class: "muted mono", title: address }, shortAddress(address)),
+    );
   };
 
   const decide = async (item: ApprovalItem, action: "approve" | "deny", button: HTMLButtonElement) => {
@@ -85,10 +106,16 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       );
       const humanSignature = await wallet.signTypedData(owner, data);
       button.textContent = action === "approve" ? "Paying…" : "Denying…";
-      const res = await api<{ txHash?: string; status: string }>("POST", `/approvals/${item.id}/${action}`, { auth: "required", body: { humanSignature, timestamp } });
+      const res = await api<{ txHash?: string; status: string }>("POST", `/approvals/${item.id}/${action}`, {
+        auth: "required",
+        body: { humanSignature, timestamp },
+      });
       rows.get(item.id)?.row.remove();
       rows.delete(item.id);
-      const text = action === "approve" ? `Approved: ${usdc(item.amount)} paid to ${item.merchant} for “${item.intent}”. ` : `Denied: ${usdc(item.amount)} to ${item.merchant} for “${item.intent}”. Nothing was paid.`;
+      const text =
+        action === "approve"
+          ? `Approved: ${usdc(item.amount)} paid to ${item.merchant} for “${item.intent}”. `
+          : `Denied: ${usdc(item.amount)} to ${item.merchant} for “${item.intent}”. Nothing was paid.`;
       await loadDecided().catch(() => undefined);
       app.notify(text, ...(action === "approve" ? [app.txLink(res.txHash)] : []));
       syncEmpty();
@@ -108,7 +135,15 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     return h(
       "tr",
       { "data-approval": item.id },
-      h("td", null, time(item.requestedAt, dateTime(item.requestedAt)), h("br"), h("span", { class: "muted", "data-field": "age" }, age(item.requestedAt)), h("br"), h("span", { class: "muted", "data-field": "expires" }, `expires ${until(item.expiresAt)}`)),
+      h(
+        "td",
+        null,
+        time(item.requestedAt, dateTime(item.requestedAt)),
+        h("br"),
+        h("span", { class: "muted", "data-field": "age" }, age(item.requestedAt)),
+        h("br"),
+        h("span", { class: "muted", "data-field": "expires" }, `expires ${until(item.expiresAt)}`),
+      ),
       agentCell(item.agentAddress),
       h("td", { class: "intent" }, item.intent),
       h("td", null, item.merchant, h("br"), h("span", { class: "muted small" }, item.serviceUrl)),
@@ -116,9 +151,29 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       h(
         "td",
         { class: "decision" },
-        h("button", { type: "button", class: "primary", "data-action": "approve", "aria-label": `Approve ${what}`, onclick: (e: Event) => decide(item, "approve", e.currentTarget as HTMLButtonElement) }, "Approve"),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "primary",
+            "data-action": "approve",
+            "aria-label": `Approve ${what}`,
+            onclick: (e: Event) => decide(item, "approve", e.currentTarget as HTMLButtonElement),
+          },
+          "Approve",
+        ),
         " ",
-        h("button", { type: "button", class: "danger", "data-action": "deny", "aria-label": `Deny ${what}`, onclick: (e: Event) => decide(item, "deny", e.currentTarget as HTMLButtonElement) }, "Deny"),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "danger",
+            "data-action": "deny",
+            "aria-label": `Deny ${what}`,
+            onclick: (e: Event) => decide(item, "deny", e.currentTarget as HTMLButtonElement),
+          },
+          "Deny",
+        ),
       ),
     );
   };
@@ -156,7 +211,8 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
         added++;
       }
       syncEmpty();
-      if (added) announce(added === 1 ? "A new payment is waiting for your approval." : `${added} new payments are waiting for your approval.`);
+      if (added)
+        announce(added === 1 ? "A new payment is waiting for your approval." : `${added} new payments are waiting for your approval.`);
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}; checks every ${POLL_MS / 1000} s.`;
       failing = false;
     } catch (err) {

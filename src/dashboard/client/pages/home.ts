@@ -17,7 +17,11 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
         null,
         "Each agent pays for services in USDC through SpendGate. The rules — a per-payment limit, a daily budget, the merchants it may pay and the amount above which you approve each payment — live in a contract on-chain that only your wallet's signature can change.",
       ),
-      h("button", { type: "button", class: "primary", onclick: () => app.signInFromButton().then((ok) => ok && location.reload()) }, "Connect wallet and sign in"),
+      h(
+        "button",
+        { type: "button", class: "primary", onclick: () => app.signInFromButton().then((ok) => ok && location.reload()) },
+        "Connect wallet and sign in",
+      ),
     );
     replace(root, overview, open);
     return;
@@ -36,8 +40,26 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
     h(
       "ul",
       { class: "stats" },
-      h("li", null, h("a", { href: "/agents" }, h("span", { class: "stat" }, String(agents.agents.length)), agents.agents.length === 1 ? " agent" : " agents")),
-      h("li", null, h("a", { href: "/approvals" }, h("span", { class: "stat" }, String(pending)), pending === 1 ? " payment waiting for approval" : " payments waiting for approval")),
+      h(
+        "li",
+        null,
+        h(
+          "a",
+          { href: "/agents" },
+          h("span", { class: "stat" }, String(agents.agents.length)),
+          agents.agents.length === 1 ? " agent" : " agents",
+        ),
+      ),
+      h(
+        "li",
+        null,
+        h(
+          "a",
+          { href: "/approvals" },
+          h("span", { class: "stat" }, String(pending)),
+          pending === 1 ? " payment waiting for approval" : " payments waiting for approval",
+        ),
+      ),
     ),
     agents.agents.length
       ? h(
@@ -62,7 +84,16 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
 }
 
 function activationForm(): HTMLElement {
-  const input = h("input", { id: "activate-agent", name: "agent", type: "text", autocomplete: "off", spellcheck: "false", pattern: "0x[0-9a-fA-F]{40}", required: true, "aria-describedby": "activate-hint" });
+  const input = h("input", {
+    id: "activate-agent",
+    name: "agent",
+    type: "text",
+    autocomplete: "off",
+    spellcheck: "false",
+    pattern: "0x[0-9a-fA-F]{40}",
+    required: true,
+    "aria-describedby": "activate-hint",
+  });
   return h(
     "section",
     { class: "card", "aria-labelledby": "activate-title" },

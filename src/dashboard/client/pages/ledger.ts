@@ -51,9 +51,23 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
   if (filters.agent && !agents.some((a) => a.address.toLowerCase() === filters.agent.toLowerCase())) filters.agent = "";
   const labels = new Map(agents.map((a) => [a.address, a.label]));
 
-  const agentSelect = h("select", { id: "filter-agent", name: "agent" }, h("option", { value: "" }, "All agents"), agents.map((a) => h("option", { value: a.address }, `${a.label} (${shortAddress(a.address)})`)));
-  const statusSelect = h("select", { id: "filter-status", name: "status" }, h("option", { value: "" }, "All statuses"), STATUSES.map((s) => h("option", { value: s }, s)));
-  const sizeSelect = h("select", { id: "filter-size", name: "size" }, SIZES.map((n) => h("option", { value: String(n) }, String(n))));
+  const agentSelect = h(
+    "select",
+    { id: "filter-agent", name: "agent" },
+    h("option", { value: "" }, "All agents"),
+    agents.map((a) => h("option", { value: a.address }, `${a.label} (${shortAddress(a.address)})`)),
+  );
+  const statusSelect = h(
+    "select",
+    { id: "filter-status", name: "status" },
+    h("option", { value: "" }, "All statuses"),
+    STATUSES.map((s) => h("option", { value: s }, s)),
+  );
+  const sizeSelect = h(
+    "select",
+    { id: "filter-size", name: "size" },
+    SIZES.map((n) => h("option", { value: String(n) }, String(n))),
+  );
   agentSelect.value = filters.agent;
   statusSelect.value = filters.status;
   sizeSelect.value = String(filters.size);
@@ -73,15 +87,36 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
 
   replace(
     root,
-    h("section", { class: "card", "aria-labelledby": "entries-title" }, h("h2", { id: "entries-title" }, "Payments"), form, tableWrap, pager, h("div", { class: "actions" }, exportButton)),
-    h("section", { class: "card", "aria-labelledby": "chart-section-title" }, h("h2", { id: "chart-section-title" }, "Daily spend against the budget"), chartWrap),
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "entries-title" },
+      h("h2", { id: "entries-title" }, "Payments"),
+      form,
+      tableWrap,
+      pager,
+      h("div", { class: "actions" }, exportButton),
+    ),
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "chart-section-title" },
+      h("h2", { id: "chart-section-title" }, "Daily spend against the budget"),
+      chartWrap,
+    ),
   );
 
   const load = async (focusTable = false) => {
-    history.replaceState(null, "", `/ledger?${new URLSearchParams({ ...(filters.agent ? { agent: filters.agent } : {}), ...(filters.status ? { status: filters.status } : {}), size: String(filters.size), page: String(filters.page) })}`);
+    history.replaceState(
+      null,
+      "",
+      `/ledger?${new URLSearchParams({ ...(filters.agent ? { agent: filters.agent } : {}), ...(filters.status ? { status: filters.status } : {}), size: String(filters.size), page: String(filters.page) })}`,
+    );
     replace(tableWrap, h("p", { class: "loading" }, "Loading entries…"));
     try {
-      const res = await api<LedgerPage>("GET", `/ledger?${query(filters, { limit: filters.size, offset: (filters.page - 1) * filters.size })}`, { auth: "required" });
+      const res = await api<LedgerPage>(
+        "GET",
+        `/ledger?${query(filters, { limit: filters.size, offset: (filters.page - 1) * filters.size })}`,
+        { auth: "required" },
+      );
       renderTable(res);
       renderPager(res);
       if (focusTable) announce(`Showing ${res.transactions.length} of ${res.total} entries.`);
@@ -102,8 +137,20 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
         "table",
         { id: "ledger-table" },
         h("caption", null, "Payment attempts, newest first"),
-        h("thead", null, h("tr", null, ["Date", "Agent", "Merchant", "Intent", "Amount", "Status", "On-chain"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", null, res.transactions.map((t) => entryRow(app, t, labels))),
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            ["Date", "Agent", "Merchant", "Intent", "Amount", "Status", "On-chain"].map((c) => h("th", { scope: "col" }, c)),
+          ),
+        ),
+        h(
+          "tbody",
+          null,
+          res.transactions.map((t) => entryRow(app, t, labels)),
+        ),
       ),
     );
   };
@@ -119,7 +166,11 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
     replace(
       pager,
       h("button", { type: "button", id: "page-prev", disabled: filters.page <= 1, onclick: () => go(filters.page - 1) }, "Previous page"),
-      h("span", { id: "page-info", "aria-live": "polite" }, ` Page ${filters.page} of ${pages} · entries ${first}–${last} of ${res.total} `),
+      h(
+        "span",
+        { id: "page-info", "aria-live": "polite" },
+        ` Page ${filters.page} of ${pages} · entries ${first}–${last} of ${res.total} `,
+      ),
       h("button", { type: "button", id: "page-next", disabled: filters.page >= pages, onclick: () => go(filters.page + 1) }, "Next page"),
     );
   };
@@ -146,7 +197,7 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
       );
       const inScope = policies.filter((p) => p.deployed && (!filters.agent || p.address === filters.agent));
       const budget = inScope.reduce((sum, p) => sum + (toUnits(p.dailyBudget) ?? 0n), 0n);
-      const who = filters.agent ? labels.get(filters.agent) ?? filters.agent : "all your agents";
+      const who = filters.agent ? (labels.get(filters.agent) ?? filters.agent) : "all your agents";
       replace(chartWrap, spendChart(totals, budget, `Daily spend of ${who}, last ${CHART_DAYS} days (UTC)`));
     } catch (err) {
       app.report(err, "add up daily spend");
@@ -188,11 +239,26 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
   const onchain: (Node | string)[] = [];
   if (t.txHash) onchain.push(app.txLink(t.txHash, t.status === "blocked" ? "PaymentBlocked transaction" : "Settlement transaction"));
   else onchain.push(h("span", { class: "muted" }, "no transaction"));
-  if (t.txHash) onchain.push(h("br"), h("span", { class: "muted small" }, t.onchain?.confirmed ? `confirmed${t.onchain.blockNumber !== null ? ` in block ${t.onchain.blockNumber}` : ""}` : "awaiting confirmation"));
+  if (t.txHash)
+    onchain.push(
+      h("br"),
+      h(
+        "span",
+        { class: "muted small" },
+        t.onchain?.confirmed
+          ? `confirmed${t.onchain.blockNumber !== null ? ` in block ${t.onchain.blockNumber}` : ""}`
+          : "awaiting confirmation",
+      ),
+    );
   if (t.swap) {
     onchain.push(
       h("br"),
-      h("span", { class: "small", "data-field": "swap" }, `Swapped ${t.swap.amountIn} ${t.swap.tokenIn} for ${usdc(t.swap.amountOut)} first: `, app.txLink(t.swap.txHash, "Swap transaction")),
+      h(
+        "span",
+        { class: "small", "data-field": "swap" },
+        `Swapped ${t.swap.amountIn} ${t.swap.tokenIn} for ${usdc(t.swap.amountOut)} first: `,
+        app.txLink(t.swap.txHash, "Swap transaction"),
+      ),
     );
   }
   return h(
@@ -203,7 +269,12 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
     h("td", null, t.merchant),
     h("td", { class: "intent" }, t.intent),
     h("td", { class: "num" }, usdc(t.amount)),
-    h("td", null, h("span", { class: `badge status-${t.status}`, "data-field": "status" }, t.status), t.reason ? [h("br"), h("span", { class: "muted small" }, t.reason)] : null),
+    h(
+      "td",
+      null,
+      h("span", { class: `badge status-${t.status}`, "data-field": "status" }, t.status),
+      t.reason ? [h("br"), h("span", { class: "muted small" }, t.reason)] : null,
+    ),
     h("td", null, onchain),
   );
 }

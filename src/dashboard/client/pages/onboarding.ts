@@ -33,12 +33,29 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
 
   if (!ADDRESS.test(address)) {
     steps.agent.body(
-      h("p", null, address ? `"${address}" is not an agent address.` : "Open the activation link your agent gave you, or enter its address."),
+      h(
+        "p",
+        null,
+        address ? `"${address}" is not an agent address.` : "Open the activation link your agent gave you, or enter its address.",
+      ),
       h(
         "form",
         { action: "/onboarding", method: "get" },
         h("label", { for: "agent-address" }, "Agent address"),
-        h("div", { class: "row" }, h("input", { id: "agent-address", name: "agent", type: "text", required: true, pattern: "0x[0-9a-fA-F]{40}", autocomplete: "off", spellcheck: "false" }), h("button", { type: "submit" }, "Open")),
+        h(
+          "div",
+          { class: "row" },
+          h("input", {
+            id: "agent-address",
+            name: "agent",
+            type: "text",
+            required: true,
+            pattern: "0x[0-9a-fA-F]{40}",
+            autocomplete: "off",
+            spellcheck: "false",
+          }),
+          h("button", { type: "submit" }, "Open"),
+        ),
       ),
     );
     for (const s of [steps.signIn, steps.link, steps.policy, steps.done]) s.section.hidden = true;
@@ -68,7 +85,15 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
         fact("Address", app.addressLink(agent.address)),
         fact("Created", time(agent.createdAt, dateTime(agent.createdAt))),
         fact("Owner", agent.ownerAddress ?? "not linked yet"),
-        fact("Policy contract", h("span", null, app.addressLink(agent.policyContract), agent.deployed ? " (deployed)" : " (not deployed yet: its address is known in advance)")),
+        fact(
+          "Policy contract",
+          h(
+            "span",
+            null,
+            app.addressLink(agent.policyContract),
+            agent.deployed ? " (deployed)" : " (not deployed yet: its address is known in advance)",
+          ),
+        ),
       ),
     );
 
@@ -78,7 +103,16 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
     } else {
       steps.signIn.body(
         h("p", null, "Your wallet signs a one-time Sign-In with Ethereum message. It costs nothing and moves no funds."),
-        h("button", { type: "button", class: "primary", id: "onboarding-sign-in", onclick: () => app.signInFromButton().then((ok) => (ok ? render("link") : undefined)) }, "Connect wallet and sign in"),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "primary",
+            id: "onboarding-sign-in",
+            onclick: () => app.signInFromButton().then((ok) => (ok ? render("link") : undefined)),
+          },
+          "Connect wallet and sign in",
+        ),
       );
     }
 
@@ -90,18 +124,43 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       steps.link.body(h("p", { "data-state": "linked" }, `Linked to your wallet ${session.ownerAddress}.`));
     } else if (agent.ownerAddress) {
       steps.link.body(
-        h("p", { "data-state": "other-owner" }, `This agent is linked to another owner, ${agent.ownerAddress}. Only that owner can set its policy. If this is your agent, sign in with that wallet.`),
+        h(
+          "p",
+          { "data-state": "other-owner" },
+          `This agent is linked to another owner, ${agent.ownerAddress}. Only that owner can set its policy. If this is your agent, sign in with that wallet.`,
+        ),
       );
     } else if (!activationCode) {
       steps.link.body(
-        h("p", { "data-state": "no-code", role: "alert" }, "This address has no activation code. Open the full activation link the agent gave you (it ends with &code=…); the agent can ask for it again with GET /wallet/activation."),
+        h(
+          "p",
+          { "data-state": "no-code", role: "alert" },
+          "This address has no activation code. Open the full activation link the agent gave you (it ends with &code=…); the agent can ask for it again with GET /wallet/activation.",
+        ),
       );
     } else {
-      const preview = h("pre", { class: "typed", tabindex: 0, "aria-label": "LinkAgent typed data" }, JSON.stringify(linkAgentData(app.config.chainId, agent.address, session.ownerAddress, nowSeconds()), null, 2));
+      const preview = h(
+        "pre",
+        { class: "typed", tabindex: 0, "aria-label": "LinkAgent typed data" },
+        JSON.stringify(linkAgentData(app.config.chainId, agent.address, session.ownerAddress, nowSeconds()), null, 2),
+      );
       steps.link.body(
-        h("p", null, `Link ${agent.label} to ${session.ownerAddress}. Your wallet signs this LinkAgent message (EIP-712); only you can then change the agent's policy.`),
+        h(
+          "p",
+          null,
+          `Link ${agent.label} to ${session.ownerAddress}. Your wallet signs this LinkAgent message (EIP-712); only you can then change the agent's policy.`,
+        ),
         h("details", null, h("summary", null, "What you will sign"), preview),
-        h("button", { type: "button", class: "primary", id: "link-agent", onclick: (e: Event) => link(e.currentTarget as HTMLButtonElement, preview) }, "Sign and link this agent"),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "primary",
+            id: "link-agent",
+            onclick: (e: Event) => link(e.currentTarget as HTMLButtonElement, preview),
+          },
+          "Sign and link this agent",
+        ),
       );
     }
 
@@ -136,8 +195,13 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       preview.textContent = JSON.stringify(data, null, 2);
       const ownerSignature = await wallet.signTypedData(owner, data);
       button.textContent = "Linking…";
-      await api("POST", "/agents/link", { body: { agentAddress: state.agent!.address, ownerAddress: owner, ownerSignature, timestamp, activationCode }, auth: false });
-      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent!.address}?code=${encodeURIComponent(activationCode)}`, { auth: false });
+      await api("POST", "/agents/link", {
+        body: { agentAddress: state.agent!.address, ownerAddress: owner, ownerSignature, timestamp, activationCode },
+        auth: false,
+      });
+      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent!.address}?code=${encodeURIComponent(activationCode)}`, {
+        auth: false,
+      });
       app.notify(`${state.agent.label} is linked to your wallet. Now set its spend policy.`);
       await render("policy");
     } catch (err) {
@@ -165,14 +229,32 @@ function nextStep(app: App, done: ReturnType<typeof step>, policy: PolicyView, f
   const base = app.config.baseUrl || location.origin;
   done.section.hidden = false;
   done.body(
-    h("p", { "data-state": "deployed" }, "The policy is active on-chain. Tell your agent; it checks with ", h("code", null, "GET /limits"), " (the get_limits tool over MCP):"),
-    h("pre", { class: "code", tabindex: 0, "aria-label": "The agent's check" }, `curl -s "${base}/limits?address=${policy.address}" \\\n  -H "Authorization: Bearer <the agent's API key>"`),
+    h(
+      "p",
+      { "data-state": "deployed" },
+      "The policy is active on-chain. Tell your agent; it checks with ",
+      h("code", null, "GET /limits"),
+      " (the get_limits tool over MCP):",
+    ),
+    h(
+      "pre",
+      { class: "code", tabindex: 0, "aria-label": "The agent's check" },
+      `curl -s "${base}/limits?address=${policy.address}" \\\n  -H "Authorization: Bearer <the agent's API key>"`,
+    ),
     h(
       "p",
       null,
       `It answers with deployed: true, a per-payment limit of ${policy.perTxLimit} USDC, a daily budget of ${policy.dailyBudget} USDC and approvals above ${policy.approvalThreshold} USDC. Then the agent restarts its MCP client and its payment tools appear.`,
     ),
-    h("p", null, h("a", { href: "/agents" }, "See your agents"), " · ", h("a", { href: "/approvals" }, "Approvals"), " · ", h("a", { href: "/ledger" }, "Ledger")),
+    h(
+      "p",
+      null,
+      h("a", { href: "/agents" }, "See your agents"),
+      " · ",
+      h("a", { href: "/approvals" }, "Approvals"),
+      " · ",
+      h("a", { href: "/ledger" }, "Ledger"),
+    ),
   );
   if (focus) focusOn(done.heading);
 }

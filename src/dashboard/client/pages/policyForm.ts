@@ -28,8 +28,18 @@ interface Amounts {
 
 const AMOUNT_FIELDS: { key: keyof Amounts; label: string; hint: string; fallback: string }[] = [
   { key: "perTxLimit", label: "Per-payment limit (USDC)", hint: "No single payment may be larger.", fallback: "1" },
-  { key: "dailyBudget", label: "Daily budget (USDC)", hint: "The most the agent may spend per day (UTC), all payments together.", fallback: "10" },
-  { key: "approvalThreshold", label: "Approval threshold (USDC)", hint: "Payments above this wait for your approval here.", fallback: "0.5" },
+  {
+    key: "dailyBudget",
+    label: "Daily budget (USDC)",
+    hint: "The most the agent may spend per day (UTC), all payments together.",
+    fallback: "10",
+  },
+  {
+    key: "approvalThreshold",
+    label: "Approval threshold (USDC)",
+    hint: "Payments above this wait for your approval here.",
+    fallback: "0.5",
+  },
 ];
 
 /** Normalised entries without duplicates (first wins), as the server and the contract will hold them. */
@@ -40,7 +50,11 @@ function normalizedList(entries: Entry[]): string[] {
 }
 
 export function policyEditor(app: App, agent: AgentSummary, current: PolicyView, onDeployed: () => Promise<void>): HTMLElement {
-  const entries: Entry[] = (current.deployed ? current.allowlist : []).map((raw) => ({ raw, normalized: normalizeAllowlistEntry(raw), cap: current.merchantCaps?.[raw] ?? "" }));
+  const entries: Entry[] = (current.deployed ? current.allowlist : []).map((raw) => ({
+    raw,
+    normalized: normalizeAllowlistEntry(raw),
+    cap: current.merchantCaps?.[raw] ?? "",
+  }));
   const extra = extraLimitsFields(current);
   const swap = swapFields(current);
   const inputs = {} as Record<keyof Amounts, HTMLInputElement>;
@@ -59,12 +73,25 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
       value: current.deployed ? current[f.key] : f.fallback,
       "aria-describedby": `${id}-hint`,
     });
-    return h("div", { class: "field" }, h("label", { for: id }, f.label), inputs[f.key], h("p", { id: `${id}-hint`, class: "hint" }, f.hint), errors[f.key]);
+    return h(
+      "div",
+      { class: "field" },
+      h("label", { for: id }, f.label),
+      inputs[f.key],
+      h("p", { id: `${id}-hint`, class: "hint" }, f.hint),
+      errors[f.key],
+    );
   };
 
   // Allowlist editor
   const listEl = h("ul", { class: "allowlist", id: "allowlist-entries", "aria-label": "Allowlist entries" });
-  const allowInput = h("input", { id: "allowlist-input", type: "text", autocomplete: "off", spellcheck: "false", "aria-describedby": "allowlist-hint" });
+  const allowInput = h("input", {
+    id: "allowlist-input",
+    type: "text",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-describedby": "allowlist-hint",
+  });
   const allowError = h("p", { class: "field-error", id: "allowlist-error", hidden: true });
   const renderEntries = () => {
     const seen = new Set<string>();
@@ -99,7 +126,16 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
                         }),
                   ],
               " ",
-              h("button", { type: "button", class: "link", "aria-label": `Remove ${e.raw}`, onclick: () => (entries.splice(i, 1), renderEntries(), announce(`Removed ${e.raw}.`), allowInput.focus()) }, "Remove"),
+              h(
+                "button",
+                {
+                  type: "button",
+                  class: "link",
+                  "aria-label": `Remove ${e.raw}`,
+                  onclick: () => (entries.splice(i, 1), renderEntries(), announce(`Removed ${e.raw}.`), allowInput.focus()),
+                },
+                "Remove",
+              ),
             );
           })
         : h("li", { class: "muted" }, "No merchants: the agent may pay nobody (deny by default)."),
@@ -177,19 +213,37 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     return ok ? out : null;
   };
 
-  let pending: { amounts: Amounts; extras: ExtraLimits & SwapSetting; caps: Record<string, bigint>; list: string[]; root: string; timestamp: number; data: TypedData } | null = null;
+  let pending: {
+    amounts: Amounts;
+    extras: ExtraLimits & SwapSetting;
+    caps: Record<string, bigint>;
+    list: string[];
+    root: string;
+    timestamp: number;
+    data: TypedData;
+  } | null = null;
 
   const showReview = (amounts: Amounts, extras: ExtraLimits & SwapSetting, timestamp = nowSeconds()) => {
     const list = normalizedList(entries);
     const caps = capsOf(entries);
     const root = allowlistRoot(list, caps);
-    const data = setPolicyData(app.config.chainId, agent.policyContract, agent.address, { ...amounts, ...extras, allowlistRoot: root }, timestamp);
+    const data = setPolicyData(
+      app.config.chainId,
+      agent.policyContract,
+      agent.address,
+      { ...amounts, ...extras, allowlistRoot: root },
+      timestamp,
+    );
     pending = { amounts, extras, caps, list, root, timestamp, data };
     const usdcLine = (units: bigint) => `${fromUnits(units)} USDC (${units} base units)`;
     replace(
       review,
       h("h3", { id: "review-title", tabindex: -1 }, "What you will sign"),
-      h("p", null, `Your wallet signs this SetPolicy message (EIP-712) for the agent's SpendPolicy contract. The contract checks your signature itself, so the server cannot change any of it.`),
+      h(
+        "p",
+        null,
+        `Your wallet signs this SetPolicy message (EIP-712) for the agent's SpendPolicy contract. The contract checks your signature itself, so the server cannot change any of it.`,
+      ),
       h(
         "dl",
         { class: "facts" },
@@ -204,19 +258,45 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
         ].map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
       ),
       h("h4", null, "Allowlist, normalised"),
-      list.length ? h("ol", { id: "review-allowlist" }, list.map((e) => h("li", null, h("code", null, e)))) : h("p", { id: "review-allowlist" }, "Empty: the agent may pay nobody."),
+      list.length
+        ? h(
+            "ol",
+            { id: "review-allowlist" },
+            list.map((e) => h("li", null, h("code", null, e))),
+          )
+        : h("p", { id: "review-allowlist" }, "Empty: the agent may pay nobody."),
       Object.keys(caps).length
-        ? h("ul", { id: "review-caps" }, Object.entries(caps).map(([e, c]) => h("li", null, h("code", null, e), ` at most ${usdcLine(c)} per UTC day`)))
+        ? h(
+            "ul",
+            { id: "review-caps" },
+            Object.entries(caps).map(([e, c]) => h("li", null, h("code", null, e), ` at most ${usdcLine(c)} per UTC day`)),
+          )
         : null,
       h("p", null, "Merkle root: ", h("code", { id: "review-root" }, root)),
-      h("p", { class: "hint" }, "The root of an OpenZeppelin StandardMerkleTree of [entry, daily cap] leaves, computed in this page; the contract stores only the root."),
+      h(
+        "p",
+        { class: "hint" },
+        "The root of an OpenZeppelin StandardMerkleTree of [entry, daily cap] leaves, computed in this page; the contract stores only the root.",
+      ),
       h("h4", null, "Typed data"),
-      h("pre", { class: "typed", id: "review-typed-data", tabindex: 0, "aria-label": "SetPolicy typed data" }, JSON.stringify(data, null, 2)),
+      h(
+        "pre",
+        { class: "typed", id: "review-typed-data", tabindex: 0, "aria-label": "SetPolicy typed data" },
+        JSON.stringify(data, null, 2),
+      ),
       h(
         "div",
         { class: "actions" },
-        h("button", { type: "button", class: "primary", id: "policy-sign", onclick: (e: Event) => sign(e.currentTarget as HTMLButtonElement) }, current.deployed ? "Sign and update the policy" : "Sign and deploy the policy"),
-        h("button", { type: "button", id: "policy-edit", onclick: () => ((review.hidden = true), inputs.perTxLimit.focus()) }, "Change something"),
+        h(
+          "button",
+          { type: "button", class: "primary", id: "policy-sign", onclick: (e: Event) => sign(e.currentTarget as HTMLButtonElement) },
+          current.deployed ? "Sign and update the policy" : "Sign and deploy the policy",
+        ),
+        h(
+          "button",
+          { type: "button", id: "policy-edit", onclick: () => ((review.hidden = true), inputs.perTxLimit.focus()) },
+          "Change something",
+        ),
       ),
     );
     review.hidden = false;
@@ -274,8 +354,20 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           "div",
           { class: "notice", "data-state": "deployed" },
           h("p", null, h("strong", null, current.deployed ? "Policy updated on-chain." : "Policy deployed on-chain.")),
-          h("p", null, "Contract: ", app.addressLink(res.policyContract), h("code", { class: "block", id: "deployed-contract" }, res.policyContract)),
-          h("p", null, "Transaction: ", app.txLink(res.txHash), res.txHash ? h("code", { class: "block", id: "deployed-tx" }, res.txHash) : null),
+          h(
+            "p",
+            null,
+            "Contract: ",
+            app.addressLink(res.policyContract),
+            h("code", { class: "block", id: "deployed-contract" }, res.policyContract),
+          ),
+          h(
+            "p",
+            null,
+            "Transaction: ",
+            app.txLink(res.txHash),
+            res.txHash ? h("code", { class: "block", id: "deployed-tx" }, res.txHash) : null,
+          ),
         ),
       );
       review.hidden = true;
@@ -291,7 +383,15 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     }
   };
 
-  return h("div", null, current.deployed ? h("p", null, "The agent already has a policy; change it here. Every field is signed again.") : null, remainingNow(current), form, review, result);
+  return h(
+    "div",
+    null,
+    current.deployed ? h("p", null, "The agent already has a policy; change it here. Every field is signed again.") : null,
+    remainingNow(current),
+    form,
+    review,
+    result,
+  );
 }
 
 /** Per-entry daily caps in base units, by normalised entry (the first of duplicates; empty or 0 = none). */

@@ -21,7 +21,11 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
   const field = (id: string, label: string, hint: string, input: HTMLInputElement) => {
     const error = h("p", { id: `${id}-error`, class: "field-error", hidden: true });
     input.setAttribute("aria-describedby", `${id}-hint`);
-    return { input, error, el: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { id: `${id}-hint`, class: "hint" }, hint), error) };
+    return {
+      input,
+      error,
+      el: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { id: `${id}-hint`, class: "hint" }, hint), error),
+    };
   };
   const text = (id: string, name: string, value: string, placeholder: string) =>
     h("input", { id, name, type: "text", inputmode: "decimal", autocomplete: "off", value, placeholder });
@@ -78,7 +82,10 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
 export function describeSwap(s: SwapSetting): [string, string][] {
   if (s.maxSwapSlippageBps === 0n) return [["Swaps", "off (0)"]];
   return [
-    ["Swaps", `allowed, at most ${Number(s.maxSwapSlippageBps) / 100}% above the average price (maxSwapSlippageBps ${s.maxSwapSlippageBps})`],
+    [
+      "Swaps",
+      `allowed, at most ${Number(s.maxSwapSlippageBps) / 100}% above the average price (maxSwapSlippageBps ${s.maxSwapSlippageBps})`,
+    ],
     ["Average price over", `${s.swapTwapSeconds} s (swapTwapSeconds)`],
   ];
 }

@@ -24,17 +24,36 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
   let selected: WebhookEndpoint | null = null;
   let page = 1;
 
-  const url = h("input", { id: "webhook-url", name: "url", type: "url", required: true, maxlength: "2048", placeholder: "https://hooks.example.com/spendgate", "aria-describedby": "webhook-url-hint" });
+  const url = h("input", {
+    id: "webhook-url",
+    name: "url",
+    type: "url",
+    required: true,
+    maxlength: "2048",
+    placeholder: "https://hooks.example.com/spendgate",
+    "aria-describedby": "webhook-url-hint",
+  });
   const description = h("input", { id: "webhook-description", name: "description", type: "text", maxlength: "200" });
   const boxes = EVENTS.map(([type, meaning]) =>
-    h("label", { class: "row" }, h("input", { type: "checkbox", name: "events", value: type, checked: type === "approval.requested" }), h("span", null, h("code", null, type), ` (${meaning})`)),
+    h(
+      "label",
+      { class: "row" },
+      h("input", { type: "checkbox", name: "events", value: type, checked: type === "approval.requested" }),
+      h("span", null, h("code", null, type), ` (${meaning})`),
+    ),
   );
   const submit = h("button", { type: "submit", class: "primary", id: "webhook-add" }, "Add endpoint");
   const secretBox = h("div", { id: "webhook-secret", hidden: true });
   const form = h(
     "form",
     { id: "webhook-form", "aria-labelledby": "add-title" },
-    h("div", { class: "field" }, h("label", { for: "webhook-url" }, "Endpoint URL"), url, h("p", { class: "hint", id: "webhook-url-hint" }, "Deliveries are POSTed here, signed with a secret shown once below.")),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: "webhook-url" }, "Endpoint URL"),
+      url,
+      h("p", { class: "hint", id: "webhook-url-hint" }, "Deliveries are POSTed here, signed with a secret shown once below."),
+    ),
     h("fieldset", null, h("legend", null, "Events to send"), boxes),
     h("div", { class: "field" }, h("label", { for: "webhook-description" }, "Description (optional)"), description),
     h("div", { class: "actions" }, submit),
@@ -62,7 +81,15 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
         "table",
         { id: "webhooks-table" },
         h("caption", null, "Your webhook endpoints, newest first"),
-        h("thead", null, h("tr", null, ["URL", "Events", "Status", "Added", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            ["URL", "Events", "Status", "Added", "Actions"].map((c) => h("th", { scope: "col" }, c)),
+          ),
+        ),
         h("tbody", null, res.endpoints.map(endpointRow)),
       ),
     );
@@ -73,16 +100,47 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
       "tr",
       { "data-id": e.id, "data-status": e.status },
       h("td", { class: "mono" }, e.url, e.description ? [h("br"), h("span", { class: "muted small" }, e.description)] : null),
-      h("td", null, e.events.map((t, i) => [i ? ", " : "", h("code", null, t)])),
+      h(
+        "td",
+        null,
+        e.events.map((t, i) => [i ? ", " : "", h("code", null, t)]),
+      ),
       h("td", null, h("span", { class: `badge status-${e.status === "active" ? "approved" : "expired"}` }, e.status)),
       h("td", null, time(e.createdAt, dateTime(e.createdAt))),
       h(
         "td",
         null,
         h("div", { class: "row" }, [
-          h("button", { type: "button", "data-action": "deliveries", "aria-label": `Show deliveries of ${e.url}`, onclick: () => show(e, 1) }, "Deliveries"),
-          e.status === "active" ? h("button", { type: "button", "data-action": "test", "aria-label": `Send a test event to ${e.url}`, onclick: () => act(() => sendTest(e)) }, "Send test") : null,
-          e.status === "active" ? h("button", { type: "button", class: "danger", "data-action": "disable", "aria-label": `Disable ${e.url}`, onclick: () => act(() => disable(e)) }, "Disable") : null,
+          h(
+            "button",
+            { type: "button", "data-action": "deliveries", "aria-label": `Show deliveries of ${e.url}`, onclick: () => show(e, 1) },
+            "Deliveries",
+          ),
+          e.status === "active"
+            ? h(
+                "button",
+                {
+                  type: "button",
+                  "data-action": "test",
+                  "aria-label": `Send a test event to ${e.url}`,
+                  onclick: () => act(() => sendTest(e)),
+                },
+                "Send test",
+              )
+            : null,
+          e.status === "active"
+            ? h(
+                "button",
+                {
+                  type: "button",
+                  class: "danger",
+                  "data-action": "disable",
+                  "aria-label": `Disable ${e.url}`,
+                  onclick: () => act(() => disable(e)),
+                },
+                "Disable",
+              )
+            : null,
         ]),
       ),
     );
@@ -115,7 +173,9 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
     replace(deliveriesTitle, `Deliveries to ${e.url}`);
     replace(deliveries, h("p", { class: "loading" }, "Loading deliveries…"));
     try {
-      const res = await api<WebhookDeliveriesPage>("GET", `/webhooks/${e.id}/deliveries?limit=${PAGE_SIZE}&offset=${(p - 1) * PAGE_SIZE}`, { auth: "required" });
+      const res = await api<WebhookDeliveriesPage>("GET", `/webhooks/${e.id}/deliveries?limit=${PAGE_SIZE}&offset=${(p - 1) * PAGE_SIZE}`, {
+        auth: "required",
+      });
       renderDeliveries(res);
       announce(`Showing ${res.deliveries.length} of ${res.total} deliveries.`);
     } catch (err) {
@@ -131,7 +191,15 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
           "table",
           { id: "deliveries-table" },
           h("caption", null, "Deliveries, newest first, with every attempt"),
-          h("thead", null, h("tr", null, ["Event", "Status", "Attempts", "Last result", "Next attempt"].map((c) => h("th", { scope: "col" }, c)))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              ["Event", "Status", "Attempts", "Last result", "Next attempt"].map((c) => h("th", { scope: "col" }, c)),
+            ),
+          ),
           h("tbody", null, res.deliveries.map(deliveryRow)),
         )
       : h("p", { id: "deliveries-empty" }, "Nothing was sent to this endpoint yet.");
@@ -141,9 +209,17 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
       h(
         "nav",
         { "aria-label": "Delivery pages", class: "pager" },
-        h("button", { type: "button", id: "deliveries-prev", disabled: page <= 1, onclick: () => selected && show(selected, page - 1) }, "Previous page"),
+        h(
+          "button",
+          { type: "button", id: "deliveries-prev", disabled: page <= 1, onclick: () => selected && show(selected, page - 1) },
+          "Previous page",
+        ),
         h("span", { id: "deliveries-page" }, ` Page ${page} of ${pages} · ${res.total} deliveries `),
-        h("button", { type: "button", id: "deliveries-next", disabled: page >= pages, onclick: () => selected && show(selected, page + 1) }, "Next page"),
+        h(
+          "button",
+          { type: "button", id: "deliveries-next", disabled: page >= pages, onclick: () => selected && show(selected, page + 1) },
+          "Next page",
+        ),
         h("button", { type: "button", id: "deliveries-refresh", onclick: () => selected && show(selected, page) }, "Refresh"),
       ),
     );
@@ -152,7 +228,10 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     app.clearAlerts();
-    const events = boxes.map((b) => b.querySelector("input")!).filter((i) => i.checked).map((i) => i.value);
+    const events = boxes
+      .map((b) => b.querySelector("input")!)
+      .filter((i) => i.checked)
+      .map((i) => i.value);
     submit.disabled = true;
     try {
       const created = await api<WebhookEndpoint & { secret: string }>("POST", "/webhooks", {
@@ -163,7 +242,11 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
       replace(
         secretBox,
         h("h3", null, "Your signing secret (shown once)"),
-        h("p", null, "Copy it now into your receiver: SpendGate keeps it encrypted and never shows it again. Verify each delivery's SpendGate-Signature with it (see the README)."),
+        h(
+          "p",
+          null,
+          "Copy it now into your receiver: SpendGate keeps it encrypted and never shows it again. Verify each delivery's SpendGate-Signature with it (see the README).",
+        ),
         h("label", { for: "webhook-secret-value" }, "Secret"),
         h("input", { id: "webhook-secret-value", type: "text", readonly: true, value: created.secret, class: "mono", size: "60" }),
       );
@@ -185,11 +268,19 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
 }
 
 function deliveryRow(d: WebhookDelivery): HTMLTableRowElement {
-  const last = d.lastHttpStatus !== null ? `HTTP ${d.lastHttpStatus}` : d.lastError ?? "not sent yet";
+  const last = d.lastHttpStatus !== null ? `HTTP ${d.lastHttpStatus}` : (d.lastError ?? "not sent yet");
   return h(
     "tr",
     { "data-id": d.id, "data-status": d.status },
-    h("td", null, h("code", null, d.type), h("br"), h("span", { class: "muted small mono" }, d.eventId), h("br"), time(d.createdAt, dateTime(d.createdAt))),
+    h(
+      "td",
+      null,
+      h("code", null, d.type),
+      h("br"),
+      h("span", { class: "muted small mono" }, d.eventId),
+      h("br"),
+      time(d.createdAt, dateTime(d.createdAt)),
+    ),
     h("td", null, h("span", { class: `badge status-${d.status}`, "data-field": "status" }, d.status)),
     h(
       "td",
@@ -200,7 +291,17 @@ function deliveryRow(d: WebhookDelivery): HTMLTableRowElement {
             "details",
             null,
             h("summary", null, "Attempts"),
-            h("ol", { class: "plain small" }, d.log.map((a) => h("li", null, `#${a.attempt} ${dateTime(a.at)}: ${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : a.error}${a.latencyMs !== null ? ` in ${a.latencyMs} ms` : ""}`))),
+            h(
+              "ol",
+              { class: "plain small" },
+              d.log.map((a) =>
+                h(
+                  "li",
+                  null,
+                  `#${a.attempt} ${dateTime(a.at)}: ${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : a.error}${a.latencyMs !== null ? ` in ${a.latencyMs} ms` : ""}`,
+                ),
+              ),
+            ),
           )
         : null,
     ),
