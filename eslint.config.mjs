@@ -1,4 +1,5 @@
 // ESLint: typescript-eslint's strict type-checked rules and no import cycles over src/, scripts/ and test/.
+// Each rule tuned below says why next to it.
 import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
 import { importX, createNodeResolver } from "eslint-plugin-import-x";
@@ -17,6 +18,70 @@ export default defineConfig(
     linterOptions: { reportUnusedDisableDirectives: "error" },
     rules: {
       "import-x/no-cycle": "error",
+      // Amounts are bigint base units and counts are numbers: both read naturally in messages.
+      "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true, allowBoolean: true }],
+      // One-line callbacks (`() => server.close()`) are the project's idiom; void in statement position is still caught.
+      "@typescript-eslint/no-confusing-void-expression": ["error", { ignoreArrowShorthand: true }],
+      // Rest destructuring drops fields by naming them `_x`; unused parameters keep a callback's signature readable.
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_", ignoreRestSiblings: true },
+      ],
+      // The seller's Refusal is a value (an x402 error code and message) caught inside the seller and answered as a 402.
+      "@typescript-eslint/only-throw-error": ["error", { allow: [{ from: "file", name: "Refusal", path: "src/x402/seller.ts" }] }],
+      // `async` marks functions that fill a Promise-returning slot (Koa middleware, facilitator.supported, leases):
+      // dropping it would turn a rejection into a synchronous throw, a behaviour change.
+      "@typescript-eslint/require-await": "off",
+      // Callbacks handed to timers and event emitters here catch their own errors; returned promises elsewhere are checked.
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false } }],
+      // The mongodb driver's types mark the (keys, options) form of createIndex deprecated; it is the documented form and
+      // the one CongoDB serves.
+      "@typescript-eslint/no-deprecated": ["error", { allow: [{ from: "package", package: "mongodb", name: "createIndex" }] }],
+      // Not yet clean; turned off with the counts in the lint commit's message, for a follow-up:
+      // defensive checks on values whose static type is narrower than what arrives at run time (chain, JSON, documents).
+      "@typescript-eslint/no-unnecessary-condition": "off",
+      // `!` where configuration and context are complete after start-up (issue 11 item 5 resolves config once).
+      "@typescript-eslint/no-non-null-assertion": "off",
+      // Same reason as no-unnecessary-condition: Number(x) and String(x) on seller, RPC and error values typed narrower
+      // than they arrive.
+      "@typescript-eslint/no-unnecessary-type-conversion": "off",
+    },
+  },
+  {
+    files: ["test/**/*.ts"],
+    rules: {
+      // Tests read HTTP and MCP JSON bodies, which are `any`, and assert on them directly.
+      "@typescript-eslint/no-explicit-any": "off",
+      "@typescript-eslint/no-unsafe-assignment": "off",
+      "@typescript-eslint/no-unsafe-member-access": "off",
+      "@typescript-eslint/no-unsafe-call": "off",
+      "@typescript-eslint/no-unsafe-return": "off",
+      "@typescript-eslint/no-unsafe-argument": "off",
+      // A value a test expects to exist: if it is missing, the test fails right there, which is what `!` says.
+      "@typescript-eslint/no-non-null-assertion": "off",
+      // chai's property assertions (`expect(x).to.be.true`) are expressions by design.
+      "@typescript-eslint/no-unused-expressions": "off",
+      // Assertions on JSON body fields (`any`) joined into a message or added as bigints.
+      "@typescript-eslint/restrict-plus-operands": ["error", { allowAny: true }],
+    },
+  },
+  {
+    files: ["src/**/*.ts", "scripts/**/*.ts", "hardhat.config.ts"],
+    rules: {
+      // Contracts are bound from JSON ABIs at run time (ethers `Contract`, methods typed `any`) until issue 11 item 4
+      // gives them typed bindings; the parsed JSON of seller and RPC answers is `any` too. Not yet clean.
+      "@typescript-eslint/no-unsafe-assignment": "off",
+      "@typescript-eslint/no-unsafe-member-access": "off",
+      "@typescript-eslint/no-unsafe-call": "off",
+      "@typescript-eslint/no-unsafe-return": "off",
+      "@typescript-eslint/no-unsafe-argument": "off",
+    },
+  },
+  {
+    files: ["scripts/**/*.ts"],
+    rules: {
+      // Operator scripts print whatever JSON the service answers, as it comes.
+      "@typescript-eslint/no-explicit-any": "off",
     },
   },
 );

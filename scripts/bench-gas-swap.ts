@@ -59,7 +59,7 @@ export async function swapGasRows(
   const again = await swap(1_000_000_000n);
   const harness = await hre.ethers.deployContract("SwapBoundHarness");
   const bound = async (twapSeconds: number) =>
-    (await harness.gasOfMaxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, 1_000_000_000n, twapSeconds, 50)) as bigint;
+    await harness.gasOfMaxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, 1_000_000_000n, twapSeconds, 50);
   const payment = await walletPaymentWithSwap({ usdc, a, deployer, trader, operator, owner });
   return [
     ...payment,

@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   await s.close();
 }
 
-main().catch((err) => {
+main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
 });

@@ -182,7 +182,7 @@ async function main(): Promise<void> {
   await chain.close();
 }
 
-main().catch((err) => {
+main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
 });

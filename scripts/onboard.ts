@@ -234,7 +234,7 @@ export function main(argv: string[]): Promise<number> {
 if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => (process.exitCode = code),
-    (err) => {
+    (err: unknown) => {
       console.error(err);
       process.exitCode = 1;
     },

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const set = await hre.ethers.getContractAt("OperatorSet", record.operatorSet.address, signer);
   const { OPERATOR_ADD: add, OPERATOR_REMOVE: remove, OPERATOR_CHECK: check } = process.env;
   for (const [name, value] of Object.entries({ OPERATOR_ADD: add, OPERATOR_REMOVE: remove, OPERATOR_CHECK: check })) {
-    if (value && !isAddress(value)) throw new Error(`${name} is not an address: ${value}`);
+    if (value && !isAddress(value)) throw new Error(`${name} is not an address: ${String(value)}`);
   }
   if (add) {
     const tx = await set.addOperator(getAddress(add));

@@ -49,8 +49,8 @@ async function main(): Promise<void> {
       const m = /SpendGate is running at (\S+)\n/.exec(out);
       if (m) resolve(m[1]);
     };
-    child.stdout!.on("data", watch);
-    child.stderr!.on("data", watch);
+    child.stdout.on("data", watch);
+    child.stderr.on("data", watch);
     child.once("exit", (code) => reject(new Error(`service exited (${code}):\n${out}`)));
   });
   try {

@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void stop("SIGTERM"));
 }
 
-main().catch((err) => {
+main().catch((err: unknown) => {
   console.error("SpendGate failed to start:", err instanceof Error ? err.message : err);
   process.exit(1);
 });

@@ -166,7 +166,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const alertSweep = setInterval(() => {
       const since = new Date(alertsCheckedAt.getTime() - 60_000);
       alertsCheckedAt = new Date();
-      catchUpAlerts(services.ctx, since).catch((err) => logger.error({ err }, "webhook alert catch-up failed"));
+      catchUpAlerts(services.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
     }, 30_000);
     alertSweep.unref();
     cleanup.push(async () => clearInterval(alertSweep));
@@ -177,9 +177,9 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
     const sweep = setInterval(
       () => {
-        services.approvals.expire().catch((err) => logger.error({ err }, "approval expiry failed"));
+        services.approvals.expire().catch((err: unknown) => logger.error({ err }, "approval expiry failed"));
         // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
-        services.settlement.recover().catch((err) => logger.error({ err }, "payment recovery failed"));
+        services.settlement.recover().catch((err: unknown) => logger.error({ err }, "payment recovery failed"));
       },
       Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
     );

@@ -69,8 +69,8 @@ function spawnNode(args: string[], env: Record<string, string>, ready: RegExp, o
         resolve(m);
       }
     };
-    child.stdout!.on("data", watch);
-    child.stderr!.on("data", watch);
+    child.stdout.on("data", watch);
+    child.stderr.on("data", watch);
     child.once("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`${args.join(" ")} exited (${code}):\n${text.slice(-3000)}`));

@@ -263,7 +263,7 @@ async function defaultDeployer(hre: HardhatRuntimeEnvironment): Promise<Signer> 
 }
 
 function checkedAddress(what: string, value: string): string {
-  if (!isAddress(value)) throw new Error(`${what} is not an address: ${value}`);
+  if (!isAddress(value)) throw new Error(`${what} is not an address: ${String(value)}`);
   const address = getAddress(value);
   if (address === "0x0000000000000000000000000000000000000000") throw new Error(`${what} must not be the zero address`);
   return address;

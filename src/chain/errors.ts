@@ -21,9 +21,9 @@ export function decodeRevert(contract: Contract, err: unknown): { name: string; 
 const MESSAGES: Record<string, (args: unknown[]) => AppError> = {
   SpendPolicyInvalidSignature: () => invalidSignature("The contract did not accept the owner's signature."),
   SpendPolicyStaleTimestamp: (a) =>
-    conflict(`A newer signed change (timestamp ${a[1]}) is already on-chain; sign again with a later timestamp.`),
+    conflict(`A newer signed change (timestamp ${String(a[1])}) is already on-chain; sign again with a later timestamp.`),
   SpendPolicyTimestampOutOfWindow: (a) =>
-    invalidSignature(`The signed timestamp ${a[0]} is too far from the chain's time ${a[1]}; sign again now.`),
+    invalidSignature(`The signed timestamp ${String(a[0])} is too far from the chain's time ${String(a[1])}; sign again now.`),
   SpendPolicyInvalidPolicy: () => badRequest("A limit is larger than the contract can store."),
   SpendPolicyAlreadyDeployed: () => conflict("The agent's policy contract is already deployed."),
   SpendPolicySignatureUsed: () => conflict("This signature was already used on-chain; sign again with a new timestamp."),

@@ -1,10 +1,12 @@
 /** zod 4 -> JSON Schema 2020-12 for the docs: schemas with a meta id become shared components, referenced by $ref. */
 import { z } from "zod";
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a JSON Schema is arbitrary JSON, walked and rewritten by key
 export type JsonSchema = Record<string, any>;
 
 const REF_PREFIX = "#/components/schemas/";
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- returns arbitrary JSON (see JsonSchema)
 function rewriteRefs(node: unknown): any {
   if (Array.isArray(node)) return node.map(rewriteRefs);
   if (node && typeof node === "object") {

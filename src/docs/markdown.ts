@@ -57,7 +57,7 @@ function fieldRows(js: JsonSchema, set: SchemaSet, prefix = ""): Row[] {
   const obj = set.resolve(js);
   const required = new Set<string>(obj.required ?? []);
   const rows: Row[] = [];
-  for (const [name, raw] of Object.entries(obj.properties ?? {}) as [string, JsonSchema][]) {
+  for (const [name, raw] of Object.entries<JsonSchema>(obj.properties ?? {})) {
     const full = prefix + name;
     const notes = [raw.description, constraints(raw)].filter(Boolean).join("; ");
     rows.push({ name: full, type: typeLabel(raw), required: required.has(name), notes });

@@ -47,7 +47,7 @@ function parameters(route: RouteDoc, set: SchemaSet): JsonSchema[] {
   if (route.query) {
     const q = set.convert(route.query, "input");
     const required = new Set<string>(q.required ?? []);
-    for (const [name, schema] of Object.entries(q.properties ?? {}) as [string, JsonSchema][]) {
+    for (const [name, schema] of Object.entries<JsonSchema>(q.properties ?? {})) {
       const { description, ...rest } = schema;
       out.push({ name, in: "query", required: required.has(name), ...(description ? { description } : {}), schema: rest });
     }
@@ -74,7 +74,7 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
     if (existing) {
       // e.g. 422 on POST /pay: a blocked payment result, or an error body
       const content = existing.content?.["application/json"];
-      existing.description += `; errors: ${text}`;
+      existing.description = `${String(existing.description)}; errors: ${text}`;
       if (content) content.schema = { oneOf: [content.schema, errorRef] };
     } else {
       const headers =

@@ -17,7 +17,7 @@
  * that is mined again in another block is picked up by the re-read (new blockHash, `removed: false`).
  */
 import { getAddress, zeroPadValue, type Log } from "ethers";
-import type { AnyBulkWriteOperation, Filter, ObjectId } from "mongodb";
+import type { AnyBulkWriteOperation, Filter } from "mongodb";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/client";
 import type { Store } from "../store";
@@ -369,7 +369,7 @@ export class Indexer {
     await this.store.chainEvents.bulkWrite(
       stale.map((e) => ({
         updateOne: {
-          filter: { _id: e._id as ObjectId, blockHash: e.blockHash },
+          filter: { _id: e._id, blockHash: e.blockHash },
           update: { $set: { removed: true, confirmed: false } },
         },
       })),
@@ -400,7 +400,7 @@ export class Indexer {
     const res = await this.store.chainEvents.bulkWrite(
       due.map((e) => ({
         updateOne: {
-          filter: { _id: e._id as ObjectId, blockHash: e.blockHash, removed: false },
+          filter: { _id: e._id, blockHash: e.blockHash, removed: false },
           update: { $set: { confirmed: true } },
         },
       })),

@@ -4,7 +4,7 @@
  * already confirmed.
  */
 import { ZeroAddress } from "ethers";
-import type { AnyBulkWriteOperation, Filter, ObjectId } from "mongodb";
+import type { AnyBulkWriteOperation, Filter } from "mongodb";
 import type { Store } from "../store";
 import type { ChainEventDoc, PaymentDoc } from "../store/documents";
 
@@ -73,11 +73,11 @@ export class LedgerLinker {
       ].filter((e) => matches(e, p));
       if (related.length === 0) continue;
       const blockNumber = Math.max(...related.map((e) => e.blockNumber));
-      if (p.onchain?.confirmed === true && p.onchain.blockNumber !== null && p.onchain.blockNumber >= blockNumber) continue;
+      if (p.onchain?.confirmed && p.onchain.blockNumber !== null && p.onchain.blockNumber >= blockNumber) continue;
       ops.push({
         updateOne: {
           filter: {
-            _id: p._id as ObjectId,
+            _id: p._id,
             $or: [{ "onchain.confirmed": { $ne: true } }, { "onchain.blockNumber": null }, { "onchain.blockNumber": { $lt: blockNumber } }],
           },
           update: { $set: { onchain: { confirmed: true, blockNumber } } },

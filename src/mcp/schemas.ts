@@ -50,13 +50,10 @@ export const VerifyMerchantResult = z.object({
     description:
       "the seller's x402 quote (nothing was paid); null when it could not be read, or was not asked because pay would refuse the merchant anyway",
   }),
-  quoteError: z
-    .object({ error: z.string(), message: z.string() })
-    .nullable()
-    .meta({
-      description:
-        "why there is no quote: seller unreachable, no 402, no exact USDC offer on this chain, or not asked (merchant_not_allowed, no_policy: the seller is not contacted)",
-    }),
+  quoteError: z.object({ error: z.string(), message: z.string() }).nullable().meta({
+    description:
+      "why there is no quote: seller unreachable, no 402, no exact USDC offer on this chain, or not asked (merchant_not_allowed, no_policy: the seller is not contacted)",
+  }),
   newMerchant: z.boolean().meta({ description: "true when this agent has no approved payment to this merchant yet" }),
   approvedPayments: z.number().int().meta({ description: "approved payments of this agent to this merchant" }),
   expectedOutcome: z

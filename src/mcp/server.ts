@@ -17,7 +17,7 @@ export function createMcpServer(s: Services, caller: ToolCaller): McpServer {
     server.registerTool(
       def.name,
       { title: def.title, description: def.description, inputSchema: def.input, outputSchema: def.output, annotations: def.annotations },
-      ((args: unknown) => runTool(def, ctx, args)) as never,
+      (args: unknown) => runTool(def, ctx, args),
     );
   }
   return server;

@@ -5,13 +5,13 @@
 import type { ToolAnnotations, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AppError, forbidden, notFound } from "../errors";
+import { forbidden, notFound } from "../errors";
 import type { PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../services/keys";
 import type { AgentDoc, LedgerStatus } from "../store/documents";
 import { verifyMerchant } from "./merchant";
-import { errorBody, errorResult, okResult, refusalResult } from "./results";
+import { errorResult, okResult, refusalResult } from "./results";
 import {
   BalanceOutput,
   GetPaymentInput,
@@ -44,6 +44,7 @@ export interface ToolDef {
   input: z.ZodObject;
   output: z.ZodObject;
   annotations: ToolAnnotations;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each tool's own input type, parsed by its schema
   run(ctx: ToolContext, input: any): Promise<CallToolResult>;
 }
 

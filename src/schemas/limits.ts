@@ -58,13 +58,10 @@ export const SetLimitsRequest = z
         description: `the TWAP window of that price, seconds: ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max} when swaps are on`,
         example: 600,
       }),
-    merchantCaps: z
-      .record(z.string().max(300), Amount)
-      .optional()
-      .meta({
-        description:
-          'daily cap per allowlist entry, USDC, e.g. { "api.weather.example": "2.00" }; each key must be in allowlist; "0" = no cap of its own',
-      }),
+    merchantCaps: z.record(z.string().max(300), Amount).optional().meta({
+      description:
+        'daily cap per allowlist entry, USDC, e.g. { "api.weather.example": "2.00" }; each key must be in allowlist; "0" = no cap of its own',
+    }),
     humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPolicy signature (see the API reference)" }),
     timestamp: UnixTimestamp,
   })

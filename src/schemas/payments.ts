@@ -168,7 +168,7 @@ export const FaucetRequest = z
   })
   .superRefine((v, ctx) => {
     // Zod may run this after a field failed: never throw here (a throw would be a 500).
-    const spec = FAUCET_TOKENS[v?.token as keyof typeof FAUCET_TOKENS] as { decimals: number; max: bigint } | undefined;
+    const spec = FAUCET_TOKENS[v?.token] as { decimals: number; max: bigint } | undefined;
     if (!spec || typeof v.amount !== "string" || !FAUCET_AMOUNT.test(v.amount)) return;
     const { decimals, max } = spec;
     const fraction = v.amount.split(".")[1] ?? "";

@@ -72,13 +72,10 @@ const DeliveryAttempt = z.object({
   attempt: z.number().int(),
   at: z.string(),
   httpStatus: z.number().int().nullable().meta({ description: "the receiver's status; null when no answer came" }),
-  error: z
-    .string()
-    .nullable()
-    .meta({
-      description:
-        "why it failed: http_<status>, timeout, unsafe_address (the SSRF guard refused it; no connection), insecure_url, unreachable, redirect",
-    }),
+  error: z.string().nullable().meta({
+    description:
+      "why it failed: http_<status>, timeout, unsafe_address (the SSRF guard refused it; no connection), insecure_url, unreachable, redirect",
+  }),
   latencyMs: z.number().int().nullable(),
 });
 

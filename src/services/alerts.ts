@@ -74,7 +74,7 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Prom
       queued++;
   }
   if (doc.status !== "approved" || !wanted.has("budget.threshold")) return queued;
-  const windows = await budgetWindows(ctx, doc.policyAddress).catch((err) => {
+  const windows = await budgetWindows(ctx, doc.policyAddress).catch((err: unknown) => {
     ctx.logger.warn({ err, txnId }, "budget windows could not be read for threshold alerts");
     return [];
   });

@@ -232,7 +232,7 @@ export class ApprovalService {
     const b = outcome.body;
     if (outcome.httpStatus !== 200) {
       await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
-      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${b.reason}.`, b);
+      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${String(b.reason)}.`, b);
     }
     await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
     return {

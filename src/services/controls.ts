@@ -34,7 +34,7 @@ export class ControlService {
     // Not behind the agent's payment lock: the kill switch must not wait for a payment in progress.
     const { receipt } = await chain
       .sendAndWait((o) => policy.setPaused(input.paused, input.timestamp, input.humanSignature, o))
-      .catch((err) => revertToAppError(policy, err));
+      .catch((err: unknown) => revertToAppError(policy, err));
     await this.ctx.gas.charge(agent.ownerAddress, receipt);
     this.ctx.logger.info({ agent: agent.address, paused: input.paused, txHash: receipt.hash }, "pause set");
     return { agentAddress: agent.address, paused: input.paused, policyContract: agent.policyAddress, txHash: receipt.hash };
@@ -77,7 +77,7 @@ export class ControlService {
     const wallet = chain.policyAt(agent.policyAddress);
     const { receipt } = await chain
       .sendAndWait((o) => wallet.withdraw(token, input.to, amount, input.timestamp, input.humanSignature, o))
-      .catch((err) => revertToAppError(wallet, err));
+      .catch((err: unknown) => revertToAppError(wallet, err));
     await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, token, to: input.to, amount: amount.toString(), txHash: receipt.hash }, "withdrawn");
     return {
@@ -107,7 +107,7 @@ export class ControlService {
     const wallet = chain.policyAt(agent.policyAddress);
     const { receipt } = await chain
       .sendAndWait((o) => wallet.setOwner(input.newOwner, input.timestamp, input.humanSignature, o))
-      .catch((err) => revertToAppError(wallet, err));
+      .catch((err: unknown) => revertToAppError(wallet, err));
     await this.ctx.gas.charge(owner, receipt);
     // The chain decided; the store follows (the old owner's keys lose the agent at once).
     await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });

@@ -260,7 +260,7 @@ export class PaymentService {
         await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
         if (result.authorized) {
           // The policy changed between simulation and transaction: never keep budget for a payment not made.
-          await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err) => {
+          await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err: unknown) => {
             // Left to the recovery sweep, which releases it (the entry below records the paymentId).
             this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
             strayPaymentId = paymentId;

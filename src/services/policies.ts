@@ -305,7 +305,7 @@ export class PolicyService {
             ? contract.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
             : contract.deployAgent(agent.signerAddress, owner, tuple, input.timestamp, input.humanSignature, overrides),
         )
-        .catch((err) => revertToAppError(contract, err));
+        .catch((err: unknown) => revertToAppError(contract, err));
       await this.ctx.gas.charge(owner, receipt);
       this.paymentCache.delete(agent.address);
       const doc: PolicyDoc = {

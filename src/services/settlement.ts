@@ -256,7 +256,7 @@ export class SettlementService {
 
     // The signed authorisation leaves this process (a remote facilitator, the seller) only once the policy has
     // authorised it on-chain.
-    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err) => {
+    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err: unknown) => {
       this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
       return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
     });
@@ -315,7 +315,7 @@ export class SettlementService {
     if (!used) {
       const sellerReason =
         (settlement && !settlement.success && settlement.errorReason) ||
-        (res.body && typeof res.body === "object" && "error" in res.body ? String((res.body as { error: unknown }).error) : null) ||
+        (res.body && typeof res.body === "object" && "error" in res.body ? String(res.body.error) : null) ||
         `HTTP ${res.status}`;
       return finish.failAfterAuthorize(
         `seller: ${sellerReason}`.slice(0, 300),
@@ -447,7 +447,7 @@ export class SettlementService {
           if (done) await this.afterRecovery(done);
         })
         .then(() => resolved++)
-        .catch((err) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
+        .catch((err: unknown) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
     }
     return resolved;
   }

@@ -51,8 +51,8 @@ export class Leases {
       // Created once per name, by upsert on the name alone (no filter on its state, so no second document can appear).
       await this.docs
         .updateOne({ name }, { $setOnInsert: { name, holder: null, token: null, until: FREE, updatedAt: now } }, { upsert: true })
-        .catch((err: { code?: number }) => {
-          if (err.code !== 11000) throw err; // another instance created it first (real MongoDB's unique index)
+        .catch((err: unknown) => {
+          if ((err as { code?: unknown }).code !== 11000) throw err; // another instance created it first (real MongoDB's unique index)
         });
       doc = await take();
     }

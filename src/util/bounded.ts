@@ -29,7 +29,7 @@ function hasBadKey(value: unknown): boolean {
   while (stack.length) {
     const v = stack.pop();
     if (v === null || typeof v !== "object") continue;
-    if (!Array.isArray(v) && Object.keys(v as object).some(badKey)) return true;
+    if (!Array.isArray(v) && Object.keys(v).some(badKey)) return true;
     for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) stack.push(child);
   }
   return false;

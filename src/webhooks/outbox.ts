@@ -127,7 +127,7 @@ export class WebhookOutbox {
           },
           { upsert: true },
         )
-        .catch((err) => {
+        .catch((err: unknown) => {
           if (!isDuplicateKey(err)) throw err; // another instance wrote it first
         });
     }
@@ -143,7 +143,7 @@ export class WebhookOutbox {
   later(work: () => Promise<unknown>): void {
     const p: Promise<void> = work()
       .then(() => undefined)
-      .catch((err) => this.logger.error({ err }, "webhook alert failed"))
+      .catch((err: unknown) => this.logger.error({ err }, "webhook alert failed"))
       .finally(() => this.pending.delete(p));
     this.pending.add(p);
   }
@@ -166,7 +166,7 @@ export class WebhookOutbox {
   async tell(input: WebhookEventInput): Promise<boolean> {
     return this.emitEvent(input).then(
       (r) => r?.inserted ?? false,
-      (err) => {
+      (err: unknown) => {
         this.logger.error({ err, type: input.type, key: input.dedupeKey }, "webhook event could not be queued");
         return false;
       },
@@ -192,7 +192,7 @@ export class WebhookOutbox {
         { upsert: true, returnDocument: "after" },
       );
     // On MongoDB two concurrent upserts of one key: one wins, the other gets E11000 and reads the winner's.
-    const doc = await write().catch(async (err) => {
+    const doc = await write().catch(async (err: unknown) => {
       if (!isDuplicateKey(err)) throw err;
       return this.c.events.findOne({ dedupeKey: input.dedupeKey });
     });

@@ -109,7 +109,7 @@ export class WebhookWorker {
           const d = await this.claim();
           if (!d) break;
           const p: Promise<void> = this.attempt(d)
-            .catch((err) => this.logger.error({ err, delivery: d.deliveryId }, "webhook attempt failed unexpectedly"))
+            .catch((err: unknown) => this.logger.error({ err, delivery: d.deliveryId }, "webhook attempt failed unexpectedly"))
             .finally(() => {
               this.inFlight.delete(p);
               this.wake();

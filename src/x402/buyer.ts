@@ -309,7 +309,7 @@ export async function signPayment(signer: AgentSigner, quote: Quote, maxValidity
   const asked = Number(quote.requirement.maxTimeoutSeconds);
   const validity = Number.isSafeInteger(asked) && asked > 0 ? Math.min(asked, maxValiditySeconds) : maxValiditySeconds;
   const capped = { ...quote.requirement, maxTimeoutSeconds: validity };
-  const payload = await http.createPaymentPayload({ ...quote.paymentRequired, accepts: [capped] } as PaymentRequired);
+  const payload = await http.createPaymentPayload({ ...quote.paymentRequired, accepts: [capped] });
   if (payload.x402Version === 2) (payload as { accepted?: unknown }).accepted = quote.requirement;
   const auth = (payload.payload as { authorization?: Record<string, string> }).authorization;
   if (!auth?.nonce || !auth.to || !auth.value || auth.validBefore === undefined) {

@@ -100,15 +100,15 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
             args: args.args,
             gas: args.gas,
             dataSuffix: args.dataSuffix,
-          } as Parameters<typeof client.writeContract>[0]),
+          }),
         ),
       sendTransaction: (args) => queue(() => client.sendTransaction({ to: args.to, data: args.data })),
       // Short polling (receipts.ts), not viem's 1 s block watch: a settlement is noticed within a tenth of a second.
       waitForTransactionReceipt: async (args) => {
         const receipt = await pollReceipt(
           () =>
-            client.getTransactionReceipt({ hash: args.hash }).catch((err: Error) => {
-              if (err.name === "TransactionReceiptNotFoundError") return null;
+            client.getTransactionReceipt({ hash: args.hash }).catch((err: unknown) => {
+              if ((err as Error).name === "TransactionReceiptNotFoundError") return null;
               throw err;
             }),
           { timeoutMs: args.timeout ?? cfg.confirmationTimeoutMs ?? 60_000 },

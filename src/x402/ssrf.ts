@@ -97,15 +97,22 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
  */
 export function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
   dnsLookup(hostname, { ...options, all: true, verbatim: true }, (err, addresses) => {
-    if (err) return callback(err, "");
-    const list = addresses as LookupAddress[];
+    if (err) {
+      callback(err, "");
+      return;
+    }
+    const list = addresses;
     const refused = list.filter((a) => isPrivateAddress(a.address));
     if (refused.length || list.length === 0) {
       const e: NodeJS.ErrnoException = new Error(`${hostname} resolves to a private address`);
       e.code = "EPRIVATEADDRESS";
-      return callback(e, "");
+      callback(e, "");
+      return;
     }
-    if (options.all) return callback(null, list);
+    if (options.all) {
+      callback(null, list);
+      return;
+    }
     callback(null, list[0].address, list[0].family);
   });
 }

@@ -5,7 +5,6 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { Signature, TypedDataEncoder, Wallet, type TypedDataField } from "ethers";
-import type { ERC1271Wallet, Multicall3, TestUSDC } from "../../typechain-types";
 
 const { ethers } = hre;
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -46,8 +45,8 @@ async function fixture() {
     const { deployedBytecode } = await hre.artifacts.readArtifact(name);
     await ethers.provider.send("hardhat_setCode", [address, deployedBytecode]);
   }
-  const usdc = (await ethers.getContractAt("TestUSDC", BASE_USDC)) as unknown as TestUSDC;
-  const multicall = (await ethers.getContractAt("Multicall3", MULTICALL3)) as unknown as Multicall3;
+  const usdc = await ethers.getContractAt("TestUSDC", BASE_USDC);
+  const multicall = await ethers.getContractAt("Multicall3", MULTICALL3);
   const alice = Wallet.createRandom(); // signs only; the relayer pays gas
   await usdc.mint(alice.address, 1_000_000n);
   return { usdc, multicall, relayer, bob, alice };
@@ -221,7 +220,7 @@ describe("TestUSDC at the Base USDC address", function () {
   it("accepts ERC-1271 signatures from a contract wallet", async function () {
     const { usdc, relayer, bob } = await loadFixture(fixture);
     const key = Wallet.createRandom();
-    const wallet = (await ethers.deployContract("ERC1271Wallet", [key.address])) as unknown as ERC1271Wallet;
+    const wallet = await ethers.deployContract("ERC1271Wallet", [key.address]);
     const from = await wallet.getAddress();
     await usdc.mint(from, 100n);
     const auth = await authorization(from, bob.address, 40n);

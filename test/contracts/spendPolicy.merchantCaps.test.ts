@@ -140,6 +140,6 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
     await expect(policy.connect(other).updatePolicy(values, ts, sig))
       .to.emit(policy, "PolicyUpdated")
       .withArgs(agent, 2n, policyTuple(values), ts);
-    void hre;
+    hre;
   });
 });

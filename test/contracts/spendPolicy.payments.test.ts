@@ -7,7 +7,7 @@ const DAY = 86_400;
 describe("SpendPolicy payment ids, release and access", function () {
   describe("payment ids", function () {
     it("reverts SpendPolicyPaymentExists when an authorised paymentId is authorised again", async function () {
-      const { policy, pay, release } = await loadFixture(policyFixture);
+      const { policy, pay } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(1n, "api.example.com", { id });
       await expect(pay(1n, "api.example.com", { id }))
@@ -27,7 +27,7 @@ describe("SpendPolicy payment ids, release and access", function () {
     });
 
     it("records nothing for a blocked paymentId, so it can be authorised later", async function () {
-      const { policy, pay, release } = await loadFixture(policyFixture);
+      const { policy, pay } = await loadFixture(policyFixture);
       const id = paymentId();
       await expect(pay(1n, "evil.com", { id })).to.emit(policy, "PaymentBlocked");
       expect(await policy.paymentState(id)).to.equal(0n);
@@ -38,7 +38,7 @@ describe("SpendPolicy payment ids, release and access", function () {
 
   describe("releasePayment", function () {
     it("gives the amount back to today's budget, marks the payment released and emits PaymentReleased", async function () {
-      const { policy, agent, operator, pay, release } = await loadFixture(policyFixture);
+      const { policy, agent, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(usdc(3), "api.example.com", { id });
       await pay(usdc(2));
@@ -50,7 +50,7 @@ describe("SpendPolicy payment ids, release and access", function () {
     });
 
     it("lets a released amount be spent again the same day", async function () {
-      const { policy, operator, pay, release } = await loadFixture(policyFixture);
+      const { policy, pay, release } = await loadFixture(policyFixture);
       const ids = [paymentId(), paymentId(), paymentId(), paymentId()];
       for (const id of ids) await pay(usdc(3), "api.example.com", { id });
       await expect(pay(1n)).to.emit(policy, "PaymentBlocked");
@@ -59,7 +59,7 @@ describe("SpendPolicy payment ids, release and access", function () {
     });
 
     it("releases a previous day's payment without touching today's spend", async function () {
-      const { policy, agent, operator, pay, release } = await loadFixture(policyFixture);
+      const { policy, agent, pay, release } = await loadFixture(policyFixture);
       const id = paymentId();
       await pay(usdc(3), "api.example.com", { id });
       await time.increase(DAY);
@@ -85,7 +85,7 @@ describe("SpendPolicy payment ids, release and access", function () {
 
   describe("operator-only calls", function () {
     it("reverts authorizePayment from another account with SpendPolicyUnauthorizedOperator(caller)", async function () {
-      const { policy, other, owner, pay, release } = await loadFixture(policyFixture);
+      const { policy, other, owner, pay } = await loadFixture(policyFixture);
       for (const caller of [other, owner]) {
         await expect(pay(1n, "api.example.com", { from: caller }))
           .to.be.revertedWithCustomError(policy, "SpendPolicyUnauthorizedOperator")

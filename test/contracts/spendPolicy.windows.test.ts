@@ -189,6 +189,6 @@ describe("SpendPolicy windows, velocity and expiry", function () {
     ]) {
       await expect(setPolicy(bad)).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidPolicy");
     }
-    void hre;
+    hre;
   });
 });

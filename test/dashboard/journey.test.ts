@@ -83,7 +83,7 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await page.getByRole("button", { name: "Connect wallet and sign in" }).first().click();
     const picker = page.getByRole("dialog", { name: "Choose a wallet" });
     await picker.waitFor();
-    await expect(await picker.getByRole("button").allTextContents()).to.deep.equal(["Other Wallet", "Test Wallet", "Cancel"]);
+    expect(await picker.getByRole("button").allTextContents()).to.deep.equal(["Other Wallet", "Test Wallet", "Cancel"]);
     await picker.getByRole("button", { name: "Test Wallet" }).click();
     await page.locator(`[data-owner="${wallet.address}"]`).waitFor();
     const message = wallet.messagesSigned[0];
@@ -313,7 +313,7 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download CSV" }).click()]);
     expect(download.suggestedFilename()).to.match(/^spendgate-ledger-approved-\d{4}-\d{2}-\d{2}\.csv$/);
-    const csv = readFileSync((await download.path())!, "utf8")
+    const csv = readFileSync(await download.path(), "utf8")
       .trim()
       .split("\r\n");
     expect(csv[0]).to.match(/^id,createdAt,settledAt,agentAddress,merchant/);

@@ -18,7 +18,7 @@ const POLICY = { perTxLimit: "0.01", dailyBudget: "0.2", approvalThreshold: "0.0
 describe("a cluster of three instances with one SIGKILLed mid-storm", function () {
   this.timeout(300_000);
   let cluster: Cluster;
-  let agents: ClusterAgent[] = [];
+  const agents: ClusterAgent[] = [];
   let results: PaymentResult[] = [];
 
   before(async () => {

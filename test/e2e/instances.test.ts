@@ -34,7 +34,10 @@ async function holdingSeller(usdc: string) {
   let paid: () => void = () => undefined;
   let url = "";
   const server: Server = createServer((req, res) => {
-    if (typeof req.headers["x-payment"] === "string") return paid();
+    if (typeof req.headers["x-payment"] === "string") {
+      paid();
+      return;
+    }
     const accepts = [
       {
         scheme: "exact",
@@ -231,8 +234,8 @@ describe("several instances on one chain and one database", function () {
           resolve();
         }
       };
-      child.stdout!.on("data", watch);
-      child.stderr!.on("data", watch);
+      child.stdout.on("data", watch);
+      child.stderr.on("data", watch);
       child.once("exit", (code) => reject(new Error(`instance C exited (${code}):\n${out}`)));
     });
     return { url: `http://127.0.0.1:${port}`, child };

@@ -58,7 +58,7 @@ async function holdingSeller(facilitator: Facilitator, usdc: string, settleFirst
     }
     if (settleFirst) {
       const payload = decodePaymentSignatureHeader(header);
-      await facilitator.settle(payload as never, requirement() as never);
+      await facilitator.settle(payload, requirement() as never);
     }
     onPaid(); // and never answer: the buyer is killed while waiting
   });
@@ -134,8 +134,8 @@ describe("a service killed between authorise and settle", function () {
           resolve();
         }
       };
-      child.stdout!.on("data", watch);
-      child.stderr!.on("data", watch);
+      child.stdout.on("data", watch);
+      child.stderr.on("data", watch);
       child.once("exit", (code) => reject(new Error(`service exited with ${code}:\n${out}`)));
     });
     return { url: `http://127.0.0.1:${port}`, child };

@@ -39,7 +39,7 @@ async function settleThenHang(facilitator: Facilitator, usdc: string) {
       return;
     }
     paid++;
-    await facilitator.settle(decodePaymentSignatureHeader(header) as never, requirement() as never);
+    await facilitator.settle(decodePaymentSignatureHeader(header), requirement() as never);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

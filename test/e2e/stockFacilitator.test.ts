@@ -38,9 +38,7 @@ async function stockFacilitator(s: Stack): Promise<Facilitator> {
     readContract: (a) => client.readContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args ?? [] }),
     verifyTypedData: (a) => client.verifyTypedData(a as Parameters<typeof client.verifyTypedData>[0]),
     writeContract: (a) =>
-      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas } as Parameters<
-        typeof client.writeContract
-      >[0]),
+      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas }),
     sendTransaction: (a) => client.sendTransaction({ to: a.to, data: a.data }),
     waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
     getCode: (a) => client.getCode({ address: a.address }),

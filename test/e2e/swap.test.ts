@@ -184,8 +184,8 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const receipt = await hre.ethers.provider.getTransactionReceipt(res.body.txHash);
     const iface = s.svc.chain.policyAt(a.policyContract).interface;
     const events = receipt!.logs.map((l) => iface.parseLog(l)).filter((e) => e !== null);
-    expect(events.map((e) => e!.name)).to.deep.equal(["PaymentBlocked", "PaymentReleased"]);
-    expect(events[0]!.args.reason).to.equal(13n);
+    expect(events.map((e) => e.name)).to.deep.equal(["PaymentBlocked", "PaymentReleased"]);
+    expect(events[0].args.reason).to.equal(13n);
     const entries = await ledger(a);
     expect(entries).to.have.length(1);
     expect(entries[0]).to.deep.include({ status: "blocked", reason: "swap_slippage_exceeded", txHash: res.body.txHash, swap: null });

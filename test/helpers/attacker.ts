@@ -348,7 +348,7 @@ export async function runSwapAttacks(s: Secrets, t: SwapTarget): Promise<Attempt
     const name = signature.slice(0, signature.indexOf("("));
     await (await c.getFunction(name)(...args, { gasLimit: 1_000_000 })).wait();
   };
-  const abiInputs = t.agent.interface.getFunction("swapForPayment")!.inputs.map((i) => i.name);
+  const abiInputs = t.agent.interface.getFunction("swapForPayment").inputs.map((i) => i.name);
   if (abiInputs.join(",") !== "paymentId,merchant,transfer") throw new Error(`swapForPayment takes ${abiInputs.join(",")}`);
   const evil = ethers.Wallet.createRandom().address;
 

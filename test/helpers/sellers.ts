@@ -97,7 +97,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 }
 
 /** Listens on 127.0.0.1:0; close() drops every connection, so nothing keeps the process alive. */
-async function listen(handler: Handler): Promise<{ server: Server; url: string; close(): Promise<void> }> {
+async function listen(handler: Handler): Promise<{ server: Server; url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "127.0.0.1"}`);
     Promise.resolve(handler(req, res, url)).catch((err: unknown) => {
@@ -179,10 +179,14 @@ export async function startV2Seller(opts: SellerOptions): Promise<TestSeller> {
     if (header(req, "payment-signature")) hits.paid++;
     else hits.unpaid++;
     const result = await httpServer.processHTTPRequest(context);
-    if (result.type === "no-payment-required") return sendJson(res, 405, { error: "method_not_allowed" });
+    if (result.type === "no-payment-required") {
+      sendJson(res, 405, { error: "method_not_allowed" });
+      return;
+    }
     if (result.type === "payment-error") {
       const { status, headers, body } = result.response;
-      return sendJson(res, status, body ?? {}, headers);
+      sendJson(res, status, body ?? {}, headers);
+      return;
     }
     const settled = await httpServer.processSettlement(
       result.paymentPayload,
@@ -193,10 +197,11 @@ export async function startV2Seller(opts: SellerOptions): Promise<TestSeller> {
       result.beforeHandlerSettlement,
     );
     if (!settled.success) {
-      return sendJson(res, settled.response.status, settled.response.body ?? { error: settled.errorReason }, {
+      sendJson(res, settled.response.status, settled.response.body ?? { error: settled.errorReason }, {
         ...settled.response.headers,
         ...settled.headers,
       });
+      return;
     }
     settlements.push(settled.transaction);
     sendJson(res, 200, { data: "paid content", payer: settled.payer }, settled.headers);
@@ -246,22 +251,31 @@ export async function startV1Seller(opts: SellerOptions): Promise<TestSeller> {
     const xPayment = header(req, "x-payment");
     if (!xPayment) {
       hits.unpaid++;
-      return challenge("X-PAYMENT header is required");
+      challenge("X-PAYMENT header is required");
+      return;
     }
     hits.paid++;
     let payload: PaymentPayloadV1;
     try {
       payload = decodePaymentSignatureHeader(xPayment) as unknown as PaymentPayloadV1;
     } catch {
-      return challenge("invalid_payment: X-PAYMENT is not base64 JSON");
+      challenge("invalid_payment: X-PAYMENT is not base64 JSON");
+      return;
     }
     if (payload?.x402Version !== 1 || payload.scheme !== "exact" || payload.network !== network) {
-      return challenge("invalid_payment: no matching payment requirements");
+      challenge("invalid_payment: no matching payment requirements");
+      return;
     }
     const verified = await opts.facilitator.verify(payload, requirements);
-    if (!verified.isValid) return challenge(verified.invalidReason ?? "invalid_payment");
+    if (!verified.isValid) {
+      challenge(verified.invalidReason ?? "invalid_payment");
+      return;
+    }
     const settled = await opts.facilitator.settle(payload, requirements);
-    if (!settled.success) return challenge(settled.errorReason ?? "settlement_failed");
+    if (!settled.success) {
+      challenge(settled.errorReason ?? "settlement_failed");
+      return;
+    }
     settlements.push(settled.transaction);
     sendJson(res, 200, { data: "paid content", payer: settled.payer }, { "X-PAYMENT-RESPONSE": encodePaymentResponseHeader(settled) });
   });
@@ -329,30 +343,48 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
         res.writeHead(200, { "Content-Type": "application/json" }).end("[".repeat(50_000) + "]".repeat(50_000));
         return;
       }
-      return sendJson(res, 200, { $where: "1", "a.b": { $gt: 1 }, ok: true });
+      sendJson(res, 200, { $where: "1", "a.b": { $gt: 1 }, ok: true });
+      return;
     }
-    if (mode.startsWith("settleThen")) return sendJson(res, 402, {}, v2Challenge(here, requirements()));
+    if (mode.startsWith("settleThen")) {
+      sendJson(res, 402, {}, v2Challenge(here, requirements()));
+      return;
+    }
     switch (mode) {
       case "garbage402":
         res.writeHead(402, { "Content-Type": "text/plain", "PAYMENT-REQUIRED": "%%%not-x402%%%" }).end("Pay me somehow, maybe.");
         return;
-      case "otherNetwork":
+      case "otherNetwork": {
         // Ethereum mainnet with mainnet USDC.
-        return sendJson(
+        sendJson(
           res,
           402,
           {},
           v2Challenge(here, requirements({ network: "eip155:1", asset: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48" })),
         );
-      case "otherToken":
-        return sendJson(res, 402, {}, v2Challenge(here, requirements({ asset: Wallet.createRandom().address })));
+        return;
+      }
+      case "otherToken": {
+        sendJson(res, 402, {}, v2Challenge(here, requirements({ asset: Wallet.createRandom().address })));
+        return;
+      }
       case "failAfterPayment":
-        if (paid) return sendJson(res, 500, { error: "internal", message: "the seller broke after taking the payment header" });
-        return sendJson(res, 402, {}, v2Challenge(here, requirements()));
-      case "free200":
-        return sendJson(res, 200, { data: "free content" });
-      case "http500":
-        return sendJson(res, 500, { error: "internal", message: "seller is down" });
+        if (paid) {
+          sendJson(res, 500, { error: "internal", message: "the seller broke after taking the payment header" });
+          return;
+        }
+        {
+          sendJson(res, 402, {}, v2Challenge(here, requirements()));
+          return;
+        }
+      case "free200": {
+        sendJson(res, 200, { data: "free content" });
+        return;
+      }
+      case "http500": {
+        sendJson(res, 500, { error: "internal", message: "seller is down" });
+        return;
+      }
       case "redirectPrivate":
         res.writeHead(302, { Location: opts.location ?? "http://169.254.169.254/latest" }).end();
         return;

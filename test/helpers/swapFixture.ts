@@ -9,7 +9,6 @@ import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, type Signer } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import type { EmbeddedChain } from "../../src/chain/embedded";
-import type { SpendPolicy, TestUSDC } from "../../typechain-types";
 import {
   ALLOWLIST,
   DEFAULT_POLICY,
@@ -44,7 +43,7 @@ export async function revertKeepingClock(snapshot: string): Promise<void> {
 export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = SWAP_POLICY) {
   const [deployer, operator, owner, other, trader, merchant] = await ethers.getSigners();
   const a = chain.addresses.uniswap;
-  const token = (await ethers.getContractAt("TestUSDC", chain.addresses.usdc)) as TestUSDC;
+  const token = await ethers.getContractAt("TestUSDC", chain.addresses.usdc);
   const factory = await ethers.deployContract("SpendPolicyFactory", [
     deployer.address,
     operator.address,
@@ -54,7 +53,7 @@ export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = S
     a.factory,
   ]);
   const agentKey = ethers.Wallet.createRandom();
-  const wallet = (await deployAgentFor(factory, operator, agentKey.address, owner.address, owner, policy)) as SpendPolicy;
+  const wallet = await deployAgentFor(factory, operator, agentKey.address, owner.address, owner, policy);
   const agent = await wallet.getAddress();
   const weth = new Contract(WETH_ADDRESS, TOKEN_ABI, trader);
   await fundTrader(a, chain.addresses.usdc, trader, ETH(500n), usdc(1_000_000));

@@ -149,7 +149,7 @@ describe("indexer", () => {
    * ERC-1271 format), as a raw transaction from `relayer`.
    */
   async function signedTransfer(relayer: Wallet, nonce: string, value = 1n): Promise<string> {
-    const usdc = new Contract(chain().usdc.target as string, USDC_EIP3009_ABI, relayer);
+    const usdc = new Contract(chain().usdc.target, USDC_EIP3009_ABI, relayer);
     await (await usdc.mint(agent.agentAddress, 1_000_000n)).wait();
     await authorize(agent.policyContract, nonce, value, "localhost", relayer.address);
     const [, , validAfter, validBefore] = transfers.get(nonce)!;
@@ -239,7 +239,7 @@ describe("indexer", () => {
       validBefore: transfers.get(authorizedId)![3].toString(),
       spentToday: authorized!.args.spentToday,
     });
-    expect(BigInt(authorized!.args.spentToday as string) >= 1_500_000n).to.equal(true);
+    expect(BigInt(authorized!.args.spentToday) >= 1_500_000n).to.equal(true);
 
     const blocked = await store().chainEvents.findOne({ txHash: b.hash });
     expect(blocked).to.include({ event: "PaymentBlocked", paymentId: blockedId, agentAddress: agent.agentAddress, confirmed: true });
@@ -258,7 +258,7 @@ describe("indexer", () => {
       paymentId: authorizedId,
       agent: agent.agentAddress,
       amount: "1500000",
-      spentToday: String(BigInt(authorized!.args.spentToday as string) - 1_500_000n),
+      spentToday: String(BigInt(authorized!.args.spentToday) - 1_500_000n),
     });
   });
 
@@ -607,7 +607,7 @@ describe("indexer", () => {
     expect(written).to.be.greaterThanOrEqual(200);
     expect(await st.payments.countDocuments({ "onchain.confirmed": true })).to.equal(200);
     const rate = Math.round((written / ms) * 1000);
-    // eslint-disable-next-line no-console
+
     console.log(
       `      indexer: ${written} events (${idx.lastRun!.toBlock - idx.lastRun!.fromBlock + 1} blocks, ${idx.lastRun!.policies} policies, 200 ledger links) in ${ms.toFixed(0)} ms = ${rate} events/s`,
     );

@@ -304,7 +304,7 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
       expect(res.body).to.not.have.property("jsonrpc");
     }
     let refused: unknown;
-    await mcpClient(s.url, agentHeaders({ apiKey: a.apiKey, agentAddress: b.agentAddress })).catch((err) => (refused = err));
+    await mcpClient(s.url, agentHeaders({ apiKey: a.apiKey, agentAddress: b.agentAddress })).catch((err: unknown) => (refused = err));
     expect(String(refused)).to.include("403");
   });
 

@@ -12,7 +12,6 @@ import { proveMerchant } from "../../src/policy/allowlist";
 import { drainWithinPolicy, runAttacks, type Secrets, type Target } from "../helpers/attacker";
 import { mintUsdc, startV2Seller, fundedFacilitator, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
-import type { SpendPolicy, TestUSDC } from "../../typechain-types";
 
 const USDC = 1_000_000n;
 const ENCRYPTION_KEY = randomBytes(32).toString("hex");
@@ -57,9 +56,9 @@ describe("compromised server (whole service): its config, its database and the c
       operator: new Wallet(s.svc.config.operatorPrivateKey!, s.svc.chain.provider),
       agentKey: await stealAgentKey(a.agentAddress),
     };
-    const contract = (await hre.ethers.getContractAt("SpendPolicy", a.agentAddress)) as unknown as SpendPolicy;
+    const contract = await hre.ethers.getContractAt("SpendPolicy", a.agentAddress);
     expect(await contract.signingKey()).to.equal(secrets.agentKey.address); // the stolen key is the real one
-    const token = (await hre.ethers.getContractAt("TestUSDC", s.svc.config.usdcAddress)) as unknown as TestUSDC;
+    const token = await hre.ethers.getContractAt("TestUSDC", s.svc.config.usdcAddress);
     const { leaf, proof } = proveMerchant(["127.0.0.1"], "127.0.0.1")!;
     const target: Target = {
       agent: contract,

@@ -23,6 +23,7 @@ function readmeRecipe(): Verify {
   const readme = readFileSync(join(__dirname, "../../README.md"), "utf8");
   const section = readme.slice(readme.indexOf("### Verifying a delivery"));
   const code = /```js\n([\s\S]*?)```/.exec(section)![1];
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- runs the README's snippet as a reader would paste it
   return new Function("require", `${code}\nreturn verifySpendGate;`)(require) as Verify;
 }
 
@@ -33,7 +34,15 @@ describe("webhook deliveries to a real local receiver", () => {
   let key: string;
   let seller: TestSeller;
   const logs: string[] = [];
-  const logger = pino({ level: "info" }, new Writable({ write: (c, _e, cb) => (logs.push(c.toString()), cb()) }));
+  const logger = pino(
+    { level: "info" },
+    new Writable({
+      write: (c, _e, cb) => {
+        logs.push(c.toString());
+        cb();
+      },
+    }),
+  );
 
   before(async () => {
     s = await startStack({

@@ -121,7 +121,7 @@ describe("webhook endpoints: POST/GET/DELETE /webhooks, owner keys only", () => 
     const codeOf = (url: string) =>
       checkWebhookUrl(url, production).then(
         () => "ok",
-        (e: { code: string }) => e.code,
+        (e: unknown) => (e as { code: string }).code,
       );
     expect(await codeOf("http://hooks.example.com/x")).to.equal("insecure_webhook_url");
     for (const url of [
@@ -136,6 +136,6 @@ describe("webhook endpoints: POST/GET/DELETE /webhooks, owner keys only", () => 
     }
     expect(await codeOf("https://93.184.215.14/x")).to.equal("ok");
     // Embedded mode allows what it allows sellers (a receiver on this machine).
-    expect(await checkWebhookUrl("http://127.0.0.1:9/x", { allowHttp: true, allowPrivate: true })).to.equal(undefined);
+    await checkWebhookUrl("http://127.0.0.1:9/x", { allowHttp: true, allowPrivate: true }); // resolves: allowed
   });
 });

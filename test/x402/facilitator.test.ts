@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentPayloadV1, PaymentRequired, PaymentRequirements, PaymentRequirementsV1 } from "@x402/core/types";
-import { registerExactEvmScheme, type EvmClientConfig } from "@x402/evm/exact/client";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
 import { viemAccounts } from "../../src/chain/viem";
 import {
@@ -32,7 +32,7 @@ const authorizationOf = (p: AnyPaymentPayload) => (p.payload as { authorization:
 function newBuyer() {
   const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
   const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account as unknown as EvmClientConfig["signer"] });
+  registerExactEvmScheme(client, { signer: account });
   return { address: account.address, client };
 }
 
@@ -269,18 +269,23 @@ describe("x402 facilitator (in-process, real x402 v2) against TestUSDC at the Ba
         const send = (status: number, body: unknown) => {
           res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
         };
-        if (req.method === "GET" && req.url === "/supported") return send(200, await facilitator.supported());
+        if (req.method === "GET" && req.url === "/supported") {
+          send(200, await facilitator.supported());
+          return;
+        }
         const { paymentPayload, paymentRequirements } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
           paymentPayload: AnyPaymentPayload;
           paymentRequirements: AnyPaymentRequirements;
         };
         if (req.url === "/verify") {
           const r = await facilitator.verify(paymentPayload, paymentRequirements);
-          return send(r.isValid ? 200 : 400, r);
+          send(r.isValid ? 200 : 400, r);
+          return;
         }
         if (req.url === "/settle") {
           const r = await facilitator.settle(paymentPayload, paymentRequirements);
-          return send(r.success ? 200 : 400, r);
+          send(r.success ? 200 : 400, r);
+          return;
         }
         send(404, { error: "not found" });
       });

@@ -4,7 +4,7 @@ import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { isPaymentRequiredV1, isPaymentRequiredV2 } from "@x402/core/schemas";
 import type { PaymentPayload, PaymentRequired, PaymentRequiredV1, PaymentRequirements } from "@x402/core/types";
-import { registerExactEvmScheme, type EvmClientConfig } from "@x402/evm/exact/client";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -23,7 +23,7 @@ const transferEvent = new Interface(["event Transfer(address indexed from, addre
 function newBuyer() {
   const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
   const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account as unknown as EvmClientConfig["signer"] });
+  registerExactEvmScheme(client, { signer: account });
   return { address: account.address, client, fetch: wrapFetchWithPayment(fetch, client) };
 }
 
@@ -244,7 +244,7 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
     const tamper = (auth: Record<string, unknown>, signature?: unknown): string => {
       const inner = signed.payload as { signature: string; authorization: Record<string, unknown> };
       const payload = { ...inner, authorization: { ...inner.authorization, ...auth }, ...(signature !== undefined ? { signature } : {}) };
-      return encodePaymentSignatureHeader({ ...signed, payload } as PaymentPayload);
+      return encodePaymentSignatureHeader({ ...signed, payload });
     };
     const cases: [string, string][] = [
       ["validAfter not numeric", tamper({ validAfter: "soon" })],

@@ -4,7 +4,7 @@ import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { isPaymentRequiredV1 } from "@x402/core/schemas";
 import type { PaymentRequired, PaymentRequiredV1 } from "@x402/core/types";
-import { registerExactEvmScheme, type EvmClientConfig } from "@x402/evm/exact/client";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { viemAccounts } from "../../src/chain/viem";
 import type { InProcessFacilitator } from "../../src/x402/facilitator";
@@ -24,7 +24,7 @@ const PRICE = 10_000n; // 0.01 USDC
 function newBuyer() {
   const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
   const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account as unknown as EvmClientConfig["signer"] });
+  registerExactEvmScheme(client, { signer: account });
   return { address: account.address, client, fetch: wrapFetchWithPayment(fetch, client) };
 }
 
@@ -226,7 +226,7 @@ describe("test sellers (real x402 over HTTP on the embedded chain)", function ()
       const seller = await startMisbehavingSeller("slow");
       const err = await fetch(seller.resource, { signal: AbortSignal.timeout(300) }).then(
         () => null,
-        (e: Error) => e,
+        (e: unknown) => e as Error,
       );
       expect(err?.name).to.equal("TimeoutError");
       const pending = fetch(seller.resource).then(

@@ -232,7 +232,18 @@ export class App {
         ` with ${session.walletName}`,
       ),
       wrong,
-      h("button", { type: "button", id: "sign-out", onclick: () => (this.signOut(), location.reload()) }, "Sign out"),
+      h(
+        "button",
+        {
+          type: "button",
+          id: "sign-out",
+          onclick: () => {
+            this.signOut();
+            location.reload();
+          },
+        },
+        "Sign out",
+      ),
     );
   }
 
@@ -287,7 +298,15 @@ function pickWallet(wallets: WalletEntry[]): Promise<WalletEntry> {
             null,
             h(
               "button",
-              { type: "button", class: "wallet-option", "data-rdns": w.info.rdns, onclick: () => ((chosen = w), close()) },
+              {
+                type: "button",
+                class: "wallet-option",
+                "data-rdns": w.info.rdns,
+                onclick: () => {
+                  chosen = w;
+                  close();
+                },
+              },
               w.info.icon.startsWith("data:image/") ? h("img", { src: w.info.icon, alt: "", width: 24, height: 24 }) : null,
               w.info.name,
             ),

@@ -18,8 +18,10 @@ function applyProps(el: Element, props: Props): void {
     if (key.startsWith("on") && typeof value === "function") {
       el.addEventListener(key.slice(2).toLowerCase(), value as EventListener);
     } else if (key === "value" && el instanceof HTMLInputElement) {
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- attribute values are strings, numbers or booleans
       el.value = String(value);
     } else {
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- attribute values are strings, numbers or booleans
       el.setAttribute(key === "className" ? "class" : key, value === true ? "" : String(value));
     }
   }
@@ -49,6 +51,7 @@ export function replace(el: Element, ...children: Child[]): void {
   append(el, children);
 }
 
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- callers name the element they expect
 export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   const el = document.getElementById(id);
   if (!el) throw new Error(`missing #${id}`);

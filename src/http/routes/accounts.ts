@@ -11,7 +11,7 @@ export function accountRoutes(s: Services): Router<AppState> {
 
   router.post("/wallet/genesis", validate({ body: GenesisRequest }), async (ctx) => {
     ctx.status = 201;
-    ctx.body = await s.agents.genesis(ctx.state.principal, ctx.state.input as GenesisRequest);
+    ctx.body = await s.agents.genesis(ctx.state.principal, ctx.state.input);
   });
 
   router.post("/agents/link", validate({ body: LinkRequest }), async (ctx) => {

@@ -11,7 +11,10 @@ import { nowSeconds, setPausedData, withdrawData } from "../typed";
 import type { AgentSummary, Balance, PolicyView } from "../types";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
-  if (!app.session()) return app.signInPrompt(root, "your agents");
+  if (!app.session()) {
+    app.signInPrompt(root, "your agents");
+    return;
+  }
   const list = h("div", { class: "agents", id: "agent-list" }, h("p", { class: "loading" }, "Loading your agents…"));
   const refresh = h("button", { type: "button", id: "agents-refresh", onclick: () => load() }, "Refresh");
   replace(root, h("div", { class: "toolbar" }, refresh), list);

@@ -13,7 +13,10 @@ import type { AgentSummary, ApprovalItem, LedgerPage } from "../types";
 const POLL_MS = 3_000;
 
 export async function approvalsPage(app: App, root: HTMLElement): Promise<void> {
-  if (!app.session()) return app.signInPrompt(root, "the payments waiting for you");
+  if (!app.session()) {
+    app.signInPrompt(root, "the payments waiting for you");
+    return;
+  }
   const agents = new Map<string, AgentSummary>();
   const rows = new Map<string, { row: HTMLTableRowElement; item: ApprovalItem }>();
   const busy = new Set<string>();

@@ -42,7 +42,10 @@ function query(f: Filters, extra: Record<string, string | number> = {}): string 
 }
 
 export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
-  if (!app.session()) return app.signInPrompt(root, "your ledger");
+  if (!app.session()) {
+    app.signInPrompt(root, "your ledger");
+    return;
+  }
   const filters = readFilters();
   const [{ agents }, { agents: policies }] = await Promise.all([
     api<{ agents: AgentSummary[] }>("GET", "/wallet/agents", { auth: "required" }),

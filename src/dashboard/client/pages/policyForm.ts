@@ -132,7 +132,12 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
                   type: "button",
                   class: "link",
                   "aria-label": `Remove ${e.raw}`,
-                  onclick: () => (entries.splice(i, 1), renderEntries(), announce(`Removed ${e.raw}.`), allowInput.focus()),
+                  onclick: () => {
+                    entries.splice(i, 1);
+                    renderEntries();
+                    announce(`Removed ${e.raw}.`);
+                    allowInput.focus();
+                  },
                 },
                 "Remove",
               ),
@@ -294,7 +299,14 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
         ),
         h(
           "button",
-          { type: "button", id: "policy-edit", onclick: () => ((review.hidden = true), inputs.perTxLimit.focus()) },
+          {
+            type: "button",
+            id: "policy-edit",
+            onclick: () => {
+              review.hidden = true;
+              inputs.perTxLimit.focus();
+            },
+          },
           "Change something",
         ),
       ),

@@ -20,7 +20,10 @@ const EVENTS: [string, string][] = [
 const PAGE_SIZE = 20;
 
 export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
-  if (!app.session()) return app.signInPrompt(root, "your webhooks");
+  if (!app.session()) {
+    app.signInPrompt(root, "your webhooks");
+    return;
+  }
   let selected: WebhookEndpoint | null = null;
   let page = 1;
 
@@ -261,7 +264,7 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
     }
   });
 
-  await loadList().catch((err) => {
+  await loadList().catch((err: unknown) => {
     app.report(err, "load your endpoints");
     replace(list, h("p", null, "Your endpoints could not be loaded. See the message above."));
   });
