@@ -22,7 +22,8 @@ function sources(dir: string): string[] {
 function codesInSource(): Set<string> {
   const codes = new Set<string>();
   for (const file of sources(join(__dirname, "../../src"))) {
-    const text = readFileSync(file, "utf8");
+    // Argument lists Prettier wrapped over several lines, joined back onto one.
+    const text = readFileSync(file, "utf8").replace(/\(\s*\n\s*/g, "(").replace(/,\s*\n\s*/g, ", ");
     for (const m of text.matchAll(/new AppError\(([^\n]*)/g)) {
       // the code is the second argument: the first snake_case literal after the status
       const lit = /^[^,]+,\s*(?:[^"]*\?\s*)?"([a-z]+(?:_[a-z]+)*)"/.exec(m[1]);
@@ -33,7 +34,7 @@ function codesInSource(): Set<string> {
   }
   // SellerError codes reach the caller as they are, except the two sellerAppError maps to upstream_error/upstream_timeout.
   const buyer = readFileSync(join(__dirname, "../../src/x402/buyer.ts"), "utf8");
-  const union = /readonly code: ([^,]+),/.exec(buyer)![1];
+  const union = /readonly code:\s*([^,]+),/.exec(buyer)![1];
   for (const m of union.matchAll(/"([a-z_]+)"/g)) if (!["seller_unreachable", "seller_timeout"].includes(m[1])) codes.add(m[1]);
   return codes;
 }
