@@ -23,7 +23,9 @@ function codesInSource(): Set<string> {
   const codes = new Set<string>();
   for (const file of sources(join(__dirname, "../../src"))) {
     // Argument lists Prettier wrapped over several lines, joined back onto one.
-    const text = readFileSync(file, "utf8").replace(/\(\s*\n\s*/g, "(").replace(/,\s*\n\s*/g, ", ");
+    const text = readFileSync(file, "utf8")
+      .replace(/\(\s*\n\s*/g, "(")
+      .replace(/,\s*\n\s*/g, ", ");
     for (const m of text.matchAll(/new AppError\(([^\n]*)/g)) {
       // the code is the second argument: the first snake_case literal after the status
       const lit = /^[^,]+,\s*(?:[^"]*\?\s*)?"([a-z]+(?:_[a-z]+)*)"/.exec(m[1]);
