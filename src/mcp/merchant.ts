@@ -9,7 +9,7 @@ import { fromBaseUnits } from "../amounts";
 import { DECISION } from "../chain/policyOps";
 import { AppError } from "../errors";
 import type { Services } from "../services";
-import { merchantOf } from "../services/payments";
+import { merchantOf } from "../services/paymentContext";
 import type { AgentDoc } from "../store/documents";
 import type { Quote } from "../x402/buyer";
 import type { VerifyMerchantResult } from "./schemas";

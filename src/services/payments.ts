@@ -5,15 +5,17 @@
  */
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
-import { BLOCKED_RECORD_PAY_TO, DECISION, REASON_TABLE, type TransferInput } from "../chain/policyOps";
+import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
+import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
+import { type PaymentContext, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
 import { AppError, errorBody } from "../errors";
 import { type IdempotencyService, type StoredResponse, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
-import { type AllowlistProof, NO_LEAF, normalizeHost } from "../policy/allowlist";
+import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
-import { type Quote, type SellerRequest, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
+import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
 import { alertApproval, alertPaymentDone } from "./alerts";
@@ -21,27 +23,6 @@ import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppEr
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
-
-export const newTxnId = () => `txn_${randomBytes(12).toString("hex")}`;
-export const newApprovalId = () => `apr_${randomBytes(12).toString("hex")}`;
-
-/** The merchant of a URL: its normalised host name. */
-export function merchantOf(serviceUrl: string): string {
-  const url = new URL(serviceUrl);
-  const host = normalizeHost(url.hostname.replace(/^\[|\]$/g, ""));
-  if (!host) throw new AppError(400, "bad_request", `The serviceUrl's host ${url.hostname} is not a host name.`);
-  return host;
-}
-
-export interface PaymentContext {
-  agent: AgentDoc;
-  /** The Idempotency-Key scope of the request, if it came with one. */
-  idempotencyScope?: string;
-  merchant: string;
-  serviceUrl: string;
-  intent: string;
-  seller: SellerRequest;
-}
 
 export class PaymentService {
   constructor(
@@ -400,15 +381,4 @@ export class PaymentService {
       },
     };
   }
-}
-
-export function blockMessage(reason: string): string {
-  const messages: Record<string, string> = {
-    ...Object.fromEntries(REASON_TABLE.map((r) => [r.name, r.message])),
-    max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
-    unsupported_payment: "The seller offers no exact USDC payment on this chain.",
-    insufficient_funds:
-      "The agent wallet holds too little USDC for this price, and nothing can buy the rest: swaps are off, or its WETH and ETH are not enough.",
-  };
-  return `${messages[reason] ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
 }

@@ -4,26 +4,14 @@
  * restart can finish what a crash interrupted (resolveInFlight).
  */
 import { fromBaseUnits } from "../amounts";
-import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL, PolicyOps } from "../chain/policyOps";
+import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
 import { AppError, gatewayTimeout, upstreamError } from "../errors";
-import { transferOf } from "./outcomes";
-import { alertPaymentDone } from "./alerts";
 
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
-import {
-  type Quote,
-  type SellerRequest,
-  type SignedPayment,
-  SellerError,
-  readSettlement,
-  requestSeller,
-  sellerOptions,
-  signPayment,
-  walletPayer,
-} from "../x402/buyer";
-import type { ServiceContext } from "./context";
+import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
+import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
 
@@ -61,44 +49,9 @@ export function sellerAppError(err: SellerError): AppError {
   return new AppError(502, err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
 }
 
-export class SettlementService {
-  readonly ops: PolicyOps;
+export class SettlementService extends SettlementSteps {
   /** Called with each payment recovery finished (its Idempotency-Key then answers with the outcome). */
   afterRecovery: (payment: PaymentDoc) => Promise<void> = async () => undefined;
-
-  constructor(private readonly ctx: ServiceContext) {
-    this.ops = new PolicyOps(ctx.chain);
-  }
-
-  private sellerOptions() {
-    const c = this.ctx.config;
-    return sellerOptions(c);
-  }
-
-  /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
-  private lease(): Date {
-    return new Date(Date.now() + this.ctx.config.paymentLeaseMs);
-  }
-
-  private async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne(
-      { txnId },
-      { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
-    );
-    // The one place a payment's outcome is written: its owner's alert goes out from here.
-    if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
-  }
-
-  /**
-   * The agent wallet's EIP-3009 authorisation for the quote, signed by the agent's signing key. It is worth nothing
-   * until the policy authorises exactly this transfer on-chain (the wallet answers ERC-1271 for it only then), and it
-   * stays in memory until then.
-   */
-  sign(agent: AgentDoc, quote: Quote): Promise<SignedPayment> {
-    return this.ctx.wallets
-      .signer(agent.signerAddress)
-      .then((key) => signPayment(walletPayer(agent.address, key), quote, this.ctx.config.maxPaymentValiditySeconds));
-  }
 
   /** Authorises on-chain, pays the seller and settles. Called with the agent's lock held. */
   async execute(input: ExecuteInput): Promise<PayOutcome> {
@@ -336,58 +289,6 @@ export class SettlementService {
       { status: res.status, body: res.body },
       res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null,
     );
-  }
-
-  /**
-   * After authorisation, when the payment did not (visibly) settle: release it on-chain, which kills the
-   * authorisation for good (the wallet refuses its digest from then on) and gives the budget back. The contract
-   * refuses the release once USDC has used the nonce: then it settled, and the payment is approved after all.
-   */
-  private async finishUnsettled(txnId: string, detail: string): Promise<{ state: "settled" | "released"; txHash: string | null }> {
-    const doc = await this.ctx.store.payments.findOne({ txnId });
-    if (!doc?.paymentId) throw new Error(`payment ${txnId} has no paymentId`);
-    const { agentAddress: agent, paymentId } = doc;
-    let releaseTx: string | null = null;
-    let settled = false;
-    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === 1) {
-      try {
-        const r = await this.ops.release(doc.policyAddress, paymentId, transferOf(doc));
-        if (r.settled) settled = true;
-        else {
-          releaseTx = r.txHash;
-          await this.ctx.gas.charge(doc.ownerAddress, r.receipt);
-        }
-      } catch (err) {
-        this.ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
-        if (!(await this.ops.authorizationUsed(agent, paymentId))) {
-          // Neither settled nor released: leave it in flight (lease kept) for the recovery sweep to finish.
-          throw new AppError(
-            502,
-            "upstream_error",
-            "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.",
-          );
-        }
-        settled = true;
-      }
-    } else {
-      // Not authorised any more (released before an interruption) or never: only a settlement could have used it.
-      settled = await this.ops.authorizationUsed(agent, paymentId);
-    }
-    if (settled) {
-      const txHash = await this.ops.settlementTx(agent, paymentId, doc.authorizeBlock ?? 0);
-      await this.update(txnId, { status: "approved", phase: "done", txHash, settledAt: new Date(), detail });
-      return { state: "settled", txHash };
-    }
-    // A refused payment whose stray authorisation is released here keeps its "blocked" answer.
-    const refused = doc.status === "blocked";
-    await this.update(txnId, {
-      status: refused ? "blocked" : "failed",
-      phase: "done",
-      reason: refused ? doc.reason : "settlement_failed",
-      detail: refused ? (doc.detail ?? null) : detail,
-      releaseTxHash: releaseTx ?? doc.releaseTxHash ?? null,
-    });
-    return { state: "released", txHash: null };
   }
 
   /**

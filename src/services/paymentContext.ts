@@ -1,0 +1,23 @@
+/** What a payment is about: the merchant of its URL and the context every step of POST /pay carries. */
+import { AppError } from "../errors";
+import { normalizeHost } from "../policy/allowlist";
+import type { AgentDoc } from "../store/documents";
+import type { SellerRequest } from "../x402/buyer";
+
+/** The merchant of a URL: its normalised host name. */
+export function merchantOf(serviceUrl: string): string {
+  const url = new URL(serviceUrl);
+  const host = normalizeHost(url.hostname.replace(/^\[|\]$/g, ""));
+  if (!host) throw new AppError(400, "bad_request", `The serviceUrl's host ${url.hostname} is not a host name.`);
+  return host;
+}
+
+export interface PaymentContext {
+  agent: AgentDoc;
+  /** The Idempotency-Key scope of the request, if it came with one. */
+  idempotencyScope?: string;
+  merchant: string;
+  serviceUrl: string;
+  intent: string;
+  seller: SellerRequest;
+}

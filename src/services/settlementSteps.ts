@@ -1,0 +1,102 @@
+/**
+ * The steps of settlement that own a payment's ledger document: its lease, every write to it (and the owner's alert
+ * when it is done), the agent's signature, and finishing a payment that did not settle from what the chain says.
+ * SettlementService (settlement.ts) runs the flows on top of these.
+ */
+import { PolicyOps } from "../chain/policyOps";
+import { AppError } from "../errors";
+import type { AgentDoc, PaymentDoc } from "../store/documents";
+import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
+import { alertPaymentDone } from "./alerts";
+import type { ServiceContext } from "./context";
+import { transferOf } from "./outcomes";
+
+export abstract class SettlementSteps {
+  readonly ops: PolicyOps;
+
+  constructor(protected readonly ctx: ServiceContext) {
+    this.ops = new PolicyOps(ctx.chain);
+  }
+
+  protected sellerOptions() {
+    const c = this.ctx.config;
+    return sellerOptions(c);
+  }
+
+  /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
+  protected lease(): Date {
+    return new Date(Date.now() + this.ctx.config.paymentLeaseMs);
+  }
+
+  protected async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
+    await this.ctx.store.payments.updateOne(
+      { txnId },
+      { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
+    );
+    // The one place a payment's outcome is written: its owner's alert goes out from here.
+    if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
+  }
+
+  /**
+   * The agent wallet's EIP-3009 authorisation for the quote, signed by the agent's signing key. It is worth nothing
+   * until the policy authorises exactly this transfer on-chain (the wallet answers ERC-1271 for it only then), and it
+   * stays in memory until then.
+   */
+  sign(agent: AgentDoc, quote: Quote): Promise<SignedPayment> {
+    return this.ctx.wallets
+      .signer(agent.signerAddress)
+      .then((key) => signPayment(walletPayer(agent.address, key), quote, this.ctx.config.maxPaymentValiditySeconds));
+  }
+
+  /**
+   * After authorisation, when the payment did not (visibly) settle: release it on-chain, which kills the
+   * authorisation for good (the wallet refuses its digest from then on) and gives the budget back. The contract
+   * refuses the release once USDC has used the nonce: then it settled, and the payment is approved after all.
+   */
+  protected async finishUnsettled(txnId: string, detail: string): Promise<{ state: "settled" | "released"; txHash: string | null }> {
+    const doc = await this.ctx.store.payments.findOne({ txnId });
+    if (!doc?.paymentId) throw new Error(`payment ${txnId} has no paymentId`);
+    const { agentAddress: agent, paymentId } = doc;
+    let releaseTx: string | null = null;
+    let settled = false;
+    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === 1) {
+      try {
+        const r = await this.ops.release(doc.policyAddress, paymentId, transferOf(doc));
+        if (r.settled) settled = true;
+        else {
+          releaseTx = r.txHash;
+          await this.ctx.gas.charge(doc.ownerAddress, r.receipt);
+        }
+      } catch (err) {
+        this.ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
+        if (!(await this.ops.authorizationUsed(agent, paymentId))) {
+          // Neither settled nor released: leave it in flight (lease kept) for the recovery sweep to finish.
+          throw new AppError(
+            502,
+            "upstream_error",
+            "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.",
+          );
+        }
+        settled = true;
+      }
+    } else {
+      // Not authorised any more (released before an interruption) or never: only a settlement could have used it.
+      settled = await this.ops.authorizationUsed(agent, paymentId);
+    }
+    if (settled) {
+      const txHash = await this.ops.settlementTx(agent, paymentId, doc.authorizeBlock ?? 0);
+      await this.update(txnId, { status: "approved", phase: "done", txHash, settledAt: new Date(), detail });
+      return { state: "settled", txHash };
+    }
+    // A refused payment whose stray authorisation is released here keeps its "blocked" answer.
+    const refused = doc.status === "blocked";
+    await this.update(txnId, {
+      status: refused ? "blocked" : "failed",
+      phase: "done",
+      reason: refused ? doc.reason : "settlement_failed",
+      detail: refused ? (doc.detail ?? null) : detail,
+      releaseTxHash: releaseTx ?? doc.releaseTxHash ?? null,
+    });
+    return { state: "released", txHash: null };
+  }
+}
