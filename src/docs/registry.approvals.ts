@@ -1,23 +1,10 @@
 /**
  * The owner's decisions on pending payments, for the route registry (spread into ROUTES after POST /pay).
  */
-import type { z } from "zod";
 import { OptionalAddressQuery } from "../schemas/accounts";
 import { ApprovalDecisionRequest, ApprovalIdParam, ApprovalsResponse, ApproveResponse, DenyResponse } from "../schemas/payments";
-import type { ResponseDoc, RouteDoc } from "./registry";
-
-const json = (description: string, schema: z.ZodType): ResponseDoc => ({ description, schema });
-const SIGNED = ["invalid_signature"];
-/** What a call to a seller can fail with (POST /pay, approve). */
-export const SELLER_ERRORS = [
-  "upstream_error",
-  "invalid_payment_required",
-  "seller_redirect_refused",
-  "seller_response_too_large",
-  "upstream_timeout",
-  "unsafe_seller_address",
-  "insecure_seller",
-];
+import type { RouteDoc } from "./registry";
+import { SELLER_ERRORS, SIGNED, json } from "./registryParts";
 
 export const APPROVAL_ROUTES: RouteDoc[] = [
   {

@@ -11,11 +11,8 @@ import {
   WithdrawRequest,
   WithdrawResponse,
 } from "../schemas/owner";
-import type { z } from "zod";
-import type { ResponseDoc, RouteDoc } from "./registry";
-
-const json = (description: string, schema: z.ZodType): ResponseDoc => ({ description, schema });
-const SIGNED = ["invalid_signature"];
+import type { RouteDoc } from "./registry";
+import { SIGNED, json } from "./registryParts";
 
 export const OWNER_ROUTES: RouteDoc[] = [
   {

@@ -33,7 +33,8 @@ import {
   TransactionId,
 } from "../schemas/payments";
 import { AgentIntel, HealthResponse, JsonRpcMessage, JsonRpcResponse, PaymentChallenge } from "../schemas/system";
-import { APPROVAL_ROUTES, SELLER_ERRORS } from "./registry.approvals";
+import { APPROVAL_ROUTES } from "./registry.approvals";
+import { SELLER_ERRORS, SIGNED, json, markdown } from "./registryParts";
 import { DASHBOARD_ROUTES } from "./registry.dashboard";
 import { OWNER_ROUTES } from "./registry.owner";
 import { WEBHOOK_ROUTES } from "./registry.webhooks";
@@ -75,11 +76,6 @@ export const AUTH_MODES: Record<AuthMode, string> = {
   x402: "x402 payment header (PAYMENT-SIGNATURE v2 or X-PAYMENT v1); the challenge is public",
   mcp: "Bearer API key plus X-Agent-Address (the agent the tools act for)",
 };
-
-const markdown = (description: string): ResponseDoc => ({ description, contentType: "text/markdown; charset=utf-8" });
-const json = (description: string, schema: z.ZodType, headers?: Record<string, string>): ResponseDoc => ({ description, schema, headers });
-
-const SIGNED = ["invalid_signature"];
 
 export const ROUTES: RouteDoc[] = [
   {

@@ -1,5 +1,4 @@
 /** Owner alerts by webhook, for the route registry (spread into ROUTES). */
-import type { z } from "zod";
 import {
   CreateWebhookRequest,
   CreateWebhookResponse,
@@ -11,9 +10,9 @@ import {
   WebhooksResponse,
   WEBHOOK_EVENT_TYPES,
 } from "../schemas/webhooks";
-import type { ResponseDoc, RouteDoc } from "./registry";
+import type { RouteDoc } from "./registry";
+import { json } from "./registryParts";
 
-const json = (description: string, schema: z.ZodType): ResponseDoc => ({ description, schema });
 const ID = { id: { schema: WebhookIdParam, description: "the endpoint (whk_...)" } };
 
 export const WEBHOOK_ROUTES: RouteDoc[] = [
