@@ -206,7 +206,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
 
   it("the event-only audit attaches each swap to its payment and knows the swap refusals", async () => {
     const report = await auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress!,
+      factory: s.svc.config.factoryAddress,
       usdc: s.svc.config.usdcAddress,
       fromBlock: s.svc.config.factoryDeployBlock ?? 0,
     });

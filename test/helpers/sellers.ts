@@ -452,7 +452,7 @@ export async function fundedFacilitator(stack: Pick<Stack, "svc">): Promise<InPr
   const wallet = Wallet.createRandom();
   await stack.svc.chain.provider.send("hardhat_setBalance", [wallet.address, `0x${(10n ** 21n).toString(16)}`]);
   return createInProcessFacilitator({
-    rpcUrl: stack.svc.config.rpcUrl!,
+    rpcUrl: stack.svc.config.rpcUrl,
     chainId: stack.svc.config.chainId,
     privateKey: wallet.privateKey,
   });
