@@ -5,7 +5,7 @@ import { decodeRevert } from "./errors";
 import type { AllowlistProof } from "../policy/allowlist";
 
 /**
- * The contract's BlockReason enum (ISpendPolicy.sol, DESIGN.md section 4): the one table of on-chain block reasons.
+ * The contract's BlockReason enum (ISpendPolicy.sol): the one table of on-chain block reasons.
  * `meaning` goes into the API reference, `message` to the agent that was refused.
  */
 export const REASON_TABLE: readonly { code: number; name: string; meaning: string; message: string }[] = [

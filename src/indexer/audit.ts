@@ -8,7 +8,7 @@ import { Interface, getAddress, zeroPadValue, type Log, type Provider } from "et
 import { artifactAbi, ERC20_ABI } from "../chain/client";
 import { REASONS } from "../chain/policyOps";
 
-/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy, DESIGN.md section 5). */
+/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: README, "The EIP-712 types owners sign"). */
 const POLICY_NUMBERS = [
   "perTxLimit",
   "dailyBudget",

@@ -9,7 +9,7 @@ import type { Store } from "../store";
 import { TEST_EVENT_TYPE } from "../schemas/webhooks";
 import { WEBHOOK_COLLECTIONS, type WebhookDeliveryDoc, type WebhookEndpointDoc, type WebhookEventDoc } from "./documents";
 
-/** Deliveries are retried for a day after their event (DESIGN.md section 12). */
+/** Deliveries are retried for a day after their event. */
 export const DELIVERY_WINDOW_MS = 24 * 3_600_000;
 /** Events and their delivery logs are kept this long (far longer than any fact can be told again). */
 export const RETENTION_SECONDS = 30 * 86_400;
