@@ -1,4 +1,4 @@
-/** Configuration: one zod schema over the environment, parsed once; every problem is listed at once. */
+/** Configuration: one zod schema over the environment, parsed once (every problem listed at once), resolved once into a frozen Config. */
 import { z } from "zod";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";

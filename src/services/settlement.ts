@@ -38,7 +38,7 @@ export interface ExecuteInput {
   /** The payment already signed (while the policy was simulated); signed here for `agent` otherwise. */
   signed?: Promise<SignedPayment>;
   agent?: AgentDoc;
-  /** Buys the USDC shortfall once the payment is authorised, before it is paid (DESIGN 7a). */
+  /** Buys the USDC shortfall once the payment is authorised, before it is paid (README: "Swap before settlement"). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
 }
 
