@@ -61,7 +61,14 @@ export interface StartOptions {
 
 export async function startService(loaded: LoadedConfig, opts: StartOptions = {}): Promise<RunningService> {
   const logger = opts.logger ?? pino({ level: loaded.logLevel, redact: ["req.headers.authorization", "*.privateKey", "*.apiKey"] });
-  const cleanup: (() => Promise<void>)[] = [];
+  // Undone in reverse on close or on a failed start; each step runs even if one before it failed.
+  const cleanup: (() => void | Promise<void>)[] = [];
+  const undo = async () => {
+    for (const fn of cleanup.reverse())
+      await Promise.resolve()
+        .then(fn)
+        .catch(() => undefined);
+  };
   try {
     let embeddedChain = opts.embeddedChain;
     if (loaded.embeddedChain && !embeddedChain) {
@@ -96,7 +103,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       usdcAddress: config.usdcAddress,
       pollingIntervalMs: embeddedChain ? 100 : 1_000,
     });
-    cleanup.push(async () => chain.destroy());
+    cleanup.push(() => chain.destroy());
 
     const { instanceId } = config;
     const leases = new Leases(store, instanceId);
@@ -159,7 +166,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       catchUpAlerts(services.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
     }, 30_000);
     alertSweep.unref();
-    cleanup.push(async () => clearInterval(alertSweep));
+    cleanup.push(() => clearInterval(alertSweep));
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
     await services.idempotency.releaseOwn();
@@ -174,7 +181,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
     );
     sweep.unref();
-    cleanup.push(async () => clearInterval(sweep));
+    cleanup.push(() => clearInterval(sweep));
 
     const indexer = new Indexer({
       chain,
@@ -236,11 +243,11 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
         closed = true;
         await new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
-        for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+        await undo();
       },
     };
   } catch (err) {
-    for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+    await undo();
     throw err;
   }
 }

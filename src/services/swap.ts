@@ -44,6 +44,8 @@ const BALANCE_ABI = ["function balanceOf(address) view returns (uint256)"];
 // The swap measured about 200k (215k when it wraps ETH, bench:gas); the refusal path spends less.
 const SWAP_GAS_LIMIT = 450_000n;
 
+export function swapView(s: SwapRecord): SwapView;
+export function swapView(s: SwapRecord | null | undefined): SwapView | null;
 export function swapView(s: SwapRecord | null | undefined): SwapView | null {
   if (!s) return null;
   return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
@@ -51,7 +53,7 @@ export function swapView(s: SwapRecord | null | undefined): SwapView | null {
 
 /** A failure after the swap: the budget was released, and the USDC bought stays in the wallet; the answer says so. */
 export function withSwapNote(error: AppError, swapped: SwapRecord): AppError {
-  const v = swapView(swapped)!;
+  const v = swapView(swapped);
   const note = ` The ${v.amountOut} USDC the swap bought (${v.amountIn} ${v.tokenIn}, tx ${v.txHash}) stays in the agent wallet.`;
   return new AppError(error.status, error.code, error.message + note, { ...(error.details as object | undefined), swap: v }, error.headers);
 }

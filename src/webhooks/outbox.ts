@@ -89,14 +89,15 @@ export class WebhookOutbox {
 
   /** emit(), also saying whether this call stored the event (false: an earlier telling of the same fact did). */
   private async emitEvent(input: WebhookEventInput): Promise<{ eventId: string; inserted: boolean } | null> {
-    if (!input.ownerAddress) return null;
-    const endpoints = (await this.c.endpoints.find({ ownerAddress: input.ownerAddress, status: "active" }).toArray()).filter((e) =>
+    const { ownerAddress } = input;
+    if (!ownerAddress) return null;
+    const endpoints = (await this.c.endpoints.find({ ownerAddress, status: "active" }).toArray()).filter((e) =>
       input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.includes(input.type),
     );
     if (endpoints.length === 0) return null;
     const now = new Date();
     const eventId = newEventId();
-    const event = await this.upsertEvent(input, now, eventId);
+    const event = await this.upsertEvent({ ...input, ownerAddress }, now, eventId);
     const inserted = event.eventId === eventId;
     if (event.fannedOut) return { eventId: event.eventId, inserted };
     const payload = JSON.stringify({ id: event.eventId, type: event.type, createdAt: event.createdAt.toISOString(), data: event.data });
@@ -173,7 +174,7 @@ export class WebhookOutbox {
     );
   }
 
-  private async upsertEvent(input: WebhookEventInput, now: Date, eventId: string): Promise<WebhookEventDoc> {
+  private async upsertEvent(input: WebhookEventInput & { ownerAddress: string }, now: Date, eventId: string): Promise<WebhookEventDoc> {
     const write = () =>
       this.c.events.findOneAndUpdate(
         { dedupeKey: input.dedupeKey },
@@ -182,7 +183,7 @@ export class WebhookOutbox {
             eventId,
             dedupeKey: input.dedupeKey,
             type: input.type,
-            ownerAddress: input.ownerAddress!,
+            ownerAddress: input.ownerAddress,
             agentAddress: input.agentAddress,
             createdAt: now,
             data: input.data,

@@ -192,7 +192,7 @@ describe("secrets: private keys and API keys never appear in clear in responses,
     expect(logs).to.not.match(/sk_[0-9a-f]{16}/);
   });
 
-  it("returns each API key once, in the response that created it, and never again", async () => {
+  it("returns each API key once, in the response that created it, and never again", () => {
     for (const { key, issuedBy } of issuedKeys) {
       const seenIn = responses.filter((r) => r.text.includes(key.slice(3))).map((r) => r.label);
       expect(seenIn, `API key ${key.slice(0, 9)}…`).to.deep.equal([issuedBy]);

@@ -48,7 +48,7 @@ async function stockFacilitator(s: Stack): Promise<Facilitator> {
   return {
     verify: (p, r) => facilitator.verify(p as PaymentPayload, r as PaymentRequirements),
     settle: (p, r) => facilitator.settle(p as PaymentPayload, r as PaymentRequirements),
-    supported: async () => facilitator.getSupported() as never,
+    supported: () => Promise.resolve(facilitator.getSupported() as never),
   };
 }
 
