@@ -208,7 +208,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const report = await auditFromLogs(s.svc.chain.provider, {
       factory: s.svc.config.factoryAddress,
       usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock ?? 0,
+      fromBlock: s.svc.config.factoryDeployBlock,
     });
     expect(report.inconsistencies).to.deep.equal([]);
     const payments = Object.values(report.agents).flatMap((a) => a.payments);

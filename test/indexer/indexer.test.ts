@@ -76,7 +76,7 @@ describe("indexer", () => {
       store: store(),
       chainId: s.svc.config.chainId,
       confirmations: 0,
-      startBlock: s.svc.config.factoryDeployBlock ?? 0,
+      startBlock: s.svc.config.factoryDeployBlock,
       logger: quietLogger(),
       ...over,
     });
