@@ -4,6 +4,15 @@ import { ConfigError, loadConfig, resolveConfig, type EmbeddedParts } from "../.
 
 const KEY_A = "0x" + "11".repeat(32);
 const KEY_B = "0x" + "22".repeat(32);
+const PRODUCTION = {
+  RPC_URL: "https://rpc.example.com",
+  OPERATOR_PRIVATE_KEY: KEY_A,
+  FACILITATOR_PRIVATE_KEY: KEY_B,
+  FACTORY_ADDRESS: "0x" + "33".repeat(20),
+  FACTORY_DEPLOY_BLOCK: "24000000",
+  MONGODB_URI: "mongodb://db.example.com:27017",
+  WALLET_ENCRYPTION_KEY: "44".repeat(32),
+};
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -79,18 +88,7 @@ describe("config: loadConfig over the environment", () => {
   });
 
   it("accepts a complete production environment, closed genesis by default", () => {
-    const c = loadConfig({
-      PORT: "8080",
-      RPC_URL: "https://rpc.example.com",
-      OPERATOR_PRIVATE_KEY: KEY_A,
-      FACILITATOR_PRIVATE_KEY: KEY_B,
-      FACTORY_ADDRESS: "0x" + "33".repeat(20),
-      FACTORY_DEPLOY_BLOCK: "24000000",
-      MONGODB_URI: "mongodb://db.example.com:27017",
-      WALLET_ENCRYPTION_KEY: "44".repeat(32),
-      BASE_URL: "https://api.example.com/",
-      GENESIS_OPEN: "false",
-    });
+    const c = loadConfig({ ...PRODUCTION, PORT: "8080", BASE_URL: "https://api.example.com/", GENESIS_OPEN: "false" });
     expect(c).to.include({
       embeddedChain: false,
       embeddedStore: false,
@@ -109,15 +107,6 @@ describe("config: loadConfig over the environment", () => {
 });
 
 describe("config: resolveConfig, once, into a frozen value", () => {
-  const PRODUCTION = {
-    RPC_URL: "https://rpc.example.com",
-    OPERATOR_PRIVATE_KEY: KEY_A,
-    FACILITATOR_PRIVATE_KEY: KEY_B,
-    FACTORY_ADDRESS: "0x" + "33".repeat(20),
-    FACTORY_DEPLOY_BLOCK: "24000000",
-    MONGODB_URI: "mongodb://db.example.com:27017",
-    WALLET_ENCRYPTION_KEY: "44".repeat(32),
-  };
   // The shape an embedded chain hands over (addresses and keys), as startService passes it.
   const chain: NonNullable<EmbeddedParts["chain"]> = {
     rpcUrl: "http://127.0.0.1:9545",
@@ -148,6 +137,19 @@ describe("config: resolveConfig, once, into a frozen value", () => {
       expect(value.rpcUrl).to.equal("https://rpc.example.com");
       expect(value.ownerAllowlist).to.have.length(1);
     }
+  });
+
+  it("completes a production environment from the environment alone", () => {
+    const config = resolveConfig(loadConfig(PRODUCTION));
+    expect(config).to.include({
+      rpcUrl: PRODUCTION.RPC_URL,
+      factoryDeployBlock: 24_000_000,
+      operatorPrivateKey: KEY_A,
+      mongodbUri: PRODUCTION.MONGODB_URI,
+      mongodbDb: "spendgate",
+      walletEncryptionKey: PRODUCTION.WALLET_ENCRYPTION_KEY,
+      instanceId: computeAddress(KEY_A).toLowerCase(),
+    });
   });
 
   it("takes the embedded chain's addresses and keys in a new value, leaving the loaded one as it was", () => {
