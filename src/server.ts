@@ -1,6 +1,7 @@
 /**
- * Boots the whole service: config -> chain (embedded or RPC) -> store (embedded or MONGODB_URI) -> services -> app
- * -> listen. Used by src/index.ts and by the test stack, so both run exactly the same wiring.
+ * Boots the whole service: the embedded chain and store where the environment names none -> the configuration,
+ * resolved once and frozen -> store -> chain -> services -> app -> listen. Used by src/index.ts and by the test
+ * stack, so both run exactly the same wiring.
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { Server } from "node:http";
