@@ -1,49 +1,22 @@
+/**
+ * The MCP tools' behaviour through the SDK Client over HTTP, on the real chain with a real x402 seller. Access and
+ * transport are in tools.access.test.ts.
+ */
 import { expect } from "chai";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { Wallet } from "ethers";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { ownerKey } from "../helpers/owner";
+import type { Stack } from "../helpers/stack";
 import { policyEvents } from "../helpers/payments";
-import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
-import { agentHeaders, callTool, errorOf, mcpClient, textOf } from "./client";
-
-const USDC = 1_000_000n;
-const INITIALIZE = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-};
+import { usdcBalance, type TestSeller } from "../helpers/sellers";
+import { agentHeaders, callTool, errorOf, textOf } from "./client";
+import { USDC, useToolsStack } from "./toolsFixture";
 
 describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 seller)", () => {
+  const fx = useToolsStack();
+  const { agent, connect } = fx;
   let s: Stack;
   let seller: TestSeller;
-  let owner: Wallet;
-  const clients: Client[] = [];
-
-  before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1n * USDC });
-    owner = randomOwner();
+  before(() => {
+    ({ s, seller } = fx);
   });
-  after(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-    await seller?.close();
-    await s?.close();
-  });
-
-  async function agent(policy: Parameters<Stack["onboard"]>[1] = {}) {
-    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 50n * USDC);
-    return a;
-  }
-  async function connect(headers: Record<string, string>) {
-    const c = await mcpClient(s.url, headers);
-    clients.push(c);
-    return c;
-  }
-  const raw = (headers: Record<string, string>, body: unknown = INITIALIZE) =>
-    s.api("POST", "/mcp", { body, headers: { Accept: "application/json, text/event-stream", ...headers } });
 
   it("lists exactly the six agent tools, each with input and output schemas; none approves, denies or sets limits", async () => {
     const c = await connect(agentHeaders(await agent()));
@@ -283,101 +256,6 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     const bad = await callTool(c, "pay", { serviceUrl: "ftp://example.com/x", maxAmount: "-1", intent: "" });
     expect(bad.isError).to.equal(true);
     expect(textOf(bad)).to.include("serviceUrl").and.include("maxAmount");
-  });
-
-  it("refuses a missing or wrong key, a missing or malformed address and another agent's address before MCP", async () => {
-    const a = await agent();
-    const b = await agent();
-    const cases: [Record<string, string>, number, string][] = [
-      [{ "X-Agent-Address": a.agentAddress }, 401, "unauthorized"],
-      [{ Authorization: `Bearer sk_${"0".repeat(64)}`, "X-Agent-Address": a.agentAddress }, 401, "unauthorized"],
-      [{ Authorization: "Basic abc", "X-Agent-Address": a.agentAddress }, 401, "unauthorized"],
-      [{ Authorization: `Bearer ${a.apiKey}` }, 400, "bad_request"],
-      [{ Authorization: `Bearer ${a.apiKey}`, "X-Agent-Address": "0x1234" }, 400, "bad_request"],
-      [{ Authorization: `Bearer ${a.apiKey}`, "X-Agent-Address": b.agentAddress }, 403, "forbidden"],
-    ];
-    for (const [headers, status, error] of cases) {
-      const res = await raw(headers);
-      expect(res.status, JSON.stringify(headers)).to.equal(status);
-      expect(res.body).to.include({ error, status });
-      expect(res.body.message).to.be.a("string");
-      expect(res.body).to.not.have.property("jsonrpc");
-    }
-    let refused: unknown;
-    await mcpClient(s.url, agentHeaders({ apiKey: a.apiKey, agentAddress: b.agentAddress })).catch((err: unknown) => (refused = err));
-    expect(String(refused)).to.include("403");
-  });
-
-  it("an owner key acts for its linked agents only", async () => {
-    const a = await agent();
-    const key = await ownerKey(s, owner);
-    const c = await connect({ Authorization: `Bearer ${key}`, "X-Agent-Address": a.agentAddress });
-    expect((await callTool(c, "get_limits")).structuredContent).to.include({ address: a.agentAddress, ownerAddress: owner.address });
-    const stranger = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    const res = await raw({ Authorization: `Bearer ${key}`, "X-Agent-Address": stranger.agentAddress });
-    expect(res.status).to.equal(403);
-    expect(res.body).to.include({ error: "forbidden" });
-  });
-
-  it("an owner key reads through the tools but cannot pay: pay is an isError forbidden result and nothing moves", async () => {
-    const a = await agent();
-    const key = await ownerKey(s, owner);
-    const c = await connect({ Authorization: `Bearer ${key}`, "X-Agent-Address": a.agentAddress });
-    const before = { ...seller.hits, balance: await usdcBalance(s, a.agentAddress) };
-    for (const args of [
-      { serviceUrl: seller.resource, maxAmount: "2", intent: "an owner trying to pay" },
-      { serviceUrl: seller.resource, maxAmount: "2", intent: "an owner trying to pay", idempotencyKey: "owner-1" },
-    ]) {
-      const r = await callTool(c, "pay", args);
-      expect(r.isError, textOf(r)).to.equal(true);
-      expect(r.structuredContent).to.equal(undefined);
-      expect(errorOf(r)).to.include({ error: "forbidden", status: 403 });
-      expect(errorOf(r).message).to.include("agent");
-    }
-    expect(seller.hits).to.deep.equal({ paid: before.paid, unpaid: before.unpaid });
-    expect(await usdcBalance(s, a.agentAddress)).to.equal(before.balance);
-    expect((await callTool(c, "list_transactions")).structuredContent.total).to.equal(0);
-    // Read tools still answer for the owner key.
-    expect((await callTool(c, "get_limits")).structuredContent).to.include({ address: a.agentAddress });
-    expect((await callTool(c, "get_balance")).structuredContent).to.include({ agentAddress: a.agentAddress, usdc: "50" });
-    expect((await callTool(c, "verify_merchant", { serviceUrl: seller.resource })).structuredContent).to.include({
-      allowed: true,
-      expectedOutcome: "approved",
-    });
-
-    // The agent's own key still pays.
-    const ca = await connect(agentHeaders(a));
-    const paid = await callTool(ca, "pay", { serviceUrl: seller.resource, maxAmount: "2", intent: "the agent's own purchase" });
-    expect(paid.structuredContent.status, textOf(paid)).to.equal("approved");
-  });
-
-  it("one agent cannot see another's data", async () => {
-    const a = await agent();
-    const b = await agent();
-    const ca = await connect(agentHeaders(a));
-    const cb = await connect(agentHeaders(b));
-    const paid = await callTool(ca, "pay", { serviceUrl: seller.resource, maxAmount: "2", intent: "agent A's purchase" });
-    expect(paid.structuredContent.status).to.equal("approved");
-    const peek = await callTool(cb, "get_payment", { transactionId: paid.structuredContent.transactionId });
-    expect(peek.isError).to.equal(true);
-    expect(errorOf(peek)).to.include({ error: "not_found" });
-    expect(textOf(peek)).to.not.include(a.agentAddress);
-    const listB = await callTool(cb, "list_transactions");
-    expect(listB.structuredContent.transactions.map((t: { agentAddress: string }) => t.agentAddress)).to.not.include(a.agentAddress);
-    expect((await callTool(cb, "get_limits")).structuredContent.address).to.equal(b.agentAddress);
-  });
-
-  it("GET and DELETE /mcp answer 405 in the error shape (stateless server); a bad JSON body is a JSON-RPC parse error", async () => {
-    for (const method of ["GET", "DELETE"]) {
-      const res = await s.api(method, "/mcp");
-      expect(res.status).to.equal(405);
-      expect(res.body).to.include({ error: "method_not_allowed", status: 405 });
-      expect(res.headers.get("allow")).to.equal("POST");
-    }
-    const a = await agent();
-    const bad = await raw(agentHeaders(a), "{not json");
-    expect(bad.status).to.equal(400);
-    expect(bad.body.error).to.include({ code: -32700 });
   });
 
   it("answers a tool call in a few milliseconds", async () => {
