@@ -11,7 +11,17 @@
  * Every step stays synchronous between the adapter's calls, so a conditional findAndModify is as atomic as before.
  * Production runs on MongoDB, which uses the same declared indexes itself.
  */
-import { documentKey, plan, type Candidates, type FieldIndex } from "./congoPlan";
+import {
+  documentKey,
+  orderedAdd,
+  orderedPos,
+  orderedRemove,
+  plan,
+  type Candidates,
+  type FieldIndex,
+  type OrderedIndex,
+  type OrderedPos,
+} from "./congoPlan";
 
 type Doc = Record<string, unknown> & { _id: { toHexString(): string } };
 type Collections = Map<string, Map<string, Map<string, Doc>>>;
@@ -52,8 +62,10 @@ interface IndexSpec {
 
 interface CollState {
   indexes: FieldIndex[];
-  /** id (hex) -> insertion sequence (the storage's iteration order) and its key in each field index. */
-  docs: Map<string, { seq: number; keys: (string | undefined)[] }>;
+  /** Range indexes, each built when a query first needs it. */
+  ordered: { oi: OrderedIndex; built: boolean }[];
+  /** id (hex) -> insertion sequence (the storage's iteration order), its key in each field index, its range positions. */
+  docs: Map<string, { seq: number; keys: (string | undefined)[]; pos: OrderedPos[] }>;
   next: number;
 }
 
@@ -94,6 +106,22 @@ function fieldIndexes(specs: IndexSpec[]): FieldIndex[] {
   return [...out.values()];
 }
 
+/** One range index per declared index: its last field, ordered within each key of the fields before it. */
+function orderedIndexes(specs: IndexSpec[]): OrderedIndex[] {
+  const out = new Map<string, OrderedIndex>();
+  for (const spec of specs) {
+    const fields = Object.keys(spec.key);
+    if (fields.length === 0 || fields.includes("_id") || Object.values(spec.key).some((d) => d !== 1 && d !== -1)) continue;
+    const id = fields.join("\u0000");
+    const pattern = Object.entries(spec.key)
+      .map(([f, d]) => `${f}: ${d}`)
+      .join(", ");
+    if (!out.has(id))
+      out.set(id, { index: `{ ${pattern} }`, prefix: fields.slice(0, -1), field: fields[fields.length - 1], runs: new Map() });
+  }
+  return [...out.values()];
+}
+
 function addKey(fi: FieldIndex, key: string | undefined, id: string): void {
   if (key === undefined) fi.always.add(id);
   else {
@@ -125,13 +153,26 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
   const track = (st: CollState, id: string, doc: Doc) => {
     const keys = st.indexes.map((fi) => documentKey(doc, fi.fields));
     st.indexes.forEach((fi, i) => addKey(fi, keys[i], id));
-    st.docs.set(id, { seq: st.next++, keys });
+    const pos = st.ordered.map((o) => (o.built ? orderedPos(doc, o.oi) : undefined));
+    st.ordered.forEach((o, i) => orderedAdd(o.oi, pos[i], id));
+    st.docs.set(id, { seq: st.next++, keys, pos });
   };
   const untrack = (st: CollState, id: string) => {
     const entry = st.docs.get(id);
     if (!entry) return;
     st.indexes.forEach((fi, i) => removeKey(fi, entry.keys[i], id));
+    st.ordered.forEach((o, i) => orderedRemove(o.oi, entry.pos[i], id));
     st.docs.delete(id);
+  };
+  const build = (st: CollState, docs: Map<string, Doc>, oi: OrderedIndex) => {
+    const i = st.ordered.findIndex((o) => o.oi === oi);
+    if (i < 0 || st.ordered[i].built) return;
+    st.ordered[i].built = true;
+    for (const [id, entry] of st.docs) {
+      const doc = docs.get(id);
+      entry.pos[i] = doc ? orderedPos(doc, oi) : undefined;
+      orderedAdd(oi, entry.pos[i], id);
+    }
   };
 
   /** The collection's index state, built on first use and rebuilt if a write ever went around this layer. */
@@ -140,7 +181,13 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     if (!docs) return undefined;
     let st = states.get(ns(db, coll));
     if (st?.docs.size !== docs.size) {
-      st = { indexes: fieldIndexes(specs.get(ns(db, coll)) ?? []), docs: new Map(), next: 0 };
+      const declared = specs.get(ns(db, coll)) ?? [];
+      st = {
+        indexes: fieldIndexes(declared),
+        ordered: orderedIndexes(declared).map((oi) => ({ oi, built: false })),
+        docs: new Map(),
+        next: 0,
+      };
       for (const [id, doc] of docs) track(st, id, doc);
       states.set(ns(db, coll), st);
     }
@@ -151,7 +198,13 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     const st = stateOf(db, coll);
     const docs = collection(db, coll);
     if (!st || !docs) return null;
-    const c = plan(filter ?? {}, st.indexes, (hex) => hex.filter((h) => docs.has(h)));
+    const c = plan(
+      filter ?? {},
+      st.indexes,
+      (hex) => hex.filter((h) => docs.has(h)),
+      st.ordered.map((o) => o.oi),
+      (oi) => build(st, docs, oi),
+    );
     // A lookup that keeps most of the collection gains nothing over the scan.
     return c && c.size * 2 <= docs.size ? { c, st } : null;
   };
@@ -269,9 +322,9 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
       case "findAndModify":
         return { coll, filters: [command.query] };
       case "update":
-        return { coll, filters: specsOf("updates").map((u) => u.q ?? u.filter) };
+        return { coll, filters: specsOf("updates").map((u) => u.q || u.filter) };
       case "delete":
-        return { coll, filters: specsOf("deletes").map((d) => d.q ?? d.filter) };
+        return { coll, filters: specsOf("deletes").map((d) => d.q || d.filter) };
       default: {
         const first = Array.isArray(command.pipeline) ? (command.pipeline[0] as Record<string, unknown> | undefined) : undefined;
         return first && typeof first.$match === "object" ? { coll, filters: [first.$match] } : null;

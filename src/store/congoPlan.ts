@@ -49,6 +49,18 @@ export function scalarKey(v: unknown): string | undefined {
 }
 
 const MISSING = "-";
+const UNKEYABLE = Symbol("unkeyable");
+
+/** A field's value in a document, or UNKEYABLE when the path crosses an array or a non-plain object. */
+function valueAt(doc: Record<string, unknown>, field: string): unknown {
+  let cur: unknown = doc;
+  for (const part of field.split(".")) {
+    if (cur === null || cur === undefined) return cur;
+    if (typeof cur !== "object" || Array.isArray(cur) || Object.getPrototypeOf(cur) !== Object.prototype) return UNKEYABLE;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
 
 /**
  * A document's key for some fields: MISSING when a field is absent or null (no planned equality matches those),
@@ -57,18 +69,102 @@ const MISSING = "-";
 export function documentKey(doc: Record<string, unknown>, fields: string[]): string | undefined {
   const parts: string[] = [];
   for (const field of fields) {
-    let cur: unknown = doc;
-    for (const part of field.split(".")) {
-      if (cur === null || cur === undefined) break;
-      if (typeof cur !== "object" || Array.isArray(cur) || Object.getPrototypeOf(cur) !== Object.prototype) return undefined;
-      cur = (cur as Record<string, unknown>)[part];
-    }
-    if (cur === null || cur === undefined) return MISSING;
-    const k = scalarKey(cur);
+    const v = valueAt(doc, field);
+    if (v === null || v === undefined) return MISSING;
+    const k = scalarKey(v);
     if (k === undefined) return undefined;
     parts.push(k);
   }
   return JSON.stringify(parts);
+}
+
+/**
+ * A range over the last field of an index, within each key of its other fields. mingo compares only values of the
+ * same type ($gte on a Date never matches a number), so Dates and numbers are kept in two sorted runs; arrays and
+ * other unorderable values stay candidates of every range. Missing or null values match no bound and are left out.
+ */
+export interface OrderedIndex {
+  index: string;
+  prefix: string[];
+  field: string;
+  runs: Map<string, { d: Run; n: Run; others: Set<string> }>;
+}
+
+interface Run {
+  v: number[];
+  ids: string[];
+}
+
+/** Where a document sits in an ordered index: its prefix key, and its kind and value in the field (or "x": other). */
+export type OrderedPos = { key: string; kind: "d" | "n" | "x"; v: number } | undefined;
+
+export function orderedPos(doc: Record<string, unknown>, oi: OrderedIndex): OrderedPos {
+  const key = oi.prefix.length ? documentKey(doc, oi.prefix) : "[]";
+  if (key === undefined) return { key: "*", kind: "x", v: 0 };
+  const v = valueAt(doc, oi.field);
+  if (v === null || v === undefined) return undefined;
+  if (v instanceof Date && !Number.isNaN(v.getTime())) return { key, kind: "d", v: v.getTime() };
+  if (typeof v === "number" && !Number.isNaN(v)) return { key, kind: "n", v };
+  return { key, kind: "x", v: 0 };
+}
+
+/** First index whose value is >= v (strict: > v). */
+function bound(run: Run, v: number, strict: boolean): number {
+  let lo = 0;
+  let hi = run.v.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (run.v[mid] < v || (strict && run.v[mid] === v)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function orderedAdd(oi: OrderedIndex, pos: OrderedPos, id: string): void {
+  if (!pos) return;
+  let runs = oi.runs.get(pos.key);
+  if (!runs) oi.runs.set(pos.key, (runs = { d: { v: [], ids: [] }, n: { v: [], ids: [] }, others: new Set() }));
+  if (pos.kind === "x") runs.others.add(id);
+  else {
+    const run = runs[pos.kind];
+    const at = bound(run, pos.v, true);
+    run.v.splice(at, 0, pos.v);
+    run.ids.splice(at, 0, id);
+  }
+}
+
+export function orderedRemove(oi: OrderedIndex, pos: OrderedPos, id: string): void {
+  const runs = pos && oi.runs.get(pos.key);
+  if (!pos || !runs) return;
+  if (pos.kind === "x") runs.others.delete(id);
+  else {
+    const run = runs[pos.kind];
+    for (let i = bound(run, pos.v, false); i < run.v.length && run.v[i] === pos.v; i++) {
+      if (run.ids[i] === id) {
+        run.v.splice(i, 1);
+        run.ids.splice(i, 1);
+        break;
+      }
+    }
+  }
+}
+
+/** The bounds of a range condition ($gt, $gte, $lt, $lte on Dates or on numbers), or undefined. */
+function rangeOf(cond: unknown): { kind: "d" | "n"; lo: number; hi: number } | undefined {
+  if (typeof cond !== "object" || cond === null || Object.getPrototypeOf(cond) !== Object.prototype) return undefined;
+  let kind: "d" | "n" | undefined;
+  let lo = -Infinity;
+  let hi = Infinity;
+  for (const [op, b] of Object.entries(cond as Record<string, unknown>)) {
+    const k = b instanceof Date ? "d" : typeof b === "number" ? "n" : undefined;
+    const v = b instanceof Date ? b.getTime() : typeof b === "number" ? b : NaN;
+    if (!["$gt", "$gte", "$lt", "$lte"].includes(op) || !k || Number.isNaN(v) || (kind && k !== kind)) continue;
+    kind = k;
+    // Strict bounds are kept inclusive: a superset is enough.
+    if (op.startsWith("$gt")) lo = Math.max(lo, v);
+    else hi = Math.min(hi, v);
+  }
+  return kind ? { kind, lo, hi } : undefined;
 }
 
 /** Values an equality condition on one field allows ($eq, $in or a plain scalar), or undefined if not plannable. */
@@ -121,7 +217,13 @@ function smallest(options: Candidates[]): Candidates | null {
  * A conjunction may use any one of its conjuncts; a disjunction needs a plan for every branch.
  * `byId` answers an _id lookup: the ids that exist among the given hex ids.
  */
-export function plan(filter: unknown, indexes: FieldIndex[], byId: (hex: string[]) => string[]): Candidates | null {
+export function plan(
+  filter: unknown,
+  indexes: FieldIndex[],
+  byId: (hex: string[]) => string[],
+  ordered: OrderedIndex[] = [],
+  build: (oi: OrderedIndex) => void = () => undefined,
+): Candidates | null {
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return null;
   const f = filter as Record<string, unknown>;
   const options: Candidates[] = [];
@@ -129,11 +231,15 @@ export function plan(filter: unknown, indexes: FieldIndex[], byId: (hex: string[
   for (const [key, cond] of Object.entries(f)) {
     if (key === "$and" && Array.isArray(cond)) {
       for (const sub of cond) {
-        const c = plan(sub, indexes, byId);
+        const c = plan(sub, indexes, byId, ordered, build);
         if (c) options.push(c);
       }
     } else if (key === "$or" && Array.isArray(cond) && cond.length > 0) {
-      const branches = cond.map((sub) => plan(sub, indexes, byId));
+      // Each branch is planned with the conditions beside the $or (a branch alone may not name an index's prefix).
+      const beside = Object.fromEntries(Object.entries(f).filter(([k]) => !k.startsWith("$")));
+      const branches = cond.map((sub: unknown) =>
+        typeof sub === "object" && sub !== null && !Array.isArray(sub) ? plan({ ...beside, ...sub }, indexes, byId, ordered, build) : null,
+      );
       if (branches.every((b): b is Candidates => b !== null)) options.push(union(branches));
     } else if (key === "_id") {
       const values = equalityValues(cond);
@@ -158,6 +264,30 @@ export function plan(filter: unknown, indexes: FieldIndex[], byId: (hex: string[
       collect: (into) => {
         for (const k of keys) fi.buckets.get(k)?.forEach((id) => into.add(id));
         fi.always.forEach((id) => into.add(id));
+      },
+    });
+  }
+  for (const oi of ordered) {
+    const range = rangeOf(f[oi.field]);
+    const values = oi.prefix.map((field) => eq.get(field));
+    if (!range || !values.every((v): v is string[] => v !== undefined)) continue;
+    const keys = oi.prefix.length ? lookupKeys(values) : ["[]"];
+    if (!keys) continue;
+    build(oi);
+    const slices = [...keys, "*"].flatMap((k) => {
+      const runs = oi.runs.get(k);
+      if (!runs) return [];
+      const run = runs[range.kind];
+      return [{ run, from: bound(run, range.lo, false), to: bound(run, range.hi, true), others: runs.others }];
+    });
+    options.push({
+      size: slices.reduce((n, x) => n + x.to - x.from + x.others.size, 0),
+      via: `${oi.index} on ${[...oi.prefix, oi.field].join(", ")} (range)`,
+      collect: (into) => {
+        for (const x of slices) {
+          for (let i = x.from; i < x.to; i++) into.add(x.run.ids[i]);
+          x.others.forEach((id) => into.add(id));
+        }
       },
     });
   }

@@ -82,6 +82,12 @@ function reads(ids: ObjectId[]): { filter: Filter<Document>; sort?: Sort; skip?:
     { s: { $in: ["pending", "failed"] }, at: { $lt: t } },
     { a: { $ne: AS[0] }, s: "failed" },
     { a: AS[11], phase: { $exists: false } },
+    { "o.x": { $gte: 2 } },
+    { b: { $gt: 2, $lte: 4 } },
+    { b: { $gte: 2, $lt: t } },
+    { a: AS[1], at: { $lt: new Date(0) } },
+    { at: { $gte: t }, $or: [{ s: "approved" }, { a: AS[2] }] },
+    { s: "pending", $or: [{ k: "k5" }, { at: { $gt: t } }] },
   ];
   const sorts: (Sort | undefined)[] = [undefined, { at: -1, _id: -1 }, { at: 1 }, { b: 1, n: -1 }];
   const out: { filter: Filter<Document>; sort?: Sort; skip?: number; limit?: number }[] = [];
@@ -173,6 +179,9 @@ describe("embedded store indexes (CongoDB patch)", () => {
     expect(plan.candidates).to.be.lessThan(100);
     expect(patched.indexes.explain(DB, "t", { k: "k7" })).to.include({ candidates: 1, index: "{ k: 1 } on k" });
     expect(patched.indexes.explain(DB, "t", { s: { $gte: "a" } }).index).to.equal(null);
+    expect(patched.indexes.explain(DB, "t", { a: AS[1], at: { $gte: new Date(Date.UTC(2026, 0, 1) + 35 * 60_000) } })).to.include({
+      index: "{ a: 1, at: -1 } on a, at (range)",
+    });
   });
 
   it("answers like a scan after updates that move documents between keys, to arrays and back", async () => {
