@@ -205,8 +205,8 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
       st.ordered.map((o) => o.oi),
       (oi) => build(st, docs, oi),
     );
-    // A lookup that keeps most of the collection gains nothing over the scan.
-    return c && c.size * 2 <= docs.size ? { c, st } : null;
+    // A lookup that keeps most of a large collection gains nothing over the scan.
+    return c && (c.size * 2 <= docs.size || docs.size <= 64) ? { c, st } : null;
   };
 
   const narrowedFindAll = async (db: string, coll: string, filter: unknown): Promise<Doc[]> => {

@@ -49,12 +49,17 @@ export function scalarKey(v: unknown): string | undefined {
 }
 
 const MISSING = "-";
+
+/** The key of several fields' value keys. Values containing the separator may share a key: that only adds candidates. */
+function keyOf(parts: string[]): string {
+  return parts.length === 1 ? parts[0] : parts.join("\u0001");
+}
 const UNKEYABLE = Symbol("unkeyable");
 
 /** A field's value in a document, or UNKEYABLE when the path crosses an array or a non-plain object. */
 function valueAt(doc: Record<string, unknown>, field: string): unknown {
   let cur: unknown = doc;
-  for (const part of field.split(".")) {
+  for (const part of field.includes(".") ? field.split(".") : [field]) {
     if (cur === null || cur === undefined) return cur;
     if (typeof cur !== "object" || Array.isArray(cur) || Object.getPrototypeOf(cur) !== Object.prototype) return UNKEYABLE;
     cur = (cur as Record<string, unknown>)[part];
@@ -75,7 +80,7 @@ export function documentKey(doc: Record<string, unknown>, fields: string[]): str
     if (k === undefined) return undefined;
     parts.push(k);
   }
-  return JSON.stringify(parts);
+  return keyOf(parts);
 }
 
 /**
@@ -193,7 +198,7 @@ function lookupKeys(values: string[][]): string[] | undefined {
     if (combos.length * vs.length > MAX_KEYS) return undefined;
     combos = combos.flatMap((c) => vs.map((v) => [...c, v]));
   }
-  return combos.map((c) => JSON.stringify(c));
+  return combos.map(keyOf);
 }
 
 function union(parts: Candidates[]): Candidates {
