@@ -92,9 +92,10 @@ function reads(ids: ObjectId[]): { filter: Filter<Document>; sort?: Sort; skip?:
   const sorts: (Sort | undefined)[] = [undefined, { at: -1, _id: -1 }, { at: 1 }, { b: 1, n: -1 }];
   const out: { filter: Filter<Document>; sort?: Sort; skip?: number; limit?: number }[] = [];
   filters.forEach((filter, i) => {
-    out.push({ filter, sort: sorts[i % sorts.length] });
+    // The whole collection only once: it is the slowest read of the plain server and needs no index.
+    if (i > 0) out.push({ filter, sort: sorts[i % sorts.length] });
     out.push({ filter, sort: { at: -1, _id: -1 }, skip: 3, limit: 7 });
-    out.push({ filter, limit: 1 });
+    if (i > 0) out.push({ filter, limit: 1 });
   });
   return out;
 }
@@ -129,7 +130,7 @@ describe("embedded store indexes (CongoDB patch)", () => {
       await c.createIndex({ s: 1, at: -1 });
       await c.createIndex({ "o.x": 1 });
     }
-    const docs = makeDocs(600, 0, rand);
+    const docs = makeDocs(400, 0, rand);
     ids = docs.map((d) => d._id as ObjectId);
     await p.insertMany(docs.map((d) => ({ ...d })));
     await q.insertMany(docs.map((d) => ({ ...d })));
@@ -173,10 +174,10 @@ describe("embedded store indexes (CongoDB patch)", () => {
   it("answers like a scan after the initial load, and narrows indexed reads to their candidates", async () => {
     const before = { ...patched.indexes.stats };
     await expectSameAnswers("initial");
-    expect(patched.indexes.stats.narrowed - before.narrowed).to.be.greaterThan(150);
+    expect(patched.indexes.stats.narrowed - before.narrowed).to.be.greaterThan(120);
     const plan = patched.indexes.explain(DB, "t", { a: AS[1], s: "approved" });
     expect(plan.index).to.match(/a: 1, at: -1|s: 1, at: -1/);
-    expect(plan.candidates).to.be.lessThan(100);
+    expect(plan.candidates).to.be.lessThan(60);
     expect(patched.indexes.explain(DB, "t", { k: "k7" })).to.include({ candidates: 1, index: "{ k: 1 } on k" });
     expect(patched.indexes.explain(DB, "t", { s: { $gte: "a" } }).index).to.equal(null);
     expect(patched.indexes.explain(DB, "t", { a: AS[1], at: { $gte: new Date(Date.UTC(2026, 0, 1) + 35 * 60_000) } })).to.include({
