@@ -57,6 +57,8 @@ export interface StartOptions {
   embeddedChain?: EmbeddedChain;
   /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
   operatorPrivateKey?: string;
+  /** The clock leases are measured with (tests move one instance's to play a stall of another). */
+  clock?: () => number;
 }
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
@@ -109,7 +111,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     // Instances sharing the database tell each other apart by this id; a restart under the same id takes over its
     // predecessor's leases and in-flight payments at once.
     const instanceId = config.instanceId ?? chain.operator.address.toLowerCase();
-    const leases = new Leases(store, instanceId);
+    const leases = new Leases(store, instanceId, opts.clock);
     const freed = await leases.releaseAllOf();
     if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
 

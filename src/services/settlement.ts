@@ -10,6 +10,7 @@ import { AppError, gatewayTimeout, upstreamError } from "../errors";
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
+import type { Fence } from "../store/leases";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
 import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
@@ -38,6 +39,8 @@ export interface ExecuteInput {
   /** The payment already signed (while the policy was simulated); signed here for `agent` otherwise. */
   signed?: Promise<SignedPayment>;
   agent?: AgentDoc;
+  /** The leases the payment runs under (agent lock, Idempotency-Key): committed to before anything is sent. */
+  fences?: Fence[];
   /** Buys the USDC shortfall once the payment is authorised, before it is paid (DESIGN 7a). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
 }
@@ -74,7 +77,7 @@ export class SettlementService extends SettlementSteps {
     const transfer = signed.transfer;
     const now = new Date();
     const { createdAt: _created, ...baseFields } = base;
-    await this.ctx.store.payments.updateOne(
+    const written = await this.ctx.store.payments.updateOne(
       { txnId },
       {
         $set: {
@@ -99,6 +102,15 @@ export class SettlementService extends SettlementSteps {
         $setOnInsert: { txnId, createdAt: base.createdAt ?? now },
       },
       { upsert: true },
+    );
+    // Undone when a lease was lost: a new entry goes, an approved one goes back to waiting for its approval.
+    await this.commit(txnId, input.fences ?? [], () =>
+      written.upsertedCount === 1
+        ? this.ctx.store.payments.deleteOne({ txnId, phase: "authorizing", authorizeTxHash: null })
+        : this.ctx.store.payments.updateOne(
+            { txnId, phase: "authorizing", authorizeTxHash: null },
+            { $set: { status: "pending", phase: "quoted", paymentId: null } },
+          ),
     );
     timer.mark("ledger");
 

@@ -4,7 +4,8 @@
  * SettlementService (settlement.ts) runs the flows on top of these.
  */
 import { PolicyOps } from "../chain/policyOps";
-import { AppError } from "../errors";
+import { AppError, LeaseLostError, conflict } from "../errors";
+import type { Fence } from "../store/leases";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
 import { alertPaymentDone } from "./alerts";
@@ -21,6 +22,46 @@ export abstract class SettlementSteps {
   protected sellerOptions() {
     const c = this.ctx.config;
     return sellerOptions(c);
+  }
+
+  /**
+   * Commits payment `txnId`, whose ledger document (phase "authorizing") is already written, to the leases it runs
+   * under, before any transaction is signed or sent; when one was lost, undoes the document and stops (nothing paid).
+   *
+   * Why this closes the stall window rather than narrowing it: the document is written first and the fences are
+   * checked after, while an instance that takes a lease over checks the other side after it took it: the Idempotency-Key
+   * in the same document (a take-over needs no payment committed to the key; see idempotency.ts), the agent's lock by
+   * awaiting the agent's payments in flight (awaitQuiet) once it has the lock. Every step is one atomic operation on
+   * one document, so in any order they run, either the stalled holder's check sees the lease moved on (it stops before
+   * signing anything), or the new holder sees its payment in flight (and waits for it, or answers the key with it).
+   * How long the stall was does not matter. The budget itself is the contract's, whatever happens here.
+   */
+  protected async commit(txnId: string, fences: Fence[], undo: () => Promise<unknown>): Promise<void> {
+    if (!fences.length) return;
+    const held = await Promise.all(fences.map((f) => f.hold(txnId)));
+    if (held.every(Boolean)) return;
+    await Promise.all(fences.map(async (f, i) => (held[i] ? f.letGo?.(txnId) : undefined)));
+    await undo();
+    this.ctx.logger.warn({ txnId }, "a lease this payment ran under was taken over (this instance stalled); stopped before paying");
+    throw new LeaseLostError();
+  }
+
+  /**
+   * After taking an agent's lock over from an instance that stopped renewing it: that instance may only be stalled,
+   * so its payments still in flight are waited for (they finish, or recovery finishes them) before another begins.
+   */
+  async awaitQuiet(agentAddress: string, waitMs = 120_000): Promise<void> {
+    const deadline = Date.now() + waitMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+      const busy = await this.ctx.store.payments.findOne({ agentAddress, phase: { $in: ["authorizing", "authorized", "settling"] } });
+      if (!busy) return;
+      if (delay === 50)
+        this.ctx.logger.warn({ agentAddress, txnId: busy.txnId }, "took an agent's lock over: waiting for its payments in flight");
+      if (Date.now() > deadline) {
+        throw conflict(`A payment of this agent (${busy.txnId}) is still in flight on another instance; nothing was paid. Retry later.`);
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
   }
 
   /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
