@@ -4,7 +4,7 @@
  * SettlementService (settlement.ts) runs the flows on top of these.
  */
 import { PolicyOps } from "../chain/policyOps";
-import { AppError, LeaseLostError, conflict } from "../errors";
+import { AppError, LeaseLostError } from "../errors";
 import type { Fence } from "../store/leases";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
@@ -35,6 +35,9 @@ export abstract class SettlementSteps {
    * one document, so in any order they run, either the stalled holder's check sees the lease moved on (it stops before
    * signing anything), or the new holder sees its payment in flight (and waits for it, or answers the key with it).
    * How long the stall was does not matter. The budget itself is the contract's, whatever happens here.
+   * A stall between this commit and the authorisation longer than PAYMENT_LEASE_MS lets recovery claim the payment:
+   * recovery then waits for the chain to pass the transfer's validBefore (pastValidity) before it calls a payment
+   * whose authorisation was never sent a failure, since from then on the contract refuses to authorise it.
    */
   protected async commit(txnId: string, fences: Fence[], undo: () => Promise<unknown>): Promise<void> {
     if (!fences.length) return;
@@ -47,21 +50,14 @@ export abstract class SettlementSteps {
   }
 
   /**
-   * After taking an agent's lock over from an instance that stopped renewing it: that instance may only be stalled,
-   * so its payments still in flight are waited for (they finish, or recovery finishes them) before another begins.
+   * Whether the chain is past the payment's validBefore: no authorisation of its transfer can land any more (the
+   * contract refuses an expired transfer), so a run that stalled before authorising can no longer pay it. The block is
+   * read before the payment's state is: an authorisation that landed in time is then seen (finishUnsettled).
    */
-  async awaitQuiet(agentAddress: string, waitMs = 120_000): Promise<void> {
-    const deadline = Date.now() + waitMs;
-    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
-      const busy = await this.ctx.store.payments.findOne({ agentAddress, phase: { $in: ["authorizing", "authorized", "settling"] } });
-      if (!busy) return;
-      if (delay === 50)
-        this.ctx.logger.warn({ agentAddress, txnId: busy.txnId }, "took an agent's lock over: waiting for its payments in flight");
-      if (Date.now() > deadline) {
-        throw conflict(`A payment of this agent (${busy.txnId}) is still in flight on another instance; nothing was paid. Retry later.`);
-      }
-      await new Promise((r) => setTimeout(r, delay));
-    }
+  protected async pastValidity(doc: PaymentDoc): Promise<boolean> {
+    if (doc.validBefore == null) return true;
+    const latest = await this.ctx.chain.provider.getBlock("latest");
+    return latest !== null && latest.timestamp >= doc.validBefore;
   }
 
   /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
