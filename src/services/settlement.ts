@@ -350,7 +350,7 @@ export class SettlementService extends SettlementSteps {
     let resolved = 0;
     for (const doc of due) {
       await this.ctx.agentLock
-        .run(doc.agentAddress, () => this.finishClaimed(doc, !opts.own))
+        .run(doc.agentAddress, () => this.finishClaimed(doc, !(opts.own && doc.instanceId === this.ctx.instanceId)))
         .then((claimed) => (resolved += claimed ? 1 : 0))
         .catch((err: unknown) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
     }

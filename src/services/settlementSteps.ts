@@ -26,14 +26,14 @@ export abstract class SettlementSteps {
 
   /**
    * Commits payment `txnId`, whose ledger document (phase "authorizing") is already written, to the leases it runs
-   * under, before any transaction is signed or sent; when one was lost, undoes the document and stops (nothing paid).
+   * under, before any transaction is sent; when one was lost, undoes the document and stops (nothing paid).
    *
    * Why this closes the stall window rather than narrowing it: the document is written first and the fences are
    * checked after, while an instance that takes a lease over checks the other side after it took it: the Idempotency-Key
    * in the same document (a take-over needs no payment committed to the key; see idempotency.ts), the agent's lock by
    * awaiting the agent's payments in flight (awaitQuiet) once it has the lock. Every step is one atomic operation on
    * one document, so in any order they run, either the stalled holder's check sees the lease moved on (it stops before
-   * signing anything), or the new holder sees its payment in flight (and waits for it, or answers the key with it).
+   * sending anything), or the new holder sees its payment in flight (and waits for it, or answers the key with it).
    * How long the stall was does not matter. The budget itself is the contract's, whatever happens here.
    * A stall between this commit and the authorisation longer than PAYMENT_LEASE_MS lets recovery claim the payment:
    * recovery then waits for the chain to pass the transfer's validBefore (pastValidity) before it calls a payment
