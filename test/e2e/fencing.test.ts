@@ -126,8 +126,8 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     await chain?.close();
   });
 
-  async function agent() {
-    const ag = await a.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+  async function agent(approvalThreshold = "1") {
+    const ag = await a.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "20", approvalThreshold, allowlist: ["127.0.0.1"] });
     await mintUsdc(a, ag.agentAddress, 10n * USDC);
     return ag;
   }
@@ -179,6 +179,20 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     expect(again.status).to.equal(200);
     expect(again.headers.get("idempotent-replayed")).to.equal("true");
     expect(again.body.transactionId).to.equal(second.body.transactionId);
+  });
+
+  it("one Idempotency-Key above the approval threshold, A stalled, B took the key over: one approval, not two", async () => {
+    const ag = await agent("0.5");
+    const stalled = gate.hold("/ap", false);
+    const first = pay(a, ag, "/ap", "fence-key-ap");
+    const resumeA = await stalled;
+    skew = 2 * LEASE_MS;
+    const second = await pay(b, ag, "/ap", "fence-key-ap");
+    expect(second.status, JSON.stringify(second.body)).to.equal(202);
+    resumeA();
+    const late = await first;
+    expect(await a.svc.store.approvals.countDocuments({ agentAddress: ag.agentAddress }), "approvals").to.equal(1);
+    expect(late.status, JSON.stringify(late.body)).to.equal(409);
   });
 
   it("A stalled holding the agent's lock wakes while B's payment is in flight: A stops before paying", async () => {
