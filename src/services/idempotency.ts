@@ -85,7 +85,7 @@ export class IdempotencyService {
 
   constructor(
     private readonly store: Store,
-    private readonly outcomeOf: OutcomeOf = async () => null,
+    private readonly outcomeOf: OutcomeOf = () => Promise.resolve(null),
     opts: Partial<IdempotencyOptions> = {},
   ) {
     this.opts = { instanceId: opts.instanceId ?? "local", leaseMs: opts.leaseMs ?? 30_000, clock: opts.clock ?? Date.now };
@@ -223,7 +223,7 @@ export class IdempotencyService {
           { $set: { holder: this.opts.instanceId, leaseUntil: this.leaseUntil() }, $inc: { fence: 1 } },
           { returnDocument: "after" },
         );
-        if (taken) return { ...(await this.runFirst(scope, taken.fence!, fn)), replayed: false };
+        if (taken) return { ...(await this.runFirst(scope, (doc.fence ?? 0) + 1, fn)), replayed: false };
       }
       if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
         throw conflict(
@@ -236,11 +236,9 @@ export class IdempotencyService {
 
   /** The key's answer from the finished payment committed to it (written to the key too), if there is one. */
   private async resolvedOutcome(key: IdempotencyDoc): Promise<StoredResponse | null> {
-    const { scope } = key;
-    if (key.fence !== undefined && !key.txnId) return null;
-    const payment = await this.store.payments.findOne(
-      key.fence === undefined ? { idempotencyScope: scope, phase: "done" } : { txnId: key.txnId!, phase: "done" },
-    );
+    const { scope, txnId } = key;
+    if (key.fence !== undefined && !txnId) return null;
+    const payment = await this.store.payments.findOne(txnId ? { txnId, phase: "done" } : { idempotencyScope: scope, phase: "done" });
     if (!payment) return null;
     const response = await this.outcomeOf(payment);
     if (!response) return null;

@@ -21,7 +21,7 @@ export interface PaymentContext {
   serviceUrl: string;
   intent: string;
   seller: SellerRequest;
-  /** The agent lock and the Idempotency-Key the payment runs under: it commits to both before paying (DESIGN 11). */
+  /** The agent lock and the Idempotency-Key the payment runs under: it commits to both before paying (SettlementSteps.commit). */
   fences?: { lock?: Fence; key?: Fence };
 }
 

@@ -1,5 +1,5 @@
 /**
- * The stall window (DESIGN 11): instance A takes an agent's lock (and an Idempotency-Key), then stalls past its
+ * The stall window (README: "An instance that stalls"): instance A takes an agent's lock (and an Idempotency-Key), then stalls past its
  * leases (a GC pause, a frozen VM, a partition from the database); B takes over and pays; A wakes up and carries on.
  * Two instances share one chain and one store. A stall is played without waiting: A is held at a gate in front of a
  * real x402 seller, and B's lease clock is moved past A's leases (an injected clock), which is what B sees when A
