@@ -223,7 +223,12 @@ export class IdempotencyService {
           { $set: { holder: this.opts.instanceId, leaseUntil: this.leaseUntil() }, $inc: { fence: 1 } },
           { returnDocument: "after" },
         );
-        if (taken) return { ...(await this.runFirst(scope, (doc.fence ?? 0) + 1, fn)), replayed: false };
+        if (taken) {
+          // A run before this one may have written its ledger entry and stopped before committing it to the key: it can
+          // never commit now (the generation moved on), so the entry, which nothing was sent for, goes.
+          await this.store.payments.deleteMany({ idempotencyScope: scope, phase: "authorizing", authorizeTxHash: null });
+          return { ...(await this.runFirst(scope, (doc.fence ?? 0) + 1, fn)), replayed: false };
+        }
       }
       if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
         throw conflict(

@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
 import { Leases } from "../../src/store/leases";
+import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { Wallet } from "ethers";
@@ -179,6 +180,26 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     expect(again.status).to.equal(200);
     expect(again.headers.get("idempotent-replayed")).to.equal("true");
     expect(again.body.transactionId).to.equal(second.body.transactionId);
+  });
+
+  it("a run that wrote its ledger entry and died before committing it: a repeat takes the key over, the entry goes", async () => {
+    const body = { intent: "orphan" };
+    const scope = idempotencyScope("caller-o", "key-o");
+    const now = new Date();
+    const expired = new Date(now.getTime() - 1);
+    await a.svc.store.idempotency.insertOne({
+      ...{ scope, requestHash: requestHashOf(body), state: "in_progress", response: null, holder: "inst-gone" },
+      ...{ leaseUntil: expired, fence: 1, txnId: null, createdAt: now, expiresAt: new Date(now.getTime() + 3_600_000) },
+    });
+    const orphan = { ...(await a.svc.store.payments.findOne({ status: "approved" }))!, txnId: "txn_orphan", idempotencyScope: scope };
+    delete orphan._id;
+    await a.svc.store.payments.insertOne({ ...orphan, status: "processing", phase: "authorizing", authorizeTxHash: null });
+    const res = await b.svc.services.idempotency.run("caller-o", "key-o", body, () =>
+      Promise.resolve({ status: 200, body: { ran: true } }),
+    );
+    expect(res).to.deep.include({ status: 200, replayed: false });
+    expect(await a.svc.store.payments.findOne({ txnId: "txn_orphan" })).to.equal(null);
+    expect(await a.svc.store.idempotency.findOne({ scope })).to.include({ state: "done", fence: 2, holder: "inst-b" });
   });
 
   it("one Idempotency-Key above the approval threshold, A stalled, B took the key over: one approval, not two", async () => {
