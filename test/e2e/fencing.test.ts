@@ -191,8 +191,8 @@ describe("fencing: an instance that stalled past its leases never pays after ano
       ...{ scope, requestHash: requestHashOf(body), state: "in_progress", response: null, holder: "inst-gone" },
       ...{ leaseUntil: expired, fence: 1, txnId: null, createdAt: now, expiresAt: new Date(now.getTime() + 3_600_000) },
     });
-    const orphan = { ...(await a.svc.store.payments.findOne({ status: "approved" }))!, txnId: "txn_orphan", idempotencyScope: scope };
-    delete orphan._id;
+    const { _id, ...paid } = (await a.svc.store.payments.findOne({ status: "approved" }))!;
+    const orphan = { ...paid, txnId: "txn_orphan", idempotencyScope: scope };
     await a.svc.store.payments.insertOne({ ...orphan, status: "processing", phase: "authorizing", authorizeTxHash: null });
     const res = await b.svc.services.idempotency.run("caller-o", "key-o", body, () =>
       Promise.resolve({ status: 200, body: { ran: true } }),
