@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const cluster = await startCluster({
     instances: INSTANCES,
     // Short leases, so a killed instance's work passes to the survivors within seconds (defaults: 30 s and 180 s).
-    env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", SELL_PRICE: "0.01" },
+    env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", MAX_PAYMENT_VALIDITY_SECONDS: "30", SELL_PRICE: "0.01" },
     log: (line) => console.log(line),
   });
   try {

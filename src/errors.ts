@@ -34,3 +34,13 @@ export const gatewayTimeout = (message: string) => new AppError(504, "upstream_t
 export function errorBody(e: AppError) {
   return { error: e.code, message: e.message, status: e.status, ...(e.details !== undefined ? { details: e.details } : {}) };
 }
+
+/**
+ * This instance lost the lease a request ran under (it stalled past it and another instance took over) before the
+ * request committed to anything: nothing was paid. Never kept as an Idempotency-Key's answer.
+ */
+export class LeaseLostError extends AppError {
+  constructor(message = "This request lost its lock to another instance before paying anything; nothing was paid. Retry it.") {
+    super(409, "conflict", message);
+  }
+}

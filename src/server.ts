@@ -58,6 +58,8 @@ export interface StartOptions {
   embeddedChain?: EmbeddedChain;
   /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
   operatorPrivateKey?: string;
+  /** The clock leases are measured with (tests move one instance's to play a stall of another). */
+  clock?: () => number;
 }
 
 export async function startService(loaded: LoadedConfig, opts: StartOptions = {}): Promise<RunningService> {
@@ -107,7 +109,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
     cleanup.push(() => chain.destroy());
 
     const { instanceId } = config;
-    const leases = new Leases(store, instanceId);
+    const leases = new Leases(store, instanceId, opts.clock);
     const freed = await leases.releaseAllOf();
     if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
 

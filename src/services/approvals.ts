@@ -9,6 +9,7 @@ import { AppError, conflict, forbidden, notFound } from "../errors";
 import { NO_LEAF } from "../policy/allowlist";
 import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
+import type { Fence } from "../store/leases";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
 import type { PaymentContext } from "./paymentContext";
@@ -151,7 +152,8 @@ export class ApprovalService {
   async approve(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
     const first = await this.load(principal, approvalId);
     const digest = await this.verifyDecision(first, "approve", input);
-    return this.ctx.agentLock.run(first.agentAddress, async () => {
+    return this.ctx.agentLock.run(first.agentAddress, async (lock) => {
+      if (lock.tookOver) await this.settlement.awaitQuiet(first.agentAddress);
       // Claim it: of two concurrent approvals (or an approve racing a deny) exactly one proceeds.
       const a = await this.ctx.store.approvals.findOneAndUpdate(
         { approvalId, status: "pending" },
@@ -160,7 +162,7 @@ export class ApprovalService {
       );
       if (!a) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
       try {
-        return await this.execute(a, digest, input);
+        return await this.execute(a, digest, input, lock);
       } catch (err) {
         // The approval follows its payment: nothing authorised yet (a seller or facilitator outage, a price change)
         // -> pending again, for the owner to retry or deny; otherwise the payment's outcome.
@@ -184,7 +186,7 @@ export class ApprovalService {
     });
   }
 
-  private async execute(a: ApprovalDoc, digest: string, input: ApprovalDecisionRequest) {
+  private async execute(a: ApprovalDoc, digest: string, input: ApprovalDecisionRequest, lock: Fence) {
     const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
     if (!agent) throw notFound(`Agent ${a.agentAddress} of approval ${a.approvalId} is unknown.`);
     const pc: PaymentContext = {
@@ -229,6 +231,7 @@ export class ApprovalService {
         proof,
         dailyBudget: policy.dailyBudget,
         agent,
+        fences: [lock],
         approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
       });
     }

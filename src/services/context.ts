@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { ChainClient } from "../chain/client";
 import type { Config } from "../config";
 import type { Store } from "../store";
-import type { Leases } from "../store/leases";
+import type { HeldLease, Leases } from "../store/leases";
 import type { WalletProvider } from "../wallets/provider";
 import type { Facilitator } from "../x402/facilitator";
 import type { KeyService } from "./keys";
@@ -26,7 +26,7 @@ export interface ServiceContext {
   /** Key of the agents' activation codes (derived from the wallet encryption key). */
   activationSecret: Buffer;
   /** Serialises work per agent (payments, policy changes) across instances; different agents run in parallel. */
-  agentLock: { run<T>(key: string, task: () => Promise<T>): Promise<T> };
+  agentLock: { run<T>(key: string, task: (lock: HeldLease) => Promise<T>): Promise<T> };
   /** This instance's id (INSTANCE_ID, default its operator address): in-flight payments carry it. */
   instanceId: string;
   /** Leases in the database, held under instanceId. */

@@ -9,11 +9,19 @@
  * A key whose payment may have moved money is never freed: when the first request ends in an unexpected error after
  * its payment began, the key stays taken, and the payment's outcome (resolved from the chain by recovery) becomes
  * the key's answer.
+ *
+ * Fencing: each run of a key has a generation (`fence`, increased when another instance takes the key over), and a
+ * payment commits to its key (hold: the key's `txnId`) before anything is sent. Take-over and commit are two
+ * conditional updates of the same document: a take-over needs no payment committed, a commit needs the generation
+ * unchanged, so exactly one of them wins whatever the timing. An instance that stalled past its lease and wakes up
+ * finds its commit refused and stops before paying; a payment that did commit keeps the key from being taken over,
+ * and its outcome becomes the key's answer.
  */
 import { createHash } from "node:crypto";
 import { AppError, conflict, badRequest } from "../errors";
+import type { Fence } from "../store/leases";
 import type { Store } from "../store";
-import type { PaymentDoc } from "../store/documents";
+import type { IdempotencyDoc, PaymentDoc } from "../store/documents";
 import type { Principal } from "./keys";
 
 const TTL_MS = 24 * 3600 * 1000;
@@ -63,7 +71,12 @@ export interface IdempotencyOptions {
   instanceId: string;
   /** How long a key's holder keeps it without renewing. */
   leaseMs: number;
+  /** The clock leases are measured with (tests inject one to play a stalled instance). */
+  clock: () => number;
 }
+
+/** What a key's run is given: its scope, and the key's fence, which its payment holds before sending anything. */
+export type KeyRun = (scope: string, fence: Fence) => Promise<StoredResponse>;
 
 export class IdempotencyService {
   /** Requests running in this process, by scope: repeats wait on them directly. */
@@ -75,11 +88,25 @@ export class IdempotencyService {
     private readonly outcomeOf: OutcomeOf = () => Promise.resolve(null),
     opts: Partial<IdempotencyOptions> = {},
   ) {
-    this.opts = { instanceId: opts.instanceId ?? "local", leaseMs: opts.leaseMs ?? 30_000 };
+    this.opts = { instanceId: opts.instanceId ?? "local", leaseMs: opts.leaseMs ?? 30_000, clock: opts.clock ?? Date.now };
   }
 
   private leaseUntil(): Date {
-    return new Date(Date.now() + this.opts.leaseMs);
+    return new Date(this.opts.clock() + this.opts.leaseMs);
+  }
+
+  /** The fence of run `fence` of the key: a payment commits to the key by holding it (see the module comment). */
+  private fenceOf(scope: string, fence: number): Fence {
+    return {
+      hold: async (txnId) =>
+        (await this.store.idempotency.findOneAndUpdate(
+          { scope, fence, state: "in_progress", $or: [{ txnId: null }, { txnId }] },
+          { $set: { txnId, leaseUntil: this.leaseUntil() } },
+        )) !== null,
+      letGo: async (txnId) => {
+        await this.store.idempotency.updateOne({ scope, fence, txnId }, { $set: { txnId: null } });
+      },
+    };
   }
 
   /** At start-up: the keys this instance id held died with its predecessor; others may take them over at once. */
@@ -88,12 +115,7 @@ export class IdempotencyService {
   }
 
   /** Runs `fn` once per (caller, key); replays its stored response for repeats with the same body. */
-  async run(
-    callerId: string,
-    key: string,
-    body: unknown,
-    fn: (scope: string) => Promise<StoredResponse>,
-  ): Promise<StoredResponse & { replayed: boolean }> {
+  async run(callerId: string, key: string, body: unknown, fn: KeyRun): Promise<StoredResponse & { replayed: boolean }> {
     if (!/^[\x21-\x7e]{1,200}$/.test(key)) throw badRequest("Idempotency-Key must be 1-200 printable ASCII characters.");
     const scope = idempotencyScope(callerId, key);
     const requestHash = requestHashOf(body);
@@ -108,6 +130,8 @@ export class IdempotencyService {
           response: null,
           holder: this.opts.instanceId,
           leaseUntil: this.leaseUntil(),
+          fence: 1,
+          txnId: null,
           createdAt: now,
           expiresAt: new Date(now.getTime() + TTL_MS),
         },
@@ -120,11 +144,11 @@ export class IdempotencyService {
       }
       return this.awaitResult(scope, fn);
     }
-    return { ...(await this.runFirst(scope, fn)), replayed: false };
+    return { ...(await this.runFirst(scope, 1, fn)), replayed: false };
   }
 
-  private async runFirst(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse> {
-    const first = this.first(scope, fn);
+  private async runFirst(scope: string, fence: number, fn: KeyRun): Promise<StoredResponse> {
+    const first = this.first(scope, fence, fn);
     this.running.set(scope, first);
     try {
       return await first;
@@ -133,12 +157,11 @@ export class IdempotencyService {
     }
   }
 
-  private async first(scope: string, fn: (scope: string) => Promise<StoredResponse>): Promise<StoredResponse> {
-    const holder = this.opts.instanceId;
+  private async first(scope: string, fence: number, fn: KeyRun): Promise<StoredResponse> {
     const heartbeat = setInterval(
       () => {
         this.store.idempotency
-          .updateOne({ scope, holder, state: "in_progress" }, { $set: { leaseUntil: this.leaseUntil() } })
+          .updateOne({ scope, fence, state: "in_progress" }, { $set: { leaseUntil: this.leaseUntil() } })
           .catch(() => undefined);
       },
       Math.max(50, Math.floor(this.opts.leaseMs / 3)),
@@ -146,15 +169,17 @@ export class IdempotencyService {
     heartbeat.unref();
     try {
       // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again.
-      const response = await fn(scope);
-      await this.store.idempotency.updateOne({ scope }, { $set: { state: "done", response } });
+      const response = await fn(scope, this.fenceOf(scope, fence));
+      // Only this run's answer: a run whose key was taken over answers its own caller, not the key.
+      await this.store.idempotency.updateOne({ scope, fence }, { $set: { state: "done", response } });
       return response;
     } catch (err) {
-      // Nothing answered. Only a key whose payment never began may be used again.
-      if (!(await this.store.payments.findOne({ idempotencyScope: scope }).catch(() => ({})))) {
-        await this.store.idempotency.deleteOne({ scope });
-        throw err;
-      }
+      // Nothing answered. Only a key whose payment never began (nothing committed to it) may be used again.
+      const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => ({ deletedCount: 0 }));
+      if (freed.deletedCount === 1) throw err;
+      const doc = await this.store.idempotency.findOne({ scope }).catch(() => null);
+      // Taken over by another instance: this run never paid (its commit was refused), and the key is the other's.
+      if (doc && doc.fence !== fence) throw err;
       throw new AppError(
         502,
         "upstream_error",
@@ -169,10 +194,7 @@ export class IdempotencyService {
    * The outcome of a key's first request: from this process at once, else from the store, backing off. When the
    * instance running it stopped renewing its lease before any payment began, this request takes the key and runs.
    */
-  private async awaitResult(
-    scope: string,
-    fn: (scope: string) => Promise<StoredResponse>,
-  ): Promise<StoredResponse & { replayed: boolean }> {
+  private async awaitResult(scope: string, fn: KeyRun): Promise<StoredResponse & { replayed: boolean }> {
     const local = this.running.get(scope);
     if (local)
       return local.then(
@@ -185,15 +207,28 @@ export class IdempotencyService {
       if (!doc) throw conflict("The first request with this Idempotency-Key failed before paying anything; retry it.");
       if (doc.state === "done" && doc.response) return { ...doc.response, replayed: true };
       // Its instance may be gone: a payment that recovery has finished answers with its outcome.
-      const resolved = await this.resolvedOutcome(scope);
+      const resolved = await this.resolvedOutcome(doc);
       if (resolved) return { ...resolved, replayed: true };
-      if (doc.leaseUntil && doc.leaseUntil.getTime() < Date.now() && !(await this.store.payments.findOne({ idempotencyScope: scope }))) {
-        // Nothing was paid under the key and its holder is gone: take it (of several waiters, exactly one does).
+      const legacy = doc.fence === undefined; // written before fencing: only the payments tell whether one began
+      if (
+        doc.leaseUntil &&
+        doc.leaseUntil.getTime() < this.opts.clock() &&
+        !doc.txnId &&
+        !(legacy && (await this.store.payments.findOne({ idempotencyScope: scope })))
+      ) {
+        // No payment committed to the key and its holder stopped renewing: take it (of several waiters, exactly one
+        // does). The holder may be stalled, not dead: its commit then finds the generation moved on and stops.
         const taken = await this.store.idempotency.findOneAndUpdate(
-          { scope, state: "in_progress", leaseUntil: doc.leaseUntil },
-          { $set: { holder: this.opts.instanceId, leaseUntil: this.leaseUntil() } },
+          { scope, state: "in_progress", leaseUntil: doc.leaseUntil, txnId: null, fence: legacy ? { $exists: false } : doc.fence },
+          { $set: { holder: this.opts.instanceId, leaseUntil: this.leaseUntil() }, $inc: { fence: 1 } },
+          { returnDocument: "after" },
         );
-        if (taken) return { ...(await this.runFirst(scope, fn)), replayed: false };
+        if (taken) {
+          // A run before this one may have written its ledger entry and stopped before committing it to the key: it can
+          // never commit now (the generation moved on), so the entry, which nothing was sent for, goes.
+          await this.store.payments.deleteMany({ idempotencyScope: scope, phase: "authorizing", authorizeTxHash: null });
+          return { ...(await this.runFirst(scope, (doc.fence ?? 0) + 1, fn)), replayed: false };
+        }
       }
       if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
         throw conflict(
@@ -204,9 +239,11 @@ export class IdempotencyService {
     }
   }
 
-  /** The key's answer from its finished payment (written to the key too), if there is one. */
-  private async resolvedOutcome(scope: string): Promise<StoredResponse | null> {
-    const payment = await this.store.payments.findOne({ idempotencyScope: scope, phase: "done" });
+  /** The key's answer from the finished payment committed to it (written to the key too), if there is one. */
+  private async resolvedOutcome(key: IdempotencyDoc): Promise<StoredResponse | null> {
+    const { scope, txnId } = key;
+    if (key.fence !== undefined && !txnId) return null;
+    const payment = await this.store.payments.findOne(txnId ? { txnId, phase: "done" } : { idempotencyScope: scope, phase: "done" });
     if (!payment) return null;
     const response = await this.outcomeOf(payment);
     if (!response) return null;
@@ -220,7 +257,8 @@ export class IdempotencyService {
     const response = await this.outcomeOf(payment);
     if (response)
       await this.store.idempotency.updateOne(
-        { scope: payment.idempotencyScope, state: "in_progress" },
+        // The payment committed to the key (or a key written before fencing), not one abandoned under it.
+        { scope: payment.idempotencyScope, state: "in_progress", $or: [{ txnId: payment.txnId }, { fence: { $exists: false } }] },
         { $set: { state: "done", response } },
       );
   }

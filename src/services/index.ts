@@ -31,6 +31,7 @@ export function createServices(ctx: ServiceContext): Services {
   const idempotency = new IdempotencyService(ctx.store, (payment) => outcomeOf(ctx, payment), {
     instanceId: ctx.instanceId,
     leaseMs: ctx.config.lockLeaseMs,
+    clock: ctx.leases.clock,
   });
   settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
   const payments = new PaymentService(ctx, policies, settlement, idempotency, new SwapService(ctx));

@@ -2,6 +2,7 @@
 import { AppError } from "../errors";
 import { normalizeHost } from "../policy/allowlist";
 import type { AgentDoc } from "../store/documents";
+import type { Fence } from "../store/leases";
 import type { SellerRequest } from "../x402/buyer";
 
 /** The merchant of a URL: its normalised host name. */
@@ -20,4 +21,11 @@ export interface PaymentContext {
   serviceUrl: string;
   intent: string;
   seller: SellerRequest;
+  /** The agent lock and the Idempotency-Key the payment runs under: it commits to both before paying (SettlementSteps.commit). */
+  fences?: { lock?: Fence; key?: Fence };
+}
+
+/** The fences a payment holds before paying: the agent's lock and its Idempotency-Key. */
+export function fencesOf(pc: PaymentContext): Fence[] {
+  return [pc.fences?.lock, pc.fences?.key].filter((f): f is Fence => f !== undefined);
 }

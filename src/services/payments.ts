@@ -7,9 +7,10 @@ import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
 import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
-import { type PaymentContext, merchantOf } from "./paymentContext";
+import { type PaymentContext, fencesOf, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
-import { AppError, errorBody } from "../errors";
+import { AppError, LeaseLostError, errorBody } from "../errors";
+import type { Fence } from "../store/leases";
 import { type IdempotencyService, type StoredResponse, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
@@ -38,19 +39,21 @@ export class PaymentService {
    * failure the service explains is an answer, kept under the key like a success.
    */
   async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<StoredResponse & { replayed: boolean }> {
-    const run = async (scope?: string): Promise<StoredResponse> => {
+    const run = async (scope?: string, keyFence?: Fence): Promise<StoredResponse> => {
       try {
-        const outcome = await this.pay(agent, input, scope);
+        const outcome = await this.pay(agent, input, scope, keyFence);
         return { status: outcome.httpStatus, body: outcome.body };
       } catch (err) {
-        if (err instanceof AppError) return { status: err.status, body: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
+        // A lost lease paid nothing and is no answer to keep: the key is another run's, or free to run again.
+        if (err instanceof AppError && !(err instanceof LeaseLostError))
+          return { status: err.status, body: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
         throw err;
       }
     };
     return key ? this.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
   }
 
-  async pay(agent: AgentDoc, input: PayRequest, idempotencyScope?: string): Promise<PayOutcome> {
+  async pay(agent: AgentDoc, input: PayRequest, idempotencyScope?: string, keyFence?: Fence): Promise<PayOutcome> {
     const merchant = merchantOf(input.serviceUrl);
     const pc: PaymentContext = {
       agent,
@@ -60,7 +63,10 @@ export class PaymentService {
       intent: input.intent,
       seller: { url: input.serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
     };
-    return this.ctx.agentLock.run(agent.address, () => this.payLocked(pc, toBaseUnits(input.maxAmount)));
+    return this.ctx.agentLock.run(agent.address, async (lock) => {
+      if (lock.tookOver) await this.settlement.awaitQuiet(agent.address);
+      return this.payLocked({ ...pc, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount));
+    });
   }
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
@@ -114,6 +120,7 @@ export class PaymentService {
       dailyBudget: policy.dailyBudget,
       timer,
       signed,
+      fences: fencesOf(pc),
       ...swap,
     });
   }
@@ -328,6 +335,9 @@ export class PaymentService {
     const txnId = newTxnId();
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);
+    // An approval is a payment to come: committed to its key first, so a stalled run never leaves a second one.
+    const key = pc.fences?.key;
+    if (key && !(await key.hold(txnId))) throw new LeaseLostError();
     const approval: ApprovalDoc = {
       approvalId,
       txnId,
@@ -346,7 +356,10 @@ export class PaymentService {
       resolvedAt: null,
       expiresAt,
     };
-    await this.ctx.store.approvals.insertOne(approval);
+    await this.ctx.store.approvals.insertOne(approval).catch(async (err: unknown) => {
+      await key?.letGo?.(txnId).catch(() => undefined);
+      throw err;
+    });
     await this.ctx.store.payments.insertOne({
       txnId,
       ...this.ledgerBase(pc, approvalId),

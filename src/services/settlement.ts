@@ -5,15 +5,18 @@
  */
 import { fromBaseUnits } from "../amounts";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
-import { AppError, gatewayTimeout, upstreamError } from "../errors";
+import { AppError, conflict, gatewayTimeout, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
+import type { Fence } from "../store/leases";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
 import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
+
+const IN_FLIGHT: PaymentDoc["phase"][] = ["authorizing", "authorized", "settling"];
 
 export interface PayOutcome {
   httpStatus: 200 | 202 | 422;
@@ -38,6 +41,8 @@ export interface ExecuteInput {
   /** The payment already signed (while the policy was simulated); signed here for `agent` otherwise. */
   signed?: Promise<SignedPayment>;
   agent?: AgentDoc;
+  /** The leases the payment runs under (agent lock, Idempotency-Key): committed to before anything is sent. */
+  fences?: Fence[];
   /** Buys the USDC shortfall once the payment is authorised, before it is paid (README: "Swap before settlement"). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
 }
@@ -76,7 +81,7 @@ export class SettlementService extends SettlementSteps {
     const transfer = signed.transfer;
     const now = new Date();
     const { createdAt: _created, ...baseFields } = base;
-    await this.ctx.store.payments.updateOne(
+    const written = await this.ctx.store.payments.updateOne(
       { txnId },
       {
         $set: {
@@ -101,6 +106,15 @@ export class SettlementService extends SettlementSteps {
         $setOnInsert: { txnId, createdAt: base.createdAt ?? now },
       },
       { upsert: true },
+    );
+    // Undone when a lease was lost: a new entry goes, an approved one goes back to waiting for its approval.
+    await this.commit(txnId, input.fences ?? [], () =>
+      written.upsertedCount === 1
+        ? this.ctx.store.payments.deleteOne({ txnId, phase: "authorizing", authorizeTxHash: null })
+        : this.ctx.store.payments.updateOne(
+            { txnId, phase: "authorizing", authorizeTxHash: null },
+            { $set: { status: "pending", phase: "quoted", paymentId: null } },
+          ),
     );
     timer.mark("ledger");
 
@@ -294,9 +308,9 @@ export class SettlementService extends SettlementSteps {
    * Resolves a payment left between authorise and settle from chain state: settled -> approved; authorised but not
    * settled -> released (the authorisation dies with it) -> failed; never authorised -> failed (the wallet never
    * answers for an unauthorised transfer, so nothing can settle it). An authorisation still pending is left for a
-   * later sweep.
+   * later sweep. `stale`: the payment is another run's, which may only have stalled (see SettlementSteps.commit).
    */
-  async resolveInFlight(txnId: string): Promise<void> {
+  async resolveInFlight(txnId: string, stale = false): Promise<void> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
     if (doc.authorizeTxHash) {
@@ -304,6 +318,7 @@ export class SettlementService extends SettlementSteps {
       if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
+    if (stale && !doc.authorizeTxHash && !(await this.pastValidity(doc))) return; // its run may still authorise it
     const wasAuthorized = doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === 1;
     const outcome = await this.finishUnsettled(txnId, "recovered after an interruption");
     if (outcome.state === "released" && !wasAuthorized && doc.status !== "blocked") {
@@ -330,25 +345,54 @@ export class SettlementService extends SettlementSteps {
       { leaseUntil: { $exists: false } },
       ...(opts.own ? [{ instanceId: this.ctx.instanceId }] : []),
     ];
-    const due = await this.ctx.store.payments.find({ phase: { $in: ["authorizing", "authorized", "settling"] }, $or: free }).toArray();
+    const due = await this.ctx.store.payments.find({ phase: { $in: IN_FLIGHT }, $or: free }).toArray();
     let resolved = 0;
     for (const doc of due) {
-      // Claim it: of several recovering instances exactly one proceeds.
-      const claimed = await this.ctx.store.payments.findOneAndUpdate(
-        { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
-        { $set: { leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
-      );
-      if (!claimed) continue;
       await this.ctx.agentLock
-        .run(doc.agentAddress, async () => {
-          await this.resolveInFlight(doc.txnId);
-          if (doc.approvalId) await this.settleApproval(doc.txnId, doc.approvalId);
-          const done = await this.ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
-          if (done) await this.afterRecovery(done);
-        })
-        .then(() => resolved++)
+        .run(doc.agentAddress, () => this.finishClaimed(doc, !(opts.own && doc.instanceId === this.ctx.instanceId)))
+        .then((claimed) => (resolved += claimed ? 1 : 0))
         .catch((err: unknown) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
     }
     return resolved;
+  }
+
+  /** Claims `doc`, whose lease ran out, and finishes it; the caller holds its agent's lock. */
+  private async finishClaimed(doc: PaymentDoc, stale: boolean): Promise<boolean> {
+    // Claim it: of several recovering instances exactly one proceeds.
+    const claimed = await this.ctx.store.payments.findOneAndUpdate(
+      { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
+      { $set: { leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
+    );
+    if (!claimed) return false;
+    await this.resolveInFlight(doc.txnId, stale);
+    if (doc.approvalId) await this.settleApproval(doc.txnId, doc.approvalId);
+    const done = await this.ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
+    if (done) await this.afterRecovery(done);
+    return true;
+  }
+
+  /**
+   * After taking an agent's lock over from an instance that stopped renewing it: that instance may only be stalled,
+   * so its payments still in flight are waited for before another begins (see SettlementSteps.commit). Those whose
+   * lease has run out are finished here, since recovery would wait for the lock this run holds.
+   */
+  async awaitQuiet(agentAddress: string, waitMs = 120_000): Promise<void> {
+    const deadline = Date.now() + waitMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+      const busy = await this.ctx.store.payments.find({ agentAddress, phase: { $in: IN_FLIGHT } }).toArray();
+      if (!busy.length) return;
+      if (delay === 50)
+        this.ctx.logger.warn({ agentAddress, txnId: busy[0].txnId }, "took an agent's lock over: waiting for its payments in flight");
+      const now = Date.now();
+      for (const doc of busy.filter((d) => !d.leaseUntil || d.leaseUntil.getTime() < now)) {
+        await this.finishClaimed(doc, true).catch((err: unknown) =>
+          this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve a payment"),
+        );
+      }
+      if (Date.now() > deadline) {
+        throw conflict(`A payment of this agent (${busy[0].txnId}) is still in flight on another instance; nothing was paid. Retry later.`);
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
   }
 }

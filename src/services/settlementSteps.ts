@@ -4,7 +4,8 @@
  * SettlementService (settlement.ts) runs the flows on top of these.
  */
 import { PolicyOps } from "../chain/policyOps";
-import { AppError } from "../errors";
+import { AppError, LeaseLostError } from "../errors";
+import type { Fence } from "../store/leases";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
 import { alertPaymentDone } from "./alerts";
@@ -21,6 +22,42 @@ export abstract class SettlementSteps {
   protected sellerOptions() {
     const c = this.ctx.config;
     return sellerOptions(c);
+  }
+
+  /**
+   * Commits payment `txnId`, whose ledger document (phase "authorizing") is already written, to the leases it runs
+   * under, before any transaction is sent; when one was lost, undoes the document and stops (nothing paid).
+   *
+   * Why this closes the stall window rather than narrowing it: the document is written first and the fences are
+   * checked after, while an instance that takes a lease over checks the other side after it took it: the Idempotency-Key
+   * in the same document (a take-over needs no payment committed to the key; see idempotency.ts), the agent's lock by
+   * awaiting the agent's payments in flight (awaitQuiet) once it has the lock. Every step is one atomic operation on
+   * one document, so in any order they run, either the stalled holder's check sees the lease moved on (it stops before
+   * sending anything), or the new holder sees its payment in flight (and waits for it, or answers the key with it).
+   * How long the stall was does not matter. The budget itself is the contract's, whatever happens here.
+   * A stall between this commit and the authorisation longer than PAYMENT_LEASE_MS lets recovery claim the payment:
+   * recovery then waits for the chain to pass the transfer's validBefore (pastValidity) before it calls a payment
+   * whose authorisation was never sent a failure, since from then on the contract refuses to authorise it.
+   */
+  protected async commit(txnId: string, fences: Fence[], undo: () => Promise<unknown>): Promise<void> {
+    if (!fences.length) return;
+    const held = await Promise.all(fences.map((f) => f.hold(txnId)));
+    if (held.every(Boolean)) return;
+    await Promise.all(fences.map(async (f, i) => (held[i] ? f.letGo?.(txnId) : undefined)));
+    await undo();
+    this.ctx.logger.warn({ txnId }, "a lease this payment ran under was taken over (this instance stalled); stopped before paying");
+    throw new LeaseLostError();
+  }
+
+  /**
+   * Whether the chain is past the payment's validBefore: no authorisation of its transfer can land any more (the
+   * contract refuses an expired transfer), so a run that stalled before authorising can no longer pay it. The block is
+   * read before the payment's state is: an authorisation that landed in time is then seen (finishUnsettled).
+   */
+  protected async pastValidity(doc: PaymentDoc): Promise<boolean> {
+    if (doc.validBefore == null) return true;
+    const latest = await this.ctx.chain.provider.getBlock("latest");
+    return latest !== null && latest.timestamp >= doc.validBefore;
   }
 
   /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */

@@ -174,6 +174,10 @@ export interface IdempotencyDoc {
   /** The instance running the first request, and until when (renewed while it runs): past it, another takes over. */
   holder?: string;
   leaseUntil?: Date;
+  /** The run's generation (fencing token), increased when another instance takes the key over. */
+  fence?: number;
+  /** The payment committed to the key: while set, the key is never taken over, and its outcome is the key's answer. */
+  txnId?: string | null;
   createdAt: Date;
   expiresAt: Date;
 }

@@ -5,6 +5,11 @@
  * CongoDB alike (neither a unique index nor a transaction is needed). The holder renews it while it works; when the
  * holder dies, the lease expires and another instance takes it. An instance that restarts under the same id frees its
  * predecessor's leases at once (releaseAllOf).
+ *
+ * Renewal keeps a lease alive; it cannot stop a holder that stalled past its lease (a GC pause, a frozen VM, a
+ * partition from the database) from waking up and carrying on. So each acquisition gets a fencing token, `fence` (the
+ * lease's generation, increased on every acquisition), and the work that commits to spending checks it (HeldLease.hold)
+ * after writing down what it is about to do: see SettlementSteps.commit for why that closes the window.
  */
 import { randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";
@@ -17,8 +22,29 @@ export interface LeaseDoc {
   holder: string | null;
   /** One acquisition: a holder that lost its lease (expired, taken over) cannot free or renew the next one. */
   token: string | null;
+  /** The fencing token: the lease's generation, increased on every acquisition. */
+  fence?: number;
   until: Date;
   updatedAt: Date;
+}
+
+/**
+ * A check made right before a step that commits to spending: whether the lease it runs under is still this holder's.
+ * `txnId` names the payment about to be committed under it.
+ */
+export interface Fence {
+  hold(txnId: string): Promise<boolean>;
+  /** Gives back what hold() took, when the payment is abandoned before anything was sent. */
+  letGo?(txnId: string): Promise<void>;
+}
+
+/** One acquisition of a lease, as its holder sees it. */
+export interface HeldLease extends Fence {
+  name: string;
+  token: string;
+  fence: number;
+  /** Taken from a holder whose lease had run out: that holder may still be working (stalled, not dead). */
+  tookOver: boolean;
 }
 
 const FREE = new Date(0);
@@ -32,31 +58,43 @@ export class Leases {
     store: Store,
     /** This instance's id (INSTANCE_ID). */
     readonly holder: string,
-    private readonly clock: () => number = Date.now,
+    /** The clock leases are measured with (injected by tests to play a stalled instance). */
+    readonly clock: () => number = Date.now,
   ) {
     this.docs = store.collection<LeaseDoc>("leases");
   }
 
   /** Takes `name` for `ttlMs` if it is free, expired or this holder's; answers the acquisition's token, or null. */
   async tryAcquire(name: string, ttlMs: number, token: string = randomBytes(12).toString("hex")): Promise<string | null> {
+    return (await this.acquire(name, ttlMs, token))?.token ?? null;
+  }
+
+  /** tryAcquire, answering the acquisition with its fencing token, or null. */
+  async acquire(name: string, ttlMs: number, token: string = randomBytes(12).toString("hex")): Promise<HeldLease | null> {
     const now = new Date(this.clock());
     const take = () =>
       this.docs.findOneAndUpdate(
         { name, $or: [{ until: { $lt: now } }, { holder: null }, { holder: this.holder, token }] },
-        { $set: { holder: this.holder, token, until: new Date(now.getTime() + ttlMs), updatedAt: now } },
-        { returnDocument: "after" },
+        { $set: { holder: this.holder, token, until: new Date(now.getTime() + ttlMs), updatedAt: now }, $inc: { fence: 1 } },
+        { returnDocument: "before" },
       );
-    let doc = await take();
-    if (!doc) {
+    let before = await take();
+    if (!before) {
       // Created once per name, by upsert on the name alone (no filter on its state, so no second document can appear).
       await this.docs
-        .updateOne({ name }, { $setOnInsert: { name, holder: null, token: null, until: FREE, updatedAt: now } }, { upsert: true })
+        .updateOne({ name }, { $setOnInsert: { name, holder: null, token: null, fence: 0, until: FREE, updatedAt: now } }, { upsert: true })
         .catch((err: unknown) => {
           if ((err as { code?: unknown }).code !== 11000) throw err; // another instance created it first (real MongoDB's unique index)
         });
-      doc = await take();
+      before = await take();
     }
-    return doc && doc.token === token && doc.holder === this.holder ? token : null;
+    if (!before) return null;
+    const fence = (before.fence ?? 0) + 1;
+    const tookOver = before.holder !== null && before.token !== token && before.until.getTime() < now.getTime();
+    const hold = async () =>
+      (await this.docs.updateOne({ name, holder: this.holder, token, fence }, { $set: { updatedAt: new Date(this.clock()) } }))
+        .matchedCount === 1;
+    return { name, token, fence, tookOver, hold };
   }
 
   /** Extends a lease this acquisition still holds; false when it was lost. */
@@ -91,24 +129,24 @@ export class Leases {
    * Runs `task` while holding `name`, waiting (backing off) for it; renews the lease every third of `ttlMs` while the
    * task runs and frees it after.
    */
-  async withLease<T>(name: string, ttlMs: number, task: () => Promise<T>): Promise<T> {
-    let token: string | null = null;
-    for (let delay = WAIT_FIRST_MS; !(token = await this.tryAcquire(name, ttlMs)); delay = Math.min(delay * 2, WAIT_MAX_MS)) {
+  async withLease<T>(name: string, ttlMs: number, task: (lease: HeldLease) => Promise<T>): Promise<T> {
+    let lease: HeldLease | null = null;
+    for (let delay = WAIT_FIRST_MS; !(lease = await this.acquire(name, ttlMs)); delay = Math.min(delay * 2, WAIT_MAX_MS)) {
       await new Promise((r) => setTimeout(r, delay));
     }
-    const held = token;
+    const held = lease;
     const heartbeat = setInterval(
       () => {
-        this.renew(name, held, ttlMs).catch(() => undefined);
+        this.renew(name, held.token, ttlMs).catch(() => undefined);
       },
       Math.max(50, Math.floor(ttlMs / 3)),
     );
     heartbeat.unref();
     try {
-      return await task();
+      return await task(held);
     } finally {
       clearInterval(heartbeat);
-      await this.release(name, held).catch(() => undefined);
+      await this.release(name, held.token).catch(() => undefined);
     }
   }
 }
@@ -126,7 +164,7 @@ export class DistributedMutex {
     private readonly ttlMs: number,
   ) {}
 
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+  run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
     return this.local.run(key, () => this.leases.withLease(`${this.prefix}:${key.toLowerCase()}`, this.ttlMs, task));
   }
 }

@@ -22,7 +22,10 @@ describe("a cluster of three instances with one SIGKILLed mid-storm", function (
   let results: PaymentResult[] = [];
 
   before(async () => {
-    cluster = await startCluster({ instances: 3, env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", SELL_PRICE: "0.01" } });
+    cluster = await startCluster({
+      instances: 3,
+      env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", MAX_PAYMENT_VALIDITY_SECONDS: "30", SELL_PRICE: "0.01" },
+    });
     for (let i = 0; i < AGENTS; i += 5) {
       agents.push(
         ...(await Promise.all([0, 1, 2, 3, 4].map((j) => onboardAgent(cluster.instances[(i + j) % 3].url, cluster.chain.chainId, POLICY)))),

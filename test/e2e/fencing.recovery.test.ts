@@ -1,0 +1,150 @@
+/**
+ * The payment lease's window: instance A committed a payment and signed its authorisation, then stalled before the
+ * chain saw it, for longer than PAYMENT_LEASE_MS; B's recovery claims the payment. Recovery must not call it failed
+ * while A can still authorise and pay it, that is until the chain passes the transfer's validBefore (the contract
+ * then refuses it). A's stall is played by holding its eth_sendRawTransaction at a JSON-RPC proxy; recovery's clock is
+ * injected, and B's lease clock moved past A's leases, as B sees them when A stops renewing.
+ */
+import { expect } from "chai";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { Wallet } from "ethers";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+
+const USDC = 1_000_000n;
+const LEASE_MS = 5_000;
+const PAYMENT_LEASE_MS = 180_000;
+
+/** A JSON-RPC proxy that can hold the next eth_sendRawTransaction until released. */
+async function startRpcProxy(target: string) {
+  let armed: ((release: () => void) => void) | null = null;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const forward = async () => {
+        const r = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body });
+        res.writeHead(r.status, { "Content-Type": "application/json" }).end(Buffer.from(await r.arrayBuffer()));
+      };
+      const arrived = armed;
+      if (arrived && body.includes("eth_sendRawTransaction")) {
+        armed = null;
+        arrived(() => void forward());
+      } else void forward();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    holdNextSend: () => new Promise<() => void>((r) => (armed = r)),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+describe("fencing: recovery never calls a payment failed while a stalled instance can still pay it", function () {
+  this.timeout(120_000);
+  let chain: EmbeddedChain;
+  let mongo: EmbeddedMongo;
+  let rpc: Awaited<ReturnType<typeof startRpcProxy>>;
+  let seller: TestSeller;
+  let a: Stack;
+  let b: Stack;
+  let skew = 0;
+  const keyB = Wallet.createRandom();
+
+  before(async () => {
+    chain = await startEmbeddedChain({ operators: [keyB.address] });
+    mongo = await startEmbeddedMongo();
+    rpc = await startRpcProxy(chain.rpcUrl);
+    const env = {
+      MONGODB_URI: mongo.uri,
+      MONGODB_DB: `fencing_recovery_${randomBytes(4).toString("hex")}`,
+      WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+      LOG_LEVEL: "warn",
+      LOCK_LEASE_MS: String(LEASE_MS),
+      PAYMENT_LEASE_MS: String(PAYMENT_LEASE_MS),
+    };
+    a = await startStack({ ...env, INSTANCE_ID: "inst-a" }, { embeddedChain: { ...chain, rpcUrl: rpc.url } });
+    b = await startStack(
+      { ...env, INSTANCE_ID: "inst-b" },
+      { embeddedChain: chain, operatorPrivateKey: keyB.privateKey, clock: () => Date.now() + skew },
+    );
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(b), usdc: b.svc.config.usdcAddress, price: USDC });
+  });
+  afterEach(() => {
+    skew = 0;
+  });
+  after(async () => {
+    await seller?.close();
+    await a?.close();
+    await b?.close();
+    await rpc?.close();
+    await mongo?.stop();
+    await chain?.close();
+  });
+
+  async function agent() {
+    const ag = await b.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+    await mintUsdc(b, ag.agentAddress, 10n * USDC);
+    return ag;
+  }
+  const pay = (s: Stack, ag: { agentAddress: string; apiKey: string }, intent: string, key?: string) =>
+    s.api("POST", "/pay", {
+      key: ag.apiKey,
+      headers: key ? { "Idempotency-Key": key } : {},
+      body: { agentAddress: ag.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent },
+    });
+  /** A starts paying and stalls with its authorisation signed, before the chain has seen it. */
+  async function stallA(ag: { agentAddress: string; apiKey: string }, intent: string, key?: string) {
+    const held = rpc.holdNextSend();
+    const answer = pay(a, ag, intent, key);
+    const resume = await held;
+    const doc = (await b.svc.store.payments.findOne({ agentAddress: ag.agentAddress, intent }))!;
+    expect(doc).to.include({ phase: "authorizing", authorizeTxHash: null, instanceId: "inst-a" });
+    skew = 2 * LEASE_MS; // A's leases have run out, as B sees them
+    return { answer, resume, doc };
+  }
+  const recoverPastLease = () => b.svc.services.settlement.recover(new Date(Date.now() + PAYMENT_LEASE_MS + 1_000));
+
+  it("before validBefore the payment stays in flight, and a retry of its key answers with what A then paid", async () => {
+    const ag = await agent();
+    const before = await usdcBalance(b, ag.agentAddress);
+    const { answer, resume, doc } = await stallA(ag, "w3-1", "w3-key-1");
+    await recoverPastLease();
+    const claimed = await b.svc.store.payments.findOne({ txnId: doc.txnId });
+    const retry = pay(b, ag, "w3-1", "w3-key-1");
+    resume();
+    const [first, again] = await Promise.all([answer, retry]);
+    expect(claimed, "recovery's verdict while A could still pay").to.include({ status: "processing" });
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
+    expect(again.body.transactionId).to.equal(first.body.transactionId);
+    expect(await usdcBalance(b, ag.agentAddress)).to.equal(before - USDC);
+  });
+
+  // Last: it moves the chain's clock ahead.
+  it("past validBefore recovery calls it failed, and the stalled authorisation is refused on-chain", async () => {
+    const ag = await agent();
+    const before = await usdcBalance(b, ag.agentAddress);
+    const { answer, resume, doc } = await stallA(ag, "w3-2");
+    const latest = (await b.svc.chain.provider.getBlock("latest"))!;
+    await b.svc.chain.provider.send("evm_increaseTime", [doc.validBefore! - latest.timestamp + 1]);
+    await b.svc.chain.provider.send("evm_mine", []);
+    await recoverPastLease();
+    expect(await b.svc.store.payments.findOne({ txnId: doc.txnId })).to.include({ status: "failed", phase: "done" });
+    resume();
+    const late = await answer;
+    expect(late.status, JSON.stringify(late.body)).to.equal(502);
+    expect(await b.svc.services.settlement.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(0);
+    expect(await usdcBalance(b, ag.agentAddress)).to.equal(before);
+  });
+});
