@@ -4,6 +4,7 @@
  */
 import { ZeroAddress, getAddress, type Interface, type Log } from "ethers";
 import type { ChainClient } from "../chain/client";
+import { addressOf, eventTopic } from "../chain/contracts";
 import type { ChainEventDoc } from "../store/documents";
 
 /** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
@@ -60,12 +61,12 @@ export interface EventSources {
 }
 
 export function eventSources(chain: ChainClient): EventSources {
-  const factoryAddress = getAddress(chain.factory.target as string);
-  const usdcAddress = getAddress(chain.usdc.target as string);
+  const factoryAddress = getAddress(addressOf(chain.factory));
+  const usdcAddress = getAddress(addressOf(chain.usdc));
   const policyIface = chain.policyAt(ZeroAddress).interface;
-  const agentDeployedTopic = chain.factory.interface.getEvent("AgentDeployed")!.topicHash;
-  const authorizationUsedTopic = chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;
-  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [policyIface.getEvent(name)!.topicHash, name]));
+  const agentDeployedTopic = eventTopic("SpendPolicyFactory", "AgentDeployed");
+  const authorizationUsedTopic = eventTopic("Usdc", "AuthorizationUsed");
+  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [eventTopic("SpendPolicy", name), name]));
   return {
     factoryAddress,
     usdcAddress,

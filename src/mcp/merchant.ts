@@ -6,7 +6,7 @@
  */
 import { formatEther } from "ethers";
 import { fromBaseUnits } from "../amounts";
-import { DECISION } from "../chain/policyOps";
+import { Decision } from "../chain/reasons";
 import { AppError } from "../errors";
 import type { Services } from "../services";
 import { merchantOf } from "../services/paymentContext";
@@ -60,10 +60,10 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
       s.settlement.ops.check(agent.policyAddress, merchant, proof!, quote.amount),
       s.payments.swapCheck(pc, policy, quote.amount),
     ]);
-    if (check.decision === DECISION.Block) [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
+    if (check.decision === Decision.Block) [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
     else if (swap.kind === "refuse") [expectedOutcome, reason] = ["blocked", "insufficient_funds"];
     else if (swap.kind === "swap" && swap.exceeded) [expectedOutcome, reason] = ["blocked", "swap_slippage_exceeded"];
-    else expectedOutcome = check.decision === DECISION.Allow ? "approved" : "pending";
+    else expectedOutcome = check.decision === Decision.Allow ? "approved" : "pending";
     if (swap.kind === "swap" && !swap.exceeded) {
       swapNote = ` Your wallet lacks ${fromBaseUnits(swap.shortfall)} USDC: it would first buy it with about ${formatEther(swap.quote.amountIn)} WETH (or ETH).`;
     }

@@ -3,7 +3,7 @@
  * ApprovalDecision signature; approve also carries that signature on-chain (the contract checks it again).
  */
 import { fromBaseUnits } from "../amounts";
-import { DECISION } from "../chain/policyOps";
+import { Decision } from "../chain/reasons";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
 import { NO_LEAF } from "../policy/allowlist";
@@ -212,8 +212,8 @@ export class ApprovalService {
     const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
     let outcome;
     const swap =
-      check.decision === DECISION.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
-    if (check.decision === DECISION.Block) {
+      check.decision === Decision.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
+    if (check.decision === Decision.Block) {
       outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);
     } else if (swap && "blocked" in swap) {
       outcome = swap.blocked;

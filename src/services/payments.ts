@@ -5,7 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
-import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
+import { BLOCKED_RECORD_PAY_TO, type TransferInput } from "../chain/policyOps";
+import { Decision } from "../chain/reasons";
 import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
@@ -94,14 +95,14 @@ export class PaymentService {
     let swapCheck = this.swapCheck(pc, policy, quote.amount);
     let check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
     // The proof came from a cached root: a new allowlist is read and simulated again before a refusal.
-    if (check.decision !== DECISION.Allow && cached && (await refresh())) {
+    if (check.decision !== Decision.Allow && cached && (await refresh())) {
       if (!proof) return this.block(pc, quote.amount, "merchant_not_allowed", NO_LEAF);
       swapCheck = this.swapCheck(pc, policy, quote.amount);
       check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
     }
     timer.mark("simulate");
-    if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
-    if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
+    if (check.decision === Decision.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
+    if (check.decision === Decision.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
     const swap = await this.swapStep(pc, swapCheck, quote.amount);
     timer.mark("swapQuote");
     if ("blocked" in swap) return swap.blocked;

@@ -5,6 +5,7 @@
  */
 import { fromBaseUnits } from "../amounts";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
+import { PaymentState } from "../chain/reasons";
 import { AppError, gatewayTimeout, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
@@ -305,7 +306,8 @@ export class SettlementService extends SettlementSteps {
       if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
-    const wasAuthorized = doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === 1;
+    const wasAuthorized =
+      doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === PaymentState.Authorized;
     const outcome = await this.finishUnsettled(txnId, "recovered after an interruption");
     if (outcome.state === "released" && !wasAuthorized && doc.status !== "blocked") {
       await this.update(txnId, { reason: "not_authorized" });

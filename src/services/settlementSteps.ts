@@ -4,6 +4,7 @@
  * SettlementService (settlement.ts) runs the flows on top of these.
  */
 import { PolicyOps } from "../chain/policyOps";
+import { PaymentState } from "../chain/reasons";
 import { AppError } from "../errors";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
@@ -59,7 +60,7 @@ export abstract class SettlementSteps {
     const { agentAddress: agent, paymentId } = doc;
     let releaseTx: string | null = null;
     let settled = false;
-    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === 1) {
+    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === PaymentState.Authorized) {
       try {
         const r = await this.ops.release(doc.policyAddress, paymentId, transferOf(doc));
         if (r.settled) settled = true;

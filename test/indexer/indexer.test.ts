@@ -18,7 +18,7 @@ import { allowlistRoot, normalizeAllowlist, proveMerchant } from "../../src/poli
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { NO_SWAPS } from "../../src/chain/deploy";
 
-const NO_APPROVAL = ["", 0, 0, "0x"] as const;
+const NO_APPROVAL = { approvalId: "", amount: 0, timestamp: 0, signature: "0x" };
 const ALLOWLIST = normalizeAllowlist(["127.0.0.1", "localhost"]).entries;
 const USDC_EIP3009_ABI = [
   "function mint(address to, uint256 amount) returns (bool)",
@@ -27,7 +27,12 @@ const USDC_EIP3009_ABI = [
 
 const randomId = () => "0x" + randomBytes(32).toString("hex");
 /** The one transfer an authorised payment lets settle (v2: authorizePayment binds payTo, amount and expiry). */
-const transferOf = (amount: bigint, payTo = PAY_TO) => [payTo, amount, 0n, BigInt(Math.floor(Date.now() / 1000) + 600)] as const;
+const transferOf = (amount: bigint, payTo = PAY_TO) => ({
+  payTo,
+  amount,
+  validAfter: 0n,
+  validBefore: BigInt(Math.floor(Date.now() / 1000) + 600),
+});
 const PAY_TO = Wallet.createRandom().address;
 
 function quietLogger(lines: string[] = []) {
@@ -152,7 +157,7 @@ describe("indexer", () => {
     const usdc = new Contract(chain().usdc.target, USDC_EIP3009_ABI, relayer);
     await (await usdc.mint(agent.agentAddress, 1_000_000n)).wait();
     await authorize(agent.policyContract, nonce, value, "localhost", relayer.address);
-    const [, , validAfter, validBefore] = transfers.get(nonce)!;
+    const { validAfter, validBefore } = transfers.get(nonce)!;
     const doc = (await store().agents.findOne({ address: agent.agentAddress }))!;
     const signer = walletPayer(agent.agentAddress, await s.svc.services.ctx.wallets.signer(doc.signerAddress));
     const message = { from: agent.agentAddress, to: relayer.address, value, validAfter, validBefore, nonce };
@@ -236,7 +241,7 @@ describe("indexer", () => {
       merchant: "localhost",
       payTo: PAY_TO,
       amount: "1500000",
-      validBefore: transfers.get(authorizedId)![3].toString(),
+      validBefore: transfers.get(authorizedId)!.validBefore.toString(),
       spentToday: authorized!.args.spentToday,
     });
     expect(BigInt(authorized!.args.spentToday) >= 1_500_000n).to.equal(true);
@@ -358,12 +363,12 @@ describe("indexer", () => {
     const payReceipt = await (
       await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL)
     ).wait();
-    expect(payReceipt.logs.length).to.be.greaterThan(0);
+    expect(payReceipt!.logs.length).to.be.greaterThan(0);
 
     expect(await s.svc.indexer.syncOnce()).to.equal(0);
     expect(await indexer().syncOnce()).to.equal(0);
     expect(await store().chainEvents.countDocuments({})).to.equal(before);
-    expect(await store().chainEvents.countDocuments({ txHash: { $in: [deployReceipt.hash, payReceipt.hash] } })).to.equal(0);
+    expect(await store().chainEvents.countDocuments({ txHash: { $in: [deployReceipt.hash, payReceipt!.hash] } })).to.equal(0);
     expect(
       await store().chainEvents.countDocuments({ address: { $in: [fakePolicyAddress, getAddress(fakeFactory.target as string)] } }),
     ).to.equal(0);
@@ -505,7 +510,7 @@ describe("indexer", () => {
     const transfer = await (await chain().provider.broadcastTransaction(raw)).wait();
     const paused = await (await chain().policyAt(agent.policyContract, relayer).setPaused(true, pause.timestamp, pause.signature)).wait();
     expect(await s.svc.indexer.syncOnce()).to.equal(2);
-    const keys = { txHash: { $in: [transfer!.hash, paused.hash] } };
+    const keys = { txHash: { $in: [transfer!.hash, paused!.hash] } };
     expect(await store().chainEvents.countDocuments({ ...keys, removed: false, confirmed: true })).to.equal(2);
     expect((await store().payments.findOne({ paymentId: nonce }))!.onchain).to.deep.equal({
       confirmed: true,
