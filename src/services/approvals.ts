@@ -3,24 +3,22 @@
  * ApprovalDecision signature; approve also carries that signature on-chain (the contract checks it again).
  */
 import { fromBaseUnits } from "../amounts";
-import { Decision } from "../chain/reasons";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
-import { NO_LEAF } from "../policy/allowlist";
 import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
 import type { PaymentContext } from "./paymentContext";
 import type { PaymentService } from "./payments";
-import type { PolicyService } from "./policies";
+import type { PolicyDecisions } from "./decision";
 import type { SettlementService } from "./settlement";
 import { alertApproval } from "./alerts";
 
 export class ApprovalService {
   constructor(
     private readonly ctx: ServiceContext,
-    private readonly policies: PolicyService,
+    private readonly decisions: PolicyDecisions,
     private readonly payments: PaymentService,
     private readonly settlement: SettlementService,
   ) {}
@@ -206,15 +204,13 @@ export class ApprovalService {
       );
     }
     await this.ctx.signatures.consume("ApprovalDecision", digest);
-    const policy = await this.policies.onchain(agent);
-    const proof = (await this.policies.prove(policy.allowlistRoot, a.merchant)) ?? NO_LEAF;
-    const swapCheck = this.payments.swapCheck(pc, policy, quote.amount);
-    const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
+    // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
+    const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount);
+    const refused = { approvalId: a.approvalId, txnId: a.txnId };
     let outcome;
-    const swap =
-      check.decision === Decision.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
-    if (check.decision === Decision.Block) {
-      outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);
+    const swap = decision.status === "block" ? null : await this.payments.swapStep(pc, decision.swap, quote.amount, refused);
+    if (decision.status === "block") {
+      outcome = await this.payments.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof, ...refused });
     } else if (swap && "blocked" in swap) {
       outcome = swap.blocked;
     } else {
@@ -224,8 +220,8 @@ export class ApprovalService {
         base: { ...this.payments.ledgerBase(pc, a.approvalId), createdAt: a.requestedAt },
         seller: pc.seller,
         quote,
-        proof,
-        dailyBudget: policy.dailyBudget,
+        proof: decision.proof,
+        dailyBudget: decision.policy.dailyBudget,
         agent,
         approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
       });

@@ -6,7 +6,6 @@
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { BLOCKED_RECORD_PAY_TO, type TransferInput } from "../chain/policyOps";
-import { Decision } from "../chain/reasons";
 import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
@@ -18,17 +17,29 @@ import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
-import type { PolicyService } from "./policies";
+import { type PolicyDecisions, noPolicyError } from "./decision";
 import { alertApproval, alertPaymentDone } from "./alerts";
 import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
 
+/** A refused payment, as PaymentService.block records it. */
+export interface Refusal {
+  amount: bigint;
+  reason: string;
+  /** The allowlist proof for the on-chain record (PaymentBlocked); null for a refusal not recorded on-chain. */
+  proof: AllowlistProof | null;
+  /** An approved payment refused after all: its approval and the ledger entry it already has. */
+  approvalId?: string | null;
+  txnId?: string;
+  detail?: string;
+}
+
 export class PaymentService {
   constructor(
     private readonly ctx: ServiceContext,
-    private readonly policies: PolicyService,
+    private readonly decisions: PolicyDecisions,
     private readonly settlement: SettlementService,
     private readonly idempotency: IdempotencyService,
     private readonly swaps: SwapService,
@@ -66,44 +77,25 @@ export class PaymentService {
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
     const timer = phaseTimer();
-    let { policy, cached } = await this.policies.forPayment(pc.agent);
+    const admission = await this.decisions.admit(pc.agent, pc.merchant, { fresh: false });
     timer.mark("policy");
-    if (!policy.deployed) {
-      throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
-    }
-    let proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
-    // A cached policy answers only "yes" on its own: before a refusal, the chain is read again.
-    const refresh = async () => {
-      const root = policy.allowlistRoot;
-      ({ policy, cached } = await this.policies.forPayment(pc.agent, true));
-      if (policy.allowlistRoot !== root) proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
-      return policy.allowlistRoot !== root;
-    };
-    if (!proof && cached) await refresh();
-    if (!policy.deployed) throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet.`);
-    if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", NO_LEAF);
+    if (admission.status === "no_policy") throw noPolicyError(pc.agent);
+    if (admission.status === "not_allowed") return this.block(pc, { amount: maxAmount, reason: "merchant_not_allowed", proof: NO_LEAF });
 
     const quote = await this.quote(pc);
     timer.mark("quote");
-    if (!quote) return this.block(pc, maxAmount, "unsupported_payment", null);
-    if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
+    if (!quote) return this.block(pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
+    if (quote.amount > maxAmount) return this.block(pc, { amount: quote.amount, reason: "max_amount_exceeded", proof: null });
 
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
-    let swapCheck = this.swapCheck(pc, policy, quote.amount);
-    let check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
-    // The proof came from a cached root: a new allowlist is read and simulated again before a refusal.
-    if (check.decision !== Decision.Allow && cached && (await refresh())) {
-      if (!proof) return this.block(pc, quote.amount, "merchant_not_allowed", NO_LEAF);
-      swapCheck = this.swapCheck(pc, policy, quote.amount);
-      check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
-    }
+    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount);
     timer.mark("simulate");
-    if (check.decision === Decision.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
-    if (check.decision === Decision.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
-    const swap = await this.swapStep(pc, swapCheck, quote.amount);
+    if (decision.status === "block") return this.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof });
+    if (decision.status === "requires_approval") return this.requestApproval(pc, quote, maxAmount);
+    const swap = await this.swapStep(pc, decision.swap, quote.amount);
     timer.mark("swapQuote");
     if ("blocked" in swap) return swap.blocked;
     return this.settlement.execute({
@@ -111,19 +103,12 @@ export class PaymentService {
       base: this.ledgerBase(pc, null),
       seller: pc.seller,
       quote,
-      proof,
-      dailyBudget: policy.dailyBudget,
+      proof: decision.proof,
+      dailyBudget: decision.policy.dailyBudget,
       timer,
       signed,
       ...swap,
     });
-  }
-
-  /** Whether the payment needs a swap and whether one can fund it (reads only); never rejects unobserved. */
-  swapCheck(pc: PaymentContext, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
-    const check = this.swaps.check(pc.agent, policy, amount);
-    check.catch(() => undefined);
-    return check;
   }
 
   /**
@@ -134,11 +119,12 @@ export class PaymentService {
     pc: PaymentContext,
     check: Promise<SwapCheck>,
     amount: bigint,
-    approvalId: string | null = null,
-    txnId?: string,
+    approval: Pick<Refusal, "approvalId" | "txnId"> = {},
   ): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
     const c = await check;
-    if (c.kind === "refuse") return { blocked: await this.block(pc, amount, "insufficient_funds", null, approvalId, txnId, c.detail) };
+    if (c.kind === "refuse") {
+      return { blocked: await this.block(pc, { amount, reason: "insufficient_funds", proof: null, detail: c.detail, ...approval }) };
+    }
     if (c.kind === "none") return {};
     const a = pc.agent;
     const target = {
@@ -194,15 +180,8 @@ export class PaymentService {
    * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
    * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
    */
-  async block(
-    pc: PaymentContext,
-    amount: bigint,
-    reason: string,
-    proof: AllowlistProof | null,
-    approvalId: string | null = null,
-    txnId?: string,
-    detail?: string,
-  ): Promise<PayOutcome> {
+  async block(pc: PaymentContext, refusal: Refusal): Promise<PayOutcome> {
+    const { amount, reason, proof, approvalId = null, txnId, detail } = refusal;
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
     const sameRefusal =
