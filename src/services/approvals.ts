@@ -7,6 +7,7 @@ import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
 import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
 import type { PaymentContext } from "./paymentContext";
@@ -14,28 +15,22 @@ import type { PaymentService } from "./payments";
 import type { PolicyDecisions } from "./decision";
 import type { SettlementService } from "./settlement";
 import { alertApproval } from "./alerts";
+import { approvalView } from "./presenters";
 
 export class ApprovalService {
+  private readonly ledger: LedgerWriter;
+
   constructor(
     private readonly ctx: ServiceContext,
     private readonly decisions: PolicyDecisions,
     private readonly payments: PaymentService,
     private readonly settlement: SettlementService,
-  ) {}
+  ) {
+    this.ledger = new LedgerWriter(ctx.store.payments);
+  }
 
   view(a: ApprovalDoc) {
-    return {
-      id: a.approvalId,
-      agentAddress: a.agentAddress,
-      merchant: a.merchant,
-      serviceUrl: a.serviceUrl,
-      amount: fromBaseUnits(a.amount),
-      intent: a.intent,
-      status: a.status,
-      requestedAt: a.requestedAt.toISOString(),
-      resolvedAt: a.resolvedAt ? a.resolvedAt.toISOString() : null,
-      expiresAt: a.expiresAt.toISOString(),
-    };
+    return approvalView(a);
   }
 
   /** Pending approvals of the owner's agents, oldest first (expired ones are closed first). */
@@ -58,10 +53,7 @@ export class ApprovalService {
       );
       if (r.modifiedCount === 1) {
         n++;
-        await this.ctx.store.payments.updateOne(
-          { txnId: a.txnId },
-          { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } },
-        );
+        await this.ledger.update(a.txnId, { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now });
         this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
@@ -132,10 +124,7 @@ export class ApprovalService {
     const now = new Date();
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
-    await this.ctx.store.payments.updateOne(
-      { txnId: a.txnId },
-      { $set: { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now } },
-    );
+    await this.ledger.update(a.txnId, { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now });
     return {
       id: approvalId,
       status: "denied" as const,

@@ -9,6 +9,7 @@ import { SET_OWNER_TYPES, SET_PAUSED_TYPES, WITHDRAW_TYPES, policyDomain } from 
 import { AppError, badRequest, conflict } from "../errors";
 import type { SetOwnerRequest, WithdrawRequest } from "../schemas/owner";
 import type { AgentDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
 
 export class ControlService {
@@ -112,7 +113,7 @@ export class ControlService {
     // The chain decided; the store follows (the old owner's keys lose the agent at once).
     await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });
     // The agent's history and its open approvals go with it.
-    await store.payments.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
+    await new LedgerWriter(store.payments).reassignOwner(agent.address, input.newOwner);
     await store.approvals.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
     await store.owners.updateOne(
       { address: input.newOwner },

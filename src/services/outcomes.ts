@@ -6,7 +6,7 @@ import { reasonRow } from "../chain/reasons";
 import { errorBody, upstreamError } from "../errors";
 import type { PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { swapView } from "./swap";
+import { swapView } from "./presenters";
 
 /**
  * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an

@@ -15,6 +15,7 @@ import type { Principal } from "./keys";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
+import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import { type PolicyDecisions, noPolicyError } from "./decision";
@@ -37,13 +38,17 @@ export interface Refusal {
 }
 
 export class PaymentService {
+  private readonly ledger: LedgerWriter;
+
   constructor(
     private readonly ctx: ServiceContext,
     private readonly decisions: PolicyDecisions,
     private readonly settlement: SettlementService,
     private readonly idempotency: IdempotencyService,
     private readonly swaps: SwapService,
-  ) {}
+  ) {
+    this.ledger = new LedgerWriter(ctx.store.payments);
+  }
 
   /**
    * POST /pay and the MCP pay tool: a payment, run once per Idempotency-Key when there is one. Every refusal or
@@ -162,7 +167,7 @@ export class PaymentService {
     }
   }
 
-  ledgerBase(pc: PaymentContext, approvalId: string | null) {
+  ledgerBase(pc: PaymentContext, approvalId: string | null): LedgerBase {
     return {
       agentAddress: pc.agent.address,
       ownerAddress: pc.agent.ownerAddress,
@@ -233,10 +238,7 @@ export class PaymentService {
         blockNumber = result.blockNumber;
       }
     }
-    const now = new Date();
-    const doc: PaymentDoc = {
-      txnId: txnId ?? newTxnId(),
-      ...this.ledgerBase(pc, approvalId),
+    const doc = ledgerEntry(txnId ?? newTxnId(), this.ledgerBase(pc, approvalId), {
       amount: amount.toString(),
       status: "blocked",
       phase: strayPaymentId ? "authorized" : "done",
@@ -245,24 +247,16 @@ export class PaymentService {
       ...(strayPaymentId ? { leaseUntil: new Date(0) } : {}),
       txHash,
       authorizeTxHash: txHash,
-      releaseTxHash: null,
       // Kept for a stray authorisation, which recovery releases with these exact fields.
       payTo: strayPaymentId ? recordTransfer!.payTo : null,
       validAfter: strayPaymentId ? 0 : null,
       validBefore: strayPaymentId ? Number(recordTransfer!.validBefore) : null,
-      createdAt: now,
-      updatedAt: now,
-      settledAt: null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
       ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : detail ? { detail } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
-    };
-    if (txnId) {
-      const { createdAt: _keep, ...rest } = doc;
-      await this.ctx.store.payments.updateOne({ txnId }, { $set: rest });
-    } else {
-      await this.ctx.store.payments.insertOne(doc);
-    }
+    });
+    // An approved payment refused after all completes the entry its approval already has.
+    await (txnId ? this.ledger.rewrite(doc) : this.ledger.insert(doc));
     this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, doc.txnId));
     return this.blockedOutcome(doc, previous !== null);
   }
@@ -327,24 +321,14 @@ export class PaymentService {
       expiresAt,
     };
     await this.ctx.store.approvals.insertOne(approval);
-    await this.ctx.store.payments.insertOne({
-      txnId,
-      ...this.ledgerBase(pc, approvalId),
-      amount: quote.amount.toString(),
-      status: "pending",
-      phase: "quoted",
-      reason: null,
-      paymentId: null,
-      txHash: null,
-      authorizeTxHash: null,
-      releaseTxHash: null,
-      payTo: quote.requirement.payTo,
-      validBefore: null,
-      createdAt: now,
-      updatedAt: now,
-      settledAt: null,
-      onchain: { confirmed: false, blockNumber: null },
-    });
+    await this.ledger.insert(
+      ledgerEntry(
+        txnId,
+        this.ledgerBase(pc, approvalId),
+        { amount: quote.amount.toString(), status: "pending", phase: "quoted", payTo: quote.requirement.payTo },
+        now,
+      ),
+    );
     this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {

@@ -11,25 +11,22 @@ import { AppError, gatewayTimeout, upstreamError } from "../errors";
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
+import type { LedgerBase } from "../store/ledger";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
 import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
-import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
+import { swapView } from "./presenters";
+import { type SwapRecord, type SwapResult, withSwapNote } from "./swap";
 
 export interface PayOutcome {
   httpStatus: 200 | 202 | 422;
   body: Record<string, unknown>;
 }
 
-/** What a ledger entry knows before any value moves. */
-export type LedgerBase = Pick<
-  PaymentDoc,
-  "agentAddress" | "ownerAddress" | "policyAddress" | "merchant" | "serviceUrl" | "currency" | "intent" | "approvalId" | "idempotencyScope"
-> & { createdAt?: Date };
-
 export interface ExecuteInput {
   txnId: string;
-  base: LedgerBase;
+  /** With `createdAt` when the entry exists already (an approval's). */
+  base: LedgerBase & { createdAt?: Date };
   seller: SellerRequest;
   quote: Quote;
   proof: AllowlistProof;
@@ -75,31 +72,28 @@ export class SettlementService extends SettlementSteps {
     const transfer = signed.transfer;
     const now = new Date();
     const { createdAt: _created, ...baseFields } = base;
-    await this.ctx.store.payments.updateOne(
-      { txnId },
+    await this.ledger.upsert(
+      txnId,
       {
-        $set: {
-          ...baseFields,
-          amount: quote.amount.toString(),
-          status: "processing",
-          phase: "authorizing",
-          reason: null,
-          paymentId,
-          txHash: null,
-          authorizeTxHash: null,
-          releaseTxHash: null,
-          payTo: transfer.payTo,
-          validAfter: Number(transfer.validAfter),
-          validBefore: Number(transfer.validBefore),
-          leaseUntil: this.lease(),
-          instanceId: this.ctx.instanceId,
-          updatedAt: now,
-          settledAt: null,
-          onchain: { confirmed: false, blockNumber: null },
-        },
-        $setOnInsert: { txnId, createdAt: base.createdAt ?? now },
+        ...baseFields,
+        amount: quote.amount.toString(),
+        status: "processing",
+        phase: "authorizing",
+        reason: null,
+        paymentId,
+        txHash: null,
+        authorizeTxHash: null,
+        releaseTxHash: null,
+        payTo: transfer.payTo,
+        validAfter: Number(transfer.validAfter),
+        validBefore: Number(transfer.validBefore),
+        leaseUntil: this.lease(),
+        instanceId: this.ctx.instanceId,
+        updatedAt: now,
+        settledAt: null,
+        onchain: { confirmed: false, blockNumber: null },
       },
-      { upsert: true },
+      base.createdAt ?? now,
     );
     timer.mark("ledger");
 
@@ -337,11 +331,7 @@ export class SettlementService extends SettlementSteps {
     let resolved = 0;
     for (const doc of due) {
       // Claim it: of several recovering instances exactly one proceeds.
-      const claimed = await this.ctx.store.payments.findOneAndUpdate(
-        { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
-        { $set: { leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
-      );
-      if (!claimed) continue;
+      if (!(await this.ledger.claim(doc, { leaseUntil: this.lease(), instanceId: this.ctx.instanceId }))) continue;
       await this.ctx.agentLock
         .run(doc.agentAddress, async () => {
           await this.resolveInFlight(doc.txnId);

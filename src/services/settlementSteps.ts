@@ -6,7 +6,8 @@
 import { PolicyOps } from "../chain/policyOps";
 import { PaymentState } from "../chain/reasons";
 import { AppError } from "../errors";
-import type { AgentDoc, PaymentDoc } from "../store/documents";
+import type { AgentDoc } from "../store/documents";
+import { type LedgerUpdate, LedgerWriter } from "../store/ledger";
 import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
 import { alertPaymentDone } from "./alerts";
 import type { ServiceContext } from "./context";
@@ -14,9 +15,11 @@ import { transferOf } from "./outcomes";
 
 export abstract class SettlementSteps {
   readonly ops: PolicyOps;
+  protected readonly ledger: LedgerWriter;
 
   constructor(protected readonly ctx: ServiceContext) {
     this.ops = new PolicyOps(ctx.chain);
+    this.ledger = new LedgerWriter(ctx.store.payments);
   }
 
   protected sellerOptions() {
@@ -29,11 +32,8 @@ export abstract class SettlementSteps {
     return new Date(Date.now() + this.ctx.config.paymentLeaseMs);
   }
 
-  protected async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne(
-      { txnId },
-      { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
-    );
+  protected async update(txnId: string, set: LedgerUpdate): Promise<void> {
+    await this.ledger.update(txnId, { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId });
     // The one place a payment's outcome is written: its owner's alert goes out from here.
     if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
   }

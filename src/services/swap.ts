@@ -12,16 +12,10 @@ import { addressOf, bind, parseEvent } from "../chain/contracts";
 import { type TransferInput, transferStruct } from "../chain/policyOps";
 import { type SwapQuote, quoteSwap } from "../chain/swapQuote";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
+import { swapView } from "./presenters";
 import type { PayOutcome } from "./settlement";
-
-/** The swap as the answer and the ledger show it: amounts as decimal strings in the token's units. */
-export interface SwapView {
-  txHash: string;
-  tokenIn: "WETH" | "ETH";
-  amountIn: string;
-  amountOut: string;
-}
 
 /** Stored on the ledger entry: amounts in base units (wei, USDC's 6 decimals). */
 export type SwapRecord = PaymentDoc["swap"] & object;
@@ -44,11 +38,6 @@ interface SwapConfig {
 // The swap measured about 200k (215k when it wraps ETH, bench:gas); the refusal path spends less.
 const SWAP_GAS_LIMIT = 450_000n;
 
-export function swapView(s: SwapRecord | null | undefined): SwapView | null {
-  if (!s) return null;
-  return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
-}
-
 /** A failure after the swap: the budget was released, and the USDC bought stays in the wallet; the answer says so. */
 export function withSwapNote(error: AppError, swapped: SwapRecord): AppError {
   const v = swapView(swapped)!;
@@ -60,7 +49,11 @@ export class SwapService {
   /** Every agent is a clone of one implementation: its swap configuration is read once. */
   private config: Promise<SwapConfig> | undefined;
 
-  constructor(private readonly ctx: ServiceContext) {}
+  private readonly ledger: LedgerWriter;
+
+  constructor(private readonly ctx: ServiceContext) {
+    this.ledger = new LedgerWriter(ctx.store.payments);
+  }
 
   private swapConfig(agent: AgentDoc): Promise<SwapConfig> {
     this.config ??= (async () => {
@@ -140,7 +133,7 @@ export class SwapService {
     paymentId: string;
     transfer: TransferInput;
   }): Promise<SwapResult> {
-    const { chain, store } = this.ctx;
+    const { chain } = this.ctx;
     const c = chain.policyAt(p.policyAddress);
     const t = transferStruct(p.transfer);
     const { receipt } = await chain.sendAndWait((o) => c.swapForPayment(p.paymentId, p.merchant, t, { ...o, gasLimit: SWAP_GAS_LIMIT }));
@@ -154,28 +147,23 @@ export class SwapService {
         amountIn: executed.args.amountIn.toString(),
         amountOut: executed.args.amountOut.toString(),
       };
-      await store.payments.updateOne({ txnId: p.txnId }, { $set: { swap: swapped, updatedAt: new Date() } });
+      await this.ledger.update(p.txnId, { swap: swapped, updatedAt: new Date() });
       return { swapped };
     }
     if (!events.some((e) => e.name === "PaymentBlocked"))
       throw new Error(`swapForPayment ${receipt.hash} emitted neither SwapExecuted nor PaymentBlocked`);
     const reason = "swap_slippage_exceeded";
-    await store.payments.updateOne(
-      { txnId: p.txnId },
-      {
-        $set: {
-          status: "blocked",
-          phase: "done",
-          reason,
-          txHash: receipt.hash,
-          releaseTxHash: receipt.hash,
-          detail:
-            "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
-          updatedAt: new Date(),
-          onchain: { confirmed: false, blockNumber: receipt.blockNumber },
-        },
-      },
-    );
+    await this.ledger.update(p.txnId, {
+      status: "blocked",
+      phase: "done",
+      reason,
+      txHash: receipt.hash,
+      releaseTxHash: receipt.hash,
+      detail:
+        "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
+      updatedAt: new Date(),
+      onchain: { confirmed: false, blockNumber: receipt.blockNumber },
+    });
     return {
       blocked: {
         httpStatus: 422,
