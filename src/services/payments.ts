@@ -18,6 +18,7 @@ import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
+import type { ReasonName } from "../chain/reasons";
 import { type PolicyDecisions, noPolicyError } from "./decision";
 import { alertApproval, alertPaymentDone } from "./alerts";
 import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
@@ -28,7 +29,8 @@ const BLOCK_DEDUPE_MS = 60_000;
 /** A refused payment, as PaymentService.block records it. */
 export interface Refusal {
   amount: bigint;
-  reason: string;
+  /** A reason of the table (src/chain/reasons.ts); "blocked" when the contract blocked without naming one. */
+  reason: ReasonName | "blocked";
   /** The allowlist proof for the on-chain record (PaymentBlocked); null for a refusal not recorded on-chain. */
   proof: AllowlistProof | null;
   /** An approved payment refused after all: its approval and the ledger entry it already has. */
@@ -198,7 +200,7 @@ export class PaymentService {
       : await this.ctx.store.payments.findOne({ ...sameRefusal, createdAt: { $gte: since } }, { sort: { createdAt: -1 } });
     let txHash: string | null = null;
     let blockNumber: number | null = null;
-    let finalReason = reason;
+    let finalReason: string = reason;
     let capped = false;
     let strayPaymentId: string | null = null;
     let recordTransfer: TransferInput | null = null;
