@@ -26,7 +26,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
       approvalThreshold: p.approvalThreshold,
       owner: getAddress(await c.owner()),
       agent: getAddress(await c.agent()),
-      lastSetPolicy: (await c.lastTimestamp(0)),
+      lastSetPolicy: await c.lastTimestamp(0),
     };
   };
   const rootOf = (list: string[]) => allowlistRoot(normalizeAllowlist(list).entries);
