@@ -12,8 +12,6 @@ import { USDC_ADDRESSES, type UniswapDeployment } from "./addresses";
 import { bind } from "./contracts";
 import { uniswapRecord, type UniswapRecord } from "./uniswapRecord";
 
-export { USDC_ADDRESSES };
-
 export interface DeploymentRecord {
   network: string;
   chainId: number;

@@ -8,7 +8,7 @@ import { getAddress, zeroPadValue, type Log, type Provider } from "ethers";
 import { eventTopic, parseEvent } from "../chain/contracts";
 import { BlockReason, reasonName } from "../chain/reasons";
 
-/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy, DESIGN.md section 5). */
+/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: README, "The EIP-712 types owners sign"). */
 const POLICY_NUMBERS = [
   "perTxLimit",
   "dailyBudget",
@@ -113,9 +113,15 @@ export async function auditFromLogs(
     }),
   ]);
   const timestamps = new Map<number, number>();
-  for (const n of new Set([...agentLogs, ...usedLogs].map((l) => l.blockNumber))) {
-    timestamps.set(n, (await provider.getBlock(n))!.timestamp);
-  }
+  const timestampOf = async (n: number): Promise<number> => {
+    let t = timestamps.get(n);
+    if (t === undefined) {
+      const block = await provider.getBlock(n);
+      if (!block) throw new Error(`block ${n} of a log is no longer on the chain (a reorganisation): audit again`);
+      timestamps.set(n, (t = block.timestamp));
+    }
+    return t;
+  };
 
   const byId = new Map<string, AuditPayment>();
   const spend = new Map<string, bigint>(); // agent|day -> rebuilt spend
@@ -125,7 +131,7 @@ export async function auditFromLogs(
     const e = parseEvent("SpendPolicy", log);
     if (!a || !e) continue;
     const at = (timestamp: bigint) => ({ timestamp: Number(timestamp), txHash: log.transactionHash });
-    const today = day(timestamps.get(log.blockNumber)!);
+    const today = day(await timestampOf(log.blockNumber));
     const key = `${a.agent}|${today}`;
     switch (e.name) {
       case "OwnerSet":

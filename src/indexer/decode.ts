@@ -24,17 +24,7 @@ export const POLICY_EVENTS = [
 type Args = ChainEventDoc["args"];
 
 /** A log decoded into the fields of a chainEvents document. */
-export interface Decoded {
-  txHash: string;
-  logIndex: number;
-  blockNumber: number;
-  blockHash: string;
-  address: string;
-  event: string;
-  args: Args;
-  agentAddress: string | null;
-  paymentId: string | null;
-}
+export type Decoded = Omit<ChainEventDoc, "_id" | "chainId" | "confirmed" | "removed">;
 
 export interface Source {
   iface: Interface;

@@ -77,7 +77,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     paused: policy.paused,
     quote: quote
       ? {
-          price: price!,
+          price: fromBaseUnits(quote.amount),
           amount: quote.amount.toString(),
           currency: "USDC",
           scheme: quote.requirement.scheme,

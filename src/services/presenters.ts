@@ -26,6 +26,8 @@ export interface SwapView {
   amountOut: string;
 }
 
+export function swapView(s: NonNullable<PaymentDoc["swap"]>): SwapView;
+export function swapView(s: PaymentDoc["swap"] | undefined): SwapView | null;
 export function swapView(s: PaymentDoc["swap"] | undefined): SwapView | null {
   if (!s) return null;
   return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
