@@ -78,10 +78,21 @@ export default defineConfig(
     },
   },
   {
-    files: ["src/**/*.ts", "scripts/**/*.ts", "hardhat.config.ts"],
+    // Contracts are bound with typed bindings (src/chain/contracts.ts), so the rest of src/ is clean under no-unsafe-*.
+    // Not yet clean: the HTTP, MCP and docs layers (parsed JSON bodies and OpenAPI objects, being rewritten into typed
+    // operation declarations, issue 11 item 1), the Uniswap contracts and viem (no generated types: Uniswap periphery
+    // artifacts, viem's ESM typings loaded from CommonJS), and the operator scripts, which print JSON as it comes.
+    files: [
+      "src/http/**/*.ts",
+      "src/mcp/**/*.ts",
+      "src/docs/**/*.ts",
+      "src/chain/uniswap.ts",
+      "src/chain/swapQuote.ts",
+      "src/chain/viem.ts",
+      "scripts/**/*.ts",
+      "hardhat.config.ts",
+    ],
     rules: {
-      // Contracts are bound from JSON ABIs at run time (ethers `Contract`, methods typed `any`) until issue 11 item 4
-      // gives them typed bindings; the parsed JSON of seller and RPC answers is `any` too. Not yet clean.
       "@typescript-eslint/no-unsafe-assignment": "off",
       "@typescript-eslint/no-unsafe-member-access": "off",
       "@typescript-eslint/no-unsafe-call": "off",

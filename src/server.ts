@@ -131,7 +131,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
         privateKey: config.facilitatorPrivateKey,
       }),
       signatures: new SignatureService(
-        (signer, digest, signature) => chain.factory.isValidSignatureNow(signer, digest, signature) as Promise<boolean>,
+        (signer, digest, signature) => chain.factory.isValidSignatureNow(signer, digest, signature),
         store.usedSignatures,
         config.signatureWindowSeconds,
       ),

@@ -4,9 +4,9 @@
  * (one settlement per approved ledger entry, at most one payment per Idempotency-Key), nothing stuck in flight, and
  * the same complete ledger on every live instance.
  */
-import { Contract, JsonRpcProvider } from "ethers";
+import { JsonRpcProvider } from "ethers";
 import { connectStore } from "../../src/store";
-import { ERC20_ABI } from "../../src/chain/client";
+import { bind } from "../../src/chain/contracts";
 import type { Cluster } from "./cluster";
 import type { ClusterAgent, PaymentResult } from "./client";
 
@@ -49,8 +49,7 @@ export async function checkCluster(
     for (const d of docs) ledgerByStatus[d.status] = (ledgerByStatus[d.status] ?? 0) + 1;
     const stuck = docs.filter((d) => d.phase !== "done" && d.phase !== "quoted").length;
 
-    const usdc = new Contract(cluster.chain.addresses.usdc, ERC20_ABI, provider);
-    const policyAbi = ["function spentToday() view returns (uint256)"];
+    const usdc = bind("Usdc", cluster.chain.addresses.usdc, provider);
     let overshoots = 0;
     let doublePayments = 0;
     let usdcMoved = 0n;
@@ -58,8 +57,8 @@ export async function checkCluster(
       const mine = docs.filter((d) => d.agentAddress === a.agentAddress);
       const approved = mine.filter((d) => d.status === "approved");
       const approvedSum = approved.reduce((s, d) => s + BigInt(d.amount), 0n);
-      const balance = (await usdc.balanceOf(a.agentAddress)) as bigint;
-      const spent = (await new Contract(a.agentAddress, policyAbi, provider).spentToday()) as bigint;
+      const balance = await usdc.balanceOf(a.agentAddress);
+      const spent = await bind("SpendPolicy", a.agentAddress, provider).spentToday();
       const moved = budget.funded - balance;
       usdcMoved += moved;
       if (moved > budget.dailyBudget || spent > budget.dailyBudget) overshoots++;

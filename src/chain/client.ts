@@ -1,50 +1,16 @@
 /** The chain module: provider, contracts and the operator's serialised transaction sender. */
 import {
-  Contract,
-  Interface,
   JsonRpcProvider,
   makeError,
   Network,
   Wallet,
   type ContractRunner,
-  type InterfaceAbi,
   type TransactionReceipt,
   type TransactionResponse,
 } from "ethers";
-import { readFileSync } from "node:fs";
 import { MULTICALL3_ADDRESS } from "./addresses";
+import { type Bindings, type ReadCall, type ReadResults, bind } from "./contracts";
 import { pollReceipt } from "./receipts";
-import { join } from "node:path";
-
-const ROOT = join(__dirname, "..", "..");
-
-export function artifactAbi(contractFile: string, name: string): InterfaceAbi {
-  const path = join(ROOT, "artifacts", "contracts", contractFile, `${name}.json`);
-  return JSON.parse(readFileSync(path, "utf8")).abi;
-}
-
-export const ERC20_ABI = [
-  "function balanceOf(address) view returns (uint256)",
-  "function decimals() view returns (uint8)",
-  "function name() view returns (string)",
-  "function version() view returns (string)",
-  "function mint(address to, uint256 amount)",
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-  "event Transfer(address indexed from, address indexed to, uint256 value)",
-  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-];
-
-const MULTICALL3_ABI = [
-  "function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)",
-  "function getEthBalance(address addr) view returns (uint256 balance)",
-  "function getBlockNumber() view returns (uint256 blockNumber)",
-];
-
-export interface ReadCall {
-  contract: Contract;
-  method: string;
-  args?: unknown[];
-}
 
 export interface ChainOptions {
   rpcUrl: string;
@@ -122,13 +88,12 @@ class OperatorSender {
 export class ChainClient {
   readonly provider: JsonRpcProvider;
   readonly operator: Wallet;
-  readonly factory: Contract;
-  readonly usdc: Contract;
-  /** Parsed once: building an Interface from the ABI for every call made garbage by the megabyte (GET /limits). */
-  private readonly policyInterface: Interface;
+  readonly factory: Bindings["SpendPolicyFactory"];
+  readonly usdc: Bindings["Usdc"];
   /** Multicall3: its getEthBalance and getBlockNumber join other reads in one call (readMany). */
-  readonly multicall: Contract;
-  private readonly policies = new Map<string, Contract>();
+  readonly multicall: Bindings["Multicall3"];
+  /** Bound once per address and runner (all sharing one parsed Interface, see contracts.ts). */
+  private readonly policies = new Map<string, Bindings["SpendPolicy"]>();
   private readonly sender: OperatorSender;
 
   constructor(readonly options: ChainOptions) {
@@ -142,10 +107,9 @@ export class ChainClient {
     });
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
     this.sender = new OperatorSender(this.operator, this.provider);
-    this.factory = new Contract(options.factoryAddress, artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"), this.operator);
-    this.policyInterface = new Interface(artifactAbi("SpendPolicy.sol", "SpendPolicy"));
-    this.usdc = new Contract(options.usdcAddress, ERC20_ABI, this.provider);
-    this.multicall = new Contract(MULTICALL3_ADDRESS, MULTICALL3_ABI, this.provider);
+    this.factory = bind("SpendPolicyFactory", options.factoryAddress, this.operator);
+    this.usdc = bind("Usdc", options.usdcAddress, this.provider);
+    this.multicall = bind("Multicall3", MULTICALL3_ADDRESS, this.provider);
   }
 
   get chainId(): number {
@@ -153,11 +117,11 @@ export class ChainClient {
   }
 
   /** The policy contract at `address`, one object per address and runner, kept (a bounded number) for reuse. */
-  policyAt(address: string, runner: ContractRunner = this.operator): Contract {
+  policyAt(address: string, runner: ContractRunner = this.operator): Bindings["SpendPolicy"] {
     const key = `${runner === this.operator ? "w" : runner === this.provider ? "r" : "x"}:${address.toLowerCase()}`;
     let c = this.policies.get(key);
     if (!c) {
-      c = new Contract(address, this.policyInterface, runner);
+      c = bind("SpendPolicy", address, runner);
       if (key[0] === "x") return c;
       if (this.policies.size >= 10_000) this.policies.clear();
       this.policies.set(key, c);
@@ -205,22 +169,17 @@ export class ChainClient {
    * Several view calls in one round trip (Multicall3, at its canonical address on Base and on the embedded chain).
    * A call that fails or returns nothing (no code at the address) answers null.
    */
-  async readMany(calls: ReadCall[]): Promise<(unknown[] | null)[]> {
-    const multicall = this.multicall;
-    const encoded = calls.map((c) => ({
-      target: c.contract.target as string,
-      allowFailure: true,
-      callData: c.contract.interface.encodeFunctionData(c.method, c.args ?? []),
-    }));
-    const results: { success: boolean; returnData: string }[] = await multicall.aggregate3.staticCall(encoded);
+  async readMany<const T extends readonly ReadCall<unknown>[]>(calls: T): Promise<ReadResults<T>> {
+    const encoded = calls.map((c) => ({ target: c.target, allowFailure: true, callData: c.callData }));
+    const results = await this.multicall.aggregate3.staticCall(encoded);
     return results.map((r, i) => {
       if (!r.success || r.returnData === "0x") return null;
       try {
-        return [...calls[i].contract.interface.decodeFunctionResult(calls[i].method, r.returnData)];
+        return calls[i].decode(r.returnData);
       } catch {
         return null;
       }
-    });
+    }) as ReadResults<T>;
   }
 
   async isDeployed(address: string): Promise<boolean> {

@@ -3,12 +3,13 @@
  * Used by scripts/deploy.ts (`npx hardhat run scripts/deploy.ts --network base`) and by its test on the in-process
  * network. The embedded chain uses deployFactoryContract only (it records nothing).
  */
-import { Contract, ContractFactory, ZeroAddress, getAddress, isAddress, keccak256, toUtf8Bytes, type Signer } from "ethers";
+import { ContractFactory, ZeroAddress, getAddress, isAddress, keccak256, toUtf8Bytes, type Signer } from "ethers";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 
 import { USDC_ADDRESSES, type UniswapDeployment } from "./addresses";
+import { bind } from "./contracts";
 import { uniswapRecord, type UniswapRecord } from "./uniswapRecord";
 
 export interface DeploymentRecord {
@@ -127,7 +128,7 @@ export async function deployFactoryContract(
   if (!tx) throw new Error("SpendPolicyFactory deployment sent no transaction");
   const receipt = await tx.wait(confirmations);
   if (!receipt || receipt.status !== 1) throw new Error(`SpendPolicyFactory deployment failed (tx ${tx.hash})`);
-  const implementation: string = await (factory as unknown as { implementation(): Promise<string> }).implementation();
+  const implementation = await bind("SpendPolicyFactory", await factory.getAddress(), deployer).implementation();
   return { address: await factory.getAddress(), txHash: tx.hash, block: receipt.blockNumber, implementation };
 }
 
@@ -210,8 +211,7 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
   const swap = swapConfigOf(uniswap);
   const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations, swap);
 
-  const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
-  const onChainOperator: string = await new Contract(deployed.address, artifact.abi, deployer).defaultOperator();
+  const onChainOperator = await bind("SpendPolicyFactory", deployed.address, deployer).defaultOperator();
   if (getAddress(onChainOperator) !== operator) {
     throw new Error(`factory ${deployed.address} reports defaultOperator ${onChainOperator}, expected ${operator}`);
   }

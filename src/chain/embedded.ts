@@ -56,7 +56,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     // Hardhat looks for its config from the working directory; point it at ours so any cwd works.
     process.env.HARDHAT_CONFIG ??= join(__dirname, "..", "..", "hardhat.config.ts");
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const hre: HardhatRuntimeEnvironment = require("hardhat");
+    const hre = require("hardhat") as HardhatRuntimeEnvironment;
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { TASK_NODE_CREATE_SERVER } = require("hardhat/builtin-tasks/task-names") as { TASK_NODE_CREATE_SERVER: string };
     if (hre.network.name !== "hardhat") {
@@ -170,7 +170,7 @@ async function resetNetwork(hre: HardhatRuntimeEnvironment, secondsInThePast: nu
   let helpers: { reset(): Promise<void> } | undefined;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    helpers = require("@nomicfoundation/hardhat-network-helpers");
+    helpers = require("@nomicfoundation/hardhat-network-helpers") as { reset(): Promise<void> };
   } catch {
     helpers = undefined;
   }

@@ -1,9 +1,9 @@
 /** Turns a reverted contract call into an AppError the caller can act on. */
-import type { Contract } from "ethers";
+import type { BaseContract } from "ethers";
 import { AppError, badRequest, conflict, invalidSignature, unavailable } from "../errors";
 
 /** The custom error's name and args when a call reverted with one of this contract's errors. */
-export function decodeRevert(contract: Contract, err: unknown): { name: string; args: unknown[] } | null {
+export function decodeRevert(contract: BaseContract, err: unknown): { name: string; args: unknown[] } | null {
   const e = err as { revert?: { name: string; args: unknown[] }; data?: string; info?: { error?: { data?: string } } };
   if (e?.revert?.name) return { name: e.revert.name, args: [...e.revert.args] };
   const data = e?.data ?? e?.info?.error?.data;
@@ -35,7 +35,7 @@ const MESSAGES: Record<string, (args: unknown[]) => AppError> = {
 };
 
 /** Maps a revert to a client error where it is the client's to fix; rethrows anything else. */
-export function revertToAppError(contract: Contract, err: unknown): never {
+export function revertToAppError(contract: BaseContract, err: unknown): never {
   const decoded = decodeRevert(contract, err);
   if (decoded && MESSAGES[decoded.name]) throw MESSAGES[decoded.name](decoded.args);
   throw err;

@@ -1,102 +1,12 @@
 /** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
 import { getAddress, type Log, type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
+import { addressOf, eventTopic, parseEvent } from "./contracts";
 import { decodeRevert } from "./errors";
-import { eventTopic } from "./events";
+import { type Decision, type OnchainReasonName, type PaymentState, decisionOf, onchainReason, paymentStateOf, reasonName } from "./reasons";
 import type { AllowlistProof } from "../policy/allowlist";
 
-/**
- * The contract's BlockReason enum (ISpendPolicy.sol): the one table of on-chain block reasons.
- * `meaning` goes into the API reference, `message` to the agent that was refused.
- */
-export const REASON_TABLE: readonly { code: number; name: string; meaning: string; message: string }[] = [
-  {
-    code: 1,
-    name: "merchant_not_allowed",
-    meaning: "the merchant's host is not on the allowlist (checked before the seller is contacted)",
-    message: "The merchant is not on the agent's allowlist.",
-  },
-  {
-    code: 2,
-    name: "per_tx_limit_exceeded",
-    meaning: "the price is above perTxLimit",
-    message: "The price is above the per-payment limit.",
-  },
-  {
-    code: 3,
-    name: "daily_budget_exceeded",
-    meaning: "the payment would take today's spend (UTC day) above dailyBudget",
-    message: "The payment would exceed today's budget.",
-  },
-  {
-    code: 4,
-    name: "policy_paused",
-    meaning: "the owner paused the agent (kill switch)",
-    message: "The owner has paused this agent's payments.",
-  },
-  {
-    code: 5,
-    name: "approval_required",
-    meaning: "above approvalThreshold without a valid owner approval",
-    message: "The payment needs a valid owner approval.",
-  },
-  {
-    code: 6,
-    name: "velocity_exceeded",
-    meaning: "the agent already made maxPaymentsPerHour payments this UTC hour",
-    message: "The agent has made as many payments this hour as its policy allows.",
-  },
-  {
-    code: 7,
-    name: "policy_expired",
-    meaning: "the policy's validUntil has passed; every payment is blocked until the owner signs a new policy",
-    message: "The agent's policy has expired; the owner must sign a new one.",
-  },
-  {
-    code: 8,
-    name: "hourly_budget_exceeded",
-    meaning: "the payment would take this UTC hour's spend above hourlyBudget",
-    message: "The payment would exceed this hour's budget.",
-  },
-  {
-    code: 9,
-    name: "weekly_budget_exceeded",
-    meaning: "the payment would take this 7-day window's spend (weeks from Thursday 00:00 UTC) above weeklyBudget",
-    message: "The payment would exceed this week's budget.",
-  },
-  {
-    code: 10,
-    name: "monthly_budget_exceeded",
-    meaning: "the payment would take this 30-day window's spend above monthlyBudget",
-    message: "The payment would exceed this 30-day budget.",
-  },
-  {
-    code: 11,
-    name: "lifetime_budget_exceeded",
-    meaning: "the payment would take the total authorised while a lifetime budget was set above lifetimeBudget",
-    message: "The payment would exceed the agent's lifetime budget.",
-  },
-  {
-    code: 12,
-    name: "merchant_budget_exceeded",
-    meaning: "the payment would take today's spend under the allowlist entry that admits the merchant above that entry's daily cap",
-    message: "The payment would exceed this merchant's daily cap.",
-  },
-  {
-    code: 13,
-    name: "swap_slippage_exceeded",
-    meaning:
-      "the swap that was to buy the USDC shortfall would have paid more than the pool's TWAP price plus maxSwapSlippageBps (refused by the router on-chain, the payment then released)",
-    message: "Buying the missing USDC would cost more than the owner's swap slippage bound allows.",
-  },
-];
-
-/** Reason name by on-chain code. */
-export const REASONS: Record<number, string> = Object.fromEntries(REASON_TABLE.map((r) => [r.code, r.name]));
-
 const AUTHORIZE_GAS_LIMIT = 250_000n;
-
-export const DECISION = { Allow: 0, RequiresApproval: 1, Block: 2 } as const;
 
 export interface OwnerApprovalInput {
   approvalId: string;
@@ -111,6 +21,7 @@ export interface AuthorizeResult {
   /** The mined transaction's gas (the operator pays it). */
   receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice">;
   authorized: boolean;
+  /** The PaymentBlocked reason (`reason_<code>` for a code this service does not know yet). */
   reason: string | null;
   spentToday: bigint | null;
   txHash: string;
@@ -125,7 +36,19 @@ export interface TransferInput {
   validBefore: bigint;
 }
 
-const toTuple = (t: TransferInput) => [t.payTo, t.amount, t.validAfter, t.validBefore];
+/** What checkPayment answers: the decision and, when it is not Allow, the reason. */
+export interface CheckResult {
+  decision: Decision;
+  reason: OnchainReasonName | null;
+}
+
+/** The ISpendPolicy.Transfer struct of a transfer. */
+export const transferStruct = (t: TransferInput) => ({
+  payTo: t.payTo,
+  amount: t.amount,
+  validAfter: t.validAfter,
+  validBefore: t.validBefore,
+});
 
 /** Where a refused payment's on-chain record "pays" (nothing can ever settle it: it is never authorised). */
 export const BLOCKED_RECORD_PAY_TO = "0x000000000000000000000000000000000000dEaD";
@@ -133,11 +56,11 @@ export const BLOCKED_RECORD_PAY_TO = "0x000000000000000000000000000000000000dEaD
 export class PolicyOps {
   constructor(private readonly chain: ChainClient) {}
 
-  /** Simulates the policy: [decision, reason] with no state change. */
-  async check(policyAddress: string, merchant: string, allowed: AllowlistProof, amount: bigint) {
+  /** Simulates the policy: its decision and reason, with no state change. */
+  async check(policyAddress: string, merchant: string, allowed: AllowlistProof, amount: bigint): Promise<CheckResult> {
     const c = this.chain.policyAt(policyAddress, this.chain.provider);
-    const [decision, reason] = await c.checkPayment(merchant, allowed.leaf, allowed.cap, allowed.proof, amount);
-    return { decision: Number(decision), reason: REASONS[Number(reason)] ?? null };
+    const { decision, reason } = await c.checkPayment(merchant, allowed.leaf, allowed.cap, allowed.proof, amount);
+    return { decision: decisionOf(decision), reason: onchainReason(reason) };
   }
 
   /**
@@ -154,17 +77,25 @@ export class PolicyOps {
     onSent?: (txHash: string) => Promise<void>,
   ): Promise<AuthorizeResult> {
     const c = this.chain.policyAt(policyAddress);
-    const tuple = [approval.approvalId, approval.amount, approval.timestamp, approval.signature];
+    const ownerApproval = {
+      approvalId: approval.approvalId,
+      amount: approval.amount,
+      timestamp: approval.timestamp,
+      signature: approval.signature,
+    };
     // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
     const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(allowed.proof.length) * 5_000n;
     const tx = await this.chain.sendTx((o) =>
-      c.authorizePayment(paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, toTuple(transfer), tuple, { ...o, gasLimit }),
+      c.authorizePayment(paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, transferStruct(transfer), ownerApproval, {
+        ...o,
+        gasLimit,
+      }),
     );
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
     const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);
     for (const log of this.logsOf(receipt, policyAddress)) {
-      const parsed = c.interface.parseLog(log);
+      const parsed = parseEvent("SpendPolicy", log);
       if (parsed?.name === "PaymentAuthorized") {
         return {
           receipt,
@@ -179,7 +110,7 @@ export class PolicyOps {
         return {
           receipt,
           authorized: false,
-          reason: REASONS[Number(parsed.args.reason)] ?? `reason_${parsed.args.reason}`,
+          reason: reasonName(parsed.args.reason),
           spentToday: null,
           txHash: receipt.hash,
           blockNumber: receipt.blockNumber,
@@ -200,7 +131,7 @@ export class PolicyOps {
   ): Promise<{ settled: false; txHash: string; receipt: TransactionReceipt } | { settled: true }> {
     const c = this.chain.policyAt(policyAddress);
     try {
-      const { receipt } = await this.chain.sendAndWait((o) => c.releasePayment(paymentId, toTuple(transfer), o));
+      const { receipt } = await this.chain.sendAndWait((o) => c.releasePayment(paymentId, transferStruct(transfer), o));
       return { settled: false, txHash: receipt.hash, receipt };
     } catch (err) {
       if (decodeRevert(c, err)?.name === "SpendPolicyPaymentSettled") return { settled: true };
@@ -208,9 +139,9 @@ export class PolicyOps {
     }
   }
 
-  /** 1 while authorised and not released; 0 unknown or released. */
-  async paymentState(policyAddress: string, paymentId: string): Promise<number> {
-    return Number(await this.chain.policyAt(policyAddress, this.chain.provider).paymentState(paymentId));
+  /** Authorized while authorised and not released; None for an unknown or released payment. */
+  async paymentState(policyAddress: string, paymentId: string): Promise<PaymentState> {
+    return paymentStateOf(await this.chain.policyAt(policyAddress, this.chain.provider).paymentState(paymentId));
   }
 
   /** Whether a mined transaction carries USDC's AuthorizationUsed(agent, nonce): the settlement of this payment. */
@@ -218,8 +149,8 @@ export class PolicyOps {
     // A seller may answer before its settlement is mined: wait for it, within bounds.
     const receipt = await this.chain.receiptOf(txHash, 30_000);
     if (!receipt || receipt.status !== 1) return false;
-    const usdc = (this.chain.usdc.target as string).toLowerCase();
-    const topic = eventTopic(this.chain.usdc.interface, "AuthorizationUsed");
+    const usdc = addressOf(this.chain.usdc).toLowerCase();
+    const topic = eventTopic("Usdc", "AuthorizationUsed");
     return receipt.logs.some(
       (l) =>
         l.address.toLowerCase() === usdc &&

@@ -1,5 +1,6 @@
 /** Every error code the service answers with, every block reason and ledger status: the API reference's tables. */
-import { REASONS, REASON_TABLE } from "../chain/policyOps";
+import { REASON_TABLE } from "../chain/reasons";
+import type { LedgerStatus } from "../store/documents";
 
 export interface ErrorCodeDoc {
   status: number;
@@ -85,17 +86,11 @@ export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
 };
 
 /** `reason` of a blocked payment (422 `{ status: "blocked" }`). */
-export const BLOCK_REASONS: Record<string, string> = {
-  ...Object.fromEntries(Object.entries(REASONS).map(([code, reason]) => [reason, `on-chain reason ${code}`])),
-  max_amount_exceeded: "the seller's price is above the caller's maxAmount (the caller's own ceiling; not recorded on-chain)",
-  unsupported_payment: "the seller offers no exact USDC payment on this chain (not recorded on-chain)",
-  insufficient_funds:
-    "the agent wallet holds less USDC than the price, and no swap can buy the rest: the owner's policy allows none, this deployment has none, or its WETH and ETH are not enough (not recorded on-chain; nothing sent)",
-};
+export const BLOCK_REASONS: Record<string, string> = Object.fromEntries(
+  REASON_TABLE.map((r) => [r.name, r.code === null ? r.meaning : `${r.meaning} (on-chain reason ${r.code})`]),
+);
 
-for (const r of REASON_TABLE) BLOCK_REASONS[r.name] = `${r.meaning} (${BLOCK_REASONS[r.name]})`;
-
-export const LEDGER_STATUSES: Record<string, string> = {
+export const LEDGER_STATUSES: Record<LedgerStatus, string> = {
   approved: "paid and settled",
   blocked:
     "refused by the policy (PaymentBlocked on-chain, including a swap past its bound), by the caller's maxAmount, or for want of funds",

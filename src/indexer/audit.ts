@@ -4,10 +4,9 @@
  * their wallets, and rebuilds every payment decision, every policy version with its signed timestamp, pauses, owners,
  * operators, withdrawals and each UTC day's spend, checked against the spentToday the contract reported.
  */
-import { Interface, getAddress, zeroPadValue, type Log, type Provider } from "ethers";
-import { artifactAbi, ERC20_ABI } from "../chain/client";
-import { eventTopic } from "../chain/events";
-import { REASONS } from "../chain/policyOps";
+import { getAddress, zeroPadValue, type Log, type Provider } from "ethers";
+import { eventTopic, parseEvent } from "../chain/contracts";
+import { BlockReason, reasonName } from "../chain/reasons";
 
 /** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: README, "The EIP-712 types owners sign"). */
 const POLICY_NUMBERS = [
@@ -80,17 +79,14 @@ export async function auditFromLogs(
   provider: Provider,
   opts: { factory: string; usdc: string; fromBlock: number; toBlock?: number },
 ): Promise<AuditReport> {
-  const factoryIface = new Interface(artifactAbi("SpendPolicyFactory.sol", "SpendPolicyFactory"));
-  const agentIface = new Interface(artifactAbi("SpendPolicy.sol", "SpendPolicy"));
-  const usdcIface = new Interface(ERC20_ABI);
   const toBlock = opts.toBlock ?? (await provider.getBlockNumber());
   const range = { fromBlock: opts.fromBlock, toBlock };
   const report: AuditReport = { factory: getAddress(opts.factory), fromBlock: opts.fromBlock, toBlock, agents: {}, inconsistencies: [] };
 
-  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [eventTopic(factoryIface, "AgentDeployed")] });
+  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [eventTopic("SpendPolicyFactory", "AgentDeployed")] });
   for (const log of deployed) {
-    const e = factoryIface.parseLog(log);
-    if (!e) continue;
+    const e = parseEvent("SpendPolicyFactory", log);
+    if (e?.name !== "AgentDeployed") continue;
     const agent = getAddress(e.args.agent);
     report.agents[agent] = {
       agent,
@@ -113,7 +109,7 @@ export async function auditFromLogs(
     provider.getLogs({
       ...range,
       address: opts.usdc,
-      topics: [eventTopic(usdcIface, "AuthorizationUsed"), agents.map((a) => zeroPadValue(a, 32))],
+      topics: [eventTopic("Usdc", "AuthorizationUsed"), agents.map((a) => zeroPadValue(a, 32))],
     }),
   ]);
   const timestamps = new Map<number, number>();
@@ -132,17 +128,17 @@ export async function auditFromLogs(
   const pendingApproval = new Map<string, string>(); // paymentId -> approvalId (ApprovalUsed precedes PaymentAuthorized)
   for (const log of [...agentLogs].sort(order)) {
     const a = report.agents[getAddress(log.address)];
-    const e = agentIface.parseLog(log);
+    const e = parseEvent("SpendPolicy", log);
     if (!a || !e) continue;
-    const at = { timestamp: Number(e.args.timestamp ?? 0), txHash: log.transactionHash };
+    const at = (timestamp: bigint) => ({ timestamp: Number(timestamp), txHash: log.transactionHash });
     const today = day(await timestampOf(log.blockNumber));
     const key = `${a.agent}|${today}`;
     switch (e.name) {
       case "OwnerSet":
-        a.owners.push({ owner: getAddress(e.args.owner), ...at });
+        a.owners.push({ owner: getAddress(e.args.owner), ...at(e.args.timestamp) });
         break;
       case "OperatorSet":
-        a.operators.push({ operator: getAddress(e.args.operator), ...at });
+        a.operators.push({ operator: getAddress(e.args.operator), ...at(e.args.timestamp) });
         break;
       case "PolicyUpdated": {
         const p = e.args.policy;
@@ -150,16 +146,21 @@ export async function auditFromLogs(
           (typeof POLICY_NUMBERS)[number],
           string
         >;
-        a.policies.push({ version: Number(e.args.version), ...numbers, allowlistRoot: p.allowlistRoot, ...at });
+        a.policies.push({ version: Number(e.args.version), ...numbers, allowlistRoot: p.allowlistRoot, ...at(e.args.timestamp) });
         if (Number(e.args.version) !== a.policies.length)
           report.inconsistencies.push(`${a.agent}: policy version ${e.args.version} is number ${a.policies.length} seen`);
         break;
       }
       case "PausedSet":
-        a.pauses.push({ paused: e.args.paused, ...at });
+        a.pauses.push({ paused: e.args.paused, ...at(e.args.timestamp) });
         break;
       case "Withdrawn":
-        a.withdrawals.push({ token: getAddress(e.args.token), to: getAddress(e.args.to), amount: e.args.amount.toString(), ...at });
+        a.withdrawals.push({
+          token: getAddress(e.args.token),
+          to: getAddress(e.args.to),
+          amount: e.args.amount.toString(),
+          ...at(e.args.timestamp),
+        });
         break;
       case "ApprovalUsed":
         pendingApproval.set(e.args.paymentId, e.args.approvalId);
@@ -184,7 +185,7 @@ export async function auditFromLogs(
       }
       case "PaymentBlocked":
         // Reason 13 comes from swapForPayment for an authorised payment (PaymentReleased follows): same merchant.
-        if (Number(e.args.reason) === 13) {
+        if (Number(e.args.reason) === BlockReason.SwapSlippageExceeded) {
           const p = byId.get(`${a.agent}|${e.args.paymentId}`);
           if (!p || p.status !== "authorized" || p.merchant !== e.args.merchant) {
             report.inconsistencies.push(
@@ -199,7 +200,7 @@ export async function auditFromLogs(
           amount: e.args.amount.toString(),
           payTo: null,
           validBefore: null,
-          reason: REASONS[Number(e.args.reason)] ?? `reason_${e.args.reason}`,
+          reason: reasonName(e.args.reason),
           approvalId: null,
           day: today,
           authorizeTx: log.transactionHash,
@@ -250,8 +251,8 @@ export async function auditFromLogs(
     }
   }
   for (const log of usedLogs) {
-    const e = usdcIface.parseLog(log);
-    if (!e) continue;
+    const e = parseEvent("Usdc", log);
+    if (e?.name !== "AuthorizationUsed") continue;
     const p = byId.get(`${getAddress(e.args.authorizer)}|${e.args.nonce}`);
     if (!p) {
       report.inconsistencies.push(

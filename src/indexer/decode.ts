@@ -4,7 +4,7 @@
  */
 import { ZeroAddress, getAddress, type Interface, type Log } from "ethers";
 import type { ChainClient } from "../chain/client";
-import { eventTopic } from "../chain/events";
+import { addressOf, eventTopic } from "../chain/contracts";
 import type { ChainEventDoc } from "../store/documents";
 
 /** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
@@ -51,12 +51,12 @@ export interface EventSources {
 }
 
 export function eventSources(chain: ChainClient): EventSources {
-  const factoryAddress = getAddress(chain.factory.target as string);
-  const usdcAddress = getAddress(chain.usdc.target as string);
+  const factoryAddress = getAddress(addressOf(chain.factory));
+  const usdcAddress = getAddress(addressOf(chain.usdc));
   const policyIface = chain.policyAt(ZeroAddress).interface;
-  const agentDeployedTopic = eventTopic(chain.factory.interface, "AgentDeployed");
-  const authorizationUsedTopic = eventTopic(chain.usdc.interface, "AuthorizationUsed");
-  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [eventTopic(policyIface, name), name]));
+  const agentDeployedTopic = eventTopic("SpendPolicyFactory", "AgentDeployed");
+  const authorizationUsedTopic = eventTopic("Usdc", "AuthorizationUsed");
+  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [eventTopic("SpendPolicy", name), name]));
   return {
     factoryAddress,
     usdcAddress,

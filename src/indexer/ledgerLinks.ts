@@ -4,9 +4,10 @@
  * already confirmed.
  */
 import { ZeroAddress } from "ethers";
-import type { AnyBulkWriteOperation, Filter } from "mongodb";
+import type { Filter, ObjectId } from "mongodb";
 import type { Store } from "../store";
 import type { ChainEventDoc, PaymentDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 
 /** Ledger statuses whose payments a USDC AuthorizationUsed (the settlement) confirms. */
 const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
@@ -29,12 +30,14 @@ export interface LedgerLinkerDeps {
 /** Links confirmed chainEvents to the ledger entries they match, and undoes that for removed ones. */
 export class LedgerLinker {
   private readonly store: Store;
+  private readonly ledger: LedgerWriter;
   private readonly chainId: number;
   private reconciledAt: number | undefined;
   private readonly onConfirmed: LedgerLinkerDeps["onConfirmed"];
 
   constructor(deps: LedgerLinkerDeps) {
     this.store = deps.store;
+    this.ledger = new LedgerWriter(deps.store.payments);
     this.chainId = deps.chainId;
     this.onConfirmed = deps.onConfirmed;
   }
@@ -64,7 +67,7 @@ export class LedgerLinker {
     const candidates = await this.store.payments
       .find({ $or: [{ paymentId: { $in: paymentIds } }, { txHash: { $in: txHashes } }, { authorizeTxHash: { $in: txHashes } }] })
       .toArray();
-    const ops: AnyBulkWriteOperation<PaymentDoc>[] = [];
+    const confirmed: { id: ObjectId; blockNumber: number }[] = [];
     for (const p of candidates) {
       const related = [
         ...(p.paymentId ? (byPaymentId.get(p.paymentId) ?? []) : []),
@@ -74,20 +77,9 @@ export class LedgerLinker {
       if (related.length === 0) continue;
       const blockNumber = Math.max(...related.map((e) => e.blockNumber));
       if (p.onchain?.confirmed && p.onchain.blockNumber !== null && p.onchain.blockNumber >= blockNumber) continue;
-      ops.push({
-        updateOne: {
-          filter: {
-            _id: p._id,
-            $or: [{ "onchain.confirmed": { $ne: true } }, { "onchain.blockNumber": null }, { "onchain.blockNumber": { $lt: blockNumber } }],
-          },
-          update: { $set: { onchain: { confirmed: true, blockNumber } } },
-        },
-      });
+      confirmed.push({ id: p._id, blockNumber });
     }
-    ops.push(...swapsOf(events));
-    if (ops.length === 0) return 0;
-    const res = await this.store.payments.bulkWrite(ops, { ordered: false });
-    return res.modifiedCount;
+    return this.ledger.confirm(confirmed, swapsOf(events));
   }
 
   /** After removals: every ledger entry they had confirmed is recomputed from the events that remain. */
@@ -103,7 +95,7 @@ export class LedgerLinker {
         done.add(id);
         const onchain = (await this.onchainOf(p)) ?? { confirmed: false, blockNumber: null };
         if (p.onchain?.confirmed === onchain.confirmed && p.onchain?.blockNumber === onchain.blockNumber) continue;
-        await this.store.payments.updateOne({ _id: p._id }, { $set: { onchain } });
+        await this.ledger.setOnchain(p._id, onchain);
         changed += 1;
       }
     }
@@ -129,8 +121,7 @@ export class LedgerLinker {
     for (const p of candidates) {
       const onchain = await this.onchainOf(p);
       if (!onchain) continue;
-      const res = await this.store.payments.updateOne({ _id: p._id, "onchain.confirmed": { $ne: true } }, { $set: { onchain } });
-      changed += res.modifiedCount;
+      if (await this.ledger.setOnchain(p._id, onchain, true)) changed += 1;
     }
     this.reconciledAt = startedAt;
     return changed;
@@ -160,22 +151,17 @@ export class LedgerLinker {
  * SwapExecuted becomes part of its payment's ledger entry (`swap`), when the service has not written it already (a
  * restart between the swap and its answer, or a swap sent by another instance).
  */
-function swapsOf(events: ChainEventDoc[]): AnyBulkWriteOperation<PaymentDoc>[] {
+function swapsOf(events: ChainEventDoc[]): Parameters<LedgerWriter["confirm"]>[1] {
   return events
     .flatMap((e) => (e.event === "SwapExecuted" && e.paymentId ? [{ ...e, paymentId: e.paymentId }] : []))
     .map((e) => ({
-      updateOne: {
-        filter: { paymentId: e.paymentId, policyAddress: e.address, $or: [{ swap: { $exists: false } }, { swap: null }] },
-        update: {
-          $set: {
-            swap: {
-              txHash: e.txHash,
-              tokenIn: e.args.tokenIn === ZeroAddress ? ("ETH" as const) : ("WETH" as const),
-              amountIn: String(e.args.amountIn),
-              amountOut: String(e.args.amountOut),
-            },
-          },
-        },
+      paymentId: e.paymentId,
+      policyAddress: e.address,
+      swap: {
+        txHash: e.txHash,
+        tokenIn: e.args.tokenIn === ZeroAddress ? ("ETH" as const) : ("WETH" as const),
+        amountIn: String(e.args.amountIn),
+        amountOut: String(e.args.amountOut),
       },
     }));
 }

@@ -6,7 +6,6 @@
  */
 import { formatEther } from "ethers";
 import { fromBaseUnits } from "../amounts";
-import { DECISION } from "../chain/policyOps";
 import { AppError } from "../errors";
 import type { Services } from "../services";
 import { merchantOf } from "../services/paymentContext";
@@ -16,18 +15,19 @@ import type { VerifyMerchantResult } from "./schemas";
 
 export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: string): Promise<VerifyMerchantResult> {
   const merchant = merchantOf(serviceUrl);
-  const [policy, approvedPayments] = await Promise.all([
-    s.policies.onchain(agent),
+  const [admission, approvedPayments] = await Promise.all([
+    s.decisions.admit(agent, merchant, { fresh: true }),
     s.ctx.store.payments.countDocuments({ agentAddress: agent.address, merchant, status: "approved" }),
   ]);
-  const proof = policy.deployed ? await s.policies.prove(policy.allowlistRoot, merchant) : null;
+  const { policy } = admission;
+  const proof = admission.status === "admitted" ? admission.proof : null;
 
   let quote: Quote | null = null;
   let quoteError: VerifyMerchantResult["quoteError"] = null;
-  if (!policy.deployed) {
+  if (admission.status === "no_policy") {
     // No policy, no allowlist: pay would refuse it, so the seller is not contacted (the tool is no request proxy).
     quoteError = { error: "no_policy", message: "Not asked: this agent has no spend policy yet, so its seller was not contacted." };
-  } else if (!proof) {
+  } else if (admission.status === "not_allowed") {
     quoteError = {
       error: "merchant_not_allowed",
       message: `Not asked: ${merchant} is not on this agent's allowlist, so its seller was not contacted.`,
@@ -50,22 +50,18 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
 
   let expectedOutcome: VerifyMerchantResult["expectedOutcome"] = "unknown";
   let reason: string | null = null;
-  if (!policy.deployed) [expectedOutcome, reason] = ["blocked", "no_policy"];
-  else if (!proof) [expectedOutcome, reason] = ["blocked", "merchant_not_allowed"];
+  if (admission.status === "no_policy") [expectedOutcome, reason] = ["blocked", "no_policy"];
+  else if (admission.status === "not_allowed") [expectedOutcome, reason] = ["blocked", "merchant_not_allowed"];
   else if (!quote && quoteError?.error === "unsupported_payment") [expectedOutcome, reason] = ["blocked", "unsupported_payment"];
   let swapNote = "";
-  // A quote is only asked for an allowlisted merchant, so `proof` is there whenever `quote` is.
-  if (quote && proof) {
-    const pc = { agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" as const } };
-    const [check, swap] = await Promise.all([
-      s.settlement.ops.check(agent.policyAddress, merchant, proof, quote.amount),
-      s.payments.swapCheck(pc, policy, quote.amount),
-    ]);
-    if (check.decision === DECISION.Block) [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
-    else if (swap.kind === "refuse") [expectedOutcome, reason] = ["blocked", "insufficient_funds"];
-    else if (swap.kind === "swap" && swap.exceeded) [expectedOutcome, reason] = ["blocked", "swap_slippage_exceeded"];
-    else expectedOutcome = check.decision === DECISION.Allow ? "approved" : "pending";
-    if (swap.kind === "swap" && !swap.exceeded) {
+  if (quote && admission.status === "admitted") {
+    const decision = await s.decisions.decide(agent, merchant, admission, quote.amount);
+    const swap = decision.status === "block" ? null : await decision.swap;
+    if (decision.status === "block") [expectedOutcome, reason] = ["blocked", decision.reason];
+    else if (swap?.kind === "refuse") [expectedOutcome, reason] = ["blocked", "insufficient_funds"];
+    else if (swap?.kind === "swap" && swap.exceeded) [expectedOutcome, reason] = ["blocked", "swap_slippage_exceeded"];
+    else expectedOutcome = decision.status === "allow" ? "approved" : "pending";
+    if (swap?.kind === "swap" && !swap.exceeded) {
       swapNote = ` Your wallet lacks ${fromBaseUnits(swap.shortfall)} USDC: it would first buy it with about ${formatEther(swap.quote.amountIn)} WETH (or ETH).`;
     }
   }

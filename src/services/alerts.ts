@@ -6,7 +6,7 @@
 import { fromBaseUnits } from "../amounts";
 import type { ApprovalDoc, ChainEventDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { LedgerService } from "./ledger";
+import { approvalAlertView, paymentView } from "./presenters";
 import { PolicyService, limitedWindows } from "./policies";
 
 const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
@@ -67,7 +67,7 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Prom
   // On the payment path: an owner nobody listens for costs one small query, no chain read.
   const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
   if (wanted.has(type)) {
-    const data = new LedgerService(ctx).view(doc);
+    const data = paymentView(doc, ctx.config.explorerUrl);
     if (
       await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
     )
@@ -109,19 +109,7 @@ export async function alertApproval(ctx: ServiceContext, type: "approval.request
     dedupeKey: `${type}:${a.approvalId}`,
     ownerAddress: a.ownerAddress,
     agentAddress: a.agentAddress,
-    data: {
-      approvalId: a.approvalId,
-      transactionId: a.txnId,
-      agentAddress: a.agentAddress,
-      merchant: a.merchant,
-      serviceUrl: a.serviceUrl,
-      amount: fromBaseUnits(a.amount),
-      currency: "USDC",
-      intent: a.intent,
-      requestedAt: a.requestedAt.toISOString(),
-      expiresAt: a.expiresAt.toISOString(),
-      approveAt: `${ctx.urls.dashboard}/approvals`,
-    },
+    data: approvalAlertView(a, ctx.urls.dashboard),
   });
   return told ? 1 : 0;
 }

@@ -3,42 +3,35 @@
  * ApprovalDecision signature; approve also carries that signature on-chain (the contract checks it again).
  */
 import { fromBaseUnits } from "../amounts";
-import { DECISION } from "../chain/policyOps";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
-import { NO_LEAF } from "../policy/allowlist";
 import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
+import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
 import type { PaymentContext } from "./paymentContext";
 import type { PaymentService } from "./payments";
-import type { PolicyService } from "./policies";
+import type { PolicyDecisions } from "./decision";
 import type { SettlementService } from "./settlement";
 import { alertApproval } from "./alerts";
+import { approvalView } from "./presenters";
 
 export class ApprovalService {
+  private readonly ledger: LedgerWriter;
+
   constructor(
     private readonly ctx: ServiceContext,
-    private readonly policies: PolicyService,
+    private readonly decisions: PolicyDecisions,
     private readonly payments: PaymentService,
     private readonly settlement: SettlementService,
-  ) {}
+  ) {
+    this.ledger = new LedgerWriter(ctx.store.payments);
+  }
 
   view(a: ApprovalDoc) {
-    return {
-      id: a.approvalId,
-      agentAddress: a.agentAddress,
-      merchant: a.merchant,
-      serviceUrl: a.serviceUrl,
-      amount: fromBaseUnits(a.amount),
-      intent: a.intent,
-      status: a.status,
-      requestedAt: a.requestedAt.toISOString(),
-      resolvedAt: a.resolvedAt ? a.resolvedAt.toISOString() : null,
-      expiresAt: a.expiresAt.toISOString(),
-    };
+    return approvalView(a);
   }
 
   /** Pending approvals of the owner's agents, oldest first (expired ones are closed first). */
@@ -61,10 +54,7 @@ export class ApprovalService {
       );
       if (r.modifiedCount === 1) {
         n++;
-        await this.ctx.store.payments.updateOne(
-          { txnId: a.txnId },
-          { $set: { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now } },
-        );
+        await this.ledger.update(a.txnId, { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now });
         this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
@@ -136,10 +126,7 @@ export class ApprovalService {
     const now = new Date();
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
-    await this.ctx.store.payments.updateOne(
-      { txnId: a.txnId },
-      { $set: { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now } },
-    );
+    await this.ledger.update(a.txnId, { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now });
     return {
       id: approvalId,
       status: "denied" as const,
@@ -210,15 +197,13 @@ export class ApprovalService {
       );
     }
     await this.ctx.signatures.consume("ApprovalDecision", digest);
-    const policy = await this.policies.onchain(agent);
-    const proof = (await this.policies.prove(policy.allowlistRoot, a.merchant)) ?? NO_LEAF;
-    const swapCheck = this.payments.swapCheck(pc, policy, quote.amount);
-    const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
+    // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
+    const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount);
+    const refused = { approvalId: a.approvalId, txnId: a.txnId };
     let outcome;
-    const swap =
-      check.decision === DECISION.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
-    if (check.decision === DECISION.Block) {
-      outcome = await this.payments.block(pc, quote.amount, check.reason ?? "blocked", proof, a.approvalId, a.txnId);
+    const swap = decision.status === "block" ? null : await this.payments.swapStep(pc, decision.swap, quote.amount, refused);
+    if (decision.status === "block") {
+      outcome = await this.payments.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof, ...refused });
     } else if (swap && "blocked" in swap) {
       outcome = swap.blocked;
     } else {
@@ -228,8 +213,8 @@ export class ApprovalService {
         base: { ...this.payments.ledgerBase(pc, a.approvalId), createdAt: a.requestedAt },
         seller: pc.seller,
         quote,
-        proof,
-        dailyBudget: policy.dailyBudget,
+        proof: decision.proof,
+        dailyBudget: decision.policy.dailyBudget,
         agent,
         fences: [lock],
         approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },

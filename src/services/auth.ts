@@ -82,7 +82,7 @@ export class AuthService {
   private async signedBy(address: string, message: string, signature: string): Promise<boolean> {
     if (!/^0x([0-9a-fA-F]{2})+$/.test(signature)) return false;
     try {
-      return (await this.ctx.chain.factory.isValidSignatureNow(address, hashMessage(message), signature)) as boolean;
+      return await this.ctx.chain.factory.isValidSignatureNow(address, hashMessage(message), signature);
     } catch {
       return false;
     }

@@ -2,13 +2,14 @@
  * The owner's controls beyond the policy, each relayed on-chain with the owner's EIP-712 signature: the kill switch
  * (SetPaused), taking funds out of the agent's wallet (Withdraw) and handing ownership over (SetOwner).
  */
-import { Contract, ZeroAddress, formatUnits, getAddress, parseUnits } from "ethers";
+import { ZeroAddress, formatUnits, getAddress, parseUnits } from "ethers";
+import { bind } from "../chain/contracts";
 import { revertToAppError } from "../chain/errors";
-import { ERC20_ABI } from "../chain/client";
 import { SET_OWNER_TYPES, SET_PAUSED_TYPES, WITHDRAW_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, badRequest, conflict } from "../errors";
 import type { SetOwnerRequest, WithdrawRequest } from "../schemas/owner";
 import type { AgentDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
 
 export class ControlService {
@@ -45,7 +46,7 @@ export class ControlService {
     const owner = await this.deployedOwner(agent);
     const { chain } = this.ctx;
     const token = input.token === "ETH" ? ZeroAddress : input.token === "USDC" ? getAddress(this.ctx.config.usdcAddress) : input.token;
-    const erc20 = token === ZeroAddress ? null : new Contract(token, ERC20_ABI, chain.provider);
+    const erc20 = token === ZeroAddress ? null : bind("ERC20", token, chain.provider);
     const decimals = erc20
       ? Number(await erc20.decimals().catch(() => Promise.reject(badRequest(`${token} is not an ERC-20 token.`))))
       : 18;
@@ -112,7 +113,7 @@ export class ControlService {
     // The chain decided; the store follows (the old owner's keys lose the agent at once).
     await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });
     // The agent's history and its open approvals go with it.
-    await store.payments.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
+    await new LedgerWriter(store.payments).reassignOwner(agent.address, input.newOwner);
     await store.approvals.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
     await store.owners.updateOne(
       { address: input.newOwner },

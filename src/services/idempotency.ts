@@ -22,6 +22,7 @@ import { AppError, conflict, badRequest } from "../errors";
 import type { Fence } from "../store/leases";
 import type { Store } from "../store";
 import type { IdempotencyDoc, PaymentDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 import type { Principal } from "./keys";
 
 const TTL_MS = 24 * 3600 * 1000;
@@ -226,7 +227,7 @@ export class IdempotencyService {
         if (taken) {
           // A run before this one may have written its ledger entry and stopped before committing it to the key: it can
           // never commit now (the generation moved on), so the entry, which nothing was sent for, goes.
-          await this.store.payments.deleteMany({ idempotencyScope: scope, phase: "authorizing", authorizeTxHash: null });
+          await new LedgerWriter(this.store.payments).dropUncommitted(scope);
           return { ...(await this.runFirst(scope, (doc.fence ?? 0) + 1, fn)), replayed: false };
         }
       }

@@ -3,6 +3,7 @@ import { ApprovalService } from "./approvals";
 import { AuthService } from "./auth";
 import { ControlService } from "./controls";
 import type { ServiceContext } from "./context";
+import { PolicyDecisions } from "./decision";
 import { IdempotencyService } from "./idempotency";
 import { LedgerService } from "./ledger";
 import { PaymentService } from "./payments";
@@ -15,6 +16,8 @@ export interface Services {
   ctx: ServiceContext;
   agents: AgentService;
   policies: PolicyService;
+  /** The policy decision of pay, approve and verify_merchant. */
+  decisions: PolicyDecisions;
   auth: AuthService;
   wallet: WalletService;
   settlement: SettlementService;
@@ -34,16 +37,19 @@ export function createServices(ctx: ServiceContext): Services {
     clock: ctx.leases.clock,
   });
   settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
-  const payments = new PaymentService(ctx, policies, settlement, idempotency, new SwapService(ctx));
+  const swaps = new SwapService(ctx);
+  const decisions = new PolicyDecisions(ctx, policies, swaps);
+  const payments = new PaymentService(ctx, decisions, settlement, idempotency, swaps);
   return {
     ctx,
     agents: new AgentService(ctx),
     policies,
+    decisions,
     auth: new AuthService(ctx),
     wallet: new WalletService(ctx, policies),
     settlement,
     payments,
-    approvals: new ApprovalService(ctx, policies, payments, settlement),
+    approvals: new ApprovalService(ctx, decisions, payments, settlement),
     ledger: new LedgerService(ctx),
     idempotency,
     controls: new ControlService(ctx),

@@ -1,37 +1,15 @@
 /** The ledger: every payment attempt as a `txn_...` entry, newest first. */
 import type { Filter } from "mongodb";
-import { fromBaseUnits } from "../amounts";
 import type { LedgerStatus, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { swapView } from "./swap";
+import { paymentView } from "./presenters";
 import type { Principal } from "./keys";
 
 export class LedgerService {
   constructor(private readonly ctx: ServiceContext) {}
 
   view(doc: PaymentDoc) {
-    return {
-      id: doc.txnId,
-      agentAddress: doc.agentAddress,
-      merchant: doc.merchant,
-      amount: fromBaseUnits(doc.amount),
-      currency: doc.currency,
-      intent: doc.intent,
-      status: doc.status,
-      txHash: doc.txHash,
-      createdAt: doc.createdAt.toISOString(),
-      reason: doc.reason,
-      approvalId: doc.approvalId,
-      paymentId: doc.paymentId,
-      payTo: doc.paymentId ? doc.payTo : null,
-      authorizeTxHash: doc.authorizeTxHash ?? null,
-      releaseTxHash: doc.releaseTxHash ?? null,
-      serviceUrl: doc.serviceUrl,
-      settledAt: doc.settledAt ? doc.settledAt.toISOString() : null,
-      explorerUrl: doc.txHash ? `${this.ctx.config.explorerUrl}/tx/${doc.txHash}` : null,
-      onchain: doc.onchain,
-      swap: swapView(doc.swap),
-    };
+    return paymentView(doc, this.ctx.config.explorerUrl);
   }
 
   /** Entries visible to the principal (its agent, or the owner's agents), filtered and paginated. */

@@ -1,11 +1,12 @@
 /** What a payment's ledger entry says once it is done: its answer under an Idempotency-Key, and its transfer. */
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits } from "../amounts";
-import { REASON_TABLE, type TransferInput } from "../chain/policyOps";
+import type { TransferInput } from "../chain/policyOps";
+import { reasonRow } from "../chain/reasons";
 import { errorBody, upstreamError } from "../errors";
 import type { PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { swapView } from "./swap";
+import { swapView } from "./presenters";
 
 /**
  * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an
@@ -26,7 +27,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
         amount: fromBaseUnits(p.amount),
         currency: "USDC",
         merchant: p.merchant,
-        ...(remaining !== null ? { remainingDailyBudget: fromBaseUnits(remaining as bigint) } : {}),
+        ...(remaining !== null ? { remainingDailyBudget: fromBaseUnits(remaining) } : {}),
         settledAt: (p.settledAt ?? p.updatedAt).toISOString(),
         intent: p.intent,
         transactionId: p.txnId,
@@ -57,14 +58,7 @@ export function transferOf(doc: PaymentDoc): TransferInput {
 export const newTxnId = () => `txn_${randomBytes(12).toString("hex")}`;
 export const newApprovalId = () => `apr_${randomBytes(12).toString("hex")}`;
 
-/** What an agent is told of a refusal (the on-chain reasons' messages and the service's own). */
+/** What an agent is told of a refusal (the reason table's message). */
 export function blockMessage(reason: string): string {
-  const messages: Record<string, string> = {
-    ...Object.fromEntries(REASON_TABLE.map((r) => [r.name, r.message])),
-    max_amount_exceeded: "The seller's price is above the maxAmount you allowed.",
-    unsupported_payment: "The seller offers no exact USDC payment on this chain.",
-    insufficient_funds:
-      "The agent wallet holds too little USDC for this price, and nothing can buy the rest: swaps are off, or its WETH and ETH are not enough.",
-  };
-  return `${messages[reason] ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
+  return `${reasonRow(reason)?.message ?? "The payment was refused."} Do not retry; report the reason to the owner.`;
 }

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
-import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
+import { BLOCKED_RECORD_PAY_TO, type TransferInput } from "../chain/policyOps";
 import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, fencesOf, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
@@ -16,23 +16,42 @@ import type { Principal } from "./keys";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
+import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
-import type { PolicyService } from "./policies";
+import type { ReasonName } from "../chain/reasons";
+import { type PolicyDecisions, noPolicyError } from "./decision";
 import { alertApproval, alertPaymentDone } from "./alerts";
 import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
 
+/** A refused payment, as PaymentService.block records it. */
+export interface Refusal {
+  amount: bigint;
+  /** A reason of the table (src/chain/reasons.ts); "blocked" when the contract blocked without naming one. */
+  reason: ReasonName | "blocked";
+  /** The allowlist proof for the on-chain record (PaymentBlocked); null for a refusal not recorded on-chain. */
+  proof: AllowlistProof | null;
+  /** An approved payment refused after all: its approval and the ledger entry it already has. */
+  approvalId?: string | null;
+  txnId?: string;
+  detail?: string;
+}
+
 export class PaymentService {
+  private readonly ledger: LedgerWriter;
+
   constructor(
     private readonly ctx: ServiceContext,
-    private readonly policies: PolicyService,
+    private readonly decisions: PolicyDecisions,
     private readonly settlement: SettlementService,
     private readonly idempotency: IdempotencyService,
     private readonly swaps: SwapService,
-  ) {}
+  ) {
+    this.ledger = new LedgerWriter(ctx.store.payments);
+  }
 
   /**
    * POST /pay and the MCP pay tool: a payment, run once per Idempotency-Key when there is one. Every refusal or
@@ -71,44 +90,25 @@ export class PaymentService {
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
     const timer = phaseTimer();
-    let { policy, cached } = await this.policies.forPayment(pc.agent);
+    const admission = await this.decisions.admit(pc.agent, pc.merchant, { fresh: false });
     timer.mark("policy");
-    if (!policy.deployed) {
-      throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet: its owner sets one at the activation link.`);
-    }
-    let proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
-    // A cached policy answers only "yes" on its own: before a refusal, the chain is read again.
-    const refresh = async () => {
-      const root = policy.allowlistRoot;
-      ({ policy, cached } = await this.policies.forPayment(pc.agent, true));
-      if (policy.allowlistRoot !== root) proof = await this.policies.prove(policy.allowlistRoot, pc.merchant);
-      return policy.allowlistRoot !== root;
-    };
-    if (!proof && cached) await refresh();
-    if (!policy.deployed) throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet.`);
-    if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", NO_LEAF);
+    if (admission.status === "no_policy") throw noPolicyError(pc.agent);
+    if (admission.status === "not_allowed") return this.block(pc, { amount: maxAmount, reason: "merchant_not_allowed", proof: NO_LEAF });
 
     const quote = await this.quote(pc);
     timer.mark("quote");
-    if (!quote) return this.block(pc, maxAmount, "unsupported_payment", null);
-    if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
+    if (!quote) return this.block(pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
+    if (quote.amount > maxAmount) return this.block(pc, { amount: quote.amount, reason: "max_amount_exceeded", proof: null });
 
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
-    let swapCheck = this.swapCheck(pc, policy, quote.amount);
-    let check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
-    // The proof came from a cached root: a new allowlist is read and simulated again before a refusal.
-    if (check.decision !== DECISION.Allow && cached && (await refresh())) {
-      if (!proof) return this.block(pc, quote.amount, "merchant_not_allowed", NO_LEAF);
-      swapCheck = this.swapCheck(pc, policy, quote.amount);
-      check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
-    }
+    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount);
     timer.mark("simulate");
-    if (check.decision === DECISION.Block) return this.block(pc, quote.amount, check.reason ?? "blocked", proof);
-    if (check.decision === DECISION.RequiresApproval) return this.requestApproval(pc, quote, maxAmount);
-    const swap = await this.swapStep(pc, swapCheck, quote.amount);
+    if (decision.status === "block") return this.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof });
+    if (decision.status === "requires_approval") return this.requestApproval(pc, quote, maxAmount);
+    const swap = await this.swapStep(pc, decision.swap, quote.amount);
     timer.mark("swapQuote");
     if ("blocked" in swap) return swap.blocked;
     return this.settlement.execute({
@@ -116,20 +116,13 @@ export class PaymentService {
       base: this.ledgerBase(pc, null),
       seller: pc.seller,
       quote,
-      proof,
-      dailyBudget: policy.dailyBudget,
+      proof: decision.proof,
+      dailyBudget: decision.policy.dailyBudget,
       timer,
       signed,
       fences: fencesOf(pc),
       ...swap,
     });
-  }
-
-  /** Whether the payment needs a swap and whether one can fund it (reads only); never rejects unobserved. */
-  swapCheck(pc: PaymentContext, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
-    const check = this.swaps.check(pc.agent, policy, amount);
-    check.catch(() => undefined);
-    return check;
   }
 
   /**
@@ -140,11 +133,12 @@ export class PaymentService {
     pc: PaymentContext,
     check: Promise<SwapCheck>,
     amount: bigint,
-    approvalId: string | null = null,
-    txnId?: string,
+    approval: Pick<Refusal, "approvalId" | "txnId"> = {},
   ): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
     const c = await check;
-    if (c.kind === "refuse") return { blocked: await this.block(pc, amount, "insufficient_funds", null, approvalId, txnId, c.detail) };
+    if (c.kind === "refuse") {
+      return { blocked: await this.block(pc, { amount, reason: "insufficient_funds", proof: null, detail: c.detail, ...approval }) };
+    }
     if (c.kind === "none") return {};
     const a = pc.agent;
     const target = {
@@ -182,7 +176,7 @@ export class PaymentService {
     }
   }
 
-  ledgerBase(pc: PaymentContext, approvalId: string | null) {
+  ledgerBase(pc: PaymentContext, approvalId: string | null): LedgerBase {
     return {
       agentAddress: pc.agent.address,
       ownerAddress: pc.agent.ownerAddress,
@@ -200,15 +194,8 @@ export class PaymentService {
    * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
    * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
    */
-  async block(
-    pc: PaymentContext,
-    amount: bigint,
-    reason: string,
-    proof: AllowlistProof | null,
-    approvalId: string | null = null,
-    txnId?: string,
-    detail?: string,
-  ): Promise<PayOutcome> {
+  async block(pc: PaymentContext, refusal: Refusal): Promise<PayOutcome> {
+    const { amount, reason, proof, approvalId = null, txnId, detail } = refusal;
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
     const sameRefusal =
@@ -220,7 +207,7 @@ export class PaymentService {
       : await this.ctx.store.payments.findOne({ ...sameRefusal, createdAt: { $gte: since } }, { sort: { createdAt: -1 } });
     let txHash: string | null = null;
     let blockNumber: number | null = null;
-    let finalReason = reason;
+    let finalReason: string = reason;
     let capped = false;
     // A record authorised on-chain whose release failed: the entry keeps what recovery needs to release it.
     // (Declared with `as`: it is set inside a callback, where TypeScript's narrowing of `let` does not look.)
@@ -260,10 +247,7 @@ export class PaymentService {
         blockNumber = result.blockNumber;
       }
     }
-    const now = new Date();
-    const doc: PaymentDoc = {
-      txnId: txnId ?? newTxnId(),
-      ...this.ledgerBase(pc, approvalId),
+    const doc = ledgerEntry(txnId ?? newTxnId(), this.ledgerBase(pc, approvalId), {
       amount: amount.toString(),
       status: "blocked",
       phase: stray ? "authorized" : "done",
@@ -272,24 +256,16 @@ export class PaymentService {
       ...(stray ? { leaseUntil: new Date(0) } : {}),
       txHash,
       authorizeTxHash: txHash,
-      releaseTxHash: null,
       // Kept for a stray authorisation, which recovery releases with these exact fields.
       payTo: stray ? stray.transfer.payTo : null,
       validAfter: stray ? 0 : null,
       validBefore: stray ? Number(stray.transfer.validBefore) : null,
-      createdAt: now,
-      updatedAt: now,
-      settledAt: null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
       ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : detail ? { detail } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
-    };
-    if (txnId) {
-      const { createdAt: _keep, ...rest } = doc;
-      await this.ctx.store.payments.updateOne({ txnId }, { $set: rest });
-    } else {
-      await this.ctx.store.payments.insertOne(doc);
-    }
+    });
+    // An approved payment refused after all completes the entry its approval already has.
+    await (txnId ? this.ledger.rewrite(doc) : this.ledger.insert(doc));
     this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, doc.txnId));
     return this.blockedOutcome(doc, previous !== null);
   }
@@ -360,24 +336,14 @@ export class PaymentService {
       await key?.letGo?.(txnId).catch(() => undefined);
       throw err;
     });
-    await this.ctx.store.payments.insertOne({
-      txnId,
-      ...this.ledgerBase(pc, approvalId),
-      amount: quote.amount.toString(),
-      status: "pending",
-      phase: "quoted",
-      reason: null,
-      paymentId: null,
-      txHash: null,
-      authorizeTxHash: null,
-      releaseTxHash: null,
-      payTo: quote.requirement.payTo,
-      validBefore: null,
-      createdAt: now,
-      updatedAt: now,
-      settledAt: null,
-      onchain: { confirmed: false, blockNumber: null },
-    });
+    await this.ledger.insert(
+      ledgerEntry(
+        txnId,
+        this.ledgerBase(pc, approvalId),
+        { amount: quote.amount.toString(), status: "pending", phase: "quoted", payTo: quote.requirement.payTo },
+        now,
+      ),
+    );
     this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {

@@ -18,7 +18,7 @@ import {
 import { type PolicyView, type SetLimitsRequest, SWAP_TWAP_SECONDS } from "../schemas/limits";
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import type { ReadCall } from "../chain/client";
+import { type ReadResults, readOf } from "../chain/contracts";
 import type { Principal } from "./keys";
 import { maskKey } from "./keys";
 
@@ -85,6 +85,9 @@ export function limitedWindows(p: OnchainPolicy) {
 
 const left = (limit: bigint, used: bigint) => (limit > used ? limit - used : 0n);
 
+/** What the reads of PolicyService.policyReads answer (null where a read failed). */
+export type PolicyReadResults = ReadResults<ReturnType<PolicyService["policyReads"]>>;
+
 export class PolicyService {
   private readonly allowlistCache = new Map<string, Allowlist>();
   /** Deployed policies as last read, with the agent's policyChanges counter at that time. */
@@ -103,24 +106,22 @@ export class PolicyService {
   }
 
   /** The reads onchainAt() makes, for a caller that adds its own to the same round trip (fromReads decodes them). */
-  policyReads(policyAddress: string): ReadCall[] {
+  policyReads(policyAddress: string) {
     const contract = this.ctx.chain.policyAt(policyAddress, this.ctx.chain.provider);
     return [
-      { contract, method: "policy" },
-      { contract, method: "paused" },
-      { contract, method: "spentToday" },
-      { contract, method: "lastTimestamp", args: [0] },
-      { contract, method: "spending" },
-    ];
+      readOf(contract, "policy"),
+      readOf(contract, "paused"),
+      readOf(contract, "spentToday"),
+      readOf(contract, "lastTimestamp", 0),
+      readOf(contract, "spending"),
+    ] as const;
   }
 
-  async fromReads(policyAddress: string, [p, paused, spent, last, windows]: (unknown[] | null)[]): Promise<OnchainPolicy> {
-    if (!p || !paused || !spent || !last || !windows) {
+  async fromReads(policyAddress: string, [policy, paused, spent, last, w]: PolicyReadResults): Promise<OnchainPolicy> {
+    if (policy === null || paused === null || spent === null || last === null || w === null) {
       if (!(await this.ctx.chain.isDeployed(policyAddress))) return UNDEPLOYED;
       throw new Error(`could not read the policy at ${policyAddress}`);
     }
-    const policy = p[0] as PolicyFields;
-    const w = windows[0] as Spending;
     return {
       deployed: true,
       perTxLimit: policy.perTxLimit,
@@ -135,10 +136,10 @@ export class PolicyService {
       validUntil: policy.validUntil,
       maxSwapSlippageBps: policy.maxSwapSlippageBps,
       swapTwapSeconds: policy.swapTwapSeconds,
-      paused: paused[0] as boolean,
-      spentToday: spent[0] as bigint,
+      paused,
+      spentToday: spent,
       spending: { hour: w.hour, paymentsThisHour: w.paymentsThisHour, day: w.day, week: w.week, month: w.month, lifetime: w.lifetime },
-      lastUpdated: Number(last[0]),
+      lastUpdated: Number(last),
     };
   }
 
@@ -198,9 +199,7 @@ export class PolicyService {
     const capped = Object.entries(list.caps).filter(([, c]) => c > 0n);
     const contract = this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider);
     const entrySpent =
-      p.deployed && capped.length
-        ? await this.ctx.chain.readMany(capped.map(([e]) => ({ contract, method: "entrySpentToday", args: [e] })))
-        : [];
+      p.deployed && capped.length ? await this.ctx.chain.readMany(capped.map(([e]) => readOf(contract, "entrySpentToday", e))) : [];
     const now = Math.floor(Date.now() / 1000);
     return {
       address: agent.address,
@@ -225,9 +224,7 @@ export class PolicyService {
       maxSwapSlippageBps: Number(p.maxSwapSlippageBps),
       swapTwapSeconds: Number(p.swapTwapSeconds),
       merchantCaps: Object.fromEntries(capped.map(([e, c]) => [e, fromBaseUnits(c)])),
-      merchantRemainingToday: Object.fromEntries(
-        capped.map(([e, c], i) => [e, fromBaseUnits(left(c, (entrySpent[i]?.[0] as bigint | undefined) ?? 0n))]),
-      ),
+      merchantRemainingToday: Object.fromEntries(capped.map(([e, c], i) => [e, fromBaseUnits(left(c, entrySpent[i] ?? 0n))])),
       windows: limitedWindows(p).map((w) => ({
         window: w.window,
         budget: fromBaseUnits(w.limit),
@@ -298,14 +295,14 @@ export class PolicyService {
       const chain = this.ctx.chain;
       const deployed = await chain.isDeployed(agent.policyAddress);
       const tuple = { ...policy };
-      const contract = deployed ? chain.policyAt(agent.policyAddress) : chain.factory;
+      const wallet = chain.policyAt(agent.policyAddress);
       const { receipt } = await chain
         .sendAndWait((overrides) =>
           deployed
-            ? contract.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
-            : contract.deployAgent(agent.signerAddress, owner, tuple, input.timestamp, input.humanSignature, overrides),
+            ? wallet.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
+            : chain.factory.deployAgent(agent.signerAddress, owner, tuple, input.timestamp, input.humanSignature, overrides),
         )
-        .catch((err: unknown) => revertToAppError(contract, err));
+        .catch((err: unknown) => revertToAppError(deployed ? wallet : chain.factory, err));
       await this.ctx.gas.charge(owner, receipt);
       this.paymentCache.delete(agent.address);
       const doc: PolicyDoc = {

@@ -5,16 +5,19 @@
  */
 import { fromBaseUnits } from "../amounts";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
+import { PaymentState } from "../chain/reasons";
 import { AppError, conflict, gatewayTimeout, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
+import type { LedgerBase } from "../store/ledger";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
 import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
-import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
+import { swapView } from "./presenters";
+import { type SwapRecord, type SwapResult, withSwapNote } from "./swap";
 
 const IN_FLIGHT: PaymentDoc["phase"][] = ["authorizing", "authorized", "settling"];
 
@@ -23,15 +26,10 @@ export interface PayOutcome {
   body: Record<string, unknown>;
 }
 
-/** What a ledger entry knows before any value moves. */
-export type LedgerBase = Pick<
-  PaymentDoc,
-  "agentAddress" | "ownerAddress" | "policyAddress" | "merchant" | "serviceUrl" | "currency" | "intent" | "approvalId" | "idempotencyScope"
-> & { createdAt?: Date };
-
 export interface ExecuteInput {
   txnId: string;
-  base: LedgerBase;
+  /** With `createdAt` when the entry exists already (an approval's). */
+  base: LedgerBase & { createdAt?: Date };
   seller: SellerRequest;
   quote: Quote;
   proof: AllowlistProof;
@@ -81,41 +79,31 @@ export class SettlementService extends SettlementSteps {
     const transfer = signed.transfer;
     const now = new Date();
     const { createdAt: _created, ...baseFields } = base;
-    const written = await this.ctx.store.payments.updateOne(
-      { txnId },
+    const written = await this.ledger.upsert(
+      txnId,
       {
-        $set: {
-          ...baseFields,
-          amount: quote.amount.toString(),
-          status: "processing",
-          phase: "authorizing",
-          reason: null,
-          paymentId,
-          txHash: null,
-          authorizeTxHash: null,
-          releaseTxHash: null,
-          payTo: transfer.payTo,
-          validAfter: Number(transfer.validAfter),
-          validBefore: Number(transfer.validBefore),
-          leaseUntil: this.lease(),
-          instanceId: this.ctx.instanceId,
-          updatedAt: now,
-          settledAt: null,
-          onchain: { confirmed: false, blockNumber: null },
-        },
-        $setOnInsert: { txnId, createdAt: base.createdAt ?? now },
+        ...baseFields,
+        amount: quote.amount.toString(),
+        status: "processing",
+        phase: "authorizing",
+        reason: null,
+        paymentId,
+        txHash: null,
+        authorizeTxHash: null,
+        releaseTxHash: null,
+        payTo: transfer.payTo,
+        validAfter: Number(transfer.validAfter),
+        validBefore: Number(transfer.validBefore),
+        leaseUntil: this.lease(),
+        instanceId: this.ctx.instanceId,
+        updatedAt: now,
+        settledAt: null,
+        onchain: { confirmed: false, blockNumber: null },
       },
-      { upsert: true },
+      base.createdAt ?? now,
     );
     // Undone when a lease was lost: a new entry goes, an approved one goes back to waiting for its approval.
-    await this.commit(txnId, input.fences ?? [], () =>
-      written.upsertedCount === 1
-        ? this.ctx.store.payments.deleteOne({ txnId, phase: "authorizing", authorizeTxHash: null })
-        : this.ctx.store.payments.updateOne(
-            { txnId, phase: "authorizing", authorizeTxHash: null },
-            { $set: { status: "pending", phase: "quoted", paymentId: null } },
-          ),
-    );
+    await this.commit(txnId, input.fences ?? [], () => this.ledger.undoUncommitted(txnId, written.upsertedCount === 1));
     timer.mark("ledger");
 
     let result;
@@ -319,7 +307,8 @@ export class SettlementService extends SettlementSteps {
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
     }
     if (stale && !doc.authorizeTxHash && !(await this.pastValidity(doc))) return; // its run may still authorise it
-    const wasAuthorized = doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === 1;
+    const wasAuthorized =
+      doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === PaymentState.Authorized;
     const outcome = await this.finishUnsettled(txnId, "recovered after an interruption");
     if (outcome.state === "released" && !wasAuthorized && doc.status !== "blocked") {
       await this.update(txnId, { reason: "not_authorized" });
@@ -359,11 +348,7 @@ export class SettlementService extends SettlementSteps {
   /** Claims `doc`, whose lease ran out, and finishes it; the caller holds its agent's lock. */
   private async finishClaimed(doc: PaymentDoc, stale: boolean): Promise<boolean> {
     // Claim it: of several recovering instances exactly one proceeds.
-    const claimed = await this.ctx.store.payments.findOneAndUpdate(
-      { txnId: doc.txnId, phase: doc.phase, leaseUntil: doc.leaseUntil ?? { $exists: false } },
-      { $set: { leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
-    );
-    if (!claimed) return false;
+    if (!(await this.ledger.claim(doc, { leaseUntil: this.lease(), instanceId: this.ctx.instanceId }))) return false;
     await this.resolveInFlight(doc.txnId, stale);
     if (doc.approvalId) await this.settleApproval(doc.txnId, doc.approvalId);
     const done = await this.ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });

@@ -4,9 +4,11 @@
  * SettlementService (settlement.ts) runs the flows on top of these.
  */
 import { PolicyOps } from "../chain/policyOps";
+import { PaymentState } from "../chain/reasons";
 import { AppError, LeaseLostError } from "../errors";
 import type { Fence } from "../store/leases";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
+import { type LedgerUpdate, LedgerWriter } from "../store/ledger";
 import { type Quote, type SignedPayment, sellerOptions, signPayment, walletPayer } from "../x402/buyer";
 import { alertPaymentDone } from "./alerts";
 import type { ServiceContext } from "./context";
@@ -14,9 +16,11 @@ import { transferOf } from "./outcomes";
 
 export abstract class SettlementSteps {
   readonly ops: PolicyOps;
+  protected readonly ledger: LedgerWriter;
 
   constructor(protected readonly ctx: ServiceContext) {
     this.ops = new PolicyOps(ctx.chain);
+    this.ledger = new LedgerWriter(ctx.store.payments);
   }
 
   protected sellerOptions() {
@@ -65,11 +69,8 @@ export abstract class SettlementSteps {
     return new Date(Date.now() + this.ctx.config.paymentLeaseMs);
   }
 
-  protected async update(txnId: string, set: Partial<PaymentDoc>): Promise<void> {
-    await this.ctx.store.payments.updateOne(
-      { txnId },
-      { $set: { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId } },
-    );
+  protected async update(txnId: string, set: LedgerUpdate): Promise<void> {
+    await this.ledger.update(txnId, { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId });
     // The one place a payment's outcome is written: its owner's alert goes out from here.
     if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
   }
@@ -96,7 +97,7 @@ export abstract class SettlementSteps {
     const { agentAddress: agent, paymentId } = doc;
     let releaseTx: string | null = null;
     let settled = false;
-    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === 1) {
+    if ((await this.ops.paymentState(doc.policyAddress, paymentId)) === PaymentState.Authorized) {
       try {
         const r = await this.ops.release(doc.policyAddress, paymentId, transferOf(doc));
         if (r.settled) settled = true;

@@ -4,23 +4,18 @@
  * quotes first (QuoterV2 and the same TWAP bound the wallet enforces) to refuse what cannot work without a
  * transaction, then sends swapForPayment for the authorised payment; the chain is the judge of the price.
  */
-import { Contract, ZeroAddress, formatEther, getAddress, isCallException, type TransactionReceipt } from "ethers";
+import { ZeroAddress, formatEther, getAddress, isCallException, type TransactionReceipt } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { AppError } from "../errors";
 import { UNISWAP_POOL_FEE } from "../chain/addresses";
-import type { TransferInput } from "../chain/policyOps";
+import { addressOf, bind, parseEvent } from "../chain/contracts";
+import { type TransferInput, transferStruct } from "../chain/policyOps";
 import { type SwapQuote, quoteSwap } from "../chain/swapQuote";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
+import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
+import { swapView } from "./presenters";
 import type { PayOutcome } from "./settlement";
-
-/** The swap as the answer and the ledger show it: amounts as decimal strings in the token's units. */
-export interface SwapView {
-  txHash: string;
-  tokenIn: "WETH" | "ETH";
-  amountIn: string;
-  amountOut: string;
-}
 
 /** Stored on the ledger entry: amounts in base units (wei, USDC's 6 decimals). */
 export type SwapRecord = PaymentDoc["swap"] & object;
@@ -40,16 +35,8 @@ interface SwapConfig {
   uniswapFactory: string;
 }
 
-const BALANCE_ABI = ["function balanceOf(address) view returns (uint256)"];
 // The swap measured about 200k (215k when it wraps ETH, bench:gas); the refusal path spends less.
 const SWAP_GAS_LIMIT = 450_000n;
-
-export function swapView(s: SwapRecord): SwapView;
-export function swapView(s: SwapRecord | null | undefined): SwapView | null;
-export function swapView(s: SwapRecord | null | undefined): SwapView | null {
-  if (!s) return null;
-  return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
-}
 
 /** A failure after the swap: the budget was released, and the USDC bought stays in the wallet; the answer says so. */
 export function withSwapNote(error: AppError, swapped: SwapRecord): AppError {
@@ -62,14 +49,16 @@ export class SwapService {
   /** Every agent is a clone of one implementation: its swap configuration is read once. */
   private config: Promise<SwapConfig> | undefined;
 
-  constructor(private readonly ctx: ServiceContext) {}
+  private readonly ledger: LedgerWriter;
+
+  constructor(private readonly ctx: ServiceContext) {
+    this.ledger = new LedgerWriter(ctx.store.payments);
+  }
 
   private swapConfig(agent: AgentDoc): Promise<SwapConfig> {
     this.config ??= (async () => {
       try {
-        const [router, weth, uniswapFactory] = (await this.ctx.chain
-          .policyAt(agent.policyAddress, this.ctx.chain.provider)
-          .swapConfig()) as string[];
+        const [router, weth, uniswapFactory] = await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).swapConfig();
         const quoter = this.ctx.config.uniswapQuoterV2;
         // A QuoterV2 address with no code (UNISWAP_QUOTER_V2 for another chain) would fail every quote: no swaps.
         if (!quoter || (await this.ctx.chain.provider.getCode(quoter)) === "0x") {
@@ -93,7 +82,7 @@ export class SwapService {
    */
   async check(agent: AgentDoc, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
     const { chain } = this.ctx;
-    const usdc = (await chain.usdc.balanceOf(agent.address)) as bigint;
+    const usdc = await chain.usdc.balanceOf(agent.address);
     if (usdc >= amount) return { kind: "none" };
     const shortfall = amount - usdc;
     const short = `the wallet holds ${fromBaseUnits(usdc)} USDC of the ${fromBaseUnits(amount)} asked`;
@@ -103,19 +92,19 @@ export class SwapService {
     const cfg = await this.swapConfig(agent);
     const quoterV2 = this.ctx.config.uniswapQuoterV2;
     if (cfg.router === ZeroAddress || !quoterV2) return { kind: "refuse", detail: `${short}, and this deployment has no swaps` };
-    const weth = new Contract(cfg.weth, BALANCE_ABI, chain.provider);
+    const weth = bind("WETH9", cfg.weth, chain.provider);
     const [q, wethBalance, ethBalance] = await Promise.all([
       quoteSwap(chain.provider, {
         factory: cfg.uniswapFactory,
         quoterV2,
         tokenIn: cfg.weth,
-        tokenOut: chain.usdc.target as string,
+        tokenOut: addressOf(chain.usdc),
         fee: UNISWAP_POOL_FEE,
         amountOut: shortfall,
         twapSeconds: Number(policy.swapTwapSeconds),
         maxSlippageBps: Number(policy.maxSwapSlippageBps),
       }),
-      weth.balanceOf(agent.address) as Promise<bigint>,
+      weth.balanceOf(agent.address),
       chain.provider.getBalance(agent.address),
     ]);
     if (!q.ok && q.reason === "swap_unavailable") return { kind: "refuse", detail: `${short}, and no swap can buy the rest: ${q.detail}` };
@@ -144,42 +133,37 @@ export class SwapService {
     paymentId: string;
     transfer: TransferInput;
   }): Promise<SwapResult> {
-    const { chain, store } = this.ctx;
+    const { chain } = this.ctx;
     const c = chain.policyAt(p.policyAddress);
-    const t = [p.transfer.payTo, p.transfer.amount, p.transfer.validAfter, p.transfer.validBefore];
+    const t = transferStruct(p.transfer);
     const { receipt } = await chain.sendAndWait((o) => c.swapForPayment(p.paymentId, p.merchant, t, { ...o, gasLimit: SWAP_GAS_LIMIT }));
     await this.ctx.gas.charge(p.ownerAddress, receipt);
-    const events = this.eventsOf(receipt, p.policyAddress, c);
+    const events = this.eventsOf(receipt, p.policyAddress);
     const executed = events.find((e) => e.name === "SwapExecuted");
     if (executed) {
       const swapped: SwapRecord = {
         txHash: receipt.hash,
         tokenIn: executed.args.tokenIn === ZeroAddress ? "ETH" : "WETH",
-        amountIn: (executed.args.amountIn as bigint).toString(),
-        amountOut: (executed.args.amountOut as bigint).toString(),
+        amountIn: executed.args.amountIn.toString(),
+        amountOut: executed.args.amountOut.toString(),
       };
-      await store.payments.updateOne({ txnId: p.txnId }, { $set: { swap: swapped, updatedAt: new Date() } });
+      await this.ledger.update(p.txnId, { swap: swapped, updatedAt: new Date() });
       return { swapped };
     }
     if (!events.some((e) => e.name === "PaymentBlocked"))
       throw new Error(`swapForPayment ${receipt.hash} emitted neither SwapExecuted nor PaymentBlocked`);
     const reason = "swap_slippage_exceeded";
-    await store.payments.updateOne(
-      { txnId: p.txnId },
-      {
-        $set: {
-          status: "blocked",
-          phase: "done",
-          reason,
-          txHash: receipt.hash,
-          releaseTxHash: receipt.hash,
-          detail:
-            "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
-          updatedAt: new Date(),
-          onchain: { confirmed: false, blockNumber: receipt.blockNumber },
-        },
-      },
-    );
+    await this.ledger.update(p.txnId, {
+      status: "blocked",
+      phase: "done",
+      reason,
+      txHash: receipt.hash,
+      releaseTxHash: receipt.hash,
+      detail:
+        "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
+      updatedAt: new Date(),
+      onchain: { confirmed: false, blockNumber: receipt.blockNumber },
+    });
     return {
       blocked: {
         httpStatus: 422,
@@ -199,10 +183,10 @@ export class SwapService {
     };
   }
 
-  private eventsOf(receipt: TransactionReceipt, address: string, c: Contract) {
+  private eventsOf(receipt: TransactionReceipt, address: string) {
     return receipt.logs
       .filter((l) => l.address.toLowerCase() === address.toLowerCase())
-      .map((l) => c.interface.parseLog(l))
-      .filter((e): e is NonNullable<typeof e> => e !== null);
+      .map((l) => parseEvent("SpendPolicy", l))
+      .filter((e) => e !== null);
   }
 }

@@ -48,7 +48,7 @@ function ipv6Groups(ip: string): number[] | null {
   const tail = halves.length === 2 ? part(halves[1]) : [];
   const fill = 8 - head.length - tail.length;
   if (halves.length === 2 ? fill < 0 : fill !== 0) return null;
-  const groups = [...head, ...new Array(halves.length === 2 ? fill : 0).fill(0), ...tail];
+  const groups = [...head, ...new Array<number>(halves.length === 2 ? fill : 0).fill(0), ...tail];
   return groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : null;
 }
 

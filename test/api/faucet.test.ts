@@ -14,7 +14,7 @@ describe("POST /dev/faucet: USDC, ETH and WETH in embedded mode", () => {
   after(async () => s?.close());
 
   const holdings = async (address: string) => ({
-    usdc: (await s.svc.chain.usdc.balanceOf(address)) as bigint,
+    usdc: await s.svc.chain.usdc.balanceOf(address),
     eth: await s.svc.chain.provider.getBalance(address),
     weth: (await weth.balanceOf(address)) as bigint,
   });

@@ -20,13 +20,13 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
     const c = s.svc.chain.policyAt(policyContract, s.svc.chain.provider);
     const p = await c.policy();
     return {
-      perTxLimit: p.perTxLimit as bigint,
-      dailyBudget: p.dailyBudget as bigint,
-      allowlistRoot: p.allowlistRoot as string,
-      approvalThreshold: p.approvalThreshold as bigint,
+      perTxLimit: p.perTxLimit,
+      dailyBudget: p.dailyBudget,
+      allowlistRoot: p.allowlistRoot,
+      approvalThreshold: p.approvalThreshold,
       owner: getAddress(await c.owner()),
       agent: getAddress(await c.agent()),
-      lastSetPolicy: (await c.lastTimestamp(0)) as bigint,
+      lastSetPolicy: await c.lastTimestamp(0),
     };
   };
   const rootOf = (list: string[]) => allowlistRoot(normalizeAllowlist(list).entries);

@@ -57,7 +57,7 @@ describe("GET /wallet/balance and GET /wallet/agents", () => {
         proof.leaf,
         proof.cap,
         proof.proof,
-        [randomOwner().address, 3_250_000n, 0n, BigInt(Math.floor(Date.now() / 1000) + 300)],
+        { payTo: randomOwner().address, amount: 3_250_000n, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) },
         empty,
         o,
       ),

@@ -7,7 +7,7 @@ import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { registeredRoutes, type RegisteredRoute } from "../../src/docs/routes";
 import { ROUTES, openApiPath } from "../../src/docs/registry";
 import { BLOCK_REASONS, ERROR_CODES } from "../../src/docs/errors";
-import { REASONS } from "../../src/chain/policyOps";
+import { REASON_TABLE } from "../../src/chain/reasons";
 import { SET_POLICY_TYPES, APPROVAL_DECISION_TYPES, LINK_AGENT_TYPES, SET_PAUSED_TYPES } from "../../src/chain/typedData";
 
 /** Every .ts file under a folder. */
@@ -107,7 +107,7 @@ describe("API reference and OpenAPI: generated, complete, valid", () => {
       Object.values(openapi.paths).flatMap((ops: any) => Object.values(ops).flatMap((op: any) => op["x-error-codes"])),
     );
     for (const code of Object.keys(ERROR_CODES)) expect(inOpenApi.has(code) || ["headers_too_large"].includes(code), code).to.equal(true);
-    for (const reason of Object.values(REASONS)) expect(BLOCK_REASONS).to.have.property(reason);
+    for (const { name } of REASON_TABLE) expect(BLOCK_REASONS).to.have.property(name);
   });
 
   it("shows every field of every schema, the MCP tools and the EIP-712 types", () => {

@@ -80,7 +80,7 @@ describe("POST /pay when sellers and facilitators fail", () => {
     const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
     await mintUsdc(s, a.agentAddress, USDC);
     // With no USDC the service refuses before any transaction (insufficient_funds): move it out once authorised.
-    const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("authorizePayment")!.selector;
+    const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("authorizePayment").selector;
     const provider = hre.network.provider as unknown as { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
     const original = provider.request.bind(provider);
     provider.request = async (args) => {

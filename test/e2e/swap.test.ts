@@ -142,7 +142,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     const [, , , , , , , trader] = await hre.ethers.getSigners();
     await fundTrader(uniswap(), s.svc.config.usdcAddress, trader, 200n * ETH, 0n);
     const router = uniswapAt(uniswap(), trader).router;
-    const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("swapForPayment")!.selector;
+    const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("swapForPayment").selector;
     // A bot watching the chain: it sees the wallet's swap coming and sells 100 WETH into the pool first.
     const provider = hre.network.provider as unknown as { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
     const original = provider.request.bind(provider);

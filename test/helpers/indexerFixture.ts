@@ -15,7 +15,7 @@ import { walletPayer } from "../../src/x402/buyer";
 import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "./stack";
 
-export const NO_APPROVAL = ["", 0, 0, "0x"] as const;
+export const NO_APPROVAL = { approvalId: "", amount: 0, timestamp: 0, signature: "0x" };
 export const ALLOWLIST = normalizeAllowlist(["127.0.0.1", "localhost"]).entries;
 const USDC_EIP3009_ABI = [
   "function mint(address to, uint256 amount) returns (bool)",
@@ -24,7 +24,12 @@ const USDC_EIP3009_ABI = [
 
 export const randomId = () => "0x" + randomBytes(32).toString("hex");
 /** The one transfer an authorised payment lets settle (v2: authorizePayment binds payTo, amount and expiry). */
-export const transferOf = (amount: bigint, payTo = PAY_TO) => [payTo, amount, 0n, BigInt(Math.floor(Date.now() / 1000) + 600)] as const;
+export const transferOf = (amount: bigint, payTo = PAY_TO) => ({
+  payTo,
+  amount,
+  validAfter: 0n,
+  validBefore: BigInt(Math.floor(Date.now() / 1000) + 600),
+});
 export const PAY_TO = Wallet.createRandom().address;
 
 export function quietLogger(lines: string[] = []) {
@@ -156,7 +161,7 @@ export function useIndexerStack() {
     const usdc = new Contract(chain().usdc.target, USDC_EIP3009_ABI, relayer);
     await (await usdc.mint(agent.agentAddress, 1_000_000n)).wait();
     await authorize(agent.policyContract, nonce, value, "localhost", relayer.address);
-    const [, , validAfter, validBefore] = transfers.get(nonce)!;
+    const { validAfter, validBefore } = transfers.get(nonce)!;
     const doc = (await store().agents.findOne({ address: agent.agentAddress }))!;
     const signer = walletPayer(agent.agentAddress, await s.svc.services.ctx.wallets.signer(doc.signerAddress));
     const message = { from: agent.agentAddress, to: relayer.address, value, validAfter, validBefore, nonce };

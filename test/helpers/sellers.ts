@@ -38,5 +38,5 @@ export async function mintUsdc(stack: Pick<Stack, "svc">, to: string, units: big
 
 /** USDC balance in base units. */
 export async function usdcBalance(stack: Pick<Stack, "svc">, address: string): Promise<bigint> {
-  return (await stack.svc.chain.usdc.balanceOf(address)) as bigint;
+  return await stack.svc.chain.usdc.balanceOf(address);
 }

@@ -100,7 +100,7 @@ describe("indexer: cursor, restarts and re-orgs", () => {
     const transfer = await (await chain().provider.broadcastTransaction(raw)).wait();
     const paused = await (await chain().policyAt(agent.policyContract, relayer).setPaused(true, pause.timestamp, pause.signature)).wait();
     expect(await s.svc.indexer.syncOnce()).to.equal(2);
-    const keys = { txHash: { $in: [transfer!.hash, paused.hash] } };
+    const keys = { txHash: { $in: [transfer!.hash, paused!.hash] } };
     expect(await store().chainEvents.countDocuments({ ...keys, removed: false, confirmed: true })).to.equal(2);
     expect((await store().payments.findOne({ paymentId: nonce }))!.onchain).to.deep.equal({
       confirmed: true,

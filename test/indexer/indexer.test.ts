@@ -86,7 +86,7 @@ describe("indexer", () => {
       merchant: "localhost",
       payTo: PAY_TO,
       amount: "1500000",
-      validBefore: transfers.get(authorizedId)![3].toString(),
+      validBefore: transfers.get(authorizedId)!.validBefore.toString(),
       spentToday: authorized!.args.spentToday,
     });
     expect(BigInt(authorized!.args.spentToday) >= 1_500_000n).to.equal(true);
@@ -165,12 +165,12 @@ describe("indexer", () => {
     const payReceipt = await (
       await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL)
     ).wait();
-    expect(payReceipt.logs.length).to.be.greaterThan(0);
+    expect(payReceipt!.logs.length).to.be.greaterThan(0);
 
     expect(await s.svc.indexer.syncOnce()).to.equal(0);
     expect(await indexer().syncOnce()).to.equal(0);
     expect(await store().chainEvents.countDocuments({})).to.equal(before);
-    expect(await store().chainEvents.countDocuments({ txHash: { $in: [deployReceipt.hash, payReceipt.hash] } })).to.equal(0);
+    expect(await store().chainEvents.countDocuments({ txHash: { $in: [deployReceipt.hash, payReceipt!.hash] } })).to.equal(0);
     expect(
       await store().chainEvents.countDocuments({ address: { $in: [fakePolicyAddress, getAddress(fakeFactory.target as string)] } }),
     ).to.equal(0);

@@ -2,6 +2,7 @@
 import Router from "@koa/router";
 import { AddressQuery, GenesisRequest, LinkRequest, SiweNonceRequest, SiweVerifyRequest } from "../../schemas/accounts";
 import type { Services } from "../../services";
+import { agentView } from "../../services/presenters";
 import { requireAuth } from "../auth";
 import type { AppState } from "../types";
 import { validate } from "../validate";
@@ -22,14 +23,7 @@ export function accountRoutes(s: Services): Router<AppState> {
     const agents = await s.agents.visible(ctx.state.principal!);
     const deployed = await Promise.all(agents.map((a) => s.ctx.chain.isDeployed(a.policyAddress)));
     ctx.body = {
-      agents: agents.map((a, i) => ({
-        address: a.address,
-        label: a.label,
-        createdAt: a.createdAt.toISOString(),
-        ownerAddress: a.ownerAddress,
-        policyContract: a.policyAddress,
-        deployed: deployed[i],
-      })),
+      agents: agents.map((a, i) => agentView(a, deployed[i])),
     };
   });
 

@@ -20,7 +20,7 @@ export function sellRoutes(s: Services): Router<AppState> {
     },
     facilitator,
     {
-      usdcBalance: async (address) => (await chain.usdc.balanceOf(address)) as bigint,
+      usdcBalance: async (address) => await chain.usdc.balanceOf(address),
       ethBalance: (address) => chain.provider.getBalance(address),
     },
     logger,

@@ -1,0 +1,128 @@
+/**
+ * Typed contract bindings. The ABIs come from the compiled artifacts and are parsed once per process; the types are
+ * the typechain output Hardhat generates beside them (typechain-types/, `import type` only), so every call, result
+ * and event argument type-checks against the contracts as compiled.
+ */
+import { Contract, Interface, type BaseContract, type ContractRunner, type InterfaceAbi, type Log } from "ethers";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { IERC20Metadata, Multicall3, OperatorSet, SpendPolicy, SpendPolicyFactory, TestUSDC, WETH9 } from "../../typechain-types";
+import type { TypedContractEvent, TypedContractMethod } from "../../typechain-types/common";
+
+const ARTIFACTS = {
+  SpendPolicy: "contracts/SpendPolicy.sol/SpendPolicy.json",
+  SpendPolicyFactory: "contracts/SpendPolicyFactory.sol/SpendPolicyFactory.json",
+  OperatorSet: "contracts/OperatorSet.sol/OperatorSet.json",
+  // FiatToken v2.2's surface (ERC-20, EIP-3009, its events), which TestUSDC reproduces: the ABI of USDC on Base too.
+  Usdc: "contracts/test/TestUSDC.sol/TestUSDC.json",
+  Multicall3: "contracts/test/Multicall3.sol/Multicall3.json",
+  WETH9: "contracts/test/WETH9.sol/WETH9.json",
+  ERC20: "@openzeppelin/contracts/token/ERC20/extensions/IERC20Metadata.sol/IERC20Metadata.json",
+} as const;
+
+/** The type of each bound contract. */
+export interface Bindings {
+  SpendPolicy: SpendPolicy;
+  SpendPolicyFactory: SpendPolicyFactory;
+  OperatorSet: OperatorSet;
+  Usdc: TestUSDC;
+  Multicall3: Multicall3;
+  WETH9: WETH9;
+  ERC20: IERC20Metadata;
+}
+export type ContractName = keyof typeof ARTIFACTS;
+
+const ROOT = join(__dirname, "..", "..");
+const interfaces = new Map<ContractName, Interface>();
+
+/** The contract's ABI as compiled (artifacts/). */
+export function abiOf(name: ContractName): InterfaceAbi {
+  return (JSON.parse(readFileSync(join(ROOT, "artifacts", ARTIFACTS[name]), "utf8")) as { abi: InterfaceAbi }).abi;
+}
+
+/** The contract's Interface, parsed once: building one from the ABI for every call made garbage by the megabyte (GET /limits). */
+export function interfaceOf<N extends ContractName>(name: N): Bindings[N]["interface"] {
+  let iface = interfaces.get(name);
+  if (!iface) {
+    iface = new Interface(abiOf(name));
+    interfaces.set(name, iface);
+  }
+  return iface as Bindings[N]["interface"];
+}
+
+/** The contract `name` at `address`, typed; it shares the one parsed Interface. */
+export function bind<N extends ContractName>(name: N, address: string, runner?: ContractRunner | null): Bindings[N] {
+  // What typechain's own factories do (`new Contract(...) as unknown as T`), without their Interface per call.
+  return new Contract(address, interfaceOf(name), runner) as unknown as Bindings[N];
+}
+
+/** A bound contract's address (bind() always binds a string address). */
+export function addressOf(contract: BaseContract): string {
+  return contract.target as string;
+}
+
+// ---------------------------------------------------------------- views read through Multicall3
+
+type ViewName<C> = {
+  [K in keyof C]: C[K] extends TypedContractMethod<infer _A, infer _R, infer S> ? (S extends "view" ? K : never) : never;
+}[keyof C] &
+  string;
+type ArgsOf<M> = M extends TypedContractMethod<infer A, infer _R, "view"> ? A : never;
+type ReturnOf<M> = M extends TypedContractMethod<infer _A, infer R, "view"> ? (R extends unknown[] ? R[0] : R) : never;
+
+/** One view call, encoded, with the decoder of its answer (the value ethers' own call would return). */
+export interface ReadCall<R> {
+  readonly target: string;
+  readonly callData: string;
+  decode(returnData: string): R;
+}
+
+/** The answers of a list of reads, in order: null where a read failed. */
+export type ReadResults<T extends readonly ReadCall<unknown>[]> = {
+  -readonly [K in keyof T]: T[K] extends ReadCall<infer R> ? R | null : never;
+};
+
+/** A typed view call of `contract` for ChainClient.readMany. */
+export function readOf<C extends BaseContract, M extends ViewName<C>>(
+  contract: C,
+  method: M,
+  ...args: ArgsOf<C[M]>
+): ReadCall<ReturnOf<C[M]>> {
+  const iface = contract.interface;
+  return {
+    target: addressOf(contract),
+    callData: iface.encodeFunctionData(method, args),
+    decode: (data) => {
+      const result = iface.decodeFunctionResult(method, data);
+      // As ethers answers a call: the value itself when there is one output, the Result otherwise.
+      return (result.length === 1 ? result[0] : result) as ReturnOf<C[M]>;
+    },
+  };
+}
+
+// ---------------------------------------------------------------- events
+
+type Filters<C> = C extends { filters: infer F } ? F : never;
+/** The events of a contract, by their short names. */
+export type EventName<C> = { [K in keyof Filters<C>]: K extends `${string}(${string}` ? never : K }[keyof Filters<C>] & string;
+type EventArgs<E> = E extends TypedContractEvent<infer _I, infer O, infer Obj> ? O & Obj : never;
+/** A decoded event of contract C: its name and its typed arguments (by position and by name). */
+export type EventOf<C> = { [N in EventName<C>]: { name: N; args: EventArgs<Filters<C>[N]> } }[EventName<C>];
+
+/** The topic0 of one of a contract's events. */
+export function eventTopic<N extends ContractName>(name: N, event: EventName<Bindings[N]>): string {
+  const fragment = (interfaceOf(name) as Interface).getEvent(event);
+  if (!fragment) throw new Error(`${name} has no event ${event}`);
+  return fragment.topicHash;
+}
+
+/** Decodes a log of contract `name`, typed by event name; null when it is none of its events. */
+export function parseEvent<N extends ContractName>(name: N, log: Pick<Log, "topics" | "data">): EventOf<Bindings[N]> | null {
+  let parsed;
+  try {
+    parsed = (interfaceOf(name) as Interface).parseLog({ topics: [...log.topics], data: log.data });
+  } catch {
+    return null;
+  }
+  return parsed ? ({ name: parsed.name, args: parsed.args } as unknown as EventOf<Bindings[N]>) : null;
+}

@@ -1,0 +1,112 @@
+/**
+ * The policy decision, in one place, for pay, approve and verify_merchant: the on-chain policy, the allowlist entry
+ * and proof that admit the merchant, the contract's simulation of the amount, and (beside the simulation, in the same
+ * round trip's time) whether the wallet must swap to pay it. Nothing here sends a transaction or contacts a seller.
+ */
+import { PolicyOps } from "../chain/policyOps";
+import { Decision, type OnchainReasonName } from "../chain/reasons";
+import { AppError } from "../errors";
+import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
+import type { AgentDoc } from "../store/documents";
+import type { ServiceContext } from "./context";
+import type { OnchainPolicy, PolicyService } from "./policies";
+import type { SwapCheck, SwapService } from "./swap";
+
+/** The allowlist stage, before any seller is contacted. */
+export type Admission =
+  | { status: "no_policy"; policy: OnchainPolicy }
+  | { status: "not_allowed"; policy: OnchainPolicy }
+  /** `cached`: the policy came from the payment path's cache (read again before any refusal it could cause). */
+  | { status: "admitted"; policy: OnchainPolicy; proof: AllowlistProof; cached: boolean };
+
+/** What the policy decides for an amount. `swap` runs beside the simulation and never rejects unobserved. */
+export type PolicyDecision =
+  | { status: "allow" | "requires_approval"; policy: OnchainPolicy; proof: AllowlistProof; swap: Promise<SwapCheck> }
+  | { status: "block"; reason: OnchainReasonName | "blocked"; policy: OnchainPolicy; proof: AllowlistProof };
+
+/** The 422 answered for an agent whose owner has not deployed a policy yet. */
+export function noPolicyError(agent: AgentDoc): AppError {
+  return new AppError(422, "no_policy", `Agent ${agent.address} has no spend policy yet: its owner sets one at the activation link.`);
+}
+
+export class PolicyDecisions {
+  private readonly ops: PolicyOps;
+
+  constructor(
+    ctx: ServiceContext,
+    private readonly policies: PolicyService,
+    private readonly swaps: SwapService,
+  ) {
+    this.ops = new PolicyOps(ctx.chain);
+  }
+
+  /**
+   * The policy and the allowlist's verdict on `merchant`. The payment path (`fresh` false) uses its cached policy,
+   * which answers only "yes" on its own: a refusal is read again from the chain first.
+   */
+  async admit(agent: AgentDoc, merchant: string, opts: { fresh: boolean }): Promise<Admission> {
+    let { policy, cached } = opts.fresh
+      ? { policy: await this.policies.onchain(agent), cached: false }
+      : await this.policies.forPayment(agent);
+    let proof = policy.deployed ? await this.policies.prove(policy.allowlistRoot, merchant) : null;
+    if (!proof && cached) {
+      ({ policy, cached } = await this.policies.forPayment(agent, true));
+      proof = policy.deployed ? await this.policies.prove(policy.allowlistRoot, merchant) : null;
+    }
+    if (!policy.deployed) return { status: "no_policy", policy };
+    if (!proof) return { status: "not_allowed", policy };
+    return { status: "admitted", policy, proof, cached };
+  }
+
+  /**
+   * The contract's simulation of paying `amount` to an admitted merchant. When the admission came from the cache and
+   * the answer is not Allow, the policy is read again and, if its allowlist changed, proved and simulated again.
+   */
+  async decide(agent: AgentDoc, merchant: string, admission: Admission & { status: "admitted" }, amount: bigint): Promise<PolicyDecision> {
+    let { policy, proof } = admission;
+    let swap = this.swapCheck(agent, policy, amount);
+    let check = await this.ops.check(agent.policyAddress, merchant, proof, amount);
+    if (check.decision !== Decision.Allow && admission.cached) {
+      const root = policy.allowlistRoot;
+      ({ policy } = await this.policies.forPayment(agent, true));
+      if (policy.allowlistRoot !== root) {
+        const again = await this.policies.prove(policy.allowlistRoot, merchant);
+        if (!again) return { status: "block", reason: "merchant_not_allowed", policy, proof: NO_LEAF };
+        proof = again;
+        swap = this.swapCheck(agent, policy, amount);
+        check = await this.ops.check(agent.policyAddress, merchant, proof, amount);
+      }
+    }
+    return this.decisionOf(check, policy, proof, swap);
+  }
+
+  /**
+   * The decision for `amount` read fresh from the chain, for a payment whose price is known (approve). A merchant
+   * the allowlist does not admit is simulated too (with no leaf): the contract names the reason.
+   */
+  async evaluate(agent: AgentDoc, merchant: string, amount: bigint): Promise<PolicyDecision> {
+    const policy = await this.policies.onchain(agent);
+    if (!policy.deployed) throw noPolicyError(agent);
+    const proof = (await this.policies.prove(policy.allowlistRoot, merchant)) ?? NO_LEAF;
+    const swap = this.swapCheck(agent, policy, amount);
+    const check = await this.ops.check(agent.policyAddress, merchant, proof, amount);
+    return this.decisionOf(check, policy, proof, swap);
+  }
+
+  private decisionOf(
+    check: { decision: Decision; reason: OnchainReasonName | null },
+    policy: OnchainPolicy,
+    proof: AllowlistProof,
+    swap: Promise<SwapCheck>,
+  ): PolicyDecision {
+    if (check.decision === Decision.Block) return { status: "block", reason: check.reason ?? "blocked", policy, proof };
+    return { status: check.decision === Decision.Allow ? "allow" : "requires_approval", policy, proof, swap };
+  }
+
+  /** Whether paying needs a swap and whether one can fund it (reads only); never rejects unobserved. */
+  swapCheck(agent: AgentDoc, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
+    const check = this.swaps.check(agent, policy, amount);
+    check.catch(() => undefined);
+    return check;
+  }
+}

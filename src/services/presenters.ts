@@ -1,0 +1,93 @@
+/**
+ * The public views of stored documents, in one place: what REST, MCP and the owner's webhooks show of an agent, a
+ * ledger entry and an approval. Amounts leave as decimal strings, dates as ISO 8601.
+ */
+import { formatEther } from "ethers";
+import { fromBaseUnits } from "../amounts";
+import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
+
+/** An agent as GET /wallet/agents lists it; `deployed`: whether its wallet and policy contract are on-chain. */
+export function agentView(a: AgentDoc, deployed: boolean) {
+  return {
+    address: a.address,
+    label: a.label,
+    createdAt: a.createdAt.toISOString(),
+    ownerAddress: a.ownerAddress,
+    policyContract: a.policyAddress,
+    deployed,
+  };
+}
+
+/** The swap as the answer and the ledger show it: amounts as decimal strings in the token's units. */
+export interface SwapView {
+  txHash: string;
+  tokenIn: "WETH" | "ETH";
+  amountIn: string;
+  amountOut: string;
+}
+
+export function swapView(s: NonNullable<PaymentDoc["swap"]>): SwapView;
+export function swapView(s: PaymentDoc["swap"] | undefined): SwapView | null;
+export function swapView(s: PaymentDoc["swap"] | undefined): SwapView | null {
+  if (!s) return null;
+  return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
+}
+
+/** A ledger entry (GET /ledger, GET /payments/:id, MCP get_payment, payment webhooks). */
+export function paymentView(doc: PaymentDoc, explorerUrl: string) {
+  return {
+    id: doc.txnId,
+    agentAddress: doc.agentAddress,
+    merchant: doc.merchant,
+    amount: fromBaseUnits(doc.amount),
+    currency: doc.currency,
+    intent: doc.intent,
+    status: doc.status,
+    txHash: doc.txHash,
+    createdAt: doc.createdAt.toISOString(),
+    reason: doc.reason,
+    approvalId: doc.approvalId,
+    paymentId: doc.paymentId,
+    payTo: doc.paymentId ? doc.payTo : null,
+    authorizeTxHash: doc.authorizeTxHash ?? null,
+    releaseTxHash: doc.releaseTxHash ?? null,
+    serviceUrl: doc.serviceUrl,
+    settledAt: doc.settledAt ? doc.settledAt.toISOString() : null,
+    explorerUrl: doc.txHash ? `${explorerUrl}/tx/${doc.txHash}` : null,
+    onchain: doc.onchain,
+    swap: swapView(doc.swap),
+  };
+}
+
+/** An approval as GET /approvals lists it. */
+export function approvalView(a: ApprovalDoc) {
+  return {
+    id: a.approvalId,
+    agentAddress: a.agentAddress,
+    merchant: a.merchant,
+    serviceUrl: a.serviceUrl,
+    amount: fromBaseUnits(a.amount),
+    intent: a.intent,
+    status: a.status,
+    requestedAt: a.requestedAt.toISOString(),
+    resolvedAt: a.resolvedAt ? a.resolvedAt.toISOString() : null,
+    expiresAt: a.expiresAt.toISOString(),
+  };
+}
+
+/** An approval as the approval.requested and approval.expired webhooks tell it, with where the owner decides. */
+export function approvalAlertView(a: ApprovalDoc, dashboardUrl: string) {
+  return {
+    approvalId: a.approvalId,
+    transactionId: a.txnId,
+    agentAddress: a.agentAddress,
+    merchant: a.merchant,
+    serviceUrl: a.serviceUrl,
+    amount: fromBaseUnits(a.amount),
+    currency: "USDC",
+    intent: a.intent,
+    requestedAt: a.requestedAt.toISOString(),
+    expiresAt: a.expiresAt.toISOString(),
+    approveAt: `${dashboardUrl}/approvals`,
+  };
+}
