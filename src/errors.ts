@@ -34,3 +34,8 @@ export const gatewayTimeout = (message: string) => new AppError(504, "upstream_t
 export function errorBody(e: AppError) {
   return { error: e.code, message: e.message, status: e.status, ...(e.details !== undefined ? { details: e.details } : {}) };
 }
+
+/** The AppError an error body stands for (an answer kept under an Idempotency-Key, given again). */
+export function appErrorOf(body: { error: string; message: string; status: number; details?: unknown }, headers?: Record<string, string>) {
+  return new AppError(body.status, body.error, body.message, body.details, headers);
+}

@@ -7,7 +7,7 @@ import { DECISION } from "../chain/policyOps";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
 import { NO_LEAF } from "../policy/allowlist";
-import type { ApprovalDecisionRequest } from "../schemas/payments";
+import type { ApprovalDecisionRequest, PayOutcome } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
@@ -210,7 +210,7 @@ export class ApprovalService {
     const proof = (await this.policies.prove(policy.allowlistRoot, a.merchant)) ?? NO_LEAF;
     const swapCheck = this.payments.swapCheck(pc, policy, quote.amount);
     const check = await this.settlement.ops.check(agent.policyAddress, a.merchant, proof, quote.amount);
-    let outcome;
+    let outcome: PayOutcome;
     const swap =
       check.decision === DECISION.Block ? null : await this.payments.swapStep(pc, swapCheck, quote.amount, a.approvalId, a.txnId);
     if (check.decision === DECISION.Block) {
@@ -230,11 +230,12 @@ export class ApprovalService {
         approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
       });
     }
-    const b = outcome.body;
-    if (outcome.httpStatus !== 200) {
+    if (outcome.status !== "approved") {
       await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
-      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${String(b.reason)}.`, b);
+      const reason = outcome.status === "blocked" ? outcome.reason : outcome.status;
+      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${reason}.`, outcome);
     }
+    const b = outcome;
     await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
     return {
       id: a.approvalId,

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { fromBaseUnits } from "../amounts";
 import { REASON_TABLE, type TransferInput } from "../chain/policyOps";
 import { errorBody, upstreamError } from "../errors";
+import type { PayAnswer, PayBlocked } from "../schemas/payments";
 import type { PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { swapView } from "./swap";
@@ -11,7 +12,7 @@ import { swapView } from "./swap";
  * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an
  * unexpected error): read from the ledger entry, which recovery decided from the chain.
  */
-export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ status: number; body: unknown } | null> {
+export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<PayAnswer | null> {
   if (p.phase !== "done") return null;
   if (p.status === "approved") {
     const remaining = await ctx.chain
@@ -19,8 +20,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
       .remainingDailyBudget()
       .catch(() => null);
     return {
-      status: 200,
-      body: {
+      outcome: {
         status: "approved",
         txHash: p.txHash,
         amount: fromBaseUnits(p.amount),
@@ -32,7 +32,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
         transactionId: p.txnId,
         paymentId: p.paymentId,
         authorizeTxHash: p.authorizeTxHash,
-        ...(p.swap ? { swap: swapView(p.swap) } : {}),
+        ...(p.swap ? { swap: swapView(p.swap)! } : {}),
         message:
           "Paid and settled. This answer was read from the chain after the request was interrupted; the seller's response is not available.",
         response: { status: 0, body: null },
@@ -43,7 +43,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
     const e = upstreamError("The payment did not settle: its authorisation was released on-chain and nothing was paid.", {
       reason: p.reason,
     });
-    return { status: e.status, body: errorBody(e) };
+    return { error: errorBody(e) };
   }
   return null;
 }
@@ -56,6 +56,29 @@ export function transferOf(doc: PaymentDoc): TransferInput {
 
 export const newTxnId = () => `txn_${randomBytes(12).toString("hex")}`;
 export const newApprovalId = () => `apr_${randomBytes(12).toString("hex")}`;
+
+/** A blocked payment's answer: the one shape, with what the agent is told to do (the reason's message unless given). */
+export function blockedOutcome(b: {
+  reason: string;
+  txHash: string | null;
+  amount: bigint | string;
+  merchant: string;
+  intent: string;
+  transactionId: string;
+  message?: string;
+}): PayBlocked {
+  return {
+    status: "blocked",
+    reason: b.reason,
+    onchainEvent: b.txHash ? "PaymentBlocked" : null,
+    txHash: b.txHash,
+    amount: fromBaseUnits(b.amount),
+    merchant: b.merchant,
+    intent: b.intent,
+    transactionId: b.transactionId,
+    message: b.message ?? blockMessage(b.reason),
+  };
+}
 
 /** What an agent is told of a refusal (the on-chain reasons' messages and the service's own). */
 export function blockMessage(reason: string): string {

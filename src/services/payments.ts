@@ -6,20 +6,20 @@
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { BLOCKED_RECORD_PAY_TO, DECISION, type TransferInput } from "../chain/policyOps";
-import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
+import { blockMessage, blockedOutcome, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
 import { AppError, errorBody } from "../errors";
-import { type IdempotencyService, type StoredResponse, idempotencyCaller } from "./idempotency";
+import { type IdempotencyService, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
-import type { PayRequest } from "../schemas/payments";
+import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { PolicyService } from "./policies";
 import { alertApproval, alertPaymentDone } from "./alerts";
-import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+import { type ExecuteInput, type SettlementService, sellerAppError } from "./settlement";
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
@@ -37,13 +37,12 @@ export class PaymentService {
    * POST /pay and the MCP pay tool: a payment, run once per Idempotency-Key when there is one. Every refusal or
    * failure the service explains is an answer, kept under the key like a success.
    */
-  async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<StoredResponse & { replayed: boolean }> {
-    const run = async (scope?: string): Promise<StoredResponse> => {
+  async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<PayAnswer & { replayed: boolean }> {
+    const run = async (scope?: string): Promise<PayAnswer> => {
       try {
-        const outcome = await this.pay(agent, input, scope);
-        return { status: outcome.httpStatus, body: outcome.body };
+        return { outcome: await this.pay(agent, input, scope) };
       } catch (err) {
-        if (err instanceof AppError) return { status: err.status, body: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
+        if (err instanceof AppError) return { error: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
         throw err;
       }
     };
@@ -135,7 +134,7 @@ export class PaymentService {
     amount: bigint,
     approvalId: string | null = null,
     txnId?: string,
-  ): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
+  ): Promise<{ blocked: PayBlocked } | Pick<ExecuteInput, "swap">> {
     const c = await check;
     if (c.kind === "refuse") return { blocked: await this.block(pc, amount, "insufficient_funds", null, approvalId, txnId, c.detail) };
     if (c.kind === "none") return {};
@@ -201,7 +200,7 @@ export class PaymentService {
     approvalId: string | null = null,
     txnId?: string,
     detail?: string,
-  ): Promise<PayOutcome> {
+  ): Promise<PayBlocked> {
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
     const sameRefusal =
@@ -303,27 +302,23 @@ export class PaymentService {
     return this.ctx.config.blockedOnchainPerHour - used;
   }
 
-  private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayOutcome {
-    return {
-      httpStatus: 422,
-      body: {
-        status: "blocked",
-        reason: doc.reason,
-        onchainEvent: doc.txHash ? "PaymentBlocked" : null,
-        txHash: doc.txHash,
-        amount: fromBaseUnits(doc.amount),
-        merchant: doc.merchant,
-        intent: doc.intent,
-        transactionId: doc.txnId,
-        message:
-          blockMessage(doc.reason ?? "blocked") +
-          (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
-          (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
-      },
-    };
+  private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayBlocked {
+    const reason = doc.reason ?? "blocked";
+    return blockedOutcome({
+      reason,
+      txHash: doc.txHash,
+      amount: doc.amount,
+      merchant: doc.merchant,
+      intent: doc.intent,
+      transactionId: doc.txnId,
+      message:
+        blockMessage(reason) +
+        (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
+        (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
+    });
   }
 
-  private async requestApproval(pc: PaymentContext, quote: Quote, maxAmount: bigint): Promise<PayOutcome> {
+  private async requestApproval(pc: PaymentContext, quote: Quote, maxAmount: bigint): Promise<PayPending> {
     const approvalId = newApprovalId();
     const txnId = newTxnId();
     const now = new Date();
@@ -368,17 +363,14 @@ export class PaymentService {
     this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {
-      httpStatus: 202,
-      body: {
-        status: "pending",
-        approvalId,
-        amount,
-        merchant: pc.merchant,
-        intent: pc.intent,
-        transactionId: txnId,
-        expiresAt: expiresAt.toISOString(),
-        message: `Payment of ${amount} USDC to ${pc.merchant} is above the approval threshold and waits for the owner's approval at ${this.ctx.urls.dashboard}/approvals. Do not retry; check the ledger for the outcome.`,
-      },
+      status: "pending",
+      approvalId,
+      amount,
+      merchant: pc.merchant,
+      intent: pc.intent,
+      transactionId: txnId,
+      expiresAt: expiresAt.toISOString(),
+      message: `Payment of ${amount} USDC to ${pc.merchant} is above the approval threshold and waits for the owner's approval at ${this.ctx.urls.dashboard}/approvals. Do not retry; check the ledger for the outcome.`,
     };
   }
 }

@@ -4,10 +4,12 @@
  * restart can finish what a crash interrupted (resolveInFlight).
  */
 import { fromBaseUnits } from "../amounts";
+import type { PayApproved, PayOutcome } from "../schemas/payments";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
 import { AppError, gatewayTimeout, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
+import { blockedOutcome } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
@@ -15,10 +17,7 @@ import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import { type SwapRecord, type SwapResult, swapView, withSwapNote } from "./swap";
 
-export interface PayOutcome {
-  httpStatus: 200 | 202 | 422;
-  body: Record<string, unknown>;
-}
+export type { PayOutcome };
 
 /** What a ledger entry knows before any value moves. */
 export type LedgerBase = Pick<
@@ -128,19 +127,14 @@ export class SettlementService extends SettlementSteps {
         txHash: result.txHash,
         onchain: { confirmed: false, blockNumber: result.blockNumber },
       });
-      return {
-        httpStatus: 422,
-        body: {
-          status: "blocked",
-          reason: result.reason,
-          onchainEvent: "PaymentBlocked",
-          txHash: result.txHash,
-          amount: fromBaseUnits(quote.amount),
-          merchant: base.merchant,
-          intent: base.intent,
-          transactionId: txnId,
-        },
-      };
+      return blockedOutcome({
+        reason: result.reason ?? "blocked",
+        txHash: result.txHash,
+        amount: quote.amount,
+        merchant: base.merchant,
+        intent: base.intent,
+        transactionId: txnId,
+      });
     }
     timer.mark("authorize");
     // Beside the facilitator's verify: recovery treats "authorizing" with its authorizeTxHash the same way.
@@ -153,7 +147,7 @@ export class SettlementService extends SettlementSteps {
       settledTx: string | null,
       res: { status: number; body: unknown } | null,
       detail: string | null,
-    ): Promise<PayOutcome> => {
+    ): Promise<PayApproved> => {
       const settledAt = new Date();
       await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail });
       this.ctx.logger.info(
@@ -162,23 +156,20 @@ export class SettlementService extends SettlementSteps {
       );
       const spent = result.spentToday ?? 0n;
       return {
-        httpStatus: 200,
-        body: {
-          status: "approved",
-          txHash: settledTx,
-          amount: fromBaseUnits(quote.amount),
-          currency: "USDC",
-          merchant: base.merchant,
-          remainingDailyBudget: fromBaseUnits(input.dailyBudget > spent ? input.dailyBudget - spent : 0n),
-          settledAt: settledAt.toISOString(),
-          intent: base.intent,
-          transactionId: txnId,
-          paymentId,
-          authorizeTxHash: result.txHash,
-          ...(swapped ? { swap: swapView(swapped) } : {}),
-          ...(detail ? { message: detail } : {}),
-          response: res ?? { status: 0, body: null },
-        },
+        status: "approved",
+        txHash: settledTx,
+        amount: fromBaseUnits(quote.amount),
+        currency: "USDC",
+        merchant: base.merchant,
+        remainingDailyBudget: fromBaseUnits(input.dailyBudget > spent ? input.dailyBudget - spent : 0n),
+        settledAt: settledAt.toISOString(),
+        intent: base.intent,
+        transactionId: txnId,
+        paymentId,
+        authorizeTxHash: result.txHash,
+        ...(swapped ? { swap: swapView(swapped)! } : {}),
+        ...(detail ? { message: detail } : {}),
+        response: res ?? { status: 0, body: null },
       };
     };
     const failAfterAuthorize = async (

@@ -12,7 +12,7 @@ import type { TransferInput } from "../chain/policyOps";
 import { type SwapQuote, quoteSwap } from "../chain/swapQuote";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import type { PayOutcome } from "./settlement";
+import type { PayBlocked } from "../schemas/payments";
 
 /** The swap as the answer and the ledger show it: amounts as decimal strings in the token's units. */
 export interface SwapView {
@@ -32,7 +32,7 @@ export type SwapCheck =
   /** Buy `shortfall`; `exceeded` when the quote is already past the bound (the chain then records the refusal). */
   | { kind: "swap"; shortfall: bigint; quote: SwapQuote; exceeded: boolean };
 
-export type SwapResult = { swapped: SwapRecord } | { blocked: PayOutcome };
+export type SwapResult = { swapped: SwapRecord } | { blocked: PayBlocked };
 
 interface SwapConfig {
   router: string;
@@ -180,19 +180,16 @@ export class SwapService {
     );
     return {
       blocked: {
-        httpStatus: 422,
-        body: {
-          status: "blocked",
-          reason,
-          onchainEvent: "PaymentBlocked",
-          txHash: receipt.hash,
-          amount: fromBaseUnits(p.transfer.amount),
-          merchant: p.merchant,
-          intent: p.intent,
-          transactionId: p.txnId,
-          message:
-            "Buying the missing USDC would cost more than the owner's swap slippage bound allows (the pool's price moved away from its average); nothing was spent and the budget was released. Do not retry; report the reason to the owner.",
-        },
+        status: "blocked",
+        reason,
+        onchainEvent: "PaymentBlocked",
+        txHash: receipt.hash,
+        amount: fromBaseUnits(p.transfer.amount),
+        merchant: p.merchant,
+        intent: p.intent,
+        transactionId: p.txnId,
+        message:
+          "Buying the missing USDC would cost more than the owner's swap slippage bound allows (the pool's price moved away from its average); nothing was spent and the budget was released. Do not retry; report the reason to the owner.",
       },
     };
   }

@@ -91,7 +91,7 @@ export class WebhookOutbox {
   private async emitEvent(input: WebhookEventInput): Promise<{ eventId: string; inserted: boolean } | null> {
     if (!input.ownerAddress) return null;
     const endpoints = (await this.c.endpoints.find({ ownerAddress: input.ownerAddress, status: "active" }).toArray()).filter((e) =>
-      input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.includes(input.type),
+      input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.some((t) => t === input.type),
     );
     if (endpoints.length === 0) return null;
     const now = new Date();
