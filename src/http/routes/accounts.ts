@@ -64,7 +64,7 @@ export const ACCOUNT_OPERATIONS = [
     auth: "either",
     input: z.object({}),
     responses: { 200: json("the key's agent, or every agent linked to the owner", AgentsResponse) },
-    errors: ["unauthorized"],
+    errors: ["unauthorized", "forbidden"],
     handle: async ({ principal, deps: { s } }) => {
       const agents = await s.agents.visible(principal);
       const deployed = await Promise.all(agents.map((a) => s.ctx.chain.isDeployed(a.policyAddress)));

@@ -48,17 +48,7 @@ export const OWNER_OPERATIONS = [
     input: z.object({ params: AGENT_PATH, body: WithdrawRequest }),
     notFound: agentNotFound,
     responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
-    errors: [
-      "bad_request",
-      "unauthorized",
-      "forbidden",
-      "not_found",
-      "conflict",
-      "no_policy",
-      "insufficient_funds",
-      "withdraw_failed",
-      ...SIGNED,
-    ],
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
     handle: async ({ input, principal, deps: { s } }) =>
       reply(200, await s.controls.withdraw(await s.agents.authorize(principal, input.params.address), input.body)),
   }),
@@ -119,7 +109,7 @@ export const OWNER_OPERATIONS = [
     input: z.object({ params: AGENT_PATH, body: SetOwnerRequest }),
     notFound: agentNotFound,
     responses: { 200: json("the new owner, on-chain and in the service", SetOwnerResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "no_policy", ...SIGNED],
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "no_policy", ...SIGNED],
     handle: async ({ input, principal, deps: { s } }) =>
       reply(200, await s.controls.setOwner(await s.agents.authorize(principal, input.params.address), input.body)),
   }),
