@@ -106,7 +106,7 @@ export const DASHBOARD_OPERATIONS = [
     errors: [],
     handle: async ({ deps: { s } }) => {
       const { config } = s.ctx;
-      const known = PUBLIC_CHAINS[config.chainId] as { name: string; rpcUrl: string } | undefined;
+      const known = PUBLIC_CHAINS[config.chainId];
       return reply(
         200,
         {
