@@ -1,4 +1,4 @@
-/** The API reference in markdown (GET /references/api_docs.md), generated from the same registry as OpenAPI. */
+/** The API reference in markdown (GET /references/api_docs.md), generated from the same operation declarations as OpenAPI. */
 import {
   APPROVAL_DECISION_TYPES,
   DOMAIN_NAME,
