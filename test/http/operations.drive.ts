@@ -7,7 +7,7 @@ import { getAddress } from "ethers";
 import type { AnyOperation } from "../../src/http/operation";
 import { ownerKey, siweVerify } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
-import { fundedFacilitator, startV2Seller } from "../helpers/sellers";
+import { fundedFacilitator, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";
 import { randomOwner, type ApiResponse, type Stack } from "../helpers/stack";
 
 export type Observe = (op: AnyOperation, res: ApiResponse, status: number, code: string) => void;
@@ -33,9 +33,7 @@ export const NOT_DRIVEN: Record<string, string> = {
   "POST /limits 429": "the owner's daily gas allowance spent (OWNER_GAS_ALLOWANCE_GWEI): test/api/gas.test.ts",
   "POST /agents/:address/pause 503": "the service is not the policy's operator: test/e2e/instances.test.ts",
   "POST /pay 429": "the owner's daily gas allowance spent (OWNER_GAS_ALLOWANCE_GWEI): test/api/gas.test.ts",
-  "POST /pay 504": "a seller slower than SELLER_TIMEOUT_MS: test/e2e/faults.test.ts",
   "POST /approvals/:id/approve 422": "a blocked or unsupported approved payment: test/e2e/payments.test.ts",
-  "POST /approvals/:id/approve 502": "a seller outage at approval: test/e2e/payments.test.ts",
   "POST /approvals/:id/approve 504": "a seller slower than SELLER_TIMEOUT_MS at approval (not driven anywhere yet)",
   "POST /dev/faucet 404": "outside embedded mode only; this walk runs embedded",
   "GET /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
@@ -94,6 +92,13 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     const noPolicy = { ...(sampleBody(pay) as object), agentAddress: other.agentAddress };
     observe(pay, await call(pay, { key: other.apiKey, body: noPolicy }), 422, "no_policy");
     observe(pay, await call(pay, { key: agent.apiKey, body: sampleBody(pay) }), 502, "upstream_error");
+    const slow = await startMisbehavingSeller("slow");
+    try {
+      const late = await call(pay, { key: agent.apiKey, body: { ...(sampleBody(pay) as object), serviceUrl: slow.resource } });
+      observe(pay, late, 504, "upstream_timeout");
+    } finally {
+      await slow.close();
+    }
     const keyed = { key: agent.apiKey, headers: { "Idempotency-Key": "walk-1" } };
     await call(pay, { ...keyed, body: sampleBody(pay) });
     observe(pay, await call(pay, { ...keyed, body: { ...(sampleBody(pay) as object), intent: "another" } }), 409, "conflict");
@@ -109,33 +114,28 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     }
   },
 
-  // Approvals: a payment above the threshold waits; once denied, approving or denying it again is 409.
+  // Approvals: payments above the threshold wait; once denied, approving or denying one again is 409; approving one
+  // whose seller is gone is 502.
   async ({ s, ops, observe, call, agent, owner, keys }) => {
     const facilitator = await fundedFacilitator(s);
     const seller = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 3_000000n });
-    try {
+    const pendingPayment = async () => {
       const body = { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "4", intent: "above the threshold" };
-      const pending = await s.api("POST", "/pay", { key: agent.apiKey, body });
-      if (pending.status !== 202) throw new Error(`expected a pending payment: ${pending.status} ${JSON.stringify(pending.body)}`);
-      const a = {
-        id: pending.body.approvalId,
-        agentAddress: agent.agentAddress,
-        merchant: pending.body.merchant,
-        amount: pending.body.amount,
-      };
-      const deny = find(ops, "POST", "/approvals/:id/deny");
-      const path = (op: AnyOperation) => op.path.replace(":id", a.id);
-      const denied = await call(deny, { key: keys.owner, path: path(deny), body: await approvalDecision(s, owner, a, "deny") });
+      const res = await s.api("POST", "/pay", { key: agent.apiKey, body });
+      if (res.status !== 202) throw new Error(`expected a pending payment: ${res.status} ${JSON.stringify(res.body)}`);
+      return { id: res.body.approvalId, agentAddress: agent.agentAddress, merchant: res.body.merchant, amount: res.body.amount };
+    };
+    const [deny, approve] = [find(ops, "POST", "/approvals/:id/deny"), find(ops, "POST", "/approvals/:id/approve")];
+    const decide = async (op: AnyOperation, a: Awaited<ReturnType<typeof pendingPayment>>, action: "approve" | "deny") =>
+      call(op, { key: keys.owner, path: op.path.replace(":id", a.id), body: await approvalDecision(s, owner, a, action) });
+    try {
+      const [a, b] = [await pendingPayment(), await pendingPayment()];
+      const denied = await decide(deny, a, "deny");
       if (denied.status !== 200) throw new Error(`deny failed: ${denied.status} ${JSON.stringify(denied.body)}`);
-      observe(
-        deny,
-        await call(deny, { key: keys.owner, path: path(deny), body: await approvalDecision(s, owner, a, "deny") }),
-        409,
-        "conflict",
-      );
-      const approve = find(ops, "POST", "/approvals/:id/approve");
-      const again = await call(approve, { key: keys.owner, path: path(approve), body: await approvalDecision(s, owner, a, "approve") });
-      observe(approve, again, 409, "conflict");
+      observe(deny, await decide(deny, a, "deny"), 409, "conflict");
+      observe(approve, await decide(approve, a, "approve"), 409, "conflict");
+      await seller.close();
+      observe(approve, await decide(approve, b, "approve"), 502, "upstream_error");
     } finally {
       await seller.close();
     }

@@ -74,7 +74,12 @@ describe("operations: every declaration's auth, schemas and errors equal the run
     });
 
   before(async () => {
-    s = await startStack({ REGISTRATION_TOKEN: TOKEN, RATE_LIMIT_PER_MINUTE: "100000", AUTH_FAILURES_PER_MINUTE: "100000" });
+    s = await startStack({
+      REGISTRATION_TOKEN: TOKEN,
+      RATE_LIMIT_PER_MINUTE: "100000",
+      AUTH_FAILURES_PER_MINUTE: "100000",
+      SELLER_TIMEOUT_MS: "800",
+    });
     owner = randomOwner();
     agent = await s.onboard(owner);
     keys = { agent: agent.apiKey, owner: await ownerKey(s, owner), registrar: TOKEN };
