@@ -3,6 +3,8 @@
  * what it does. The walk is driven by the declarations themselves (src/http/operations.ts), so a new operation is
  * checked without touching this file; statuses that need a particular situation are driven in operations.drive.ts.
  */
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "chai";
 import type { Wallet } from "ethers";
 import type { z } from "zod";
@@ -13,6 +15,7 @@ import { ownerKey } from "../helpers/owner";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { NOT_DRIVEN, drivers, type Observe } from "./operations.drive";
 
+const SRC = join(__dirname, "../../src");
 const TOKEN = "registrar-token-for-the-operations-walk";
 const SIG = "0x" + "11".repeat(65);
 const ADDRESS = "0x1111111111111111111111111111111111111111";
@@ -90,6 +93,15 @@ describe("operations: every declaration's auth, schemas and errors equal the run
     const modes = new Set(ops.map((op) => op.auth));
     for (const mode of ["none", "agent", "owner", "either", "registrar", "x402", "mcp"]) expect(modes, mode).to.include(mode);
     expect(ops.find((op) => op.path === "/pay")?.auth).to.equal("agent");
+  });
+
+  it("handlers read only their parsed input: no raw params, query or body, and no cast of input, under src/http or src/mcp", () => {
+    const files = [join(SRC, "http/routes"), join(SRC, "mcp")].flatMap((dir) => readdirSync(dir).map((f) => join(dir, f)));
+    expect(files.length).to.be.greaterThan(12);
+    for (const file of files) {
+      const text = readFileSync(file, "utf8");
+      expect(text, file).not.to.match(/ctx\.(params|query|request\.body)|state\.input|input(\.\w+)* as /);
+    }
   });
 
   it("no key: 401 unauthorized on every operation whose auth needs one", async () => {
