@@ -53,7 +53,7 @@ async function readInput(op: AnyOperation, ctx: AppContext): Promise<Record<stri
   const params = part(op.input, "params");
   if (query) input.query = parse(query, { ...ctx.query }, "query");
   if (body) {
-    await readJson(ctx, async () => undefined);
+    await readJson(ctx, () => Promise.resolve());
     const raw = (ctx.request as { body?: unknown }).body;
     input.body = parse(body, raw === undefined ? {} : raw, "request body");
   }

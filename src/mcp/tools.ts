@@ -124,7 +124,7 @@ export const TOOLS: AnyToolDef[] = [
     output: PayOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     run: async ({ s, agent, principal }, input) => {
-      // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay (DESIGN 6).
+      // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay.
       if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
       const { idempotencyKey, ...fields } = input;
       const request: PayRequest = { agentAddress: agent.address, ...fields };

@@ -32,7 +32,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<Pay
         transactionId: p.txnId,
         paymentId: p.paymentId,
         authorizeTxHash: p.authorizeTxHash,
-        ...(p.swap ? { swap: swapView(p.swap)! } : {}),
+        ...(p.swap ? { swap: swapView(p.swap) } : {}),
         message:
           "Paid and settled. This answer was read from the chain after the request was interrupted; the seller's response is not available.",
         response: { status: 0, body: null },

@@ -194,7 +194,7 @@ describe("several instances on one chain and one database", function () {
     });
     let ran = 0;
     // Any answer will do: an error body numbered by the runs.
-    const answer = async () => ({ error: { error: "conflict", message: `run ${++ran}`, status: 409 } });
+    const answer = () => Promise.resolve({ error: { error: "conflict", message: `run ${++ran}`, status: 409 } });
     const res = await b.svc.services.idempotency.run("caller-x", "key-x", body, answer);
     expect(res).to.deep.include({ replayed: false, error: { error: "conflict", message: "run 1", status: 409 } });
     expect(await a.svc.store.idempotency.findOne({ scope })).to.include({ state: "done", holder: "inst-b" });

@@ -51,7 +51,7 @@ export const PAY_OPERATION = operation({
     "budget released); a shortfall nothing can buy (swaps off, too little WETH and ETH) is blocked `insufficient_funds` " +
     "before any transaction. When the payment fails after its swap, the USDC bought stays in the wallet. " +
     "An `Idempotency-Key` header makes retries safe: the same key and body answer the first result.",
-  // Paying is the agent's: owner keys read, approve and set limits (DESIGN 6).
+  // Paying is the agent's: owner keys read, approve and set limits.
   auth: "agent",
   input: z.object({ body: PayRequest }),
   headers: [{ name: "Idempotency-Key", required: false, description: "1-200 printable ASCII characters; kept 24 h per API key" }],

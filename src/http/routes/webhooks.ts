@@ -15,7 +15,7 @@ import { json, operation, reply } from "../operation";
 
 /** The webhook id of the path (a malformed one answers 404 like a missing one). */
 const WEBHOOK_PATH = z.strictObject({ id: WebhookIdParam.meta({ description: "the endpoint (whk_...)" }) });
-const webhookNotFound = (p: Record<string, string>) => `Webhook ${String(p.id).slice(0, 64)} not found.`;
+const webhookNotFound = (p: Record<string, string>) => `Webhook ${p.id.slice(0, 64)} not found.`;
 
 export const WEBHOOK_OPERATIONS = [
   operation({
