@@ -44,3 +44,8 @@ export class LeaseLostError extends AppError {
     super(409, "conflict", message);
   }
 }
+
+/** The AppError an error body stands for (an answer kept under an Idempotency-Key, given again). */
+export function appErrorOf(body: { error: string; message: string; status: number; details?: unknown }, headers?: Record<string, string>) {
+  return new AppError(body.status, body.error, body.message, body.details, headers);
+}

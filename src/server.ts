@@ -21,14 +21,7 @@ import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
 import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
-import { paymentRoutes } from "./http/routes/payments";
-import { sellRoutes } from "./http/routes/sell";
 import { Indexer } from "./indexer/indexer";
-import { controlRoutes } from "./http/routes/controls";
-import { dashboardRoutes } from "./http/routes/dashboard";
-import { mcpRoutes } from "./http/routes/mcp";
-import { docsRoutes } from "./http/routes/docs";
-import { webhookRoutes } from "./http/routes/webhooks";
 import { alertChainEvents, catchUpAlerts } from "./services/alerts";
 import { WebhookService } from "./webhooks/endpoints";
 import { WebhookOutbox, ensureWebhookIndexes } from "./webhooks/outbox";
@@ -203,19 +196,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
     indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
     cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
 
-    const app = createApp({
-      services,
-      logger,
-      routers: [
-        dashboardRoutes(services),
-        paymentRoutes(services),
-        controlRoutes(services),
-        sellRoutes(services),
-        mcpRoutes(services),
-        docsRoutes(services),
-        webhookRoutes(webhooks.service),
-      ],
-    });
+    const app = createApp({ services, logger, webhooks: webhooks.service });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);

@@ -8,7 +8,7 @@ export interface ErrorCodeDoc {
 }
 
 /** `error` codes of `{ error, message, status }` bodies. A test checks that every code in src/ is listed here. */
-export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
+export const ERROR_CODES = {
   bad_request: {
     status: 400,
     meaning: "A field, query parameter or header is invalid; `details` lists each problem as `{ path, message }`.",
@@ -83,7 +83,8 @@ export const ERROR_CODES: Record<string, ErrorCodeDoc> = {
   seller_response_too_large: { status: 502, meaning: "The seller's response is larger than SELLER_MAX_BYTES." },
   unavailable: { status: 503, meaning: "The service cannot act now (e.g. it is not the operator of the agent's policy contract)." },
   upstream_timeout: { status: 504, meaning: "The seller did not answer within SELLER_TIMEOUT_MS." },
-};
+} satisfies Record<string, ErrorCodeDoc>;
+export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** `reason` of a blocked payment (422 `{ status: "blocked" }`). */
 export const BLOCK_REASONS: Record<string, string> = Object.fromEntries(

@@ -1,4 +1,4 @@
-/** The API reference in markdown (GET /references/api_docs.md), generated from the same registry as OpenAPI. */
+/** The API reference in markdown (GET /references/api_docs.md), generated from the same operation declarations as OpenAPI. */
 import {
   APPROVAL_DECISION_TYPES,
   DOMAIN_NAME,
@@ -13,8 +13,8 @@ import {
 import { TOOLS } from "../mcp/tools";
 import { BLOCK_REASONS, ERROR_CODES, LEDGER_STATUSES } from "./errors";
 import { SchemaSet, refName, type JsonSchema } from "./jsonSchema";
-import { buildOpenApi, errorsByStatus, type DocsContext } from "./openapi";
-import { AUTH_MODES, ROUTES, type RouteDoc } from "./registry";
+import { AUTH_MODES, type AnyOperation, openApiPath } from "../http/operation";
+import { buildOpenApi, documented, errorsByStatus, type DocsContext } from "./openapi";
 
 const SAFE_INT = 9007199254740991;
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
@@ -75,7 +75,7 @@ function rowsTable(rows: Row[]): string {
   return lines.join("\n") + "\n";
 }
 
-function routeSection(route: RouteDoc, op: JsonSchema, set: SchemaSet): string {
+function routeSection(route: AnyOperation, op: JsonSchema, set: SchemaSet): string {
   const out: string[] = [`### \`${route.method} ${route.path}\``, "", route.summary + ".", ""];
   if (route.description) out.push(route.description, "");
   out.push(`- Auth: ${AUTH_MODES[route.auth]}.`);
@@ -177,8 +177,9 @@ function table(header: string, rows: [string, string][]): string {
   return [`| ${header} |`, "|---|---|", ...rows.map(([a, b]) => `| \`${a}\` | ${cell(b)} |`)].join("\n") + "\n";
 }
 
-export function buildApiDocs(ctx: DocsContext): string {
-  const openapi = buildOpenApi(ctx);
+export function buildApiDocs(ctx: DocsContext, operations: readonly AnyOperation[]): string {
+  const openapi = buildOpenApi(ctx, operations);
+  const routes = documented(operations);
   const set = new SchemaSet();
   Object.assign(set.components, openapi.components.schemas);
   const out: string[] = [
@@ -204,11 +205,11 @@ export function buildApiDocs(ctx: DocsContext): string {
     "",
     "| method | path | auth | summary |",
     "|---|---|---|---|",
-    ...ROUTES.map((r) => `| ${r.method} | \`${r.path}\` | ${r.auth} | ${cell(r.summary)} |`),
+    ...routes.map((r) => `| ${r.method} | \`${r.path}\` | ${r.auth} | ${cell(r.summary)} |`),
     "",
   ];
-  for (const route of ROUTES) {
-    const op = openapi.paths[route.path.replace(/:([A-Za-z_]\w*)/g, "{$1}")][route.method.toLowerCase()];
+  for (const route of routes) {
+    const op = openapi.paths[openApiPath(route.path)][route.method.toLowerCase()];
     out.push(routeSection(route, op, set));
   }
 

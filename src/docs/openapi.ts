@@ -1,8 +1,17 @@
-/** The OpenAPI 3.1 document, generated from the route registry and the shared zod schemas. */
+/** The OpenAPI 3.1 document, generated from the operation declarations and the shared zod schemas. */
+import type { z } from "zod";
+import { AUTH_MODES, type AnyOperation, type AuthMode, openApiPath } from "../http/operation";
 import { ErrorBody } from "../schemas/common";
-import { ERROR_CODES } from "./errors";
+import { ERROR_CODES, type ErrorCode } from "./errors";
 import { SchemaSet, type JsonSchema } from "./jsonSchema";
-import { ROUTES, openApiPath, AUTH_MODES, type RouteDoc } from "./registry";
+
+type RouteDoc = AnyOperation;
+
+/** The documented operations, in declaration order (pages an API operation shares a path with are left out). */
+export const documented = (ops: readonly AnyOperation[]) => ops.filter((op) => !op.hidden);
+
+/** One part of an operation's input schema. */
+export const inputPart = (op: AnyOperation, name: "params" | "query" | "body") => op.input.shape[name] as z.ZodType | undefined;
 
 export interface DocsContext {
   baseUrl: string;
@@ -11,22 +20,22 @@ export interface DocsContext {
 }
 
 /** Error codes a route can answer, grouped by HTTP status. */
-export function errorsByStatus(route: RouteDoc): Map<number, string[]> {
-  const codes = [...route.errors, "rate_limited", "internal"];
-  const byStatus = new Map<number, string[]>();
+export function errorsByStatus(route: RouteDoc): Map<number, ErrorCode[]> {
+  const codes: ErrorCode[] = [...route.errors, "rate_limited", "internal"];
+  const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
     const doc = ERROR_CODES[code];
-    if (!doc) throw new Error(`${route.method} ${route.path}: unknown error code ${code}`);
     byStatus.set(doc.status, [...(byStatus.get(doc.status) ?? []), code]);
   }
   return byStatus;
 }
 
-const SECURITY: Record<string, Record<string, string[]>[]> = {
+const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
   none: [],
-  key: [{ apiKey: [] }],
+  agent: [{ apiKey: [] }],
+  either: [{ apiKey: [] }],
   owner: [{ apiKey: [] }],
-  genesis: [{}, { apiKey: [] }],
+  registrar: [{}, { apiKey: [] }],
   x402: [{}, { x402: [] }],
   mcp: [{ apiKey: [], agentAddress: [] }],
 };
@@ -41,11 +50,16 @@ export function operationId(route: RouteDoc): string {
 
 function parameters(route: RouteDoc, set: SchemaSet): JsonSchema[] {
   const out: JsonSchema[] = [];
-  for (const [name, p] of Object.entries(route.params ?? {})) {
-    out.push({ name, in: "path", required: true, description: p.description, schema: set.convert(p.schema, "input") });
+  const params = inputPart(route, "params");
+  const query = inputPart(route, "query");
+  if (params) {
+    for (const [name, schema] of Object.entries<JsonSchema>(set.convert(params, "input").properties ?? {})) {
+      const { description, ...rest } = schema;
+      out.push({ name, in: "path", required: true, description, schema: rest });
+    }
   }
-  if (route.query) {
-    const q = set.convert(route.query, "input");
+  if (query) {
+    const q = set.convert(query, "input");
     const required = new Set<string>(q.required ?? []);
     for (const [name, schema] of Object.entries<JsonSchema>(q.properties ?? {})) {
       const { description, ...rest } = schema;
@@ -99,15 +113,17 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
   };
   const params = parameters(route, set);
   if (params.length) op.parameters = params;
-  if (route.body) op.requestBody = { required: true, content: { "application/json": { schema: set.convert(route.body, "input") } } };
+  const body = inputPart(route, "body") ?? route.ownBody;
+  if (body) op.requestBody = { required: true, content: { "application/json": { schema: set.convert(body, "input") } } };
   return op;
 }
 
-export function buildOpenApi(ctx: DocsContext): JsonSchema {
+export function buildOpenApi(ctx: DocsContext, operations: readonly AnyOperation[]): JsonSchema {
+  const routes = documented(operations);
   const set = new SchemaSet();
   const errorRef = set.convert(ErrorBody, "output");
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const route of ROUTES) {
+  for (const route of routes) {
     const p = openApiPath(route.path);
     paths[p] ??= {};
     paths[p][route.method.toLowerCase()] = operation(route, set, errorRef);
@@ -122,7 +138,7 @@ export function buildOpenApi(ctx: DocsContext): JsonSchema {
         `approvals and a ledger. Errors: { error, message, status }. Markdown reference: ${ctx.baseUrl}/references/api_docs.md`,
     },
     servers: [{ url: ctx.baseUrl }],
-    tags: [...new Set(ROUTES.map((r) => r.tag))].map((name) => ({ name })),
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
     paths,
     components: {
       schemas: set.components,

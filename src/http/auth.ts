@@ -1,8 +1,8 @@
 /** Bearer authentication: resolves the key into ctx.state.principal; 401 for a key that is present but wrong. */
 import { timingSafeEqual } from "node:crypto";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { forbidden, rateLimited, unauthorized } from "../errors";
-import type { KeyService, Principal } from "../services/keys";
+import { rateLimited, unauthorized } from "../errors";
+import type { KeyService } from "../services/keys";
 import type { Middleware } from "./types";
 
 function sameSecret(a: string, b: string): boolean {
@@ -56,25 +56,6 @@ export function authenticate(keys: KeyService, registrationToken: string | undef
         }
         ctx.state.principal = principal;
       }
-    }
-    await next();
-  };
-}
-
-/** Requires a principal of one of the given roles (default: agent or owner). */
-export function requireAuth(...roles: Principal["role"][]): Middleware {
-  const allowed = roles.length ? roles : (["agent", "owner"] as Principal["role"][]);
-  return async function requirePrincipal(ctx, next) {
-    const p = ctx.state.principal;
-    if (!p) throw unauthorized("This call needs 'Authorization: Bearer <API key>'.");
-    if (!allowed.includes(p.role)) {
-      throw forbidden(
-        allowed.includes("owner") && !allowed.includes("agent")
-          ? "Only the owner may do this: sign in with your wallet (SIWE) and use the owner key."
-          : allowed.includes("agent") && !allowed.includes("owner")
-            ? "Only an agent pays: use the agent's own key (owners approve, deny and set limits)."
-            : "This key may not make this call.",
-      );
     }
     await next();
   };

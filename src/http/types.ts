@@ -4,8 +4,6 @@ import type { Principal } from "../services/keys";
 export interface AppState {
   requestId: string;
   principal?: Principal;
-  /** Parsed, validated input written by validate(): handlers read only this. */
-  input: Record<string, unknown>;
 }
 
 export type AppContext = ParameterizedContext<AppState>;

@@ -1,15 +1,16 @@
 /**
- * The agent's tools. Each one is data (name, description, input and output schemas, which the API reference also
- * renders) plus a handler calling the same services as REST. No tool approves, denies or changes limits.
+ * The agent's tools. Each one is one declaration (name, description, input and output schemas, which the API
+ * reference also renders) plus a handler receiving its parsed input and answering data of its output schema; runTool
+ * turns answers and errors into MCP results. No tool approves, denies or changes limits.
  */
-import type { ToolAnnotations, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { forbidden, notFound } from "../errors";
-import type { PayRequest } from "../schemas/payments";
+import { appErrorOf, forbidden, notFound } from "../errors";
+import type { PayAnswer, PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../services/keys";
-import type { AgentDoc, LedgerStatus } from "../store/documents";
+import type { AgentDoc } from "../store/documents";
 import { verifyMerchant } from "./merchant";
 import { errorResult, okResult, refusalResult } from "./results";
 import {
@@ -37,59 +38,57 @@ export interface ToolContext extends ToolCaller {
   logger: Logger;
 }
 
-export interface ToolDef {
+/** A tool's answer: data of its output schema, a line for the agent, and whether it is a refusal to act on (isError). */
+export interface ToolAnswer<O extends z.ZodObject> {
+  data: z.input<O>;
+  lead?: string;
+  refusal?: boolean;
+}
+
+export interface ToolDef<I extends z.ZodObject, O extends z.ZodObject> {
   name: string;
   title: string;
   description: string;
-  input: z.ZodObject;
-  output: z.ZodObject;
+  input: I;
+  output: O;
   annotations: ToolAnnotations;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each tool's own input type, parsed by its schema
-  run(ctx: ToolContext, input: any): Promise<CallToolResult>;
+  run(ctx: ToolContext, input: z.output<I>): Promise<ToolAnswer<O>>;
 }
+export type AnyToolDef = ToolDef<z.ZodObject, z.ZodObject>;
+
+const tool = <I extends z.ZodObject, O extends z.ZodObject>(def: ToolDef<I, O>): AnyToolDef => def;
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-async function pay(ctx: ToolContext, input: z.infer<typeof PayToolInput>): Promise<CallToolResult> {
-  const { s, agent, principal, logger } = ctx;
-  // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay (DESIGN 6).
-  if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
-  const { idempotencyKey, ...fields } = input;
-  const request: PayRequest = { agentAddress: agent.address, ...fields };
-  const { status, body } = await s.payments.payOnce(principal, agent, request, idempotencyKey);
-  const b = body as Record<string, string | undefined>;
-  if (status === 200) {
-    const swap = (body as { swap?: { amountIn: string; tokenIn: string; amountOut: string; txHash: string } }).swap;
-    const bought = swap ? ` First bought ${swap.amountOut} USDC for ${swap.amountIn} ${swap.tokenIn} (swap ${swap.txHash}).` : "";
-    return okResult(
-      PayOutput,
-      body,
-      logger,
-      `Paid ${b.amount} USDC to ${b.merchant} (settlement ${b.txHash}).${bought} Remaining daily budget: ${b.remainingDailyBudget} USDC.`,
-    );
+/** The one place a payment's answer becomes a tool result: approved and pending are results, blocked a refusal. */
+function payAnswer(answer: PayAnswer): ToolAnswer<typeof PayOutput> {
+  if ("error" in answer) throw appErrorOf(answer.error, answer.headers);
+  const o = answer.outcome;
+  if (o.status === "approved") {
+    const bought = o.swap ? ` First bought ${o.swap.amountOut} USDC for ${o.swap.amountIn} ${o.swap.tokenIn} (swap ${o.swap.txHash}).` : "";
+    const remaining = o.remainingDailyBudget ?? "unknown";
+    return {
+      data: o,
+      lead: `Paid ${o.amount} USDC to ${o.merchant} (settlement ${o.txHash}).${bought} Remaining daily budget: ${remaining} USDC.`,
+    };
   }
-  if (status === 202) {
-    return okResult(
-      PayOutput,
-      body,
-      logger,
-      `Pending: ${b.amount} USDC to ${b.merchant} waits for your owner's approval (approvalId ${b.approvalId}). ` +
-        `Wait for your owner and do not retry or pay again; check get_payment with transactionId ${b.transactionId} later.`,
-    );
+  if (o.status === "pending") {
+    return {
+      data: o,
+      lead:
+        `Pending: ${o.amount} USDC to ${o.merchant} waits for your owner's approval (approvalId ${o.approvalId}). ` +
+        `Wait for your owner and do not retry or pay again; check get_payment with transactionId ${o.transactionId} later.`,
+    };
   }
-  if (status === 422 && b.status === "blocked") {
-    return refusalResult(
-      PayOutput,
-      body,
-      logger,
-      `Blocked: ${b.reason} (${b.onchainEvent ?? "not recorded on-chain"}). Do not retry this payment: report the reason to your owner and stop.`,
-    );
-  }
-  return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }] };
+  return {
+    data: o,
+    refusal: true,
+    lead: `Blocked: ${o.reason} (${o.onchainEvent ?? "not recorded on-chain"}). Do not retry this payment: report the reason to your owner and stop.`,
+  };
 }
 
-export const TOOLS: ToolDef[] = [
-  {
+export const TOOLS: AnyToolDef[] = [
+  tool({
     name: "get_limits",
     title: "Spend limits",
     description:
@@ -100,9 +99,9 @@ export const TOOLS: ToolDef[] = [
     input: NoInput,
     output: LimitsOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent, logger }) => okResult(LimitsOutput, await s.policies.view(agent), logger),
-  },
-  {
+    run: async ({ s, agent }) => ({ data: await s.policies.view(agent) }),
+  }),
+  tool({
     name: "verify_merchant",
     title: "Verify a merchant",
     description:
@@ -111,10 +110,9 @@ export const TOOLS: ToolDef[] = [
     input: VerifyMerchantInput,
     output: VerifyMerchantResult,
     annotations: { ...READ_ONLY, idempotentHint: true, openWorldHint: true },
-    run: async ({ s, agent, logger }, input: z.infer<typeof VerifyMerchantInput>) =>
-      okResult(VerifyMerchantResult, await verifyMerchant(s, agent, input.serviceUrl), logger),
-  },
-  {
+    run: async ({ s, agent }, input) => ({ data: await verifyMerchant(s, agent, input.serviceUrl) }),
+  }),
+  tool({
     name: "pay",
     title: "Pay a seller",
     description:
@@ -125,47 +123,55 @@ export const TOOLS: ToolDef[] = [
     input: PayToolInput,
     output: PayOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: pay,
-  },
-  {
+    run: async ({ s, agent, principal }, input) => {
+      // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay.
+      if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
+      const { idempotencyKey, ...fields } = input;
+      const request: PayRequest = { agentAddress: agent.address, ...fields };
+      return payAnswer(await s.payments.payOnce(principal, agent, request, idempotencyKey));
+    },
+  }),
+  tool({
     name: "get_balance",
     title: "Wallet balance",
     description: "This agent's USDC, ETH and WETH balances read from chain, with today's budget, spend and remainder.",
     input: NoInput,
     output: BalanceOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent, logger }) => okResult(BalanceOutput, await s.wallet.balance(agent), logger),
-  },
-  {
+    run: async ({ s, agent }) => ({ data: await s.wallet.balance(agent) }),
+  }),
+  tool({
     name: "list_transactions",
     title: "List transactions",
     description: "This agent's ledger, newest first: every payment attempt with its status, amount, merchant, intent and txHash.",
     input: ListTransactionsInput,
     output: TransactionsOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent, principal, logger }, input: { status?: LedgerStatus; limit: number; offset: number }) =>
-      okResult(TransactionsOutput, await s.ledger.list(principal, { ...input, address: agent.address }), logger),
-  },
-  {
+    run: async ({ s, agent, principal }, input) => ({ data: await s.ledger.list(principal, { ...input, address: agent.address }) }),
+  }),
+  tool({
     name: "get_payment",
     title: "Get a payment",
     description: "One ledger transaction of this agent by its id (txn_...), e.g. to learn how a pending payment ended.",
     input: GetPaymentInput,
     output: PaymentOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent, logger }, input: z.infer<typeof GetPaymentInput>) => {
+    run: async ({ s, agent }, input) => {
       const doc = await s.ledger.get(input.transactionId);
       // Another agent's transaction gets the same answer as a missing one.
       if (!doc || doc.agentAddress !== agent.address) throw notFound(`Transaction ${input.transactionId} not found.`);
-      return okResult(PaymentOutput, s.ledger.view(doc), logger);
+      return { data: s.ledger.view(doc) };
     },
-  },
+  }),
 ];
 
-/** Runs a tool; any error becomes an isError result (the agent reads it, the server keeps running). */
-export async function runTool(def: ToolDef, ctx: ToolContext, input: unknown): Promise<CallToolResult> {
+/** Runs a tool: its answer as a result (a refusal as isError), any error as an isError result; the server keeps running. */
+export async function runTool(def: AnyToolDef, ctx: ToolContext, input: unknown): Promise<CallToolResult> {
   try {
-    return await def.run(ctx, input);
+    const answer = await def.run(ctx, def.input.parse(input));
+    return answer.refusal
+      ? refusalResult(def.output, answer.data, ctx.logger, answer.lead ?? "")
+      : okResult(def.output, answer.data, ctx.logger, answer.lead);
   } catch (err) {
     return errorResult(err, ctx.logger, def.name);
   }

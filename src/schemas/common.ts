@@ -54,3 +54,4 @@ export const ErrorBody = z
     details: z.unknown().optional(),
   })
   .meta({ id: "Error" });
+export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -73,3 +73,12 @@ export const AgentKeyResponse = z
 export const RevokeOwnerKeysResponse = z
   .object({ ownerAddress: z.string(), revoked: z.number().int().meta({ description: "owner keys revoked, this one included" }) })
   .meta({ id: "RevokedOwnerKeys" });
+
+export const PauseRequest = z
+  .strictObject({
+    paused: z.boolean(),
+    humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPaused signature" }),
+    timestamp: UnixTimestamp,
+  })
+  .meta({ id: "PauseRequest" });
+export type PauseRequest = z.infer<typeof PauseRequest>;

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { parseUnits } from "ethers";
 import { MAX_JSON_DEPTH, jsonDepth } from "../util/bounded";
-import { Address, PositiveAmount, Signature, UnixTimestamp } from "./common";
+import { Address, type ErrorBody, PositiveAmount, Signature, UnixTimestamp } from "./common";
 
 export const PayRequest = z
   .strictObject({
@@ -64,6 +64,48 @@ export const PayResult = z
   })
   .meta({ id: "PayResult" });
 
+const SellerResponse = z.object({ status: z.number().int(), body: z.unknown() });
+
+/**
+ * The three outcomes of a payment, as the services return them: PayResult (the documented wire shape) narrowed per
+ * status. The edge maps them to 200 / 202 / 422 (REST) or to tool results (MCP).
+ */
+export const PayApproved = PayResult.extend({
+  status: z.literal("approved"),
+  txHash: z.string().nullable(),
+  currency: z.literal("USDC"),
+  settledAt: z.string(),
+  intent: z.string(),
+  transactionId: z.string(),
+  paymentId: z.string().nullable(),
+  authorizeTxHash: z.string().nullable(),
+  response: SellerResponse,
+});
+export const PayPending = PayResult.extend({
+  status: z.literal("pending"),
+  approvalId: z.string(),
+  intent: z.string(),
+  transactionId: z.string(),
+  expiresAt: z.string(),
+  message: z.string(),
+});
+/** The one blocked shape, wherever the refusal was decided (policy, contract, swap bound, funds). */
+export const PayBlocked = PayResult.extend({
+  status: z.literal("blocked"),
+  reason: z.string(),
+  onchainEvent: z.literal("PaymentBlocked").nullable(),
+  txHash: z.string().nullable(),
+  intent: z.string(),
+  transactionId: z.string(),
+  message: z.string(),
+});
+export type PayApproved = z.infer<typeof PayApproved>;
+export type PayPending = z.infer<typeof PayPending>;
+export type PayBlocked = z.infer<typeof PayBlocked>;
+export type PayOutcome = PayApproved | PayPending | PayBlocked;
+/** What a payment request answers, and what its Idempotency-Key keeps: an outcome, or an error in the interface's shape. */
+export type PayAnswer = { outcome: PayOutcome } | { error: ErrorBody; headers?: Record<string, string> };
+
 export const ApprovalDecisionRequest = z
   .strictObject({
     humanSignature: Signature.meta({ description: "the owner's EIP-712 ApprovalDecision signature" }),
@@ -76,7 +118,7 @@ export const ApproveResponse = z
   .object({
     id: z.string(),
     status: z.literal("approved"),
-    txHash: z.string().meta({ description: "the settlement transaction" }),
+    txHash: z.string().nullable().meta({ description: "the settlement transaction" }),
     amount: z.string(),
     merchant: z.string(),
     settledAt: z.string(),

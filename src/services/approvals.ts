@@ -5,7 +5,7 @@
 import { fromBaseUnits } from "../amounts";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
-import type { ApprovalDecisionRequest } from "../schemas/payments";
+import type { ApprovalDecisionRequest, PayOutcome } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
 import { LedgerWriter } from "../store/ledger";
@@ -200,7 +200,7 @@ export class ApprovalService {
     // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
     const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount);
     const refused = { approvalId: a.approvalId, txnId: a.txnId };
-    let outcome;
+    let outcome: PayOutcome;
     const swap = decision.status === "block" ? null : await this.payments.swapStep(pc, decision.swap, quote.amount, refused);
     if (decision.status === "block") {
       outcome = await this.payments.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof, ...refused });
@@ -220,11 +220,12 @@ export class ApprovalService {
         approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
       });
     }
-    const b = outcome.body;
-    if (outcome.httpStatus !== 200) {
+    if (outcome.status !== "approved") {
       await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
-      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${String(b.reason)}.`, b);
+      const reason = outcome.status === "blocked" ? outcome.reason : outcome.status;
+      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${reason}.`, outcome);
     }
+    const b = outcome;
     await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
     return {
       id: a.approvalId,

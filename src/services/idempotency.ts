@@ -21,6 +21,8 @@ import { createHash } from "node:crypto";
 import { AppError, conflict, badRequest } from "../errors";
 import type { Fence } from "../store/leases";
 import type { Store } from "../store";
+import type { ErrorBody } from "../schemas/common";
+import type { PayAnswer, PayOutcome } from "../schemas/payments";
 import type { IdempotencyDoc, PaymentDoc } from "../store/documents";
 import { LedgerWriter } from "../store/ledger";
 import type { Principal } from "./keys";
@@ -36,11 +38,16 @@ export function idempotencyCaller(p: Principal): string {
   return p.keyPrefix + (p.role === "agent" ? p.agentAddress : p.ownerAddress);
 }
 
-export interface StoredResponse {
-  status: number;
-  body: unknown;
-  /** Headers the answer needs (Retry-After of a 429). */
-  headers?: Record<string, string>;
+/** What a key keeps: the payment's answer (an outcome, or an error with the headers it needs, e.g. Retry-After). */
+export type StoredResponse = PayAnswer;
+
+/** A key's stored answer; records written before answers were typed hold `{ status, body, headers }` instead. */
+export function storedAnswer(stored: NonNullable<IdempotencyDoc["response"]>): PayAnswer {
+  if ("outcome" in stored || "error" in stored) return stored;
+  // An outcome's `status` is a word (approved, pending, blocked); an error body's is its HTTP status.
+  const body = stored.body as PayOutcome | ErrorBody;
+  if (typeof body.status === "string") return { outcome: body };
+  return { error: body, ...(stored.headers ? { headers: stored.headers } : {}) };
 }
 
 function stable(value: unknown): string {
@@ -206,7 +213,7 @@ export class IdempotencyService {
     for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
       const doc = await this.store.idempotency.findOne({ scope });
       if (!doc) throw conflict("The first request with this Idempotency-Key failed before paying anything; retry it.");
-      if (doc.state === "done" && doc.response) return { ...doc.response, replayed: true };
+      if (doc.state === "done" && doc.response) return { ...storedAnswer(doc.response), replayed: true };
       // Its instance may be gone: a payment that recovery has finished answers with its outcome.
       const resolved = await this.resolvedOutcome(doc);
       if (resolved) return { ...resolved, replayed: true };

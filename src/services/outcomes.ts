@@ -4,6 +4,7 @@ import { fromBaseUnits } from "../amounts";
 import type { TransferInput } from "../chain/policyOps";
 import { reasonRow } from "../chain/reasons";
 import { errorBody, upstreamError } from "../errors";
+import type { PayAnswer, PayBlocked } from "../schemas/payments";
 import type { PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { swapView } from "./presenters";
@@ -12,7 +13,7 @@ import { swapView } from "./presenters";
  * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an
  * unexpected error): read from the ledger entry, which recovery decided from the chain.
  */
-export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ status: number; body: unknown } | null> {
+export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<PayAnswer | null> {
   if (p.phase !== "done") return null;
   if (p.status === "approved") {
     const remaining = await ctx.chain
@@ -20,8 +21,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
       .remainingDailyBudget()
       .catch(() => null);
     return {
-      status: 200,
-      body: {
+      outcome: {
         status: "approved",
         txHash: p.txHash,
         amount: fromBaseUnits(p.amount),
@@ -44,7 +44,7 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<{ s
     const e = upstreamError("The payment did not settle: its authorisation was released on-chain and nothing was paid.", {
       reason: p.reason,
     });
-    return { status: e.status, body: errorBody(e) };
+    return { error: errorBody(e) };
   }
   return null;
 }
@@ -57,6 +57,29 @@ export function transferOf(doc: PaymentDoc): TransferInput {
 
 export const newTxnId = () => `txn_${randomBytes(12).toString("hex")}`;
 export const newApprovalId = () => `apr_${randomBytes(12).toString("hex")}`;
+
+/** A blocked payment's answer: the one shape, with what the agent is told to do (the reason's message unless given). */
+export function blockedOutcome(b: {
+  reason: string;
+  txHash: string | null;
+  amount: bigint | string;
+  merchant: string;
+  intent: string;
+  transactionId: string;
+  message?: string;
+}): PayBlocked {
+  return {
+    status: "blocked",
+    reason: b.reason,
+    onchainEvent: b.txHash ? "PaymentBlocked" : null,
+    txHash: b.txHash,
+    amount: fromBaseUnits(b.amount),
+    merchant: b.merchant,
+    intent: b.intent,
+    transactionId: b.transactionId,
+    message: b.message ?? blockMessage(b.reason),
+  };
+}
 
 /** What an agent is told of a refusal (the reason table's message). */
 export function blockMessage(reason: string): string {

@@ -6,15 +6,15 @@
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import { BLOCKED_RECORD_PAY_TO, type TransferInput } from "../chain/policyOps";
-import { blockMessage, newApprovalId, newTxnId } from "./outcomes";
+import { blockMessage, blockedOutcome, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, fencesOf, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
 import { AppError, LeaseLostError, errorBody } from "../errors";
 import type { Fence } from "../store/leases";
-import { type IdempotencyService, type StoredResponse, idempotencyCaller } from "./idempotency";
+import { type IdempotencyService, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
-import type { PayRequest } from "../schemas/payments";
+import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
@@ -22,7 +22,7 @@ import type { ServiceContext } from "./context";
 import type { ReasonName } from "../chain/reasons";
 import { type PolicyDecisions, noPolicyError } from "./decision";
 import { alertApproval, alertPaymentDone } from "./alerts";
-import { type ExecuteInput, type PayOutcome, type SettlementService, sellerAppError } from "./settlement";
+import { type ExecuteInput, type SettlementService, sellerAppError } from "./settlement";
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
@@ -57,15 +57,14 @@ export class PaymentService {
    * POST /pay and the MCP pay tool: a payment, run once per Idempotency-Key when there is one. Every refusal or
    * failure the service explains is an answer, kept under the key like a success.
    */
-  async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<StoredResponse & { replayed: boolean }> {
-    const run = async (scope?: string, keyFence?: Fence): Promise<StoredResponse> => {
+  async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<PayAnswer & { replayed: boolean }> {
+    const run = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
       try {
-        const outcome = await this.pay(agent, input, scope, keyFence);
-        return { status: outcome.httpStatus, body: outcome.body };
+        return { outcome: await this.pay(agent, input, scope, keyFence) };
       } catch (err) {
         // A lost lease paid nothing and is no answer to keep: the key is another run's, or free to run again.
         if (err instanceof AppError && !(err instanceof LeaseLostError))
-          return { status: err.status, body: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
+          return { error: errorBody(err), ...(err.headers ? { headers: err.headers } : {}) };
         throw err;
       }
     };
@@ -134,7 +133,7 @@ export class PaymentService {
     check: Promise<SwapCheck>,
     amount: bigint,
     approval: Pick<Refusal, "approvalId" | "txnId"> = {},
-  ): Promise<{ blocked: PayOutcome } | Pick<ExecuteInput, "swap">> {
+  ): Promise<{ blocked: PayBlocked } | Pick<ExecuteInput, "swap">> {
     const c = await check;
     if (c.kind === "refuse") {
       return { blocked: await this.block(pc, { amount, reason: "insufficient_funds", proof: null, detail: c.detail, ...approval }) };
@@ -194,7 +193,7 @@ export class PaymentService {
    * A refused payment: policy reasons are recorded on-chain (PaymentBlocked), the caller's own ceiling and an
    * unsupported quote are not. An identical block within 60 s is answered from the first record (gas).
    */
-  async block(pc: PaymentContext, refusal: Refusal): Promise<PayOutcome> {
+  async block(pc: PaymentContext, refusal: Refusal): Promise<PayBlocked> {
     const { amount, reason, proof, approvalId = null, txnId, detail } = refusal;
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
     // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
@@ -286,27 +285,23 @@ export class PaymentService {
     return this.ctx.config.blockedOnchainPerHour - used;
   }
 
-  private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayOutcome {
-    return {
-      httpStatus: 422,
-      body: {
-        status: "blocked",
-        reason: doc.reason,
-        onchainEvent: doc.txHash ? "PaymentBlocked" : null,
-        txHash: doc.txHash,
-        amount: fromBaseUnits(doc.amount),
-        merchant: doc.merchant,
-        intent: doc.intent,
-        transactionId: doc.txnId,
-        message:
-          blockMessage(doc.reason ?? "blocked") +
-          (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
-          (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
-      },
-    };
+  private blockedOutcome(doc: PaymentDoc, replayed: boolean): PayBlocked {
+    const reason = doc.reason ?? "blocked";
+    return blockedOutcome({
+      reason,
+      txHash: doc.txHash,
+      amount: doc.amount,
+      merchant: doc.merchant,
+      intent: doc.intent,
+      transactionId: doc.txnId,
+      message:
+        blockMessage(reason) +
+        (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
+        (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
+    });
   }
 
-  private async requestApproval(pc: PaymentContext, quote: Quote, maxAmount: bigint): Promise<PayOutcome> {
+  private async requestApproval(pc: PaymentContext, quote: Quote, maxAmount: bigint): Promise<PayPending> {
     const approvalId = newApprovalId();
     const txnId = newTxnId();
     const now = new Date();
@@ -347,17 +342,14 @@ export class PaymentService {
     this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {
-      httpStatus: 202,
-      body: {
-        status: "pending",
-        approvalId,
-        amount,
-        merchant: pc.merchant,
-        intent: pc.intent,
-        transactionId: txnId,
-        expiresAt: expiresAt.toISOString(),
-        message: `Payment of ${amount} USDC to ${pc.merchant} is above the approval threshold and waits for the owner's approval at ${this.ctx.urls.dashboard}/approvals. Do not retry; check the ledger for the outcome.`,
-      },
+      status: "pending",
+      approvalId,
+      amount,
+      merchant: pc.merchant,
+      intent: pc.intent,
+      transactionId: txnId,
+      expiresAt: expiresAt.toISOString(),
+      message: `Payment of ${amount} USDC to ${pc.merchant} is above the approval threshold and waits for the owner's approval at ${this.ctx.urls.dashboard}/approvals. Do not retry; check the ledger for the outcome.`,
     };
   }
 }

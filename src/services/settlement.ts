@@ -4,11 +4,13 @@
  * restart can finish what a crash interrupted (resolveInFlight).
  */
 import { fromBaseUnits } from "../amounts";
+import type { PayApproved, PayOutcome } from "../schemas/payments";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
 import { PaymentState } from "../chain/reasons";
 import { AppError, conflict, gatewayTimeout, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
+import { blockedOutcome } from "./outcomes";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
@@ -21,10 +23,7 @@ import { type SwapRecord, type SwapResult, withSwapNote } from "./swap";
 
 const IN_FLIGHT: PaymentDoc["phase"][] = ["authorizing", "authorized", "settling"];
 
-export interface PayOutcome {
-  httpStatus: 200 | 202 | 422;
-  body: Record<string, unknown>;
-}
+export type { PayOutcome };
 
 export interface ExecuteInput {
   txnId: string;
@@ -132,19 +131,14 @@ export class SettlementService extends SettlementSteps {
         txHash: result.txHash,
         onchain: { confirmed: false, blockNumber: result.blockNumber },
       });
-      return {
-        httpStatus: 422,
-        body: {
-          status: "blocked",
-          reason: result.reason,
-          onchainEvent: "PaymentBlocked",
-          txHash: result.txHash,
-          amount: fromBaseUnits(quote.amount),
-          merchant: base.merchant,
-          intent: base.intent,
-          transactionId: txnId,
-        },
-      };
+      return blockedOutcome({
+        reason: result.reason ?? "blocked",
+        txHash: result.txHash,
+        amount: quote.amount,
+        merchant: base.merchant,
+        intent: base.intent,
+        transactionId: txnId,
+      });
     }
     timer.mark("authorize");
     // Beside the facilitator's verify: recovery treats "authorizing" with its authorizeTxHash the same way.
@@ -157,7 +151,7 @@ export class SettlementService extends SettlementSteps {
       settledTx: string | null,
       res: { status: number; body: unknown } | null,
       detail: string | null,
-    ): Promise<PayOutcome> => {
+    ): Promise<PayApproved> => {
       const settledAt = new Date();
       await this.update(txnId, { status: "approved", phase: "done", txHash: settledTx, settledAt, detail });
       this.ctx.logger.info(
@@ -166,23 +160,20 @@ export class SettlementService extends SettlementSteps {
       );
       const spent = result.spentToday ?? 0n;
       return {
-        httpStatus: 200,
-        body: {
-          status: "approved",
-          txHash: settledTx,
-          amount: fromBaseUnits(quote.amount),
-          currency: "USDC",
-          merchant: base.merchant,
-          remainingDailyBudget: fromBaseUnits(input.dailyBudget > spent ? input.dailyBudget - spent : 0n),
-          settledAt: settledAt.toISOString(),
-          intent: base.intent,
-          transactionId: txnId,
-          paymentId,
-          authorizeTxHash: result.txHash,
-          ...(swapped ? { swap: swapView(swapped) } : {}),
-          ...(detail ? { message: detail } : {}),
-          response: res ?? { status: 0, body: null },
-        },
+        status: "approved",
+        txHash: settledTx,
+        amount: fromBaseUnits(quote.amount),
+        currency: "USDC",
+        merchant: base.merchant,
+        remainingDailyBudget: fromBaseUnits(input.dailyBudget > spent ? input.dailyBudget - spent : 0n),
+        settledAt: settledAt.toISOString(),
+        intent: base.intent,
+        transactionId: txnId,
+        paymentId,
+        authorizeTxHash: result.txHash,
+        ...(swapped ? { swap: swapView(swapped) } : {}),
+        ...(detail ? { message: detail } : {}),
+        response: res ?? { status: 0, body: null },
       };
     };
     const failAfterAuthorize = async (

@@ -15,7 +15,7 @@ import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
 import { swapView } from "./presenters";
-import type { PayOutcome } from "./settlement";
+import type { PayBlocked } from "../schemas/payments";
 
 /** Stored on the ledger entry: amounts in base units (wei, USDC's 6 decimals). */
 export type SwapRecord = PaymentDoc["swap"] & object;
@@ -27,7 +27,7 @@ export type SwapCheck =
   /** Buy `shortfall`; `exceeded` when the quote is already past the bound (the chain then records the refusal). */
   | { kind: "swap"; shortfall: bigint; quote: SwapQuote; exceeded: boolean };
 
-export type SwapResult = { swapped: SwapRecord } | { blocked: PayOutcome };
+export type SwapResult = { swapped: SwapRecord } | { blocked: PayBlocked };
 
 interface SwapConfig {
   router: string;
@@ -166,19 +166,16 @@ export class SwapService {
     });
     return {
       blocked: {
-        httpStatus: 422,
-        body: {
-          status: "blocked",
-          reason,
-          onchainEvent: "PaymentBlocked",
-          txHash: receipt.hash,
-          amount: fromBaseUnits(p.transfer.amount),
-          merchant: p.merchant,
-          intent: p.intent,
-          transactionId: p.txnId,
-          message:
-            "Buying the missing USDC would cost more than the owner's swap slippage bound allows (the pool's price moved away from its average); nothing was spent and the budget was released. Do not retry; report the reason to the owner.",
-        },
+        status: "blocked",
+        reason,
+        onchainEvent: "PaymentBlocked",
+        txHash: receipt.hash,
+        amount: fromBaseUnits(p.transfer.amount),
+        merchant: p.merchant,
+        intent: p.intent,
+        transactionId: p.txnId,
+        message:
+          "Buying the missing USDC would cost more than the owner's swap slippage bound allows (the pool's price moved away from its average); nothing was spent and the budget was released. Do not retry; report the reason to the owner.",
       },
     };
   }

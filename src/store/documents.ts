@@ -1,5 +1,6 @@
 /** Shapes of the MongoDB documents. `_id` is always an ObjectId; public ids live in their own indexed fields. */
 import type { ObjectId } from "mongodb";
+import type { PayAnswer } from "../schemas/payments";
 
 export interface OwnerDoc {
   _id?: ObjectId;
@@ -170,7 +171,8 @@ export interface IdempotencyDoc {
   scope: string;
   requestHash: string;
   state: "in_progress" | "done";
-  response: { status: number; body: unknown } | null;
+  /** The payment's answer; keys written before answers were typed hold `{ status, body, headers }` (read by storedAnswer). */
+  response: PayAnswer | { status: number; body: unknown; headers?: Record<string, string> } | null;
   /** The instance running the first request, and until when (renewed while it runs): past it, another takes over. */
   holder?: string;
   leaseUntil?: Date;

@@ -1,5 +1,6 @@
 /** Shapes of the webhook collections: endpoints, events (one per fact, deduplicated) and deliveries (the outbox). */
 import type { ObjectId } from "mongodb";
+import type { WebhookEventType } from "../schemas/webhooks";
 import type { Sealed } from "./secrets";
 
 export const WEBHOOK_COLLECTIONS = { endpoints: "webhookEndpoints", events: "webhookEvents", deliveries: "webhookDeliveries" } as const;
@@ -9,7 +10,7 @@ export interface WebhookEndpointDoc {
   endpointId: string;
   ownerAddress: string;
   url: string;
-  events: string[];
+  events: WebhookEventType[];
   description: string | null;
   /** The signing secret, AES-256-GCM under a key derived from WALLET_ENCRYPTION_KEY. */
   secret: Sealed;

@@ -92,7 +92,7 @@ export class WebhookOutbox {
     const { ownerAddress } = input;
     if (!ownerAddress) return null;
     const endpoints = (await this.c.endpoints.find({ ownerAddress, status: "active" }).toArray()).filter((e) =>
-      input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.includes(input.type),
+      input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.some((t) => t === input.type),
     );
     if (endpoints.length === 0) return null;
     const now = new Date();

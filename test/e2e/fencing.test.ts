@@ -195,9 +195,9 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const orphan = { ...paid, txnId: "txn_orphan", idempotencyScope: scope };
     await a.svc.store.payments.insertOne({ ...orphan, status: "processing", phase: "authorizing", authorizeTxHash: null });
     const res = await b.svc.services.idempotency.run("caller-o", "key-o", body, () =>
-      Promise.resolve({ status: 200, body: { ran: true } }),
+      Promise.resolve({ error: { error: "bad_request", message: "ran", status: 400 } }),
     );
-    expect(res).to.deep.include({ status: 200, replayed: false });
+    expect(res).to.deep.include({ error: { error: "bad_request", message: "ran", status: 400 }, replayed: false });
     expect(await a.svc.store.payments.findOne({ txnId: "txn_orphan" })).to.equal(null);
     expect(await a.svc.store.idempotency.findOne({ scope })).to.include({ state: "done", fence: 2, holder: "inst-b" });
   });

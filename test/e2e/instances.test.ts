@@ -193,16 +193,14 @@ describe("several instances on one chain and one database", function () {
       expiresAt: new Date(now.getTime() + 3_600_000),
     });
     let ran = 0;
-    const res = await b.svc.services.idempotency.run("caller-x", "key-x", body, () =>
-      Promise.resolve({ status: 200, body: { ran: ++ran } }),
-    );
-    expect(res).to.deep.include({ status: 200, replayed: false, body: { ran: 1 } });
+    // Any answer will do: an error body numbered by the runs.
+    const answer = () => Promise.resolve({ error: { error: "conflict", message: `run ${++ran}`, status: 409 } });
+    const res = await b.svc.services.idempotency.run("caller-x", "key-x", body, answer);
+    expect(res).to.deep.include({ replayed: false, error: { error: "conflict", message: "run 1", status: 409 } });
     expect(await a.svc.store.idempotency.findOne({ scope })).to.include({ state: "done", holder: "inst-b" });
     // Once answered, a repeat replays it.
-    const again = await a.svc.services.idempotency.run("caller-x", "key-x", body, () =>
-      Promise.resolve({ status: 200, body: { ran: ++ran } }),
-    );
-    expect(again).to.deep.include({ replayed: true, body: { ran: 1 } });
+    const again = await a.svc.services.idempotency.run("caller-x", "key-x", body, answer);
+    expect(again).to.deep.include({ replayed: true, error: { error: "conflict", message: "run 1", status: 409 } });
   });
 
   async function spawnC(): Promise<{ url: string; child: ChildProcess }> {

@@ -1,49 +1,115 @@
 /** Agents and owners: genesis, linking, listing, balances, SIWE sign-in. */
-import Router from "@koa/router";
-import { AddressQuery, GenesisRequest, LinkRequest, SiweNonceRequest, SiweVerifyRequest } from "../../schemas/accounts";
-import type { Services } from "../../services";
+import { z } from "zod";
+import {
+  ActivationResponse,
+  AddressQuery,
+  AgentsResponse,
+  BalanceResponse,
+  GenesisRequest,
+  GenesisResponse,
+  LinkRequest,
+  LinkResponse,
+  SiweNonceRequest,
+  SiweNonceResponse,
+  SiweVerifyRequest,
+  SiweVerifyResponse,
+} from "../../schemas/accounts";
 import { agentView } from "../../services/presenters";
-import { requireAuth } from "../auth";
-import type { AppState } from "../types";
-import { validate } from "../validate";
+import { SIGNED, json, operation, reply } from "../operation";
 
-export function accountRoutes(s: Services): Router<AppState> {
-  const router = new Router<AppState>();
-
-  router.post("/wallet/genesis", validate({ body: GenesisRequest }), async (ctx) => {
-    ctx.status = 201;
-    ctx.body = await s.agents.genesis(ctx.state.principal, ctx.state.input);
-  });
-
-  router.post("/agents/link", validate({ body: LinkRequest }), async (ctx) => {
-    ctx.body = await s.agents.link(ctx.state.principal, ctx.state.input as LinkRequest);
-  });
-
-  router.get("/wallet/agents", requireAuth(), async (ctx) => {
-    const agents = await s.agents.visible(ctx.state.principal!);
-    const deployed = await Promise.all(agents.map((a) => s.ctx.chain.isDeployed(a.policyAddress)));
-    ctx.body = {
-      agents: agents.map((a, i) => agentView(a, deployed[i])),
-    };
-  });
-
-  router.get("/wallet/balance", requireAuth(), validate({ query: AddressQuery }), async (ctx) => {
-    const agent = await s.agents.authorize(ctx.state.principal, ctx.state.input.address as string);
-    ctx.body = await s.wallet.balance(agent);
-  });
-
-  router.get("/wallet/activation", requireAuth(), validate({ query: AddressQuery }), async (ctx) => {
-    ctx.body = await s.agents.activation(ctx.state.principal, ctx.state.input.address as string);
-  });
-
-  router.post("/auth/siwe/nonce", validate({ body: SiweNonceRequest }), async (ctx) => {
-    ctx.body = await s.auth.nonce(ctx.state.input.address as string);
-  });
-
-  router.post("/auth/siwe/verify", validate({ body: SiweVerifyRequest }), async (ctx) => {
-    const { message, signature } = ctx.state.input as SiweVerifyRequest;
-    ctx.body = await s.auth.verify(message, signature, { registrar: ctx.state.principal?.role === "registrar" });
-  });
-
-  return router;
-}
+export const ACCOUNT_OPERATIONS = [
+  operation({
+    method: "POST",
+    path: "/wallet/genesis",
+    tag: "Agents",
+    summary: "Create an agent wallet and its API key",
+    description:
+      "Creates a wallet (the key stays encrypted on the server) and an agent API key, shown once. With an owner key the " +
+      "agent is created already linked. The same email and label again is 409. `message` holds the owner's activation link.",
+    auth: "registrar",
+    input: z.object({ body: GenesisRequest }),
+    responses: { 201: json("created", GenesisResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "conflict"],
+    handle: async ({ input, principal, deps: { s } }) => reply(201, await s.agents.genesis(principal, input.body)),
+  }),
+  operation({
+    method: "POST",
+    path: "/agents/link",
+    tag: "Owners",
+    summary: "Link an agent to its owner",
+    description:
+      "No API key: the owner's LinkAgent signature (service domain) proves who the owner is, and `activationCode` (the `code` of the agent's activation link) proves the owner got the link from the agent. With the agent's own key as Bearer the code is not needed.",
+    auth: "none",
+    signature: "LinkAgent",
+    input: z.object({ body: LinkRequest }),
+    responses: { 200: json("linked", LinkResponse) },
+    errors: ["bad_request", "forbidden", "not_found", "conflict", ...SIGNED],
+    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.agents.link(principal, input.body)),
+  }),
+  operation({
+    method: "GET",
+    path: "/wallet/activation",
+    tag: "Agents",
+    summary: "The agent's activation link again (with its code), for the agent or its owner",
+    auth: "either",
+    input: z.object({ query: AddressQuery }),
+    responses: { 200: json("the activation link", ActivationResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden"],
+    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.agents.activation(principal, input.query.address)),
+  }),
+  operation({
+    method: "GET",
+    path: "/wallet/agents",
+    tag: "Agents",
+    summary: "Agents visible to the key",
+    auth: "either",
+    input: z.object({}),
+    responses: { 200: json("the key's agent, or every agent linked to the owner", AgentsResponse) },
+    errors: ["unauthorized", "forbidden"],
+    handle: async ({ principal, deps: { s } }) => {
+      const agents = await s.agents.visible(principal);
+      const deployed = await Promise.all(agents.map((a) => s.ctx.chain.isDeployed(a.policyAddress)));
+      return reply(200, {
+        agents: agents.map((a, i) => agentView(a, deployed[i])),
+      });
+    },
+  }),
+  operation({
+    method: "GET",
+    path: "/wallet/balance",
+    tag: "Agents",
+    summary: "USDC, ETH and WETH balances and today's budget, read from chain",
+    auth: "either",
+    input: z.object({ query: AddressQuery }),
+    responses: { 200: json("balances", BalanceResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden"],
+    handle: async ({ input, principal, deps: { s } }) =>
+      reply(200, await s.wallet.balance(await s.agents.authorize(principal, input.query.address))),
+  }),
+  operation({
+    method: "POST",
+    path: "/auth/siwe/nonce",
+    tag: "Owners",
+    summary: "Owner sign-in, step 1: a one-time nonce",
+    auth: "none",
+    input: z.object({ body: SiweNonceRequest }),
+    responses: { 200: json("nonce for the SIWE message", SiweNonceResponse) },
+    errors: ["bad_request"],
+    handle: async ({ input, deps: { s } }) => reply(200, await s.auth.nonce(input.body.address)),
+  }),
+  operation({
+    method: "POST",
+    path: "/auth/siwe/verify",
+    tag: "Owners",
+    summary: "Owner sign-in, step 2: the signed SIWE message for an owner key",
+    description:
+      "EIP-4361 message: domain = the API's host, URI = its origin, chain id 8453, the nonce from step 1; signed with personal_sign.",
+    auth: "none",
+    signature: "SIWE",
+    input: z.object({ body: SiweVerifyRequest }),
+    responses: { 200: json("the owner key (shown once) and its expiry", SiweVerifyResponse) },
+    errors: ["bad_request", ...SIGNED],
+    handle: async ({ input: { body }, principal, deps: { s } }) =>
+      reply(200, await s.auth.verify(body.message, body.signature, { registrar: principal?.role === "registrar" })),
+  }),
+];

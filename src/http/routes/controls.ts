@@ -1,60 +1,116 @@
-/** Owner controls beyond the policy: the on-chain pause switch, withdrawals from the agent wallet, ownership. */
-import Router from "@koa/router";
+/** Owner controls beyond the policy: the on-chain pause switch, withdrawals from the agent wallet, keys, ownership. */
 import { z } from "zod";
-import { Address, Signature, UnixTimestamp } from "../../schemas/common";
-import type { Services } from "../../services";
-import { requireAuth } from "../auth";
-import type { AppState } from "../types";
-import { validate } from "../validate";
-import { notFound } from "../../errors";
-import { SetOwnerRequest, WithdrawRequest } from "../../schemas/owner";
-import type { AppContext } from "../types";
+import { Address } from "../../schemas/common";
+import { PauseResponse } from "../../schemas/limits";
+import {
+  AgentKeyResponse,
+  GasUsageResponse,
+  PauseRequest,
+  RevokeOwnerKeysResponse,
+  SetOwnerRequest,
+  SetOwnerResponse,
+  WithdrawRequest,
+  WithdrawResponse,
+} from "../../schemas/owner";
+import { SIGNED, json, operation, reply } from "../operation";
 
-/** The agent of the path, if the caller may act for it (404 for a malformed address). */
-async function pathAgent(s: Services, ctx: AppContext) {
-  const address = Address.safeParse(ctx.params.address);
-  if (!address.success) throw notFound(`Agent ${ctx.params.address} not found.`);
-  return s.agents.authorize(ctx.state.principal, address.data);
-}
+/** The agent of the path; a malformed address answers 404 like an unknown one. */
+const AGENT_PATH = z.strictObject({ address: Address.meta({ description: "the agent" }) });
+const agentNotFound = (p: Record<string, string>) => `Agent ${p.address} not found.`;
 
-export const PauseRequest = z
-  .strictObject({
-    paused: z.boolean(),
-    humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPaused signature" }),
-    timestamp: UnixTimestamp,
-  })
-  .meta({ id: "PauseRequest" });
+export const PAUSE_OPERATION = operation({
+  method: "POST",
+  path: "/agents/:address/pause",
+  tag: "Policy",
+  summary: "Kill switch: pause or resume an agent's payments on-chain",
+  auth: "either",
+  signature: "SetPaused",
+  input: z.object({ params: AGENT_PATH, body: PauseRequest }),
+  notFound: agentNotFound,
+  responses: { 200: json("the pause state on-chain", PauseResponse) },
+  errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "unavailable", ...SIGNED],
+  handle: async ({ input, principal, deps: { s } }) =>
+    reply(200, await s.controls.setPaused(await s.agents.authorize(principal, input.params.address), input.body)),
+});
 
-export function controlRoutes(s: Services): Router<AppState> {
-  const router = new Router<AppState>();
-  router.post("/agents/:address/pause", requireAuth(), validate({ body: PauseRequest }), async (ctx) => {
-    ctx.body = await s.controls.setPaused(await pathAgent(s, ctx), ctx.state.input as z.infer<typeof PauseRequest>);
-  });
-  // Moving funds out and handing the agent over are the owner's alone (an owner key and the owner's signature).
-  router.post("/agents/:address/withdraw", requireAuth("owner"), validate({ body: WithdrawRequest }), async (ctx) => {
-    ctx.body = await s.controls.withdraw(await pathAgent(s, ctx), ctx.state.input as WithdrawRequest);
-  });
+/** Moving funds out, keys and handing the agent over are the owner's alone (an owner key, and its signature where money moves). */
+export const OWNER_OPERATIONS = [
+  operation({
+    method: "POST",
+    path: "/agents/:address/withdraw",
+    tag: "Policy",
+    summary: "Withdraw funds from the agent's wallet (owner-signed; works while paused)",
+    description:
+      "The only way out of an agent wallet besides a payment the policy authorised: the owner's EIP-712 Withdraw, relayed by the service. " +
+      "Any token (USDC, ETH, another ERC-20) to any address; each signature works once.",
+    auth: "owner",
+    signature: "Withdraw",
+    input: z.object({ params: AGENT_PATH, body: WithdrawRequest }),
+    notFound: agentNotFound,
+    responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
+    handle: async ({ input, principal, deps: { s } }) =>
+      reply(200, await s.controls.withdraw(await s.agents.authorize(principal, input.params.address), input.body)),
+  }),
   // A leaked agent key: the owner revokes it and hands the agent a new one (shown once).
-  router.post("/agents/:address/key", requireAuth("owner"), async (ctx) => {
-    const agent = await pathAgent(s, ctx);
-    const revoked = await s.ctx.keys.revokeAll({ agentAddress: agent.address });
-    const apiKey = await s.ctx.keys.issue({ role: "agent", agentAddress: agent.address });
-    s.ctx.logger.info({ agent: agent.address, revoked }, "agent key rotated");
-    ctx.status = 201;
-    ctx.body = { agentAddress: agent.address, apiKey, revoked };
-  });
+  operation({
+    method: "POST",
+    path: "/agents/:address/key",
+    tag: "Policy",
+    summary: "Revoke the agent's API keys and issue it a new one (shown once)",
+    auth: "owner",
+    input: z.object({ params: AGENT_PATH }),
+    notFound: agentNotFound,
+    responses: { 201: json("the new agent key; the old ones answer 401 from now on", AgentKeyResponse) },
+    errors: ["unauthorized", "forbidden", "not_found"],
+    handle: async ({ input, principal, deps: { s } }) => {
+      const agent = await s.agents.authorize(principal, input.params.address);
+      const revoked = await s.ctx.keys.revokeAll({ agentAddress: agent.address });
+      const apiKey = await s.ctx.keys.issue({ role: "agent", agentAddress: agent.address });
+      s.ctx.logger.info({ agent: agent.address, revoked }, "agent key rotated");
+      return reply(201, { agentAddress: agent.address, apiKey, revoked });
+    },
+  }),
   // Sign out everywhere: every owner key of this owner, the calling one included.
-  router.post("/auth/keys/revoke", requireAuth("owner"), async (ctx) => {
-    const p = ctx.state.principal!;
-    if (p.role !== "owner") return;
-    ctx.body = { ownerAddress: p.ownerAddress, revoked: await s.ctx.keys.revokeAll({ ownerAddress: p.ownerAddress }) };
-  });
-  router.get("/owner/gas", requireAuth("owner"), async (ctx) => {
-    const p = ctx.state.principal!;
-    if (p.role === "owner") ctx.body = await s.ctx.gas.usage(p.ownerAddress);
-  });
-  router.post("/agents/:address/owner", requireAuth("owner"), validate({ body: SetOwnerRequest }), async (ctx) => {
-    ctx.body = await s.controls.setOwner(await pathAgent(s, ctx), ctx.state.input as SetOwnerRequest);
-  });
-  return router;
-}
+  operation({
+    method: "POST",
+    path: "/auth/keys/revoke",
+    tag: "Owners",
+    summary: "Revoke every owner key of the calling owner (sign out everywhere)",
+    auth: "owner",
+    input: z.object({}),
+    responses: { 200: json("how many keys were revoked", RevokeOwnerKeysResponse) },
+    errors: ["unauthorized", "forbidden"],
+    handle: async ({ principal, deps: { s } }) =>
+      reply(200, { ownerAddress: principal.ownerAddress, revoked: await s.ctx.keys.revokeAll({ ownerAddress: principal.ownerAddress }) }),
+  }),
+  operation({
+    method: "GET",
+    path: "/owner/gas",
+    tag: "Policy",
+    summary: "The operator gas this owner's agents cost today, against the daily allowance",
+    description:
+      "Every transaction the operator relays for the owner's agents (policy deploys and updates, pauses, withdrawals, blocked records, " +
+      "authorisations, releases) is charged to the owner. Past OWNER_GAS_ALLOWANCE_GWEI a day, what costs the operator gas answers 429 " +
+      "`gas_allowance_exceeded` (pauses, withdrawals and hand-overs never do).",
+    auth: "owner",
+    input: z.object({}),
+    responses: { 200: json("today's figures", GasUsageResponse) },
+    errors: ["unauthorized", "forbidden"],
+    handle: async ({ principal, deps: { s } }) => reply(200, await s.ctx.gas.usage(principal.ownerAddress)),
+  }),
+  operation({
+    method: "POST",
+    path: "/agents/:address/owner",
+    tag: "Policy",
+    summary: "Hand the agent over to a new owner (signed by the current owner)",
+    auth: "owner",
+    signature: "SetOwner",
+    input: z.object({ params: AGENT_PATH, body: SetOwnerRequest }),
+    notFound: agentNotFound,
+    responses: { 200: json("the new owner, on-chain and in the service", SetOwnerResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "no_policy", ...SIGNED],
+    handle: async ({ input, principal, deps: { s } }) =>
+      reply(200, await s.controls.setOwner(await s.agents.authorize(principal, input.params.address), input.body)),
+  }),
+];

@@ -1,17 +1,17 @@
 /**
- * The owner dashboard: the pages (/, /onboarding, /agents, /approvals, /ledger), their bundled assets, and two small
- * public JSON answers the pages need before sign-in (the page config and an agent's public summary). Mounted before
- * the REST routers: a page path that is also an endpoint passes API requests on.
+ * The owner dashboard: the pages (/, /onboarding, /agents, /approvals, /ledger, /webhooks), their bundled assets, and
+ * two small public JSON answers the pages need before sign-in (the page config and an agent's public summary). Mounted
+ * before the REST operations: a page path that is also an endpoint passes API requests on.
  */
-import Router from "@koa/router";
-import type { z } from "zod";
-import type { DashboardConfigResponse as DashboardConfigSchema } from "../../schemas/dashboard";
+import type { Logger } from "pino";
+import { z } from "zod";
 import { ASSET_PREFIX, dashboardBundle } from "../../dashboard/build";
 import { PAGES, renderBuildError, renderPage } from "../../dashboard/pages";
 import { notFound } from "../../errors";
+import { AgentPublic, DashboardConfigResponse } from "../../schemas/dashboard";
 import { Address } from "../../schemas/common";
-import type { Services } from "../../services";
-import type { AppContext, AppState } from "../types";
+import { html, json, operation, rawOperation, reply } from "../operation";
+import type { AppContext } from "../types";
 
 /** Pages run only our own bundled script; API calls go to this origin; wallets' icons are data: URLs (EIP-6963). */
 const PAGE_CSP = [
@@ -25,28 +25,38 @@ const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-/** GET /dashboard/config: what the pages need to talk to wallets (for the API reference too). */
-
 /** Chains a wallet can be asked to add with a public RPC (the service's own RPC URL may carry a provider key). */
 const PUBLIC_CHAINS: Record<number, { name: string; rpcUrl: string }> = {
   8453: { name: "Base", rpcUrl: "https://mainnet.base.org" },
   84532: { name: "Base Sepolia", rpcUrl: "https://sepolia.base.org" },
 };
 
-export function dashboardRoutes(s: Services): Router<AppState> {
-  const router = new Router<AppState>();
-  const { config, logger } = s.ctx;
-  // Start building now so the first page is quick; a failure is logged here and answered per request below.
+/** Start building now so the first page is quick; a failure is logged here and answered per request. */
+export function prepareDashboard(logger: Logger): void {
   dashboardBundle().catch((err: unknown) => logger.error({ err }, "dashboard build failed"));
+}
 
-  const securityHeaders = (ctx: AppContext) => {
-    ctx.set("X-Content-Type-Options", "nosniff");
-    ctx.set("Referrer-Policy", "no-referrer");
-    ctx.set("X-Frame-Options", "DENY");
-  };
+const securityHeaders = (ctx: AppContext) => {
+  ctx.set("X-Content-Type-Options", "nosniff");
+  ctx.set("Referrer-Policy", "no-referrer");
+  ctx.set("X-Frame-Options", "DENY");
+};
 
-  for (const page of PAGES) {
-    router.get(page.path, async (ctx, next) => {
+/** Paths the REST API also serves (GET /approvals...): documented there, the page is only what a browser gets. */
+const API_PATHS = new Set(["/approvals", "/ledger", "/webhooks"]);
+
+const PAGE_OPERATIONS = PAGES.map((page) =>
+  rawOperation({
+    method: "GET",
+    path: page.path,
+    tag: "Dashboard",
+    summary: `Owner dashboard page ${page.path}`,
+    auth: "none",
+    input: z.object({}),
+    hidden: API_PATHS.has(page.path),
+    responses: { 200: html("the page"), 503: html("the dashboard bundle could not be built") },
+    errors: [],
+    serve: async ({ ctx, deps: { s } }, next) => {
       // /approvals and /ledger are REST endpoints too: only a browser's navigation (HTML first, no key) gets the page.
       if (ctx.get("Authorization") || ctx.accepts("json", "html") !== "html") return next();
       ctx.vary("Accept");
@@ -57,64 +67,103 @@ export function dashboardRoutes(s: Services): Router<AppState> {
         ctx.set("Content-Security-Policy", PAGE_CSP);
         ctx.body = renderPage(page, await dashboardBundle());
       } catch (err) {
-        logger.error({ err }, "dashboard build failed");
+        s.ctx.logger.error({ err }, "dashboard build failed");
         ctx.status = 503;
         ctx.body = renderBuildError();
       }
-    });
-  }
+    },
+  }),
+);
 
-  router.get(`${ASSET_PREFIX}:name`, async (ctx) => {
-    const asset = (await dashboardBundle()).assets.get(ctx.params.name);
-    if (!asset) throw notFound(`No dashboard asset ${ctx.params.name}.`);
-    securityHeaders(ctx);
-    ctx.set("Cache-Control", "public, max-age=31536000, immutable");
-    ctx.type = asset.type;
-    ctx.body = asset.body;
-  });
-
-  router.get("/dashboard/config", async (ctx) => {
-    const known = PUBLIC_CHAINS[config.chainId];
-    ctx.set("Cache-Control", "no-store");
-    const body: z.infer<typeof DashboardConfigSchema> = {
-      mode: config.embeddedChain ? "embedded" : "production",
-      chainId: config.chainId,
-      chainIdHex: `0x${config.chainId.toString(16)}`,
-      chainName: config.embeddedChain
-        ? `SpendGate embedded chain (chain id ${config.chainId})`
-        : (known?.name ?? `Chain ${config.chainId}`),
-      // Only the embedded chain's RPC is shown: in production RPC_URL may be a private endpoint with a key in it.
-      rpcUrl: config.embeddedChain ? (config.rpcUrl ?? null) : (known?.rpcUrl ?? null),
-      explorerUrl: config.explorerUrl,
-      baseUrl: s.ctx.urls.base,
-      usdcAddress: config.usdcAddress,
-      signatureWindowSeconds: config.signatureWindowSeconds,
-      serverTime: Math.floor(Date.now() / 1000),
-    };
-    ctx.body = body;
-  });
-
+export const DASHBOARD_OPERATIONS = [
+  ...PAGE_OPERATIONS,
+  rawOperation({
+    method: "GET",
+    path: `${ASSET_PREFIX}:name`,
+    tag: "Dashboard",
+    summary: "The dashboard's bundled scripts and styles",
+    auth: "none",
+    input: z.object({ params: z.object({ name: z.string().meta({ description: "asset file name" }) }) }),
+    responses: { 200: { description: "the asset", contentType: "application/octet-stream" } },
+    errors: ["not_found"],
+    serve: async ({ ctx, input }) => {
+      const asset = (await dashboardBundle()).assets.get(input.params.name);
+      if (!asset) throw notFound(`No dashboard asset ${input.params.name}.`);
+      securityHeaders(ctx);
+      ctx.set("Cache-Control", "public, max-age=31536000, immutable");
+      ctx.type = asset.type;
+      ctx.body = asset.body;
+    },
+  }),
+  operation({
+    method: "GET",
+    path: "/dashboard/config",
+    tag: "Dashboard",
+    summary: "What the pages need before sign-in: chain, URLs, USDC, signature window",
+    auth: "none",
+    input: z.object({}),
+    responses: { 200: { description: "the page config", schema: DashboardConfigResponse } },
+    errors: [],
+    handle: async ({ deps: { s } }) => {
+      const { config } = s.ctx;
+      const known = PUBLIC_CHAINS[config.chainId];
+      return reply(
+        200,
+        {
+          mode: config.embeddedChain ? "embedded" : "production",
+          chainId: config.chainId,
+          chainIdHex: `0x${config.chainId.toString(16)}`,
+          chainName: config.embeddedChain
+            ? `SpendGate embedded chain (chain id ${config.chainId})`
+            : (known?.name ?? `Chain ${config.chainId}`),
+          // Only the embedded chain's RPC is shown: in production RPC_URL may be a private endpoint with a key in it.
+          rpcUrl: config.embeddedChain ? (config.rpcUrl ?? null) : (known?.rpcUrl ?? null),
+          explorerUrl: config.explorerUrl,
+          baseUrl: s.ctx.urls.base,
+          usdcAddress: config.usdcAddress,
+          signatureWindowSeconds: config.signatureWindowSeconds,
+          serverTime: Math.floor(Date.now() / 1000),
+        } as const,
+        { "Cache-Control": "no-store" },
+      );
+    },
+  }),
   // Public: the onboarding page shows the agent before its owner has signed in. No keys, no email.
-  router.get("/agents/:address", async (ctx) => {
-    const address = Address.safeParse(ctx.params.address);
-    const agent = address.success ? await s.ctx.store.agents.findOne({ address: address.data }) : null;
-    if (!agent) throw notFound(`No agent with address ${ctx.params.address}. Check the activation link your agent gave you.`);
-    // Who owns an agent is told only to who holds its activation code (or a key that may act for it).
-    const code = typeof ctx.query.code === "string" ? ctx.query.code : "";
-    const p = ctx.state.principal;
-    const entitled =
-      s.agents.isActivationCode(agent.address, code) ||
-      (p?.role === "agent" && p.agentAddress === agent.address) ||
-      (p?.role === "owner" && p.ownerAddress === agent.ownerAddress);
-    ctx.body = {
-      address: agent.address,
-      label: agent.label,
-      createdAt: agent.createdAt.toISOString(),
-      ownerAddress: entitled ? agent.ownerAddress : null,
-      policyContract: agent.policyAddress,
-      deployed: await s.ctx.chain.isDeployed(agent.policyAddress),
-    };
-  });
-
-  return router;
-}
+  operation({
+    method: "GET",
+    path: "/agents/:address",
+    tag: "Dashboard",
+    summary: "An agent's public summary (the activation page shows it before sign-in)",
+    auth: "none",
+    input: z.object({
+      params: z.object({ address: z.string().meta({ description: "the agent's address" }) }),
+      query: z.object({
+        code: z
+          .string()
+          .optional()
+          .catch(undefined)
+          .meta({ description: "the activation code of the agent's link: with it, ownerAddress is shown" }),
+      }),
+    }),
+    responses: { 200: json("the agent", AgentPublic) },
+    errors: ["not_found"],
+    handle: async ({ input, principal: p, deps: { s } }) => {
+      const address = Address.safeParse(input.params.address);
+      const agent = address.success ? await s.ctx.store.agents.findOne({ address: address.data }) : null;
+      if (!agent) throw notFound(`No agent with address ${input.params.address}. Check the activation link your agent gave you.`);
+      // Who owns an agent is told only to who holds its activation code (or a key that may act for it).
+      const entitled =
+        s.agents.isActivationCode(agent.address, input.query.code ?? "") ||
+        (p?.role === "agent" && p.agentAddress === agent.address) ||
+        (p?.role === "owner" && p.ownerAddress === agent.ownerAddress);
+      return reply(200, {
+        address: agent.address,
+        label: agent.label,
+        createdAt: agent.createdAt.toISOString(),
+        ownerAddress: entitled ? agent.ownerAddress : null,
+        policyContract: agent.policyAddress,
+        deployed: await s.ctx.chain.isDeployed(agent.policyAddress),
+      });
+    },
+  }),
+];

@@ -1,42 +1,70 @@
 /** GET /skill.md, /references/api_docs.md and /openapi.json: generated on first request (the URLs are known then). */
-import Router from "@koa/router";
+import { z } from "zod";
 import { buildApiDocs } from "../../docs/markdown";
 import { buildOpenApi } from "../../docs/openapi";
 import { buildSkill } from "../../docs/skill";
 import type { Services } from "../../services";
-import type { AppContext, AppState } from "../types";
+import { type OperationDeps, markdown, rawOperation } from "../operation";
+import type { AppContext } from "../types";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const VERSION: string = require("../../../package.json").version;
 
-export function docsRoutes(s: Services): Router<AppState> {
-  const cache = new Map<string, string>();
-  const urls = (ctx: AppContext) => ({
-    baseUrl: s.ctx.urls.base || ctx.origin,
-    dashboardUrl: s.ctx.urls.dashboard || s.ctx.urls.base || ctx.origin,
-  });
-  // Cached once the service knows its public URLs; never keyed by a client's Host header.
-  const once = (key: string, make: () => string) => {
-    if (!s.ctx.urls.base) return make();
-    if (!cache.has(key)) cache.set(key, make());
-    return cache.get(key)!;
-  };
+const caches = new WeakMap<Services, Map<string, string>>();
 
-  const router = new Router<AppState>();
-  router.get("/skill.md", async (ctx) => {
-    const { baseUrl, dashboardUrl } = urls(ctx);
-    ctx.type = "text/markdown; charset=utf-8";
-    ctx.body = once("skill", () => buildSkill(baseUrl, dashboardUrl));
-  });
-  router.get("/references/api_docs.md", async (ctx) => {
-    const u = urls(ctx);
-    ctx.type = "text/markdown; charset=utf-8";
-    ctx.body = once("md", () => buildApiDocs({ ...u, version: VERSION }));
-  });
-  router.get("/openapi.json", async (ctx) => {
-    const u = urls(ctx);
-    ctx.type = "application/json";
-    ctx.body = once("openapi", () => JSON.stringify(buildOpenApi({ ...u, version: VERSION }), null, 2));
-  });
-  return router;
+/** The deployment's URLs, or the request's origin before the service knows them. */
+const urls = (s: Services, ctx: AppContext) => ({
+  baseUrl: s.ctx.urls.base || ctx.origin,
+  dashboardUrl: s.ctx.urls.dashboard || s.ctx.urls.base || ctx.origin,
+  version: VERSION,
+});
+
+/** Cached once the service knows its public URLs; never keyed by a client's Host header. */
+function once(s: Services, key: string, make: () => string): string {
+  if (!s.ctx.urls.base) return make();
+  let cache = caches.get(s);
+  if (!cache) caches.set(s, (cache = new Map()));
+  let text = cache.get(key);
+  if (text === undefined) cache.set(key, (text = make()));
+  return text;
 }
+
+const document = (path: string, summary: string, response: { description: string; contentType?: string }, key: string, type: string) =>
+  rawOperation({
+    method: "GET",
+    path,
+    tag: "Docs",
+    summary,
+    auth: "none",
+    input: z.object({}),
+    responses: { 200: response },
+    errors: [],
+    serve: async ({ ctx, deps }) => {
+      ctx.type = type;
+      ctx.body = once(deps.s, key, () => render(key, urls(deps.s, ctx), deps));
+    },
+  });
+
+function render(key: string, u: ReturnType<typeof urls>, deps: OperationDeps): string {
+  if (key === "skill") return buildSkill(u.baseUrl, u.dashboardUrl);
+  if (key === "md") return buildApiDocs(u, deps.operations);
+  return JSON.stringify(buildOpenApi(u, deps.operations), null, 2);
+}
+
+export const DOC_OPERATIONS = [
+  document(
+    "/skill.md",
+    "Onboarding file for agents (config, genesis, MCP registration, behaviour rules)",
+    markdown("the onboarding markdown, with this deployment's URLs"),
+    "skill",
+    "text/markdown; charset=utf-8",
+  ),
+  document(
+    "/references/api_docs.md",
+    "This API reference as markdown",
+    markdown("the API reference"),
+    "md",
+    "text/markdown; charset=utf-8",
+  ),
+  document("/openapi.json", "This API as an OpenAPI 3.1 document", { description: "the OpenAPI document" }, "openapi", "application/json"),
+];

@@ -1,39 +1,60 @@
 /** Spend policies: read by agent or owner keys, changed only with the owner's signature. */
-import Router from "@koa/router";
-import { forbidden } from "../../errors";
-import { Address } from "../../schemas/common";
+import { z } from "zod";
+import { badRequest, forbidden } from "../../errors";
 import { OptionalAddressQuery } from "../../schemas/accounts";
-import { SetLimitsRequest } from "../../schemas/limits";
-import type { Services } from "../../services";
-import { requireAuth } from "../auth";
-import type { AppState } from "../types";
-import { validate } from "../validate";
-import { badRequest } from "../../errors";
+import { Address } from "../../schemas/common";
+import { LimitsResponse, SetLimitsRequest, SetLimitsResponse } from "../../schemas/limits";
+import { SIGNED, json, operation, reply } from "../operation";
 
-export function limitRoutes(s: Services): Router<AppState> {
-  const router = new Router<AppState>();
-
-  router.get("/limits", requireAuth(), validate({ query: OptionalAddressQuery }), async (ctx) => {
-    const principal = ctx.state.principal!;
-    const address = ctx.state.input.address as string | undefined;
-    const agents = address ? [await s.agents.authorize(principal, address)] : await s.agents.visible(principal);
-    const ownerHeader = ctx.get("X-Owner-Address");
-    if (ownerHeader) {
-      const owner = Address.safeParse(ownerHeader);
-      if (!owner.success) throw badRequest("X-Owner-Address must be a 0x address.");
-      if (agents.some((a) => a.ownerAddress !== owner.data)) {
-        throw forbidden(`The agent is not linked to ${owner.data}.`);
+export const LIMIT_OPERATIONS = [
+  operation({
+    method: "GET",
+    path: "/limits",
+    tag: "Policy",
+    summary: "Spend policies, read from the agents' SpendPolicy contracts",
+    description:
+      "For an agent without a policy yet, `policyContract` is the factory's predicted address and `deployed` is false. " +
+      "`windows` lists the day's window and each other window the policy limits (hourly, weekly, monthly = 30 days, lifetime) " +
+      "with budget, spent, remaining and `resetsAt` (fixed windows aligned to UTC); `velocity` the payments left this hour; " +
+      "`merchantRemainingToday` what each capped allowlist entry has left today.",
+    auth: "either",
+    input: z.object({ query: OptionalAddressQuery }),
+    headers: [{ name: "X-Owner-Address", required: false, description: "403 unless every agent answered is linked to this owner" }],
+    responses: { 200: json("one entry per agent", LimitsResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden"],
+    handle: async ({ input: { query }, principal, ctx, deps: { s } }) => {
+      const agents = query.address ? [await s.agents.authorize(principal, query.address)] : await s.agents.visible(principal);
+      const ownerHeader = ctx.get("X-Owner-Address");
+      if (ownerHeader) {
+        const owner = Address.safeParse(ownerHeader);
+        if (!owner.success) throw badRequest("X-Owner-Address must be a 0x address.");
+        if (agents.some((a) => a.ownerAddress !== owner.data)) {
+          throw forbidden(`The agent is not linked to ${owner.data}.`);
+        }
       }
-    }
-    ctx.body = { agents: await Promise.all(agents.map((a) => s.policies.view(a))) };
-  });
-
-  router.post("/limits", requireAuth(), validate({ body: SetLimitsRequest }), async (ctx) => {
-    const input = ctx.state.input as SetLimitsRequest;
-    const agent = await s.agents.authorize(ctx.state.principal, input.agentAddress);
-    ctx.status = 201;
-    ctx.body = await s.policies.set(ctx.state.principal!, agent, input);
-  });
-
-  return router;
-}
+      return reply(200, { agents: await Promise.all(agents.map((a) => s.policies.view(a))) });
+    },
+  }),
+  operation({
+    method: "POST",
+    path: "/limits",
+    tag: "Policy",
+    summary: "Deploy or update an agent's on-chain spend policy",
+    description:
+      "Needs the owner's SetPolicy signature over every field (policy domain); the first call deploys the agent's SpendPolicy. " +
+      "The optional limits (hourlyBudget, weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour, validUntil, " +
+      'swapTwapSeconds, merchantCaps) are 0, "no such limit", when absent, and are signed as 0. `merchantCaps` maps allowlist ' +
+      "entries to their own daily cap (its leaf in the allowlist Merkle tree is [entry, cap]). maxSwapSlippageBps (at most " +
+      "1000; 0 = no swaps) lets POST /pay buy a missing USDC shortfall with the wallet's WETH or ETH, at most that many basis " +
+      "points above the pool's TWAP over swapTwapSeconds (60 to 3600 when swaps are on; 400 otherwise).",
+    auth: "either",
+    signature: "SetPolicy",
+    input: z.object({ body: SetLimitsRequest }),
+    responses: { 201: json("deployed or updated on-chain", SetLimitsResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "unavailable", "gas_allowance_exceeded", ...SIGNED],
+    handle: async ({ input: { body }, principal, deps: { s } }) => {
+      const agent = await s.agents.authorize(principal, body.agentAddress);
+      return reply(201, await s.policies.set(principal, agent, body));
+    },
+  }),
+];

@@ -1,70 +1,186 @@
 /** Payments, approvals, the ledger and the embedded dev faucet. */
-import Router from "@koa/router";
 import { parseUnits } from "ethers";
+import { z } from "zod";
 import { giveFromFaucet } from "../../chain/faucet";
-import { notFound } from "../../errors";
-import { ApprovalDecisionRequest, ApprovalIdParam, FAUCET_TOKENS, FaucetRequest, LedgerQuery, PayRequest } from "../../schemas/payments";
+import { appErrorOf, notFound } from "../../errors";
 import { OptionalAddressQuery } from "../../schemas/accounts";
-import type { Services } from "../../services";
-import { requireAuth } from "../auth";
-import type { AppContext, AppState } from "../types";
-import { validate } from "../validate";
+import {
+  ApprovalDecisionRequest,
+  ApprovalIdParam,
+  ApprovalsResponse,
+  ApproveResponse,
+  DenyResponse,
+  FAUCET_TOKENS,
+  FaucetRequest,
+  FaucetResponse,
+  LedgerEntry,
+  LedgerQuery,
+  LedgerResponse,
+  type PayAnswer,
+  PayRequest,
+  PayResult,
+  TransactionId,
+} from "../../schemas/payments";
+import { SELLER_ERRORS, SIGNED, json, operation, reply } from "../operation";
 
-function approvalId(ctx: AppContext): string {
-  const parsed = ApprovalIdParam.safeParse(ctx.params.id);
-  if (!parsed.success) throw notFound(`Approval ${ctx.params.id} not found.`);
-  return parsed.data;
+/** The one place a payment's answer becomes HTTP: 200 approved, 202 pending, 422 blocked, or its error. */
+function payReply(answer: PayAnswer & { replayed: boolean }) {
+  const headers = answer.replayed ? { "Idempotent-Replayed": "true" } : undefined;
+  if ("error" in answer) throw appErrorOf(answer.error, { ...answer.headers, ...headers });
+  const o = answer.outcome;
+  if (o.status === "approved") return reply(200, o, headers);
+  return o.status === "pending" ? reply(202, o, headers) : reply(422, o, headers);
 }
 
-export function paymentRoutes(s: Services): Router<AppState> {
-  const router = new Router<AppState>();
+const APPROVAL_PATH = z.strictObject({ id: ApprovalIdParam.meta({ description: "the approvalId (apr_...)" }) });
+const approvalNotFound = (p: Record<string, string>) => `Approval ${p.id} not found.`;
 
-  // Paying is the agent's: owner keys read, approve and set limits (DESIGN 6).
-  router.post("/pay", requireAuth("agent"), validate({ body: PayRequest }), async (ctx) => {
-    const input = ctx.state.input as PayRequest;
-    const principal = ctx.state.principal!;
-    const agent = await s.agents.authorize(principal, input.agentAddress);
-    const result = await s.payments.payOnce(principal, agent, input, ctx.get("Idempotency-Key") || undefined);
-    if (result.replayed) ctx.set("Idempotent-Replayed", "true");
-    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
-    ctx.status = result.status;
-    ctx.body = result.body;
-  });
+export const PAY_OPERATION = operation({
+  method: "POST",
+  path: "/pay",
+  tag: "Payments",
+  summary: "Pay an x402 seller under the agent's spend policy",
+  description:
+    "Policy first (before any value moves), then the seller's 402 quote, the contract's check, and one of three outcomes: " +
+    "200 approved (paid and settled), 202 pending (the owner decides; do not retry), 422 blocked (PaymentBlocked " +
+    "recorded on-chain; never retry). Policy, then swap, then x402 settlement: when the agent wallet holds less USDC " +
+    "than the price and its owner's policy allows swaps (maxSwapSlippageBps > 0), the wallet first buys exactly the " +
+    "shortfall with its WETH (then its ETH) through Uniswap v3's SwapRouter02, never above the pool's TWAP over " +
+    "swapTwapSeconds plus the pool fee plus maxSwapSlippageBps (checked by the wallet contract); the 200 answer and the " +
+    "ledger then carry `swap`. A price past that bound is blocked `swap_slippage_exceeded` (on-chain, nothing spent, the " +
+    "budget released); a shortfall nothing can buy (swaps off, too little WETH and ETH) is blocked `insufficient_funds` " +
+    "before any transaction. When the payment fails after its swap, the USDC bought stays in the wallet. " +
+    "An `Idempotency-Key` header makes retries safe: the same key and body answer the first result.",
+  // Paying is the agent's: owner keys read, approve and set limits.
+  auth: "agent",
+  input: z.object({ body: PayRequest }),
+  headers: [{ name: "Idempotency-Key", required: false, description: "1-200 printable ASCII characters; kept 24 h per API key" }],
+  responses: {
+    200: json("approved: paid and settled", PayResult, {
+      "Idempotent-Replayed": "true when answered from an earlier request with the same key",
+    }),
+    202: json("pending: waits for the owner's approval", PayResult),
+    422: json("blocked by the policy (status blocked, reason, onchainEvent PaymentBlocked), or an error below", PayResult),
+  },
+  errors: [
+    "bad_request",
+    "unauthorized",
+    "forbidden",
+    "conflict",
+    "no_policy",
+    "payment_not_required",
+    "gas_allowance_exceeded",
+    ...SELLER_ERRORS,
+  ],
+  handle: async ({ input: { body }, principal, ctx, deps: { s } }) => {
+    const agent = await s.agents.authorize(principal, body.agentAddress);
+    return payReply(await s.payments.payOnce(principal, agent, body, ctx.get("Idempotency-Key") || undefined));
+  },
+});
 
-  router.get("/approvals", requireAuth("owner"), validate({ query: OptionalAddressQuery }), async (ctx) => {
-    const p = ctx.state.principal!;
-    if (p.role !== "owner") return;
-    ctx.body = await s.approvals.list(p.ownerAddress, ctx.state.input.address as string | undefined);
-  });
+/** The owner's decisions on pending payments. */
+export const APPROVAL_OPERATIONS = [
+  operation({
+    method: "GET",
+    path: "/approvals",
+    tag: "Approvals",
+    summary: "Pending approvals of the owner's agents",
+    auth: "owner",
+    input: z.object({ query: OptionalAddressQuery }),
+    responses: { 200: json("pending approvals", ApprovalsResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden"],
+    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.approvals.list(principal.ownerAddress, input.query.address)),
+  }),
+  operation({
+    method: "POST",
+    path: "/approvals/:id/approve",
+    tag: "Approvals",
+    summary: "Approve a pending payment: the service pays it",
+    description: "The owner's ApprovalDecision signature (action approve) is also checked on-chain. The seller's price is fetched again.",
+    auth: "owner",
+    signature: "ApprovalDecision",
+    input: z.object({ params: APPROVAL_PATH, body: ApprovalDecisionRequest }),
+    notFound: approvalNotFound,
+    responses: { 200: json("approved and paid", ApproveResponse) },
+    errors: [
+      "bad_request",
+      "unauthorized",
+      "forbidden",
+      "not_found",
+      "conflict",
+      "price_changed",
+      "unsupported_payment",
+      "blocked",
+      ...SIGNED,
+      ...SELLER_ERRORS,
+    ],
+    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.approvals.approve(principal, input.params.id, input.body)),
+  }),
+  operation({
+    method: "POST",
+    path: "/approvals/:id/deny",
+    tag: "Approvals",
+    summary: "Deny a pending payment",
+    auth: "owner",
+    signature: "ApprovalDecision",
+    input: z.object({ params: APPROVAL_PATH, body: ApprovalDecisionRequest }),
+    notFound: approvalNotFound,
+    responses: { 200: json("denied; nothing moves", DenyResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", ...SIGNED],
+    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.approvals.deny(principal, input.params.id, input.body)),
+  }),
+];
 
-  router.post("/approvals/:id/approve", requireAuth("owner"), validate({ body: ApprovalDecisionRequest }), async (ctx) => {
-    ctx.body = await s.approvals.approve(ctx.state.principal!, approvalId(ctx), ctx.state.input as ApprovalDecisionRequest);
-  });
+export const LEDGER_OPERATIONS = [
+  operation({
+    method: "GET",
+    path: "/ledger",
+    tag: "Ledger",
+    summary: "Payment records, newest first",
+    auth: "either",
+    input: z.object({ query: LedgerQuery }),
+    responses: { 200: json("a page of the ledger and the total", LedgerResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden"],
+    handle: async ({ input: { query }, principal, deps: { s } }) => {
+      if (query.address) await s.agents.authorize(principal, query.address);
+      return reply(200, await s.ledger.list(principal, query));
+    },
+  }),
+  operation({
+    method: "GET",
+    path: "/ledger/:id",
+    tag: "Ledger",
+    summary: "One payment record",
+    auth: "either",
+    input: z.object({ params: z.strictObject({ id: TransactionId.meta({ description: "the transaction id (txn_...)" }) }) }),
+    notFound: (p) => `Transaction ${p.id} not found.`,
+    responses: { 200: json("the record", LedgerEntry) },
+    errors: ["unauthorized", "forbidden", "not_found"],
+    handle: async ({ input, principal, deps: { s } }) => {
+      const doc = await s.ledger.get(input.params.id);
+      if (!doc) throw notFound(`Transaction ${input.params.id} not found.`);
+      await s.agents.authorize(principal, doc.agentAddress);
+      return reply(200, s.ledger.view(doc));
+    },
+  }),
+];
 
-  router.post("/approvals/:id/deny", requireAuth("owner"), validate({ body: ApprovalDecisionRequest }), async (ctx) => {
-    ctx.body = await s.approvals.deny(ctx.state.principal!, approvalId(ctx), ctx.state.input as ApprovalDecisionRequest);
-  });
-
-  router.get("/ledger", requireAuth(), validate({ query: LedgerQuery }), async (ctx) => {
-    const q = ctx.state.input as { address?: string; status?: never; limit: number; offset: number };
-    if (q.address) await s.agents.authorize(ctx.state.principal, q.address);
-    ctx.body = await s.ledger.list(ctx.state.principal!, q);
-  });
-
-  router.get("/ledger/:id", requireAuth(), async (ctx) => {
-    const doc = /^txn_[0-9a-f]{24}$/.test(ctx.params.id) ? await s.ledger.get(ctx.params.id) : null;
-    if (!doc) throw notFound(`Transaction ${ctx.params.id} not found.`);
-    await s.agents.authorize(ctx.state.principal, doc.agentAddress);
-    ctx.body = s.ledger.view(doc);
-  });
-
-  router.post("/dev/faucet", validate({ body: FaucetRequest }), async (ctx) => {
+export const FAUCET_OPERATION = operation({
+  method: "POST",
+  path: "/dev/faucet",
+  tag: "System",
+  summary: "Give an agent test USDC, ETH or WETH (embedded mode only)",
+  description:
+    "`token` is USDC (minted, the default), ETH (sent by the operator) or WETH (wrapped and sent by the operator); " +
+    "`amount` is in that token's units. At most 1000000 USDC or 1000 ETH/WETH at a time. Outside embedded mode the route answers 404.",
+  auth: "none",
+  input: z.object({ body: FaucetRequest }),
+  responses: { 200: json("given: the transaction that delivered it", FaucetResponse) },
+  errors: ["bad_request", "not_found"],
+  handle: async ({ input: { body }, deps: { s } }) => {
     if (!s.ctx.config.embeddedChain) throw notFound("No route for POST /dev/faucet.");
-    const { agentAddress, amount, token } = ctx.state.input as FaucetRequest;
-    const units = parseUnits(amount, FAUCET_TOKENS[token].decimals);
-    const txHash = await giveFromFaucet(s.ctx.chain, agentAddress, token, units);
-    ctx.body = { agentAddress, amount, currency: token, txHash };
-  });
-
-  return router;
-}
+    const units = parseUnits(body.amount, FAUCET_TOKENS[body.token].decimals);
+    const txHash = await giveFromFaucet(s.ctx.chain, body.agentAddress, body.token, units);
+    return reply(200, { agentAddress: body.agentAddress, amount: body.amount, currency: body.token, txHash });
+  },
+});

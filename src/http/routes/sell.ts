@@ -1,14 +1,19 @@
 /** GET|POST /sell/agent-intel: SpendGate as an x402 seller (public challenge, paid resource); logic in x402/seller. */
-import Router from "@koa/router";
+import { z } from "zod";
+import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { Services } from "../../services";
 import { AgentIntelSeller } from "../../x402/seller";
-import type { AppContext, AppState } from "../types";
+import { json, rawOperation } from "../operation";
 
 export const SELL_PATH = "/sell/agent-intel";
 
-export function sellRoutes(s: Services): Router<AppState> {
-  const { config, chain, facilitator, logger, urls } = s.ctx;
-  const seller = new AgentIntelSeller(
+/** One seller per service set, made on the first request. */
+const sellers = new WeakMap<Services, AgentIntelSeller>();
+function sellerFor(s: Services): AgentIntelSeller {
+  let seller = sellers.get(s);
+  if (seller) return seller;
+  const { config, chain, facilitator, logger } = s.ctx;
+  seller = new AgentIntelSeller(
     {
       chainId: config.chainId,
       networkName: config.networkName,
@@ -25,20 +30,45 @@ export function sellRoutes(s: Services): Router<AppState> {
     },
     logger,
   );
-
-  const sell = async (ctx: AppContext) => {
-    const answer = await seller.handle({
-      resourceUrl: `${urls.base || ctx.origin}${SELL_PATH}`,
-      paymentSignature: ctx.get("PAYMENT-SIGNATURE") || undefined,
-      xPayment: ctx.get("X-PAYMENT") || undefined,
-    });
-    ctx.status = answer.status;
-    ctx.set(answer.headers);
-    ctx.body = answer.body;
-  };
-
-  const router = new Router<AppState>();
-  router.get(SELL_PATH, sell);
-  router.post(SELL_PATH, sell);
-  return router;
+  sellers.set(s, seller);
+  return seller;
 }
+
+export const SELL_OPERATIONS = (["GET", "POST"] as const).map((method) =>
+  rawOperation({
+    method,
+    path: SELL_PATH,
+    tag: "Seller",
+    summary: `SpendGate as an x402 seller: the paying agent's portfolio (${method})`,
+    description:
+      "Unpaid: 402 with the v1 JSON body, the v2 PAYMENT-REQUIRED header and X-Service-Amount, X-Service-Network, " +
+      "X-Service-Chain-Id, X-Service-Token, X-Service-Receiver. Paid: verified and settled through x402, then the resource.",
+    auth: "x402",
+    input: z.object({}),
+    headers: [
+      { name: "PAYMENT-SIGNATURE", required: false, description: "x402 v2 payment payload (base64 JSON)" },
+      { name: "X-PAYMENT", required: false, description: "x402 v1 payment payload (base64 JSON)" },
+    ],
+    responses: {
+      200: json("paid: the resource", AgentIntel, { "PAYMENT-RESPONSE": "v2 settlement (base64 JSON); X-PAYMENT-RESPONSE for v1" }),
+      402: json("payment required, or the payment was refused (`error` says why)", PaymentChallenge, {
+        "PAYMENT-REQUIRED": "x402 v2 payment requirement (base64 JSON)",
+        "X-Service-Amount": "price in USDC",
+        "X-Service-Network": "network name",
+        "X-Service-Token": "USDC contract",
+        "X-Service-Receiver": "receiving address",
+      }),
+    },
+    errors: ["upstream_error"],
+    serve: async ({ ctx, deps: { s } }) => {
+      const answer = await sellerFor(s).handle({
+        resourceUrl: `${s.ctx.urls.base || ctx.origin}${SELL_PATH}`,
+        paymentSignature: ctx.get("PAYMENT-SIGNATURE") || undefined,
+        xPayment: ctx.get("X-PAYMENT") || undefined,
+      });
+      ctx.status = answer.status;
+      ctx.set(answer.headers);
+      ctx.body = answer.body;
+    },
+  }),
+);

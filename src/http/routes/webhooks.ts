@@ -1,38 +1,85 @@
 /** Owner alerts by webhook: endpoints and their delivery log. Owner keys only (an agent key gets 403). */
-import Router from "@koa/router";
-import { notFound } from "../../errors";
-import { CreateWebhookRequest, DeliveriesQuery, WebhookIdParam } from "../../schemas/webhooks";
-import type { WebhookService } from "../../webhooks/endpoints";
-import { requireAuth } from "../auth";
-import type { AppContext, AppState } from "../types";
-import { validate } from "../validate";
+import { z } from "zod";
+import {
+  CreateWebhookRequest,
+  CreateWebhookResponse,
+  DeliveriesQuery,
+  DeliveriesResponse,
+  DisableWebhookResponse,
+  TestWebhookResponse,
+  WEBHOOK_EVENT_TYPES,
+  WebhookIdParam,
+  WebhooksResponse,
+} from "../../schemas/webhooks";
+import { json, operation, reply } from "../operation";
 
 /** The webhook id of the path (a malformed one answers 404 like a missing one). */
-function pathId(ctx: AppContext): string {
-  const id = WebhookIdParam.safeParse(ctx.params.id);
-  if (!id.success) throw notFound(`Webhook ${String(ctx.params.id).slice(0, 64)} not found.`);
-  return id.data;
-}
+const WEBHOOK_PATH = z.strictObject({ id: WebhookIdParam.meta({ description: "the endpoint (whk_...)" }) });
+const webhookNotFound = (p: Record<string, string>) => `Webhook ${p.id.slice(0, 64)} not found.`;
 
-export function webhookRoutes(webhooks: WebhookService): Router<AppState> {
-  const router = new Router<AppState>();
-  router.post("/webhooks", requireAuth("owner"), validate({ body: CreateWebhookRequest }), async (ctx) => {
-    ctx.status = 201;
-    ctx.body = await webhooks.create(ctx.state.principal, ctx.state.input as CreateWebhookRequest);
-  });
-  router.get("/webhooks", requireAuth("owner"), async (ctx) => {
-    ctx.body = await webhooks.list(ctx.state.principal);
-  });
-  router.delete("/webhooks/:id", requireAuth("owner"), async (ctx) => {
-    ctx.body = await webhooks.disable(ctx.state.principal, pathId(ctx));
-  });
-  router.get("/webhooks/:id/deliveries", requireAuth("owner"), validate({ query: DeliveriesQuery }), async (ctx) => {
-    const q = ctx.state.input as { limit: number; offset: number };
-    ctx.body = await webhooks.deliveries(ctx.state.principal, pathId(ctx), q);
-  });
-  router.post("/webhooks/:id/test", requireAuth("owner"), async (ctx) => {
-    ctx.status = 202;
-    ctx.body = await webhooks.test(ctx.state.principal, pathId(ctx));
-  });
-  return router;
-}
+export const WEBHOOK_OPERATIONS = [
+  operation({
+    method: "POST",
+    path: "/webhooks",
+    tag: "Webhooks",
+    summary: "Register a webhook endpoint for owner alerts (the signing secret is shown once)",
+    description:
+      `Events: ${WEBHOOK_EVENT_TYPES.join(", ")}. Each delivery is a POST of \`{ id, type, createdAt, data }\` with the header ` +
+      '`SpendGate-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>`, retried with exponential backoff ' +
+      "for 24 h until a 2xx answer (at least once: dedupe by `id`). Redirects are not followed. The URL follows the seller rules: " +
+      "https (plain http only with ALLOW_HTTP_SELLERS), no private address (unless ALLOW_PRIVATE_SELLERS), at most 2048 characters; " +
+      "at most 10 active endpoints per owner.",
+    auth: "owner",
+    input: z.object({ body: CreateWebhookRequest }),
+    responses: { 201: json("registered; `secret` is never shown again", CreateWebhookResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "conflict", "insecure_webhook_url", "unsafe_webhook_url"],
+    handle: async ({ input, principal, deps }) => reply(201, await deps.webhooks.create(principal, input.body)),
+  }),
+  operation({
+    method: "GET",
+    path: "/webhooks",
+    tag: "Webhooks",
+    summary: "The owner's webhook endpoints, newest first (without secrets)",
+    auth: "owner",
+    input: z.object({}),
+    responses: { 200: json("active and disabled endpoints", WebhooksResponse) },
+    errors: ["unauthorized", "forbidden"],
+    handle: async ({ principal, deps }) => reply(200, await deps.webhooks.list(principal)),
+  }),
+  operation({
+    method: "DELETE",
+    path: "/webhooks/:id",
+    tag: "Webhooks",
+    summary: "Disable a webhook endpoint: nothing more is sent to it (its pending deliveries are cancelled)",
+    auth: "owner",
+    input: z.object({ params: WEBHOOK_PATH }),
+    notFound: webhookNotFound,
+    responses: { 200: json("the endpoint, disabled (its delivery log stays readable)", DisableWebhookResponse) },
+    errors: ["unauthorized", "forbidden", "not_found"],
+    handle: async ({ input, principal, deps }) => reply(200, await deps.webhooks.disable(principal, input.params.id)),
+  }),
+  operation({
+    method: "GET",
+    path: "/webhooks/:id/deliveries",
+    tag: "Webhooks",
+    summary: "An endpoint's deliveries, newest first, each with every attempt",
+    auth: "owner",
+    input: z.object({ params: WEBHOOK_PATH, query: DeliveriesQuery }),
+    notFound: webhookNotFound,
+    responses: { 200: json("a page of deliveries and the total", DeliveriesResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found"],
+    handle: async ({ input, principal, deps }) => reply(200, await deps.webhooks.deliveries(principal, input.params.id, input.query)),
+  }),
+  operation({
+    method: "POST",
+    path: "/webhooks/:id/test",
+    tag: "Webhooks",
+    summary: "Send a `webhook.test` event to this endpoint",
+    auth: "owner",
+    input: z.object({ params: WEBHOOK_PATH }),
+    notFound: webhookNotFound,
+    responses: { 202: json("queued; see its delivery in the log", TestWebhookResponse) },
+    errors: ["unauthorized", "forbidden", "not_found", "conflict"],
+    handle: async ({ input, principal, deps }) => reply(202, await deps.webhooks.test(principal, input.params.id)),
+  }),
+];

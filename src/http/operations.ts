@@ -1,0 +1,35 @@
+/** Every operation of the service, in the order the API reference lists them. */
+import type { AnyOperation } from "./operation";
+import { ACCOUNT_OPERATIONS } from "./routes/accounts";
+import { OWNER_OPERATIONS, PAUSE_OPERATION } from "./routes/controls";
+import { DASHBOARD_OPERATIONS } from "./routes/dashboard";
+import { DOC_OPERATIONS } from "./routes/docs";
+import { LIMIT_OPERATIONS } from "./routes/limits";
+import { MCP_OPERATIONS } from "./routes/mcp";
+import { APPROVAL_OPERATIONS, FAUCET_OPERATION, LEDGER_OPERATIONS, PAY_OPERATION } from "./routes/payments";
+import { SELL_OPERATIONS } from "./routes/sell";
+import { SYSTEM_OPERATIONS } from "./routes/system";
+import { WEBHOOK_OPERATIONS } from "./routes/webhooks";
+
+export const OPERATIONS: readonly AnyOperation[] = [
+  ...SYSTEM_OPERATIONS,
+  ...ACCOUNT_OPERATIONS,
+  ...LIMIT_OPERATIONS,
+  PAUSE_OPERATION,
+  PAY_OPERATION,
+  ...APPROVAL_OPERATIONS,
+  ...LEDGER_OPERATIONS,
+  FAUCET_OPERATION,
+  ...SELL_OPERATIONS,
+  ...MCP_OPERATIONS,
+  ...DOC_OPERATIONS,
+  ...OWNER_OPERATIONS,
+  ...WEBHOOK_OPERATIONS,
+  ...DASHBOARD_OPERATIONS,
+];
+
+/** Mount order: the dashboard's pages first, so that a page path the API shares passes API requests on. */
+export const MOUNT_ORDER: readonly AnyOperation[] = [
+  ...DASHBOARD_OPERATIONS,
+  ...OPERATIONS.filter((op) => !DASHBOARD_OPERATIONS.includes(op)),
+];
