@@ -139,6 +139,21 @@ export class PolicyOps {
     return { decision: Number(decision), reason: REASONS[Number(reason)] ?? null };
   }
 
+  /** check() and `holder`'s USDC balance in one call (Multicall3): the payment path needs both, one round trip. */
+  async checkWithBalance(policyAddress: string, merchant: string, allowed: AllowlistProof, amount: bigint, holder: string) {
+    const c = this.chain.policyAt(policyAddress, this.chain.provider);
+    const [checked, balance] = await this.chain.readMany([
+      { contract: c, method: "checkPayment", args: [merchant, allowed.leaf, allowed.cap, allowed.proof, amount] },
+      { contract: this.chain.usdc, method: "balanceOf", args: [holder] },
+    ]);
+    if (!checked || !balance) {
+      // Asked again one by one, so that a failure fails as it always did (with the contract's error).
+      const [r, usdc] = await Promise.all([this.check(policyAddress, merchant, allowed, amount), this.chain.usdc.balanceOf(holder)]);
+      return { ...r, usdc: usdc as bigint };
+    }
+    return { decision: Number(checked[0]), reason: REASONS[Number(checked[1])] ?? null, usdc: balance[0] as bigint };
+  }
+
   /**
    * authorizePayment of exactly `transfer`: authorised or blocked (PaymentBlocked on-chain), decoded from the
    * receipt. Once authorised, the agent wallet answers ERC-1271 for that one EIP-3009 transfer.
@@ -157,9 +172,8 @@ export class PolicyOps {
     // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
     const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(allowed.proof.length) * 5_000n;
-    const tx = await this.chain.sendTx((o) =>
-      c.authorizePayment(paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, toTuple(transfer), tuple, { ...o, gasLimit }),
-    );
+    const args = [paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, toTuple(transfer), tuple];
+    const tx = await this.chain.sendCall(c, "authorizePayment", args, { gasLimit });
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
     const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);
     for (const log of this.logsOf(receipt, policyAddress)) {
