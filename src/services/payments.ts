@@ -90,9 +90,11 @@ export class PaymentService {
     // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
-    // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
-    let swapCheck = this.swapCheck(pc, policy, quote.amount);
-    let check = await this.settlement.ops.check(pc.agent.policyAddress, pc.merchant, proof, quote.amount);
+    // The wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
+    const read = this.settlement.ops.checkWithBalance(pc.agent.policyAddress, pc.merchant, proof, quote.amount, pc.agent.address);
+    const usdcHeld = read.then((r) => r.usdc);
+    let swapCheck = this.swapCheck(pc, policy, quote.amount, usdcHeld);
+    let check: { decision: number; reason: string | null } = await read;
     // The proof came from a cached root: a new allowlist is read and simulated again before a refusal.
     if (check.decision !== DECISION.Allow && cached && (await refresh())) {
       if (!proof) return this.block(pc, quote.amount, "merchant_not_allowed", NO_LEAF);
@@ -119,8 +121,13 @@ export class PaymentService {
   }
 
   /** Whether the payment needs a swap and whether one can fund it (reads only); never rejects unobserved. */
-  swapCheck(pc: PaymentContext, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
-    const check = this.swaps.check(pc.agent, policy, amount);
+  swapCheck(
+    pc: PaymentContext,
+    policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint },
+    amount: bigint,
+    usdcHeld?: Promise<bigint>,
+  ): Promise<SwapCheck> {
+    const check = this.swaps.check(pc.agent, policy, amount, usdcHeld);
     check.catch(() => undefined);
     return check;
   }
