@@ -82,16 +82,23 @@ export class PaymentService {
     if (!policy.deployed) throw new AppError(422, "no_policy", `Agent ${pc.agent.address} has no spend policy yet.`);
     if (!proof) return this.block(pc, maxAmount, "merchant_not_allowed", NO_LEAF);
 
+    // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
+    // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
+    const atCeiling = this.settlement.ops.checkWithBalance(pc.agent.policyAddress, pc.merchant, proof, maxAmount, pc.agent.address);
+    atCeiling.catch(() => undefined);
     const quote = await this.quote(pc);
     timer.mark("quote");
     if (!quote) return this.block(pc, maxAmount, "unsupported_payment", null);
     if (quote.amount > maxAmount) return this.block(pc, quote.amount, "max_amount_exceeded", null);
 
-    // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
+    // Signing overlaps any simulation left; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     // The wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
-    const read = this.settlement.ops.checkWithBalance(pc.agent.policyAddress, pc.merchant, proof, quote.amount, pc.agent.address);
+    const ceilingAllowed = await atCeiling.then((r) => r.decision === DECISION.Allow).catch(() => false);
+    const read = ceilingAllowed
+      ? atCeiling
+      : this.settlement.ops.checkWithBalance(pc.agent.policyAddress, pc.merchant, proof, quote.amount, pc.agent.address);
     const usdcHeld = read.then((r) => r.usdc);
     let swapCheck = this.swapCheck(pc, policy, quote.amount, usdcHeld);
     let check: { decision: number; reason: string | null } = await read;
