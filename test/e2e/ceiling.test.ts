@@ -47,7 +47,7 @@ describe("POST /pay: the policy simulated at the caller's ceiling, then at the p
       expect(res.body).to.include({ status: "approved", amount: "0.01" });
     }
     expect(await usdcBalance(s, a.agentAddress)).to.equal(before - 4n * CENT);
-    expect((await s.svc.store.approvals.countDocuments({ agentAddress: a.agentAddress })) as number).to.equal(0);
+    expect(await s.svc.store.approvals.countDocuments({ agentAddress: a.agentAddress })).to.equal(0);
 
     // A price above the threshold still waits for the owner; a price over the budget left is still refused on-chain.
     const held = await pay("0.05", dear.resource);
