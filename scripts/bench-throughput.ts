@@ -6,6 +6,7 @@
  * store and THROUGHPUT_INSTANCES SpendGate instances in their own processes, scripts/bench/throughputCluster.ts).
  */
 import { JsonRpcProvider } from "ethers";
+import { setBlockInterval } from "./bench/mining";
 import { startEmbeddedChain } from "../src/chain/embedded";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
@@ -41,13 +42,7 @@ async function main(): Promise<void> {
   );
   for (const mode of MODES) {
     const interval = mode === "automine" ? 0 : Number(mode);
-    if (interval) {
-      await direct.send("evm_setAutomine", [false]);
-      await direct.send("evm_setIntervalMining", [interval]);
-    } else {
-      await direct.send("evm_setIntervalMining", [0]);
-      await direct.send("evm_setAutomine", [true]);
-    }
+    await setBlockInterval(direct, interval);
     const latencies: number[] = [];
     const failures = new Map<string, number>();
     let approved = 0;

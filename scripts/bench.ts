@@ -19,6 +19,7 @@ import { startEmbeddedChain } from "../src/chain/embedded";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
 import { swapLatency } from "./bench-swap";
+import { setBlockInterval } from "./bench/mining";
 import { startRpcProxy } from "./bench/rpcProxy";
 import { benchReads } from "./bench/reads";
 
@@ -92,13 +93,7 @@ async function main(): Promise<void> {
   for (const mode of MODES) {
     const interval = mode === "automine" ? 0 : Number(mode);
     const latency = interval ? LATENCY : 0;
-    if (interval) {
-      await direct.send("evm_setAutomine", [false]);
-      await direct.send("evm_setIntervalMining", [interval]);
-    } else {
-      await direct.send("evm_setIntervalMining", [0]);
-      await direct.send("evm_setAutomine", [true]);
-    }
+    await setBlockInterval(direct, interval);
     proxy.setLatency(latency);
     const runs = interval ? RUNS_BLOCKS : RUNS;
     for (let i = 0; i < WARMUP; i++) {

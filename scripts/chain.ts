@@ -7,6 +7,7 @@
  * default operator. --json: one more line, `CHAIN {...}`, for the cluster script to read.
  */
 import { startEmbeddedChain } from "../src/chain/embedded";
+import { exitOnSignal } from "./exitOnSignal";
 
 async function main(): Promise<void> {
   const i = process.argv.indexOf("--port");
@@ -35,17 +36,7 @@ async function main(): Promise<void> {
     );
   }
   console.log("Ctrl-C to stop.");
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    chain.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  exitOnSignal(() => chain.close());
 }
 
 main().catch((err: unknown) => {

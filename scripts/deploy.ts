@@ -14,7 +14,8 @@
  * TestUSDC's code at the Base USDC address (a dry run).
  */
 import hre from "hardhat";
-import { USDC_ADDRESSES, deployFactory, verifyCommands } from "../src/chain/deploy";
+import { USDC_ADDRESSES } from "../src/chain/addresses";
+import { deployFactory, verifyCommands } from "../src/chain/deploy";
 
 async function main(): Promise<void> {
   if (hre.network.name !== "hardhat" && !process.env.DEPLOYER_PRIVATE_KEY) {

@@ -1,15 +1,17 @@
-/** Configuration: one zod schema over the environment, parsed once; every problem is listed at once. */
+/** Configuration: one zod schema over the environment, parsed once (every problem listed at once), resolved once into a frozen Config. */
 import { z } from "zod";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { isAddress, getAddress, isHexString } from "ethers";
+import { computeAddress, isAddress, getAddress, isHexString } from "ethers";
+import { randomBytes } from "node:crypto";
 
 import { BASE_USDC, UNISWAP_ADDRESSES } from "./chain/addresses";
+import type { EmbeddedChain } from "./chain/embedded";
 
 export { BASE_USDC };
 
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => v === "true" || v === "1" || v === "yes");
-const privateKey = z.string().refine((v) => isHexString(v, 32), "must be a 0x-prefixed 32-byte hex private key");
+const privateKey = z.string().refine((v): boolean => isHexString(v, 32), "must be a 0x-prefixed 32-byte hex private key");
 const address = z
   .string()
   .refine((v) => isAddress(v), "must be a 0x address")
@@ -85,6 +87,97 @@ const EnvSchema = z.object({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
 });
 
+/** The service's view of the environment: names, defaults that depend on the mode, trimmed URLs. */
+const ConfigSchema = EnvSchema.transform((e) => {
+  const embeddedChain = !e.RPC_URL;
+  return {
+    embeddedChain,
+    embeddedStore: !e.MONGODB_URI,
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl: e.BASE_URL?.replace(/\/+$/, ""),
+    dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ""),
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+    /** How many proxies in front of the service append to X-Forwarded-For (0: use the socket's address). */
+    trustedProxyHops: e.TRUSTED_PROXY_HOPS ?? (e.TRUST_PROXY ? 1 : 0),
+    rpcUrl: e.RPC_URL,
+    chainId: e.CHAIN_ID,
+    usdcAddress: e.USDC_ADDRESS,
+    factoryAddress: e.FACTORY_ADDRESS,
+    factoryDeployBlock: e.FACTORY_DEPLOY_BLOCK,
+    /** QuoterV2 of swaps before settlement (Base's by default; the embedded one in embedded mode). */
+    uniswapQuoterV2: e.UNISWAP_QUOTER_V2 ?? UNISWAP_ADDRESSES[e.CHAIN_ID]?.quoterV2,
+    operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
+    confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
+    explorerUrl: e.EXPLORER_URL.replace(/\/+$/, ""),
+    networkName: e.NETWORK_NAME,
+    mongodbUri: e.MONGODB_URI,
+    mongodbDb: e.MONGODB_DB,
+    walletEncryptionKey: e.WALLET_ENCRYPTION_KEY,
+    facilitatorUrl: e.FACILITATOR_URL,
+    facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY,
+    genesisOpen: e.GENESIS_OPEN ?? embeddedChain,
+    registrationToken: e.REGISTRATION_TOKEN,
+    /** Owners who may sign in while registration is closed. */
+    ownerAllowlist: e.OWNER_ALLOWLIST ?? [],
+    allowPrivateSellers: e.ALLOW_PRIVATE_SELLERS ?? embeddedChain,
+    allowHttpSellers: e.ALLOW_HTTP_SELLERS ?? embeddedChain,
+    approvalTtlSeconds: e.APPROVAL_TTL,
+    ownerKeyTtlSeconds: e.OWNER_KEY_TTL,
+    signatureWindowSeconds: e.SIGNATURE_WINDOW,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
+    sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
+    paymentLeaseMs: e.PAYMENT_LEASE_MS,
+    /** This instance's id among those sharing the database (default: its operator address). */
+    instanceId: e.INSTANCE_ID,
+    /** How long an instance's agent locks, idempotency keys and indexer lease last without renewal. */
+    lockLeaseMs: e.LOCK_LEASE_MS,
+    blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
+    /** Operator gas (gwei) the agents of one owner may cost per UTC day. */
+    // 0.01 ETH a day per owner in production (thousands of transactions on Base); the sandbox is generous.
+    ownerGasAllowanceGwei: e.OWNER_GAS_ALLOWANCE_GWEI ?? (embeddedChain ? 1e12 : 1e7),
+    sellerMaxBytes: e.SELLER_MAX_BYTES,
+    maxPaymentValiditySeconds: e.MAX_PAYMENT_VALIDITY_SECONDS,
+    sellPrice: e.SELL_PRICE,
+    sellPayTo: e.SELL_PAY_TO,
+    /** Time limit of one webhook delivery attempt. */
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    /** Wait after the first failed webhook attempt; doubled after each further one (at most an hour), ±20% jitter. */
+    webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
+    /** How often the webhook worker looks for due deliveries (an enqueue in this process wakes it at once). */
+    webhookPollMs: e.WEBHOOK_POLL_MS,
+  };
+});
+
+/** Read-only all the way down (the values are strings, numbers, booleans and lists of strings). */
+export type Frozen<T> = { readonly [K in keyof T]: T[K] extends readonly (infer U)[] ? readonly U[] : T[K] };
+
+type Parsed = z.output<typeof ConfigSchema>;
+
+/**
+ * The environment, parsed. Complete with RPC_URL and MONGODB_URI; in embedded mode the chain and store parts come
+ * from what the process starts, and resolveConfig fills them in.
+ */
+export type LoadedConfig = Frozen<Parsed>;
+
+/** The parts resolveConfig makes certain, whatever the mode. */
+interface Resolved {
+  rpcUrl: string;
+  factoryAddress: string;
+  factoryDeployBlock: number;
+  operatorPrivateKey: string;
+  /** INSTANCE_ID, or the operator's address in lower case. */
+  instanceId: string;
+  mongodbUri: string;
+  /** WALLET_ENCRYPTION_KEY, or a random one for an embedded store (which forgets the keys anyway). */
+  walletEncryptionKey: string;
+}
+
+/** The configuration every part of the running service reads: complete and frozen before anything starts. */
+export type Config = Frozen<Omit<Parsed, keyof Resolved> & Resolved>;
+
 /**
  * Rules between variables. Checked on the raw strings, next to the schema and not inside it: zod skips an object's
  * refinements once a field fails, and every problem must be listed at once.
@@ -112,67 +205,6 @@ function crossFieldProblems(env: Record<string, string>): string[] {
   return problems;
 }
 
-export type Env = z.infer<typeof EnvSchema>;
-
-export interface Config {
-  embeddedChain: boolean;
-  embeddedStore: boolean;
-  port: number;
-  host: string;
-  baseUrl?: string;
-  dashboardUrl?: string;
-  logLevel: Env["LOG_LEVEL"];
-  trustProxy: boolean;
-  /** How many proxies in front of the service append to X-Forwarded-For (0: use the socket's address). */
-  trustedProxyHops: number;
-  rpcUrl?: string;
-  chainId: number;
-  usdcAddress: string;
-  factoryAddress?: string;
-  factoryDeployBlock?: number;
-  /** QuoterV2 of swaps before settlement (Base's by default; the embedded one in embedded mode). */
-  uniswapQuoterV2?: string;
-  operatorPrivateKey?: string;
-  confirmations: number;
-  explorerUrl: string;
-  networkName: string;
-  mongodbUri?: string;
-  mongodbDb: string;
-  walletEncryptionKey?: string;
-  facilitatorUrl?: string;
-  facilitatorPrivateKey?: string;
-  genesisOpen: boolean;
-  registrationToken?: string;
-  /** Owners who may sign in while registration is closed. */
-  ownerAllowlist: string[];
-  allowPrivateSellers: boolean;
-  allowHttpSellers: boolean;
-  approvalTtlSeconds: number;
-  ownerKeyTtlSeconds: number;
-  signatureWindowSeconds: number;
-  rateLimitPerMinute: number;
-  authFailuresPerMinute: number;
-  sellerTimeoutMs: number;
-  paymentLeaseMs: number;
-  /** This instance's id among those sharing the database (default: its operator address). */
-  instanceId?: string;
-  /** How long an instance's agent locks, idempotency keys and indexer lease last without renewal. */
-  lockLeaseMs: number;
-  blockedOnchainPerHour: number;
-  /** Operator gas (gwei) the agents of one owner may cost per UTC day. */
-  ownerGasAllowanceGwei: number;
-  sellerMaxBytes: number;
-  maxPaymentValiditySeconds: number;
-  sellPrice: string;
-  sellPayTo?: string;
-  /** Time limit of one webhook delivery attempt. */
-  webhookTimeoutMs: number;
-  /** Wait after the first failed webhook attempt; doubled after each further one (at most an hour), ±20% jitter. */
-  webhookBackoffBaseMs: number;
-  /** How often the webhook worker looks for due deliveries (an enqueue in this process wakes it at once). */
-  webhookPollMs: number;
-}
-
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
@@ -196,66 +228,78 @@ function factoryFromDeployments(network: string): Record<string, string> {
 }
 
 /** Parses the environment; throws ConfigError naming every problem. Empty strings count as unset. */
-export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(source)) if (v !== undefined && v !== "") env[k] = v;
   if (env.RPC_URL && !env.FACTORY_ADDRESS) Object.assign(env, factoryFromDeployments(env.NETWORK_NAME ?? "base"));
-  const parsed = EnvSchema.safeParse(env);
+  const parsed = ConfigSchema.safeParse(env);
   const problems = [
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`)),
     ...crossFieldProblems(env),
   ];
   if (!parsed.success || problems.length) throw new ConfigError(problems);
-  const e = parsed.data;
-  const embeddedChain = !e.RPC_URL;
-  return {
-    embeddedChain,
-    embeddedStore: !e.MONGODB_URI,
-    port: e.PORT,
-    host: e.HOST,
-    baseUrl: e.BASE_URL?.replace(/\/+$/, ""),
-    dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ""),
-    logLevel: e.LOG_LEVEL,
-    trustProxy: e.TRUST_PROXY,
-    trustedProxyHops: e.TRUSTED_PROXY_HOPS ?? (e.TRUST_PROXY ? 1 : 0),
-    rpcUrl: e.RPC_URL,
-    chainId: e.CHAIN_ID,
-    usdcAddress: e.USDC_ADDRESS,
-    factoryAddress: e.FACTORY_ADDRESS,
-    factoryDeployBlock: e.FACTORY_DEPLOY_BLOCK,
-    uniswapQuoterV2: e.UNISWAP_QUOTER_V2 ?? UNISWAP_ADDRESSES[e.CHAIN_ID]?.quoterV2,
-    operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
-    confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
-    explorerUrl: e.EXPLORER_URL.replace(/\/+$/, ""),
-    networkName: e.NETWORK_NAME,
-    mongodbUri: e.MONGODB_URI,
-    mongodbDb: e.MONGODB_DB,
-    walletEncryptionKey: e.WALLET_ENCRYPTION_KEY,
-    facilitatorUrl: e.FACILITATOR_URL,
-    facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY,
-    genesisOpen: e.GENESIS_OPEN ?? embeddedChain,
-    registrationToken: e.REGISTRATION_TOKEN,
-    ownerAllowlist: e.OWNER_ALLOWLIST ?? [],
-    allowPrivateSellers: e.ALLOW_PRIVATE_SELLERS ?? embeddedChain,
-    allowHttpSellers: e.ALLOW_HTTP_SELLERS ?? embeddedChain,
-    approvalTtlSeconds: e.APPROVAL_TTL,
-    ownerKeyTtlSeconds: e.OWNER_KEY_TTL,
-    signatureWindowSeconds: e.SIGNATURE_WINDOW,
-    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
-    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
-    sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
-    paymentLeaseMs: e.PAYMENT_LEASE_MS,
-    instanceId: e.INSTANCE_ID,
-    lockLeaseMs: e.LOCK_LEASE_MS,
-    blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
-    // 0.01 ETH a day per owner in production (thousands of transactions on Base); the sandbox is generous.
-    ownerGasAllowanceGwei: e.OWNER_GAS_ALLOWANCE_GWEI ?? (embeddedChain ? 1e12 : 1e7),
-    sellerMaxBytes: e.SELLER_MAX_BYTES,
-    maxPaymentValiditySeconds: e.MAX_PAYMENT_VALIDITY_SECONDS,
-    sellPrice: e.SELL_PRICE,
-    sellPayTo: e.SELL_PAY_TO,
-    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
-    webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
-    webhookPollMs: e.WEBHOOK_POLL_MS,
+  return deepFreeze(parsed.data);
+}
+
+/** What an embedded run started before resolving its configuration. */
+export interface EmbeddedParts {
+  /** The embedded chain this process started or shares. */
+  chain?: Pick<EmbeddedChain, "rpcUrl" | "addresses" | "deployBlock" | "operator" | "facilitator">;
+  /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
+  operatorPrivateKey?: string;
+  /** The embedded store and this run's own database in it. */
+  store?: { uri: string; db: string };
+}
+
+/**
+ * The one step from the parsed environment to the complete configuration: the embedded chain's addresses and keys
+ * and the embedded store replace what the environment left unset. Returns a new frozen value; `loaded` is not
+ * touched. Throws ConfigError if a part is still missing (loadConfig's rules make that impossible from the environment).
+ */
+export function resolveConfig(loaded: LoadedConfig, embedded: EmbeddedParts = {}): Config {
+  const { chain, store } = embedded;
+  const fromChain = chain && {
+    rpcUrl: chain.rpcUrl,
+    factoryAddress: chain.addresses.factory,
+    factoryDeployBlock: chain.deployBlock,
+    usdcAddress: chain.addresses.usdc,
+    uniswapQuoterV2: chain.addresses.uniswap.quoterV2,
+    // Another instance on the same embedded chain brings its own key (a member of the chain's operator set).
+    operatorPrivateKey: embedded.operatorPrivateKey ?? chain.operator.privateKey,
+    facilitatorPrivateKey: loaded.facilitatorPrivateKey ?? chain.facilitator.privateKey,
   };
+  const merged = { ...loaded, ...fromChain, ...(store && { mongodbUri: store.uri, mongodbDb: store.db }) };
+  const { rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey, mongodbUri } = merged;
+  const missing = Object.entries({ rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey, mongodbUri })
+    .filter(([, v]) => v === undefined)
+    .map(([k]) => `${k}: unset, and no embedded ${k === "mongodbUri" ? "store" : "chain"} provides it`);
+  if (
+    rpcUrl === undefined ||
+    factoryAddress === undefined ||
+    factoryDeployBlock === undefined ||
+    operatorPrivateKey === undefined ||
+    mongodbUri === undefined
+  ) {
+    throw new ConfigError(missing);
+  }
+  return deepFreeze({
+    ...merged,
+    rpcUrl,
+    factoryAddress,
+    factoryDeployBlock,
+    operatorPrivateKey,
+    mongodbUri,
+    // Instances sharing the database tell each other apart by this id; a restart under the same id takes over its
+    // predecessor's leases and in-flight payments at once.
+    instanceId: loaded.instanceId ?? computeAddress(operatorPrivateKey).toLowerCase(),
+    walletEncryptionKey: loaded.walletEncryptionKey ?? randomBytes(32).toString("hex"),
+  });
+}
+
+function deepFreeze<T>(value: T): Frozen<T> {
+  if (typeof value === "object" && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value as Frozen<T>;
 }

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
     `SpendGate is running at ${svc.services.ctx.urls.base}`,
     c.embeddedChain
       ? "  EMBEDDED MODE: a sandbox with an in-process chain and in-memory database. Nothing persists."
-      : `  chain: ${redactUrl(c.rpcUrl ?? "")} (chain id ${c.chainId})`,
+      : `  chain: ${redactUrl(c.rpcUrl)} (chain id ${c.chainId})`,
     `  API:          ${svc.services.ctx.urls.base}`,
     `  dashboard:    ${svc.services.ctx.urls.dashboard}`,
     `  MCP:          ${svc.services.ctx.urls.base}/mcp`,

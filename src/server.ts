@@ -1,6 +1,7 @@
 /**
- * Boots the whole service: config -> chain (embedded or RPC) -> store (embedded or MONGODB_URI) -> services -> app
- * -> listen. Used by src/index.ts and by the test stack, so both run exactly the same wiring.
+ * Boots the whole service: the embedded chain and store where the environment names none -> the configuration,
+ * resolved once and frozen -> store -> chain -> services -> app -> listen. Used by src/index.ts and by the test
+ * stack, so both run exactly the same wiring.
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { Server } from "node:http";
@@ -9,7 +10,7 @@ import pino, { type Logger } from "pino";
 import { createApp } from "./app";
 import { ChainClient } from "./chain/client";
 import type { EmbeddedChain } from "./chain/embedded";
-import type { Config } from "./config";
+import { resolveConfig, type Config, type LoadedConfig } from "./config";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
 import { GasMeter } from "./services/gas";
@@ -59,12 +60,19 @@ export interface StartOptions {
   operatorPrivateKey?: string;
 }
 
-export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
-  const logger = opts.logger ?? pino({ level: config.logLevel, redact: ["req.headers.authorization", "*.privateKey", "*.apiKey"] });
-  const cleanup: (() => Promise<void>)[] = [];
+export async function startService(loaded: LoadedConfig, opts: StartOptions = {}): Promise<RunningService> {
+  const logger = opts.logger ?? pino({ level: loaded.logLevel, redact: ["req.headers.authorization", "*.privateKey", "*.apiKey"] });
+  // Undone in reverse on close or on a failed start; each step runs even if one before it failed.
+  const cleanup: (() => void | Promise<void>)[] = [];
+  const undo = async () => {
+    for (const fn of cleanup.reverse())
+      await Promise.resolve()
+        .then(fn)
+        .catch(() => undefined);
+  };
   try {
     let embeddedChain = opts.embeddedChain;
-    if (config.embeddedChain && !embeddedChain) {
+    if (loaded.embeddedChain && !embeddedChain) {
       // require, not import(): the embedded chain loads Hardhat, which production never needs.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
@@ -72,48 +80,38 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       const started = embeddedChain;
       cleanup.push(() => started.close());
     }
-    if (embeddedChain) {
-      config.rpcUrl = embeddedChain.rpcUrl;
-      config.factoryAddress = embeddedChain.addresses.factory;
-      config.factoryDeployBlock = embeddedChain.deployBlock;
-      config.usdcAddress = embeddedChain.addresses.usdc;
-      config.uniswapQuoterV2 = embeddedChain.addresses.uniswap.quoterV2;
-      // Another instance on the same embedded chain brings its own key (a member of the chain's operator set).
-      config.operatorPrivateKey = opts.operatorPrivateKey ?? embeddedChain.operator.privateKey;
-      config.facilitatorPrivateKey ??= embeddedChain.facilitator.privateKey;
-    }
-
     let embeddedMongo: EmbeddedMongo | undefined;
-    let mongoUri = config.mongodbUri;
-    if (!mongoUri) {
+    if (loaded.embeddedStore) {
       embeddedMongo = await startEmbeddedMongo();
-      mongoUri = embeddedMongo.uri;
       const started = embeddedMongo;
       cleanup.push(() => started.stop());
     }
-    // Each embedded run gets its own database so runs never see each other's data.
-    const dbName = embeddedMongo ? `spendgate_${randomBytes(4).toString("hex")}` : config.mongodbDb;
-    const store = await connectStore(mongoUri, dbName);
+    const config = resolveConfig(loaded, {
+      chain: embeddedChain,
+      operatorPrivateKey: opts.operatorPrivateKey,
+      // Each embedded run gets its own database so runs never see each other's data.
+      store: embeddedMongo && { uri: embeddedMongo.uri, db: `spendgate_${randomBytes(4).toString("hex")}` },
+    });
+
+    const store = await connectStore(config.mongodbUri, config.mongodbDb);
     cleanup.push(() => store.close());
 
     const chain = new ChainClient({
-      rpcUrl: config.rpcUrl!,
+      rpcUrl: config.rpcUrl,
       chainId: config.chainId,
-      operatorPrivateKey: config.operatorPrivateKey!,
-      factoryAddress: config.factoryAddress!,
+      operatorPrivateKey: config.operatorPrivateKey,
+      factoryAddress: config.factoryAddress,
       usdcAddress: config.usdcAddress,
       pollingIntervalMs: embeddedChain ? 100 : 1_000,
     });
-    cleanup.push(async () => chain.destroy());
+    cleanup.push(() => chain.destroy());
 
-    // Instances sharing the database tell each other apart by this id; a restart under the same id takes over its
-    // predecessor's leases and in-flight payments at once.
-    const instanceId = config.instanceId ?? chain.operator.address.toLowerCase();
+    const { instanceId } = config;
     const leases = new Leases(store, instanceId);
     const freed = await leases.releaseAllOf();
     if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
 
-    const walletKey = config.walletEncryptionKey ?? randomBytes(32).toString("hex");
+    const walletKey = config.walletEncryptionKey;
     const urls = { base: config.baseUrl ?? "", dashboard: config.dashboardUrl ?? "" };
     await ensureWebhookIndexes(store);
     const outbox = new WebhookOutbox(store, logger);
@@ -126,7 +124,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       keys: new KeyService(store.apiKeys),
       facilitator: createFacilitator({
         url: config.facilitatorUrl,
-        rpcUrl: config.rpcUrl!,
+        rpcUrl: config.rpcUrl,
         chainId: config.chainId,
         privateKey: config.facilitatorPrivateKey,
       }),
@@ -169,7 +167,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       catchUpAlerts(services.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
     }, 30_000);
     alertSweep.unref();
-    cleanup.push(async () => clearInterval(alertSweep));
+    cleanup.push(() => clearInterval(alertSweep));
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
     await services.idempotency.releaseOwn();
@@ -184,14 +182,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
     );
     sweep.unref();
-    cleanup.push(async () => clearInterval(sweep));
+    cleanup.push(() => clearInterval(sweep));
 
     const indexer = new Indexer({
       chain,
       store,
       chainId: config.chainId,
       confirmations: config.confirmations,
-      startBlock: config.factoryDeployBlock ?? 0,
+      startBlock: config.factoryDeployBlock,
       logger,
       onConfirmed: (events) => alertChainEvents(services.ctx, events),
     });
@@ -246,11 +244,11 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         closed = true;
         await new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
-        for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+        await undo();
       },
     };
   } catch (err) {
-    for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+    await undo();
     throw err;
   }
 }

@@ -9,10 +9,10 @@ import {
   deployFactory,
   readDeploymentRecord,
   verifyCommands,
-  USDC_ADDRESSES,
   type DeploymentRecord,
   swapConfigOf,
 } from "../src/chain/deploy";
+import { USDC_ADDRESSES } from "../src/chain/addresses";
 
 const { ethers } = hre;
 

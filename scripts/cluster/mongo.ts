@@ -1,17 +1,11 @@
 /** One CongoDB server (memory storage) for a cluster of SpendGate processes; prints `MONGODB_URI=...`, stops on a signal. */
 import { startEmbeddedMongo } from "../../src/store/embedded";
+import { exitOnSignal } from "../exitOnSignal";
 
 async function main(): Promise<void> {
   const mongo = await startEmbeddedMongo();
   console.log(`MONGODB_URI=${mongo.uri}`);
-  const stop = () => {
-    mongo.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  exitOnSignal(() => mongo.stop());
 }
 
 main().catch((err: unknown) => {

@@ -11,8 +11,6 @@ import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import { USDC_ADDRESSES, type UniswapDeployment } from "./addresses";
 import { uniswapRecord, type UniswapRecord } from "./uniswapRecord";
 
-export { USDC_ADDRESSES };
-
 export interface DeploymentRecord {
   network: string;
   chainId: number;

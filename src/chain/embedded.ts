@@ -12,12 +12,9 @@
 import { Wallet } from "ethers";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
-import { MULTICALL3_ADDRESS } from "./viem";
-import { USDC_ADDRESSES, deployFactoryContract, deployOperatorSet, swapConfigOf } from "./deploy";
+import { BASE_USDC, MULTICALL3_ADDRESS } from "./addresses";
+import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "./deploy";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
-
-export const BASE_USDC_ADDRESS = USDC_ADDRESSES[8453];
-export { MULTICALL3_ADDRESS };
 
 export interface EmbeddedKey {
   address: string;
@@ -73,7 +70,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
       readArtifact(hre, "Multicall3"),
       readArtifact(hre, "WETH9"),
     ]);
-    await provider.request({ method: "hardhat_setCode", params: [BASE_USDC_ADDRESS, usdcArtifact.deployedBytecode] });
+    await provider.request({ method: "hardhat_setCode", params: [BASE_USDC, usdcArtifact.deployedBytecode] });
     await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
 
     const [deployer, operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom(), Wallet.createRandom()];
@@ -84,7 +81,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     const uniswap = await deployEmbeddedUniswap({
       provider,
       deployer: await hre.ethers.getImpersonatedSigner(deployer.address),
-      usdc: BASE_USDC_ADDRESS,
+      usdc: BASE_USDC,
       weth9Code: wethArtifact.deployedBytecode,
     });
     // With more instance keys (a cluster), an OperatorSet of all of them is the factory's default operator.
@@ -101,7 +98,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
       deployer.connect(hre.ethers.provider),
       deployer.address,
       operatorSet ?? operator.address,
-      BASE_USDC_ADDRESS,
+      BASE_USDC,
       1,
       swapConfigOf(uniswap),
     );
@@ -116,7 +113,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
       rpcUrl: `http://${urlHost(hostname)}:${port}`,
       chainId,
       addresses: {
-        usdc: BASE_USDC_ADDRESS,
+        usdc: BASE_USDC,
         multicall3: MULTICALL3_ADDRESS,
         factory: deployed.address,
         uniswap,

@@ -2,10 +2,11 @@
 import { getAddress, type Log, type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
 import { decodeRevert } from "./errors";
+import { eventTopic } from "./events";
 import type { AllowlistProof } from "../policy/allowlist";
 
 /**
- * The contract's BlockReason enum (ISpendPolicy.sol, DESIGN.md section 4): the one table of on-chain block reasons.
+ * The contract's BlockReason enum (ISpendPolicy.sol): the one table of on-chain block reasons.
  * `meaning` goes into the API reference, `message` to the agent that was refused.
  */
 export const REASON_TABLE: readonly { code: number; name: string; meaning: string; message: string }[] = [
@@ -232,7 +233,7 @@ export class PolicyOps {
     const receipt = await this.chain.receiptOf(txHash, 30_000);
     if (!receipt || receipt.status !== 1) return false;
     const usdc = (this.chain.usdc.target as string).toLowerCase();
-    const topic = this.chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;
+    const topic = eventTopic(this.chain.usdc.interface, "AuthorizationUsed");
     return receipt.logs.some(
       (l) =>
         l.address.toLowerCase() === usdc &&

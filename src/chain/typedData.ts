@@ -1,5 +1,5 @@
 /**
- * The EIP-712 types owners sign (DESIGN.md section 5). One definition serves the contracts' tests, the service's
+ * The EIP-712 types owners sign. One definition serves the contracts' tests, the service's
  * verification, the dashboard and the README, so wallets, server and contracts agree byte for byte.
  */
 import type { TypedDataDomain, TypedDataField } from "ethers";
@@ -139,17 +139,3 @@ export const NO_EXTRA_LIMITS = {
   maxSwapSlippageBps: 0n,
   swapTwapSeconds: 0n,
 } as const;
-
-export interface SetPolicyMessage extends PolicyFields {
-  agent: string;
-  timestamp: bigint;
-}
-
-export interface ApprovalDecisionMessage {
-  action: "approve" | "deny";
-  approvalId: string;
-  agent: string;
-  merchant: string;
-  amount: bigint;
-  timestamp: bigint;
-}

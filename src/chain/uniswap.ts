@@ -4,7 +4,7 @@
  * and a USDC/WETH 0.05% pool holding liquidity around 3,000 USDC per ETH and an hour of price history, so that a
  * TWAP over up to 30 minutes is there from the first block the service sees.
  *
- * The history is real: the chain starts an hour in the past (see startsInThePast) and swaps are mined across that
+ * The history is real: the chain starts an hour in the past (resetNetwork in embedded.ts) and swaps are mined across that
  * hour with evm_setNextBlockTimestamp, the last one at the wall clock, so the chain's clock ends level with it
  * (EIP-3009 validity windows are taken from the wall clock).
  */

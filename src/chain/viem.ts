@@ -2,7 +2,7 @@
  * viem clients bound to one explicit RPC URL. Never use viem's built-in chain objects (`base`, `baseSepolia`) or
  * `http()` without a URL here: they point at the public Base RPC.
  */
-import type { Chain, HttpTransport, PrivateKeyAccount, PublicActions, PublicClient, WalletClient } from "viem" with {
+import type { Chain, HttpTransport, PrivateKeyAccount, PublicActions, WalletClient } from "viem" with {
   "resolution-mode": "import",
 };
 
@@ -14,12 +14,10 @@ type ViemAccounts = typeof import("viem/accounts", { with: { "resolution-mode": 
 export const viem: Viem = require("viem");
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const viemAccounts: ViemAccounts = require("viem/accounts");
-const { createPublicClient, createWalletClient, defineChain, http, nonceManager, publicActions } = viem;
+const { createWalletClient, defineChain, http, nonceManager, publicActions } = viem;
 const { privateKeyToAccount } = viemAccounts;
 
 import { MULTICALL3_ADDRESS } from "./addresses";
-
-export { MULTICALL3_ADDRESS };
 
 export interface TransportOptions {
   /**
@@ -45,15 +43,6 @@ export function viemChain(chainId: number, rpcUrl: string): Chain {
 
 function transportFor(rpcUrl: string, opts: TransportOptions = {}): HttpTransport {
   return http(rpcUrl, { retryCount: opts.retryCount ?? 0, timeout: opts.timeout ?? 10_000 });
-}
-
-/** A public client for `rpcUrl`. */
-export function publicClientFor(rpcUrl: string, chainId: number, opts?: TransportOptions): PublicClient {
-  return createPublicClient({
-    chain: viemChain(chainId, rpcUrl),
-    transport: transportFor(rpcUrl, opts),
-    pollingInterval: 1_000,
-  });
 }
 
 export type SignerClient = WalletClient<HttpTransport, Chain, PrivateKeyAccount> & PublicActions<HttpTransport, Chain>;

@@ -26,7 +26,7 @@ export function validate(schemas: { body?: z.ZodType; query?: z.ZodType }): Midd
     const input: Record<string, unknown> = {};
     if (schemas.query) Object.assign(input, parse(schemas.query, { ...ctx.query }, "query"));
     if (schemas.body) {
-      await readJson(ctx, async () => undefined);
+      await readJson(ctx, () => Promise.resolve());
       const body = (ctx.request as unknown as { body?: unknown }).body;
       Object.assign(input, parse(schemas.body, body === undefined ? {} : body, "request body"));
     }

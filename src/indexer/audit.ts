@@ -6,9 +6,10 @@
  */
 import { Interface, getAddress, zeroPadValue, type Log, type Provider } from "ethers";
 import { artifactAbi, ERC20_ABI } from "../chain/client";
+import { eventTopic } from "../chain/events";
 import { REASONS } from "../chain/policyOps";
 
-/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy, DESIGN.md section 5). */
+/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: README, "The EIP-712 types owners sign"). */
 const POLICY_NUMBERS = [
   "perTxLimit",
   "dailyBudget",
@@ -86,9 +87,10 @@ export async function auditFromLogs(
   const range = { fromBlock: opts.fromBlock, toBlock };
   const report: AuditReport = { factory: getAddress(opts.factory), fromBlock: opts.fromBlock, toBlock, agents: {}, inconsistencies: [] };
 
-  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [factoryIface.getEvent("AgentDeployed")!.topicHash] });
+  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [eventTopic(factoryIface, "AgentDeployed")] });
   for (const log of deployed) {
-    const e = factoryIface.parseLog(log)!;
+    const e = factoryIface.parseLog(log);
+    if (!e) continue;
     const agent = getAddress(e.args.agent);
     report.agents[agent] = {
       agent,
@@ -111,13 +113,19 @@ export async function auditFromLogs(
     provider.getLogs({
       ...range,
       address: opts.usdc,
-      topics: [usdcIface.getEvent("AuthorizationUsed")!.topicHash, agents.map((a) => zeroPadValue(a, 32))],
+      topics: [eventTopic(usdcIface, "AuthorizationUsed"), agents.map((a) => zeroPadValue(a, 32))],
     }),
   ]);
   const timestamps = new Map<number, number>();
-  for (const n of new Set([...agentLogs, ...usedLogs].map((l) => l.blockNumber))) {
-    timestamps.set(n, (await provider.getBlock(n))!.timestamp);
-  }
+  const timestampOf = async (n: number): Promise<number> => {
+    let t = timestamps.get(n);
+    if (t === undefined) {
+      const block = await provider.getBlock(n);
+      if (!block) throw new Error(`block ${n} of a log is no longer on the chain (a reorganisation): audit again`);
+      timestamps.set(n, (t = block.timestamp));
+    }
+    return t;
+  };
 
   const byId = new Map<string, AuditPayment>();
   const spend = new Map<string, bigint>(); // agent|day -> rebuilt spend
@@ -127,7 +135,7 @@ export async function auditFromLogs(
     const e = agentIface.parseLog(log);
     if (!a || !e) continue;
     const at = { timestamp: Number(e.args.timestamp ?? 0), txHash: log.transactionHash };
-    const today = day(timestamps.get(log.blockNumber)!);
+    const today = day(await timestampOf(log.blockNumber));
     const key = `${a.agent}|${today}`;
     switch (e.name) {
       case "OwnerSet":
@@ -242,7 +250,8 @@ export async function auditFromLogs(
     }
   }
   for (const log of usedLogs) {
-    const e = usdcIface.parseLog(log)!;
+    const e = usdcIface.parseLog(log);
+    if (!e) continue;
     const p = byId.get(`${getAddress(e.args.authorizer)}|${e.args.nonce}`);
     if (!p) {
       report.inconsistencies.push(

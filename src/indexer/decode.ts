@@ -4,6 +4,7 @@
  */
 import { ZeroAddress, getAddress, type Interface, type Log } from "ethers";
 import type { ChainClient } from "../chain/client";
+import { eventTopic } from "../chain/events";
 import type { ChainEventDoc } from "../store/documents";
 
 /** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
@@ -23,17 +24,7 @@ export const POLICY_EVENTS = [
 type Args = ChainEventDoc["args"];
 
 /** A log decoded into the fields of a chainEvents document. */
-export interface Decoded {
-  txHash: string;
-  logIndex: number;
-  blockNumber: number;
-  blockHash: string;
-  address: string;
-  event: string;
-  args: Args;
-  agentAddress: string | null;
-  paymentId: string | null;
-}
+export type Decoded = Omit<ChainEventDoc, "_id" | "chainId" | "confirmed" | "removed">;
 
 export interface Source {
   iface: Interface;
@@ -63,9 +54,9 @@ export function eventSources(chain: ChainClient): EventSources {
   const factoryAddress = getAddress(chain.factory.target as string);
   const usdcAddress = getAddress(chain.usdc.target as string);
   const policyIface = chain.policyAt(ZeroAddress).interface;
-  const agentDeployedTopic = chain.factory.interface.getEvent("AgentDeployed")!.topicHash;
-  const authorizationUsedTopic = chain.usdc.interface.getEvent("AuthorizationUsed")!.topicHash;
-  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [policyIface.getEvent(name)!.topicHash, name]));
+  const agentDeployedTopic = eventTopic(chain.factory.interface, "AgentDeployed");
+  const authorizationUsedTopic = eventTopic(chain.usdc.interface, "AuthorizationUsed");
+  const policyTopics = new Map<string, string>(POLICY_EVENTS.map((name) => [eventTopic(policyIface, name), name]));
   return {
     factoryAddress,
     usdcAddress,

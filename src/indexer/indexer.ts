@@ -89,7 +89,7 @@ export class Indexer {
   }
 
   /** Polls every `intervalMs` (timer unref'd, runs never overlap); a tick runs when `turn` says so (the lease). */
-  start(intervalMs: number, turn: () => Promise<boolean> = async () => true): void {
+  start(intervalMs: number, turn: () => Promise<boolean> = () => Promise.resolve(true)): void {
     if (!this.stopped) return;
     this.stopped = false;
     const schedule = () => {
@@ -263,7 +263,7 @@ export class Indexer {
     try {
       return await this.chain.provider.getLogs({ fromBlock: from, toBlock: to, address, topics });
     } catch (err) {
-      const message = String((err as Error)?.message ?? err);
+      const message = String((err as { message?: unknown } | null)?.message ?? err);
       if (to > from && /range|limit|too many|exceed|too large|size|results/i.test(message)) {
         const mid = Math.floor((from + to) / 2);
         return [...(await this.getLogs(from, mid, address, topics)), ...(await this.getLogs(mid + 1, to, address, topics))];

@@ -46,7 +46,7 @@ export class LedgerLinker {
 
   /** Marks the ledger entries these (confirmed) events match `onchain.confirmed`, at their highest block. */
   async link(events: ChainEventDoc[]): Promise<number> {
-    const changed = new Set(events.filter((e) => POLICY_CHANGE_EVENTS.has(e.event) && e.agentAddress).map((e) => e.agentAddress!));
+    const changed = new Set(events.flatMap((e) => (POLICY_CHANGE_EVENTS.has(e.event) && e.agentAddress ? [e.agentAddress] : [])));
     for (const agentAddress of changed) {
       await this.store
         .collection("policyChanges")
@@ -162,10 +162,10 @@ export class LedgerLinker {
  */
 function swapsOf(events: ChainEventDoc[]): AnyBulkWriteOperation<PaymentDoc>[] {
   return events
-    .filter((e) => e.event === "SwapExecuted" && e.paymentId)
+    .flatMap((e) => (e.event === "SwapExecuted" && e.paymentId ? [{ ...e, paymentId: e.paymentId }] : []))
     .map((e) => ({
       updateOne: {
-        filter: { paymentId: e.paymentId!, policyAddress: e.address, $or: [{ swap: { $exists: false } }, { swap: null }] },
+        filter: { paymentId: e.paymentId, policyAddress: e.address, $or: [{ swap: { $exists: false } }, { swap: null }] },
         update: {
           $set: {
             swap: {

@@ -54,10 +54,11 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
   else if (!proof) [expectedOutcome, reason] = ["blocked", "merchant_not_allowed"];
   else if (!quote && quoteError?.error === "unsupported_payment") [expectedOutcome, reason] = ["blocked", "unsupported_payment"];
   let swapNote = "";
-  if (quote) {
+  // A quote is only asked for an allowlisted merchant, so `proof` is there whenever `quote` is.
+  if (quote && proof) {
     const pc = { agent, merchant, serviceUrl, intent: "verify_merchant", seller: { url: serviceUrl, method: "GET" as const } };
     const [check, swap] = await Promise.all([
-      s.settlement.ops.check(agent.policyAddress, merchant, proof!, quote.amount),
+      s.settlement.ops.check(agent.policyAddress, merchant, proof, quote.amount),
       s.payments.swapCheck(pc, policy, quote.amount),
     ]);
     if (check.decision === DECISION.Block) [expectedOutcome, reason] = ["blocked", check.reason ?? "blocked"];
@@ -80,7 +81,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     paused: policy.paused,
     quote: quote
       ? {
-          price: price!,
+          price: fromBaseUnits(quote.amount),
           amount: quote.amount.toString(),
           currency: "USDC",
           scheme: quote.requirement.scheme,

@@ -32,7 +32,7 @@ export const SwapInfo = z
     amountIn: z.string().meta({ description: "WETH (or ETH) spent, in ETH units (18 decimals)", example: "0.000667" }),
     amountOut: z.string().meta({ description: "USDC bought: exactly the payment's shortfall", example: "2" }),
   })
-  .meta({ id: "SwapInfo", description: "the swap that bought the USDC the wallet lacked before paying (DESIGN 7a)" });
+  .meta({ id: "SwapInfo", description: "the swap that bought the USDC the wallet lacked before paying" });
 
 export const PayResult = z
   .object({

@@ -109,9 +109,10 @@ export class ApprovalService {
 
   private async verifyDecision(a: ApprovalDoc, action: "approve" | "deny", input: ApprovalDecisionRequest): Promise<string> {
     const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
+    if (!agent || !a.ownerAddress) throw conflict(`Approval ${a.approvalId} has no agent or owner left to decide it.`);
     return this.ctx.signatures.verify({
       kind: "ApprovalDecision",
-      domain: policyDomain(this.ctx.config.chainId, agent!.policyAddress),
+      domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: APPROVAL_DECISION_TYPES,
       message: {
         action,
@@ -122,7 +123,7 @@ export class ApprovalService {
         timestamp: input.timestamp,
       },
       signature: input.humanSignature,
-      expectedSigner: a.ownerAddress!,
+      expectedSigner: a.ownerAddress,
       timestamp: input.timestamp,
     });
   }
@@ -184,7 +185,8 @@ export class ApprovalService {
   }
 
   private async execute(a: ApprovalDoc, digest: string, input: ApprovalDecisionRequest) {
-    const agent = (await this.ctx.store.agents.findOne({ address: a.agentAddress }))!;
+    const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
+    if (!agent) throw notFound(`Agent ${a.agentAddress} of approval ${a.approvalId} is unknown.`);
     const pc: PaymentContext = {
       agent,
       merchant: a.merchant,

@@ -72,7 +72,7 @@ export class IdempotencyService {
 
   constructor(
     private readonly store: Store,
-    private readonly outcomeOf: OutcomeOf = async () => null,
+    private readonly outcomeOf: OutcomeOf = () => Promise.resolve(null),
     opts: Partial<IdempotencyOptions> = {},
   ) {
     this.opts = { instanceId: opts.instanceId ?? "local", leaseMs: opts.leaseMs ?? 30_000 };

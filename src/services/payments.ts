@@ -229,8 +229,9 @@ export class PaymentService {
     let blockNumber: number | null = null;
     let finalReason = reason;
     let capped = false;
-    let strayPaymentId: string | null = null;
-    let recordTransfer: TransferInput | null = null;
+    // A record authorised on-chain whose release failed: the entry keeps what recovery needs to release it.
+    // (Declared with `as`: it is set inside a callback, where TypeScript's narrowing of `let` does not look.)
+    let stray = null as { paymentId: string; transfer: TransferInput } | null;
     let cappedBy = `more than ${this.ctx.config.blockedOnchainPerHour} blocked attempts this hour`;
     if (previous) {
       // Every attempt gets its own ledger entry; only the on-chain record is shared with the first one.
@@ -249,8 +250,7 @@ export class PaymentService {
       if (!capped) {
         const paymentId = "0x" + randomBytes(32).toString("hex");
         // A refused payment names no real payee: nothing may ever settle its record (it is not authorised anyway).
-        recordTransfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
-        const transfer = recordTransfer;
+        const transfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
         const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer);
         await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
         if (result.authorized) {
@@ -258,7 +258,7 @@ export class PaymentService {
           await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err: unknown) => {
             // Left to the recovery sweep, which releases it (the entry below records the paymentId).
             this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
-            strayPaymentId = paymentId;
+            stray = { paymentId, transfer };
           });
         } else {
           finalReason = result.reason ?? reason;
@@ -273,17 +273,17 @@ export class PaymentService {
       ...this.ledgerBase(pc, approvalId),
       amount: amount.toString(),
       status: "blocked",
-      phase: strayPaymentId ? "authorized" : "done",
+      phase: stray ? "authorized" : "done",
       reason: finalReason,
-      paymentId: strayPaymentId,
-      ...(strayPaymentId ? { leaseUntil: new Date(0) } : {}),
+      paymentId: stray?.paymentId ?? null,
+      ...(stray ? { leaseUntil: new Date(0) } : {}),
       txHash,
       authorizeTxHash: txHash,
       releaseTxHash: null,
       // Kept for a stray authorisation, which recovery releases with these exact fields.
-      payTo: strayPaymentId ? recordTransfer!.payTo : null,
-      validAfter: strayPaymentId ? 0 : null,
-      validBefore: strayPaymentId ? Number(recordTransfer!.validBefore) : null,
+      payTo: stray ? stray.transfer.payTo : null,
+      validAfter: stray ? 0 : null,
+      validBefore: stray ? Number(stray.transfer.validBefore) : null,
       createdAt: now,
       updatedAt: now,
       settledAt: null,

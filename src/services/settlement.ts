@@ -38,7 +38,7 @@ export interface ExecuteInput {
   /** The payment already signed (while the policy was simulated); signed here for `agent` otherwise. */
   signed?: Promise<SignedPayment>;
   agent?: AgentDoc;
-  /** Buys the USDC shortfall once the payment is authorised, before it is paid (DESIGN 7a). */
+  /** Buys the USDC shortfall once the payment is authorised, before it is paid (README: "Swap before settlement"). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
 }
 
@@ -51,17 +51,19 @@ export function sellerAppError(err: SellerError): AppError {
 
 export class SettlementService extends SettlementSteps {
   /** Called with each payment recovery finished (its Idempotency-Key then answers with the outcome). */
-  afterRecovery: (payment: PaymentDoc) => Promise<void> = async () => undefined;
+  afterRecovery: (payment: PaymentDoc) => Promise<void> = () => Promise.resolve();
 
   /** Authorises on-chain, pays the seller and settles. Called with the agent's lock held. */
   async execute(input: ExecuteInput): Promise<PayOutcome> {
     const { txnId, base, quote, proof } = input;
     const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
-    if (!input.signed && !input.agent) throw new Error("execute needs the signed payment or the agent");
+    const { signed: presigned, agent: signer } = input;
+    const sign = presigned ? () => presigned : signer ? () => this.sign(signer, quote) : null;
+    if (!sign) throw new Error("execute needs the signed payment or the agent");
     // The operator pays the authorisation (and a release): past the owner's daily gas allowance, nothing is sent.
     await this.ctx.gas.check(base.ownerAddress);
-    const signed = await (input.signed ?? this.sign(input.agent!, quote)).catch((err: unknown) => {
+    const signed = await sign().catch((err: unknown) => {
       // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
       throw new AppError(
         422,
@@ -272,13 +274,10 @@ export class SettlementService extends SettlementSteps {
         `HTTP ${res.status}`;
       return finish.failAfterAuthorize(
         `seller: ${sellerReason}`.slice(0, 300),
-        upstreamError(
-          `The seller did not settle the payment (${String(sellerReason).slice(0, 200)}). The budget was released; nothing was paid.`,
-          {
-            reason: String(sellerReason).slice(0, 200),
-            sellerStatus: res.status,
-          },
-        ),
+        upstreamError(`The seller did not settle the payment (${sellerReason.slice(0, 200)}). The budget was released; nothing was paid.`, {
+          reason: sellerReason.slice(0, 200),
+          sellerStatus: res.status,
+        }),
         { status: res.status, body: res.body },
       );
     }

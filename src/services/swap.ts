@@ -1,5 +1,5 @@
 /**
- * Swap before settlement (DESIGN 7a): when the agent wallet holds less USDC than a payment's price and its owner's
+ * Swap before settlement (README, same title): when the agent wallet holds less USDC than a payment's price and its owner's
  * policy allows swaps, the wallet buys exactly the shortfall with its WETH (then its ETH) on Uniswap v3. The service
  * quotes first (QuoterV2 and the same TWAP bound the wallet enforces) to refuse what cannot work without a
  * transaction, then sends swapForPayment for the authorised payment; the chain is the judge of the price.
@@ -44,6 +44,8 @@ const BALANCE_ABI = ["function balanceOf(address) view returns (uint256)"];
 // The swap measured about 200k (215k when it wraps ETH, bench:gas); the refusal path spends less.
 const SWAP_GAS_LIMIT = 450_000n;
 
+export function swapView(s: SwapRecord): SwapView;
+export function swapView(s: SwapRecord | null | undefined): SwapView | null;
 export function swapView(s: SwapRecord | null | undefined): SwapView | null {
   if (!s) return null;
   return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
@@ -51,7 +53,7 @@ export function swapView(s: SwapRecord | null | undefined): SwapView | null {
 
 /** A failure after the swap: the budget was released, and the USDC bought stays in the wallet; the answer says so. */
 export function withSwapNote(error: AppError, swapped: SwapRecord): AppError {
-  const v = swapView(swapped)!;
+  const v = swapView(swapped);
   const note = ` The ${v.amountOut} USDC the swap bought (${v.amountIn} ${v.tokenIn}, tx ${v.txHash}) stays in the agent wallet.`;
   return new AppError(error.status, error.code, error.message + note, { ...(error.details as object | undefined), swap: v }, error.headers);
 }

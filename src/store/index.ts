@@ -115,5 +115,3 @@ export async function connectStore(uri: string, dbName: string, extraIndexes: ty
     close: () => client.close(),
   };
 }
-
-export type IndexSpecs = typeof INDEXES;

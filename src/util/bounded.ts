@@ -9,8 +9,8 @@ export const MAX_JSON_DEPTH = 32;
 export function jsonDepth(value: unknown, limit = Number.MAX_SAFE_INTEGER): number {
   let max = 0;
   const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, d] = top;
     if (v === null || typeof v !== "object") continue;
     if (d > max) max = d;
     if (max > limit) return max;

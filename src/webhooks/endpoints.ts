@@ -138,7 +138,7 @@ export class WebhookService {
         { $set: { status: "cancelled", lastError: "endpoint_disabled" } },
       );
     }
-    return endpointView((await this.outbox.c.endpoints.findOne({ endpointId }))!);
+    return endpointView(await this.endpoint(owner, endpointId));
   }
 
   async deliveries(principal: Principal | undefined, endpointId: string, q: { limit: number; offset: number }) {
@@ -166,7 +166,9 @@ export class WebhookService {
       endpointId,
       data: { message: "A test event from SpendGate: your endpoint receives and can verify deliveries." },
     });
-    const d = await this.outbox.c.deliveries.findOne({ eventId: eventId!, endpointId });
-    return { eventId: eventId!, deliveryId: d!.deliveryId, status: "pending" as const };
+    // No event or no delivery: the endpoint was disabled in between.
+    const d = eventId ? await this.outbox.c.deliveries.findOne({ eventId, endpointId }) : null;
+    if (!eventId || !d) throw conflict(`Webhook ${endpointId} is disabled.`);
+    return { eventId, deliveryId: d.deliveryId, status: "pending" as const };
   }
 }

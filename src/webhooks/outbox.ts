@@ -9,7 +9,7 @@ import type { Store } from "../store";
 import { TEST_EVENT_TYPE } from "../schemas/webhooks";
 import { WEBHOOK_COLLECTIONS, type WebhookDeliveryDoc, type WebhookEndpointDoc, type WebhookEventDoc } from "./documents";
 
-/** Deliveries are retried for a day after their event (DESIGN.md section 12). */
+/** Deliveries are retried for a day after their event. */
 export const DELIVERY_WINDOW_MS = 24 * 3_600_000;
 /** Events and their delivery logs are kept this long (far longer than any fact can be told again). */
 export const RETENTION_SECONDS = 30 * 86_400;
@@ -89,14 +89,15 @@ export class WebhookOutbox {
 
   /** emit(), also saying whether this call stored the event (false: an earlier telling of the same fact did). */
   private async emitEvent(input: WebhookEventInput): Promise<{ eventId: string; inserted: boolean } | null> {
-    if (!input.ownerAddress) return null;
-    const endpoints = (await this.c.endpoints.find({ ownerAddress: input.ownerAddress, status: "active" }).toArray()).filter((e) =>
+    const { ownerAddress } = input;
+    if (!ownerAddress) return null;
+    const endpoints = (await this.c.endpoints.find({ ownerAddress, status: "active" }).toArray()).filter((e) =>
       input.endpointId ? e.endpointId === input.endpointId : input.type !== TEST_EVENT_TYPE && e.events.includes(input.type),
     );
     if (endpoints.length === 0) return null;
     const now = new Date();
     const eventId = newEventId();
-    const event = await this.upsertEvent(input, now, eventId);
+    const event = await this.upsertEvent({ ...input, ownerAddress }, now, eventId);
     const inserted = event.eventId === eventId;
     if (event.fannedOut) return { eventId: event.eventId, inserted };
     const payload = JSON.stringify({ id: event.eventId, type: event.type, createdAt: event.createdAt.toISOString(), data: event.data });
@@ -173,7 +174,7 @@ export class WebhookOutbox {
     );
   }
 
-  private async upsertEvent(input: WebhookEventInput, now: Date, eventId: string): Promise<WebhookEventDoc> {
+  private async upsertEvent(input: WebhookEventInput & { ownerAddress: string }, now: Date, eventId: string): Promise<WebhookEventDoc> {
     const write = () =>
       this.c.events.findOneAndUpdate(
         { dedupeKey: input.dedupeKey },
@@ -182,7 +183,7 @@ export class WebhookOutbox {
             eventId,
             dedupeKey: input.dedupeKey,
             type: input.type,
-            ownerAddress: input.ownerAddress!,
+            ownerAddress: input.ownerAddress,
             agentAddress: input.agentAddress,
             createdAt: now,
             data: input.data,

@@ -168,11 +168,12 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
       }
       throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin} (${describeCause(err)}).`);
     }
-    if (res.status >= 300 && res.status < 400 && res.headers.get("location")) {
+    const location = res.headers.get("location");
+    if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel();
       let next: URL;
       try {
-        next = new URL(res.headers.get("location")!, url);
+        next = new URL(location, url);
       } catch {
         throw new SellerError("seller_redirect_refused", "The seller redirected to an address that is not a URL.");
       }
@@ -306,7 +307,9 @@ export async function signPayment(signer: AgentSigner, quote: Quote, maxValidity
   registerExactEvmScheme(client, { signer });
   client.setSpendControls(false); // the on-chain policy is the spend control
   const http = new x402HTTPClient(client);
-  const asked = Number(quote.requirement.maxTimeoutSeconds);
+  // The seller's JSON is typed, not checked: a string or a missing value must not widen the window.
+  const raw: unknown = quote.requirement.maxTimeoutSeconds;
+  const asked = Number(raw);
   const validity = Number.isSafeInteger(asked) && asked > 0 ? Math.min(asked, maxValiditySeconds) : maxValiditySeconds;
   const capped = { ...quote.requirement, maxTimeoutSeconds: validity };
   const payload = await http.createPaymentPayload({ ...quote.paymentRequired, accepts: [capped] });

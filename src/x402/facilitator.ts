@@ -180,11 +180,12 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
       }
       return facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
     },
-    async supported() {
-      const all = facilitator.getSupported();
-      const kinds = all.kinds.filter((k) => chainIdOfNetwork(k.network) === cfg.chainId);
-      return { ...all, kinds: kinds as SupportedResponse["kinds"] };
-    },
+    supported: () =>
+      Promise.resolve().then(() => {
+        const all = facilitator.getSupported();
+        const kinds = all.kinds.filter((k) => chainIdOfNetwork(k.network) === cfg.chainId);
+        return { ...all, kinds: kinds as SupportedResponse["kinds"] };
+      }),
   };
 }
 

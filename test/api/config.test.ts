@@ -1,8 +1,18 @@
 import { expect } from "chai";
-import { ConfigError, loadConfig } from "../../src/config";
+import { computeAddress } from "ethers";
+import { ConfigError, loadConfig, resolveConfig, type EmbeddedParts } from "../../src/config";
 
 const KEY_A = "0x" + "11".repeat(32);
 const KEY_B = "0x" + "22".repeat(32);
+const PRODUCTION = {
+  RPC_URL: "https://rpc.example.com",
+  OPERATOR_PRIVATE_KEY: KEY_A,
+  FACILITATOR_PRIVATE_KEY: KEY_B,
+  FACTORY_ADDRESS: "0x" + "33".repeat(20),
+  FACTORY_DEPLOY_BLOCK: "24000000",
+  MONGODB_URI: "mongodb://db.example.com:27017",
+  WALLET_ENCRYPTION_KEY: "44".repeat(32),
+};
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -78,18 +88,7 @@ describe("config: loadConfig over the environment", () => {
   });
 
   it("accepts a complete production environment, closed genesis by default", () => {
-    const c = loadConfig({
-      PORT: "8080",
-      RPC_URL: "https://rpc.example.com",
-      OPERATOR_PRIVATE_KEY: KEY_A,
-      FACILITATOR_PRIVATE_KEY: KEY_B,
-      FACTORY_ADDRESS: "0x" + "33".repeat(20),
-      FACTORY_DEPLOY_BLOCK: "24000000",
-      MONGODB_URI: "mongodb://db.example.com:27017",
-      WALLET_ENCRYPTION_KEY: "44".repeat(32),
-      BASE_URL: "https://api.example.com/",
-      GENESIS_OPEN: "false",
-    });
+    const c = loadConfig({ ...PRODUCTION, PORT: "8080", BASE_URL: "https://api.example.com/", GENESIS_OPEN: "false" });
     expect(c).to.include({
       embeddedChain: false,
       embeddedStore: false,
@@ -104,5 +103,97 @@ describe("config: loadConfig over the environment", () => {
 
   it("treats empty strings as unset", () => {
     expect(loadConfig({ RPC_URL: "", MONGODB_URI: "", GENESIS_OPEN: "" })).to.include({ embeddedChain: true, genesisOpen: true });
+  });
+});
+
+describe("config: resolveConfig, once, into a frozen value", () => {
+  // The shape an embedded chain hands over (addresses and keys), as startService passes it.
+  const chain: NonNullable<EmbeddedParts["chain"]> = {
+    rpcUrl: "http://127.0.0.1:9545",
+    addresses: {
+      usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      multicall3: "0xcA11bde05977b3631167028862bE2a173976CA11",
+      factory: "0x" + "55".repeat(20),
+      uniswap: {
+        weth: "0x4200000000000000000000000000000000000006",
+        factory: "0x" + "61".repeat(20),
+        swapRouter02: "0x" + "62".repeat(20),
+        quoterV2: "0x" + "63".repeat(20),
+        positionManager: "0x" + "64".repeat(20),
+        usdcWethPool: "0x" + "65".repeat(20),
+      },
+    },
+    deployBlock: 7,
+    operator: { address: computeAddress(KEY_A), privateKey: KEY_A },
+    facilitator: { address: computeAddress(KEY_B), privateKey: KEY_B },
+  };
+
+  it("refuses any change, at any depth, to the loaded and the resolved value", () => {
+    const loaded = loadConfig({ ...PRODUCTION, OWNER_ALLOWLIST: "0x" + "66".repeat(20) });
+    const config = resolveConfig(loaded);
+    for (const value of [loaded, config]) {
+      expect(() => Object.assign(value, { rpcUrl: "http://evil.example.com" })).to.throw(TypeError);
+      expect(() => (value.ownerAllowlist as string[]).push("0x" + "77".repeat(20))).to.throw(TypeError);
+      expect(value.rpcUrl).to.equal("https://rpc.example.com");
+      expect(value.ownerAllowlist).to.have.length(1);
+    }
+  });
+
+  it("completes a production environment from the environment alone", () => {
+    const config = resolveConfig(loadConfig(PRODUCTION));
+    expect(config).to.include({
+      rpcUrl: PRODUCTION.RPC_URL,
+      factoryDeployBlock: 24_000_000,
+      operatorPrivateKey: KEY_A,
+      mongodbUri: PRODUCTION.MONGODB_URI,
+      mongodbDb: "spendgate",
+      walletEncryptionKey: PRODUCTION.WALLET_ENCRYPTION_KEY,
+      instanceId: computeAddress(KEY_A).toLowerCase(),
+    });
+  });
+
+  it("takes the embedded chain's addresses and keys in a new value, leaving the loaded one as it was", () => {
+    const loaded = loadConfig({});
+    const config = resolveConfig(loaded, { chain, store: { uri: "mongodb://127.0.0.1:1", db: "spendgate_x" } });
+    expect(config).to.include({
+      rpcUrl: chain.rpcUrl,
+      factoryAddress: chain.addresses.factory,
+      factoryDeployBlock: 7,
+      usdcAddress: chain.addresses.usdc,
+      uniswapQuoterV2: chain.addresses.uniswap.quoterV2,
+      operatorPrivateKey: KEY_A,
+      facilitatorPrivateKey: KEY_B,
+      instanceId: chain.operator.address.toLowerCase(),
+      mongodbUri: "mongodb://127.0.0.1:1",
+      mongodbDb: "spendgate_x",
+    });
+    expect(config.walletEncryptionKey).to.match(/^[0-9a-f]{64}$/);
+    expect(loaded).to.include({ rpcUrl: undefined, factoryAddress: undefined, operatorPrivateKey: undefined, mongodbDb: "spendgate" });
+  });
+
+  it("keeps an instance's own operator key and the configured INSTANCE_ID on a shared embedded chain", () => {
+    const own = "0x" + "99".repeat(32);
+    const config = resolveConfig(loadConfig({ INSTANCE_ID: "inst-a", FACILITATOR_PRIVATE_KEY: KEY_B }), {
+      chain: { ...chain, facilitator: { address: chain.operator.address, privateKey: "0x" + "88".repeat(32) } },
+      operatorPrivateKey: own,
+      store: { uri: "mongodb://127.0.0.1:1", db: "d" },
+    });
+    expect(config).to.include({ operatorPrivateKey: own, instanceId: "inst-a", facilitatorPrivateKey: KEY_B });
+  });
+
+  it("names what is still missing when neither the environment nor an embedded part provides it", () => {
+    try {
+      resolveConfig(loadConfig({}));
+      expect.fail("resolved without a chain or a store");
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      expect((err as ConfigError).problems.map((p) => p.split(":")[0])).to.have.members([
+        "rpcUrl",
+        "factoryAddress",
+        "factoryDeployBlock",
+        "operatorPrivateKey",
+        "mongodbUri",
+      ]);
+    }
   });
 });

@@ -14,7 +14,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
   });
   after(async () => s?.close());
 
-  const predicted = async (agent: string) => getAddress(agent); // the agent wallet is its policy contract
+  const predicted = (agent: string) => getAddress(agent); // the agent wallet is its policy contract
   /** The policy as the contract holds it, in base units. */
   const onchain = async (policyContract: string) => {
     const c = s.svc.chain.policyAt(policyContract, s.svc.chain.provider);
@@ -38,7 +38,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
     expect(res.status).to.equal(200);
     expect(res.body.agents).to.have.length(1);
     const [view] = res.body.agents;
-    expect(view).to.include({ address: agentAddress, deployed: false, policyContract: await predicted(agentAddress) });
+    expect(view).to.include({ address: agentAddress, deployed: false, policyContract: predicted(agentAddress) });
     expect(view).to.include({ perTxLimit: "0", dailyBudget: "0", approvalThreshold: "0" });
     expect(view.allowlist).to.deep.equal([]);
     expect(await s.svc.chain.provider.getCode(view.policyContract)).to.equal("0x");
@@ -56,7 +56,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
       perTxLimit: "1.5",
       dailyBudget: "10",
       approvalThreshold: "0.75",
-      policyContract: await predicted(agentAddress),
+      policyContract: predicted(agentAddress),
     });
     expect(res.body.allowlist).to.deep.equal(["api.example.com", "*.data.example"]);
 
@@ -155,7 +155,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
     const counts = await documentCounts(s.svc.store.db);
     const res = await s.api("POST", "/limits", { key: apiKey, body: byStranger });
     expectErrorShape(res, 401);
-    expect(await s.svc.chain.isDeployed(await predicted(agentAddress))).to.equal(false);
+    expect(await s.svc.chain.isDeployed(predicted(agentAddress))).to.equal(false);
     expect(await documentCounts(s.svc.store.db)).to.deep.equal(counts);
   });
 
@@ -166,7 +166,7 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
     const signedForA = await s.policyBody(owner, a.agentAddress, POLICY);
     const res = await s.api("POST", "/limits", { key: b.apiKey, body: { ...signedForA, agentAddress: b.agentAddress } });
     expectErrorShape(res, 401);
-    expect(await s.svc.chain.isDeployed(await predicted(b.agentAddress))).to.equal(false);
+    expect(await s.svc.chain.isDeployed(predicted(b.agentAddress))).to.equal(false);
   });
 
   it("refuses an expired or far-future signed timestamp (401)", async () => {
@@ -176,14 +176,14 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
       const res = await s.api("POST", "/limits", { key: apiKey, body: await s.policyBody(owner, agentAddress, POLICY, ts) });
       expectErrorShape(res, 401);
     }
-    expect(await s.svc.chain.isDeployed(await predicted(agentAddress))).to.equal(false);
+    expect(await s.svc.chain.isDeployed(predicted(agentAddress))).to.equal(false);
   });
 
   it("answers 409 for an agent not linked to an owner yet", async () => {
     const { agentAddress, apiKey } = await s.genesis();
     const res = await s.api("POST", "/limits", { key: apiKey, body: await s.policyBody(randomOwner(), agentAddress, POLICY) });
     expectErrorShape(res, 409, "conflict");
-    expect(await s.svc.chain.isDeployed(await predicted(agentAddress))).to.equal(false);
+    expect(await s.svc.chain.isDeployed(predicted(agentAddress))).to.equal(false);
   });
 
   it("stores an empty allowlist as the zero root (deny every merchant)", async () => {

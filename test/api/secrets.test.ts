@@ -160,7 +160,7 @@ describe("secrets: private keys and API keys never appear in clear in responses,
     // Whatever the field (hashes, roots, tx hashes, ids, event data), no value may be a key: derive an address from
     // every candidate and compare it with the addresses whose keys the service holds.
     const custody = new Set((await s.svc.store.walletKeys.find({}).toArray()).map((d) => d.address));
-    for (const pk of [s.svc.config.operatorPrivateKey!, s.svc.config.facilitatorPrivateKey!]) custody.add(new Wallet(pk).address);
+    for (const pk of [s.svc.config.operatorPrivateKey, s.svc.config.facilitatorPrivateKey!]) custody.add(new Wallet(pk).address);
     let candidates = 0;
     const leaked: string[] = [];
     for (const { collection, doc } of await allDocuments(s.svc.store.db)) {
@@ -192,7 +192,7 @@ describe("secrets: private keys and API keys never appear in clear in responses,
     expect(logs).to.not.match(/sk_[0-9a-f]{16}/);
   });
 
-  it("returns each API key once, in the response that created it, and never again", async () => {
+  it("returns each API key once, in the response that created it, and never again", () => {
     for (const { key, issuedBy } of issuedKeys) {
       const seenIn = responses.filter((r) => r.text.includes(key.slice(3))).map((r) => r.label);
       expect(seenIn, `API key ${key.slice(0, 9)}…`).to.deep.equal([issuedBy]);

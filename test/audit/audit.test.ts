@@ -98,9 +98,9 @@ describe("audit from events alone", () => {
     expect((await pay(b, cheap.resource)).status).to.equal(200);
 
     const report = await auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress!,
+      factory: s.svc.config.factoryAddress,
       usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock ?? 0,
+      fromBlock: s.svc.config.factoryDeployBlock,
     });
     expect(report.inconsistencies).to.deep.equal([]);
     const audited: AuditAgent = report.agents[a.agentAddress];

@@ -193,11 +193,15 @@ describe("several instances on one chain and one database", function () {
       expiresAt: new Date(now.getTime() + 3_600_000),
     });
     let ran = 0;
-    const res = await b.svc.services.idempotency.run("caller-x", "key-x", body, async () => ({ status: 200, body: { ran: ++ran } }));
+    const res = await b.svc.services.idempotency.run("caller-x", "key-x", body, () =>
+      Promise.resolve({ status: 200, body: { ran: ++ran } }),
+    );
     expect(res).to.deep.include({ status: 200, replayed: false, body: { ran: 1 } });
     expect(await a.svc.store.idempotency.findOne({ scope })).to.include({ state: "done", holder: "inst-b" });
     // Once answered, a repeat replays it.
-    const again = await a.svc.services.idempotency.run("caller-x", "key-x", body, async () => ({ status: 200, body: { ran: ++ran } }));
+    const again = await a.svc.services.idempotency.run("caller-x", "key-x", body, () =>
+      Promise.resolve({ status: 200, body: { ran: ++ran } }),
+    );
     expect(again).to.deep.include({ replayed: true, body: { ran: 1 } });
   });
 

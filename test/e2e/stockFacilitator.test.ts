@@ -21,7 +21,7 @@ const USDC = 1_000_000n;
 async function stockFacilitator(s: Stack): Promise<Facilitator> {
   const key = Wallet.createRandom();
   await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-  const rpc = s.svc.config.rpcUrl!;
+  const rpc = s.svc.config.rpcUrl;
   const chain = defineChain({
     id: 8453,
     name: "Base",
@@ -48,7 +48,7 @@ async function stockFacilitator(s: Stack): Promise<Facilitator> {
   return {
     verify: (p, r) => facilitator.verify(p as PaymentPayload, r as PaymentRequirements),
     settle: (p, r) => facilitator.settle(p as PaymentPayload, r as PaymentRequirements),
-    supported: async () => facilitator.getSupported() as never,
+    supported: () => Promise.resolve(facilitator.getSupported() as never),
   };
 }
 

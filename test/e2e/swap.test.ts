@@ -206,9 +206,9 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
 
   it("the event-only audit attaches each swap to its payment and knows the swap refusals", async () => {
     const report = await auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress!,
+      factory: s.svc.config.factoryAddress,
       usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock ?? 0,
+      fromBlock: s.svc.config.factoryDeployBlock,
     });
     expect(report.inconsistencies).to.deep.equal([]);
     const payments = Object.values(report.agents).flatMap((a) => a.payments);

@@ -83,9 +83,8 @@ async function refusedOnChain(name: string, action: () => Promise<unknown>): Pro
 }
 
 /**
- * Every attack a stolen server can try on one agent, in order. `authorizeOwn` is used by attacks that first
- * authorise a payment to themselves (allowed by the policy on an allowlisted merchant: the residual risk, bounded by
- * the daily budget).
+ * Every attack a stolen server can try on one agent, in order (paying an allowlisted merchant within the policy is
+ * the residual risk, bounded by the daily budget: drainWithinPolicy).
  */
 export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]> {
   const { agent, token, agentAddress, merchant, thief } = target;

@@ -101,7 +101,7 @@ async function listen(handler: Handler): Promise<{ server: Server; url: string; 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "127.0.0.1"}`);
     Promise.resolve(handler(req, res, url)).catch((err: unknown) => {
-      sendJson(res, 500, { error: "test_seller_error", message: String((err as Error)?.message ?? err) });
+      sendJson(res, 500, { error: "test_seller_error", message: String((err as { message?: unknown } | null)?.message ?? err) });
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -452,7 +452,7 @@ export async function fundedFacilitator(stack: Pick<Stack, "svc">): Promise<InPr
   const wallet = Wallet.createRandom();
   await stack.svc.chain.provider.send("hardhat_setBalance", [wallet.address, `0x${(10n ** 21n).toString(16)}`]);
   return createInProcessFacilitator({
-    rpcUrl: stack.svc.config.rpcUrl!,
+    rpcUrl: stack.svc.config.rpcUrl,
     chainId: stack.svc.config.chainId,
     privateKey: wallet.privateKey,
   });

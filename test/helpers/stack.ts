@@ -97,7 +97,7 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
   };
 
   // The agent wallet is its policy contract (one contract since v2): the policy domain's verifyingContract is the agent.
-  const policyAddressOf = async (agent: string) => getAddress(agent);
+  const policyAddressOf = (agent: string) => getAddress(agent);
 
   const stack: Stack = {
     svc,
@@ -129,7 +129,7 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       const caps = Object.fromEntries(
         Object.entries(policy.merchantCaps ?? {}).map(([e, c]) => [normalizeAllowlistEntry(e) ?? e, toBaseUnits(c)]),
       );
-      const humanSignature = await owner.signTypedData(policyDomain(chainId, await policyAddressOf(agent)), SET_POLICY_TYPES, {
+      const humanSignature = await owner.signTypedData(policyDomain(chainId, policyAddressOf(agent)), SET_POLICY_TYPES, {
         agent,
         perTxLimit: toBaseUnits(policy.perTxLimit),
         dailyBudget: toBaseUnits(policy.dailyBudget),
@@ -148,7 +148,7 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       return { agentAddress: agent, ...policy, humanSignature, timestamp };
     },
     async signPause(owner, agent, paused, timestamp = now()) {
-      const signature = await owner.signTypedData(policyDomain(chainId, await policyAddressOf(agent)), SET_PAUSED_TYPES, {
+      const signature = await owner.signTypedData(policyDomain(chainId, policyAddressOf(agent)), SET_PAUSED_TYPES, {
         agent,
         paused,
         timestamp,

@@ -76,7 +76,7 @@ describe("indexer", () => {
       store: store(),
       chainId: s.svc.config.chainId,
       confirmations: 0,
-      startBlock: s.svc.config.factoryDeployBlock ?? 0,
+      startBlock: s.svc.config.factoryDeployBlock,
       logger: quietLogger(),
       ...over,
     });
@@ -177,7 +177,7 @@ describe("indexer", () => {
   it("is wired into the service: the start-up run created the cursor at the factory's deploy block or later", async () => {
     const state = await store().indexerState.findOne({ name: INDEXER_NAME, chainId: s.svc.config.chainId });
     expect(state, "indexerState").to.not.equal(null);
-    expect(state!.nextBlock).to.be.greaterThan(s.svc.config.factoryDeployBlock!);
+    expect(state!.nextBlock).to.be.greaterThan(s.svc.config.factoryDeployBlock);
   });
 
   it("indexes an onboarded agent's AgentDeployed, PolicyUpdated, OwnerSet and OperatorSet with decoded args", async () => {
@@ -285,7 +285,7 @@ describe("indexer", () => {
     const restarted = indexer();
     expect(await restarted.syncOnce()).to.equal(0);
     expect(restarted.lastRun!.fromBlock, "re-reads only the reorg window, not from the deploy block").to.equal(
-      Math.max(s.svc.config.factoryDeployBlock!, head + 1 - 12),
+      Math.max(s.svc.config.factoryDeployBlock, head + 1 - 12),
     );
     expect(await store().chainEvents.countDocuments({})).to.equal(count);
 

@@ -53,7 +53,7 @@ describe("compromised server (whole service): its config, its database and the c
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
 
     const secrets: Secrets = {
-      operator: new Wallet(s.svc.config.operatorPrivateKey!, s.svc.chain.provider),
+      operator: new Wallet(s.svc.config.operatorPrivateKey, s.svc.chain.provider),
       agentKey: await stealAgentKey(a.agentAddress),
     };
     const contract = await hre.ethers.getContractAt("SpendPolicy", a.agentAddress);

@@ -228,7 +228,7 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     // A restart that re-reads every block, after a crash between the alert and the event's confirmation.
     const chainId = s.svc.config.chainId;
     await s.svc.store.chainEvents.updateMany({ agentAddress: a.agentAddress }, { $set: { confirmed: false } });
-    await s.svc.store.indexerState.updateMany({ chainId }, { $set: { nextBlock: s.svc.config.factoryDeployBlock ?? 0 } });
+    await s.svc.store.indexerState.updateMany({ chainId }, { $set: { nextBlock: s.svc.config.factoryDeployBlock } });
     await s.svc.indexer.syncOnce();
     expect(await s.svc.store.chainEvents.countDocuments({ agentAddress: a.agentAddress, confirmed: false })).to.equal(0);
     const test = await s.api("POST", `/webhooks/${o.endpoint}/test`, { key: o.key });

@@ -43,14 +43,16 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
   const loadDecided = async () => {
     // The ledger remembers decisions across visits: entries that came from an approval and are no longer pending.
     const res = await api<LedgerPage>("GET", "/ledger?limit=50", { auth: "required" });
-    const items = res.transactions.filter((t) => t.approvalId && t.status !== "pending").slice(0, 10);
+    const items = res.transactions
+      .flatMap((t) => (t.approvalId && t.status !== "pending" ? [{ ...t, approvalId: t.approvalId }] : []))
+      .slice(0, 10);
     replace(
       decided,
       items.length
         ? items.map((t) =>
             h(
               "li",
-              { "data-approval": t.approvalId!, "data-status": t.status },
+              { "data-approval": t.approvalId, "data-status": t.status },
               h("span", { class: `badge status-${t.status}` }, t.status),
               ` ${usdc(t.amount)} to ${t.merchant} for “${t.intent}”, ${age(t.createdAt)} `,
               t.txHash ? app.txLink(t.txHash) : null,
@@ -99,12 +101,14 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     try {
       const agent = agents.get(item.agentAddress);
       if (!agent) throw new Error(`agent ${item.agentAddress} is not among your agents`);
+      const amount = toUnits(item.amount);
+      if (amount === null) throw new Error(`approval ${item.id} has an amount that is not a USDC amount: ${item.amount}`);
       const { wallet, owner } = await app.signer();
       const timestamp = nowSeconds();
       const data = approvalDecisionData(
         app.config.chainId,
         agent.policyContract,
-        { action, approvalId: item.id, agent: item.agentAddress, merchant: item.merchant, amount: toUnits(item.amount)! },
+        { action, approvalId: item.id, agent: item.agentAddress, merchant: item.merchant, amount },
         timestamp,
       );
       const humanSignature = await wallet.signTypedData(owner, data);
@@ -204,8 +208,13 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       for (const item of approvals) {
         const existing = rows.get(item.id);
         if (existing) {
-          existing.row.querySelector('[data-field="age"]')!.textContent = age(item.requestedAt);
-          existing.row.querySelector('[data-field="expires"]')!.textContent = `expires ${until(item.expiresAt)}`;
+          for (const [field, text] of [
+            ["age", age(item.requestedAt)],
+            ["expires", `expires ${until(item.expiresAt)}`],
+          ]) {
+            const cell = existing.row.querySelector(`[data-field="${field}"]`);
+            if (cell) cell.textContent = text;
+          }
           continue;
         }
         const row = makeRow(item);

@@ -25,9 +25,10 @@ interface Filters {
 function readFilters(): Filters {
   const q = new URLSearchParams(location.search);
   const size = Number(q.get("size"));
+  const status = q.get("status") ?? "";
   return {
     agent: q.get("agent") ?? "",
-    status: STATUSES.includes(q.get("status") ?? "") ? q.get("status")! : "",
+    status: STATUSES.includes(status) ? status : "",
     size: SIZES.includes(size) ? size : 20,
     page: Math.max(1, Math.floor(Number(q.get("page")) || 1)),
   };

@@ -13,7 +13,7 @@ import { policyEditor } from "./policyForm";
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 interface State {
-  agent: AgentSummary | null;
+  agent: AgentSummary;
   policy: PolicyView | null;
 }
 
@@ -62,11 +62,11 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
     return;
   }
 
-  const state: State = { agent: null, policy: null };
   steps.agent.body(h("p", { class: "loading" }, "Loading the agent…"));
+  let loaded: AgentSummary;
   try {
     // The activation code lets the page see who owns the agent (the public view hides the owner without it).
-    state.agent = await api<AgentSummary>("GET", `/agents/${address}?code=${encodeURIComponent(activationCode)}`, { auth: false });
+    loaded = await api<AgentSummary>("GET", `/agents/${address}?code=${encodeURIComponent(activationCode)}`, { auth: false });
   } catch (err) {
     const problem = app.report(err, "load the agent");
     steps.agent.body(h("p", null, problem.detail));
@@ -74,8 +74,10 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
     return;
   }
 
+  const state: State = { agent: loaded, policy: null };
+
   const render = async (focusStep?: keyof typeof steps) => {
-    const agent = state.agent!;
+    const agent = state.agent;
     const session = app.session();
     steps.agent.body(
       h(
@@ -191,15 +193,15 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
     try {
       const { wallet, owner } = await app.signer();
       const timestamp = nowSeconds();
-      const data = linkAgentData(app.config.chainId, state.agent!.address, owner, timestamp);
+      const data = linkAgentData(app.config.chainId, state.agent.address, owner, timestamp);
       preview.textContent = JSON.stringify(data, null, 2);
       const ownerSignature = await wallet.signTypedData(owner, data);
       button.textContent = "Linking…";
       await api("POST", "/agents/link", {
-        body: { agentAddress: state.agent!.address, ownerAddress: owner, ownerSignature, timestamp, activationCode },
+        body: { agentAddress: state.agent.address, ownerAddress: owner, ownerSignature, timestamp, activationCode },
         auth: false,
       });
-      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent!.address}?code=${encodeURIComponent(activationCode)}`, {
+      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent.address}?code=${encodeURIComponent(activationCode)}`, {
         auth: false,
       });
       app.notify(`${state.agent.label} is linked to your wallet. Now set its spend policy.`);

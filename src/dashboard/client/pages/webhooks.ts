@@ -231,10 +231,10 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     app.clearAlerts();
-    const events = boxes
-      .map((b) => b.querySelector("input")!)
-      .filter((i) => i.checked)
-      .map((i) => i.value);
+    const events = boxes.flatMap((b) => {
+      const input = b.querySelector("input");
+      return input?.checked ? [input.value] : [];
+    });
     submit.disabled = true;
     try {
       const created = await api<WebhookEndpoint & { secret: string }>("POST", "/webhooks", {
