@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { JsonRpcProvider } from "ethers";
 import { startCluster, type Cluster } from "../cluster/cluster";
 import { fundAgents, onboardAgent, type ClusterAgent } from "../cluster/client";
+import { setBlockInterval } from "./mining";
 
 export interface ThroughputOptions {
   agents: number;
@@ -49,13 +50,7 @@ async function send(
 async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o: ThroughputOptions): Promise<void> {
   const direct = new JsonRpcProvider(cluster.chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const interval = mode === "automine" ? 0 : Number(mode);
-  if (interval) {
-    await direct.send("evm_setAutomine", [false]);
-    await direct.send("evm_setIntervalMining", [interval]);
-  } else {
-    await direct.send("evm_setIntervalMining", [0]);
-    await direct.send("evm_setAutomine", [true]);
-  }
+  await setBlockInterval(direct, interval);
   const n = cluster.instances.length;
   const processes = [
     { name: "chain", pid: cluster.pids.chain },
@@ -114,8 +109,7 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
       })
       .join("; ")}`,
   );
-  await direct.send("evm_setIntervalMining", [0]);
-  await direct.send("evm_setAutomine", [true]);
+  await setBlockInterval(direct, 0);
   direct.destroy();
 }
 

@@ -51,7 +51,7 @@ export function facilitatorSends(client: Pick<SignerClient, "account" | "getTran
     } catch (err) {
       nonce = undefined; // unknown whether the nonce was used: ask the node next time
       // A nonce below the account's was refused, so nothing was sent: once more with the node's count.
-      if (!NONCE_TOO_LOW.test(String((err as Error).message))) throw err;
+      if (!NONCE_TOO_LOW.test(err instanceof Error ? err.message : String(err))) throw err;
       return attempt(await client.getTransactionCount({ address: client.account.address, blockTag: "pending" }));
     }
   };
