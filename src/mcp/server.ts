@@ -1,5 +1,6 @@
 /** createMcpServer: one stateless MCP server per request, its tools bound to the caller resolved over HTTP. */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { Services } from "../services";
 import { TOOLS, runTool, type ToolCaller } from "./tools";
 
@@ -10,8 +11,11 @@ export const MCP_INSTRUCTIONS = [
   "a pending payment waits for your owner: do not retry it; you can never approve your own payments.",
 ].join(" ");
 
+// Built once: by default every McpServer compiles a new Ajv instance (about 0.5 ms), and one is made per request.
+const VALIDATOR = new AjvJsonSchemaValidator();
+
 export function createMcpServer(s: Services, caller: ToolCaller): McpServer {
-  const server = new McpServer({ name: "spendgate", version: "0.1.0" }, { instructions: MCP_INSTRUCTIONS });
+  const server = new McpServer({ name: "spendgate", version: "0.1.0" }, { instructions: MCP_INSTRUCTIONS, jsonSchemaValidator: VALIDATOR });
   const ctx = { ...caller, s, logger: s.ctx.logger.child({ mcp: true, agent: caller.agent.address }) };
   for (const def of TOOLS) {
     server.registerTool(

@@ -1,8 +1,11 @@
 /** The embedded MongoDB-compatible server (CongoDB, in memory) used when MONGODB_URI is unset. */
 import { createServer } from "node:net";
+import { installEmbeddedIndexes, type EmbeddedIndexes } from "./congoIndexes";
 
 export interface EmbeddedMongo {
   uri: string;
+  /** The hash indexes that let CongoDB answer indexed queries without scanning (congoIndexes.ts). */
+  indexes: EmbeddedIndexes;
   stop(): Promise<void>;
 }
 
@@ -28,9 +31,11 @@ export async function startEmbeddedMongo(host = "127.0.0.1"): Promise<EmbeddedMo
   };
   const { congodb } = await import("@push.rocks/smartmongo");
   const server = new congodb.CongoServer({ host, port, storage: "memory" });
+  const indexes = installEmbeddedIndexes(server);
   await server.start();
   return {
     uri: `mongodb://${host}:${port}`,
+    indexes,
     stop: async () => {
       await server.stop();
     },

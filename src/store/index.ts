@@ -57,6 +57,10 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { ownerAddress: 1, createdAt: -1 } },
     { key: { status: 1, createdAt: -1 } },
     { key: { phase: 1 } },
+    // The indexer's reads: entries by their transactions, and those changed since its previous run.
+    { key: { txHash: 1 } },
+    { key: { authorizeTxHash: 1 } },
+    { key: { updatedAt: 1 } },
   ],
   approvals: [
     { key: { approvalId: 1 }, unique: true },
@@ -71,6 +75,9 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { chainId: 1, txHash: 1, logIndex: 1 }, unique: true },
     { key: { paymentId: 1 } },
     { key: { agentAddress: 1, blockNumber: -1 } },
+    // The indexer's per-run reads: recent blocks, and events not yet confirmed.
+    { key: { chainId: 1, blockNumber: 1 } },
+    { key: { chainId: 1, confirmed: 1, blockNumber: 1 } },
   ],
   indexerState: [{ key: { name: 1, chainId: 1 }, unique: true }],
   gasUsage: [{ key: { ownerAddress: 1, day: 1 }, unique: true }],
