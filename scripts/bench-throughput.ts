@@ -2,13 +2,15 @@
  * npm run bench:throughput: approved payments per second across THROUGHPUT_AGENTS (50) agents with THROUGHPUT_IN_FLIGHT
  * (2) payments in flight each, for THROUGHPUT_SECONDS (20) per chain mode: automine, and blocks every 200 ms (interval
  * mining, as Base's flashblocks). Target: at least 50 approved payments/s on this 2-core machine. Prints latency, every
- * failure by reason, and the process memory at the end.
+ * failure by reason, and the process memory at the end. THROUGHPUT_SHAPE=processes: the production shape instead (chain,
+ * store and THROUGHPUT_INSTANCES SpendGate instances in their own processes, scripts/bench/throughputCluster.ts).
  */
 import { JsonRpcProvider } from "ethers";
 import { setBlockInterval } from "./bench/mining";
 import { startEmbeddedChain } from "../src/chain/embedded";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
+import { throughputProcesses } from "./bench/throughputCluster";
 
 const AGENTS = Number(process.env.THROUGHPUT_AGENTS ?? 50);
 const IN_FLIGHT = Number(process.env.THROUGHPUT_IN_FLIGHT ?? 2);
@@ -16,6 +18,10 @@ const SECONDS = Number(process.env.THROUGHPUT_SECONDS ?? 20);
 const MODES = (process.env.THROUGHPUT_MODES ?? "automine,200").split(",").map((m) => m.trim());
 
 async function main(): Promise<void> {
+  if (process.env.THROUGHPUT_SHAPE === "processes") {
+    const counts = (process.env.THROUGHPUT_INSTANCES ?? "1,2").split(",").map(Number);
+    return throughputProcesses({ agents: AGENTS, inFlight: IN_FLIGHT, seconds: SECONDS, modes: MODES }, counts);
+  }
   const chain = await startEmbeddedChain();
   const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", LOG_LEVEL: "warn" }, { embeddedChain: chain });

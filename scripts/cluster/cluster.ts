@@ -33,6 +33,8 @@ export interface Cluster {
   mongoUri: string;
   database: string;
   instances: Instance[];
+  /** The chain's and the store's process ids (for CPU and memory readings). */
+  pids: { chain: number; store: number };
   /** SIGKILL: no shutdown, leases and in-flight payments left as a crash leaves them. */
   kill(instance: Instance): Promise<void>;
   close(): Promise<void>;
@@ -47,7 +49,9 @@ export interface ClusterOptions {
 
 /** Spawns `node --import tsx <script>` (not the tsx CLI, whose grandchild a kill would miss) and waits for `ready`. */
 function spawnNode(args: string[], env: Record<string, string>, ready: RegExp, output: string[], timeoutMs = 90_000) {
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
+  // CLUSTER_NODE_ARGS: more node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (refused in NODE_OPTIONS).
+  const nodeArgs = (process.env.CLUSTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -159,6 +163,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       mongoUri,
       database,
       instances,
+      pids: { chain: chainProc.child.pid ?? 0, store: mongoProc.child.pid ?? 0 },
       kill: async (inst) => {
         await stop(inst.child, "SIGKILL");
         inst.alive = false;

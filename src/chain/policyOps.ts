@@ -1,7 +1,7 @@
 /** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
 import { getAddress, type Log, type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
-import { addressOf, eventTopic, parseEvent } from "./contracts";
+import { addressOf, eventTopic, parseEvent, readOf } from "./contracts";
 import { decodeRevert } from "./errors";
 import { type Decision, type OnchainReasonName, type PaymentState, decisionOf, onchainReason, paymentStateOf, reasonName } from "./reasons";
 import type { AllowlistProof } from "../policy/allowlist";
@@ -53,6 +53,9 @@ export const transferStruct = (t: TransferInput) => ({
 /** Where a refused payment's on-chain record "pays" (nothing can ever settle it: it is never authorised). */
 export const BLOCKED_RECORD_PAY_TO = "0x000000000000000000000000000000000000dEaD";
 
+/** check()'s answer with the holder's USDC balance read in the same call. */
+export type CheckWithBalance = CheckResult & { usdc: bigint };
+
 export class PolicyOps {
   constructor(private readonly chain: ChainClient) {}
 
@@ -61,6 +64,27 @@ export class PolicyOps {
     const c = this.chain.policyAt(policyAddress, this.chain.provider);
     const { decision, reason } = await c.checkPayment(merchant, allowed.leaf, allowed.cap, allowed.proof, amount);
     return { decision: decisionOf(decision), reason: onchainReason(reason) };
+  }
+
+  /** check() and `holder`'s USDC balance in one call (Multicall3): the payment path needs both, one round trip. */
+  async checkWithBalance(
+    policyAddress: string,
+    merchant: string,
+    allowed: AllowlistProof,
+    amount: bigint,
+    holder: string,
+  ): Promise<CheckWithBalance> {
+    const c = this.chain.policyAt(policyAddress, this.chain.provider);
+    const [checked, balance] = await this.chain.readMany([
+      readOf(c, "checkPayment", merchant, allowed.leaf, allowed.cap, allowed.proof, amount),
+      readOf(this.chain.usdc, "balanceOf", holder),
+    ] as const);
+    if (!checked || balance === null) {
+      // Asked again one by one, so that a failure fails as it always did (with the contract's error).
+      const [r, usdc] = await Promise.all([this.check(policyAddress, merchant, allowed, amount), this.chain.usdc.balanceOf(holder)]);
+      return { ...r, usdc };
+    }
+    return { decision: decisionOf(checked[0]), reason: onchainReason(checked[1]), usdc: balance };
   }
 
   /**
@@ -86,12 +110,8 @@ export class PolicyOps {
     // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
     const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(allowed.proof.length) * 5_000n;
-    const tx = await this.chain.sendTx((o) =>
-      c.authorizePayment(paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, transferStruct(transfer), ownerApproval, {
-        ...o,
-        gasLimit,
-      }),
-    );
+    const args = [paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, transferStruct(transfer), ownerApproval];
+    const tx = await this.chain.sendCall(c, "authorizePayment", args, { gasLimit });
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
     const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);
     for (const log of this.logsOf(receipt, policyAddress)) {

@@ -3,7 +3,7 @@
  * and proof that admit the merchant, the contract's simulation of the amount, and (beside the simulation, in the same
  * round trip's time) whether the wallet must swap to pay it. Nothing here sends a transaction or contacts a seller.
  */
-import { PolicyOps } from "../chain/policyOps";
+import { type CheckWithBalance, PolicyOps } from "../chain/policyOps";
 import { Decision, type OnchainReasonName } from "../chain/reasons";
 import { AppError } from "../errors";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
@@ -62,10 +62,26 @@ export class PolicyDecisions {
    * The contract's simulation of paying `amount` to an admitted merchant. When the admission came from the cache and
    * the answer is not Allow, the policy is read again and, if its allowlist changed, proved and simulated again.
    */
-  async decide(agent: AgentDoc, merchant: string, admission: Admission & { status: "admitted" }, amount: bigint): Promise<PolicyDecision> {
+  async decide(
+    agent: AgentDoc,
+    merchant: string,
+    admission: Admission & { status: "admitted" },
+    amount: bigint,
+    /** The same simulation at the caller's ceiling, started earlier: when it allows, any lower price is allowed too. */
+    atCeiling?: Promise<CheckWithBalance>,
+  ): Promise<PolicyDecision> {
     let { policy, proof } = admission;
-    let swap = this.swapCheck(agent, policy, amount);
-    let check = await this.ops.check(agent.policyAddress, merchant, proof, amount);
+    const ceilingAllowed = atCeiling ? await atCeiling.then((r) => r.decision === Decision.Allow).catch(() => false) : false;
+    const read =
+      ceilingAllowed && atCeiling ? atCeiling : this.ops.checkWithBalance(agent.policyAddress, merchant, proof, amount, agent.address);
+    read.catch(() => undefined);
+    let swap = this.swapCheck(
+      agent,
+      policy,
+      amount,
+      read.then((r) => r.usdc),
+    );
+    let check: { decision: Decision; reason: OnchainReasonName | null } = await read;
     if (check.decision !== Decision.Allow && admission.cached) {
       const root = policy.allowlistRoot;
       ({ policy } = await this.policies.forPayment(agent, true));
@@ -104,8 +120,13 @@ export class PolicyDecisions {
   }
 
   /** Whether paying needs a swap and whether one can fund it (reads only); never rejects unobserved. */
-  swapCheck(agent: AgentDoc, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
-    const check = this.swaps.check(agent, policy, amount);
+  swapCheck(
+    agent: AgentDoc,
+    policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint },
+    amount: bigint,
+    usdcHeld?: Promise<bigint>,
+  ): Promise<SwapCheck> {
+    const check = this.swaps.check(agent, policy, amount, usdcHeld);
     check.catch(() => undefined);
     return check;
   }

@@ -94,16 +94,20 @@ export class PaymentService {
     if (admission.status === "no_policy") throw noPolicyError(pc.agent);
     if (admission.status === "not_allowed") return this.block(pc, { amount: maxAmount, reason: "merchant_not_allowed", proof: NO_LEAF });
 
+    // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
+    // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
+    const atCeiling = this.settlement.ops.checkWithBalance(pc.agent.policyAddress, pc.merchant, admission.proof, maxAmount, pc.agent.address);
+    atCeiling.catch(() => undefined);
     const quote = await this.quote(pc);
     timer.mark("quote");
     if (!quote) return this.block(pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
     if (quote.amount > maxAmount) return this.block(pc, { amount: quote.amount, reason: "max_amount_exceeded", proof: null });
 
-    // Signing overlaps the simulation; a signature the policy refuses is dropped, never sent anywhere.
+    // Signing overlaps any simulation left; a signature the policy refuses is dropped, never sent anywhere.
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
-    // The wallet's balances (and a swap quote when it lacks USDC) are read alongside the simulation: no round trip added.
-    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount);
+    // The wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
+    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount, atCeiling);
     timer.mark("simulate");
     if (decision.status === "block") return this.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof });
     if (decision.status === "requires_approval") return this.requestApproval(pc, quote, maxAmount);

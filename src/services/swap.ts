@@ -80,9 +80,15 @@ export class SwapService {
    * Whether payment of `amount` needs a swap and whether one can fund it, without sending anything. Called with the
    * agent's lock held, so no other payment of this agent moves its balances meanwhile.
    */
-  async check(agent: AgentDoc, policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint }, amount: bigint): Promise<SwapCheck> {
+  async check(
+    agent: AgentDoc,
+    policy: { maxSwapSlippageBps: bigint; swapTwapSeconds: bigint },
+    amount: bigint,
+    /** The wallet's USDC when the caller has read it already (with the simulation). */
+    usdcHeld?: Promise<bigint>,
+  ): Promise<SwapCheck> {
     const { chain } = this.ctx;
-    const usdc = await chain.usdc.balanceOf(agent.address);
+    const usdc = await (usdcHeld ?? chain.usdc.balanceOf(agent.address));
     if (usdc >= amount) return { kind: "none" };
     const shortfall = amount - usdc;
     const short = `the wallet holds ${fromBaseUnits(usdc)} USDC of the ${fromBaseUnits(amount)} asked`;

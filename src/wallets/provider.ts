@@ -29,6 +29,8 @@ export interface WalletProvider {
 
 export class LocalWalletProvider implements WalletProvider {
   private readonly key: Buffer;
+  /** Encrypted key documents (never the keys) kept, so a payment does not read its key from the database again. */
+  private readonly sealed = new Map<string, WalletKeyDoc>();
 
   constructor(
     private readonly keys: Collection<WalletKeyDoc>,
@@ -57,8 +59,12 @@ export class LocalWalletProvider implements WalletProvider {
 
   async signer(address: string): Promise<AgentSigner> {
     const checksummed = getAddress(address);
-    const doc = await this.keys.findOne({ address: checksummed });
+    const doc = this.sealed.get(checksummed) ?? (await this.keys.findOne({ address: checksummed }));
     if (!doc) throw new Error(`no key held for ${checksummed}`);
+    if (!this.sealed.has(checksummed)) {
+      if (this.sealed.size >= 10_000) this.sealed.clear();
+      this.sealed.set(checksummed, doc);
+    }
     const wallet = new Wallet(this.decrypt(doc));
     return {
       address: checksummed as `0x${string}`,

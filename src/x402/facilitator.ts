@@ -22,6 +22,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import type { Abi } from "viem" with { "resolution-mode": "import" };
 import { walletClientFor } from "../chain/viem";
 import { pollReceipt } from "../chain/receipts";
+import { facilitatorSends } from "./facilitatorSends";
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse };
 export type AnyPaymentPayload = PaymentPayload | PaymentPayloadV1;
@@ -68,10 +69,35 @@ function serial() {
   };
 }
 
+/**
+ * The scheme asks for the payer's and the token's code on every verify and again on settle. Deployed code is kept:
+ * since Cancun it can no longer change (SELFDESTRUCT only clears code in its creation transaction). No code and an
+ * EIP-7702 delegation (0xef0100 + address, which its EOA can change at any time) are asked for each time.
+ */
+export function contractCodeCache(
+  getCode: (address: `0x${string}`) => Promise<`0x${string}` | undefined>,
+  max = 10_000,
+): (address: `0x${string}`) => Promise<`0x${string}` | undefined> {
+  const codes = new Map<string, `0x${string}`>();
+  return async (address) => {
+    const key = address.toLowerCase();
+    const known = codes.get(key);
+    if (known) return known;
+    const code = await getCode(address);
+    if (code && code !== "0x" && !code.toLowerCase().startsWith("0xef0100")) {
+      if (codes.size >= max) codes.clear();
+      codes.set(key, code);
+    }
+    return code;
+  };
+}
+
 /** The real x402 facilitator (exact EVM scheme, v2 `eip155:<chainId>` and v1 names) settling with its own key. */
 export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InProcessFacilitator {
   const client = walletClientFor(cfg.privateKey, cfg.rpcUrl, cfg.chainId);
   const queue = serial();
+  const codeOf = contractCodeCache((address) => client.getCode({ address }));
+  const send = facilitatorSends(client);
   const evmSigner: FacilitatorEvmSigner = toFacilitatorEvmSigner(
     {
       address: client.account.address,
@@ -93,16 +119,19 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
         } as Parameters<typeof client.verifyTypedData>[0]),
       writeContract: (args) =>
         queue(() =>
-          client.writeContract({
-            address: args.address,
-            abi: args.abi as Abi,
-            functionName: args.functionName,
-            args: args.args,
-            gas: args.gas,
-            dataSuffix: args.dataSuffix,
-          }),
+          send((o) =>
+            client.writeContract({
+              address: args.address,
+              abi: args.abi as Abi,
+              functionName: args.functionName,
+              args: args.args,
+              gas: args.gas,
+              dataSuffix: args.dataSuffix,
+              ...o,
+            }),
+          ),
         ),
-      sendTransaction: (args) => queue(() => client.sendTransaction({ to: args.to, data: args.data })),
+      sendTransaction: (args) => queue(() => send((o) => client.sendTransaction({ to: args.to, data: args.data, ...o }))),
       // Short polling (receipts.ts), not viem's 1 s block watch: a settlement is noticed within a tenth of a second.
       waitForTransactionReceipt: async (args) => {
         const receipt = await pollReceipt(
@@ -116,7 +145,7 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
         if (!receipt) throw new Error(`timed out waiting for the receipt of ${args.hash}`);
         return receipt;
       },
-      getCode: (args) => client.getCode({ address: args.address }),
+      getCode: (args) => codeOf(args.address),
     },
     { confirmationTimeoutMs: cfg.confirmationTimeoutMs ?? 60_000 },
   );

@@ -8,6 +8,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
 import { viemAccounts } from "../../src/chain/viem";
 import {
+  contractCodeCache,
   createFacilitator,
   createInProcessFacilitator,
   type AnyPaymentPayload,
@@ -120,6 +121,28 @@ describe("x402 facilitator (in-process, real x402 v2) against TestUSDC at the Ba
     expect(kinds).to.have.members(["2:exact:eip155:8453", "1:exact:base"]);
     expect(Object.values(supported.signers).flat()).to.include(chain.facilitator.address);
     expect(facilitator.address).to.equal(chain.facilitator.address);
+  });
+
+  it("keeps deployed code (immutable since Cancun) but asks again for no code and for an EIP-7702 delegation", async function () {
+    const asked = new Map<string, number>();
+    const codeOf = contractCodeCache(async (address) => {
+      asked.set(address, (asked.get(address) ?? 0) + 1);
+      return (await provider.getCode(address)) as `0x${string}`;
+    });
+    const token = chain.addresses.usdc as `0x${string}`;
+    const eoa = Wallet.createRandom().address as `0x${string}`;
+    const delegated = Wallet.createRandom().address as `0x${string}`;
+    const designator = `0xef0100${chain.addresses.multicall3.slice(2).toLowerCase()}`;
+    await provider.send("hardhat_setCode", [delegated, designator]);
+    for (let i = 0; i < 3; i++) {
+      expect(await codeOf(token)).to.equal(await provider.getCode(token));
+      expect(await codeOf(eoa)).to.equal("0x");
+      expect(await codeOf(delegated)).to.equal(designator);
+    }
+    expect([asked.get(token), asked.get(eoa), asked.get(delegated)]).to.deep.equal([1, 3, 3]);
+    // An address without code that gets some (a counterfactual wallet deployed) is seen with it at once.
+    await provider.send("hardhat_setCode", [eoa, "0x6000"]);
+    expect(await codeOf(eoa)).to.equal("0x6000");
   });
 
   it("verifies and settles a v2 payment: balances move by exactly the amount and AuthorizationUsed is emitted", async function () {

@@ -1,0 +1,146 @@
+/**
+ * bench:throughput in the production shape (THROUGHPUT_SHAPE=processes): the chain (scripts/chain.ts) and the store
+ * (one CongoDB server) in their own processes and THROUGHPUT_INSTANCES (default "1,2") SpendGate processes, as
+ * `npm run cluster` starts them; this process only sends the payments, spread over the instances, to the instances'
+ * own /sell/agent-intel. Prints the rate, latency, failures, and each process's CPU seconds and memory at the end.
+ */
+import { readFileSync } from "node:fs";
+import { JsonRpcProvider } from "ethers";
+import { startCluster, type Cluster } from "../cluster/cluster";
+import { fundAgents, onboardAgent, type ClusterAgent } from "../cluster/client";
+import { setBlockInterval } from "./mining";
+
+export interface ThroughputOptions {
+  agents: number;
+  inFlight: number;
+  seconds: number;
+  modes: string[];
+}
+
+const PAGE = 4096;
+const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
+const TICKS = 100; // USER_HZ on Linux
+
+/** CPU seconds (user + system) and resident memory of a process, from /proc. */
+function usage(pid: number): { cpu: number; rssMiB: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
+    const rssMiB = (Number(fields[21]) * PAGE) / 2 ** 20;
+    return { cpu, rssMiB };
+  } catch {
+    return { cpu: 0, rssMiB: 0 };
+  }
+}
+
+async function send(
+  url: string,
+  agent: ClusterAgent,
+  seller: string,
+): Promise<{ status: number; body: { error?: string; reason?: string } }> {
+  const res = await fetch(`${url}/pay`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${agent.apiKey}` },
+    body: JSON.stringify({ agentAddress: agent.agentAddress, serviceUrl: seller, maxAmount: "0.01", intent: "throughput" }),
+  });
+  return { status: res.status, body: (await res.json()) as { error?: string; reason?: string } };
+}
+
+async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o: ThroughputOptions): Promise<void> {
+  const direct = new JsonRpcProvider(cluster.chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  const interval = mode === "automine" ? 0 : Number(mode);
+  await setBlockInterval(direct, interval);
+  const n = cluster.instances.length;
+  const processes = [
+    { name: "chain", pid: cluster.pids.chain },
+    { name: "store", pid: cluster.pids.store },
+    ...cluster.instances.map((i) => ({ name: i.name, pid: i.child.pid ?? 0 })),
+    { name: "client", pid: process.pid },
+  ];
+  const cpuBefore = processes.map((p) => usage(p.pid).cpu);
+  const latencies: number[] = [];
+  const failures = new Map<string, number>();
+  let approved = 0;
+  const started = Date.now();
+  const deadline = started + o.seconds * 1000;
+  const blocksBefore = await direct.getBlockNumber();
+  await Promise.all(
+    agents.flatMap((a, i) =>
+      Array.from({ length: o.inFlight }, async (_, j) => {
+        // Each agent's payments go to one instance (a load balancer routing on the agent): the per-agent lock then waits
+        // in that process, not by polling its lease in the database. THROUGHPUT_SPREAD=1 spreads them instead.
+        const inst = cluster.instances[(SPREAD ? i + j : i) % n];
+        const seller = `${cluster.instances[(i + 1) % n].url}/sell/agent-intel`;
+        while (Date.now() < deadline) {
+          const t = Date.now();
+          const res = await send(inst.url, a, seller).catch((err: unknown) => ({
+            status: 0,
+            body: { error: (err as Error).message, reason: undefined },
+          }));
+          if (res.status === 200) {
+            approved++;
+            latencies.push(Date.now() - t);
+          } else {
+            const why = `${res.status} ${res.body.error ?? res.body.reason ?? ""}`.trim();
+            failures.set(why, (failures.get(why) ?? 0) + 1);
+          }
+        }
+      }),
+    ),
+  );
+  const elapsed = (Date.now() - started) / 1000;
+  const blocks = (await direct.getBlockNumber()) - blocksBefore;
+  latencies.sort((x, y) => x - y);
+  const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0;
+  const rate = approved / elapsed;
+  console.log(
+    `\n== ${n} instance${n > 1 ? "s" : ""}, ${interval ? `blocks every ${interval} ms` : "automine"}: ${approved} approved in ${elapsed.toFixed(1)} s = ${rate.toFixed(1)}/s (target >= 50: ${rate >= 50 ? "PASS" : "MISS"}); ${blocks} blocks (${(approved / Math.max(1, blocks)).toFixed(1)} payments a block)`,
+  );
+  console.log(
+    `latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`,
+  );
+  console.log(
+    `CPU seconds in ${elapsed.toFixed(1)} s and memory at the end: ${processes
+      .map((p, k) => {
+        const u = usage(p.pid);
+        const cpu = u.cpu - cpuBefore[k];
+        return `${p.name} ${cpu.toFixed(1)} s (${((cpu * 1000) / Math.max(1, approved)).toFixed(1)} ms a payment), rss ${u.rssMiB.toFixed(0)} MiB`;
+      })
+      .join("; ")}`,
+  );
+  await setBlockInterval(direct, 0);
+  direct.destroy();
+}
+
+export async function throughputProcesses(o: ThroughputOptions, instanceCounts: number[]): Promise<void> {
+  for (const instances of instanceCounts) {
+    const cluster = await startCluster({ instances, env: { SELL_PRICE: "0.01" } });
+    try {
+      const agents: ClusterAgent[] = [];
+      for (let i = 0; i < o.agents; i += 10) {
+        const batch = Array.from({ length: Math.min(10, o.agents - i) }, (_, j) =>
+          onboardAgent(cluster.instances[(i + j) % instances].url, cluster.chain.chainId, {
+            perTxLimit: "1",
+            dailyBudget: "100000",
+            approvalThreshold: "1",
+            allowlist: ["127.0.0.1"],
+          }),
+        );
+        agents.push(...(await Promise.all(batch)));
+      }
+      await fundAgents(
+        cluster.chain.rpcUrl,
+        cluster.chain.addresses.usdc,
+        agents.map((a) => a.agentAddress),
+        100_000_000_000n,
+      );
+      console.log(
+        `\n${o.agents} agents, ${o.inFlight} payments in flight each, ${o.seconds} s per mode; chain, CongoDB and ${instances} SpendGate process(es) apart`,
+      );
+      for (const mode of o.modes) await runMode(cluster, agents, mode, o);
+    } finally {
+      await cluster.close();
+    }
+  }
+}

@@ -1,0 +1,81 @@
+import { expect } from "chai";
+import { Contract, JsonRpcProvider, Wallet } from "ethers";
+import { x402Client } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { viemAccounts } from "../../src/chain/viem";
+import { createInProcessFacilitator, type InProcessFacilitator } from "../../src/x402/facilitator";
+import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
+
+const USDC_ABI = ["function mint(address to, uint256 amount) returns (bool)", "function balanceOf(address) view returns (uint256)"];
+const AMOUNT = 10_000n;
+
+describe("x402 facilitator sends: the nonce counted locally, fee data kept for seconds", function () {
+  let chain: EmbeddedChain;
+  let proxy: RpcProxy;
+  let provider: JsonRpcProvider;
+  let usdc: Contract;
+  let facilitator: InProcessFacilitator;
+  const payTo = Wallet.createRandom().address;
+
+  const requirements = (): PaymentRequirements => ({
+    scheme: "exact",
+    network: "eip155:8453",
+    asset: chain.addresses.usdc,
+    amount: AMOUNT.toString(),
+    payTo,
+    maxTimeoutSeconds: 120,
+    extra: { name: "USD Coin", version: "2" },
+  });
+
+  async function signedPayment(): Promise<PaymentPayload> {
+    const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
+    await (await usdc.mint(account.address, AMOUNT)).wait();
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: account });
+    return client.createPaymentPayload({ x402Version: 2, resource: { url: "http://127.0.0.1/sell" }, accepts: [requirements()] });
+  }
+
+  before(async function () {
+    chain = await startEmbeddedChain();
+    proxy = await startRpcProxy(chain.rpcUrl);
+    provider = new JsonRpcProvider(chain.rpcUrl, chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
+    usdc = new Contract(chain.addresses.usdc, USDC_ABI, new Wallet(chain.operator.privateKey, provider));
+    // Every call of the facilitator goes through the counting proxy.
+    facilitator = createInProcessFacilitator({ rpcUrl: proxy.url, chainId: chain.chainId, privateKey: chain.facilitator.privateKey });
+  });
+
+  after(async function () {
+    provider?.destroy();
+    await proxy?.close();
+    await chain?.close();
+  });
+
+  it("settles one payment after another without asking the node for the nonce, and for fee data at most once", async function () {
+    const payloads = [await signedPayment(), await signedPayment(), await signedPayment(), await signedPayment()];
+    expect((await facilitator.settle(payloads[0], requirements())).success).to.equal(true);
+    proxy.reset();
+    for (const p of payloads.slice(1)) expect((await facilitator.settle(p, requirements())).success).to.equal(true);
+    expect(proxy.counts.get("eth_getTransactionCount") ?? 0).to.equal(0);
+    expect(proxy.counts.get("eth_sendRawTransaction")).to.equal(3);
+    // Fee data is refreshed beside the sends every 2 s: a slow run may see one refresh, never one per settlement.
+    expect(proxy.counts.get("eth_maxPriorityFeePerGas") ?? 0).to.be.at.most(1);
+    expect(await usdc.balanceOf(payTo)).to.equal(4n * AMOUNT);
+  });
+
+  it("settles through when another sender used nonces under its key: the node's count is asked and the send retried", async function () {
+    const address = chain.facilitator.address;
+    const used = await provider.getTransactionCount(address, "pending");
+    // Another sender took nonces under this key: the facilitator's count is behind.
+    await provider.send("hardhat_setNonce", [address, `0x${(used + 3).toString(16)}`]);
+    const [first, second] = [await signedPayment(), await signedPayment()];
+    const before = (await usdc.balanceOf(payTo)) as bigint;
+    proxy.reset();
+    expect((await facilitator.settle(first, requirements())).success).to.equal(true);
+    expect(proxy.counts.get("eth_getTransactionCount")).to.equal(1);
+    expect((await facilitator.settle(second, requirements())).success).to.equal(true);
+    expect(await usdc.balanceOf(payTo)).to.equal(before + 2n * AMOUNT);
+    expect(await provider.getTransactionCount(address, "latest")).to.equal(used + 5);
+  });
+});
