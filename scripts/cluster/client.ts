@@ -143,8 +143,9 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
       tried.push(inst.name);
       try {
         const res = await call(inst.url, "POST", "/pay", body, { Authorization: `Bearer ${agent.apiKey}`, "Idempotency-Key": key });
-        // 409: the first request under this key is still being resolved (its instance died): ask again.
-        if (res.status === 409 && attempt < 60) {
+        // 409: the first request under this key is still being resolved (its instance died; an unsent payment of its
+        // resolves only after its validBefore, MAX_PAYMENT_VALIDITY_SECONDS), or this run lost its lease: ask again.
+        if (res.status === 409 && attempt < 480) {
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
@@ -153,7 +154,7 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
         return r;
       } catch {
         // The instance died under the request (connection reset or refused): the same key on a live one.
-        if (attempt > 60) throw new Error(`payment ${i} found no live instance`);
+        if (attempt > 480) throw new Error(`payment ${i} found no live instance`);
         await new Promise((r) => setTimeout(r, 100));
       }
     }

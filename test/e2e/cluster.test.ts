@@ -16,7 +16,7 @@ const FUNDED = 1_000_000n;
 const POLICY = { perTxLimit: "0.01", dailyBudget: "0.2", approvalThreshold: "0.01", allowlist: ["127.0.0.1"] };
 
 describe("a cluster of three instances with one SIGKILLed mid-storm", function () {
-  this.timeout(300_000);
+  this.timeout(480_000);
   let cluster: Cluster;
   const agents: ClusterAgent[] = [];
   let results: PaymentResult[] = [];
@@ -61,7 +61,10 @@ describe("a cluster of three instances with one SIGKILLed mid-storm", function (
     const rerouted = results.filter((r) => r.tried.length > 1);
     expect(rerouted.length, "requests the killed instance held").to.be.greaterThan(0);
     const report = await checkCluster(cluster, agents, results, { dailyBudget: DAILY_BUDGET, funded: FUNDED });
-    expect(report.unresolved, JSON.stringify(report.answers)).to.equal(0);
+    const odd = results
+      .filter((r) => ![200, 422, 502].includes(r.status))
+      .map((r) => ({ status: r.status, body: r.body, tried: r.tried, ms: r.ms }));
+    expect(report.unresolved, JSON.stringify({ answers: report.answers, odd })).to.equal(0);
     expect(report.overshoots).to.equal(0);
     expect(report.doublePayments).to.equal(0);
     expect(report.stuck).to.equal(0);
