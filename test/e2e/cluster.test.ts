@@ -26,6 +26,13 @@ describe("a cluster of three instances with one SIGKILLed mid-storm", function (
       instances: 3,
       env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", MAX_PAYMENT_VALIDITY_SECONDS: "30", SELL_PRICE: "0.01" },
     });
+    // Blocks every second beside automine, as on Base: chain time moves even when no payment is sent, so a killed
+    // instance's unsent payment passes its validBefore and is resolved (on a bare automine chain time would stand still).
+    await fetch(cluster.chain.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "evm_setIntervalMining", params: [1000] }),
+    });
     for (let i = 0; i < AGENTS; i += 5) {
       agents.push(
         ...(await Promise.all([0, 1, 2, 3, 4].map((j) => onboardAgent(cluster.instances[(i + j) % 3].url, cluster.chain.chainId, POLICY)))),
