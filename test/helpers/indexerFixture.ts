@@ -14,6 +14,7 @@ import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 import { walletPayer } from "../../src/x402/buyer";
 import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "./stack";
+import { ledgerEntry as newLedgerEntry } from "../../src/store/ledger";
 
 export const NO_APPROVAL = { approvalId: "", amount: 0, timestamp: 0, signature: "0x" };
 export const ALLOWLIST = normalizeAllowlist(["127.0.0.1", "localhost"]).entries;
@@ -124,31 +125,18 @@ export function useIndexerStack() {
 
   /** A ledger entry as the payment service writes it (only the fields the indexer reads matter). */
   function ledgerEntry(over: Partial<PaymentDoc>): PaymentDoc {
-    const now = new Date();
-    return {
-      txnId: "txn_" + randomBytes(8).toString("hex"),
+    const base = {
       agentAddress: agent.agentAddress,
       ownerAddress: owner.address,
       policyAddress: agent.policyContract,
       merchant: "localhost",
       serviceUrl: "http://localhost/x",
-      amount: "1",
-      currency: "USDC",
+      currency: "USDC" as const,
       intent: "indexer test",
-      status: "processing",
-      phase: "authorizing",
-      reason: null,
-      paymentId: null,
       approvalId: null,
-      txHash: null,
-      authorizeTxHash: null,
-      releaseTxHash: null,
-      payTo: null,
-      validBefore: null,
-      createdAt: now,
-      updatedAt: now,
-      settledAt: null,
-      onchain: { confirmed: false, blockNumber: null },
+    };
+    return {
+      ...newLedgerEntry("txn_" + randomBytes(8).toString("hex"), base, { amount: "1", status: "processing", phase: "authorizing" }),
       ...over,
     };
   }
