@@ -59,6 +59,16 @@ export class PolicyDecisions {
   }
 
   /**
+   * The simulation at the caller's ceiling (with the wallet's USDC in the same call), started before the price is
+   * known and handed to decide(); never rejects unobserved.
+   */
+  atCeiling(agent: AgentDoc, merchant: string, admission: Admission & { status: "admitted" }, ceiling: bigint): Promise<CheckWithBalance> {
+    const read = this.ops.checkWithBalance(agent.policyAddress, merchant, admission.proof, ceiling, agent.address);
+    read.catch(() => undefined);
+    return read;
+  }
+
+  /**
    * The contract's simulation of paying `amount` to an admitted merchant. When the admission came from the cache and
    * the answer is not Allow, the policy is read again and, if its allowlist changed, proved and simulated again.
    */

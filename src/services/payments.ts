@@ -96,14 +96,7 @@ export class PaymentService {
 
     // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
     // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
-    const atCeiling = this.settlement.ops.checkWithBalance(
-      pc.agent.policyAddress,
-      pc.merchant,
-      admission.proof,
-      maxAmount,
-      pc.agent.address,
-    );
-    atCeiling.catch(() => undefined);
+    const atCeiling = this.decisions.atCeiling(pc.agent, pc.merchant, admission, maxAmount);
     const quote = await this.quote(pc);
     timer.mark("quote");
     if (!quote) return this.block(pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
