@@ -57,11 +57,22 @@ export abstract class SettlementSteps {
    * Whether the chain is past the payment's validBefore: no authorisation of its transfer can land any more (the
    * contract refuses an expired transfer), so a run that stalled before authorising can no longer pay it. The block is
    * read before the payment's state is: an authorisation that landed in time is then seen (finishUnsettled).
+   *
+   * Judged by the later of the latest block's time and the pending block's, the time the node would give the next
+   * block: a chain that mines only on transactions (the embedded one, a quiet devnet) makes no block once traffic stops,
+   * and by the latest block alone its clock would stand still and the payment wait for good. Nodes that do not build a
+   * pending block answer it with the latest (op-geth without --rollup.computependingblock, as Base's RPC nodes run), or
+   * with nothing usable; then the latest block decides, as before.
    */
   protected async pastValidity(doc: PaymentDoc): Promise<boolean> {
     if (doc.validBefore == null) return true;
-    const latest = await this.ctx.chain.provider.getBlock("latest");
-    return latest !== null && latest.timestamp >= doc.validBefore;
+    const provider = this.ctx.chain.provider;
+    const [latest, pending] = await Promise.all([
+      provider.getBlock("latest"),
+      provider.send("eth_getBlockByNumber", ["pending", false]).then(blockTime, () => null),
+    ]);
+    const now = Math.max(latest?.timestamp ?? 0, pending ?? 0);
+    return now >= doc.validBefore;
   }
 
   /** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
@@ -137,4 +148,12 @@ export abstract class SettlementSteps {
     });
     return { state: "released", txHash: null };
   }
+}
+
+/** A raw block's timestamp (ethers cannot format a pending block: its number is null), or null. */
+function blockTime(raw: unknown): number | null {
+  const t = (raw as { timestamp?: unknown } | null)?.timestamp;
+  if (typeof t !== "string" || !/^0x[0-9a-f]+$/i.test(t)) return null;
+  const n = Number(t);
+  return Number.isSafeInteger(n) ? n : null;
 }
