@@ -1,12 +1,13 @@
 /**
- * /mcp: the tool server for agents, stateless Streamable HTTP (a new server and transport per POST, JSON answers).
+ * /mcp: the tool server for agents, stateless Streamable HTTP (a new transport per POST on a reused server, JSON answers).
  * The Bearer key and X-Agent-Address are checked here, before the MCP layer, and answer in the REST error shape.
  */
 import type { IncomingMessage } from "node:http";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { AppError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
-import { createMcpServer } from "../../mcp/server";
+import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
 import { Address } from "../../schemas/common";
 import { JsonRpcMessage, JsonRpcResponse } from "../../schemas/system";
 import { json, operation, rawOperation } from "../operation";
@@ -23,6 +24,18 @@ async function readBody(req: IncomingMessage): Promise<string> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");
+}
+
+const servers = new McpServerPool();
+
+/** The request as the SDK's web-standard transport reads it: its headers (the body is already parsed). */
+function webRequest(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? MCP_PATH}`, { method: "POST", headers });
 }
 
 export const MCP_OPERATIONS = [
@@ -64,18 +77,32 @@ export const MCP_OPERATIONS = [
         return;
       }
 
-      const server = createMcpServer(s, { principal, agent });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      ctx.respond = false; // the transport writes the answer
-      ctx.res.on("close", () => {
-        void transport.close();
-        void server.close();
-      });
+      // A server that answers an initialize keeps that client's capabilities: it serves that request only.
+      const fresh = Array.isArray(message) ? message.some(isInitializeRequest) : isInitializeRequest(message);
+      const server = fresh ? createMcpServer() : servers.acquire();
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      ctx.respond = false; // the answer is written below
+      const gone = new Promise<null>((resolve) => ctx.res.once("close", () => resolve(null)));
       try {
         await server.connect(transport);
-        await transport.handleRequest(ctx.req, ctx.res, message);
+        const authInfo = bindCaller(s, { principal, agent });
+        // A client that leaves stops the wait (a JSON answer is never resolved once its transport is closed).
+        const response = await Promise.race([transport.handleRequest(webRequest(ctx.req), { parsedBody: message, authInfo }), gone]);
+        if (!response) {
+          // Its handlers may still be running: the server is not reused.
+          await transport.close();
+          return;
+        }
+        const text = await response.text();
+        const headers: Record<string, string> = {};
+        response.headers.forEach((value, name) => (headers[name] = value));
+        ctx.res.writeHead(response.status, headers);
+        ctx.res.end(text);
+        await transport.close();
+        if (!fresh) servers.release(server);
       } catch (err) {
         // Koa no longer answers for us: never leave the request hanging.
+        void transport.close();
         s.ctx.logger.error({ err, requestId: ctx.state.requestId }, "mcp transport failed");
         if (!ctx.res.headersSent) {
           ctx.res.writeHead(500, { "Content-Type": "application/json" });
