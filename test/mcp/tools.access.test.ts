@@ -112,6 +112,42 @@ describe("MCP tool server at /mcp: keys, agents and transport", () => {
     expect((await callTool(cb, "get_limits")).structuredContent.address).to.equal(b.agentAddress);
   });
 
+  it("servers reused across requests answer each concurrent call for its own caller only", async () => {
+    const a = await agent({ perTxLimit: "3" });
+    const b = await agent({ perTxLimit: "4" });
+    const key = await ownerKey(s, owner);
+    const ca = await connect(agentHeaders(a));
+    const paid = await callTool(ca, "pay", { serviceUrl: seller.resource, maxAmount: "2", intent: "agent A's purchase" });
+    expect(paid.structuredContent.status).to.equal("approved");
+    const callers = [
+      { headers: agentHeaders(a), address: a.agentAddress, perTxLimit: "3", total: 1 },
+      { headers: agentHeaders(b), address: b.agentAddress, perTxLimit: "4", total: 0 },
+      {
+        headers: { Authorization: `Bearer ${key}`, "X-Agent-Address": b.agentAddress },
+        address: b.agentAddress,
+        perTxLimit: "4",
+        total: 0,
+      },
+    ];
+    const call = (i: number) => {
+      const c = callers[i % callers.length];
+      const tool = i % 2 ? "get_limits" : "list_transactions";
+      const body = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, arguments: {} } };
+      return raw(c.headers, body).then((res) => ({ c, tool, res }));
+    };
+    // Initialize requests mixed in: their servers hold a client's capabilities.
+    const answers = await Promise.all([...Array.from({ length: 36 }, (_, i) => call(i)), raw(agentHeaders(a)), raw(agentHeaders(b))]);
+    for (const { c, tool, res } of answers.filter((x): x is Awaited<ReturnType<typeof call>> => "c" in x)) {
+      expect(res.status).to.equal(200);
+      const out = res.body.result.structuredContent;
+      if (tool === "get_limits") expect(out).to.include({ address: c.address, perTxLimit: c.perTxLimit });
+      else {
+        expect(out.total).to.equal(c.total);
+        for (const t of out.transactions) expect(t.agentAddress).to.equal(c.address);
+      }
+    }
+  });
+
   it("GET and DELETE /mcp answer 405 in the error shape (stateless server); a bad JSON body is a JSON-RPC parse error", async () => {
     for (const method of ["GET", "DELETE"]) {
       const res = await s.api(method, "/mcp");
