@@ -43,7 +43,7 @@ export function createMcpServer(): McpServer {
 /** The authInfo for one request: the SDK passes it to every handler of that request, and only of that request. */
 export function bindCaller(s: Services, caller: ToolCaller): AuthInfo {
   const authInfo: AuthInfo = { token: "", clientId: caller.principal.keyPrefix, scopes: [] };
-  callers.set(authInfo, { ...caller, s, logger: s.ctx.logger.child({ mcp: true, agent: caller.agent.address }) });
+  callers.set(authInfo, { ...caller, s, logger: s.ctx.logger.child({ mcp: true, agent: caller.address }) });
   return authInfo;
 }
 

@@ -30,7 +30,10 @@ import {
 /** Who is calling: resolved from the Bearer key and X-Agent-Address before the MCP layer. */
 export interface ToolCaller {
   principal: Exclude<Principal, { role: "registrar" }>;
-  agent: AgentDoc;
+  /** The agent the tools act for, already authorized for the principal. */
+  address: string;
+  /** Its document, read once when a tool needs more than the address. */
+  agent: () => Promise<AgentDoc>;
 }
 
 export interface ToolContext extends ToolCaller {
@@ -99,7 +102,7 @@ export const TOOLS: AnyToolDef[] = [
     input: NoInput,
     output: LimitsOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent }) => ({ data: await s.policies.view(agent) }),
+    run: async ({ s, agent }) => ({ data: await s.policies.view(await agent()) }),
   }),
   tool({
     name: "verify_merchant",
@@ -110,7 +113,7 @@ export const TOOLS: AnyToolDef[] = [
     input: VerifyMerchantInput,
     output: VerifyMerchantResult,
     annotations: { ...READ_ONLY, idempotentHint: true, openWorldHint: true },
-    run: async ({ s, agent }, input) => ({ data: await verifyMerchant(s, agent, input.serviceUrl) }),
+    run: async ({ s, agent }, input) => ({ data: await verifyMerchant(s, await agent(), input.serviceUrl) }),
   }),
   tool({
     name: "pay",
@@ -127,8 +130,9 @@ export const TOOLS: AnyToolDef[] = [
       // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay.
       if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
       const { idempotencyKey, ...fields } = input;
-      const request: PayRequest = { agentAddress: agent.address, ...fields };
-      return payAnswer(await s.payments.payOnce(principal, agent, request, idempotencyKey));
+      const doc = await agent();
+      const request: PayRequest = { agentAddress: doc.address, ...fields };
+      return payAnswer(await s.payments.payOnce(principal, doc, request, idempotencyKey));
     },
   }),
   tool({
@@ -138,7 +142,7 @@ export const TOOLS: AnyToolDef[] = [
     input: NoInput,
     output: BalanceOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent }) => ({ data: await s.wallet.balance(agent) }),
+    run: async ({ s, agent }) => ({ data: await s.wallet.balance(await agent()) }),
   }),
   tool({
     name: "list_transactions",
@@ -147,7 +151,7 @@ export const TOOLS: AnyToolDef[] = [
     input: ListTransactionsInput,
     output: TransactionsOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent, principal }, input) => ({ data: await s.ledger.list(principal, { ...input, address: agent.address }) }),
+    run: async ({ s, address, principal }, input) => ({ data: await s.ledger.list(principal, { ...input, address }) }),
   }),
   tool({
     name: "get_payment",
@@ -156,10 +160,10 @@ export const TOOLS: AnyToolDef[] = [
     input: GetPaymentInput,
     output: PaymentOutput,
     annotations: READ_ONLY,
-    run: async ({ s, agent }, input) => {
+    run: async ({ s, address }, input) => {
       const doc = await s.ledger.get(input.transactionId);
       // Another agent's transaction gets the same answer as a missing one.
-      if (!doc || doc.agentAddress !== agent.address) throw notFound(`Transaction ${input.transactionId} not found.`);
+      if (!doc || doc.agentAddress !== address) throw notFound(`Transaction ${input.transactionId} not found.`);
       return { data: s.ledger.view(doc) };
     },
   }),

@@ -8,6 +8,9 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { AppError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
 import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
+import type { ToolCaller } from "../../mcp/tools";
+import type { Services } from "../../services";
+import type { AgentDoc } from "../../store/documents";
 import { Address } from "../../schemas/common";
 import { JsonRpcMessage, JsonRpcResponse } from "../../schemas/system";
 import { json, operation, rawOperation } from "../operation";
@@ -27,6 +30,20 @@ async function readBody(req: IncomingMessage): Promise<string> {
 }
 
 const servers = new McpServerPool();
+
+/**
+ * Who the tools act for. An agent key naming its own agent is allowed without a read: agents are never deleted and an
+ * agent key is issued only once its agent exists; the agent's document is read (and checked the same way) only by the
+ * tools that need more than its address. Every other caller is checked against the agent's document first.
+ */
+async function callerOf(s: Services, principal: ToolCaller["principal"], address: string): Promise<ToolCaller> {
+  if (principal.role === "agent" && principal.agentAddress === address) {
+    let doc: Promise<AgentDoc> | undefined;
+    return { principal, address, agent: () => (doc ??= s.agents.authorize(principal, address)) };
+  }
+  const doc = await s.agents.authorize(principal, address);
+  return { principal, address: doc.address, agent: () => Promise.resolve(doc) };
+}
 
 /** The request as the SDK's web-standard transport reads it: its headers (the body is already parsed). */
 function webRequest(req: IncomingMessage): Request {
@@ -80,7 +97,7 @@ export const MCP_OPERATIONS = [
       if (!header) throw badRequest("The MCP server needs the header 'X-Agent-Address: <agent address>'.");
       const address = Address.safeParse(header);
       if (!address.success) throw badRequest("X-Agent-Address must be a 0x-prefixed 20-byte address.");
-      const agent = await s.agents.authorize(principal, address.data);
+      const caller = await callerOf(s, principal, address.data);
 
       const text = await readBody(ctx.req);
       let message: unknown;
@@ -100,7 +117,7 @@ export const MCP_OPERATIONS = [
       const gone = new Promise<null>((resolve) => ctx.res.once("close", () => resolve(null)));
       try {
         await server.connect(transport);
-        const authInfo = bindCaller(s, { principal, agent });
+        const authInfo = bindCaller(s, caller);
         // A client that leaves stops the wait (a JSON answer is never resolved once its transport is closed).
         const response = await Promise.race([transport.handleRequest(webRequest(ctx.req), { parsedBody: message, authInfo }), gone]);
         if (!response) {
