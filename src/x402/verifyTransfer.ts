@@ -53,7 +53,8 @@ export async function verifyTransfer(chain: ChainClient, quote: Quote, signed: S
   const extra = req.extra as { name?: unknown; version?: unknown } | undefined;
   if (typeof extra?.name !== "string" || typeof extra.version !== "string") return refuse(VERIFY_REASONS.missingDomain);
   if (getAddress(auth.to) !== getAddress(req.payTo)) return refuse(VERIFY_REASONS.recipient);
-  if (BigInt(auth.value) !== BigInt(req.amount)) return refuse(VERIFY_REASONS.value);
+  // The quote's amount: the requirement's `amount` (v2) or `maxAmountRequired` (v1), as parsed when it was quoted.
+  if (BigInt(auth.value) !== quote.amount) return refuse(VERIFY_REASONS.value);
   const seconds = BigInt(Math.floor(now / 1000));
   if (BigInt(auth.validBefore) < seconds + BigInt(VALID_BEFORE_MARGIN_S)) return refuse(VERIFY_REASONS.validBefore);
   if (BigInt(auth.validAfter) > seconds) return refuse(VERIFY_REASONS.validAfter);
