@@ -43,6 +43,8 @@ export interface ExecuteInput {
   fences?: Fence[];
   /** Buys the USDC shortfall once the payment is authorised, before it is paid (README: "Swap before settlement"). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
+  /** The owner's gas allowance check, started earlier (beside the quote); made here otherwise. */
+  gasChecked?: Promise<void>;
 }
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
@@ -65,7 +67,7 @@ export class SettlementService extends SettlementSteps {
     const sign = presigned ? () => presigned : signer ? () => this.sign(signer, quote) : null;
     if (!sign) throw new Error("execute needs the signed payment or the agent");
     // The operator pays the authorisation (and a release): past the owner's daily gas allowance, nothing is sent.
-    await this.ctx.gas.check(base.ownerAddress);
+    await (input.gasChecked ?? this.ctx.gas.check(base.ownerAddress));
     const signed = await sign().catch((err: unknown) => {
       // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
       throw new AppError(
