@@ -7,7 +7,6 @@ import {
   Contract,
   EventFragment,
   Interface,
-  concat,
   type BaseContract,
   type ContractRunner,
   type FunctionFragment,
@@ -116,7 +115,8 @@ function functionOf(iface: Interface, method: string): { fragment: FunctionFragm
 /** `iface.encodeFunctionData(method, args)`, the same bytes, without a keccak per call. */
 export function encodeCall(iface: Interface, method: string, args: readonly unknown[]): string {
   const f = functionOf(iface, method);
-  return f ? concat([f.selector, iface._encodeParams(f.fragment.inputs, args)]) : iface.encodeFunctionData(method, args);
+  // Both are 0x-prefixed lower-case hex: joined as strings (ethers' concat parses both into bytes and back).
+  return f ? f.selector + iface._encodeParams(f.fragment.inputs, args).slice(2) : iface.encodeFunctionData(method, args);
 }
 
 /** `iface.decodeFunctionResult(method, data)` without looking the function up by name each time. */
@@ -153,10 +153,16 @@ export type EventOf<C> = { [N in EventName<C>]: { name: N; args: EventArgs<Filte
 
 /** The topic0 of one of a contract's events. */
 export function eventTopic<N extends ContractName>(name: N, event: EventName<Bindings[N]>): string {
-  const fragment = (interfaceOf(name) as Interface).getEvent(event);
-  if (!fragment) throw new Error(`${name} has no event ${event}`);
-  return fragment.topicHash;
+  const key = `${name}.${event}`;
+  let topic = topics.get(key); // a keccak of the signature: settledIn asks once a payment
+  if (topic === undefined) {
+    const fragment = (interfaceOf(name) as Interface).getEvent(event);
+    if (!fragment) throw new Error(`${name} has no event ${event}`);
+    topics.set(key, (topic = fragment.topicHash));
+  }
+  return topic;
 }
+const topics = new Map<string, string>();
 
 // Interface.parseLog finds the event by hashing every event's signature on each call (about 2 ms a payment): a map from
 // topic0 per Interface instead. Each event is kept with an anonymous twin, which decodes the remaining topics without
