@@ -69,20 +69,16 @@ export type EntryCaps = Readonly<Record<string, bigint>>;
 /** "v2": [entry, dailyCap] leaves; "v1": [entry] leaves (roots signed before per-entry caps). */
 export type LeafForm = "v1" | "v2";
 
-// Building a tree hashes every leaf and node: kept per allowlist (entries, caps, form) rather than rebuilt for every
-// payment's proof. Trees are never modified once built.
-const trees = new Map<string, StandardMerkleTree<string[]>>();
-
 function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm): StandardMerkleTree<string[]> {
-  const leaves = form === "v1" ? entries.map((e) => [e]) : entries.map((e) => [e, (caps[e] ?? 0n).toString()]);
-  const key = `${form}:${JSON.stringify(leaves)}`;
-  let t = trees.get(key);
-  if (!t) {
-    t = StandardMerkleTree.of(leaves, form === "v1" ? ["string"] : ["string", "uint256"]);
-    if (trees.size >= 1_000) trees.clear();
-    trees.set(key, t);
-  }
-  return t;
+  if (form === "v1")
+    return StandardMerkleTree.of(
+      entries.map((e) => [e]),
+      ["string"],
+    );
+  return StandardMerkleTree.of(
+    entries.map((e) => [e, (caps[e] ?? 0n).toString()]),
+    ["string", "uint256"],
+  );
 }
 
 /**
