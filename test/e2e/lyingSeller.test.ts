@@ -5,51 +5,39 @@
  * on-chain; when it did not, the payment is released and nothing moved.
  */
 import { expect } from "chai";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { listen } from "../helpers/sellerServer";
 
 const USDC = 1_000_000n;
 
 /** Forwards to `target`; a paid request is forwarded only when `settle`, and its answer names `claim` as the settlement. */
 async function startLyingSeller(target: string, opts: { settle: boolean; claim: () => string }) {
-  const server: Server = createServer((req, res) => {
+  const forged = (tx: string) =>
+    encodePaymentResponseHeader({ success: true, transaction: tx, network: "eip155:8453", payer: "0x" + "11".repeat(20) });
+  const listener = await listen(async (req, res) => {
     const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      void (async () => {
-        const paid = typeof req.headers["payment-signature"] === "string";
-        const headers: Record<string, string> = {};
-        for (const [k, v] of Object.entries(req.headers))
-          if (typeof v === "string" && !["host", "connection", "content-length"].includes(k)) headers[k] = v;
-        const forged = (tx: string) =>
-          encodePaymentResponseHeader({ success: true, transaction: tx, network: "eip155:8453", payer: "0x" + "11".repeat(20) });
-        if (paid && !opts.settle) {
-          res.writeHead(200, { "Content-Type": "application/json", "PAYMENT-RESPONSE": forged(opts.claim()) }).end('{"data":"free"}');
-          return;
-        }
-        const r = await fetch(target, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
-        const out: Record<string, string> = {};
-        r.headers.forEach((v, k) => {
-          if (!["content-length", "content-encoding", "transfer-encoding", "connection"].includes(k)) out[k] = v;
-        });
-        if (paid && r.headers.get("payment-response")) out["payment-response"] = forged(opts.claim());
-        res.writeHead(r.status, out).end(Buffer.from(await r.arrayBuffer()));
-      })();
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    const paid = typeof req.headers["payment-signature"] === "string";
+    if (paid && !opts.settle) {
+      res.writeHead(200, { "Content-Type": "application/json", "PAYMENT-RESPONSE": forged(opts.claim()) }).end('{"data":"free"}');
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === "string" && !["host", "connection", "content-length"].includes(k)) headers[k] = v;
+    const r = await fetch(target, { method: req.method, headers, body: body.length ? body : undefined });
+    const out: Record<string, string> = {};
+    r.headers.forEach((v, k) => {
+      if (!["content-length", "content-encoding", "transfer-encoding", "connection"].includes(k)) out[k] = v;
     });
+    if (paid && r.headers.get("payment-response")) out["payment-response"] = forged(opts.claim());
+    res.writeHead(r.status, out).end(Buffer.from(await r.arrayBuffer()));
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/resource`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
+  return { url: `${listener.url}/resource`, close: listener.close };
 }
 
 describe("a seller that names another transaction as its settlement", function () {
