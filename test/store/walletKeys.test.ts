@@ -5,7 +5,9 @@ import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded
 import { connectStore, type Store } from "../../src/store";
 import { LocalWalletProvider } from "../../src/wallets/provider";
 import type { WalletKeyDoc } from "../../src/store/documents";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 
+const TYPES = TRANSFER_WITH_AUTHORIZATION_TYPES;
 const TRANSFER = {
   EIP712Domain: [
     { name: "name", type: "string" },
@@ -13,16 +15,8 @@ const TRANSFER = {
     { name: "chainId", type: "uint256" },
     { name: "verifyingContract", type: "address" },
   ],
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
+  ...TYPES,
 };
-const { EIP712Domain: _domainType, ...TYPES } = TRANSFER;
 
 describe("agent keys: the local provider signs EIP-712 data as an ethers Wallet with the agent's key does", function () {
   let mongo: EmbeddedMongo;
