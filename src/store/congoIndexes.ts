@@ -159,37 +159,34 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
   };
 
   /** The window a sorted, limited find needs (congoWindow.ts), or null. */
-  const windowOf = (db: string, coll: string, filter: unknown, win: FindWindow): { ids: string[]; via: string; st: CollState } | null => {
+  /** Documents by id, in storage order (as a scan reads them: it decides ties of the sort). */
+  const inStorageOrder = (st: CollState, docs: Map<string, Doc>, ids: Iterable<string>): Doc[] => {
+    const seq = (id: string) => st.docs.get(id)?.seq ?? 0;
+    return [...ids].sort((a, b) => seq(a) - seq(b)).flatMap((id) => docs.get(id) ?? []);
+  };
+
+  /** The documents a sorted, limited find needs (congoWindow.ts) and what is left of its skip before them, or null. */
+  const windowOf = (db: string, coll: string, filter: unknown, win: FindWindow): { docs: Doc[]; via: string; skip: number } | null => {
     const st = stateOf(db, coll);
     const docs = collection(db, coll);
     if (!st || !docs) return null;
     const ordered = st.ordered.map((o) => o.oi);
     const found = sortedWindow(filter, win, st.indexes, ordered, (oi) => build(st, docs, oi));
-    return found && { ...found, st };
+    const skip = (typeof win.skip === "number" ? win.skip : 0) - (found?.skipped ?? 0);
+    return found && { docs: inStorageOrder(st, docs, found.ids), via: found.via, skip };
   };
 
-  const narrowedFindAll = async (db: string, coll: string, filter: unknown, win?: FindWindow): Promise<Doc[]> => {
-    const windowed = win ? windowOf(db, coll, filter, win) : null;
-    const found = windowed ? null : candidatesOf(db, coll, filter);
+  const narrowedFindAll = async (db: string, coll: string, filter: unknown): Promise<Doc[]> => {
+    const found = candidatesOf(db, coll, filter);
     const docs = collection(db, coll);
-    if ((!found && !windowed) || !docs) {
+    if (!found || !docs) {
       stats.scanned++;
       return storage.findAll(db, coll);
     }
     stats.narrowed++;
-    let ids: Iterable<string>;
-    if (windowed) {
-      stats.windowed++;
-      ids = windowed.ids;
-    } else {
-      const set = new Set<string>();
-      found?.c.collect(set);
-      ids = set;
-    }
-    // Storage order, as a scan reads them: it decides ties of the sort.
-    const st = (windowed ?? found)?.st;
-    const seq = (id: string) => st?.docs.get(id)?.seq ?? 0;
-    return [...ids].sort((a, b) => seq(a) - seq(b)).flatMap((id) => docs.get(id) ?? []);
+    const ids = new Set<string>();
+    found.c.collect(ids);
+    return inStorageOrder(found.st, docs, ids);
   };
 
   /** A count command's or countDocuments pipeline's answer from an index, or null to let CongoDB count. */
@@ -330,6 +327,15 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
       const narrowing = counted ? { coll: counted.coll, filters: [] } : filtersOf(context);
       if (!narrowing) return handle(context);
       const pending = [...narrowing.filters];
+      // A window is read now, in this synchronous step (the documents as they are), and CongoDB skips only what is
+      // left of the skip once the matches sorted before the window are not handed to it.
+      const win = narrowing.window ? windowOf(context.database, narrowing.coll, pending[0], narrowing.window) : null;
+      let command = context.command;
+      if (win) {
+        stats.narrowed++;
+        stats.windowed++;
+        command = { ...command, skip: win.skip };
+      }
       // Each read of the command's collection gets the next filter's candidates (or, for a counted pipeline, nothing:
       // CongoDB then builds the response, and the index's count goes in); any other read is untouched.
       const narrowed = new Proxy(context.storage, {
@@ -341,14 +347,16 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
                 : counted
                   ? []
                   : pending.length > 0
-                    ? narrowedFindAll(db, coll, pending.shift(), narrowing.window)
+                    ? win
+                      ? (pending.shift(), win.docs)
+                      : narrowedFindAll(db, coll, pending.shift())
                     : target.findAll(db, coll);
           }
           const value: unknown = Reflect.get(target, prop, receiver);
           return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
         },
       });
-      const answer = handle({ ...context, storage: narrowed });
+      const answer = handle({ ...context, command, storage: narrowed });
       if (!counted) return answer;
       return answer.then((r) => {
         const cursor = (r as { cursor?: { firstBatch?: unknown[] } }).cursor;
@@ -362,7 +370,7 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     stats,
     explain: (db, coll, filter, win) => {
       const w = win ? windowOf(db, coll, filter, win) : null;
-      if (w) return { index: w.via, candidates: w.ids.length, collection: collection(db, coll)?.size ?? 0 };
+      if (w) return { index: w.via, candidates: w.docs.length, collection: collection(db, coll)?.size ?? 0 };
       const found = candidatesOf(db, coll, filter);
       return {
         index: found ? found.c.via : null,

@@ -2,9 +2,10 @@
  * Exact answers from the embedded store's indexes (see congoIndexes.ts), for the shapes a paginated list asks:
  *
  * - A sorted window: a find whose filter is exactly single equalities on a range index's prefix (and at most a range
- *   on its field), sorted first on that field, with a limit, needs only the first skip+limit matches in that field's
- *   order plus every match tied with the last of them. Those form a prefix of the whole sorted answer, so CongoDB's own
- *   sort, skip and limit over them give the answer of a scan, whatever the later sort keys (the ledger's _id).
+ *   on its field), sorted first on that field, with a limit, needs only the matches from its skip to skip+limit in
+ *   that field's order, widened to every match tied with the first and the last of them. Those are a contiguous run
+ *   of the whole sorted answer, after `skipped` matches: CongoDB's own sort over them, skipping skip - skipped, then
+ *   limiting, gives the answer of a scan, whatever the later sort keys (the ledger's _id).
  * - A count: a filter of exactly single equalities on a hash index's fields matches exactly that index's bucket.
  *
  * Both hold only when every document is keyable on those fields and every match sits in one sorted run (no arrays,
@@ -75,8 +76,8 @@ function rangeSlice(cond: unknown, runs: { d: Run; n: Run }): { run: Run; from: 
 const sameFields = (a: string[], b: string[]) => a.length === b.length && a.every((f, i) => f === b[i]);
 
 /**
- * The ids (hex) of the documents a sorted find needs and the index giving them, or null when its shape or the data
- * does not allow it.
+ * The ids (hex) of the documents a sorted find needs, how many matches sort before them, and the index giving them;
+ * null when its shape or the data does not allow it.
  * `build` makes sure a range index is built before it is read.
  */
 export function sortedWindow(
@@ -85,7 +86,7 @@ export function sortedWindow(
   indexes: FieldIndex[],
   ordered: OrderedIndex[],
   build: (oi: OrderedIndex) => void,
-): { ids: string[]; via: string } | null {
+): { ids: string[]; skipped: number; via: string } | null {
   const skip = win.skip ?? 0;
   if (!isPlain(filter) || !isPlain(win.sort) || !isCount(win.limit) || win.limit === 0 || !isCount(skip)) return null;
   const [first, dir] = Object.entries(win.sort)[0] ?? [];
@@ -102,26 +103,25 @@ export function sortedWindow(
     let slice: { run: Run; from: number; to: number } | null;
     if (runs && runs.others.size > 0) continue;
     if (oi.field in filter) {
-      if (!runs) return rangeSlice(filter[oi.field], { d: { v: [], ids: [] }, n: { v: [], ids: [] } }) ? { ids: [], via } : null;
+      if (!runs)
+        return rangeSlice(filter[oi.field], { d: { v: [], ids: [] }, n: { v: [], ids: [] } }) ? { ids: [], skipped: 0, via } : null;
       slice = rangeSlice(filter[oi.field], runs);
     } else {
       // Every match must sit in one run: a missing value or a second type would sort outside it.
       const run = runs && (runs.d.v.length > 0 ? runs.d : runs.n);
-      if (matching === 0) return { ids: [], via };
+      if (matching === 0) return { ids: [], skipped: 0, via };
       slice = run && run.v.length === matching ? { run, from: 0, to: run.v.length } : null;
     }
     if (!slice) continue;
     const { run, from, to } = slice;
-    const want = skip + win.limit;
-    if (want >= to - from) return { ids: run.ids.slice(from, to), via };
-    if (dir === 1) {
-      let end = from + want;
-      while (end < to && run.v[end] === run.v[end - 1]) end++;
-      return { ids: run.ids.slice(from, end), via };
-    }
-    let start = to - want;
-    while (start > from && run.v[start - 1] === run.v[start]) start--;
-    return { ids: run.ids.slice(start, to), via };
+    // [lo, hi) of the run: the page's first and last matches, widened to their ties.
+    const want = Math.min(to - from, skip + win.limit);
+    const start = Math.min(to - from, skip);
+    let lo = dir === 1 ? from + start : to - want;
+    let hi = dir === 1 ? from + want : to - start;
+    while (lo > from && lo < to && run.v[lo - 1] === run.v[lo]) lo--;
+    while (hi < to && hi > from && run.v[hi] === run.v[hi - 1]) hi++;
+    return { ids: run.ids.slice(lo, hi), skipped: dir === 1 ? lo - from : to - hi, via };
   }
   return null;
 }

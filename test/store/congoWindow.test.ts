@@ -138,6 +138,9 @@ describe("embedded store sorted windows and index counts (CongoDB patch)", () =>
     expect(page1.index).to.equal("{ a: 1, at: -1, _id: -1 } on a, at (sorted window)");
     // 50 entries, and the rest of the last one's instant (about 7 entries share each).
     expect(page1.candidates).to.be.within(50, 70);
+    // A deep page too: the entries before it are counted off, not handed to CongoDB.
+    const deep = patched.indexes.explain(DB, "t", { a: BIG }, { sort: { at: 1, _id: 1 }, skip: 997, limit: 50 });
+    expect(deep.candidates).to.be.within(50, 80);
   });
 
   it("falls back to the superset plan for any other shape, with the same answers", async () => {
