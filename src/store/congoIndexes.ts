@@ -198,10 +198,12 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
         : typeof command.aggregate === "string"
           ? { coll: command.aggregate, ...countPipeline(command.pipeline) }
           : null;
-    if (!asked || !("filter" in asked) || typeof asked.skip !== "number" || typeof asked.limit !== "number") return null;
+    const { skip, limit } = asked ?? {};
+    if (!asked || !("filter" in asked) || !Number.isSafeInteger(skip) || !Number.isSafeInteger(limit)) return null;
     const st = stateOf(database, asked.coll);
     const n = st ? exactCount(asked.filter, st.indexes) : null;
-    return n === null ? null : { coll: asked.coll, n: windowed(n, asked.skip, Math.abs(asked.limit)) };
+    // As CongoDB reads them: a skip or limit that is not positive is none.
+    return n === null ? null : { coll: asked.coll, n: windowed(n, Math.max(0, skip as number), Math.max(0, limit as number)) };
   };
 
   // Writes: every document change goes through these adapter methods; the index follows synchronously.
