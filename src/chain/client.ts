@@ -13,7 +13,7 @@ import {
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { type Bindings, type ReadCall, type ReadResults, bind } from "./contracts";
-import { pollReceipt } from "./receipts";
+import { ReceiptWatcher } from "./receipts";
 
 export interface ChainOptions {
   rpcUrl: string;
@@ -22,7 +22,7 @@ export interface ChainOptions {
   factoryAddress: string;
   usdcAddress: string;
   pollingIntervalMs?: number;
-  /** Longest pause between two receipt asks while waiting for a transaction (short polling). Default 100. */
+  /** Pause between two ticks of the receipt watch (receipts.ts). Default 50. */
   receiptPollMs?: number;
 }
 
@@ -112,6 +112,8 @@ export class ChainClient {
   /** Bound once per address and runner (all sharing one parsed Interface, see contracts.ts). */
   private readonly policies = new Map<string, Bindings["SpendPolicy"]>();
   private readonly sender: OperatorSender;
+  /** Wakes the receipt waits of this client (the service's: authorisations, releases, deployments, settlements). */
+  readonly receipts: ReceiptWatcher;
 
   constructor(readonly options: ChainOptions) {
     const network = Network.from(options.chainId);
@@ -124,6 +126,7 @@ export class ChainClient {
     });
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
     this.sender = new OperatorSender(this.operator, this.provider);
+    this.receipts = new ReceiptWatcher((method, params) => this.provider.send(method, params), { intervalMs: options.receiptPollMs });
     this.factory = bind("SpendPolicyFactory", options.factoryAddress, this.operator);
     this.usdc = bind("Usdc", options.usdcAddress, this.provider);
     this.multicall = bind("Multicall3", MULTICALL3_ADDRESS, this.provider);
@@ -183,9 +186,9 @@ export class ChainClient {
     return receipt;
   }
 
-  /** Waits for a transaction's receipt by short polling; null past `timeoutMs`. */
+  /** Waits for a transaction's receipt (one watch loop for all of them, see receipts.ts); null past `timeoutMs`. */
   receiptOf(hash: string, timeoutMs = 120_000): Promise<TransactionReceipt | null> {
-    return pollReceipt(() => this.provider.getTransactionReceipt(hash), { maxIntervalMs: this.options.receiptPollMs, timeoutMs });
+    return this.receipts.wait(hash, () => this.provider.getTransactionReceipt(hash), timeoutMs);
   }
 
   /** Sends a transaction from the operator (nonce-serialised) and waits for its receipt. */

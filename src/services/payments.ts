@@ -89,6 +89,10 @@ export class PaymentService {
 
   private async payLocked(pc: PaymentContext, maxAmount: bigint): Promise<PayOutcome> {
     const timer = phaseTimer();
+    // The owner's gas allowance is read beside the policy and the quote; a 429 still comes only where it did (below,
+    // before anything is signed or sent), and never for a payment refused before.
+    const gasChecked = this.ctx.gas.check(pc.agent.ownerAddress);
+    gasChecked.catch(() => undefined);
     const admission = await this.decisions.admit(pc.agent, pc.merchant, { fresh: false });
     timer.mark("policy");
     if (admission.status === "no_policy") throw noPolicyError(pc.agent);
@@ -123,6 +127,7 @@ export class PaymentService {
       timer,
       signed,
       fences: fencesOf(pc),
+      gasChecked,
       ...swap,
     });
   }

@@ -90,6 +90,7 @@ export type PolicyReadResults = ReadResults<ReturnType<PolicyService["policyRead
 
 export class PolicyService {
   private readonly allowlistCache = new Map<string, Allowlist>();
+  private readonly proofCache = new Map<string, AllowlistProof | null>();
   /** Deployed policies as last read, with the agent's policyChanges counter at that time. */
   private readonly paymentCache = new Map<string, { policy: OnchainPolicy; seq: number }>();
 
@@ -186,10 +187,22 @@ export class PolicyService {
     return list;
   }
 
-  /** The leaf (with its cap) and proof that admit `merchant` under `root`, or null when none does. */
+  /**
+   * The leaf (with its cap) and proof that admit `merchant` under `root`, or null when none does. Kept per root and
+   * merchant: the root commits to the list, so the answer never changes, and building the Merkle tree for every
+   * payment was a measurable share of a payment's CPU.
+   */
   async prove(root: string, merchant: string): Promise<AllowlistProof | null> {
+    const key = `${root}|${merchant}`;
+    const known = this.proofCache.get(key);
+    if (known !== undefined) return known;
     const list = await this.allowlistOf(root);
-    return proveMerchant(list.entries, merchant, list.caps, list.form);
+    const proof = proveMerchant(list.entries, merchant, list.caps, list.form);
+    // A root whose list this store does not have (yet) answers "none", but is not kept.
+    if (list === EMPTY_ALLOWLIST && root !== EMPTY_ROOT) return proof;
+    if (this.proofCache.size > 10_000) this.proofCache.clear();
+    this.proofCache.set(key, proof);
+    return proof;
   }
 
   async view(agent: AgentDoc): Promise<PolicyView> {

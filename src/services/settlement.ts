@@ -18,6 +18,7 @@ import type { LedgerBase } from "../store/ledger";
 import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSettlement, requestSeller } from "../x402/buyer";
 import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
+import { verifyTransfer } from "../x402/verifyTransfer";
 import { swapView } from "./presenters";
 import { type SwapRecord, type SwapResult, withSwapNote } from "./swap";
 
@@ -42,6 +43,8 @@ export interface ExecuteInput {
   fences?: Fence[];
   /** Buys the USDC shortfall once the payment is authorised, before it is paid (README: "Swap before settlement"). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<SwapResult>;
+  /** The owner's gas allowance check, started earlier (beside the quote); made here otherwise. */
+  gasChecked?: Promise<void>;
 }
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
@@ -64,7 +67,7 @@ export class SettlementService extends SettlementSteps {
     const sign = presigned ? () => presigned : signer ? () => this.sign(signer, quote) : null;
     if (!sign) throw new Error("execute needs the signed payment or the agent");
     // The operator pays the authorisation (and a release): past the owner's daily gas allowance, nothing is sent.
-    await this.ctx.gas.check(base.ownerAddress);
+    await (input.gasChecked ?? this.ctx.gas.check(base.ownerAddress));
     const signed = await sign().catch((err: unknown) => {
       // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
       throw new AppError(
@@ -202,19 +205,21 @@ export class SettlementService extends SettlementSteps {
       timer.mark("swap");
     }
 
-    // The signed authorisation leaves this process (a remote facilitator, the seller) only once the policy has
-    // authorised it on-chain.
-    const verifying = this.ctx.facilitator.verify(signed.payload, quote.requirement).catch((err: unknown) => {
-      this.ctx.logger.error({ err, txnId }, "facilitator verify failed");
-      return { isValid: false, invalidReason: "facilitator_unreachable", invalidMessage: "the facilitator did not answer" };
+    // The signed authorisation leaves this process (for the seller) only once the policy has authorised it on-chain,
+    // and once the settlement it allows simulates cleanly (the facilitator's verify, in one call: verifyTransfer.ts).
+    const verifying = verifyTransfer(this.ctx.chain, quote, signed).catch((err: unknown) => {
+      this.ctx.logger.error({ err, txnId }, "payment verify failed");
+      return { isValid: false, invalidReason: "verify_unavailable", invalidMessage: "the chain did not answer the verify call" };
     });
     const [verify] = await Promise.all([verifying, marked, charged]);
     timer.mark("verify");
     if (!verify.isValid) {
       const reason = verify.invalidReason ?? "invalid_payment";
       return failAfterAuthorize(
-        `facilitator: ${reason}`,
-        upstreamError(`The facilitator refused the payment: ${reason}. The budget was released; nothing was paid.`, { reason }),
+        `verify: ${reason}`,
+        upstreamError(`The signed payment did not verify (${reason}), so it was not sent. The budget was released; nothing was paid.`, {
+          reason,
+        }),
       );
     }
 

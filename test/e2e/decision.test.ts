@@ -83,4 +83,19 @@ describe("policy decision with a stale cached policy (indexer behind)", () => {
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
     expect(paid.body).to.include({ status: "approved", remainingDailyBudget: "18" });
   });
+
+  it("a root whose entries the store does not have yet proves nothing, and proves once they arrive (no refusal kept)", async () => {
+    const entries = ["127.0.0.1", "late.example.com"];
+    const root = allowlistRoot(entries);
+    const policies = s.svc.services.policies;
+    expect(await policies.prove(root, "127.0.0.1")).to.equal(null);
+    await s.svc.store.allowlists.updateOne(
+      { root },
+      { $setOnInsert: { root, entries, caps: {}, createdAt: new Date() } },
+      { upsert: true },
+    );
+    const proof = await policies.prove(root, "127.0.0.1");
+    expect(proof?.proof).to.be.an("array");
+    expect(await policies.prove(root, "127.0.0.1"), "kept: the same answer").to.equal(proof);
+  });
 });

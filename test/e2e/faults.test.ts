@@ -116,6 +116,27 @@ describe("POST /pay when sellers and facilitators fail", () => {
     expect(ledger.body.transactions[0]).to.include({ status: "failed" });
   });
 
+  it("a seller naming another EIP-712 domain for USDC: the signed payment does not verify, is never sent, 502 and the budget released", async () => {
+    const seller = await startV2Seller({
+      facilitator: await fundedFacilitator(s),
+      usdc: s.svc.config.usdcAddress,
+      price: USDC,
+      extra: { name: "USD Coin (bridged)", version: "2" },
+    });
+    sellers.push(seller);
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, USDC);
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "wrong domain" },
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(502);
+    expect(res.body.details.reason).to.equal("invalid_exact_evm_token_name_mismatch");
+    expect(seller.hits.paid, "the signed payment never left").to.equal(0);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(USDC);
+  });
+
   const misbehaviour: [MisbehaviourMode, number, string][] = [
     ["garbage402", 502, "invalid_payment_required"],
     ["hugeBody", 502, "seller_response_too_large"],

@@ -8,11 +8,8 @@
 import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomBytes } from "node:crypto";
-import { Wallet } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { randomOwner, type Stack } from "../helpers/stack";
+import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
@@ -52,44 +49,26 @@ async function startRpcProxy(target: string) {
 
 describe("fencing: recovery never calls a payment failed while a stalled instance can still pay it", function () {
   this.timeout(120_000);
-  let chain: EmbeddedChain;
-  let mongo: EmbeddedMongo;
+  let pair: TwoInstances;
   let rpc: Awaited<ReturnType<typeof startRpcProxy>>;
   let seller: TestSeller;
   let a: Stack;
   let b: Stack;
-  let skew = 0;
-  const keyB = Wallet.createRandom();
 
   before(async () => {
-    chain = await startEmbeddedChain({ operators: [keyB.address] });
-    mongo = await startEmbeddedMongo();
-    rpc = await startRpcProxy(chain.rpcUrl);
-    const env = {
-      MONGODB_URI: mongo.uri,
-      MONGODB_DB: `fencing_recovery_${randomBytes(4).toString("hex")}`,
-      WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      LOG_LEVEL: "warn",
-      LOCK_LEASE_MS: String(LEASE_MS),
-      PAYMENT_LEASE_MS: String(PAYMENT_LEASE_MS),
-    };
-    a = await startStack({ ...env, INSTANCE_ID: "inst-a" }, { embeddedChain: { ...chain, rpcUrl: rpc.url } });
-    b = await startStack(
-      { ...env, INSTANCE_ID: "inst-b" },
-      { embeddedChain: chain, operatorPrivateKey: keyB.privateKey, clock: () => Date.now() + skew },
-    );
+    pair = await startTwoInstances({
+      env: { LOCK_LEASE_MS: String(LEASE_MS), PAYMENT_LEASE_MS: String(PAYMENT_LEASE_MS) },
+      rpcForA: async (chain) => (rpc = await startRpcProxy(chain.rpcUrl)),
+    });
+    ({ a, b } = pair);
     seller = await startV2Seller({ facilitator: await fundedFacilitator(b), usdc: b.svc.config.usdcAddress, price: USDC });
   });
   afterEach(() => {
-    skew = 0;
+    pair.skew = 0;
   });
   after(async () => {
     await seller?.close();
-    await a?.close();
-    await b?.close();
-    await rpc?.close();
-    await mongo?.stop();
-    await chain?.close();
+    await pair?.close();
   });
 
   async function agent() {
@@ -110,7 +89,7 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     const resume = await held;
     const doc = (await b.svc.store.payments.findOne({ agentAddress: ag.agentAddress, intent }))!;
     expect(doc).to.include({ phase: "authorizing", authorizeTxHash: null, instanceId: "inst-a" });
-    skew = 2 * LEASE_MS; // A's leases have run out, as B sees them
+    pair.skew = 2 * LEASE_MS; // A's leases have run out, as B sees them
     return { answer, resume, doc };
   }
   const recoverPastLease = () => b.svc.services.settlement.recover(new Date(Date.now() + PAYMENT_LEASE_MS + 1_000));

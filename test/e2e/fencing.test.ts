@@ -8,14 +8,11 @@
 import { expect } from "chai";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomBytes } from "node:crypto";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
 import { Leases } from "../../src/store/leases";
 import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { randomOwner, type Stack } from "../helpers/stack";
+import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
-import { Wallet } from "ethers";
 
 const USDC = 1_000_000n;
 const LEASE_MS = 5_000;
@@ -87,44 +84,25 @@ async function until<T>(what: () => Promise<T | null | undefined | false> | T | 
 
 describe("fencing: an instance that stalled past its leases never pays after another took over", function () {
   this.timeout(120_000);
-  let chain: EmbeddedChain;
-  let mongo: EmbeddedMongo;
+  let pair: TwoInstances;
   let seller: TestSeller;
   let gate: Gate;
   let a: Stack;
   let b: Stack;
-  /** How far B's lease clock is ahead: past A's leases while A is "stalled". */
-  let skew = 0;
-  const keyB = Wallet.createRandom();
 
   before(async () => {
-    chain = await startEmbeddedChain({ operators: [keyB.address] });
-    mongo = await startEmbeddedMongo();
-    const env = {
-      MONGODB_URI: mongo.uri,
-      MONGODB_DB: `fencing_${randomBytes(4).toString("hex")}`,
-      WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      LOG_LEVEL: "warn",
-      LOCK_LEASE_MS: String(LEASE_MS),
-    };
-    a = await startStack({ ...env, INSTANCE_ID: "inst-a" }, { embeddedChain: chain });
-    b = await startStack(
-      { ...env, INSTANCE_ID: "inst-b" },
-      { embeddedChain: chain, operatorPrivateKey: keyB.privateKey, clock: () => Date.now() + skew },
-    );
+    pair = await startTwoInstances({ env: { LOCK_LEASE_MS: String(LEASE_MS) } });
+    ({ a, b } = pair);
     seller = await startV2Seller({ facilitator: await fundedFacilitator(a), usdc: a.svc.config.usdcAddress, price: USDC });
     gate = await startGate(seller.resource);
   });
   afterEach(() => {
-    skew = 0;
+    pair.skew = 0;
   });
   after(async () => {
     await gate?.close();
     await seller?.close();
-    await a?.close();
-    await b?.close();
-    await mongo?.stop();
-    await chain?.close();
+    await pair?.close();
   });
 
   async function agent(approvalThreshold = "1") {
@@ -163,7 +141,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const stalled = gate.hold("/k", false);
     const first = pay(a, ag, "/k", "fence-key-1");
     const resumeA = await stalled; // A holds the key and the agent's lock, and waits on the seller's quote
-    skew = 2 * LEASE_MS;
+    pair.skew = 2 * LEASE_MS;
     const second = await pay(b, ag, "/k", "fence-key-1");
     expect(second.status, JSON.stringify(second.body)).to.equal(200);
     resumeA();
@@ -175,7 +153,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     expect(docs.map((d) => d.status)).to.deep.equal(["approved"]);
     expect(gate.events.filter((e) => e === "/k paid in")).to.have.length(1);
     // The key answers with B's payment, on either instance.
-    skew = 0;
+    pair.skew = 0;
     const again = await pay(a, ag, "/k", "fence-key-1");
     expect(again.status).to.equal(200);
     expect(again.headers.get("idempotent-replayed")).to.equal("true");
@@ -207,7 +185,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const stalled = gate.hold("/ap", false);
     const first = pay(a, ag, "/ap", "fence-key-ap");
     const resumeA = await stalled;
-    skew = 2 * LEASE_MS;
+    pair.skew = 2 * LEASE_MS;
     const second = await pay(b, ag, "/ap", "fence-key-ap");
     expect(second.status, JSON.stringify(second.body)).to.equal(202);
     resumeA();
@@ -222,7 +200,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const stalled = gate.hold("/a1", false);
     const first = pay(a, ag, "/a1");
     const resumeA = await stalled;
-    skew = 2 * LEASE_MS;
+    pair.skew = 2 * LEASE_MS;
     const inFlight = gate.hold("/b1", true);
     const second = pay(b, ag, "/b1");
     const settleB = await inFlight; // B authorised its payment and sent it: in flight
@@ -242,7 +220,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const inFlight = gate.hold("/a2", true);
     const first = pay(a, ag, "/a2");
     const settleA = await inFlight; // A committed, authorised and sent its payment, then stalled
-    skew = 2 * LEASE_MS;
+    pair.skew = 2 * LEASE_MS;
     const logged = b.logs.length;
     const second = pay(b, ag, "/b2");
     // B either starts its own payment (asks the seller for a quote) or waits for A's: release A at whichever comes.

@@ -32,6 +32,8 @@ export interface SellerOptions {
   payTo?: string;
   /** Defaults to 8453. */
   chainId?: number;
+  /** The EIP-712 domain the seller names for the token; defaults to USDC's (a hostile seller names another). */
+  extra?: { name: string; version: string };
 }
 
 export const USDC_EXTRA = { name: "USD Coin", version: "2" };

@@ -50,7 +50,7 @@ export async function startV2Seller(opts: SellerOptions): Promise<TestSeller> {
       scheme: "exact",
       network,
       payTo,
-      price: () => ({ amount: price.toString(), asset: opts.usdc, extra: USDC_EXTRA }),
+      price: () => ({ amount: price.toString(), asset: opts.usdc, extra: opts.extra ?? USDC_EXTRA }),
       maxTimeoutSeconds: 300,
     },
     description: "test v2 resource",

@@ -1,0 +1,97 @@
+/**
+ * The verify step of a payment SpendGate makes (DESIGN section 7 step 6), before its signed authorisation leaves for
+ * the seller: what an x402 facilitator's `verify` checks of an exact EIP-3009 payment, with the settlement itself
+ * simulated as its one chain call.
+ *
+ * Why not the facilitator's `verify`: it asks the chain twice in a row, the wallet's ERC-1271 answer and then a
+ * simulation of `transferWithAuthorization`, and that simulation runs the same ERC-1271 check inside USDC (FiatToken
+ * v2.2's SignatureChecker), with the balance, the nonce and the validity window besides. One call decides the same;
+ * a remote facilitator (FACILITATOR_URL) would add an HTTP round trip as well. The seller's own facilitator still
+ * verifies before it settles, whatever we conclude here. A refusal names the reason with the x402 codes, read by one
+ * more call only when the simulation failed.
+ */
+import type { VerifyResponse } from "@x402/core/types";
+import { getAddress } from "ethers";
+import type { ChainClient } from "../chain/client";
+import { addressOf, interfaceOf, readOf } from "../chain/contracts";
+import type { Quote, SignedPayment } from "./buyer";
+
+/** The x402 exact-EVM refusal codes this check can answer (as @x402/evm's facilitator names them). */
+export const VERIFY_REASONS = {
+  missingDomain: "invalid_exact_evm_missing_eip712_domain",
+  recipient: "invalid_exact_evm_recipient_mismatch",
+  value: "invalid_exact_evm_payload_authorization_value_mismatch",
+  validBefore: "invalid_exact_evm_payload_authorization_valid_before",
+  validAfter: "invalid_exact_evm_payload_authorization_valid_after",
+  nonceUsed: "invalid_exact_evm_nonce_already_used",
+  nameMismatch: "invalid_exact_evm_token_name_mismatch",
+  versionMismatch: "invalid_exact_evm_token_version_mismatch",
+  insufficient: "invalid_exact_evm_insufficient_balance",
+  simulation: "invalid_exact_evm_transaction_simulation_failed",
+} as const;
+
+/** The seconds a signed transfer must still be valid for when it leaves (the x402 facilitator's margin). */
+const VALID_BEFORE_MARGIN_S = 6;
+const TRANSFER = "transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)";
+
+interface SignedAuthorization {
+  authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string };
+  signature: string;
+}
+
+/** Verifies the signed payment `signed` for `quote` on `chain`, as the facilitator's verify would. */
+export async function verifyTransfer(chain: ChainClient, quote: Quote, signed: SignedPayment, now = Date.now()): Promise<VerifyResponse> {
+  const { authorization: auth, signature } = signed.payload.payload as unknown as SignedAuthorization;
+  const payer = auth.from;
+  const refuse = (invalidReason: string, invalidMessage?: string): VerifyResponse => ({
+    isValid: false,
+    invalidReason,
+    payer,
+    ...(invalidMessage ? { invalidMessage } : {}),
+  });
+  const req = quote.requirement;
+  const extra = req.extra as { name?: unknown; version?: unknown } | undefined;
+  if (typeof extra?.name !== "string" || typeof extra.version !== "string") return refuse(VERIFY_REASONS.missingDomain);
+  if (getAddress(auth.to) !== getAddress(req.payTo)) return refuse(VERIFY_REASONS.recipient);
+  // The quote's amount: the requirement's `amount` (v2) or `maxAmountRequired` (v1), as parsed when it was quoted.
+  if (BigInt(auth.value) !== quote.amount) return refuse(VERIFY_REASONS.value);
+  const seconds = BigInt(Math.floor(now / 1000));
+  if (BigInt(auth.validBefore) < seconds + BigInt(VALID_BEFORE_MARGIN_S)) return refuse(VERIFY_REASONS.validBefore);
+  if (BigInt(auth.validAfter) > seconds) return refuse(VERIFY_REASONS.validAfter);
+
+  const usdc = addressOf(chain.usdc);
+  const data = interfaceOf("Usdc").encodeFunctionData(TRANSFER, [
+    auth.from,
+    auth.to,
+    auth.value,
+    auth.validAfter,
+    auth.validBefore,
+    auth.nonce,
+    signature,
+  ]);
+  try {
+    await chain.provider.call({ to: usdc, data });
+    return { isValid: true, payer };
+  } catch (err) {
+    const message = (err as { shortMessage?: string; message?: string }).shortMessage ?? (err as Error).message;
+    return refuse(await diagnose(chain, quote, auth), message);
+  }
+}
+
+/** Why the simulated settlement failed, in the facilitator's terms (its diagnosis, in one Multicall3 call). */
+async function diagnose(chain: ChainClient, quote: Quote, auth: SignedAuthorization["authorization"]): Promise<string> {
+  const extra = quote.requirement.extra as { name?: string; version?: string };
+  const [balance, used, name, version] = await chain
+    .readMany([
+      readOf(chain.usdc, "balanceOf", auth.from),
+      readOf(chain.usdc, "authorizationState", auth.from, auth.nonce),
+      readOf(chain.usdc, "name"),
+      readOf(chain.usdc, "version"),
+    ] as const)
+    .catch(() => [null, null, null, null] as const);
+  if (used === true) return VERIFY_REASONS.nonceUsed;
+  if (name !== null && name !== extra.name) return VERIFY_REASONS.nameMismatch;
+  if (version !== null && version !== extra.version) return VERIFY_REASONS.versionMismatch;
+  if (balance !== null && balance < BigInt(auth.value)) return VERIFY_REASONS.insufficient;
+  return VERIFY_REASONS.simulation;
+}
