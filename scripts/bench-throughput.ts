@@ -47,6 +47,7 @@ async function main(): Promise<void> {
     const failures = new Map<string, number>();
     let approved = 0;
     const started = Date.now();
+    const cpuBefore = process.cpuUsage();
     const deadline = started + SECONDS * 1000;
     const blocksBefore = await direct.getBlockNumber();
     await Promise.all(
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
       ),
     );
     const elapsed = (Date.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
     const blocks = (await direct.getBlockNumber()) - blocksBefore;
     latencies.sort((x, y) => x - y);
     const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0;
@@ -78,7 +80,7 @@ async function main(): Promise<void> {
       `\n== ${interval ? `blocks every ${interval} ms` : "automine"}: ${approved} approved in ${elapsed.toFixed(1)} s = ${rate.toFixed(1)}/s (target >= 50: ${rate >= 50 ? "PASS" : "MISS"}); ${blocks} blocks (${(approved / Math.max(1, blocks)).toFixed(1)} payments a block)`,
     );
     console.log(
-      `latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`,
+      `latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; CPU ${((cpu.user + cpu.system) / 1000 / Math.max(1, approved)).toFixed(2)} ms a payment (this process); failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`,
     );
     const m = process.memoryUsage();
     console.log(

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Stack } from "../../test/helpers/stack";
 import { agentHeaders, callTool, mcpClient } from "../../test/mcp/client";
 import { mcpPoster } from "./mcpPost";
-import type { Document, Filter } from "mongodb";
+import type { Document, Filter, Sort } from "mongodb";
 import type { PaymentDoc } from "../../src/store/documents";
 
 const LEDGER_ENTRIES = Number(process.env.BENCH_LEDGER_ENTRIES ?? 100_000);
@@ -36,17 +36,37 @@ function planIndexes(plan: unknown): string[] {
   return [...own, ...Object.values(node).flatMap((v) => (Array.isArray(v) ? v.flatMap(planIndexes) : planIndexes(v)))];
 }
 
-/** How the store answers a filter: the index it relies on, and how many documents it looks at. */
-async function indexOf(s: Stack, collection: string, filter: Filter<Document>): Promise<string> {
+/** How the store answers a filter (a page of it, with `sort`): the index it relies on, and how many documents it looks at. */
+async function indexOf(s: Stack, collection: string, filter: Filter<Document>, sort?: Sort): Promise<string> {
   const embedded = s.svc.embeddedMongo;
   if (embedded) {
-    const e = embedded.indexes.explain(s.svc.store.db.databaseName, collection, filter);
+    const e = embedded.indexes.explain(s.svc.store.db.databaseName, collection, filter, sort ? { sort, limit: 50 } : undefined);
     return e.index ? `${e.index}, ${e.candidates} of ${e.collection} documents` : `scan of ${e.collection} documents`;
   }
-  const plan = (await s.svc.store.collection(collection).find(filter).limit(50).explain("queryPlanner")) as {
-    queryPlanner?: { winningPlan?: unknown };
-  };
+  let cursor = s.svc.store.collection(collection).find(filter);
+  if (sort) cursor = cursor.sort(sort);
+  const plan = (await cursor.limit(50).explain("queryPlanner")) as { queryPlanner?: { winningPlan?: unknown } };
   return [...new Set(planIndexes(plan.queryPlanner?.winningPlan))].join(", ") || "unknown";
+}
+
+/** How the store counts a filter: from an index alone (the embedded store's buckets, MongoDB's COUNT_SCAN) or not. */
+async function countOf(s: Stack, collection: string, filter: Filter<Document>): Promise<string> {
+  const embedded = s.svc.embeddedMongo;
+  if (embedded) {
+    const before = embedded.indexes.stats.counted;
+    await s.svc.store.collection(collection).countDocuments(filter);
+    return embedded.indexes.stats.counted > before ? "counted from the index" : "counted by filtering";
+  }
+  const plan = await s.svc.store.db.command({
+    explain: { aggregate: collection, pipeline: [{ $match: filter }, { $group: { _id: 1, n: { $sum: 1 } } }], cursor: {} },
+    verbosity: "queryPlanner",
+  });
+  const text = JSON.stringify(plan);
+  return text.includes("COUNT_SCAN")
+    ? "COUNT_SCAN"
+    : text.includes("FETCH") || text.includes("COLLSCAN")
+      ? "fetches documents"
+      : "index only";
 }
 
 export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey: string }): Promise<void> {
@@ -69,8 +89,10 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
     `MCP tool call p50 through the SDK Client: get_limits ${quantile(sdkLimits, 0.5).toFixed(2)} ms, list_transactions ${quantile(sdkTxs, 0.5).toFixed(2)} ms`,
   );
 
-  // 100,000 ledger entries of another agent and owner, then the bench agent's ledger and that agent's, page 1.
-  const other = `0x${randomBytes(20).toString("hex")}`;
+  // 100,000 ledger entries of another agent (with its own key) and owner, then the bench agent's ledger and that
+  // agent's, page 1.
+  const big = await s.genesis();
+  const other = big.agentAddress;
   const owner = `0x${randomBytes(20).toString("hex")}`;
   const t0 = Date.now();
   for (let i = 0; i < LEDGER_ENTRIES; i += 5_000) {
@@ -124,10 +146,33 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
   console.log(
     `the ledger query of an agent with ${LEDGER_ENTRIES} entries (page 1 and total): p50 ${quantile(bigLedger, 0.5).toFixed(1)} ms, p95 ${quantile(bigLedger, 0.95).toFixed(1)} ms`,
   );
+  for (const [what, query] of [
+    ["page 1", "limit=50"],
+    ["page 1000", "limit=50&offset=49950"],
+    ["status approved, page 1", "limit=50&status=approved"],
+  ]) {
+    let shown = -1;
+    const samples = await time(50, async () => {
+      const res = await s.api("GET", `/ledger?${query}`, { key: big.apiKey });
+      shown = (res.body as { total?: number }).total ?? -1;
+    });
+    console.log(
+      `GET /ledger of that agent (its own key, ${what}, total ${shown}): p50 ${quantile(samples, 0.5).toFixed(1)} ms, p95 ${quantile(samples, 0.95).toFixed(1)} ms (target p95 < 20 ms)`,
+    );
+  }
+  const newest: Sort = { createdAt: -1, _id: -1 };
+  const ownerOf = (await store.agents.findOne({ address: agent.agentAddress }))?.ownerAddress;
+  const ledgers: [string, Filter<Document>][] = [
+    ["GET /ledger, list_transactions (an agent)", { agentAddress: agent.agentAddress }],
+    ["GET /ledger (an owner)", { ownerAddress: ownerOf }],
+    ["GET /ledger?address= (an owner)", { ownerAddress: ownerOf, agentAddress: agent.agentAddress }],
+    ["GET /ledger (the agent with 100,000 entries)", { agentAddress: other }],
+    ["GET /ledger?status=approved (the agent with 100,000 entries)", { agentAddress: other, status: "approved" }],
+  ];
+  console.log(`indexes GET /ledger relies on, page 1 and total (${s.svc.embeddedMongo ? "embedded CongoDB" : "MongoDB explain"}):`);
+  for (const [what, filter] of ledgers)
+    console.log(`  ${what}: payments ${await indexOf(s, "payments", filter, newest)}; ${await countOf(s, "payments", filter)}`);
   const reads: [string, string, Filter<Document>][] = [
-    ["GET /ledger, list_transactions (an agent)", "payments", { agentAddress: agent.agentAddress }],
-    ["GET /ledger (an owner)", "payments", { ownerAddress: (await store.agents.findOne({ address: agent.agentAddress }))?.ownerAddress }],
-    ["GET /ledger (the agent with 100,000 entries)", "payments", { agentAddress: other }],
     ["API key of every request", "apiKeys", { hash: "0".repeat(64) }],
     ["agent of every request", "agents", { address: agent.agentAddress }],
     [

@@ -1,10 +1,12 @@
 /** The chain module: provider, contracts and the operator's serialised transaction sender. */
 import {
   type BaseContract,
+  type Interface,
   JsonRpcProvider,
   keccak256,
   makeError,
   Network,
+  Transaction,
   Wallet,
   type ContractRunner,
   type TransactionReceipt,
@@ -12,7 +14,7 @@ import {
   type TransactionResponse,
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
-import { type Bindings, type ReadCall, type ReadResults, bind } from "./contracts";
+import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
 import { ReceiptWatcher } from "./receipts";
 
 export interface ChainOptions {
@@ -160,12 +162,45 @@ export class ChainClient {
    */
   sendCall(contract: BaseContract, method: string, args: unknown[], extra: Omit<TransactionRequest, "nonce"> = {}): Promise<SentTx> {
     return this.sender.send(async (o) => {
-      const populated = await contract.getFunction(method).populateTransaction(...args, { ...extra, ...o });
-      const raw = await this.operator.signTransaction(await this.operator.populateTransaction(populated));
+      const raw =
+        this.signCall(contract, method, args, extra, o) ??
+        (await this.operator.signTransaction(
+          await this.operator.populateTransaction(await contract.getFunction(method).populateTransaction(...args, { ...extra, ...o })),
+        ));
       const hash = keccak256(raw);
       await this.provider.send("eth_sendRawTransaction", [raw]);
       return { hash };
     });
+  }
+
+  /**
+   * The signed EIP-1559 transaction ethers' populate and sign would make (same bytes), built directly: their argument
+   * resolution and checks cost about 2.4 ms of CPU per payment. Undefined when ethers would have to ask the node for
+   * something (no gas limit, no cached fees) or `extra` holds anything but the gas limit: ethers does it then.
+   */
+  signCall(
+    contract: BaseContract,
+    method: string,
+    args: unknown[],
+    extra: Omit<TransactionRequest, "nonce">,
+    o: TxOverrides,
+  ): string | undefined {
+    const { gasLimit, ...rest } = extra;
+    if (gasLimit == null || Object.keys(rest).length || o.maxFeePerGas === undefined || o.maxPriorityFeePerGas === undefined)
+      return undefined;
+    const tx = Transaction.from({
+      type: 2,
+      chainId: this.options.chainId,
+      nonce: o.nonce,
+      gasLimit,
+      maxFeePerGas: o.maxFeePerGas,
+      maxPriorityFeePerGas: o.maxPriorityFeePerGas,
+      to: addressOf(contract),
+      data: encodeCall(contract.interface, method, args),
+      value: 0n,
+    });
+    tx.signature = this.operator.signingKey.sign(tx.unsignedHash);
+    return tx.serialized;
   }
 
   /** The receipt of a sent transaction (short polling, see receipts.ts); throws CALL_EXCEPTION when it reverted. */
@@ -205,7 +240,10 @@ export class ChainClient {
    */
   async readMany<const T extends readonly ReadCall<unknown>[]>(calls: T): Promise<ReadResults<T>> {
     const encoded = calls.map((c) => ({ target: c.target, allowFailure: true, callData: c.callData }));
-    const results = await this.multicall.aggregate3.staticCall(encoded);
+    // Encoded and decoded with the parsed Interface: the Contract's staticCall resolved every argument first (~2 ms).
+    const iface = this.multicall.interface as Interface;
+    const answer = await this.provider.call({ to: MULTICALL3_ADDRESS, data: encodeCall(iface, "aggregate3", [encoded]) });
+    const [results] = decodeResult(iface, "aggregate3", answer) as unknown as [{ success: boolean; returnData: string }[]];
     return results.map((r, i) => {
       if (!r.success || r.returnData === "0x") return null;
       try {

@@ -3,7 +3,17 @@
  * the typechain output Hardhat generates beside them (typechain-types/, `import type` only), so every call, result
  * and event argument type-checks against the contracts as compiled.
  */
-import { Contract, Interface, type BaseContract, type ContractRunner, type InterfaceAbi, type Log } from "ethers";
+import {
+  Contract,
+  EventFragment,
+  Interface,
+  type BaseContract,
+  type ContractRunner,
+  type FunctionFragment,
+  type InterfaceAbi,
+  type Log,
+  type Result,
+} from "ethers";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { IERC20Metadata, Multicall3, OperatorSet, SpendPolicy, SpendPolicyFactory, TestUSDC, WETH9 } from "../../typechain-types";
@@ -82,6 +92,38 @@ export type ReadResults<T extends readonly ReadCall<unknown>[]> = {
   -readonly [K in keyof T]: T[K] extends ReadCall<infer R> ? R | null : never;
 };
 
+// ethers recomputes a function's selector (a keccak of its signature) on every encodeFunctionData: kept per Interface.
+const functions = new WeakMap<Interface, Map<string, { fragment: FunctionFragment; selector: string } | null>>();
+
+function functionOf(iface: Interface, method: string): { fragment: FunctionFragment; selector: string } | null {
+  let byName = functions.get(iface);
+  if (!byName) functions.set(iface, (byName = new Map<string, { fragment: FunctionFragment; selector: string } | null>()));
+  let f = byName.get(method);
+  if (f === undefined) {
+    let fragment: FunctionFragment | null = null;
+    try {
+      fragment = iface.getFunction(method); // throws on an overloaded bare name: ethers then picks by the arguments
+    } catch {
+      // left to encodeFunctionData
+    }
+    f = fragment ? { fragment, selector: fragment.selector } : null;
+    byName.set(method, f);
+  }
+  return f;
+}
+
+/** `iface.encodeFunctionData(method, args)`, the same bytes, without a keccak per call. */
+export function encodeCall(iface: Interface, method: string, args: readonly unknown[]): string {
+  const f = functionOf(iface, method);
+  // Both are 0x-prefixed lower-case hex: joined as strings (ethers' concat parses both into bytes and back).
+  return f ? f.selector + iface._encodeParams(f.fragment.inputs, args).slice(2) : iface.encodeFunctionData(method, args);
+}
+
+/** `iface.decodeFunctionResult(method, data)` without looking the function up by name each time. */
+export function decodeResult(iface: Interface, method: string, data: string): Result {
+  return iface.decodeFunctionResult(functionOf(iface, method)?.fragment ?? method, data);
+}
+
 /** A typed view call of `contract` for ChainClient.readMany. */
 export function readOf<C extends BaseContract, M extends ViewName<C>>(
   contract: C,
@@ -91,9 +133,9 @@ export function readOf<C extends BaseContract, M extends ViewName<C>>(
   const iface = contract.interface;
   return {
     target: addressOf(contract),
-    callData: iface.encodeFunctionData(method, args),
+    callData: encodeCall(iface, method, args),
     decode: (data) => {
-      const result = iface.decodeFunctionResult(method, data);
+      const result = decodeResult(iface, method, data);
       // As ethers answers a call: the value itself when there is one output, the Result otherwise.
       return (result.length === 1 ? result[0] : result) as ReturnOf<C[M]>;
     },
@@ -111,16 +153,56 @@ export type EventOf<C> = { [N in EventName<C>]: { name: N; args: EventArgs<Filte
 
 /** The topic0 of one of a contract's events. */
 export function eventTopic<N extends ContractName>(name: N, event: EventName<Bindings[N]>): string {
-  const fragment = (interfaceOf(name) as Interface).getEvent(event);
-  if (!fragment) throw new Error(`${name} has no event ${event}`);
-  return fragment.topicHash;
+  const key = `${name}.${event}`;
+  let topic = topics.get(key); // a keccak of the signature: settledIn asks once a payment
+  if (topic === undefined) {
+    const fragment = (interfaceOf(name) as Interface).getEvent(event);
+    if (!fragment) throw new Error(`${name} has no event ${event}`);
+    topics.set(key, (topic = fragment.topicHash));
+  }
+  return topic;
+}
+const topics = new Map<string, string>();
+
+// Interface.parseLog finds the event by hashing every event's signature on each call (about 2 ms a payment): a map from
+// topic0 per Interface instead. Each event is kept with an anonymous twin, which decodes the remaining topics without
+// hashing the signature once more to check topic0 (the map lookup did).
+const events = new WeakMap<Interface, Map<string, { fragment: EventFragment; decoder: EventFragment }>>();
+
+function eventsOf(iface: Interface): Map<string, { fragment: EventFragment; decoder: EventFragment }> {
+  let byTopic = events.get(iface);
+  if (!byTopic) {
+    byTopic = new Map();
+    iface.forEachEvent((fragment) => {
+      if (fragment.anonymous) return; // never found by topic0, as in parseLog
+      const decoder = EventFragment.from({ type: "event", name: fragment.name, inputs: fragment.inputs, anonymous: true });
+      byTopic?.set(fragment.topicHash, { fragment, decoder });
+    });
+    events.set(iface, byTopic);
+  }
+  return byTopic;
+}
+
+/**
+ * What `iface.parseLog(log)` answers (the event's name, fragment and decoded arguments; null when topic0 is none of its
+ * events; throws when the log does not decode), without hashing every event's signature on each call.
+ */
+export function parseLog(
+  iface: Interface,
+  log: Pick<Log, "topics" | "data">,
+): { name: string; fragment: EventFragment; args: Result } | null {
+  const topic0 = log.topics[0] as string | undefined;
+  const found = topic0 === undefined ? undefined : eventsOf(iface).get(topic0.toLowerCase());
+  if (!found) return null;
+  const args = iface.decodeEventLog(found.decoder, log.data, log.topics.slice(1));
+  return { name: found.fragment.name, fragment: found.fragment, args };
 }
 
 /** Decodes a log of contract `name`, typed by event name; null when it is none of its events. */
 export function parseEvent<N extends ContractName>(name: N, log: Pick<Log, "topics" | "data">): EventOf<Bindings[N]> | null {
   let parsed;
   try {
-    parsed = (interfaceOf(name) as Interface).parseLog({ topics: [...log.topics], data: log.data });
+    parsed = parseLog(interfaceOf(name), log);
   } catch {
     return null;
   }

@@ -1,5 +1,5 @@
 /** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
-import { getAddress, type Log, type TransactionReceipt } from "ethers";
+import { type Log, type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
 import { addressOf, eventTopic, parseEvent, readOf } from "./contracts";
 import { decodeRevert } from "./errors";
@@ -167,16 +167,23 @@ export class PolicyOps {
   /** Whether a mined transaction carries USDC's AuthorizationUsed(agent, nonce): the settlement of this payment. */
   async settledIn(txHash: string, agent: string, nonce: string): Promise<boolean> {
     // A seller may answer before its settlement is mined: wait for it, within bounds.
-    const receipt = await this.chain.receiptOf(txHash, 30_000);
-    if (!receipt || receipt.status !== 1) return false;
+    // The node's receipt as it came (only status and logs are read): ethers' formatting checksums every address in it.
+    const provider = this.chain.provider;
+    const receipt = await this.chain.receipts.wait<RawReceipt>(
+      txHash,
+      () => provider.send("eth_getTransactionReceipt", [txHash]) as Promise<RawReceipt | null>,
+      30_000,
+    );
+    if (receipt?.status !== "0x1" || !Array.isArray(receipt.logs)) return false;
     const usdc = addressOf(this.chain.usdc).toLowerCase();
     const topic = eventTopic("Usdc", "AuthorizationUsed");
+    const from = "0x" + "0".repeat(24) + agent.toLowerCase().slice(2);
     return receipt.logs.some(
       (l) =>
-        l.address.toLowerCase() === usdc &&
-        l.topics[0] === topic &&
-        getAddress("0x" + l.topics[1].slice(26)) === getAddress(agent) &&
-        l.topics[2].toLowerCase() === nonce.toLowerCase(),
+        l.address?.toLowerCase() === usdc &&
+        l.topics?.[0] === topic &&
+        l.topics[1]?.toLowerCase() === from &&
+        l.topics[2]?.toLowerCase() === nonce.toLowerCase(),
     );
   }
 
@@ -194,4 +201,10 @@ export class PolicyOps {
   private logsOf(receipt: TransactionReceipt, address: string): readonly Log[] {
     return receipt.logs.filter((l) => l.address.toLowerCase() === address.toLowerCase());
   }
+}
+
+/** The fields settledIn reads of a JSON-RPC receipt. */
+interface RawReceipt {
+  status?: string;
+  logs?: { address?: string; topics?: string[] }[];
 }

@@ -18,6 +18,7 @@ const { createWalletClient, defineChain, http, nonceManager, publicActions } = v
 const { privateKeyToAccount } = viemAccounts;
 
 import { MULTICALL3_ADDRESS } from "./addresses";
+import { rpcFetch } from "./rpcFetch";
 
 export interface TransportOptions {
   /**
@@ -42,7 +43,7 @@ export function viemChain(chainId: number, rpcUrl: string): Chain {
 }
 
 function transportFor(rpcUrl: string, opts: TransportOptions = {}): HttpTransport {
-  return http(rpcUrl, { retryCount: opts.retryCount ?? 0, timeout: opts.timeout ?? 10_000 });
+  return http(rpcUrl, { retryCount: opts.retryCount ?? 0, timeout: opts.timeout ?? 10_000, fetchFn: rpcFetch() });
 }
 
 export type SignerClient = WalletClient<HttpTransport, Chain, PrivateKeyAccount> & PublicActions<HttpTransport, Chain>;

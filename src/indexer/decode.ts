@@ -4,7 +4,7 @@
  */
 import { ZeroAddress, getAddress, type Interface, type Log } from "ethers";
 import type { ChainClient } from "../chain/client";
-import { addressOf, eventTopic } from "../chain/contracts";
+import { addressOf, eventTopic, parseLog } from "../chain/contracts";
 import type { ChainEventDoc } from "../store/documents";
 
 /** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
@@ -85,7 +85,7 @@ export function decode(log: Log, source: Source): Decoded | null {
   if (!name) return null;
   let parsed;
   try {
-    parsed = source.iface.parseLog({ topics: [...log.topics], data: log.data });
+    parsed = parseLog(source.iface, log);
   } catch {
     return null;
   }

@@ -8,20 +8,30 @@
  * writes. For each of those commands, CongoDB's own handler then sees, instead of the whole collection, only the
  * documents that can match its filter, in storage order: a superset of the matches, so its filter, sort, skip,
  * limit, upsert and update steps give exactly the answer of a scan (test/store/congoIndexes.test.ts checks this).
+ * A sorted, limited find on an index's prefix gets only the window it needs, and a count of an index's equalities is
+ * answered from the index (congoWindow.ts; test/store/congoWindow.test.ts).
  * Every step stays synchronous between the adapter's calls, so a conditional findAndModify is as atomic as before.
  * Production runs on MongoDB, which uses the same declared indexes itself.
  */
 import {
+  addKey,
   documentKey,
+  fieldIndexes,
   orderedAdd,
+  orderedIndexes,
   orderedPos,
   orderedRemove,
   plan,
+  removeKey,
   type Candidates,
   type FieldIndex,
+  type IndexSpec,
   type OrderedIndex,
   type OrderedPos,
 } from "./congoPlan";
+import { countPipeline, exactCount, sortedWindow, windowed, type FindWindow } from "./congoWindow";
+
+export type { FindWindow };
 
 type Doc = Record<string, unknown> & { _id: { toHexString(): string } };
 type Collections = Map<string, Map<string, Map<string, Doc>>>;
@@ -54,12 +64,6 @@ export interface PatchableServer {
   getStorage(): unknown;
 }
 
-interface IndexSpec {
-  name: string;
-  key: Record<string, number>;
-  unique: boolean;
-}
-
 interface CollState {
   indexes: FieldIndex[];
   /** Range indexes, each built when a query first needs it. */
@@ -77,68 +81,13 @@ export interface Explained {
 }
 
 export interface EmbeddedIndexes {
-  explain(db: string, coll: string, filter: Record<string, unknown>): Explained;
-  /** Commands narrowed by an index and commands that scanned, since the server started. */
-  stats: { narrowed: number; scanned: number };
+  /** With a find's sort, skip and limit: the sorted window it would get, when it gets one. */
+  explain(db: string, coll: string, filter: Record<string, unknown>, win?: FindWindow): Explained;
+  /** Commands narrowed by an index, those of them given only a sorted window, counts answered by an index, scans. */
+  stats: { narrowed: number; windowed: number; counted: number; scanned: number };
 }
 
 const NARROWED = ["find", "count", "distinct", "update", "delete", "findAndModify", "aggregate"];
-
-function fieldIndexes(specs: IndexSpec[]): FieldIndex[] {
-  const out = new Map<string, FieldIndex>();
-  for (const spec of specs) {
-    const fields = Object.keys(spec.key);
-    if (fields.length === 0 || fields.includes("_id") || Object.values(spec.key).some((d) => d !== 1 && d !== -1)) continue;
-    // Every equality prefix; the whole key only when unique or single-field (a key ending in a timestamp is unique
-    // per document and would only cost memory).
-    const last = spec.unique || fields.length === 1 ? fields.length : fields.length - 1;
-    for (let n = 1; n <= last; n++) {
-      const prefix = fields.slice(0, n);
-      const id = prefix.join("\u0000");
-      if (!out.has(id)) {
-        const pattern = Object.entries(spec.key)
-          .map(([f, d]) => `${f}: ${d}`)
-          .join(", ");
-        out.set(id, { index: `{ ${pattern} }`, fields: prefix, buckets: new Map(), always: new Set() });
-      }
-    }
-  }
-  return [...out.values()];
-}
-
-/** One range index per declared index: its last field, ordered within each key of the fields before it. */
-function orderedIndexes(specs: IndexSpec[]): OrderedIndex[] {
-  const out = new Map<string, OrderedIndex>();
-  for (const spec of specs) {
-    const fields = Object.keys(spec.key);
-    if (fields.length === 0 || fields.includes("_id") || Object.values(spec.key).some((d) => d !== 1 && d !== -1)) continue;
-    const id = fields.join("\u0000");
-    const pattern = Object.entries(spec.key)
-      .map(([f, d]) => `${f}: ${d}`)
-      .join(", ");
-    if (!out.has(id))
-      out.set(id, { index: `{ ${pattern} }`, prefix: fields.slice(0, -1), field: fields[fields.length - 1], runs: new Map() });
-  }
-  return [...out.values()];
-}
-
-function addKey(fi: FieldIndex, key: string | undefined, id: string): void {
-  if (key === undefined) fi.always.add(id);
-  else {
-    let set = fi.buckets.get(key);
-    if (!set) fi.buckets.set(key, (set = new Set()));
-    set.add(id);
-  }
-}
-
-function removeKey(fi: FieldIndex, key: string | undefined, id: string): void {
-  if (key === undefined) fi.always.delete(id);
-  else {
-    const set = fi.buckets.get(key);
-    set?.delete(id);
-    if (set?.size === 0) fi.buckets.delete(key);
-  }
-}
 
 /** Installs the index layer on a CongoServer created with memory storage, before it serves any command. */
 export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes {
@@ -146,7 +95,7 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
   const router = (server as unknown as { commandRouter: { handlers: Map<string, Handler> } }).commandRouter;
   const specs = new Map<string, IndexSpec[]>();
   const states = new Map<string, CollState>();
-  const stats = { narrowed: 0, scanned: 0 };
+  const stats = { narrowed: 0, windowed: 0, counted: 0, scanned: 0 };
   const ns = (db: string, coll: string) => `${db}.${coll}`;
   const collection = (db: string, coll: string) => storage.databases.get(db)?.get(coll);
 
@@ -209,6 +158,24 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     return c && (c.size * 2 <= docs.size || docs.size <= 64) ? { c, st } : null;
   };
 
+  /** The window a sorted, limited find needs (congoWindow.ts), or null. */
+  /** Documents by id, in storage order (as a scan reads them: it decides ties of the sort). */
+  const inStorageOrder = (st: CollState, docs: Map<string, Doc>, ids: Iterable<string>): Doc[] => {
+    const seq = (id: string) => st.docs.get(id)?.seq ?? 0;
+    return [...ids].sort((a, b) => seq(a) - seq(b)).flatMap((id) => docs.get(id) ?? []);
+  };
+
+  /** The documents a sorted, limited find needs (congoWindow.ts) and what is left of its skip before them, or null. */
+  const windowOf = (db: string, coll: string, filter: unknown, win: FindWindow): { docs: Doc[]; via: string; skip: number } | null => {
+    const st = stateOf(db, coll);
+    const docs = collection(db, coll);
+    if (!st || !docs) return null;
+    const ordered = st.ordered.map((o) => o.oi);
+    const found = sortedWindow(filter, win, st.indexes, ordered, (oi) => build(st, docs, oi));
+    const skip = (typeof win.skip === "number" ? win.skip : 0) - (found?.skipped ?? 0);
+    return found && { docs: inStorageOrder(st, docs, found.ids), via: found.via, skip };
+  };
+
   const narrowedFindAll = async (db: string, coll: string, filter: unknown): Promise<Doc[]> => {
     const found = candidatesOf(db, coll, filter);
     const docs = collection(db, coll);
@@ -219,8 +186,24 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     stats.narrowed++;
     const ids = new Set<string>();
     found.c.collect(ids);
-    const seq = (id: string) => found.st.docs.get(id)?.seq ?? 0;
-    return [...ids].sort((a, b) => seq(a) - seq(b)).flatMap((id) => docs.get(id) ?? []);
+    return inStorageOrder(found.st, docs, ids);
+  };
+
+  /** A count command's or countDocuments pipeline's answer from an index, or null to let CongoDB count. */
+  const countOf = (context: Context): { coll: string; n: number } | null => {
+    const { command, database } = context;
+    const asked =
+      typeof command.count === "string"
+        ? { coll: command.count, filter: command.query ?? {}, skip: command.skip ?? 0, limit: command.limit ?? 0 }
+        : typeof command.aggregate === "string"
+          ? { coll: command.aggregate, ...countPipeline(command.pipeline) }
+          : null;
+    const { skip, limit } = asked ?? {};
+    if (!asked || !("filter" in asked) || !Number.isSafeInteger(skip) || !Number.isSafeInteger(limit)) return null;
+    const st = stateOf(database, asked.coll);
+    const n = st ? exactCount(asked.filter, st.indexes) : null;
+    // As CongoDB reads them: a skip or limit that is not positive is none.
+    return n === null ? null : { coll: asked.coll, n: windowed(n, Math.max(0, skip as number), Math.max(0, limit as number)) };
   };
 
   // Writes: every document change goes through these adapter methods; the index follows synchronously.
@@ -308,7 +291,7 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
   };
 
   /** The filters of a command, in the order its handler reads the collection (one findAll per filter). */
-  const filtersOf = (context: Context): { coll: string; filters: unknown[] } | null => {
+  const filtersOf = (context: Context): { coll: string; filters: unknown[]; window?: FindWindow } | null => {
     const { command, documentSequences } = context;
     const name = NARROWED.find((n) => typeof command[n] === "string");
     if (!name) return null;
@@ -316,7 +299,7 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     const specsOf = (field: string) => documentSequences?.get(field) ?? (command[field] as Record<string, unknown>[] | undefined) ?? [];
     switch (name) {
       case "find":
-        return { coll, filters: [command.filter] };
+        return { coll, filters: [command.filter], window: { sort: command.sort, skip: command.skip, limit: command.limit } };
       case "count":
       case "distinct":
       case "findAndModify":
@@ -340,29 +323,56 @@ export function installEmbeddedIndexes(server: PatchableServer): EmbeddedIndexes
     const handle = handler.handle.bind(handler);
     handler.handle = (context) => {
       recordIndexes(context);
-      const narrowing = filtersOf(context);
+      const counted = countOf(context);
+      if (counted) stats.counted++;
+      if (counted && typeof context.command.count === "string") return Promise.resolve({ ok: 1, n: counted.n });
+      const narrowing = counted ? { coll: counted.coll, filters: [] } : filtersOf(context);
       if (!narrowing) return handle(context);
       const pending = [...narrowing.filters];
-      // Each read of the command's collection gets the next filter's candidates; any other read is untouched.
+      // A window is read now, in this synchronous step (the documents as they are), and CongoDB skips only what is
+      // left of the skip once the matches sorted before the window are not handed to it.
+      const win = narrowing.window ? windowOf(context.database, narrowing.coll, pending[0], narrowing.window) : null;
+      let command = context.command;
+      if (win) {
+        stats.narrowed++;
+        stats.windowed++;
+        command = { ...command, skip: win.skip };
+      }
+      // Each read of the command's collection gets the next filter's candidates (or, for a counted pipeline, nothing:
+      // CongoDB then builds the response, and the index's count goes in); any other read is untouched.
       const narrowed = new Proxy(context.storage, {
         get(target, prop, receiver) {
           if (prop === "findAll") {
-            return (db: string, coll: string) =>
-              db === context.database && coll === narrowing.coll && pending.length > 0
-                ? narrowedFindAll(db, coll, pending.shift())
-                : target.findAll(db, coll);
+            return async (db: string, coll: string) =>
+              db !== context.database || coll !== narrowing.coll
+                ? target.findAll(db, coll)
+                : counted
+                  ? []
+                  : pending.length > 0
+                    ? win
+                      ? (pending.shift(), win.docs)
+                      : narrowedFindAll(db, coll, pending.shift())
+                    : target.findAll(db, coll);
           }
           const value: unknown = Reflect.get(target, prop, receiver);
           return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
         },
       });
-      return handle({ ...context, storage: narrowed });
+      const answer = handle({ ...context, command, storage: narrowed });
+      if (!counted) return answer;
+      return answer.then((r) => {
+        const cursor = (r as { cursor?: { firstBatch?: unknown[] } }).cursor;
+        if (cursor) cursor.firstBatch = counted.n > 0 ? [{ _id: 1, n: counted.n }] : [];
+        return r;
+      });
     };
   }
 
   return {
     stats,
-    explain: (db, coll, filter) => {
+    explain: (db, coll, filter, win) => {
+      const w = win ? windowOf(db, coll, filter, win) : null;
+      if (w) return { index: w.via, candidates: w.docs.length, collection: collection(db, coll)?.size ?? 0 };
       const found = candidatesOf(db, coll, filter);
       return {
         index: found ? found.c.via : null,

@@ -50,9 +50,9 @@ export function scalarKey(v: unknown): string | undefined {
 
 const MISSING = "-";
 
-/** The key of several fields' value keys. Values containing the separator may share a key: that only adds candidates. */
-function keyOf(parts: string[]): string {
-  return parts.length === 1 ? parts[0] : parts.join("\u0001");
+/** The key of several fields' value keys: one key per combination of values (exact counts rely on it). */
+export function keyOf(parts: string[]): string {
+  return parts.length === 1 ? parts[0] : JSON.stringify(parts);
 }
 const UNKEYABLE = Symbol("unkeyable");
 
@@ -95,7 +95,7 @@ export interface OrderedIndex {
   runs: Map<string, { d: Run; n: Run; others: Set<string> }>;
 }
 
-interface Run {
+export interface Run {
   v: number[];
   ids: string[];
 }
@@ -114,7 +114,7 @@ export function orderedPos(doc: Record<string, unknown>, oi: OrderedIndex): Orde
 }
 
 /** First index whose value is >= v (strict: > v). */
-function bound(run: Run, v: number, strict: boolean): number {
+export function bound(run: Run, v: number, strict: boolean): number {
   let lo = 0;
   let hi = run.v.length;
   while (lo < hi) {
@@ -297,4 +297,76 @@ export function plan(
     });
   }
   return smallest(options);
+}
+
+// ---------------------------------------------------------------- building the indexes from declared specs
+
+export interface IndexSpec {
+  name: string;
+  key: Record<string, number>;
+  unique: boolean;
+}
+
+/** The fields the hash and range indexes use: a trailing _id only breaks sort ties, which CongoDB's own sort does. */
+export function keyFields(spec: IndexSpec): string[] | null {
+  const fields = Object.keys(spec.key);
+  if (fields.length > 1 && fields[fields.length - 1] === "_id") fields.pop();
+  if (fields.length === 0 || fields.includes("_id") || Object.values(spec.key).some((d) => d !== 1 && d !== -1)) return null;
+  return fields;
+}
+
+export function fieldIndexes(specs: IndexSpec[]): FieldIndex[] {
+  const out = new Map<string, FieldIndex>();
+  for (const spec of specs) {
+    const fields = keyFields(spec);
+    if (!fields) continue;
+    // Every equality prefix; the whole key only when unique or single-field (a key ending in a timestamp is unique
+    // per document and would only cost memory).
+    const last = spec.unique || fields.length === 1 ? fields.length : fields.length - 1;
+    for (let n = 1; n <= last; n++) {
+      const prefix = fields.slice(0, n);
+      const id = prefix.join("\u0000");
+      if (!out.has(id)) {
+        const pattern = Object.entries(spec.key)
+          .map(([f, d]) => `${f}: ${d}`)
+          .join(", ");
+        out.set(id, { index: `{ ${pattern} }`, fields: prefix, buckets: new Map(), always: new Set() });
+      }
+    }
+  }
+  return [...out.values()];
+}
+
+/** One range index per declared index: its last field, ordered within each key of the fields before it. */
+export function orderedIndexes(specs: IndexSpec[]): OrderedIndex[] {
+  const out = new Map<string, OrderedIndex>();
+  for (const spec of specs) {
+    const fields = keyFields(spec);
+    if (!fields) continue;
+    const id = fields.join("\u0000");
+    const pattern = Object.entries(spec.key)
+      .map(([f, d]) => `${f}: ${d}`)
+      .join(", ");
+    if (!out.has(id))
+      out.set(id, { index: `{ ${pattern} }`, prefix: fields.slice(0, -1), field: fields[fields.length - 1], runs: new Map() });
+  }
+  return [...out.values()];
+}
+
+export function addKey(fi: FieldIndex, key: string | undefined, id: string): void {
+  if (key === undefined) fi.always.add(id);
+  else {
+    let set = fi.buckets.get(key);
+    if (!set) fi.buckets.set(key, (set = new Set()));
+    set.add(id);
+  }
+}
+
+export function removeKey(fi: FieldIndex, key: string | undefined, id: string): void {
+  if (key === undefined) fi.always.delete(id);
+  else {
+    const set = fi.buckets.get(key);
+    set?.delete(id);
+    if (set?.size === 0) fi.buckets.delete(key);
+  }
 }

@@ -53,9 +53,14 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
   payments: [
     { key: { txnId: 1 }, unique: true },
     { key: { paymentId: 1 } },
-    { key: { agentAddress: 1, createdAt: -1 } },
-    { key: { ownerAddress: 1, createdAt: -1 } },
-    { key: { status: 1, createdAt: -1 } },
+    // GET /ledger's pages (newest first, _id breaking ties) and totals, per principal and status: equalities on the
+    // leading fields, then the sort's own order, so MongoDB walks only the page and counts from the index alone.
+    { key: { agentAddress: 1, createdAt: -1, _id: -1 } },
+    { key: { agentAddress: 1, status: 1, createdAt: -1, _id: -1 } },
+    { key: { ownerAddress: 1, createdAt: -1, _id: -1 } },
+    { key: { ownerAddress: 1, status: 1, createdAt: -1, _id: -1 } },
+    { key: { ownerAddress: 1, agentAddress: 1, createdAt: -1, _id: -1 } },
+    { key: { status: 1, createdAt: -1, _id: -1 } },
     { key: { phase: 1 } },
     // The indexer's reads: entries by their transactions, and those changed since its previous run.
     { key: { txHash: 1 } },

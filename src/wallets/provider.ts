@@ -3,7 +3,7 @@
  * WalletProvider is the seam where a hosted custody API can replace the local provider.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { Wallet, getAddress } from "ethers";
+import { SigningKey, TypedDataEncoder, Wallet, concat, getAddress, keccak256 } from "ethers";
 import type { Collection } from "mongodb";
 import type { WalletKeyDoc } from "../store/documents";
 
@@ -12,6 +12,31 @@ export interface TypedDataToSign {
   types: Record<string, { name: string; type: string }[]>;
   primaryType: string;
   message: Record<string, unknown>;
+}
+
+// EIP-712 type strings and domain separators are hashed once, not on every signature (the same few serve all payments).
+const encoders = new Map<string, TypedDataEncoder>();
+const domains = new Map<string, string>();
+function encoderOf(types: Record<string, { name: string; type: string }[]>): TypedDataEncoder {
+  const k = JSON.stringify(types);
+  let encoder = encoders.get(k);
+  if (!encoder) {
+    if (encoders.size >= 100) encoders.clear();
+    encoders.set(k, (encoder = TypedDataEncoder.from(types)));
+  }
+  return encoder;
+}
+
+function domainHash(domain: Record<string, unknown>): string {
+  const k = Object.entries(domain)
+    .map(([name, v]) => `${name}:${typeof v}:${String(v)}`)
+    .join("|");
+  let hash = domains.get(k);
+  if (hash === undefined) {
+    if (domains.size >= 1_000) domains.clear();
+    domains.set(k, (hash = TypedDataEncoder.hashDomain(domain)));
+  }
+  return hash;
 }
 
 /** What x402's exact EVM client needs from a buyer (a viem-compatible signer). */
@@ -65,13 +90,17 @@ export class LocalWalletProvider implements WalletProvider {
       if (this.sealed.size >= 10_000) this.sealed.clear();
       this.sealed.set(checksummed, doc);
     }
-    const wallet = new Wallet(this.decrypt(doc));
+    // A SigningKey, not a Wallet: a Wallet derives the public key (an elliptic-curve multiplication) to know its address.
+    const key = new SigningKey(this.decrypt(doc));
     return {
       address: checksummed as `0x${string}`,
-      signTypedData: async ({ domain, types, message }) => {
-        const { EIP712Domain: _ignored, ...rest } = types as Record<string, { name: string; type: string }[]>;
-        return (await wallet.signTypedData(domain, rest, message)) as `0x${string}`;
-      },
+      signTypedData: ({ domain, types, message }) =>
+        Promise.resolve().then(() => {
+          const { EIP712Domain: _ignored, ...rest } = types as Record<string, { name: string; type: string }[]>;
+          // What Wallet.signTypedData signs, less its ENS lookups (a name where an address belongs fails to encode).
+          const digest = keccak256(concat(["0x1901", domainHash(domain), encoderOf(rest).hash(message)]));
+          return key.sign(digest).serialized as `0x${string}`;
+        }),
     };
   }
 

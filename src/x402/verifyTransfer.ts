@@ -13,7 +13,7 @@
 import type { VerifyResponse } from "@x402/core/types";
 import { getAddress } from "ethers";
 import type { ChainClient } from "../chain/client";
-import { addressOf, interfaceOf, readOf } from "../chain/contracts";
+import { addressOf, encodeCall, interfaceOf, readOf } from "../chain/contracts";
 import type { Quote, SignedPayment } from "./buyer";
 
 /** The x402 exact-EVM refusal codes this check can answer (as @x402/evm's facilitator names them). */
@@ -60,7 +60,7 @@ export async function verifyTransfer(chain: ChainClient, quote: Quote, signed: S
   if (BigInt(auth.validAfter) > seconds) return refuse(VERIFY_REASONS.validAfter);
 
   const usdc = addressOf(chain.usdc);
-  const data = interfaceOf("Usdc").encodeFunctionData(TRANSFER, [
+  const data = encodeCall(interfaceOf("Usdc"), TRANSFER, [
     auth.from,
     auth.to,
     auth.value,
