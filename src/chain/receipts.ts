@@ -49,6 +49,11 @@ export class ReceiptWatcher {
   private readonly maxBlocks: number;
   /** Calls the loop itself made (block reads), for the benchmarks. */
   blockReads = 0;
+  /**
+   * Whether the last wait that ended had its receipt at the first ask: the node mines what it receives at once (an
+   * automining devnet), so what a transaction changes is in effect as soon as it is sent.
+   */
+  immediate = false;
 
   constructor(
     private readonly rpc: Rpc,
@@ -67,10 +72,13 @@ export class ReceiptWatcher {
     this.waiters.add(w);
     this.schedule();
     try {
-      for (;;) {
+      for (let first = true; ; first = false) {
         w.asked = Date.now();
         const receipt = await fetchReceipt();
-        if (receipt) return receipt;
+        if (receipt) {
+          this.immediate = first;
+          return receipt;
+        }
         const left = deadline - Date.now();
         if (left <= 0) return null;
         await new Promise<void>((resolve) => {

@@ -19,6 +19,7 @@ import { type Quote, type SellerRequest, type SignedPayment, SellerError, readSe
 import { SettlementSteps } from "./settlementSteps";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import { verifyTransfer } from "../x402/verifyTransfer";
+import type { VerifyResponse } from "../x402/facilitator";
 import { swapView } from "./presenters";
 import { type SwapRecord, type SwapResult, withSwapNote } from "./swap";
 
@@ -108,6 +109,15 @@ export class SettlementService extends SettlementSteps {
     await this.commit(txnId, input.fences ?? [], () => this.ledger.undoUncommitted(txnId, written.upsertedCount === 1));
     timer.mark("ledger");
 
+    // On a node that mines what it receives at once, the authorisation is in effect as soon as it is sent: the verify
+    // then runs beside the receipt, and its answer is kept only if it passed (a settlement that simulates cleanly needs
+    // the authorisation in effect). Elsewhere, or after a swap, it runs once the authorisation is mined, as it must.
+    let early: Promise<VerifyResponse> | undefined;
+    const verify = () =>
+      verifyTransfer(this.ctx.chain, quote, signed).catch((err: unknown): VerifyResponse => {
+        this.ctx.logger.error({ err, txnId }, "payment verify failed");
+        return { isValid: false, invalidReason: "verify_unavailable", invalidMessage: "the chain did not answer the verify call" };
+      });
     let result;
     try {
       result = await this.ops.authorize(
@@ -117,7 +127,10 @@ export class SettlementService extends SettlementSteps {
         proof,
         transfer,
         input.approval ?? NO_APPROVAL,
-        (hash) => this.update(txnId, { authorizeTxHash: hash }),
+        (hash) => {
+          if (!input.swap && this.ctx.chain.receipts.immediate) early = verify();
+          return this.update(txnId, { authorizeTxHash: hash });
+        },
       );
     } catch (err) {
       this.ctx.logger.error({ err, txnId }, "authorizePayment failed");
@@ -207,14 +220,11 @@ export class SettlementService extends SettlementSteps {
 
     // The signed authorisation leaves this process (for the seller) only once the policy has authorised it on-chain,
     // and once the settlement it allows simulates cleanly (the facilitator's verify, in one call: verifyTransfer.ts).
-    const verifying = verifyTransfer(this.ctx.chain, quote, signed).catch((err: unknown) => {
-      this.ctx.logger.error({ err, txnId }, "payment verify failed");
-      return { isValid: false, invalidReason: "verify_unavailable", invalidMessage: "the chain did not answer the verify call" };
-    });
-    const [verify] = await Promise.all([verifying, marked, charged]);
+    const verifying = (early ?? Promise.resolve(null)).then((answer) => (answer?.isValid ? answer : verify()));
+    const [verified] = await Promise.all([verifying, marked, charged]);
     timer.mark("verify");
-    if (!verify.isValid) {
-      const reason = verify.invalidReason ?? "invalid_payment";
+    if (!verified.isValid) {
+      const reason = verified.invalidReason ?? "invalid_payment";
       return failAfterAuthorize(
         `verify: ${reason}`,
         upstreamError(`The signed payment did not verify (${reason}), so it was not sent. The budget was released; nothing was paid.`, {

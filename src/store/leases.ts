@@ -164,8 +164,24 @@ export class DistributedMutex {
     private readonly ttlMs: number,
   ) {}
 
+  /**
+   * Runs `task` holding the key, and answers with its result as soon as it ends: the lease is freed after that (the
+   * next task for the key in this process still waits for it), so a caller's answer does not wait for one more store
+   * round trip.
+   */
   run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
-    return this.local.run(key, () => this.leases.withLease(`${this.prefix}:${key.toLowerCase()}`, this.ttlMs, task));
+    return new Promise<T>((resolve, reject) => {
+      this.local
+        .run(key, () =>
+          this.leases.withLease(`${this.prefix}:${key.toLowerCase()}`, this.ttlMs, (lease) => {
+            const done = task(lease);
+            done.then(resolve, reject);
+            return done;
+          }),
+        )
+        // The outcome went to the caller already (a task's failure, or a lease never taken, below).
+        .catch((err: unknown) => reject(err as Error));
+    });
   }
 }
 

@@ -58,6 +58,7 @@ describe("receipt watch: one loop for every transaction waited for", function ()
     expect(receipt?.hash).to.equal(hash);
     expect(count("receipt")).to.equal(1);
     expect(w.blockReads).to.equal(0);
+    expect(w.immediate, "the node mined it as it came").to.equal(true);
   });
 
   it("many waiting: one block read a tick, and each receipt asked for only when its block came", async () => {
@@ -84,6 +85,7 @@ describe("receipt watch: one loop for every transaction waited for", function ()
     expect(receipts.map((r) => r.hash)).to.deep.equal(hashes);
     expect(count("receipt"), "one more ask each, once mined").to.equal(asked + 12);
     expect(w.waiting).to.equal(0);
+    expect(w.immediate, "these waited for their block").to.equal(false);
   });
 
   it("a block mined between two ticks and another after it: the earlier one is read too", async () => {
