@@ -3,10 +3,10 @@
  * the same operations, over the real wire protocol, on a patched server and on a plain one that scans. Every read
  * must answer exactly as the scan does, after every kind of write, and the indexed reads must really be narrowed.
  */
-import { createServer } from "node:net";
 import { expect } from "chai";
 import { MongoClient, ObjectId, type Collection, type Document, type Filter, type Sort } from "mongodb";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import type { EmbeddedMongo } from "../../src/store/embedded";
+import { startCongoPair, type CongoPair } from "../helpers/congoPair";
 
 const DB = "equivalence";
 const AS = Array.from({ length: 12 }, (_, i) => `0xa${i}`);
@@ -21,14 +21,6 @@ function rng(seed: number): () => number {
     r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
     return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const addr = srv.address();
-  await new Promise((resolve) => srv.close(resolve));
-  return typeof addr === "object" && addr ? addr.port : 0;
 }
 
 function makeDocs(n: number, from: number, rand: () => number): Document[] {
@@ -102,7 +94,7 @@ function reads(ids: ObjectId[]): { filter: Filter<Document>; sort?: Sort; skip?:
 
 describe("embedded store indexes (CongoDB patch)", () => {
   let patched: EmbeddedMongo;
-  let stopPlain: () => Promise<void>;
+  let pair: CongoPair;
   let clients: MongoClient[];
   let p: Collection;
   let q: Collection;
@@ -110,19 +102,8 @@ describe("embedded store indexes (CongoDB patch)", () => {
   const rand = rng(13);
 
   before(async () => {
-    patched = await startEmbeddedMongo();
-    const { congodb } = await import("@push.rocks/smartmongo");
-    const port = await freePort();
-    const plain = new congodb.CongoServer({ host: "127.0.0.1", port, storage: "memory" });
-    await plain.start();
-    stopPlain = () => plain.stop();
-    clients = [
-      new MongoClient(patched.uri, { serverMonitoringMode: "poll" }),
-      new MongoClient(`mongodb://127.0.0.1:${port}`, { serverMonitoringMode: "poll" }),
-    ];
-    await Promise.all(clients.map((c) => c.connect()));
-    // Two database names: CongoDB caches index definitions per "db.collection" across servers in one process.
-    [p, q] = clients.map((c, i) => c.db(i === 0 ? DB : `${DB}_scan`).collection("t"));
+    pair = await startCongoPair(DB);
+    ({ patched, clients, p, q } = pair);
     for (const c of [p, q]) {
       await c.createIndex({ a: 1, at: -1 });
       await c.createIndex({ k: 1 }, { unique: true });
@@ -136,9 +117,7 @@ describe("embedded store indexes (CongoDB patch)", () => {
     await q.insertMany(docs.map((d) => ({ ...d })));
   });
   after(async () => {
-    await Promise.all((clients ?? []).map((c) => c.close()));
-    await stopPlain?.();
-    await patched?.stop();
+    await pair?.close();
   });
 
   /** Both servers' answers to every read; upserted documents get server-made ids, shown as "new". */

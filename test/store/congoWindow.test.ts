@@ -4,24 +4,16 @@
  * patched server and on a plain one that scans, over the real wire protocol. Same answers, in every direction, past
  * the end, with ties, after updates and deletes, and with data or filters the window must not be used for.
  */
-import { createServer } from "node:net";
 import { expect } from "chai";
-import { MongoClient, ObjectId, type Collection, type Document, type Filter, type Sort } from "mongodb";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import { ObjectId, type Collection, type Document, type Filter, type Sort } from "mongodb";
+import type { EmbeddedMongo } from "../../src/store/embedded";
+import { startCongoPair, type CongoPair } from "../helpers/congoPair";
 
 const DB = "window";
 const BIG = "0xbig";
 const SMALL = "0xsmall";
 const T0 = Date.UTC(2026, 0, 1);
 const at = (minute: number) => new Date(T0 + minute * 60_000);
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const addr = srv.address();
-  await new Promise((resolve) => srv.close(resolve));
-  return typeof addr === "object" && addr ? addr.port : 0;
-}
 
 /** 2,000 entries of one agent and 40 of another; 300 distinct instants, so pages meet ties on `at` everywhere. */
 function makeDocs(): Document[] {
@@ -70,24 +62,13 @@ const FALLBACK: Filter<Document>[] = [
 
 describe("embedded store sorted windows and index counts (CongoDB patch)", () => {
   let patched: EmbeddedMongo;
-  let stopPlain: () => Promise<void>;
-  let clients: MongoClient[];
+  let pair: CongoPair;
   let p: Collection;
   let q: Collection;
 
   before(async () => {
-    patched = await startEmbeddedMongo();
-    const { congodb } = await import("@push.rocks/smartmongo");
-    const port = await freePort();
-    const plain = new congodb.CongoServer({ host: "127.0.0.1", port, storage: "memory" });
-    await plain.start();
-    stopPlain = () => plain.stop();
-    clients = [
-      new MongoClient(patched.uri, { serverMonitoringMode: "poll" }),
-      new MongoClient(`mongodb://127.0.0.1:${port}`, { serverMonitoringMode: "poll" }),
-    ];
-    await Promise.all(clients.map((c) => c.connect()));
-    [p, q] = clients.map((c, i) => c.db(i === 0 ? DB : `${DB}_scan`).collection("t"));
+    pair = await startCongoPair(DB);
+    ({ patched, p, q } = pair);
     for (const c of [p, q]) {
       // As the ledger declares them: the trailing _id makes MongoDB's index give the whole sort.
       await c.createIndex({ a: 1, at: -1, _id: -1 });
@@ -99,9 +80,7 @@ describe("embedded store sorted windows and index counts (CongoDB patch)", () =>
     await q.insertMany(docs.map((d) => ({ ...d })));
   });
   after(async () => {
-    await Promise.all((clients ?? []).map((c) => c.close()));
-    await stopPlain?.();
-    await patched?.stop();
+    await pair?.close();
   });
 
   /** Every page of every filter and sort, its count (whole, skipped, limited), the count command and the raw pipeline. */
