@@ -28,9 +28,8 @@ function encoderOf(types: Record<string, { name: string; type: string }[]>): Typ
 }
 
 function domainHash(domain: Record<string, unknown>): string {
-  const k = Object.entries(domain)
-    .map(([name, v]) => `${name}:${typeof v}:${String(v)}`)
-    .join("|");
+  // JSON keeps fields apart whatever they contain (a seller names the token's domain); bigints become strings.
+  const k = JSON.stringify(Object.entries(domain).map(([name, v]) => [name, typeof v, String(v)]));
   let hash = domains.get(k);
   if (hash === undefined) {
     if (domains.size >= 1_000) domains.clear();

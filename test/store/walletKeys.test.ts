@@ -71,6 +71,19 @@ describe("agent keys: the local provider signs EIP-712 data as an ethers Wallet 
       }
     }
     expect(seen.size).to.equal(8);
+
+    // A seller names the token's domain: two domains whose fields would run together alike (the name carrying what
+    // looks like the version) are two domains, each signed under its own separator.
+    const verifyingContract = tokens[0];
+    const message = { from: address, to: tokens[1], value: 1n, validAfter: 0n, validBefore: 2_000_000_000n, nonce: "0x" + "ab".repeat(32) };
+    for (const domain of [
+      { name: "A|version:string:B", version: "C", chainId: 8453, verifyingContract },
+      { name: "A", version: "B|version:string:C", chainId: 8453, verifyingContract },
+      { name: 'A","string","B', version: "C", chainId: 8453, verifyingContract },
+    ]) {
+      const signature = await signer.signTypedData({ domain, types: TRANSFER, primaryType: "TransferWithAuthorization", message });
+      expect(signature, domain.name).to.equal(await wallet.signTypedData(domain, TYPES, message));
+    }
   });
 
   it("rejects (does not throw) a message that does not encode, and signs the next one", async function () {
