@@ -6,7 +6,7 @@
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, Signature, type Signer } from "ethers";
-import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, walletSignature } from "../../src/chain/typedData";
+import { NO_EXTRA_LIMITS, SET_OWNER_TYPES, SET_POLICY_TYPES, WITHDRAW_TYPES, walletSignature } from "../../src/chain/typedData";
 import { NO_APPROVAL, refusedOnChain, settleFromWallet, transferDigest, type Attempt, type Secrets, type Target } from "./attackerBase";
 
 const { ethers } = hre;
@@ -149,48 +149,22 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   const ts = await now();
   const forge = async (signer: Signer, types: Record<string, { name: string; type: string }[]>, message: Record<string, unknown>) =>
     signer.signTypedData({ name: "SpendGate", version: "1", chainId: 8453n, verifyingContract: agentAddress }, types, message);
-  const WITHDRAW = {
-    Withdraw: [
-      { name: "agent", type: "address" },
-      { name: "token", type: "address" },
-      { name: "to", type: "address" },
-      { name: "amount", type: "uint256" },
-      { name: "timestamp", type: "uint256" },
-    ],
-  };
   for (const [who, signer] of [
     ["operator", s.operator],
     ["agent key", s.agentKey],
   ] as const) {
     const w = { agent: agentAddress, token: await token.getAddress(), to: thief, amount: balance, timestamp: ts };
-    const sig = await forge(signer, WITHDRAW, w);
+    const sig = await forge(signer, WITHDRAW_TYPES, w);
     attempts.push(
       await refusedOnChain(`withdrawal signed by the ${who}`, async () =>
         (await op.withdraw(w.token, w.to, w.amount, w.timestamp, sig)).wait(),
       ),
     );
   }
-  const SET_OWNER = {
-    SetOwner: [
-      { name: "agent", type: "address" },
-      { name: "newOwner", type: "address" },
-      { name: "timestamp", type: "uint256" },
-    ],
-  };
-  const ownerSig = await forge(s.operator, SET_OWNER, { agent: agentAddress, newOwner: thief, timestamp: ts });
+  const ownerSig = await forge(s.operator, SET_OWNER_TYPES, { agent: agentAddress, newOwner: thief, timestamp: ts });
   attempts.push(
     await refusedOnChain("take ownership with the operator's signature", async () => (await op.setOwner(thief, ts, ownerSig)).wait()),
   );
-  const SET_POLICY = {
-    SetPolicy: [
-      { name: "agent", type: "address" },
-      { name: "perTxLimit", type: "uint256" },
-      { name: "dailyBudget", type: "uint256" },
-      { name: "allowlistRoot", type: "bytes32" },
-      { name: "approvalThreshold", type: "uint256" },
-      ...SET_POLICY_TYPES.SetPolicy.slice(5),
-    ],
-  };
   const loose = {
     perTxLimit: balance,
     dailyBudget: balance,
@@ -198,7 +172,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
     approvalThreshold: balance,
     ...NO_EXTRA_LIMITS,
   };
-  const policySig = await forge(s.operator, SET_POLICY, { agent: agentAddress, ...loose, timestamp: ts });
+  const policySig = await forge(s.operator, SET_POLICY_TYPES, { agent: agentAddress, ...loose, timestamp: ts });
   attempts.push(
     await refusedOnChain("raise the limits with the operator's signature", async () =>
       (await op.updatePolicy(loose, ts, policySig)).wait(),
