@@ -1,7 +1,7 @@
 /**
  * A loopback JSON-RPC proxy for benchmarks: delays every call by `latencyMs` (a remote node's round trip) before
  * passing it to the chain, and counts calls by method, so both sides of a comparison pay the same latency and their
- * round trips can be counted where they happen.
+ * round trips can be counted where they happen. Tests also use it to hold one call (an instance that stalls).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,23 +13,32 @@ export interface RpcProxy {
   total(): number;
   reset(): void;
   setLatency(ms: number): void;
+  /** Holds the next call of `method` until the returned function (resolved once it arrives) is called. */
+  holdNext(method: string): Promise<() => void>;
   close(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string, latencyMs = 0): Promise<RpcProxy> {
   const counts = new Map<string, number>();
   let latency = latencyMs;
+  let hold: { method: string; arrived: (release: () => void) => void } | null = null;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", async () => {
       const body = Buffer.concat(chunks);
+      const methods: string[] = [];
       try {
         const parsed = JSON.parse(body.toString()) as { method?: string } | { method?: string }[];
-        for (const call of Array.isArray(parsed) ? parsed : [parsed])
-          counts.set(call.method ?? "?", (counts.get(call.method ?? "?") ?? 0) + 1);
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) methods.push(call.method ?? "?");
       } catch {
-        counts.set("?", (counts.get("?") ?? 0) + 1);
+        methods.push("?");
+      }
+      for (const m of methods) counts.set(m, (counts.get(m) ?? 0) + 1);
+      const held = hold;
+      if (held && methods.includes(held.method)) {
+        hold = null;
+        await new Promise<void>((release) => held.arrived(release));
       }
       if (latency > 0) await new Promise((r) => setTimeout(r, latency));
       try {
@@ -52,6 +61,7 @@ export async function startRpcProxy(target: string, latencyMs = 0): Promise<RpcP
     total: () => [...counts.values()].reduce((a, b) => a + b, 0),
     reset: () => counts.clear(),
     setLatency: (ms) => (latency = ms),
+    holdNext: (method) => new Promise((arrived) => (hold = { method, arrived })),
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());

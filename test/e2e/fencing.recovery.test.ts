@@ -2,55 +2,23 @@
  * The payment lease's window: instance A committed a payment and signed its authorisation, then stalled before the
  * chain saw it, for longer than PAYMENT_LEASE_MS; B's recovery claims the payment. Recovery must not call it failed
  * while A can still authorise and pay it, that is until the chain passes the transfer's validBefore (the contract
- * then refuses it). A's stall is played by holding its eth_sendRawTransaction at a JSON-RPC proxy; recovery's clock is
+ * then refuses it). A's stall is played by holding its eth_sendRawTransaction at the bench's JSON-RPC proxy; recovery's clock is
  * injected, and B's lease clock moved past A's leases, as B sees them when A stops renewing.
  */
 import { expect } from "chai";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { randomOwner, type Stack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
 
 const USDC = 1_000_000n;
 const LEASE_MS = 5_000;
 const PAYMENT_LEASE_MS = 180_000;
 
-/** A JSON-RPC proxy that can hold the next eth_sendRawTransaction until released. */
-async function startRpcProxy(target: string) {
-  let armed: ((release: () => void) => void) | null = null;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      const forward = async () => {
-        const r = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body });
-        res.writeHead(r.status, { "Content-Type": "application/json" }).end(Buffer.from(await r.arrayBuffer()));
-      };
-      const arrived = armed;
-      if (arrived && body.includes("eth_sendRawTransaction")) {
-        armed = null;
-        arrived(() => void forward());
-      } else void forward();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    holdNextSend: () => new Promise<() => void>((r) => (armed = r)),
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
-
 describe("fencing: recovery never calls a payment failed while a stalled instance can still pay it", function () {
   this.timeout(120_000);
   let pair: TwoInstances;
-  let rpc: Awaited<ReturnType<typeof startRpcProxy>>;
+  let rpc: RpcProxy;
   let seller: TestSeller;
   let a: Stack;
   let b: Stack;
@@ -84,7 +52,7 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     });
   /** A starts paying and stalls with its authorisation signed, before the chain has seen it. */
   async function stallA(ag: { agentAddress: string; apiKey: string }, intent: string, key?: string) {
-    const held = rpc.holdNextSend();
+    const held = rpc.holdNext("eth_sendRawTransaction");
     const answer = pay(a, ag, intent, key);
     const resume = await held;
     const doc = (await b.svc.store.payments.findOne({ agentAddress: ag.agentAddress, intent }))!;
