@@ -17,7 +17,7 @@ import { decodePaymentSignatureHeader } from "@x402/core/http";
 
 const USDC = 1_000_000n;
 
-describe("POST /pay when sellers and facilitators fail", () => {
+describe("POST /pay when sellers fail or the payment does not verify", () => {
   let s: Stack;
   const sellers: TestSeller[] = [];
 
@@ -74,7 +74,7 @@ describe("POST /pay when sellers and facilitators fail", () => {
     expect(await usdcBalance(s, a.agentAddress)).to.equal(20n * USDC);
   });
 
-  it("the facilitator refusing (the USDC left the wallet after the balance check): 502 with the facilitator's reason, budget released", async () => {
+  it("the verify refusing (the USDC left the wallet after the balance check): 502 with its reason, budget released", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
     sellers.push(seller);
     const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
