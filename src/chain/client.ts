@@ -15,6 +15,7 @@ import {
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
+import { type MinedReceipt, RawRpc } from "./rawRpc";
 import { ReceiptWatcher } from "./receipts";
 
 export interface ChainOptions {
@@ -116,6 +117,8 @@ export class ChainClient {
   private readonly sender: OperatorSender;
   /** Wakes the receipt waits of this client (the service's: authorisations, releases, deployments, settlements). */
   readonly receipts: ReceiptWatcher;
+  /** The payment path's calls without ethers' provider machinery, with the provider's errors (rawRpc.ts). */
+  readonly rpc: RawRpc;
 
   constructor(readonly options: ChainOptions) {
     const network = Network.from(options.chainId);
@@ -127,8 +130,9 @@ export class ChainClient {
       pollingInterval: options.pollingIntervalMs ?? 1_000,
     });
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
+    this.rpc = new RawRpc(options.rpcUrl, this.provider);
     this.sender = new OperatorSender(this.operator, this.provider);
-    this.receipts = new ReceiptWatcher((method, params) => this.provider.send(method, params), { intervalMs: options.receiptPollMs });
+    this.receipts = new ReceiptWatcher((method, params) => this.rpc.send(method, params), { intervalMs: options.receiptPollMs });
     this.factory = bind("SpendPolicyFactory", options.factoryAddress, this.operator);
     this.usdc = bind("Usdc", options.usdcAddress, this.provider);
     this.multicall = bind("Multicall3", MULTICALL3_ADDRESS, this.provider);
@@ -168,7 +172,7 @@ export class ChainClient {
           await this.operator.populateTransaction(await contract.getFunction(method).populateTransaction(...args, { ...extra, ...o })),
         ));
       const hash = keccak256(raw);
-      await this.provider.send("eth_sendRawTransaction", [raw]);
+      await this.rpc.send("eth_sendRawTransaction", [raw]);
       return { hash };
     });
   }
@@ -205,20 +209,23 @@ export class ChainClient {
 
   /** The receipt of a sent transaction (short polling, see receipts.ts); throws CALL_EXCEPTION when it reverted. */
   async waitFor(tx: SentTx): Promise<TransactionReceipt> {
-    const receipt = await this.receiptOf(tx.hash);
-    if (!receipt) throw new Error(`transaction ${tx.hash} was not mined in time`);
-    if (receipt.status !== 1) {
-      throw makeError("transaction execution reverted", "CALL_EXCEPTION", {
-        action: "sendTransaction",
-        data: null,
-        reason: null,
-        invocation: null,
-        revert: null,
-        transaction: { to: receipt.to, from: receipt.from, data: "0x" },
-        receipt,
-      });
-    }
-    return receipt;
+    return succeeded(tx, await this.receiptOf(tx.hash));
+  }
+
+  /** waitFor for the payment path: the receipt read raw, without ethers' TransactionReceipt (rawRpc.ts). */
+  async waitMined(tx: SentTx): Promise<MinedReceipt> {
+    return succeeded(tx, await this.receipts.wait(tx.hash, () => this.minedReceipt(tx.hash)));
+  }
+
+  private async minedReceipt(hash: string): Promise<MinedReceipt | null> {
+    const mined = await this.rpc.receipt(hash);
+    if (mined !== undefined) return mined;
+    // A receipt this does not read as ethers would: ethers reads it (or throws as it always did).
+    const r = await this.provider.getTransactionReceipt(hash);
+    if (!r) return null;
+    const { blockNumber, status, to, from, gasUsed, gasPrice } = r;
+    const logs = r.logs.map((l) => ({ address: l.address, topics: [...l.topics], data: l.data }));
+    return { hash: r.hash, blockNumber, status, to, from, gasUsed, gasPrice, logs };
   }
 
   /** Waits for a transaction's receipt (one watch loop for all of them, see receipts.ts); null past `timeoutMs`. */
@@ -242,7 +249,7 @@ export class ChainClient {
     const encoded = calls.map((c) => ({ target: c.target, allowFailure: true, callData: c.callData }));
     // Encoded and decoded with the parsed Interface: the Contract's staticCall resolved every argument first (~2 ms).
     const iface = this.multicall.interface as Interface;
-    const answer = await this.provider.call({ to: MULTICALL3_ADDRESS, data: encodeCall(iface, "aggregate3", [encoded]) });
+    const answer = await this.rpc.call(MULTICALL3_ADDRESS, encodeCall(iface, "aggregate3", [encoded]));
     const [results] = decodeResult(iface, "aggregate3", answer) as unknown as [{ success: boolean; returnData: string }[]];
     return results.map((r, i) => {
       if (!r.success || r.returnData === "0x") return null;
@@ -260,5 +267,23 @@ export class ChainClient {
 
   destroy(): void {
     this.provider.destroy();
+    this.rpc.destroy();
   }
+}
+
+/** The receipt of a transaction that succeeded; throws as ethers' wait does when it reverted. */
+function succeeded<R extends { status: number | null; to: string | null; from: string }>(tx: SentTx, receipt: R | null): R {
+  if (!receipt) throw new Error(`transaction ${tx.hash} was not mined in time`);
+  if (receipt.status !== 1) {
+    throw makeError("transaction execution reverted", "CALL_EXCEPTION", {
+      action: "sendTransaction",
+      data: null,
+      reason: null,
+      invocation: null,
+      revert: null,
+      transaction: { to: receipt.to, from: receipt.from, data: "0x" },
+      receipt: receipt as unknown as TransactionReceipt,
+    });
+  }
+  return receipt;
 }

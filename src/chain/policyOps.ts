@@ -1,6 +1,7 @@
 /** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
-import { type Log, type TransactionReceipt } from "ethers";
+import { type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
+import type { MinedReceipt } from "./rawRpc";
 import { addressOf, eventTopic, parseEvent, readOf } from "./contracts";
 import { decodeRevert } from "./errors";
 import { type Decision, type OnchainReasonName, type PaymentState, decisionOf, onchainReason, paymentStateOf, reasonName } from "./reasons";
@@ -113,7 +114,7 @@ export class PolicyOps {
     const args = [paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, transferStruct(transfer), ownerApproval];
     const tx = await this.chain.sendCall(c, "authorizePayment", args, { gasLimit });
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
-    const [receipt] = await Promise.all([this.chain.waitFor(tx), onSent?.(tx.hash)]);
+    const [receipt] = await Promise.all([this.chain.waitMined(tx), onSent?.(tx.hash)]);
     for (const log of this.logsOf(receipt, policyAddress)) {
       const parsed = parseEvent("SpendPolicy", log);
       if (parsed?.name === "PaymentAuthorized") {
@@ -168,10 +169,9 @@ export class PolicyOps {
   async settledIn(txHash: string, agent: string, nonce: string): Promise<boolean> {
     // A seller may answer before its settlement is mined: wait for it, within bounds.
     // The node's receipt as it came (only status and logs are read): ethers' formatting checksums every address in it.
-    const provider = this.chain.provider;
     const receipt = await this.chain.receipts.wait<RawReceipt>(
       txHash,
-      () => provider.send("eth_getTransactionReceipt", [txHash]) as Promise<RawReceipt | null>,
+      () => this.chain.rpc.send<RawReceipt | null>("eth_getTransactionReceipt", [txHash]),
       30_000,
     );
     if (receipt?.status !== "0x1" || !Array.isArray(receipt.logs)) return false;
@@ -198,7 +198,7 @@ export class PolicyOps {
     return logs.length ? logs[logs.length - 1].transactionHash : null;
   }
 
-  private logsOf(receipt: TransactionReceipt, address: string): readonly Log[] {
+  private logsOf(receipt: MinedReceipt, address: string): MinedReceipt["logs"] {
     return receipt.logs.filter((l) => l.address.toLowerCase() === address.toLowerCase());
   }
 }

@@ -70,7 +70,7 @@ export async function verifyTransfer(chain: ChainClient, quote: Quote, signed: S
     signature,
   ]);
   try {
-    await chain.provider.call({ to: usdc, data });
+    await chain.rpc.call(usdc, data);
     return { isValid: true, payer };
   } catch (err) {
     const message = (err as { shortMessage?: string; message?: string }).shortMessage ?? (err as Error).message;

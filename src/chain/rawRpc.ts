@@ -1,0 +1,158 @@
+/**
+ * The payment path's JSON-RPC calls (eth_call, eth_sendRawTransaction, eth_getTransactionReceipt) straight over a
+ * keep-alive HTTP connection, without ethers' provider machinery: per call it copies and hexlifies the request, resolves
+ * its addresses (a checksum each), clones the network, schedules a drain timer and an abort signal, and wraps a
+ * receipt in TransactionReceipt and Log objects (checksumming every address in it). About 1.5 ms of CPU per payment.
+ *
+ * The errors stay ethers': a JSON-RPC error becomes the provider's own getRpcError for the same payload (the call
+ * exception with its revert data, NONCE_EXPIRED for "nonce too low", ...), a non-2xx answer its SERVER_ERROR, a
+ * connection failure the socket's error, and a request times out as ethers' does (TIMEOUT after 5 minutes).
+ */
+import http from "node:http";
+import https from "node:https";
+import { FetchRequest, type JsonRpcError, type JsonRpcPayload, type JsonRpcProvider, type JsonRpcResult, hexlify, makeError } from "ethers";
+import { checksumOf } from "./abiCodec";
+
+/** ethers' FetchRequest default. */
+const TIMEOUT_MS = 300_000;
+
+/** What the payment path reads of a mined transaction's receipt. */
+export interface MinedReceipt {
+  hash: string;
+  blockNumber: number;
+  /** 1 when it succeeded (null on a pre-Byzantium chain, as in ethers). */
+  status: number | null;
+  to: string | null;
+  from: string;
+  gasUsed: bigint;
+  /** The effective gas price, as ethers' TransactionReceipt.gasPrice. */
+  gasPrice: bigint;
+  /** Addresses as the node wrote them (compare them lower-cased). */
+  logs: { address: string; topics: string[]; data: string }[];
+}
+
+const HEX = /^0x[0-9a-fA-F]*$/;
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+
+export class RawRpc {
+  private readonly agent: http.Agent;
+  private readonly url: URL;
+  private nextId = 1;
+
+  constructor(
+    url: string,
+    /** Its errors are the ones these calls throw. */
+    private readonly provider: JsonRpcProvider,
+  ) {
+    this.url = new URL(url);
+    this.agent = this.url.protocol === "https:" ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  }
+
+  /** provider.send(method, params), the same answer and errors. */
+  async send<T = unknown>(method: string, params: unknown[]): Promise<T> {
+    if (this.provider.destroyed) {
+      throw makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: method });
+    }
+    const payload: JsonRpcPayload = { method, params, id: this.nextId++, jsonrpc: "2.0" };
+    const { status, statusText, body } = await this.post(JSON.stringify(payload));
+    if (status < 200 || status >= 300) {
+      throw makeError(`server response ${status} ${statusText}`, "SERVER_ERROR", {
+        request: new FetchRequest(this.url.href),
+        info: { requestUrl: this.url.href, responseBody: body, responseStatus: `${status} ${statusText}` },
+      });
+    }
+    let answer: unknown;
+    try {
+      answer = JSON.parse(body);
+    } catch {
+      throw makeError("response body is not valid JSON", "UNSUPPORTED_OPERATION", { operation: "bodyJson", info: { body } });
+    }
+    const resp = (Array.isArray(answer) ? answer : [answer]).find((r: { id?: unknown } | null) => r?.id === payload.id) as
+      JsonRpcResult | JsonRpcError | undefined;
+    if (!resp) throw makeError("missing response for request", "BAD_DATA", { value: answer, info: { payload } });
+    if ("error" in resp) throw this.provider.getRpcError(payload, resp);
+    return resp.result as T;
+  }
+
+  /** provider.call({ to, data }) at the latest block: its answer, and its call exception when it reverts. */
+  async call(to: string, data: string): Promise<string> {
+    // The transaction as ethers' getRpcTransaction writes it: the call exception carries it.
+    return hexlify(await this.send<string>("eth_call", [{ to: to.toLowerCase(), data: data.toLowerCase() }, "latest"]));
+  }
+
+  /** The receipt of `hash` (null while unmined), read raw; undefined when it is not one this reads as ethers would. */
+  async receipt(hash: string): Promise<MinedReceipt | null | undefined> {
+    const raw = await this.send<Record<string, unknown> | null>("eth_getTransactionReceipt", [hash]);
+    return raw == null ? null : minedOf(raw);
+  }
+
+  destroy(): void {
+    this.agent.destroy();
+  }
+
+  private post(body: string): Promise<{ status: number; statusText: string; body: string }> {
+    return new Promise((resolve, reject) => {
+      const lib = this.url.protocol === "https:" ? https : http;
+      const req = lib.request(this.url, { method: "POST", agent: this.agent, headers: { "content-type": "application/json" } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", body: Buffer.concat(chunks).toString("utf8") }),
+        );
+      });
+      req.setTimeout(TIMEOUT_MS, () => {
+        const timeout: Error = makeError("request timeout", "TIMEOUT");
+        req.destroy(timeout);
+        reject(timeout);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+}
+
+const quantity = (v: unknown): bigint | undefined => (typeof v === "string" && HEX.test(v) && v.length > 2 ? BigInt(v) : undefined);
+const address = (v: unknown): string | undefined => (typeof v === "string" && /^0x[0-9a-fA-F]{40}$/.test(v) ? v : undefined);
+
+/** The fields read of a JSON-RPC receipt, checked; undefined for anything ethers' formatter would read otherwise. */
+function minedOf(raw: Record<string, unknown>): MinedReceipt | undefined {
+  const blockNumber = quantity(raw.blockNumber);
+  const status = raw.status == null ? null : quantity(raw.status);
+  const gasUsed = quantity(raw.gasUsed);
+  const gasPrice = quantity(raw.effectiveGasPrice ?? raw.gasPrice);
+  const from = address(raw.from);
+  const to = raw.to == null ? null : address(raw.to);
+  const hash = raw.transactionHash;
+  if (
+    blockNumber === undefined ||
+    status === undefined ||
+    gasUsed === undefined ||
+    gasPrice === undefined ||
+    !from ||
+    to === undefined ||
+    typeof hash !== "string" ||
+    !HASH.test(hash) ||
+    !Array.isArray(raw.logs)
+  ) {
+    return undefined;
+  }
+  const logs: MinedReceipt["logs"] = [];
+  for (const l of raw.logs as { address?: unknown; topics?: unknown; data?: unknown }[]) {
+    const a = address(l?.address);
+    const topics = l?.topics;
+    if (!a || !Array.isArray(topics) || !topics.every((t) => typeof t === "string" && HASH.test(t))) return undefined;
+    if (typeof l.data !== "string" || !HEX.test(l.data) || l.data.length % 2) return undefined;
+    logs.push({ address: a, topics: topics as string[], data: l.data });
+  }
+  return {
+    hash,
+    blockNumber: Number(blockNumber),
+    status: status === null ? null : Number(status),
+    to: to && checksumOf(to.slice(2).toLowerCase()),
+    from: checksumOf(from.slice(2).toLowerCase()),
+    gasUsed,
+    gasPrice,
+    logs,
+  };
+}
