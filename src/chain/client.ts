@@ -2,6 +2,8 @@
 import {
   type BaseContract,
   type Interface,
+  getAddress,
+  getBigInt,
   JsonRpcProvider,
   keccak256,
   makeError,
@@ -259,6 +261,18 @@ export class ChainClient {
         return null;
       }
     }) as ReadResults<T>;
+  }
+
+  /** `usdc.balanceOf(holder)` in one raw eth_call (the seller reads it on every paid request). */
+  async usdcBalanceOf(holder: string): Promise<bigint> {
+    const iface = this.usdc.interface as Interface;
+    const answer = await this.rpc.call(addressOf(this.usdc), encodeCall(iface, "balanceOf", [holder]));
+    return decodeResult(iface, "balanceOf", answer)[0] as bigint;
+  }
+
+  /** `provider.getBalance(address)` at the latest block, raw. */
+  async ethBalanceOf(address: string): Promise<bigint> {
+    return getBigInt(await this.rpc.send<string>("eth_getBalance", [getAddress(address).toLowerCase(), "latest"]));
   }
 
   async isDeployed(address: string): Promise<boolean> {

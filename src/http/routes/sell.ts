@@ -25,8 +25,8 @@ function sellerFor(s: Services): AgentIntelSeller {
     },
     facilitator,
     {
-      usdcBalance: async (address) => await chain.usdc.balanceOf(address),
-      ethBalance: (address) => chain.provider.getBalance(address),
+      usdcBalance: (address) => chain.usdcBalanceOf(address),
+      ethBalance: (address) => chain.ethBalanceOf(address),
     },
     logger,
   );
