@@ -8,7 +8,8 @@
  * plain (a Typed value, a bad checksum, a short buffer, a deferred decoding error), they give up and the caller runs
  * ethers' own coder, which then answers or throws exactly as it always did.
  */
-import { Indexed, type ParamType, Result, Typed, getAddress, getBigInt, toUtf8Bytes, toUtf8String } from "ethers";
+import { Indexed, type ParamType, Result, Typed, getBigInt, toUtf8Bytes, toUtf8String } from "ethers";
+import { getAddress } from "./checksum";
 
 /** "Let ethers decide": thrown by a coder on anything it does not handle exactly as ethers would. */
 const DEFER = new Error("deferred to ethers");
@@ -70,39 +71,19 @@ function hexOf(v: unknown): string {
 const padRight = (hex: string): string => (hex.length % 64 ? hex + ZERO_WORD.slice(hex.length % 64) : hex);
 const uintWord = (n: number | bigint): string => n.toString(16).padStart(64, "0");
 
-// ---------------------------------------------------------------- addresses, each checksummed once
-
-const LIMIT = 10_000;
-/** Input string -> its 40 lower-case hex digits (what getAddress accepted). */
-const encoded = new Map<string, string>();
-/** 40 lower-case hex digits -> checksummed address. */
-const checksummed = new Map<string, string>();
-
-function remember<V>(map: Map<string, V>, key: string, value: V): V {
-  if (map.size >= LIMIT) map.clear();
-  map.set(key, value);
-  return value;
-}
+// ---------------------------------------------------------------- addresses, each checksummed once (checksum.ts)
 
 function addressHex(v: unknown): string {
   if (typeof v !== "string") throw DEFER;
-  const known = encoded.get(v);
-  if (known !== undefined) return known;
-  let a: string;
   try {
-    a = getAddress(v); // the checks ethers makes (a mixed-case checksum, ICAP)
+    return getAddress(v).slice(2).toLowerCase(); // the checks ethers makes (a mixed-case checksum, ICAP)
   } catch {
     throw DEFER;
   }
-  const hex = a.slice(2).toLowerCase();
-  remember(checksummed, hex, a);
-  return remember(encoded, v, hex);
 }
 
-/** getAddress of 40 lower-case hex digits, computed once per address. */
-export function checksumOf(hex40: string): string {
-  return checksummed.get(hex40) ?? remember(checksummed, hex40, getAddress(`0x${hex40}`));
-}
+/** getAddress of 40 lower-case hex digits. */
+export const checksumOf = (hex40: string): string => getAddress(`0x${hex40}`);
 
 // ---------------------------------------------------------------- coders
 

@@ -2,7 +2,8 @@
  * Event decoding for the indexer: the events it reads from the factory, the SpendPolicy contracts and USDC, their
  * topics, and the decoding of a log into the plain JSON of a `chainEvents` document.
  */
-import { ZeroAddress, getAddress, type Interface, type Log } from "ethers";
+import { ZeroAddress, type Interface, type Log } from "ethers";
+import { getAddress } from "../chain/checksum";
 import type { ChainClient } from "../chain/client";
 import { addressOf, eventTopic, parseLog } from "../chain/contracts";
 import type { ChainEventDoc } from "../store/documents";

@@ -1,6 +1,7 @@
 /** Building blocks shared by every request schema (REST, MCP and the generated API reference). */
 import { z } from "zod";
-import { getAddress, isAddress, isHexString } from "ethers";
+import { isHexString } from "ethers";
+import { getAddress, isAddress } from "../chain/checksum";
 import { DECIMAL_AMOUNT, MAX_AMOUNT, toBaseUnits } from "../amounts";
 
 export const Address = z

@@ -3,7 +3,8 @@
  * WalletProvider is the seam where a hosted custody API can replace the local provider.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { SigningKey, TypedDataEncoder, Wallet, concat, getAddress, keccak256 } from "ethers";
+import { SigningKey, TypedDataEncoder, Wallet, concat, keccak256 } from "ethers";
+import { getAddress } from "../chain/checksum";
 import type { Collection } from "mongodb";
 import type { WalletKeyDoc } from "../store/documents";
 

@@ -15,7 +15,8 @@
  *   payload's own x402Version decides which requirement it is checked against. The settlement is answered in
  *   PAYMENT-RESPONSE for PAYMENT-SIGNATURE and X-PAYMENT-RESPONSE for X-PAYMENT.
  */
-import { formatEther, getAddress } from "ethers";
+import { formatEther } from "ethers";
+import { getAddress } from "../chain/checksum";
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { isPaymentPayloadV1, isPaymentPayloadV2 } from "@x402/core/schemas";
 import type {
