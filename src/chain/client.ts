@@ -8,7 +8,6 @@ import {
   keccak256,
   makeError,
   Network,
-  Transaction,
   Wallet,
   type ContractRunner,
   type TransactionReceipt,
@@ -16,6 +15,7 @@ import {
   type TransactionResponse,
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
+import { signCallTx } from "./callTx";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
 import { type MinedReceipt, RawRpc } from "./rawRpc";
 import { ReceiptWatcher } from "./receipts";
@@ -194,8 +194,7 @@ export class ChainClient {
     const { gasLimit, ...rest } = extra;
     if (gasLimit == null || Object.keys(rest).length || o.maxFeePerGas === undefined || o.maxPriorityFeePerGas === undefined)
       return undefined;
-    const tx = Transaction.from({
-      type: 2,
+    const tx = {
       chainId: this.options.chainId,
       nonce: o.nonce,
       gasLimit,
@@ -203,10 +202,8 @@ export class ChainClient {
       maxPriorityFeePerGas: o.maxPriorityFeePerGas,
       to: addressOf(contract),
       data: encodeCall(contract.interface, method, args),
-      value: 0n,
-    });
-    tx.signature = this.operator.signingKey.sign(tx.unsignedHash);
-    return tx.serialized;
+    };
+    return signCallTx(tx, this.operator.signingKey);
   }
 
   /** The receipt of a sent transaction (short polling, see receipts.ts); throws CALL_EXCEPTION when it reverted. */
