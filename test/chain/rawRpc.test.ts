@@ -23,6 +23,7 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
   let client: ChainClient;
   let server: http.Server;
   let odd: string;
+  let requests = 0;
 
   before(async function () {
     chain = await startEmbeddedChain();
@@ -38,12 +39,17 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
       let body = "";
       req.on("data", (c: Buffer) => (body += c.toString("utf8")));
       req.on("end", () => {
-        const { method, id } = JSON.parse(body) as { method: string; id: number };
-        if (method === "eth_getTransactionReceipt") {
-          res.writeHead(200, { "Content-Type": "application/json" });
-          return void res.end(JSON.stringify({ jsonrpc: "2.0", id, result: { transactionHash: "0x12", logs: [] } }));
-        }
-        res.writeHead(502, { "Content-Type": "text/plain" }).end("bad gateway");
+        requests++;
+        const parsed = JSON.parse(body) as { method: string; id: number } | { method: string; id: number }[];
+        const calls = Array.isArray(parsed) ? parsed : [parsed];
+        if (calls.some((c) => c.method === "eth_blockNumber"))
+          return void res.writeHead(502, { "Content-Type": "text/plain" }).end("bad gateway");
+        const answers = calls.map(({ method, id }) =>
+          method === "eth_getTransactionReceipt"
+            ? { jsonrpc: "2.0", id, result: { transactionHash: "0x12", logs: [] } }
+            : { jsonrpc: "2.0", id, error: { code: -32601, message: `the method ${method} does not exist` } },
+        );
+        res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -140,6 +146,25 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
     expect(await failure(rpc.send("eth_blockNumber", []))).to.equal(theirs);
     // A receipt ethers' formatter would refuse is not read here (the client then asks ethers).
     expect(await rpc.receipt(hexlify(randomBytes(32)))).to.equal(undefined);
+    // Calls made together go as one batch; each gets its own answer or error.
+    requests = 0;
+    const together = await Promise.all([
+      rpc.receipt(hexlify(randomBytes(32))),
+      failure(rpc.send("eth_chainId", [])),
+      failure(rpc.send("eth_gasPrice", [])),
+    ]);
+    expect(requests).to.equal(1);
+    expect(together).to.deep.equal([
+      undefined,
+      await failure(provider.send("eth_chainId", [])),
+      await failure(provider.send("eth_gasPrice", [])),
+    ]);
+    expect(together[1]).to.include("UNSUPPORTED_OPERATION");
+    // A failed request fails every call in it.
+    expect(await Promise.all([failure(rpc.send("eth_blockNumber", [])), failure(rpc.send("eth_chainId", []))])).to.deep.equal([
+      theirs,
+      theirs,
+    ]);
     provider.destroy();
     expect(await failure(rpc.send("eth_blockNumber", []))).to.equal(await failure(provider.send("eth_blockNumber", [])));
     rpc.destroy();
