@@ -2,7 +2,6 @@
 import {
   type BaseContract,
   type Interface,
-  getAddress,
   getBigInt,
   JsonRpcProvider,
   keccak256,
@@ -16,6 +15,7 @@ import {
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { signCallTx } from "./callTx";
+import { getAddress } from "./checksum";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
 import { type MinedReceipt, RawRpc } from "./rawRpc";
 import { ReceiptWatcher } from "./receipts";
