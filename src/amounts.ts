@@ -1,5 +1,5 @@
 /** USDC amounts: decimal strings at the edges, bigint base units (6 decimals) inside. */
-import { formatUnits, parseUnits } from "ethers";
+import { parseUnits } from "ethers";
 
 export const USDC_DECIMALS = 6;
 /** Policies store amounts as uint96 on-chain. */
@@ -10,8 +10,15 @@ export function toBaseUnits(decimal: string): bigint {
   return parseUnits(decimal, USDC_DECIMALS);
 }
 
-/** Formats base units as a decimal string without trailing zeros ("1.5", "0.000001", "12"). */
+const UNIT = 10n ** BigInt(USDC_DECIMALS);
+
+/**
+ * Formats base units as a decimal string without trailing zeros ("1.5", "0.000001", "12", "-2.25"). Integer
+ * arithmetic rather than ethers' formatUnits, which takes many times as long (a ledger page formats dozens).
+ */
 export function fromBaseUnits(units: bigint | string): string {
-  const s = formatUnits(BigInt(units), USDC_DECIMALS);
-  return s.endsWith(".0") ? s.slice(0, -2) : s;
+  const value = BigInt(units);
+  const abs = value < 0n ? -value : value;
+  const fraction = (abs % UNIT).toString().padStart(USDC_DECIMALS, "0").replace(/0+$/, "");
+  return `${value < 0n ? "-" : ""}${abs / UNIT}${fraction ? `.${fraction}` : ""}`;
 }
