@@ -172,6 +172,8 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(r.structuredContent.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(r.structuredContent.response).to.deep.equal({ status: 200, body: { data: "paid content", payer: a.agentAddress } });
     expect(seller.settlements).to.include(r.structuredContent.txHash);
+    // The text below the lead line is the structured content itself: the documented fields, nothing more.
+    expect(JSON.parse(textOf(r).split("\n").slice(1).join("\n"))).to.deep.equal(r.structuredContent);
     expect(await usdcBalance(s, seller.payTo)).to.equal(sellerBefore + USDC);
     // The indexer confirms entries in the background: let it catch up so both reads see the same ledger.
     await s.svc.indexer.syncOnce();
