@@ -47,10 +47,10 @@ describe("ledger totals (counted only when the page cannot tell them)", () => {
     // Counts the store's count calls (the real collection answers them).
     const payments = s.svc.store.payments;
     const count = payments.countDocuments.bind(payments);
-    payments.countDocuments = ((...args: Parameters<typeof count>) => {
+    payments.countDocuments = (...args: Parameters<typeof count>) => {
       counts++;
       return count(...args);
-    });
+    };
   });
   after(() => s?.close());
 
