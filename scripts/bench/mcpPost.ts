@@ -1,11 +1,13 @@
 /**
- * A tool call the way a stateless MCP client sends it: one JSON-RPC `tools/call` POSTed to /mcp on a kept-alive
- * connection, answer read whole. Measures the server, not an SDK client's own validation and bookkeeping.
+ * A tool call the way a stateless MCP client sends it: one JSON-RPC `tools/call` (or `tools/list`) POSTed to /mcp on
+ * a kept-alive connection, answer read whole. Measures the server, not an SDK client's own validation and bookkeeping.
  */
 import http from "node:http";
 
 export interface McpPoster {
   call(name: string, args?: Record<string, unknown>): Promise<unknown>;
+  /** tools/list: the tools and their schemas. */
+  list(): Promise<unknown>;
   close(): void;
 }
 
@@ -45,6 +47,12 @@ export function mcpPoster(baseUrl: string, headers: Record<string, string>): Mcp
       const text = await post(JSON.stringify({ jsonrpc: "2.0", id: ++id, method: "tools/call", params: { name, arguments: args } }));
       const answer = JSON.parse(text) as { result?: { isError?: boolean }; error?: unknown };
       if (!answer.result || answer.result.isError) throw new Error(`${name} failed: ${text}`);
+      return answer.result;
+    },
+    async list() {
+      const text = await post(JSON.stringify({ jsonrpc: "2.0", id: ++id, method: "tools/list" }));
+      const answer = JSON.parse(text) as { result?: { tools?: unknown[] } };
+      if (!answer.result?.tools?.length) throw new Error(`tools/list failed: ${text.slice(0, 200)}`);
       return answer.result;
     },
     close: () => agent.destroy(),

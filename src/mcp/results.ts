@@ -5,9 +5,13 @@ import type { z } from "zod";
 import { AppError, errorBody } from "../errors";
 import { toAppError } from "../http/middleware";
 
-/** A successful result. The data is parsed with the tool's output schema, so clients get exactly what it documents. */
+/**
+ * A successful result. The data is parsed with the tool's output schema, so clients get exactly what it documents,
+ * in the structured content and in its text alike.
+ */
 export function okResult(schema: z.ZodType, data: unknown, logger: Logger, lead?: string): CallToolResult {
-  return { content: [{ type: "text", text: withLead(lead, data) }], structuredContent: structured(schema, data, logger) };
+  const structuredContent = structured(schema, data, logger);
+  return { content: [{ type: "text", text: withLead(lead, structuredContent) }], structuredContent };
 }
 
 /** A refusal the agent must act on (a blocked payment): isError, with the same structured content. */

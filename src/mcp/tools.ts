@@ -6,7 +6,8 @@
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { appErrorOf, forbidden, notFound } from "../errors";
+import { appErrorOf, badRequest, forbidden, notFound } from "../errors";
+import { formatIssues } from "../http/mount";
 import type { PayAnswer, PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../services/keys";
@@ -169,10 +170,18 @@ export const TOOLS: AnyToolDef[] = [
   }),
 ];
 
-/** Runs a tool: its answer as a result (a refusal as isError), any error as an isError result; the server keeps running. */
-export async function runTool(def: AnyToolDef, ctx: ToolContext, input: unknown): Promise<CallToolResult> {
+/**
+ * Runs a tool: its input parsed with its schema (bad input is an isError bad_request naming the fields), its answer as
+ * a result (a refusal as isError), any error as an isError result; the server keeps running.
+ */
+export async function runTool(def: AnyToolDef, ctx: ToolContext, args: unknown): Promise<CallToolResult> {
   try {
-    const answer = await def.run(ctx, def.input.parse(input));
+    const parsed = def.input.safeParse(args);
+    if (!parsed.success) {
+      const issues = formatIssues(parsed.error);
+      throw badRequest(`Invalid arguments for ${def.name}: ${issues.map((i) => `${i.path} ${i.message}`).join("; ")}`, issues);
+    }
+    const answer = await def.run(ctx, parsed.data);
     return answer.refusal
       ? refusalResult(def.output, answer.data, ctx.logger, answer.lead ?? "")
       : okResult(def.output, answer.data, ctx.logger, answer.lead);

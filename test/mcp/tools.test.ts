@@ -172,6 +172,8 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     expect(r.structuredContent.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(r.structuredContent.response).to.deep.equal({ status: 200, body: { data: "paid content", payer: a.agentAddress } });
     expect(seller.settlements).to.include(r.structuredContent.txHash);
+    // The text below the lead line is the structured content itself: the documented fields, nothing more.
+    expect(JSON.parse(textOf(r).split("\n").slice(1).join("\n"))).to.deep.equal(r.structuredContent);
     expect(await usdcBalance(s, seller.payTo)).to.equal(sellerBefore + USDC);
     // The indexer confirms entries in the background: let it catch up so both reads see the same ledger.
     await s.svc.indexer.syncOnce();
@@ -256,6 +258,15 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
     const bad = await callTool(c, "pay", { serviceUrl: "ftp://example.com/x", maxAmount: "-1", intent: "" });
     expect(bad.isError).to.equal(true);
     expect(textOf(bad)).to.include("serviceUrl").and.include("maxAmount");
+    expect(errorOf(bad)).to.include({ error: "bad_request", status: 400 });
+    expect(errorOf(bad).message).to.match(/^Invalid arguments for pay: /);
+    const extra = await callTool(c, "list_transactions", { limit: 500, agentAddress: fresh.agentAddress });
+    expect(errorOf(extra)).to.include({ error: "bad_request", status: 400 });
+    expect(errorOf(extra).message).to.include("limit");
+    const unknown = await callTool(c, "approve_payment", {});
+    expect(unknown.isError).to.equal(true);
+    expect(errorOf(unknown)).to.include({ error: "not_found", status: 404 });
+    expect(errorOf(unknown).message).to.include("list_transactions");
   });
 
   it("answers a tool call in a few milliseconds", async () => {

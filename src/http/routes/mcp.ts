@@ -4,7 +4,6 @@
  */
 import type { IncomingMessage } from "node:http";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { AppError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
 import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
@@ -44,6 +43,8 @@ async function callerOf(s: Services, principal: ToolCaller["principal"], address
   const doc = await s.agents.authorize(principal, address);
   return { principal, address: doc.address, agent: () => Promise.resolve(doc) };
 }
+
+const namesInitialize = (m: unknown): boolean => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "initialize";
 
 /** The request as the SDK's web-standard transport reads it: its headers (the body is already parsed). */
 function webRequest(req: IncomingMessage): Request {
@@ -109,8 +110,9 @@ export const MCP_OPERATIONS = [
         return;
       }
 
-      // A server that answers an initialize keeps that client's capabilities: it serves that request only.
-      const fresh = Array.isArray(message) ? message.some(isInitializeRequest) : isInitializeRequest(message);
+      // A server that answers an initialize keeps that client's capabilities: it serves that request only. Any message
+      // named initialize counts, valid or not (the SDK's isInitializeRequest is a whole schema parse, failing on most).
+      const fresh = (Array.isArray(message) ? message : [message]).some(namesInitialize);
       const server = fresh ? createMcpServer() : servers.acquire();
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       ctx.respond = false; // the answer is written below
@@ -126,7 +128,8 @@ export const MCP_OPERATIONS = [
           return;
         }
         const text = await response.text();
-        const headers: Record<string, string> = {};
+        // With its length the answer leaves in one piece, not chunked.
+        const headers: Record<string, string | number> = { "content-length": Buffer.byteLength(text) };
         response.headers.forEach((value, name) => (headers[name] = value));
         ctx.res.writeHead(response.status, headers);
         ctx.res.end(text);
