@@ -9,7 +9,8 @@
  *
  * The errors stay ethers': a JSON-RPC error becomes the provider's own getRpcError for the same payload (the call
  * exception with its revert data, NONCE_EXPIRED for "nonce too low", ...), a non-2xx answer its SERVER_ERROR, a
- * connection failure the socket's error, and a request times out as ethers' does (TIMEOUT after 5 minutes).
+ * connection failure the socket's error; a 429 is sent again with ethers' back-off, and a request times out as ethers'
+ * does (TIMEOUT after 5 minutes).
  */
 import http from "node:http";
 import https from "node:https";
@@ -20,6 +21,16 @@ import { checksumOf } from "./abiCodec";
 const TIMEOUT_MS = 300_000;
 /** ethers' batchMaxCount default. */
 const MAX_BATCH = 100;
+/** ethers' FetchRequest throttle on 429: attempts, and the slot its random back-off is counted in. */
+const MAX_ATTEMPTS = 12;
+const SLOT_MS = 250;
+
+interface HttpAnswer {
+  status: number;
+  statusText: string;
+  body: string;
+  retryAfter?: string;
+}
 
 interface Pending {
   payload: JsonRpcPayload;
@@ -89,7 +100,7 @@ export class RawRpc {
   private async post(batch: Pending[]): Promise<void> {
     const one = batch.length === 1;
     try {
-      const { status, statusText, body } = await this.request(JSON.stringify(one ? batch[0].payload : batch.map((c) => c.payload)));
+      const { status, statusText, body } = await this.throttled(JSON.stringify(one ? batch[0].payload : batch.map((c) => c.payload)));
       if (status < 200 || status >= 300) {
         throw makeError(`server response ${status} ${statusText}`, "SERVER_ERROR", {
           request: new FetchRequest(this.url.href),
@@ -130,16 +141,32 @@ export class RawRpc {
     this.agent.destroy();
   }
 
-  private request(body: string): Promise<{ status: number; statusText: string; body: string }> {
+  /** The request, sent again on 429 Too Many Requests as ethers' FetchRequest does (its delays, 12 attempts). */
+  private async throttled(body: string): Promise<HttpAnswer> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const answer = await this.request(body);
+      if (answer.status !== 429) return answer;
+      const retryAfter = answer.retryAfter;
+      // ethers reads Retry-After as milliseconds.
+      const delay =
+        retryAfter && /^[1-9][0-9]*$/.test(retryAfter) ? parseInt(retryAfter) : SLOT_MS * Math.trunc(Math.random() * 2 ** attempt);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+    return { status: 599, statusText: "exceeded maximum retry limit", body: "" }; // ethers: the same words, SERVER_ERROR
+  }
+
+  private request(body: string): Promise<HttpAnswer> {
     return new Promise((resolve, reject) => {
       const lib = this.url.protocol === "https:" ? https : http;
       const req = lib.request(this.url, { method: "POST", agent: this.agent, headers: { "content-type": "application/json" } }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", body: Buffer.concat(chunks).toString("utf8") }),
-        );
+        res.on("end", () => {
+          const retryAfter = res.headers["retry-after"];
+          const body = Buffer.concat(chunks).toString("utf8");
+          resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", body, retryAfter });
+        });
       });
       req.setTimeout(TIMEOUT_MS, () => {
         const timeout: Error = makeError("request timeout", "TIMEOUT");

@@ -24,6 +24,7 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
   let server: http.Server;
   let odd: string;
   let requests = 0;
+  let limited = 0;
 
   before(async function () {
     chain = await startEmbeddedChain();
@@ -44,10 +45,16 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
         const calls = Array.isArray(parsed) ? parsed : [parsed];
         if (calls.some((c) => c.method === "eth_blockNumber"))
           return void res.writeHead(502, { "Content-Type": "text/plain" }).end("bad gateway");
+        // Rate limited twice, then answered.
+        if (calls.some((c) => c.method === "eth_accounts") && ++limited % 3 !== 0) {
+          return void res.writeHead(429, { "Content-Type": "text/plain", "Retry-After": "1" }).end("slow down");
+        }
         const answers = calls.map(({ method, id }) =>
-          method === "eth_getTransactionReceipt"
-            ? { jsonrpc: "2.0", id, result: { transactionHash: "0x12", logs: [] } }
-            : { jsonrpc: "2.0", id, error: { code: -32601, message: `the method ${method} does not exist` } },
+          method === "eth_accounts"
+            ? { jsonrpc: "2.0", id, result: [] }
+            : method === "eth_getTransactionReceipt"
+              ? { jsonrpc: "2.0", id, result: { transactionHash: "0x12", logs: [] } }
+              : { jsonrpc: "2.0", id, error: { code: -32601, message: `the method ${method} does not exist` } },
         );
         res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
       });
@@ -160,6 +167,11 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
       await failure(provider.send("eth_gasPrice", [])),
     ]);
     expect(together[1]).to.include("UNSUPPORTED_OPERATION");
+    // 429 Too Many Requests: sent again, as ethers does.
+    requests = 0;
+    expect(await rpc.send("eth_accounts", [])).to.deep.equal([]);
+    expect(requests).to.equal(3);
+    expect(await provider.send("eth_accounts", [])).to.deep.equal([]);
     // A failed request fails every call in it.
     expect(await Promise.all([failure(rpc.send("eth_blockNumber", [])), failure(rpc.send("eth_chainId", []))])).to.deep.equal([
       theirs,
