@@ -52,9 +52,9 @@ export interface InProcessFacilitatorConfig {
 
 /**
  * Gas limit of a settlement. USDC's transferWithAuthorization used 76,552 gas here with an agent wallet's ERC-1271
- * signature (68,682 with an EOA's v, r, s: `npm run bench:gas`); the limit leaves room for heavier contract wallets (multisig owners, P-256
- * verified in Solidity). It also bounds what a payer's wallet can make the facilitator burn: only what is used is paid,
- * and a settlement that needs more is refused by the simulation before it is sent.
+ * signature and 68,682 with an EOA's (`npm run bench:gas`); the limit leaves room for heavier contract wallets
+ * (multisig owners, P-256 verified in Solidity). It also bounds what a payer's wallet can make the facilitator burn:
+ * only what is used is paid, and a settlement that needs more is refused by the simulation before it is sent.
  */
 export const SETTLE_GAS_LIMIT = 500_000n;
 
