@@ -24,7 +24,7 @@ const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
 const TICKS = 100; // USER_HZ on Linux
 
 /** CPU seconds (user + system) and resident memory of a process, from /proc. */
-function usage(pid: number): { cpu: number; rssMiB: number } {
+export function usage(pid: number): { cpu: number; rssMiB: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
