@@ -11,7 +11,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
 import { viemAccounts } from "../../src/chain/viem";
-import { SETTLE_GAS_LIMIT, type InProcessFacilitator } from "../../src/x402/facilitator";
+import { SETTLE_GAS_LIMIT, reusedSignatureChecks, type InProcessFacilitator } from "../../src/x402/facilitator";
 import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc } from "../helpers/sellers";
@@ -157,6 +157,22 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
     expect(settled).to.include({ success: false, transaction: "" });
     expect(proxy.counts.get("eth_sendRawTransaction") ?? 0).to.equal(0);
     expect(await usdc.balanceOf(wallet)).to.equal(AMOUNT);
+  });
+
+  it("keeps a valid ERC-1271 answer for the one ask that follows; an invalid one is asked each time", async function () {
+    const asked: string[] = [];
+    const check = reusedSignatureChecks();
+    const ask = (wallet: `0x${string}`, digest: string) =>
+      check({ address: wallet, abi: [], functionName: "isValidSignature", args: [digest, "0x01"] }, (a) => {
+        asked.push(`${a.address}:${String(a.args?.[0])}`);
+        return Promise.resolve(a.address === "0x1111111111111111111111111111111111111111" ? "0x1626ba7e" : "0xffffffff");
+      });
+    const [good, bad] = ["0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"] as const;
+    for (let i = 0; i < 3; i++) expect(await ask(good, "0xaa")).to.equal("0x1626ba7e");
+    for (let i = 0; i < 2; i++) expect(await ask(bad, "0xaa")).to.equal("0xffffffff");
+    expect(await ask(good, "0xbb")).to.equal("0x1626ba7e");
+    // verify asks, its settle is answered; a third ask goes to the chain again. Another digest is its own question.
+    expect(asked).to.deep.equal([`${good}:0xaa`, `${good}:0xaa`, `${bad}:0xaa`, `${bad}:0xaa`, `${good}:0xbb`]);
   });
 
   it("sends one of two concurrent settlements of one authorization; the other is refused by its simulation, unsent", async function () {
