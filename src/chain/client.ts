@@ -16,6 +16,7 @@ import {
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
 import { ReceiptWatcher } from "./receipts";
+import { ImmediateJsonRpcProvider } from "./provider";
 
 export interface ChainOptions {
   rpcUrl: string;
@@ -119,7 +120,7 @@ export class ChainClient {
 
   constructor(readonly options: ChainOptions) {
     const network = Network.from(options.chainId);
-    this.provider = new JsonRpcProvider(options.rpcUrl, network, {
+    this.provider = new ImmediateJsonRpcProvider(options.rpcUrl, network, {
       staticNetwork: network,
       batchMaxCount: 1,
       // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.

@@ -4,7 +4,7 @@
  * has a natural dedupe key, so telling a fact again (a retry, a re-read block) queues nothing new.
  */
 import { fromBaseUnits } from "../amounts";
-import type { ApprovalDoc, ChainEventDoc } from "../store/documents";
+import type { ApprovalDoc, ChainEventDoc, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { approvalAlertView, paymentView } from "./presenters";
 import { PolicyService, limitedWindows } from "./policies";
@@ -55,10 +55,10 @@ function periodId(seconds: number, now: number): string {
 
 /**
  * A payment's final outcome (approved, blocked, failed), and for an approved one the budget levels it reached.
- * Returns how many events were queued.
+ * `written`: the entry as its final write left it (read from the store otherwise). Returns how many events were queued.
  */
-export async function alertPaymentDone(ctx: ServiceContext, txnId: string): Promise<number> {
-  const doc = await ctx.store.payments.findOne({ txnId }).catch(() => null);
+export async function alertPaymentDone(ctx: ServiceContext, txnId: string, written?: PaymentDoc): Promise<number> {
+  const doc = written ?? (await ctx.store.payments.findOne({ txnId }).catch(() => null));
   const type = doc ? PAYMENT_EVENTS[doc.status] : undefined;
   if (!doc || !type || !doc.ownerAddress) return 0;
   // The same refusal again within 60 s shares the first one's record, and its alert: a looping agent is told once.

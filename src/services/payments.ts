@@ -273,7 +273,8 @@ export class PaymentService {
     });
     // An approved payment refused after all completes the entry its approval already has.
     await (txnId ? this.ledger.rewrite(doc) : this.ledger.insert(doc));
-    this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, doc.txnId));
+    // A rewritten entry keeps its first createdAt: the alert reads it as stored.
+    this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, doc.txnId, txnId ? undefined : doc));
     return this.blockedOutcome(doc, previous !== null);
   }
 

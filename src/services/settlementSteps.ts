@@ -81,9 +81,11 @@ export abstract class SettlementSteps {
   }
 
   protected async update(txnId: string, set: LedgerUpdate): Promise<void> {
-    await this.ledger.update(txnId, { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId });
-    // The one place a payment's outcome is written: its owner's alert goes out from here.
-    if (set.phase === "done") this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId));
+    const all = { ...set, updatedAt: new Date(), leaseUntil: this.lease(), instanceId: this.ctx.instanceId };
+    if (set.phase !== "done") return this.ledger.update(txnId, all);
+    // The one place a payment's outcome is written: its owner's alert goes out from here, with the entry as written.
+    const done = await this.ledger.finish(txnId, all);
+    if (done) this.ctx.webhooks.later(() => alertPaymentDone(this.ctx, txnId, done));
   }
 
   /**

@@ -61,6 +61,11 @@ export class LedgerWriter {
     await this.payments.updateOne({ txnId }, { $set: set });
   }
 
+  /** update() that answers the entry as written, or null when there is none (for the alert of its final write). */
+  finish(txnId: string, set: LedgerUpdate): Promise<PaymentDoc | null> {
+    return this.payments.findOneAndUpdate({ txnId }, { $set: set }, { returnDocument: "after" });
+  }
+
   /**
    * Takes an in-flight entry for recovery when it is still as `seen` (same phase and lease): of several recovering
    * instances exactly one gets it.
