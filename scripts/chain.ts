@@ -4,10 +4,12 @@
  * SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never keys).
  * `npx tsx scripts/chain.ts [--port N] [--operators 0xA,0xB] [--json]` (after `npx hardhat compile`).
  * --operators: more instance keys (funded); with them, an OperatorSet of the chain's operator and these is the factory's
- * default operator. --json: one more line, `CHAIN {...}`, for the cluster script to read.
+ * default operator. --json: one more line, `CHAIN {...}`, for the cluster script to read. CHAIN_RPC_STATS=1: counts the
+ * calls it serves by method (scripts/bench/nodeStats.ts).
  */
 import { startEmbeddedChain } from "../src/chain/embedded";
 import { exitOnSignal } from "./exitOnSignal";
+import { countCalls } from "./bench/nodeStats";
 
 async function main(): Promise<void> {
   const i = process.argv.indexOf("--port");
@@ -17,6 +19,10 @@ async function main(): Promise<void> {
   const o = process.argv.indexOf("--operators");
   const operators = o > 0 ? process.argv[o + 1].split(",").filter(Boolean) : undefined;
   const chain = await startEmbeddedChain({ port, operators });
+  if (process.env.CHAIN_RPC_STATS === "1") {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    countCalls((require("hardhat") as typeof import("hardhat")).network.provider);
+  }
   console.log(`Embedded chain (sandbox: nothing persists) up in ${Math.round(performance.now() - t0)} ms`);
   console.log(`  JSON-RPC:     ${chain.rpcUrl}`);
   console.log(`  chain id:     ${chain.chainId}`);

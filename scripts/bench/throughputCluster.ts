@@ -2,13 +2,15 @@
  * bench:throughput in the production shape (THROUGHPUT_SHAPE=processes): the chain (scripts/chain.ts) and the store
  * (one CongoDB server) in their own processes and THROUGHPUT_INSTANCES (default "1,2") SpendGate processes, as
  * `npm run cluster` starts them; this process only sends the payments, spread over the instances, to the instances'
- * own /sell/agent-intel. Prints the rate, latency, failures, and each process's CPU seconds and memory at the end.
+ * own /sell/agent-intel. Prints the rate, latency, failures, each process's CPU seconds and memory at the end, and the
+ * JSON-RPC calls the chain served per approved payment by method.
  */
 import { readFileSync } from "node:fs";
 import { JsonRpcProvider } from "ethers";
 import { startCluster, type Cluster } from "../cluster/cluster";
 import { fundAgents, onboardAgent, type ClusterAgent } from "../cluster/client";
 import { setBlockInterval } from "./mining";
+import { STATS_METHOD, formatStats, type RpcStats } from "./nodeStats";
 
 export interface ThroughputOptions {
   agents: number;
@@ -22,7 +24,7 @@ const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
 const TICKS = 100; // USER_HZ on Linux
 
 /** CPU seconds (user + system) and resident memory of a process, from /proc. */
-function usage(pid: number): { cpu: number; rssMiB: number } {
+export function usage(pid: number): { cpu: number; rssMiB: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -65,6 +67,7 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
   const started = Date.now();
   const deadline = started + o.seconds * 1000;
   const blocksBefore = await direct.getBlockNumber();
+  await direct.send(STATS_METHOD, []);
   await Promise.all(
     agents.flatMap((a, i) =>
       Array.from({ length: o.inFlight }, async (_, j) => {
@@ -90,6 +93,7 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
     ),
   );
   const elapsed = (Date.now() - started) / 1000;
+  const served = (await direct.send(STATS_METHOD, [])) as RpcStats;
   const blocks = (await direct.getBlockNumber()) - blocksBefore;
   latencies.sort((x, y) => x - y);
   const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0;
@@ -109,11 +113,13 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
       })
       .join("; ")}`,
   );
+  console.log(`JSON-RPC served by the chain: ${formatStats(served, approved)}`);
   await setBlockInterval(direct, 0);
   direct.destroy();
 }
 
 export async function throughputProcesses(o: ThroughputOptions, instanceCounts: number[]): Promise<void> {
+  process.env.CHAIN_RPC_STATS = "1"; // the chain process inherits it
   for (const instances of instanceCounts) {
     const cluster = await startCluster({ instances, env: { SELL_PRICE: "0.01" } });
     try {

@@ -2,7 +2,6 @@
 import {
   type BaseContract,
   type Interface,
-  getBigInt,
   JsonRpcProvider,
   keccak256,
   makeError,
@@ -15,7 +14,6 @@ import {
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { signCallTx } from "./callTx";
-import { getAddress } from "./checksum";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
 import { type MinedReceipt, RawRpc } from "./rawRpc";
 import { ReceiptWatcher } from "./receipts";
@@ -259,18 +257,6 @@ export class ChainClient {
         return null;
       }
     }) as ReadResults<T>;
-  }
-
-  /** `usdc.balanceOf(holder)` in one raw eth_call (the seller reads it on every paid request). */
-  async usdcBalanceOf(holder: string): Promise<bigint> {
-    const iface = this.usdc.interface as Interface;
-    const answer = await this.rpc.call(addressOf(this.usdc), encodeCall(iface, "balanceOf", [holder]));
-    return decodeResult(iface, "balanceOf", answer)[0] as bigint;
-  }
-
-  /** `provider.getBalance(address)` at the latest block, raw. */
-  async ethBalanceOf(address: string): Promise<bigint> {
-    return getBigInt(await this.rpc.send<string>("eth_getBalance", [getAddress(address).toLowerCase(), "latest"]));
   }
 
   async isDeployed(address: string): Promise<boolean> {

@@ -14,11 +14,11 @@ type ViemAccounts = typeof import("viem/accounts", { with: { "resolution-mode": 
 export const viem: Viem = require("viem");
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const viemAccounts: ViemAccounts = require("viem/accounts");
-const { createWalletClient, defineChain, http, nonceManager, publicActions } = viem;
+const { createWalletClient, defineChain, nonceManager, publicActions } = viem;
 const { privateKeyToAccount } = viemAccounts;
 
 import { MULTICALL3_ADDRESS } from "./addresses";
-import { rpcFetch } from "./rpcFetch";
+import { nodeHttpTransport } from "./rpcTransport";
 
 export interface TransportOptions {
   /**
@@ -43,7 +43,7 @@ export function viemChain(chainId: number, rpcUrl: string): Chain {
 }
 
 function transportFor(rpcUrl: string, opts: TransportOptions = {}): HttpTransport {
-  return http(rpcUrl, { retryCount: opts.retryCount ?? 0, timeout: opts.timeout ?? 10_000, fetchFn: rpcFetch() });
+  return nodeHttpTransport(viem, rpcUrl, { retryCount: opts.retryCount ?? 0, timeout: opts.timeout ?? 10_000 });
 }
 
 export type SignerClient = WalletClient<HttpTransport, Chain, PrivateKeyAccount> & PublicActions<HttpTransport, Chain>;

@@ -20,7 +20,7 @@ import type {
 import { toFacilitatorEvmSigner, type FacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import type { Abi } from "viem" with { "resolution-mode": "import" };
-import { walletClientFor } from "../chain/viem";
+import { viem, walletClientFor } from "../chain/viem";
 import { ReceiptWatcher } from "../chain/receipts";
 import { facilitatorSends } from "./facilitatorSends";
 
@@ -46,7 +46,17 @@ export interface InProcessFacilitatorConfig {
   privateKey: string;
   /** Bound on each receipt wait; past it settle answers `settlement_pending` with the tx hash. Default 60 000. */
   confirmationTimeoutMs?: number;
+  /** Gas limit of every settlement transaction (and of the simulations that clear it). Default SETTLE_GAS_LIMIT. */
+  settleGasLimit?: bigint;
 }
+
+/**
+ * Gas limit of a settlement. USDC's transferWithAuthorization used 76,552 gas here with an agent wallet's ERC-1271
+ * signature and 68,682 with an EOA's (`npm run bench:gas`); the limit leaves room for heavier contract wallets
+ * (multisig owners, P-256 verified in Solidity). It also bounds what a payer's wallet can make the facilitator burn:
+ * only what is used is paid, and a settlement that needs more is refused by the simulation before it is sent.
+ */
+export const SETTLE_GAS_LIMIT = 500_000n;
 
 /** v1 network names for the chains we settle on; the in-process facilitator only settles on its own chain. */
 const V1_NETWORK_CHAIN_IDS: Record<string, number> = { base: 8453, "base-sepolia": 84532 };
@@ -92,23 +102,63 @@ export function contractCodeCache(
   };
 }
 
+interface ReadArgs {
+  address: `0x${string}`;
+  abi: readonly unknown[];
+  functionName: string;
+  args?: readonly unknown[];
+}
+
+const ERC1271_MAGIC = "0x1626ba7e";
+
+/**
+ * The scheme asks a contract payer's wallet for its ERC-1271 answer in verify and again in settle, moments apart. A
+ * valid answer is kept for the one ask that follows within `ttlMs` (the settle after a verify); anything else is asked
+ * of the chain. The settlement stays checked on chain: its simulation just before the send runs the same ERC-1271
+ * check inside USDC (FiatToken v2.2), so a wallet that changed its answer in between is refused, not paid.
+ */
+export function reusedSignatureChecks(ttlMs = 30_000, max = 10_000) {
+  const kept = new Map<string, { at: number; answer: unknown }>();
+  return async (args: ReadArgs, read: (args: ReadArgs) => Promise<unknown>): Promise<unknown> => {
+    const key = `${args.address.toLowerCase()}:${(args.args ?? []).map(String).join(":")}`;
+    const hit = kept.get(key);
+    if (hit) {
+      kept.delete(key);
+      if (Date.now() - hit.at <= ttlMs) return hit.answer;
+    }
+    const answer = await read(args);
+    if (typeof answer === "string" && answer.toLowerCase().startsWith(ERC1271_MAGIC)) {
+      if (kept.size >= max) kept.clear();
+      kept.set(key, { at: Date.now(), answer });
+    }
+    return answer;
+  };
+}
+
+/** Functions whose reads are simulated settlements: run with the settlement's gas limit, so verify accepts what settle can send. */
+const SETTLEMENT_CALLS = new Set(["transferWithAuthorization", "receiveWithAuthorization", "settle", "settleWithPermit"]);
+
 /** The real x402 facilitator (exact EVM scheme, v2 `eip155:<chainId>` and v1 names) settling with its own key. */
 export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InProcessFacilitator {
   const client = walletClientFor(cfg.privateKey, cfg.rpcUrl, cfg.chainId);
   const queue = serial();
   const codeOf = contractCodeCache((address) => client.getCode({ address }));
   const send = facilitatorSends(client);
+  const gasLimit = cfg.settleGasLimit ?? SETTLE_GAS_LIMIT;
+  const signatureChecks = reusedSignatureChecks();
+  const read = (args: ReadArgs) =>
+    client.readContract({
+      address: args.address,
+      abi: args.abi as Abi,
+      functionName: args.functionName,
+      args: args.args ?? [],
+      ...(SETTLEMENT_CALLS.has(args.functionName) ? { gas: gasLimit } : {}),
+    });
   const receipts = new ReceiptWatcher((method, params) => client.request({ method, params } as never));
   const evmSigner: FacilitatorEvmSigner = toFacilitatorEvmSigner(
     {
       address: client.account.address,
-      readContract: (args) =>
-        client.readContract({
-          address: args.address,
-          abi: args.abi as Abi,
-          functionName: args.functionName,
-          args: args.args ?? [],
-        }),
+      readContract: (args) => (args.functionName === "isValidSignature" ? signatureChecks(args, read) : read(args)),
       verifyTypedData: (args) =>
         client.verifyTypedData({
           address: args.address,
@@ -118,20 +168,26 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
           message: args.message,
           signature: args.signature,
         } as Parameters<typeof client.verifyTypedData>[0]),
+      // A gas limit instead of viem's estimate, which had no bound: a payer's ERC-1271 wallet could make a settlement as
+      // costly as it liked. What the estimate refused is refused by one simulation with that limit, inside the queue so
+      // it meets the state the settlement will (this key's earlier sends included); its error names the revert as before.
       writeContract: (args) =>
-        queue(() =>
-          send((o) =>
-            client.writeContract({
-              address: args.address,
-              abi: args.abi as Abi,
-              functionName: args.functionName,
-              args: args.args,
-              gas: args.gas,
-              dataSuffix: args.dataSuffix,
-              ...o,
-            }),
-          ),
-        ),
+        queue(async () => {
+          const call = {
+            address: args.address,
+            abi: args.abi as Abi,
+            functionName: args.functionName,
+            args: args.args,
+            gas: args.gas ?? gasLimit,
+            dataSuffix: args.dataSuffix,
+          };
+          await client.call({
+            to: call.address,
+            data: `${viem.encodeFunctionData(call)}${(call.dataSuffix ?? "0x").slice(2)}`,
+            gas: call.gas,
+          });
+          return send((o) => client.writeContract({ ...call, ...o }));
+        }),
       sendTransaction: (args) => queue(() => send((o) => client.sendTransaction({ to: args.to, data: args.data, ...o }))),
       // One watch loop for all settlements (receipts.ts), not viem's 1 s block watch: noticed within a twentieth of a second.
       waitForTransactionReceipt: async (args) => {

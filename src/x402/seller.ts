@@ -43,10 +43,9 @@ export interface SellerConfig {
   description?: string;
 }
 
-/** What the seller reads from chain: the payer's USDC (base units) and ETH (wei). */
+/** What the seller reads from chain: the payer's USDC (base units) and ETH (wei), in one round trip. */
 export interface SellerChain {
-  usdcBalance(address: string): Promise<bigint>;
-  ethBalance(address: string): Promise<bigint>;
+  holdings(address: string): Promise<{ usdc: bigint; eth: bigint }>;
 }
 
 export interface SellerRequest {
@@ -312,7 +311,7 @@ export class AgentIntelSeller {
   /** The payer's holdings after payment; USDC valued at 1 USD, ETH listed unpriced (no price oracle). */
   private async portfolio(payer: string) {
     try {
-      const [usdc, eth] = await Promise.all([this.chain.usdcBalance(payer), this.chain.ethBalance(payer)]);
+      const { usdc, eth } = await this.chain.holdings(payer);
       const usdcDecimal = fromBaseUnits(usdc);
       return {
         totalValueUsd: usdcDecimal,

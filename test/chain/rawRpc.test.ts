@@ -75,13 +75,6 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
     const holder = Wallet.createRandom().address;
     const balanceOf = encodeCall(client.usdc.interface, "balanceOf", [holder]);
     expect(await client.rpc.call(usdc, balanceOf)).to.equal(await client.provider.call({ to: usdc, data: balanceOf }));
-    // The seller's reads of a payer.
-    await client.waitMined(await client.sendCall(client.usdc, "mint", [holder, 77n]));
-    expect(await client.usdcBalanceOf(holder.toLowerCase())).to.equal(await client.usdc.balanceOf(holder));
-    expect(await client.usdcBalanceOf(holder)).to.equal(77n);
-    const operator = chain.operator.address;
-    expect(await client.ethBalanceOf(operator)).to.equal(await client.provider.getBalance(operator));
-    expect(await client.ethBalanceOf(operator)).to.be.greaterThan(0n);
     const reverting = [
       encodeCall(client.usdc.interface, "transferFrom", [holder, holder, 1n]),
       encodeCall(client.usdc.interface, "transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)", [

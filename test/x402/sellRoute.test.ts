@@ -321,7 +321,7 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
     const seller = new AgentIntelSeller(
       { chainId: 8453, networkName: "base", usdcAddress: usdc, price: config.sellPrice, payTo, explorerUrl: config.explorerUrl },
       createRemoteFacilitator({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 }),
-      { usdcBalance: async (a) => chain.usdc.balanceOf(a), ethBalance: (a) => chain.provider.getBalance(a) },
+      { holdings: async (a) => ({ usdc: await chain.usdc.balanceOf(a), eth: await chain.provider.getBalance(a) }) },
     );
     const buyer = await fundedBuyer();
     const before = await usdcBalance(stack, buyer.address);

@@ -1,5 +1,6 @@
 /** GET|POST /sell/agent-intel: SpendGate as an x402 seller (public challenge, paid resource); logic in x402/seller. */
 import { z } from "zod";
+import { readOf } from "../../chain/contracts";
 import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { Services } from "../../services";
 import { AgentIntelSeller } from "../../x402/seller";
@@ -25,8 +26,15 @@ function sellerFor(s: Services): AgentIntelSeller {
     },
     facilitator,
     {
-      usdcBalance: (address) => chain.usdcBalanceOf(address),
-      ethBalance: (address) => chain.ethBalanceOf(address),
+      // Both through Multicall3, one call at one block (two calls before).
+      holdings: async (address) => {
+        const [usdc, eth] = await chain.readMany([
+          readOf(chain.usdc, "balanceOf", address),
+          readOf(chain.multicall, "getEthBalance", address),
+        ]);
+        if (usdc === null || eth === null) throw new Error(`could not read the holdings of ${address}`);
+        return { usdc, eth };
+      },
     },
     logger,
   );

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { viem } from "../../src/chain/viem";
-import { rpcFetch } from "../../src/chain/rpcFetch";
+import { nodeHttpTransport } from "../../src/chain/rpcTransport";
 
 const { createPublicClient, http: viemHttp } = viem;
 
@@ -32,6 +32,7 @@ function answer(method: string, id: number, res: http.ServerResponse): void {
     res.writeHead(502, { "Content-Type": "text/plain" });
     return void res.end("bad gateway ✗");
   }
+  if (method === "eth_hang") return; // never answered
   if (method === "eth_getCode") {
     json(200, { jsonrpc: "2.0", id, result: "0x" + "ab".repeat(5_000) });
     return;
@@ -39,7 +40,7 @@ function answer(method: string, id: number, res: http.ServerResponse): void {
   res.destroy();
 }
 
-describe("the facilitator's JSON-RPC fetch (node:http): viem answers and fails as with the global fetch", function () {
+describe("the facilitator's JSON-RPC transport (node:http): viem answers and fails as with its own HTTP transport", function () {
   let server: http.Server;
   let url: string;
 
@@ -61,8 +62,11 @@ describe("the facilitator's JSON-RPC fetch (node:http): viem answers and fails a
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const clients = (opts: { maxResponseBodySize?: number } = {}) =>
-    [undefined, rpcFetch()].map((fetchFn) => createPublicClient({ transport: viemHttp(url, { retryCount: 0, fetchFn, ...opts }) }));
+  /** The facilitator's transport (nodeHttpTransport), next to viem's own over the global fetch. */
+  const transports = (timeout = 10_000) => [
+    createPublicClient({ transport: viemHttp(url, { retryCount: 0, timeout }) }),
+    createPublicClient({ transport: nodeHttpTransport(viem, url, { retryCount: 0, timeout }) }),
+  ];
 
   /** What a failure looks like to a caller: its class name, short message, and the cause's status and details. */
   const failure = async (p: Promise<unknown>): Promise<string> => {
@@ -76,10 +80,10 @@ describe("the facilitator's JSON-RPC fetch (node:http): viem answers and fails a
     return "answered";
   };
 
-  it("answers results, JSON-RPC errors, non-2xx answers (JSON or not) and long bodies as the global fetch does", async function () {
-    const [viaFetch, viaNode] = clients();
-    expect(await viaNode.getBlockNumber({ cacheTime: 0 })).to.equal(await viaFetch.getBlockNumber({ cacheTime: 0 }));
+  it("answers results and long bodies, and fails as viem's own transport on reverts, non-2xx, drops, timeouts and refusals", async function () {
+    const [viaViem, viaNode] = transports();
     expect(await viaNode.getBlockNumber({ cacheTime: 0 })).to.equal(42n);
+    expect(await viaNode.getChainId()).to.equal(await viaViem.getChainId());
     expect(await viaNode.getCode({ address: `0x${"11".repeat(20)}` })).to.equal("0x" + "ab".repeat(5_000));
     const to = `0x${"22".repeat(20)}` as const;
     for (const [what, call] of [
@@ -88,44 +92,24 @@ describe("the facilitator's JSON-RPC fetch (node:http): viem answers and fails a
       ["502 text", (c: typeof viaNode) => c.getBalance({ address: to })],
       ["connection dropped", (c: typeof viaNode) => c.getTransactionCount({ address: to })],
     ] as const) {
-      const expected = await failure(call(viaFetch));
+      const expected = await failure(call(viaViem));
       expect(expected, what).to.not.equal("answered");
       const got = await failure(call(viaNode));
-      // A dropped connection is an HttpRequestError either way; only the low-level cause's words differ.
       if (what === "connection dropped")
         expect((JSON.parse(got) as unknown[]).slice(0, 2)).to.deep.equal((JSON.parse(expected) as unknown[]).slice(0, 2));
       else expect(got, what).to.equal(expected);
     }
-    const [smallFetch, smallNode] = clients({ maxResponseBodySize: 1_000 });
-    const code = (c: typeof viaNode) => c.getCode({ address: to });
-    expect(await failure(code(smallNode))).to.equal(await failure(code(smallFetch)));
-    expect(await failure(code(smallNode))).to.match(/ResponseBodyTooLarge|too large/i);
-  });
-
-  it("fails to connect as the global fetch does, and refuses an aborted signal or a body it cannot send", async function () {
+    const [slowViem, slowNode] = transports(200);
+    const hang = (c: typeof viaNode) => c.request({ method: "eth_hang" } as never);
+    expect(await failure(hang(slowNode))).to.equal(await failure(hang(slowViem)));
+    expect(await failure(hang(slowNode))).to.match(/TimeoutError/);
     const closed = await new Promise<string>((resolve) => {
       const s = http.createServer().listen(0, "127.0.0.1", () => {
         const port = (s.address() as AddressInfo).port;
         s.close(() => resolve(`http://127.0.0.1:${port}`));
       });
     });
-    const [viaFetch, viaNode] = [undefined, rpcFetch()].map((fetchFn) =>
-      createPublicClient({ transport: viemHttp(closed, { retryCount: 0, fetchFn }) }),
-    );
-    const [a, b] = [await failure(viaFetch.getBlockNumber()), await failure(viaNode.getBlockNumber())];
-    expect(JSON.parse(b)[0]).to.equal("HttpRequestError");
-    expect(JSON.parse(b)[0]).to.equal(JSON.parse(a)[0]);
-
-    const fetchFn = rpcFetch();
-    const controller = new AbortController();
-    controller.abort(new Error("stop"));
-    await fetchFn(url, { method: "POST", body: "{}", signal: controller.signal }).then(
-      () => expect.fail("sent with an aborted signal"),
-      (err: unknown) => expect(String(err)).to.match(/stop/),
-    );
-    await fetchFn(url, { method: "POST", body: new Uint8Array([1]) }).then(
-      () => expect.fail("sent a body it does not handle"),
-      (err: unknown) => expect(String(err)).to.match(/string bodies/),
-    );
+    const refused = createPublicClient({ transport: nodeHttpTransport(viem, closed, { retryCount: 0, timeout: 1_000 }) });
+    expect(JSON.parse(await failure(refused.getBlockNumber()))[0]).to.equal("HttpRequestError");
   });
 });
