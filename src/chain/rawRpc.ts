@@ -62,6 +62,8 @@ export class RawRpc {
   private nextId = 1;
   private readonly queue: Pending[] = [];
   private flushing = false;
+  /** Cleared for good when the node refuses a batch as a whole: each call then goes alone. */
+  private batching = true;
 
   constructor(
     url: string,
@@ -94,13 +96,19 @@ export class RawRpc {
    */
   private flush(): void {
     this.flushing = false;
-    while (this.queue.length) void this.post(this.queue.splice(0, MAX_BATCH));
+    while (this.queue.length) void this.post(this.queue.splice(0, this.batching ? MAX_BATCH : 1));
   }
 
   private async post(batch: Pending[]): Promise<void> {
     const one = batch.length === 1;
     try {
       const { status, statusText, body } = await this.throttled(JSON.stringify(one ? batch[0].payload : batch.map((c) => c.payload)));
+      if (!one && refusedBatch(status, body)) {
+        // A node or gateway without batches (some hosted RPCs): it ran none of them, so each is sent again, alone.
+        this.batching = false;
+        for (const c of batch) void this.post([c]);
+        return;
+      }
       if (status < 200 || status >= 300) {
         throw makeError(`server response ${status} ${statusText}`, "SERVER_ERROR", {
           request: new FetchRequest(this.url.href),
@@ -176,6 +184,27 @@ export class RawRpc {
       req.on("error", reject);
       req.end(body);
     });
+  }
+}
+
+/**
+ * Whether the node refused a batch as a whole, having run none of its calls: a client error status (4xx but 429,
+ * which is retried), or a single JSON-RPC error answering no request (id null or absent) where an array was due.
+ */
+function refusedBatch(status: number, body: string): boolean {
+  if (status >= 400 && status < 500 && status !== 429) return true;
+  if (status < 200 || status >= 300) return false;
+  try {
+    const answer = JSON.parse(body) as unknown;
+    return (
+      !Array.isArray(answer) &&
+      typeof answer === "object" &&
+      answer !== null &&
+      "error" in answer &&
+      (answer as { id?: unknown }).id == null
+    );
+  } catch {
+    return false;
   }
 }
 

@@ -190,4 +190,40 @@ describe("raw JSON-RPC on the payment path: ethers' provider answers and errors 
     down.destroy();
     downRpc.destroy();
   });
+
+  it("falls back to one call a request on a node that refuses batches, and answers every call", async function () {
+    let batches = 0;
+    let singles = 0;
+    const noBatch = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")));
+      req.on("end", () => {
+        const parsed = JSON.parse(body) as { id: number } | { id: number }[];
+        if (Array.isArray(parsed)) {
+          batches++;
+          return void res
+            .writeHead(200)
+            .end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch not supported" } }));
+        }
+        singles++;
+        res.writeHead(200).end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, result: `0x${parsed.id.toString(16)}` }));
+      });
+    });
+    await new Promise<void>((resolve) => noBatch.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(noBatch.address() as AddressInfo).port}`;
+    const provider = new JsonRpcProvider(url, 8453, { staticNetwork: true, batchMaxCount: 1 });
+    const rpc = new RawRpc(url, provider);
+    try {
+      const first = await Promise.all([1, 2, 3].map(() => rpc.send<string>("eth_blockNumber", [])));
+      expect(first.map((h) => Number(h))).to.deep.equal([1, 2, 3]); // each its own answer (the id it was sent with)
+      expect([batches, singles]).to.deep.equal([1, 3]);
+      await Promise.all([rpc.send("eth_blockNumber", []), rpc.send("eth_blockNumber", [])]);
+      expect([batches, singles]).to.deep.equal([1, 5]); // no batch tried again
+    } finally {
+      rpc.destroy();
+      provider.destroy();
+      noBatch.closeAllConnections();
+      await new Promise((r) => noBatch.close(r));
+    }
+  });
 });
