@@ -1,31 +1,18 @@
 /** Building blocks shared by every request schema (REST, MCP and the generated API reference). */
 import { z } from "zod";
-import { getAddress, isAddress, isHexString } from "ethers";
+import { isHexString } from "ethers";
+import { getAddress, isAddress } from "../chain/checksum";
 import { DECIMAL_AMOUNT, MAX_AMOUNT, toBaseUnits } from "../amounts";
-
-/**
- * The checksummed form of a well-formed address, null for a bad checksum; remembered, because keccak-256 in JS costs
- * tens of microseconds and every request names the same few addresses again. Only 42-character strings are kept, and
- * at most CHECKSUMS_KEPT of them.
- */
-const CHECKSUMS_KEPT = 10_000;
-const checksums = new Map<string, string | null>();
-function checksumOf(v: string): string | null {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(v)) return null;
-  let known = checksums.get(v);
-  if (known === undefined) {
-    known = isAddress(v) ? getAddress(v) : null;
-    if (checksums.size >= CHECKSUMS_KEPT) checksums.clear();
-    checksums.set(v, known);
-  }
-  return known;
-}
 
 export const Address = z
   .string()
   .trim()
-  .refine((v) => checksumOf(v) !== null, "must be a 0x-prefixed 20-byte address (checksum, if mixed case, must be valid)")
-  .transform((v) => checksumOf(v) ?? v)
+  // getAddress and isAddress of chain/checksum: each address checksummed once (keccak in JS, on every request).
+  .refine(
+    (v) => /^0x[0-9a-fA-F]{40}$/.test(v) && isAddress(v),
+    "must be a 0x-prefixed 20-byte address (checksum, if mixed case, must be valid)",
+  )
+  .transform((v) => getAddress(v))
   .meta({ description: "Ethereum address, 0x-prefixed", example: "0x1111111111111111111111111111111111111111" });
 
 /** Base units of a well-formed amount, else null. Zod 4 runs refinements even after the regex failed, and
