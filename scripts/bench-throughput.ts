@@ -2,8 +2,9 @@
  * npm run bench:throughput: approved payments per second across THROUGHPUT_AGENTS (50) agents with THROUGHPUT_IN_FLIGHT
  * (2) payments in flight each, for THROUGHPUT_SECONDS (20) per chain mode: automine, and blocks every 200 ms (interval
  * mining, as Base's flashblocks). Target: at least 50 approved payments/s on this 2-core machine. Prints latency, every
- * failure by reason, and the process memory at the end. THROUGHPUT_SHAPE=processes: the production shape instead (chain,
- * store and THROUGHPUT_INSTANCES SpendGate instances in their own processes, scripts/bench/throughputCluster.ts).
+ * failure by reason, and the process memory at the end. Two shapes, one after the other: everything in this one process
+ * (chain, store, seller and service), then the production shape (chain, store and THROUGHPUT_INSTANCES SpendGate
+ * instances in their own processes, scripts/bench/throughputCluster.ts). THROUGHPUT_SHAPE=inprocess or =processes runs one.
  */
 import { JsonRpcProvider } from "ethers";
 import { setBlockInterval } from "./bench/mining";
@@ -18,10 +19,15 @@ const SECONDS = Number(process.env.THROUGHPUT_SECONDS ?? 20);
 const MODES = (process.env.THROUGHPUT_MODES ?? "automine,200").split(",").map((m) => m.trim());
 
 async function main(): Promise<void> {
-  if (process.env.THROUGHPUT_SHAPE === "processes") {
+  const shape = process.env.THROUGHPUT_SHAPE;
+  if (shape !== "processes") await inProcess();
+  if (shape !== "inprocess") {
     const counts = (process.env.THROUGHPUT_INSTANCES ?? "1,2").split(",").map(Number);
-    return throughputProcesses({ agents: AGENTS, inFlight: IN_FLIGHT, seconds: SECONDS, modes: MODES }, counts);
+    await throughputProcesses({ agents: AGENTS, inFlight: IN_FLIGHT, seconds: SECONDS, modes: MODES }, counts);
   }
+}
+
+async function inProcess(): Promise<void> {
   const chain = await startEmbeddedChain();
   const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", LOG_LEVEL: "warn" }, { embeddedChain: chain });
