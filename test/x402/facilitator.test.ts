@@ -2,11 +2,8 @@ import { expect } from "chai";
 import { Contract, Interface, JsonRpcProvider, Wallet, type TransactionReceipt } from "ethers";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentPayloadV1, PaymentRequired, PaymentRequirements, PaymentRequirementsV1 } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { viemAccounts } from "../../src/chain/viem";
 import {
   contractCodeCache,
   createFacilitator,
@@ -16,6 +13,7 @@ import {
   type Facilitator,
   type InProcessFacilitator,
 } from "../../src/x402/facilitator";
+import { newBuyer, usdcRequirement } from "../helpers/x402Payments";
 
 const USDC_ABI = [
   "function mint(address to, uint256 amount) returns (bool)",
@@ -28,14 +26,6 @@ const usdcInterface = new Interface(USDC_ABI);
 
 type Authorization = { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string };
 const authorizationOf = (p: AnyPaymentPayload) => (p.payload as { authorization: Authorization }).authorization;
-
-/** A buyer: a viem LocalAccount (random key) with the real x402 client; no RPC needed to sign. */
-function newBuyer() {
-  const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  return { address: account.address, client };
-}
 
 function usdcAuthorizationsUsed(receipt: TransactionReceipt, usdc: string) {
   return receipt.logs
@@ -53,16 +43,8 @@ describe("x402 facilitator (in-process, real x402 v2) against TestUSDC at the Ba
   const payTo = Wallet.createRandom().address;
   const AMOUNT = 10_000n; // 0.01 USDC
 
-  const requirementsV2 = (overrides: Partial<PaymentRequirements> = {}): PaymentRequirements => ({
-    scheme: "exact",
-    network: "eip155:8453",
-    asset: chain.addresses.usdc,
-    amount: AMOUNT.toString(),
-    payTo,
-    maxTimeoutSeconds: 120,
-    extra: { name: "USD Coin", version: "2" },
-    ...overrides,
-  });
+  const requirementsV2 = (overrides: Partial<PaymentRequirements> = {}): PaymentRequirements =>
+    usdcRequirement(chain.addresses.usdc, payTo, AMOUNT, overrides);
   const requirementsV1 = (overrides: Partial<PaymentRequirementsV1> = {}): PaymentRequirementsV1 => ({
     scheme: "exact",
     network: "base" as PaymentRequirementsV1["network"], // x402 types every network as CAIP-2; v1 uses names

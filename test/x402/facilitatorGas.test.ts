@@ -6,15 +6,13 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Contract, JsonRpcProvider, Wallet, hexlify, randomBytes } from "ethers";
-import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { viemAccounts } from "../../src/chain/viem";
 import { SETTLE_GAS_LIMIT, reusedSignatureChecks, type InProcessFacilitator } from "../../src/x402/facilitator";
 import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc } from "../helpers/sellers";
+import { eoaPayment, usdcRequirement } from "../helpers/x402Payments";
 
 const AMOUNT = 10_000n;
 const USDC_ABI = ["function balanceOf(address) view returns (uint256)"];
@@ -28,15 +26,7 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
   let facilitator: InProcessFacilitator;
   const payTo = Wallet.createRandom().address;
 
-  const requirements = (): PaymentRequirements => ({
-    scheme: "exact",
-    network: "eip155:8453",
-    asset: chain.addresses.usdc,
-    amount: AMOUNT.toString(),
-    payTo,
-    maxTimeoutSeconds: 120,
-    extra: { name: "USD Coin", version: "2" },
-  });
+  const requirements = (): PaymentRequirements => usdcRequirement(chain.addresses.usdc, payTo, AMOUNT);
 
   /** A funded ERC-1271 wallet that hashes `rounds` times in isValidSignature, and a payment from it. */
   async function burnerPayment(rounds: number): Promise<{ wallet: string; payload: PaymentPayload }> {
@@ -62,13 +52,7 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
     return { wallet, payload };
   }
 
-  async function eoaPayment(): Promise<PaymentPayload> {
-    const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
-    await mintUsdc(s, account.address, AMOUNT);
-    const client = new x402Client();
-    registerExactEvmScheme(client, { signer: account });
-    return client.createPaymentPayload({ x402Version: 2, resource: { url: "http://127.0.0.1/sell" }, accepts: [requirements()] });
-  }
+  const newEoaPayment = (): Promise<PaymentPayload> => eoaPayment(requirements(), (address) => mintUsdc(s, address, AMOUNT));
 
   before(async function () {
     chain = await startEmbeddedChain();
@@ -126,7 +110,7 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
   });
 
   it("refuses, without sending anything, a payer whose ERC-1271 wallet burns more than the limit; its nonce count is kept", async function () {
-    expect((await facilitator.settle(await eoaPayment(), requirements())).success).to.equal(true);
+    expect((await facilitator.settle(await newEoaPayment(), requirements())).success).to.equal(true);
     const { wallet, payload } = await burnerPayment(20_000); // millions of gas
     const nonce = await provider.getTransactionCount(facilitator.address, "pending");
     const eth = await provider.getBalance(facilitator.address);
@@ -141,7 +125,7 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
     expect(await provider.getBalance(facilitator.address)).to.equal(eth);
     expect(await usdc.balanceOf(wallet)).to.equal(AMOUNT);
     // The refusal came before the send: the locally counted nonce still holds, the node is not asked for it.
-    expect((await facilitator.settle(await eoaPayment(), requirements())).success).to.equal(true);
+    expect((await facilitator.settle(await newEoaPayment(), requirements())).success).to.equal(true);
     expect(proxy.counts.get("eth_getTransactionCount") ?? 0).to.equal(0);
   });
 
@@ -176,7 +160,7 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
   });
 
   it("sends one of two concurrent settlements of one authorization; the other is refused by its simulation, unsent", async function () {
-    const payload = await eoaPayment();
+    const payload = await newEoaPayment();
     const before = (await usdc.balanceOf(payTo)) as bigint;
     proxy.reset();
     const results = await Promise.all([facilitator.settle(payload, requirements()), facilitator.settle(payload, requirements())]);

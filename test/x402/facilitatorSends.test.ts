@@ -1,12 +1,10 @@
 import { expect } from "chai";
 import { Contract, JsonRpcProvider, Wallet } from "ethers";
-import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { viemAccounts } from "../../src/chain/viem";
 import { createInProcessFacilitator, type InProcessFacilitator } from "../../src/x402/facilitator";
 import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
+import { eoaPayment, usdcRequirement } from "../helpers/x402Payments";
 
 const USDC_ABI = ["function mint(address to, uint256 amount) returns (bool)", "function balanceOf(address) view returns (uint256)"];
 const AMOUNT = 10_000n;
@@ -19,23 +17,10 @@ describe("x402 facilitator sends: the nonce counted locally, fee data kept for s
   let facilitator: InProcessFacilitator;
   const payTo = Wallet.createRandom().address;
 
-  const requirements = (): PaymentRequirements => ({
-    scheme: "exact",
-    network: "eip155:8453",
-    asset: chain.addresses.usdc,
-    amount: AMOUNT.toString(),
-    payTo,
-    maxTimeoutSeconds: 120,
-    extra: { name: "USD Coin", version: "2" },
-  });
+  const requirements = (): PaymentRequirements => usdcRequirement(chain.addresses.usdc, payTo, AMOUNT);
 
-  async function signedPayment(): Promise<PaymentPayload> {
-    const account = viemAccounts.privateKeyToAccount(viemAccounts.generatePrivateKey());
-    await (await usdc.mint(account.address, AMOUNT)).wait();
-    const client = new x402Client();
-    registerExactEvmScheme(client, { signer: account });
-    return client.createPaymentPayload({ x402Version: 2, resource: { url: "http://127.0.0.1/sell" }, accepts: [requirements()] });
-  }
+  const signedPayment = (): Promise<PaymentPayload> =>
+    eoaPayment(requirements(), async (address) => (await usdc.mint(address, AMOUNT)).wait());
 
   before(async function () {
     chain = await startEmbeddedChain();
