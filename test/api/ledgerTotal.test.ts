@@ -5,6 +5,7 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import type { PaymentDoc } from "../../src/store/documents";
+import { ledgerEntry } from "../../src/store/ledger";
 import { startStack, type Stack } from "../helpers/stack";
 import { agentHeaders, callTool, mcpClient } from "../mcp/client";
 
@@ -18,31 +19,23 @@ describe("ledger totals (counted only when the page cannot tell them)", () => {
     s = await startStack();
     agent = await s.genesis();
     const at = Date.now();
-    const docs: PaymentDoc[] = Array.from({ length: ENTRIES }, (_, i) => ({
-      txnId: `txn_${randomBytes(12).toString("hex")}`,
-      agentAddress: agent.agentAddress,
-      ownerAddress: null,
-      policyAddress: agent.agentAddress,
-      merchant: "ledger.example",
-      serviceUrl: "https://ledger.example/r",
-      currency: "USDC",
-      intent: `entry ${i}`,
-      approvalId: null,
-      amount: "10000",
-      status: i % 3 === 0 ? "blocked" : "approved",
-      phase: "done",
-      reason: null,
-      paymentId: null,
-      txHash: null,
-      authorizeTxHash: null,
-      releaseTxHash: null,
-      payTo: null,
-      validBefore: null,
-      createdAt: new Date(at - i * 1000),
-      updatedAt: new Date(at - i * 1000),
-      settledAt: null,
-      onchain: { confirmed: true, blockNumber: 1 },
-    }));
+    const docs: PaymentDoc[] = Array.from({ length: ENTRIES }, (_, i) =>
+      ledgerEntry(
+        `txn_${randomBytes(12).toString("hex")}`,
+        {
+          agentAddress: agent.agentAddress,
+          ownerAddress: null,
+          policyAddress: agent.agentAddress,
+          merchant: "ledger.example",
+          serviceUrl: "https://ledger.example/r",
+          currency: "USDC",
+          intent: `entry ${i}`,
+          approvalId: null,
+        },
+        { amount: "10000", status: i % 3 === 0 ? "blocked" : "approved", phase: "done", onchain: { confirmed: true, blockNumber: 1 } },
+        new Date(at - i * 1000),
+      ),
+    );
     await s.svc.store.payments.insertMany(docs);
     // Counts the store's count calls (the real collection answers them).
     const payments = s.svc.store.payments;
