@@ -15,7 +15,7 @@ import {
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { signCallTx } from "./callTx";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
-import { type MinedReceipt, RawRpc } from "./rawRpc";
+import type { MinedReceipt, RawRpc } from "./rawRpc";
 import { ReceiptWatcher } from "./receipts";
 import { ImmediateJsonRpcProvider } from "./provider";
 
@@ -123,15 +123,16 @@ export class ChainClient {
 
   constructor(readonly options: ChainOptions) {
     const network = Network.from(options.chainId);
-    this.provider = new ImmediateJsonRpcProvider(options.rpcUrl, network, {
+    const provider = new ImmediateJsonRpcProvider(options.rpcUrl, network, {
       staticNetwork: network,
       batchMaxCount: 1,
       // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
       cacheTimeout: -1,
       pollingInterval: options.pollingIntervalMs ?? 1_000,
     });
+    this.provider = provider;
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
-    this.rpc = new RawRpc(options.rpcUrl, this.provider);
+    this.rpc = provider.raw;
     this.sender = new OperatorSender(this.operator, this.provider);
     this.receipts = new ReceiptWatcher((method, params) => this.rpc.send(method, params), { intervalMs: options.receiptPollMs });
     this.factory = bind("SpendPolicyFactory", options.factoryAddress, this.operator);
@@ -265,7 +266,6 @@ export class ChainClient {
 
   destroy(): void {
     this.provider.destroy();
-    this.rpc.destroy();
   }
 }
 
