@@ -29,6 +29,12 @@ export const Amount = z
 
 export const PositiveAmount = Amount.refine((v) => (unitsOf(v) ?? 1n) > 0n, "must be greater than 0");
 
+/** A payment's amount: a policy authorises at most 64 bits of base units, so a larger one is no payment at all. */
+export const PaymentAmount = PositiveAmount.refine(
+  (v) => (unitsOf(v) ?? 0n) <= (1n << 64n) - 1n,
+  "is larger than a payment can be (64 bits of base units)",
+);
+
 /** A spend-policy amount: the contract stores each in 64 bits of base units (about 18.4 trillion USDC). */
 export const PolicyAmount = Amount.refine(
   (v) => (unitsOf(v) ?? 0n) <= (1n << 64n) - 1n,

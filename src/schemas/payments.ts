@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { parseUnits } from "ethers";
 import { MAX_JSON_DEPTH, jsonDepth } from "../util/bounded";
-import { Address, type ErrorBody, PositiveAmount, Signature, UnixTimestamp } from "./common";
+import { Address, type ErrorBody, PaymentAmount, Signature, UnixTimestamp } from "./common";
 
 export const PayRequest = z
   .strictObject({
@@ -11,7 +11,7 @@ export const PayRequest = z
       .url({ protocol: /^https?$/ })
       .max(2_048)
       .meta({ description: "the seller's URL (http or https)", example: "https://api.example.com/data" }),
-    maxAmount: PositiveAmount.meta({ description: "the most the caller allows to be paid, in USDC" }),
+    maxAmount: PaymentAmount.meta({ description: "the most the caller allows to be paid, in USDC" }),
     intent: z.string().trim().min(1, "must say what the payment is for").max(500),
     method: z.enum(["GET", "POST"]).default("GET").meta({ description: "HTTP method for the seller (default GET)" }),
     body: z
