@@ -176,7 +176,7 @@ export class PaymentService {
           sellerStatus: res.status,
         });
       }
-      return readQuote(res, opts);
+      return readQuote(res, { ...opts, payer: pc.agent.address });
     } catch (err) {
       if (err instanceof SellerError) throw sellerAppError(err);
       throw err;

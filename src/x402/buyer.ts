@@ -239,7 +239,7 @@ function hasTokenDomain(extra: unknown): boolean {
  * Reads a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body) and picks exact / this chain / USDC / EIP-3009; null if
  * none fits.
  */
-export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId" | "usdcAddress">): Quote | null {
+export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId" | "usdcAddress"> & { payer?: string }): Quote | null {
   const http = new x402HTTPClient(new x402Client());
   let paymentRequired: PaymentRequired;
   try {
@@ -265,6 +265,8 @@ export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId
     if (typeof r.maxTimeoutSeconds !== "number" || !Number.isSafeInteger(r.maxTimeoutSeconds) || r.maxTimeoutSeconds <= 0) continue;
     const amount = BigInt(raw);
     if (amount <= 0n || /^0x0{40}$/i.test(r.payTo)) continue; // nothing to pay, or to nobody: not a payment
+    // To the paying wallet itself: moves nothing, and the policy refuses to authorise it (a reverted transaction).
+    if (opts.payer !== undefined && r.payTo.toLowerCase() === opts.payer.toLowerCase()) continue;
     return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount, version };
   }
   return null;

@@ -6,6 +6,7 @@ import { expect } from "chai";
 import type { Wallet } from "ethers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
+import { mintUsdc, startMisbehavingSeller } from "../helpers/sellers";
 
 describe("hostile callers against the service", () => {
   let s: Stack;
@@ -36,5 +37,25 @@ describe("hostile callers against the service", () => {
     expect(res.status, JSON.stringify(res.body)).to.equal(400);
     expectErrorShape(res, 400, "bad_request");
     expect(await s.svc.chain.provider.getTransactionCount(operator)).to.equal(nonceBefore);
+  });
+
+  it("refuses a seller whose payTo is the paying wallet itself off-chain, instead of a reverted authorisation and a 502", async () => {
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 10_000_000n);
+    const seller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, payTo: a.agentAddress });
+    try {
+      const operator = await s.svc.chain.operator.getAddress();
+      const nonceBefore = await s.svc.chain.provider.getTransactionCount(operator);
+      const res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "pay myself" },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(422);
+      expect(res.body).to.include({ status: "blocked", reason: "unsupported_payment" });
+      expect(seller.hits.paid).to.equal(0);
+      expect(await s.svc.chain.provider.getTransactionCount(operator)).to.equal(nonceBefore);
+    } finally {
+      await seller.close();
+    }
   });
 });
