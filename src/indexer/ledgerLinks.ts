@@ -8,6 +8,7 @@ import type { Filter, ObjectId } from "mongodb";
 import type { Store } from "../store";
 import type { ChainEventDoc, PaymentDoc } from "../store/documents";
 import { LedgerWriter } from "../store/ledger";
+import { reassignAgentOwner } from "../store/owners";
 
 /** Ledger statuses whose payments a USDC AuthorizationUsed (the settlement) confirms. */
 const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
@@ -55,6 +56,10 @@ export class LedgerLinker {
         .collection("policyChanges")
         .updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
     }
+    // A hand-over relayed by anyone (the contract allows it): the service's owner follows the chain's.
+    for (const agentAddress of new Set(events.flatMap((e) => (e.event === "OwnerSet" && e.agentAddress ? [e.agentAddress] : [])))) {
+      await this.followOwner(agentAddress, Math.max(...events.filter((e) => e.event === "OwnerSet").map((e) => e.blockNumber)));
+    }
     if (!events.some((e) => LEDGER_EVENTS.has(e.event))) return 0;
     const byPaymentId = new Map<string, ChainEventDoc[]>();
     const byTxHash = new Map<string, ChainEventDoc[]>();
@@ -80,6 +85,19 @@ export class LedgerLinker {
       confirmed.push({ id: p._id, blockNumber });
     }
     return this.ledger.confirm(confirmed, swapsOf(events));
+  }
+
+  /** Gives a known agent the owner of its latest OwnerSet up to `upTo` (confirmed now, or before), if it has another. */
+  private async followOwner(agentAddress: string, upTo: number): Promise<void> {
+    const [latest] = await this.store.chainEvents
+      .find({ chainId: this.chainId, event: "OwnerSet", agentAddress, removed: false, blockNumber: { $lte: upTo } })
+      .sort({ blockNumber: -1, logIndex: -1 })
+      .limit(1)
+      .toArray();
+    const owner = latest?.args.owner;
+    if (typeof owner !== "string") return;
+    const agent = await this.store.agents.findOne({ address: agentAddress });
+    if (agent?.ownerAddress && agent.ownerAddress !== owner) await reassignAgentOwner(this.store, agentAddress, owner);
   }
 
   /** After removals: every ledger entry they had confirmed is recomputed from the events that remain. */

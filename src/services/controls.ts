@@ -9,7 +9,7 @@ import { SET_OWNER_TYPES, SET_PAUSED_TYPES, WITHDRAW_TYPES, policyDomain } from 
 import { AppError, badRequest, conflict } from "../errors";
 import type { SetOwnerRequest, WithdrawRequest } from "../schemas/owner";
 import type { AgentDoc } from "../store/documents";
-import { LedgerWriter } from "../store/ledger";
+import { reassignAgentOwner } from "../store/owners";
 import type { ServiceContext } from "./context";
 
 export class ControlService {
@@ -110,16 +110,8 @@ export class ControlService {
       .sendAndWait((o) => wallet.setOwner(input.newOwner, input.timestamp, input.humanSignature, o))
       .catch((err: unknown) => revertToAppError(wallet, err));
     await this.ctx.gas.charge(owner, receipt);
-    // The chain decided; the store follows (the old owner's keys lose the agent at once).
-    await store.agents.updateOne({ address: agent.address }, { $set: { ownerAddress: input.newOwner, linkedAt: new Date() } });
-    // The agent's history and its open approvals go with it.
-    await new LedgerWriter(store.payments).reassignOwner(agent.address, input.newOwner);
-    await store.approvals.updateMany({ agentAddress: agent.address }, { $set: { ownerAddress: input.newOwner } });
-    await store.owners.updateOne(
-      { address: input.newOwner },
-      { $setOnInsert: { address: input.newOwner, createdAt: new Date(), lastSignInAt: new Date(0) } },
-      { upsert: true },
-    );
+    // The chain decided; the store follows (the indexer also does, for a hand-over relayed by anyone else).
+    await reassignAgentOwner(store, agent.address, input.newOwner);
     this.ctx.logger.info({ agent: agent.address, from: owner, to: input.newOwner, txHash: receipt.hash }, "owner set");
     return { agentAddress: agent.address, ownerAddress: input.newOwner, txHash: receipt.hash };
   }

@@ -7,6 +7,8 @@ import type { Wallet } from "ethers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
 import { mintUsdc, startMisbehavingSeller } from "../helpers/sellers";
+import { ownerKey } from "../helpers/owner";
+import { SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
 
 describe("hostile callers against the service", () => {
   let s: Stack;
@@ -57,5 +59,29 @@ describe("hostile callers against the service", () => {
     } finally {
       await seller.close();
     }
+  });
+
+  it("follows a hand-over relayed on-chain by anyone: the previous owner's key loses the agent, the new owner gets it", async () => {
+    const previous = randomOwner();
+    const a = await s.onboard(previous, { allowlist: ["127.0.0.1"] });
+    const previousKey = await ownerKey(s, previous);
+    const next = randomOwner();
+    // The contract lets anyone relay the owner's SetOwner (README); here not through the service.
+    const timestamp = s.now();
+    const signature = await previous.signTypedData(policyDomain(8453, a.policyContract), SET_OWNER_TYPES, {
+      agent: a.agentAddress,
+      newOwner: next.address,
+      timestamp,
+    });
+    const { chain } = s.svc;
+    await chain.sendAndWait((o) => chain.policyAt(a.policyContract).setOwner(next.address, timestamp, signature, o));
+    await s.svc.indexer.syncOnce();
+
+    // The previous owner can no longer take an agent key (and pay with the new owner's budget) nor act for the agent.
+    const rotate = await s.api("POST", `/agents/${a.agentAddress}/key`, { key: previousKey });
+    expectErrorShape(rotate, 403, "forbidden");
+    const nextKey = await ownerKey(s, next);
+    const limits = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: nextKey });
+    expect(limits.status, JSON.stringify(limits.body)).to.equal(200);
   });
 });
