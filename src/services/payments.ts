@@ -238,20 +238,32 @@ export class PaymentService {
         const paymentId = "0x" + randomBytes(32).toString("hex");
         // A refused payment names no real payee: nothing may ever settle its record (it is not authorised anyway).
         const transfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
-        const result = await this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer);
-        await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
-        if (result.authorized) {
-          // The policy changed between simulation and transaction: never keep budget for a payment not made.
-          await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err: unknown) => {
-            // Left to the recovery sweep, which releases it (the entry below records the paymentId).
-            this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
+        const result = await this.settlement.ops
+          .authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer)
+          .catch((err: unknown) => {
+            // Refused all the same (a reverted record: the owner set another operator on-chain, say). Whether anything
+            // landed is the chain's to say: the entry keeps the paymentId, and recovery releases a record that did.
+            this.ctx.logger.error({ err, agent: pc.agent.address }, "the on-chain record of a refusal failed");
             stray = { paymentId, transfer };
+            capped = true;
+            cappedBy = "its transaction failed";
+            return null;
           });
-        } else {
-          finalReason = result.reason ?? reason;
+        if (result) {
+          await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
+          if (result.authorized) {
+            // The policy changed between simulation and transaction: never keep budget for a payment not made.
+            await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err: unknown) => {
+              // Left to the recovery sweep, which releases it (the entry below records the paymentId).
+              this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
+              stray = { paymentId, transfer };
+            });
+          } else {
+            finalReason = result.reason ?? reason;
+          }
+          txHash = result.txHash;
+          blockNumber = result.blockNumber;
         }
-        txHash = result.txHash;
-        blockNumber = result.blockNumber;
       }
     }
     const doc = ledgerEntry(txnId ?? newTxnId(), this.ledgerBase(pc, approvalId), {

@@ -3,12 +3,12 @@
  * and lies are clear answers in the error shape, never a 500, and cost the operator nothing it does not meter.
  */
 import { expect } from "chai";
-import type { Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
 import { mintUsdc, startMisbehavingSeller } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
-import { SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
+import { SET_OPERATOR_TYPES, SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
 
 describe("hostile callers against the service", () => {
   let s: Stack;
@@ -83,5 +83,28 @@ describe("hostile callers against the service", () => {
     const nextKey = await ownerKey(s, next);
     const limits = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: nextKey });
     expect(limits.status, JSON.stringify(limits.body)).to.equal(200);
+  });
+
+  it("answers a refusal it cannot record on-chain (the owner set another operator) as blocked, never a 500", async () => {
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    // The owner's SetOperator, relayable by anyone: this service no longer relays for the agent.
+    const timestamp = s.now();
+    const operator = Wallet.createRandom().address;
+    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_OPERATOR_TYPES, {
+      agent: a.agentAddress,
+      operator,
+      timestamp,
+    });
+    const { chain } = s.svc;
+    await chain.sendAndWait((o) => chain.policyAt(a.policyContract).setOperator(operator, timestamp, signature, o));
+
+    const res = await s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: "https://not-allowed.example/x", maxAmount: "1", intent: "edge" },
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(422);
+    expect(res.body).to.include({ status: "blocked", reason: "merchant_not_allowed", txHash: null });
+    const entry = await s.svc.store.payments.findOne({ txnId: res.body.transactionId });
+    expect(entry?.detail).to.match(/not recorded on-chain/);
   });
 });
