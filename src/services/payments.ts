@@ -299,7 +299,8 @@ export class PaymentService {
     const used = await this.ctx.store.payments.countDocuments({
       agentAddress,
       status: "blocked",
-      txHash: { $ne: null },
+      // An attempt whose record failed (kept with its paymentId) cost the operator gas too.
+      $or: [{ txHash: { $ne: null } }, { paymentId: { $ne: null } }],
       duplicateOf: { $exists: false },
       createdAt: { $gte: hourAgo },
     });

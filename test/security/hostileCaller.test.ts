@@ -10,12 +10,15 @@ import { mintUsdc, startMisbehavingSeller } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
 import { SET_OPERATOR_TYPES, SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
 
+const ONCHAIN_BLOCKS = 3;
+
 describe("hostile callers against the service", () => {
   let s: Stack;
   let owner: Wallet;
 
   before(async () => {
-    s = await startStack();
+    // A low cap on the refusals recorded on-chain per agent and hour, so the cap itself is seen.
+    s = await startStack({ BLOCKED_ONCHAIN_PER_HOUR: String(ONCHAIN_BLOCKS) });
     owner = randomOwner();
   });
   after(async () => {
@@ -85,7 +88,7 @@ describe("hostile callers against the service", () => {
     expect(limits.status, JSON.stringify(limits.body)).to.equal(200);
   });
 
-  it("answers a refusal it cannot record on-chain (the owner set another operator) as blocked, never a 500", async () => {
+  it("answers a refusal it cannot record on-chain (the owner set another operator) as blocked, never a 500, within the on-chain cap", async () => {
     const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
     // The owner's SetOperator, relayable by anyone: this service no longer relays for the agent.
     const timestamp = s.now();
@@ -106,5 +109,17 @@ describe("hostile callers against the service", () => {
     expect(res.body).to.include({ status: "blocked", reason: "merchant_not_allowed", txHash: null });
     const entry = await s.svc.store.payments.findOne({ txnId: res.body.transactionId });
     expect(entry?.detail).to.match(/not recorded on-chain/);
+
+    // Each such attempt cost the operator a reverted transaction: they count against the agent's on-chain cap.
+    const sender = await chain.operator.getAddress();
+    const nonceBefore = await chain.provider.getTransactionCount(sender);
+    for (let i = 0; i < ONCHAIN_BLOCKS + 2; i++) {
+      const again = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: `https://not-allowed-${i}.example/x`, maxAmount: "1", intent: "edge" },
+      });
+      expect(again.status, JSON.stringify(again.body)).to.equal(422);
+    }
+    expect((await chain.provider.getTransactionCount(sender)) - nonceBefore).to.equal(ONCHAIN_BLOCKS - 1);
   });
 });
