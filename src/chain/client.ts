@@ -174,9 +174,24 @@ export class ChainClient {
           await this.operator.populateTransaction(await contract.getFunction(method).populateTransaction(...args, { ...extra, ...o })),
         ));
       const hash = keccak256(raw);
-      await this.rpc.send("eth_sendRawTransaction", [raw]);
+      await this.rpc.send("eth_sendRawTransaction", [raw]).catch((err: unknown) => {
+        // A node may refuse a transaction it mined all the same (Hardhat answers a revert so): the hash tells.
+        throw Object.assign(err as Error, { transactionHash: hash });
+      });
       return { hash };
     });
+  }
+
+  /**
+   * The receipt of the operator transaction a failed sendCall or waitMined was about, if it was mined: a reverted
+   * transaction costs the operator gas all the same.
+   */
+  async receiptOfFailure(err: unknown): Promise<MinedReceipt | null> {
+    const e = err as { receipt?: MinedReceipt; transactionHash?: unknown } | null;
+    if (e?.receipt) return e.receipt;
+    const hash = e?.transactionHash;
+    if (typeof hash !== "string") return null;
+    return this.receipts.wait(hash, () => this.minedReceipt(hash), 0).catch(() => null);
   }
 
   /**

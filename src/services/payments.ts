@@ -240,10 +240,11 @@ export class PaymentService {
         const transfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
         const result = await this.settlement.ops
           .authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer)
-          .catch((err: unknown) => {
+          .catch(async (err: unknown) => {
             // Refused all the same (a reverted record: the owner set another operator on-chain, say). Whether anything
             // landed is the chain's to say: the entry keeps the paymentId, and recovery releases a record that did.
             this.ctx.logger.error({ err, agent: pc.agent.address }, "the on-chain record of a refusal failed");
+            await this.ctx.gas.charge(pc.agent.ownerAddress, await this.ctx.chain.receiptOfFailure(err));
             stray = { paymentId, transfer };
             capped = true;
             cappedBy = "its transaction failed";

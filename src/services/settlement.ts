@@ -134,6 +134,8 @@ export class SettlementService extends SettlementSteps {
       );
     } catch (err) {
       this.ctx.logger.error({ err, txnId }, "authorizePayment failed");
+      // A reverted authorisation (the owner set another operator, say) is the owner's gas too.
+      await this.ctx.gas.charge(base.ownerAddress, await this.ctx.chain.receiptOfFailure(err));
       await this.resolveInFlight(txnId).catch(() => undefined);
       throw upstreamError("The payment could not be authorised on-chain; nothing was paid. Try again.");
     }

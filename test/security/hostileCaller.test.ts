@@ -110,7 +110,12 @@ describe("hostile callers against the service", () => {
     const entry = await s.svc.store.payments.findOne({ txnId: res.body.transactionId });
     expect(entry?.detail).to.match(/not recorded on-chain/);
 
-    // Each such attempt cost the operator a reverted transaction: they count against the agent's on-chain cap.
+    // Each such attempt cost the operator a reverted transaction: they count against the agent's on-chain cap, and the
+    // owner's gas allowance pays for them.
+    const ownerApiKey = await ownerKey(s, owner);
+    const transactions = async () =>
+      ((await s.api("GET", "/owner/gas", { key: ownerApiKey })).body as { transactions: number }).transactions;
+    const charged = await transactions();
     const sender = await chain.operator.getAddress();
     const nonceBefore = await chain.provider.getTransactionCount(sender);
     for (let i = 0; i < ONCHAIN_BLOCKS + 2; i++) {
@@ -121,5 +126,44 @@ describe("hostile callers against the service", () => {
       expect(again.status, JSON.stringify(again.body)).to.equal(422);
     }
     expect((await chain.provider.getTransactionCount(sender)) - nonceBefore).to.equal(ONCHAIN_BLOCKS - 1);
+    expect((await transactions()) - charged).to.equal(ONCHAIN_BLOCKS - 1);
+  });
+
+  it("charges the owner's gas allowance for the authorisations that revert because the owner set another operator", async () => {
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 10_000_000n);
+    const timestamp = s.now();
+    const operator = Wallet.createRandom().address;
+    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_OPERATOR_TYPES, {
+      agent: a.agentAddress,
+      operator,
+      timestamp,
+    });
+    const { chain } = s.svc;
+    await chain.sendAndWait((o) => chain.policyAt(a.policyContract).setOperator(operator, timestamp, signature, o));
+    const seller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress });
+    try {
+      const ownerApiKey = await ownerKey(s, owner);
+      const gas = async () => (await s.api("GET", "/owner/gas", { key: ownerApiKey })).body as { transactions: number; costGwei: number };
+      const before = await gas();
+      const sender = await chain.operator.getAddress();
+      const nonceBefore = await chain.provider.getTransactionCount(sender);
+      for (let i = 0; i < 2; i++) {
+        const res = await s.api("POST", "/pay", {
+          key: a.apiKey,
+          body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "edge" },
+        });
+        expect(res.status, JSON.stringify(res.body)).to.equal(502);
+      }
+      // Every transaction the operator sent for the agent (reverted ones too) is the owner's to pay for.
+      const sent = (await chain.provider.getTransactionCount(sender)) - nonceBefore;
+      expect(sent).to.equal(2);
+      const after = await gas();
+      expect(after.transactions - before.transactions).to.equal(sent);
+      expect(after.costGwei).to.be.greaterThan(before.costGwei);
+      expect(seller.hits.paid).to.equal(0);
+    } finally {
+      await seller.close();
+    }
   });
 });
