@@ -143,8 +143,8 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     expect(await s.svc.services.settlement.recover(new Date(Date.now() + 120_000))).to.equal(1);
     const done = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(done).to.include({ phase: "done", status: "failed", reason: "not_authorized" });
-    // Never authorised: the wallet answers for no transfer of it, so nothing can ever settle it (no cancel needed).
-    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paymentState(paymentId)).to.equal(0n);
+    // Voided (state 2): no authorisation of it can land any more, so nothing can ever settle it (no cancel needed).
+    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paymentState(paymentId)).to.equal(2n);
     expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, paymentId)).to.equal(false);
   });
 
