@@ -73,7 +73,10 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     const ag = await agent();
     const before = await usdcBalance(b, ag.agentAddress);
     const { answer, resume, doc } = await stallA(ag, "w3-1", "w3-key-1");
+    const gasOf = async () => (await b.svc.store.collection("gasUsage").findOne({ ownerAddress: doc.ownerAddress }))?.transactions ?? 0;
+    const transactions = await gasOf();
     await recoverPastLease(); // the chain's clock is still far before validBefore
+    expect(await gasOf(), "the void is charged to the owner").to.equal(transactions + 1);
     const voided = await b.svc.store.payments.findOne({ txnId: doc.txnId });
     expect(voided).to.include({ status: "failed", phase: "done", reason: "not_authorized" });
     expect(voided!.voidTxHash).to.match(/^0x[0-9a-f]{64}$/);
