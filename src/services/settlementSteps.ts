@@ -71,7 +71,7 @@ export abstract class SettlementSteps {
     }
     await this.ctx.gas.charge(doc.ownerAddress, r.receipt);
     if (r.voided) {
-      // A refused payment whose stray authorisation is voided here keeps its "blocked" answer.
+      // A refused payment keeps its "blocked" answer.
       const refused = doc.status === "blocked";
       await this.update(doc.txnId, {
         status: refused ? "blocked" : "failed",
