@@ -377,6 +377,8 @@ describe("several instances on one chain and one database", function () {
       const c = await spawnC(); // same key, same INSTANCE_ID: its start-up recovery takes its own payments
       c.child.kill("SIGKILL");
       await expectVoided(agent.agentAddress, doc);
+      // The restart's void took the nonce of the send C left behind, which the node now refuses; had that send been
+      // there first, the void would have reverted and recovery released the authorisation (safety.test.ts).
       await sendLate();
       await expectVoided(agent.agentAddress, doc);
       expect(await usdcBalance(a, agent.agentAddress)).to.equal(5n * USDC);
