@@ -128,13 +128,15 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     }
 
     /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
-    /// payment, signed by the agent's signing key. `signature` is paymentId (32 bytes) then r, s, v (65 bytes).
+    /// payment, signed by the agent's signing key, while not paused. `signature` is paymentId (32 bytes) then r, s, v.
     function isValidSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {
         if (signature.length != 97) return ERC1271_INVALID;
         uint256 record = _payments[bytes32(signature[0:32])];
         if (record >> RECORD_STATE_SHIFT != STATE_AUTHORIZED || record & DIGEST_MASK != uint256(digest) & DIGEST_MASK) {
             return ERC1271_INVALID;
         }
+        // The kill switch also stops transfers authorised before it.
+        if (_limits.paused) return ERC1271_INVALID;
         (address recovered, ECDSA.RecoverError err, ) = ECDSA.tryRecoverCalldata(digest, signature[32:97]);
         if (err != ECDSA.RecoverError.NoError || recovered != _signer()) return ERC1271_INVALID;
         return IERC1271.isValidSignature.selector;

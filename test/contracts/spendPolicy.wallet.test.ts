@@ -68,6 +68,21 @@ describe("SpendPolicy as the agent's wallet", function () {
       expect(await policy.isValidSignature(await digestOf(id, t), "0x")).to.equal(INVALID);
     });
 
+    it("answers invalid while paused, also for a transfer authorised before the pause, so nothing settles", async function () {
+      const { policy, pay, release, transfers, agentKey, token, agent, digestOf, settle, other, owner } = await loadFixture(walletFixture);
+      const id = paymentId();
+      await pay(usdc(1), "api.example.com", { id });
+      const t = transfers.get(id)!;
+      const sig = await signTransfer(agentKey, token, agent, id, t);
+      expect(await policy.isValidSignature(await digestOf(id, t), sig)).to.equal(MAGIC);
+      const ts = await nextTimestamp();
+      await policy.connect(other).setPaused(true, ts, await signSetPaused(owner, agent, agent, true, ts));
+      expect(await policy.isValidSignature(await digestOf(id, t), sig)).to.equal(INVALID);
+      await expect(settle(id, t)).to.be.revertedWith("FiatTokenV2: invalid signature");
+      // The operator can still give the budget back while paused.
+      await expect(release(id)).to.emit(policy, "PaymentReleased");
+    });
+
     it("lets USDC settle exactly the authorised transfer, once, and nothing else", async function () {
       const { token, agent, pay, transfers, settle, merchant } = await loadFixture(walletFixture);
       const before = await token.balanceOf(agent);
