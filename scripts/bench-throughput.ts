@@ -3,12 +3,14 @@
  * (2) payments in flight each, for THROUGHPUT_SECONDS (20) per chain mode: automine, and blocks every 200 ms (interval
  * mining, as Base's flashblocks). Target: at least 50 approved payments/s on this 2-core machine. Prints latency, every
  * failure by reason, and the process memory at the end. Two shapes, one after the other: everything in this one process
- * (chain, store, seller and service), then the production shape (chain, store and THROUGHPUT_INSTANCES SpendGate
+ * (store, seller and service, with the chain in its own worker thread as `npm start` runs it; THROUGHPUT_CHAIN=inprocess puts
+ * it on the service's thread, as before), then the production shape (chain, store and THROUGHPUT_INSTANCES SpendGate
  * instances in their own processes, scripts/bench/throughputCluster.ts). THROUGHPUT_SHAPE=inprocess or =processes runs one.
  */
 import { JsonRpcProvider } from "ethers";
 import { setBlockInterval } from "./bench/mining";
 import { startEmbeddedChain } from "../src/chain/embedded";
+import { startEmbeddedChainThread } from "../src/chain/embeddedThread";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
 import { throughputProcesses } from "./bench/throughputCluster";
@@ -17,6 +19,7 @@ const AGENTS = Number(process.env.THROUGHPUT_AGENTS ?? 50);
 const IN_FLIGHT = Number(process.env.THROUGHPUT_IN_FLIGHT ?? 2);
 const SECONDS = Number(process.env.THROUGHPUT_SECONDS ?? 20);
 const MODES = (process.env.THROUGHPUT_MODES ?? "automine,200").split(",").map((m) => m.trim());
+const CHAIN_THREAD = process.env.THROUGHPUT_CHAIN !== "inprocess";
 
 async function main(): Promise<void> {
   const shape = process.env.THROUGHPUT_SHAPE;
@@ -28,7 +31,7 @@ async function main(): Promise<void> {
 }
 
 async function inProcess(): Promise<void> {
-  const chain = await startEmbeddedChain();
+  const chain = CHAIN_THREAD ? await startEmbeddedChainThread() : await startEmbeddedChain();
   const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", LOG_LEVEL: "warn" }, { embeddedChain: chain });
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
@@ -43,8 +46,9 @@ async function inProcess(): Promise<void> {
     );
   }
   for (const a of agents) await mintUsdc(s, a.agentAddress, 100_000_000_000n);
+  const where = CHAIN_THREAD ? "chain in its own thread (as npm start)" : "chain on the service's thread";
   console.log(
-    `${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; loopback v2 seller, in-process chain and CongoDB`,
+    `${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; one process: loopback v2 seller, CongoDB, ${where}`,
   );
   for (const mode of MODES) {
     const interval = mode === "automine" ? 0 : Number(mode);
@@ -86,11 +90,11 @@ async function inProcess(): Promise<void> {
       `\n== ${interval ? `blocks every ${interval} ms` : "automine"}: ${approved} approved in ${elapsed.toFixed(1)} s = ${rate.toFixed(1)}/s (target >= 50: ${rate >= 50 ? "PASS" : "MISS"}); ${blocks} blocks (${(approved / Math.max(1, blocks)).toFixed(1)} payments a block)`,
     );
     console.log(
-      `latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; CPU ${((cpu.user + cpu.system) / 1000 / Math.max(1, approved)).toFixed(2)} ms a payment (this process); failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`,
+      `latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms; CPU ${((cpu.user + cpu.system) / 1000 / Math.max(1, approved)).toFixed(2)} ms a payment (this process, all threads); failures: ${failures.size ? [...failures.entries()].map(([k, v]) => `${k}: ${v}`).join("; ") : "none"}`,
     );
     const m = process.memoryUsage();
     console.log(
-      `memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB, heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (chain, store, seller and service in this one process)`,
+      `memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB (the whole process), heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (${CHAIN_THREAD ? "this thread's: the chain's thread has its own" : "chain, store, seller and service"})`,
     );
   }
   await direct.send("evm_setIntervalMining", [0]);

@@ -10,6 +10,7 @@ import pino, { type Logger } from "pino";
 import { createApp } from "./app";
 import { ChainClient } from "./chain/client";
 import type { EmbeddedChain } from "./chain/embedded";
+import { startEmbeddedChainThread } from "./chain/embeddedThread";
 import { resolveConfig, type Config, type LoadedConfig } from "./config";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
@@ -49,6 +50,11 @@ export interface StartOptions {
   logger?: Logger;
   /** Reuse a running embedded chain (tests share one per file). */
   embeddedChain?: EmbeddedChain;
+  /**
+   * Start the embedded chain in its own worker thread (`npm start`), off this event loop; by default it runs in this
+   * thread, where tests reach Hardhat directly.
+   */
+  chainThread?: boolean;
   /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
   operatorPrivateKey?: string;
   /** The clock leases are measured with (tests move one instance's to play a stall of another). */
@@ -68,10 +74,13 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
   try {
     let embeddedChain = opts.embeddedChain;
     if (loaded.embeddedChain && !embeddedChain) {
-      // require, not import(): the embedded chain loads Hardhat, which production never needs.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
-      embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
+      if (opts.chainThread) embeddedChain = await startEmbeddedChainThread({ host: "127.0.0.1" });
+      else {
+        // require, not import(): the embedded chain loads Hardhat, which production never needs.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
+        embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
+      }
       const started = embeddedChain;
       cleanup.push(() => started.close());
     }

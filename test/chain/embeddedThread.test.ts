@@ -1,0 +1,112 @@
+import { expect } from "chai";
+import { readFileSync, readdirSync } from "node:fs";
+import { Contract, JsonRpcProvider } from "ethers";
+import { startEmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChainThread, type EmbeddedChainThread } from "../../src/chain/embeddedThread";
+import { startStack } from "../helpers/stack";
+
+const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+
+/**
+ * This process's OS threads but the pool of EDR's process-wide async runtime (tokio, shared by every thread's Hardhat,
+ * whose idle workers linger a while): the chain's thread must be gone after close.
+ */
+const osThreads = () =>
+  readdirSync("/proc/self/task").filter((t) => !readFileSync(`/proc/self/task/${t}/comm`, "utf8").startsWith("tokio-")).length;
+
+describe("embedded chain in its own thread", function () {
+  let chain: EmbeddedChainThread;
+  let provider: JsonRpcProvider;
+
+  before(async function () {
+    chain = await startEmbeddedChainThread();
+    provider = new JsonRpcProvider(chain.rpcUrl, chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
+  });
+
+  after(async function () {
+    provider?.destroy();
+    await chain?.close();
+  });
+
+  it("serves chain id 8453 on 127.0.0.1 from another thread than this one", async function () {
+    expect(chain.rpcUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(chain.chainId).to.equal(8453);
+    expect(await provider.send("eth_chainId", [])).to.equal("0x2105");
+    expect(chain.worker.threadId).to.be.greaterThan(0);
+  });
+
+  it("has USDC at the Base address and the factory deployed, owned and operated by the keys it hands out", async function () {
+    expect(chain.addresses.usdc).to.equal(BASE_USDC);
+    expect((await provider.getCode(BASE_USDC)).length).to.be.greaterThan(2);
+    expect((await provider.getCode(chain.addresses.factory)).length).to.be.greaterThan(2);
+    const factory = new Contract(
+      chain.addresses.factory,
+      ["function defaultOperator() view returns (address)", "function owner() view returns (address)"],
+      provider,
+    );
+    expect(await factory.defaultOperator()).to.equal(chain.operator.address);
+    expect(await factory.owner()).to.equal(chain.factoryOwner.address);
+    expect(await provider.getBlockNumber()).to.be.greaterThanOrEqual(chain.deployBlock);
+    expect(await provider.getBalance(chain.facilitator.address)).to.be.greaterThan(10n ** 18n);
+  });
+
+  it("runs beside an in-process chain: each thread has its own Hardhat", async function () {
+    const local = await startEmbeddedChain();
+    try {
+      expect(local.rpcUrl).to.not.equal(chain.rpcUrl);
+      expect(local.addresses.factory).to.not.equal(chain.addresses.factory);
+      expect(await provider.getCode(chain.addresses.factory)).to.not.equal("0x");
+    } finally {
+      await local.close();
+    }
+  });
+
+  it("rejects a failed start and ends its thread", async function () {
+    const threads = osThreads();
+    let error: Error | undefined;
+    try {
+      await startEmbeddedChainThread({ operators: ["not-an-address"] });
+    } catch (err) {
+      error = err as Error;
+    }
+    expect(error?.message).to.match(/not-an-address/);
+    expect(osThreads()).to.be.at.most(threads);
+    expect(await provider.send("eth_chainId", [])).to.equal("0x2105");
+  });
+
+  it("close() stops the server and ends the thread", async function () {
+    const threads = osThreads();
+    const other = await startEmbeddedChainThread();
+    expect(osThreads()).to.be.greaterThan(threads);
+    const exit = new Promise<number>((resolve) => other.worker.once("exit", resolve));
+    await other.close();
+    expect(await exit).to.equal(0);
+    expect(other.worker.threadId).to.equal(-1);
+    expect(osThreads()).to.be.at.most(threads);
+    let refused: Error | undefined;
+    try {
+      await fetch(other.rpcUrl, { method: "POST", body: "{}" });
+    } catch (err) {
+      refused = err as Error;
+    }
+    expect(refused, "the RPC port still answers").to.not.equal(undefined);
+    await other.close(); // a second close is a no-op
+  });
+
+  it("is what a service started with chainThread (npm start) runs on, and closing the service ends it", async function () {
+    const threads = osThreads();
+    const s = await startStack({}, { chainThread: true });
+    const thread = (s.svc.embeddedChain as EmbeddedChainThread).worker;
+    let exitCode: number | undefined;
+    thread.once("exit", (code) => (exitCode = code));
+    try {
+      expect(thread.threadId).to.be.greaterThan(0);
+      const health = await s.api("GET", "/health");
+      expect(health.body).to.include({ chain: "ok", chainId: 8453 });
+    } finally {
+      await s.close();
+    }
+    expect(exitCode).to.equal(0);
+    expect(osThreads()).to.be.at.most(threads);
+  });
+});
