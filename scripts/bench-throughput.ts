@@ -3,8 +3,8 @@
  * (2) payments in flight each, for THROUGHPUT_SECONDS (20) per chain mode: automine, and blocks every 200 ms (interval
  * mining, as Base's flashblocks). Target: at least 50 approved payments/s on this 2-core machine. Prints latency, every
  * failure by reason, and the process memory at the end. Two shapes, one after the other: everything in this one process
- * (store, seller and service, with the chain in its own worker thread as `npm start` runs it; THROUGHPUT_CHAIN=inprocess puts
- * it on the service's thread, as before), then the production shape (chain, store and THROUGHPUT_INSTANCES SpendGate
+ * (seller and service, with the chain and the store each in its own worker thread as `npm start` runs them;
+ * THROUGHPUT_CHAIN=inprocess or THROUGHPUT_STORE=inprocess puts one on the service's thread, as before), then the production shape (chain, store and THROUGHPUT_INSTANCES SpendGate
  * instances in their own processes, scripts/bench/throughputCluster.ts). THROUGHPUT_SHAPE=inprocess or =processes runs one.
  */
 import { JsonRpcProvider } from "ethers";
@@ -20,6 +20,7 @@ const IN_FLIGHT = Number(process.env.THROUGHPUT_IN_FLIGHT ?? 2);
 const SECONDS = Number(process.env.THROUGHPUT_SECONDS ?? 20);
 const MODES = (process.env.THROUGHPUT_MODES ?? "automine,200").split(",").map((m) => m.trim());
 const CHAIN_THREAD = process.env.THROUGHPUT_CHAIN !== "inprocess";
+const STORE_THREAD = process.env.THROUGHPUT_STORE !== "inprocess";
 
 async function main(): Promise<void> {
   const shape = process.env.THROUGHPUT_SHAPE;
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
 async function inProcess(): Promise<void> {
   const chain = CHAIN_THREAD ? await startEmbeddedChainThread() : await startEmbeddedChain();
   const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
-  const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", LOG_LEVEL: "warn" }, { embeddedChain: chain });
+  const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", LOG_LEVEL: "warn" }, { embeddedChain: chain, storeThread: STORE_THREAD });
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
   const agents = [];
   for (let i = 0; i < AGENTS; i += 10) {
@@ -46,9 +47,9 @@ async function inProcess(): Promise<void> {
     );
   }
   for (const a of agents) await mintUsdc(s, a.agentAddress, 100_000_000_000n);
-  const where = CHAIN_THREAD ? "chain in its own thread (as npm start)" : "chain on the service's thread";
+  const where = (on: boolean) => (on ? "in its own thread" : "on the service's thread");
   console.log(
-    `${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; one process: loopback v2 seller, CongoDB, ${where}`,
+    `${AGENTS} agents, ${IN_FLIGHT} payments in flight each, ${SECONDS} s per mode; one process: service and loopback v2 seller, chain ${where(CHAIN_THREAD)}, CongoDB ${where(STORE_THREAD)}${CHAIN_THREAD && STORE_THREAD ? " (as npm start)" : ""}`,
   );
   for (const mode of MODES) {
     const interval = mode === "automine" ? 0 : Number(mode);
@@ -94,7 +95,7 @@ async function inProcess(): Promise<void> {
     );
     const m = process.memoryUsage();
     console.log(
-      `memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB (the whole process), heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (${CHAIN_THREAD ? "this thread's: the chain's thread has its own" : "chain, store, seller and service"})`,
+      `memory at the end: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB (the whole process), heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB (${CHAIN_THREAD || STORE_THREAD ? "this thread's: the others have their own" : "chain, store, seller and service"})`,
     );
   }
   await direct.send("evm_setIntervalMining", [0]);

@@ -1,18 +1,11 @@
 import { expect } from "chai";
-import { readFileSync, readdirSync } from "node:fs";
 import { Contract, JsonRpcProvider } from "ethers";
 import { startEmbeddedChain } from "../../src/chain/embedded";
 import { startEmbeddedChainThread, type EmbeddedChainThread } from "../../src/chain/embeddedThread";
 import { startStack } from "../helpers/stack";
+import { osThreads } from "../helpers/threads";
 
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-
-/**
- * This process's OS threads but the pool of EDR's process-wide async runtime (tokio, shared by every thread's Hardhat,
- * whose idle workers linger a while): the chain's thread must be gone after close.
- */
-const osThreads = () =>
-  readdirSync("/proc/self/task").filter((t) => !readFileSync(`/proc/self/task/${t}/comm`, "utf8").startsWith("tokio-")).length;
 
 describe("embedded chain in its own thread", function () {
   let chain: EmbeddedChainThread;
@@ -93,16 +86,20 @@ describe("embedded chain in its own thread", function () {
     await other.close(); // a second close is a no-op
   });
 
-  it("is what a service started with chainThread (npm start) runs on, and closing the service ends it", async function () {
+  it("runs, with the store in a thread too, a service started as npm start starts it; closing the service ends both", async function () {
     const threads = osThreads();
-    const s = await startStack({}, { chainThread: true });
+    const s = await startStack({}, { chainThread: true, storeThread: true });
     const thread = (s.svc.embeddedChain as EmbeddedChainThread).worker;
     let exitCode: number | undefined;
     thread.once("exit", (code) => (exitCode = code));
     try {
       expect(thread.threadId).to.be.greaterThan(0);
+      expect(s.svc.embeddedMongo, "the store is not on this thread").to.equal(undefined);
+      expect(osThreads()).to.be.at.least(threads + 2);
       const health = await s.api("GET", "/health");
-      expect(health.body).to.include({ chain: "ok", chainId: 8453 });
+      expect(health.body).to.include({ status: "ok", store: "ok", chain: "ok", chainId: 8453 });
+      const agent = await s.genesis();
+      expect(agent.agentAddress).to.match(/^0x[0-9a-fA-F]{40}$/);
     } finally {
       await s.close();
     }
