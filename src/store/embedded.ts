@@ -1,6 +1,7 @@
 /** The embedded MongoDB-compatible server (CongoDB, in memory) used when MONGODB_URI is unset. */
 import { createServer } from "node:net";
 import { installEmbeddedIndexes, type EmbeddedIndexes } from "./congoIndexes";
+import { installSharedMingoOptions } from "./congoMingo";
 
 export interface EmbeddedMongo {
   uri: string;
@@ -30,6 +31,7 @@ export async function startEmbeddedMongo(host = "127.0.0.1"): Promise<EmbeddedMo
     originalLog(...args);
   };
   const { congodb } = await import("@push.rocks/smartmongo");
+  installSharedMingoOptions(congodb);
   const server = new congodb.CongoServer({ host, port, storage: "memory" });
   const indexes = installEmbeddedIndexes(server);
   await server.start();
