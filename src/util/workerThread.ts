@@ -63,8 +63,10 @@ export async function startInThread<T>(file: string, data: unknown): Promise<Thr
   };
 }
 
-/** The worker's side: starts the server with the caller's data, answers its info, stops it and ends on "close". */
-// `never`: the worker's start takes whatever type the caller's data has (the thread boundary cannot check it).
+/**
+ * The worker's side: starts the server with the caller's data, answers its info, stops it and ends on "close".
+ * `data: never` lets `start` declare the type the caller sends (the thread boundary cannot check it).
+ */
 export function serveFromThread(start: (data: never) => Promise<{ info: unknown; close(): Promise<void> }>): void {
   const port = parentPort;
   if (!port) throw new Error("serveFromThread runs only in a worker thread (startInThread)");
