@@ -67,10 +67,13 @@ describe("embedded chain in its own thread", function () {
     expect(await provider.send("eth_chainId", [])).to.equal("0x2105");
   });
 
-  it("close() stops the server and ends the thread", async function () {
+  it("close() stops the server and ends the thread, even with interval mining on (timers in the thread)", async function () {
     const threads = osThreads();
     const other = await startEmbeddedChainThread();
     expect(osThreads()).to.be.greaterThan(threads);
+    const rpc = new JsonRpcProvider(other.rpcUrl, other.chainId, { staticNetwork: true });
+    await rpc.send("evm_setIntervalMining", [200]);
+    rpc.destroy();
     const exit = new Promise<number>((resolve) => other.worker.once("exit", resolve));
     await other.close();
     expect(await exit).to.equal(0);
