@@ -186,6 +186,10 @@ interface ISpendPolicy {
     /// lifetime); an entry's daily cap is not given back.
     /// @param spentToday today's spend after the release
     event PaymentReleased(bytes32 indexed paymentId, address indexed agent, uint256 amount, uint256 spentToday);
+    /// @notice Payment `paymentId` was voided before any authorisation of it landed: it can never be authorised (nor
+    /// settled) now. The service voids a payment whose authorisation an interrupted run may or may not have sent, so
+    /// that its outcome is certain at once: failed, nothing paid, nothing counted against the budget.
+    event PaymentVoided(bytes32 indexed paymentId, address indexed agent);
     /// @notice The owner's approval `approvalId` (for up to `approvedAmount`, signed at `timestamp`) authorised payment
     /// `paymentId`; it can never be used again.
     event ApprovalUsed(
@@ -215,7 +219,7 @@ interface ISpendPolicy {
     /// @notice Operator only. Authorises one payment: records exactly the EIP-3009 transfer `transfer` with nonce
     /// `paymentId` (merchant admitted by allowlist leaf [allowlistLeaf, leafDailyCap], or by the v1 leaf
     /// [allowlistLeaf] when leafDailyCap is 0), adds it to every window's spend and emits PaymentAuthorized; or
-    /// emits PaymentBlocked and returns without reverting when a rule fails. Reverts only for a reused paymentId, an impossible transfer or a caller that is
+    /// emits PaymentBlocked and returns without reverting when a rule fails. Reverts only for a reused or voided paymentId, an impossible transfer or a caller that is
     /// not the operator.
     function authorizePayment(
         bytes32 paymentId,
@@ -230,6 +234,12 @@ interface ISpendPolicy {
     /// @notice Operator only. Releases an authorised payment whose nonce USDC has not used: the transfer can never
     /// settle from then on, and its amount returns to the budget. Reverts for a settled or unknown payment.
     function releasePayment(bytes32 paymentId, Transfer calldata transfer) external;
+
+    /// @notice Operator only. Voids `paymentId`, which has no record (never authorised, or released): from then on
+    /// every authorizePayment of it reverts (SpendPolicyPaymentExists), so no transfer with that nonce can ever be
+    /// authorised or settled. Emits PaymentVoided. Reverts with SpendPolicyPaymentExists when it has a record
+    /// (authorised, settled or void): paymentState then tells which.
+    function voidUnrecordedPayment(bytes32 paymentId) external;
 
     /// @notice Operator only. Buys exactly the USDC shortfall of authorised, unreleased, unsettled payment `paymentId`
     /// (its transfer's amount minus the wallet's USDC) with the wallet's WETH (then its ETH, wrapped as needed)
@@ -282,8 +292,9 @@ interface ISpendPolicy {
     function entrySpentToday(string calldata entry) external view returns (uint256);
     /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator, 3 SetOwner.
     function lastTimestamp(uint8 kind) external view returns (uint256);
-    /// @notice 1 while a payment is authorised and not released; 0 for an unknown or released payment (a release
-    /// deletes the record: the authorisation is dead, and its paymentId could only be authorised again, in the open).
+    /// @notice 1 while a payment is authorised and not released (settled or not); 2 once voided
+    /// (voidUnrecordedPayment); 0 for an unknown or released payment (a release deletes the record: the authorisation
+    /// is dead, and its paymentId could only be authorised again, in the open).
     function paymentState(bytes32 paymentId) external view returns (uint8);
     function approvalUsed(string calldata approvalId) external view returns (bool);
     /// @notice The SwapRouter02, WETH and Uniswap v3 factory of swaps (all zero: this deployment has no swaps).

@@ -22,7 +22,8 @@ interface IERC3009 {
 /// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the USDC TransferWithAuthorization digest of
 /// a payment this policy authorised and has not released, signed by the agent's signing key; everything else that
 /// moves value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments within
-/// the owner-signed policy and release unsettled ones; it cannot change the policy, pause state, owner or operator.
+/// the owner-signed policy, release unsettled ones and void unused payment ids; it cannot change the policy, pause
+/// state, owner or operator.
 /// @dev Deployed by SpendPolicyFactory as an ERC-1167 clone with the agent's signing key as immutable argument, so
 /// the address depends only on the factory and that key. Wallet signature format (97 bytes): paymentId (32) then the
 /// signing key's ECDSA signature (r, s, v) of the digest.
@@ -114,6 +115,14 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     }
 
     /// @inheritdoc ISpendPolicy
+    /// @dev Only a paymentId with no record: a released payment's was deleted, and voiding it only stops its reuse.
+    function voidUnrecordedPayment(bytes32 paymentId) external onlyOperator {
+        if (_payments[paymentId] != 0) revert SpendPolicyPaymentExists(paymentId);
+        _payments[paymentId] = STATE_VOID << RECORD_STATE_SHIFT;
+        emit PaymentVoided(paymentId, address(this));
+    }
+
+    /// @inheritdoc ISpendPolicy
     function swapForPayment(bytes32 paymentId, string calldata merchant, Transfer calldata transfer) external onlyOperator returns (bool) {
         return _swapForPayment(paymentId, _unsettledRecord(paymentId, transfer), merchant, transfer, _usdc);
     }
@@ -179,16 +188,6 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     /// @notice Whether every payment is blocked (reason 4).
     function paused() external view returns (bool) {
         return _limits.paused;
-    }
-
-    /// @inheritdoc ISpendPolicy
-    function paymentState(bytes32 paymentId) external view returns (uint8) {
-        return uint8(_payments[paymentId] >> RECORD_STATE_SHIFT);
-    }
-
-    /// @notice Whether an owner approval with this approvalId has been used.
-    function approvalUsed(string calldata approvalId) external view returns (bool) {
-        return _approvalsUsed[keccak256(bytes(approvalId))];
     }
 
     /// @notice The USDC TransferWithAuthorization digest of a transfer from this wallet with nonce `paymentId`.

@@ -33,7 +33,8 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
     // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional counts
     // it was added to (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
-    // 30 days follow) in bits 216-247, the state in bits 248-255. A release takes it out of exactly those counts.
+    // 30 days follow) in bits 216-247, the state in bits 248-255. A release takes it out of exactly those counts. A
+    // void record is STATE_VOID in bits 248-255 and nothing else.
     uint256 internal constant OPERATOR_MASK = type(uint160).max;
     uint256 internal constant SPEND_DAY_SHIFT = 160;
     uint256 internal constant SPEND_AMOUNT_SHIFT = 192;
@@ -51,6 +52,8 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     uint256 internal constant RECORD_HOUR_SHIFT = 216;
     uint256 internal constant RECORD_STATE_SHIFT = 248;
     uint256 internal constant STATE_AUTHORIZED = 1;
+    /// @dev A paymentId voided before any authorisation of it landed (voidUnrecordedPayment): the state alone.
+    uint256 internal constant STATE_VOID = 2;
 
     // Window spend (_windowSpend): the UTC hour it was last brought up to date in bits 0-23, that hour's payment count
     // in 24-39, the hour's spend in 40-103, the week's in 104-167, the 30 days' in 168-231. One hour tag serves every
@@ -187,6 +190,16 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     /// @inheritdoc ISpendPolicy
     function spentToday() external view returns (uint256) {
         return _spentOn(_operatorAndSpend, block.timestamp / 1 days);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function paymentState(bytes32 paymentId) external view returns (uint8) {
+        return uint8(_payments[paymentId] >> RECORD_STATE_SHIFT);
+    }
+
+    /// @notice Whether an owner approval with this approvalId has been used.
+    function approvalUsed(string calldata approvalId) external view returns (bool) {
+        return _approvalsUsed[keccak256(bytes(approvalId))];
     }
 
     /// @notice What is left of today's budget (0 when the budget was lowered below today's spend).

@@ -154,6 +154,10 @@ async function main(): Promise<void> {
 
   const releaseGas = await gasOf(asOperator.releasePayment(first.id, first.transfer));
   rows.push({ what: "releasePayment", gas: releaseGas });
+  rows.push({
+    what: "voidUnrecordedPayment (recovery of an unsent payment)",
+    gas: await gasOf(asOperator.voidUnrecordedPayment(paymentId())),
+  });
 
   await time.increase(86_400);
   await measure("authorizePayment allowed, first of a new day", "allowed", "api.example.com", usdc(1));

@@ -160,7 +160,29 @@ export class PolicyOps {
     }
   }
 
-  /** Authorized while authorised and not released; None for an unknown or released payment. */
+  /**
+   * voidUnrecordedPayment: no authorisation of `paymentId` can land from then on. `voided: false` when the paymentId
+   * has a record already (authorised, settled or void: paymentState tells which), also when one landed between the
+   * estimate and the void (the void then reverted on-chain: `receipt` is its gas). Throws for anything else (a policy
+   * implementation from before the void, a node that did not answer).
+   */
+  async voidUnrecorded(
+    policyAddress: string,
+    paymentId: string,
+  ): Promise<{ voided: true; txHash: string; receipt: TransactionReceipt } | { voided: false; receipt: TransactionReceipt | null }> {
+    const c = this.chain.policyAt(policyAddress);
+    try {
+      const { receipt } = await this.chain.sendAndWait((o) => c.voidUnrecordedPayment(paymentId, o));
+      return { voided: true, txHash: receipt.hash, receipt };
+    } catch (err) {
+      if (decodeRevert(c, err)?.name === "SpendPolicyPaymentExists") return { voided: false, receipt: null };
+      const mined = (err as { receipt?: TransactionReceipt | null }).receipt;
+      if (mined) return { voided: false, receipt: mined };
+      throw err;
+    }
+  }
+
+  /** Authorized while authorised and not released; Void once voided; None for an unknown or released payment. */
   async paymentState(policyAddress: string, paymentId: string): Promise<PaymentState> {
     return paymentStateOf(await this.chain.policyAt(policyAddress, this.chain.provider).paymentState(paymentId));
   }

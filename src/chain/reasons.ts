@@ -26,8 +26,11 @@ export const BlockReason = {
 } as const;
 export type BlockReason = (typeof BlockReason)[keyof typeof BlockReason];
 
-/** SpendPolicy.paymentState: Authorized while authorised and not released; None for an unknown or released payment. */
-export const PaymentState = { None: 0, Authorized: 1 } as const;
+/**
+ * SpendPolicy.paymentState: Authorized while authorised and not released; Void once voided (voidUnrecordedPayment: it
+ * can never be authorised); None for an unknown or released payment.
+ */
+export const PaymentState = { None: 0, Authorized: 1, Void: 2 } as const;
 export type PaymentState = (typeof PaymentState)[keyof typeof PaymentState];
 
 /** The enum member a contract answered with; throws on a value the ABI's enum does not have. */

@@ -58,6 +58,8 @@ export interface AuditAgent {
   payments: AuditPayment[];
   /** Refusals (a blocked paymentId reserves nothing, so each refusal is its own entry). */
   blocked: AuditPayment[];
+  /** Payment ids voided before any authorisation of them landed (PaymentVoided): none can ever be authorised. */
+  voided: { paymentId: string; day: string; txHash: string }[];
   /** UTC day (YYYY-MM-DD) -> spend at the end of the day's last event (authorised minus released that day). */
   days: Record<string, string>;
 }
@@ -98,6 +100,7 @@ export async function auditFromLogs(
       withdrawals: [],
       payments: [],
       blocked: [],
+      voided: [],
       days: {},
     };
   }
@@ -126,6 +129,7 @@ export async function auditFromLogs(
   const byId = new Map<string, AuditPayment>();
   const spend = new Map<string, bigint>(); // agent|day -> rebuilt spend
   const pendingApproval = new Map<string, string>(); // paymentId -> approvalId (ApprovalUsed precedes PaymentAuthorized)
+  const voided = new Set<string>(); // agent|paymentId
   for (const log of [...agentLogs].sort(order)) {
     const a = report.agents[getAddress(log.address)];
     const e = parseEvent("SpendPolicy", log);
@@ -208,7 +212,16 @@ export async function auditFromLogs(
           releaseTx: null,
         });
         break;
+      case "PaymentVoided": {
+        const p = byId.get(`${a.agent}|${e.args.paymentId}`);
+        if (p && p.status !== "released") report.inconsistencies.push(`${a.agent}: PaymentVoided of ${p.status} payment ${p.paymentId}`);
+        voided.add(`${a.agent}|${e.args.paymentId}`);
+        a.voided.push({ paymentId: e.args.paymentId, day: today, txHash: log.transactionHash });
+        break;
+      }
       case "PaymentAuthorized": {
+        if (voided.has(`${a.agent}|${e.args.paymentId}`))
+          report.inconsistencies.push(`${a.agent}: PaymentAuthorized of voided payment ${e.args.paymentId}`);
         const p: AuditPayment = {
           paymentId: e.args.paymentId,
           status: "authorized",

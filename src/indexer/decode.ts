@@ -13,6 +13,7 @@ export const POLICY_EVENTS = [
   "PaymentAuthorized",
   "PaymentBlocked",
   "PaymentReleased",
+  "PaymentVoided",
   "ApprovalUsed",
   "PolicyUpdated",
   "PausedSet",

@@ -13,7 +13,14 @@ import { LedgerWriter } from "../store/ledger";
 const SETTLED_STATUSES: PaymentDoc["status"][] = ["approved", "processing"];
 
 /** The events that confirm ledger entries. */
-const LEDGER_EVENTS = new Set(["PaymentAuthorized", "PaymentBlocked", "PaymentReleased", "AuthorizationUsed", "SwapExecuted"]);
+const LEDGER_EVENTS = new Set([
+  "PaymentAuthorized",
+  "PaymentBlocked",
+  "PaymentReleased",
+  "PaymentVoided",
+  "AuthorizationUsed",
+  "SwapExecuted",
+]);
 /** Events that change what a policy decides: each bumps the agent's `policyChanges` counter (the payment path's cache). */
 const POLICY_CHANGE_EVENTS = new Set(["PolicyUpdated", "PausedSet", "OperatorSet", "OwnerSet"]);
 
@@ -131,7 +138,11 @@ export class LedgerLinker {
   private async onchainOf(p: PaymentDoc): Promise<PaymentDoc["onchain"] | null> {
     const or: Filter<ChainEventDoc>[] = [];
     if (p.paymentId) {
-      or.push({ event: { $in: ["PaymentAuthorized", "PaymentReleased"] }, paymentId: p.paymentId, address: p.policyAddress });
+      or.push({
+        event: { $in: ["PaymentAuthorized", "PaymentReleased", "PaymentVoided"] },
+        paymentId: p.paymentId,
+        address: p.policyAddress,
+      });
       if (SETTLED_STATUSES.includes(p.status)) {
         or.push({ event: "AuthorizationUsed", paymentId: p.paymentId, agentAddress: p.agentAddress });
       }
@@ -167,8 +178,8 @@ function swapsOf(events: ChainEventDoc[]): Parameters<LedgerWriter["confirm"]>[1
 }
 
 /**
- * The ledger entries an event confirms: PaymentAuthorized/Released by paymentId (of that policy), PaymentBlocked by
- * its transaction (payments.txHash or authorizeTxHash), AuthorizationUsed by (agent, nonce) of settled payments.
+ * The ledger entries an event confirms: PaymentAuthorized/Released/Voided by paymentId (of that policy), PaymentBlocked
+ * by its transaction (payments.txHash or authorizeTxHash), AuthorizationUsed by (agent, nonce) of settled payments.
  * `anyStatus` widens the last to every status (to undo a confirmation whatever happened since).
  */
 function ledgerMatch(
@@ -178,6 +189,7 @@ function ledgerMatch(
   switch (e.event) {
     case "PaymentAuthorized":
     case "PaymentReleased":
+    case "PaymentVoided":
     case "SwapExecuted":
       return e.paymentId ? { paymentId: e.paymentId, policyAddress: e.address } : null;
     case "PaymentBlocked":
@@ -197,6 +209,7 @@ function matches(e: ChainEventDoc, p: PaymentDoc): boolean {
   switch (e.event) {
     case "PaymentAuthorized":
     case "PaymentReleased":
+    case "PaymentVoided":
     case "SwapExecuted":
       return !!e.paymentId && p.paymentId === e.paymentId && p.policyAddress === e.address;
     case "PaymentBlocked":

@@ -300,19 +300,26 @@ export class SettlementService extends SettlementSteps {
 
   /**
    * Resolves a payment left between authorise and settle from chain state: settled -> approved; authorised but not
-   * settled -> released (the authorisation dies with it) -> failed; never authorised -> failed (the wallet never
-   * answers for an unauthorised transfer, so nothing can settle it). An authorisation still pending is left for a
-   * later sweep. `stale`: the payment is another run's, which may only have stalled (see SettlementSteps.commit).
+   * settled -> released (the authorisation dies with it) -> failed; never authorised -> voided (no authorisation of
+   * it can land any more) -> failed. An authorisation still pending is left for a later sweep. `stale`: the payment
+   * is another run's, which may only have stalled (see SettlementSteps.commit).
    */
   async resolveInFlight(txnId: string, stale = false): Promise<void> {
     const doc = await this.ctx.store.payments.findOne({ txnId });
     if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
+    let mined = doc.authorizeBlock != null;
     if (doc.authorizeTxHash) {
       const receipt = await this.ctx.chain.receiptOf(doc.authorizeTxHash, 30_000).catch(() => null);
       if (!receipt && (await this.ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
       if (receipt && doc.authorizeBlock == null) await this.update(txnId, { authorizeBlock: receipt.blockNumber });
+      mined ||= receipt !== null;
     }
-    if (stale && !doc.authorizeTxHash && !(await this.pastValidity(doc))) return; // its run may still authorise it
+    // Never seen mined: perhaps never sent, perhaps still to come from a stalled run (or a dead one's last send).
+    if (!mined) {
+      const voided = await this.voidUnsent({ ...doc, paymentId: doc.paymentId });
+      if (voided === "voided") return;
+      if (voided === "unavailable" && stale && !doc.authorizeTxHash && !(await this.pastValidity(doc))) return; // its run may still authorise it
+    }
     const wasAuthorized =
       doc.authorizeBlock != null || (await this.ops.paymentState(doc.policyAddress, doc.paymentId)) === PaymentState.Authorized;
     const outcome = await this.finishUnsettled(txnId, "recovered after an interruption");

@@ -40,8 +40,9 @@ export abstract class SettlementSteps {
    * sending anything), or the new holder sees its payment in flight (and waits for it, or answers the key with it).
    * How long the stall was does not matter. The budget itself is the contract's, whatever happens here.
    * A stall between this commit and the authorisation longer than PAYMENT_LEASE_MS lets recovery claim the payment:
-   * recovery then waits for the chain to pass the transfer's validBefore (pastValidity) before it calls a payment
-   * whose authorisation was never sent a failure, since from then on the contract refuses to authorise it.
+   * recovery then voids its paymentId on-chain (voidUnsent), after which the stalled run's authorisation can only
+   * revert, and calls the payment failed at once. Only where the void cannot be sent does it wait for the chain to
+   * pass the transfer's validBefore (pastValidity), from when on the contract refuses to authorise it too.
    */
   protected async commit(txnId: string, fences: Fence[], undo: () => Promise<unknown>): Promise<void> {
     if (!fences.length) return;
@@ -51,6 +52,38 @@ export abstract class SettlementSteps {
     await undo();
     this.ctx.logger.warn({ txnId }, "a lease this payment ran under was taken over (this instance stalled); stopped before paying");
     throw new LeaseLostError();
+  }
+
+  /**
+   * Voids the paymentId of a payment whose authorisation was never seen mined: an interrupted run may or may not have
+   * sent it, and a stalled one may still send it. Once the void lands no authorisation of it can, so the payment is
+   * failed here, at once (nothing was paid, nothing counted). "recorded": the paymentId had a record already (an
+   * authorisation landed first, or an earlier void): finishUnsettled decides from it. "unavailable": no void could be
+   * sent (a policy implementation from before it, or the node): the caller falls back to what it did without one.
+   */
+  protected async voidUnsent(doc: PaymentDoc & { paymentId: string }): Promise<"voided" | "recorded" | "unavailable"> {
+    let r;
+    try {
+      r = await this.ops.voidUnrecorded(doc.policyAddress, doc.paymentId);
+    } catch (err) {
+      this.ctx.logger.warn({ err, txnId: doc.txnId }, "voidUnrecordedPayment failed");
+      return "unavailable";
+    }
+    await this.ctx.gas.charge(doc.ownerAddress, r.receipt);
+    if (r.voided) {
+      // A refused payment keeps its "blocked" answer.
+      const refused = doc.status === "blocked";
+      await this.update(doc.txnId, {
+        status: refused ? "blocked" : "failed",
+        phase: "done",
+        reason: refused ? doc.reason : "not_authorized",
+        detail: refused ? (doc.detail ?? null) : VOIDED_DETAIL,
+        voidTxHash: r.txHash,
+      });
+      return "voided";
+    }
+    const state = await this.ops.paymentState(doc.policyAddress, doc.paymentId);
+    return state === PaymentState.None ? "unavailable" : "recorded";
   }
 
   /**
@@ -151,6 +184,8 @@ export abstract class SettlementSteps {
     return { state: "released", txHash: null };
   }
 }
+
+const VOIDED_DETAIL = "voided on-chain after an interruption: its authorisation had not landed, and now never can; nothing was paid";
 
 /** A raw block's timestamp (ethers cannot format a pending block: its number is null), or null. */
 function blockTime(raw: unknown): number | null {

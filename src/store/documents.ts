@@ -125,6 +125,8 @@ export interface PaymentDoc {
   /** Block of the authorisation: settlement logs are searched from here. */
   authorizeBlock?: number | null;
   releaseTxHash: string | null;
+  /** The voidUnrecordedPayment transaction of a payment recovery failed before any authorisation of it landed. */
+  voidTxHash?: string | null;
   /** The Idempotency-Key scope of the request that made this payment: recovery answers the key with its outcome. */
   idempotencyScope?: string;
   /** The authorised transfer's validAfter (with payTo, amount and validBefore: what releasePayment is called with). */

@@ -4,10 +4,12 @@
  * GET /ledger tells.
  */
 import { expect } from "chai";
+import { randomBytes } from "node:crypto";
 import { getAddress } from "ethers";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
 import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
+import { ledgerEntry } from "../../src/store/ledger";
 import { approvalDecision } from "../helpers/payments";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
@@ -178,5 +180,36 @@ describe("audit from events alone", () => {
     ]);
     const approvedByOwner = audited.payments.find((p) => p.approvalId === pending.body.approvalId);
     expect(approvedByOwner).to.include({ status: "settled", amount: "4000000" });
+  });
+
+  it("lists a paymentId recovery voided (PaymentVoided) apart from every authorised payment, consistently", async () => {
+    const c = await s.onboard(randomOwner(), { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] });
+    const txnId = `txn_${randomBytes(12).toString("hex")}`;
+    const paymentId = "0x" + randomBytes(32).toString("hex");
+    // What a run killed between its commit and its authorisation leaves, its lease run out.
+    const base = {
+      agentAddress: c.agentAddress,
+      ownerAddress: null,
+      policyAddress: c.policyContract,
+      merchant: "127.0.0.1",
+      serviceUrl: "http://127.0.0.1/x",
+      currency: "USDC" as const,
+      intent: "left by a dead run",
+      approvalId: null,
+    };
+    const fields = { amount: USDC.toString(), status: "processing" as const, phase: "authorizing" as const, paymentId };
+    await s.svc.store.payments.insertOne(ledgerEntry(txnId, base, { ...fields, leaseUntil: new Date(Date.now() - 1), instanceId: "gone" }));
+    expect(await s.svc.services.settlement.recover()).to.equal(1);
+    const doc = (await s.svc.store.payments.findOne({ txnId }))!;
+    expect(doc).to.include({ status: "failed", reason: "not_authorized" });
+    const report = await auditFromLogs(s.svc.chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[c.agentAddress];
+    expect(audited.payments).to.deep.equal([]);
+    expect(audited.voided.map((v) => [v.paymentId, v.txHash])).to.deep.equal([[paymentId, doc.voidTxHash]]);
   });
 });

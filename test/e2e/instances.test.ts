@@ -15,7 +15,8 @@ import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded
 import { Leases } from "../../src/store/leases";
 import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance } from "../helpers/sellers";
+import { startRpcProxy } from "../../scripts/bench/rpcProxy";
 
 const USDC = 1_000_000n;
 const ROOT = join(__dirname, "..", "..");
@@ -203,7 +204,7 @@ describe("several instances on one chain and one database", function () {
     expect(again).to.deep.include({ replayed: true, error: { error: "conflict", message: "run 1", status: 409 } });
   });
 
-  async function spawnC(): Promise<{ url: string; child: ChildProcess }> {
+  async function spawnC(rpcUrl = chain.rpcUrl): Promise<{ url: string; child: ChildProcess }> {
     const port = await freePort();
     const child = spawn(process.execPath, ["--import", "tsx", "src/index.ts"], {
       cwd: ROOT,
@@ -211,7 +212,7 @@ describe("several instances on one chain and one database", function () {
         ...process.env,
         ...env,
         PORT: String(port),
-        RPC_URL: chain.rpcUrl,
+        RPC_URL: rpcUrl,
         OPERATOR_PRIVATE_KEY: keyC.privateKey,
         INSTANCE_ID: "inst-c",
         FACTORY_ADDRESS: chain.addresses.factory,
@@ -301,5 +302,89 @@ describe("several instances on one chain and one database", function () {
     expect(retry.headers.get("idempotent-replayed")).to.equal("true");
     expect(await usdcBalance(a, agent.agentAddress)).to.equal(5n * USDC);
     await seller.close();
+  });
+
+  /**
+   * Pays through instance C, whose JSON-RPC goes through a proxy, and SIGKILLs it once its authorizePayment is held at
+   * the proxy: committed in the ledger, never seen by the chain. `lastSend` lets that transaction through, as a send
+   * already on the wire when the process died.
+   */
+  async function killWithUnsentPayment(intent: string) {
+    const seller = await startV2Seller({ facilitator: await fundedFacilitator(b), usdc: b.svc.config.usdcAddress, price: USDC });
+    const agent = await a.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "5", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+    await mintUsdc(a, agent.agentAddress, 5n * USDC);
+    const rpc = await startRpcProxy(chain.rpcUrl);
+    const c = await spawnC(rpc.url);
+    const held = rpc.holdNext("eth_sendRawTransaction");
+    fetch(`${c.url}/pay`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${agent.apiKey}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent }),
+    }).catch(() => undefined);
+    const lastSend = await held;
+    c.child.kill("SIGKILL");
+    await new Promise((r) => c.child.once("exit", r));
+    const doc = (await a.svc.store.payments.findOne({ agentAddress: agent.agentAddress, intent }))!;
+    expect(doc).to.include({ status: "processing", phase: "authorizing", authorizeTxHash: null, instanceId: "inst-c" });
+    const nonce = await a.svc.chain.provider.getTransactionCount(keyC.address);
+    /** Lets the held authorisation reach the chain and waits until it is mined. */
+    const sendLate = async () => {
+      lastSend();
+      for (let i = 0; i < 100 && (await a.svc.chain.provider.getTransactionCount(keyC.address)) === nonce; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await a.svc.chain.provider.getTransactionCount(keyC.address)).to.equal(nonce + 1);
+    };
+    const close = async () => {
+      lastSend();
+      await rpc.close();
+      await seller.close();
+    };
+    return { agent, doc, seller, sendLate, close };
+  }
+
+  /** What the void leaves: the payment failed, its paymentId void, and a late authorisation of it reverted. */
+  async function expectVoided(agentAddress: string, doc: { txnId: string; paymentId: string | null }) {
+    const after = await a.svc.store.payments.findOne({ txnId: doc.txnId });
+    expect(after).to.include({ status: "failed", phase: "done", reason: "not_authorized" });
+    expect(after!.voidTxHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(await a.svc.services.settlement.ops.paymentState(agentAddress, doc.paymentId!)).to.equal(2);
+  }
+
+  it("a payment a dead instance committed but never sent is voided by a survivor at once; the agent pays again; the send it left reverts", async () => {
+    const { agent, doc, seller, sendLate, close } = await killWithUnsentPayment("unsent-1");
+    try {
+      // Past the payment's lease, long before its validBefore (which recovery used to wait for).
+      expect(await b.svc.services.settlement.recover(new Date(Date.now() + 181_000))).to.equal(1);
+      await expectVoided(agent.agentAddress, doc);
+      const again = await a.api("POST", "/pay", {
+        key: agent.apiKey,
+        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "unsent-2" },
+      });
+      expect(again.status, JSON.stringify(again.body)).to.equal(200);
+      await sendLate();
+      await expectVoided(agent.agentAddress, doc);
+      expect(await usdcBalance(a, agent.agentAddress)).to.equal(4n * USDC);
+      expect(await a.svc.chain.policyAt(agent.agentAddress, a.svc.chain.provider).spentToday()).to.equal(USDC);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a restart under the dead instance's id voids the payment it committed but may not have sent, at once", async () => {
+    const { agent, doc, sendLate, close } = await killWithUnsentPayment("unsent-3");
+    try {
+      const c = await spawnC(); // same key, same INSTANCE_ID: its start-up recovery takes its own payments
+      c.child.kill("SIGKILL");
+      await expectVoided(agent.agentAddress, doc);
+      // The restart's void took the nonce of the send C left behind, which the node now refuses; had that send been
+      // there first, the void would have reverted and recovery released the authorisation (safety.test.ts).
+      await sendLate();
+      await expectVoided(agent.agentAddress, doc);
+      expect(await usdcBalance(a, agent.agentAddress)).to.equal(5n * USDC);
+      expect(await a.svc.chain.policyAt(agent.agentAddress, a.svc.chain.provider).spentToday()).to.equal(0n);
+    } finally {
+      await close();
+    }
   });
 });

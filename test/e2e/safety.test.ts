@@ -10,6 +10,8 @@ import { ownerKey } from "../helpers/owner";
 import { approvalDecision, spentToday } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import type { Facilitator } from "../../src/x402/facilitator";
+import { ledgerEntry } from "../../src/store/ledger";
+import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 
 const USDC = 1_000_000n;
 
@@ -143,9 +145,48 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     expect(await s.svc.services.settlement.recover(new Date(Date.now() + 120_000))).to.equal(1);
     const done = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(done).to.include({ phase: "done", status: "failed", reason: "not_authorized" });
-    // Never authorised: the wallet answers for no transfer of it, so nothing can ever settle it (no cancel needed).
-    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paymentState(paymentId)).to.equal(0n);
+    // Voided (state 2): no authorisation of it can land any more, so nothing can ever settle it (no cancel needed).
+    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paymentState(paymentId)).to.equal(2n);
     expect(await s.svc.chain.usdc.authorizationState(a.agentAddress, paymentId)).to.equal(false);
+  });
+
+  it("a dead run's authorisation that landed before its hash was written: the void is refused, and recovery releases it", async () => {
+    const a = await agent();
+    const txnId = `txn_${randomBytes(12).toString("hex")}`;
+    const paymentId = "0x" + randomBytes(32).toString("hex");
+    const latest = (await s.svc.chain.provider.getBlock("latest"))!;
+    const transfer = { payTo: Wallet.createRandom().address, amount: USDC, validAfter: 0n, validBefore: BigInt(latest.timestamp + 600) };
+    const base = {
+      agentAddress: a.agentAddress,
+      ownerAddress: null,
+      policyAddress: a.policyContract,
+      merchant: "127.0.0.1",
+      serviceUrl: "http://127.0.0.1/x",
+      currency: "USDC" as const,
+      intent: "authorised, then killed",
+      approvalId: null,
+    };
+    const { payTo, validBefore } = transfer;
+    const fields = { amount: USDC.toString(), status: "processing" as const, phase: "authorizing" as const, paymentId, payTo };
+    const inFlight = {
+      ...fields,
+      validAfter: 0,
+      validBefore: Number(validBefore),
+      leaseUntil: new Date(Date.now() - 1),
+      instanceId: "gone",
+    };
+    await s.svc.store.payments.insertOne(ledgerEntry(txnId, base, inFlight));
+    const proof = proveMerchant(normalizeAllowlist(["127.0.0.1"]).entries, "127.0.0.1")!;
+    const authorized = await s.svc.services.settlement.ops.authorize(a.policyContract, paymentId, "127.0.0.1", proof, transfer);
+    expect(authorized.authorized).to.equal(true);
+    expect(await spentToday(s, a.policyContract)).to.equal(USDC);
+    expect(await s.svc.services.settlement.recover()).to.equal(1);
+    const done = (await s.svc.store.payments.findOne({ txnId }))!;
+    expect(done).to.include({ phase: "done", status: "failed", reason: "settlement_failed" });
+    expect(done.releaseTxHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(done.voidTxHash ?? null).to.equal(null);
+    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paymentState(paymentId)).to.equal(0n);
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
   });
 
   it("an approve that meets a seller outage answers 502 and leaves the approval pending for the owner to retry", async () => {

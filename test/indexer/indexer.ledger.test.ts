@@ -39,6 +39,20 @@ describe("indexer: ledger linkage", () => {
     expect(doc!.status).to.equal("failed");
   });
 
+  it("PaymentVoided is indexed with its args and confirms the (failed) entry with its paymentId", async () => {
+    const id = randomId();
+    await store().payments.insertOne(ledgerEntry({ paymentId: id, status: "failed", phase: "done", reason: "not_authorized" }));
+    const r = await s.svc.services.settlement.ops.voidUnrecorded(agent.policyContract, id);
+    if (!r.voided) throw new Error("not voided");
+    await s.svc.indexer.syncOnce();
+    const event = await store().chainEvents.findOne({ event: "PaymentVoided", paymentId: id });
+    expect(event).to.include({ txHash: r.txHash.toLowerCase(), agentAddress: getAddress(agent.policyContract), confirmed: true });
+    expect(event!.args).to.deep.equal({ paymentId: id, agent: getAddress(agent.policyContract) });
+    const doc = await store().payments.findOne({ paymentId: id });
+    expect(doc!.onchain).to.deep.equal({ confirmed: true, blockNumber: r.receipt.blockNumber });
+    expect(doc).to.include({ status: "failed", reason: "not_authorized" });
+  });
+
   it("PaymentBlocked confirms the entry whose txHash is the blocked transaction, even when written after the event", async () => {
     const receipt = await authorize(agent.policyContract, randomId(), 9_000_000n);
     await s.svc.indexer.syncOnce(); // event indexed and confirmed before the ledger entry exists

@@ -56,10 +56,7 @@ const PIPELINES: unknown[][] = [
   [{ $group: { _id: "$status", total: { $sum: { $toLong: "$amount" } }, last: { $max: "$createdAt" } } }, { $sort: { _id: 1 } }],
   [{ $project: { txnId: 1, big: { $gte: ["$n", 6] }, _id: 0 } }],
   [{ $sort: { n: 1, txnId: 1 } }, { $fill: { output: { leaseUntil: { value: at(0) } } } }],
-  [
-    { $setWindowFields: { partitionBy: "$agentAddress", sortBy: { n: 1 }, output: { running: { $sum: "$n" } } } },
-    { $sort: { txnId: 1 } },
-  ],
+  [{ $setWindowFields: { partitionBy: "$agentAddress", sortBy: { n: 1 }, output: { running: { $sum: "$n" } } } }, { $sort: { txnId: 1 } }],
   [{ $match: { $expr: { $eq: [{ $mod: ["$n", 3] }, 0] } } }, { $count: "c" }],
 ];
 
