@@ -8,7 +8,8 @@
  * Every JSON-RPC call of both sides (SpendGate, its facilitator and the seller's) goes through one loopback proxy that
  * adds the latency and counts the calls; "block waits" are the transactions a payment had to wait for. Then the MCP
  * read tools' p50 and GET /ledger's p95 with 100,000 entries (scripts/bench/reads.ts).
- * BENCH_MODES=automine,2000,200 picks modes; BENCH_RUNS (60) / BENCH_RUNS_BLOCKS (12) the payments per side.
+ * BENCH_MODES=automine,2000,200 picks modes; BENCH_RUNS (60) / BENCH_RUNS_BLOCKS (12) the payments per side. The chain
+ * runs in its own thread as `npm start` runs it (both sides use the same chain; BENCH_CHAIN=inprocess puts it on this one).
  */
 import { x402Client } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -16,6 +17,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { JsonRpcProvider } from "ethers";
 import { viemAccounts } from "../src/chain/viem";
 import { startEmbeddedChain } from "../src/chain/embedded";
+import { startEmbeddedChainThread } from "../src/chain/embeddedThread";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
 import { swapLatency } from "./bench-swap";
@@ -42,7 +44,7 @@ interface Sample {
 }
 
 async function main(): Promise<void> {
-  const chain = await startEmbeddedChain();
+  const chain = process.env.BENCH_CHAIN === "inprocess" ? await startEmbeddedChain() : await startEmbeddedChainThread();
   const proxy = await startRpcProxy(chain.rpcUrl);
   const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   // Everything the service and the facilitators do on the chain goes through the proxy.
@@ -134,7 +136,8 @@ async function main(): Promise<void> {
     logSpans.set(interval ? `${interval} ms` : mode, [logsFrom, s.logs.length]);
     const sg = stats(a.map((x) => x.ms));
     const x = stats(b.map((y) => y.ms));
-    const title = interval ? `blocks every ${interval} ms, ${latency} ms on every JSON-RPC call` : "automine, no added RPC latency";
+    const where = process.env.BENCH_CHAIN === "inprocess" ? "chain on this thread" : "chain in its own thread";
+    const title = `${interval ? `blocks every ${interval} ms, ${latency} ms on every JSON-RPC call` : "automine, no added RPC latency"} (${where})`;
     console.log(`\n== ${title}: ${runs} payments each, interleaved, after ${WARMUP} warm-up rounds`);
     console.log(`                       median      p95      min      max   (ms)   RPC calls  block waits (median per payment)`);
     console.log(

@@ -14,13 +14,14 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const svc = await startService(config);
+  // The embedded chain and store get threads of their own: their work stays off the service's event loop (2 cores).
+  const svc = await startService(config, { chainThread: true, storeThread: true });
   const c = svc.config;
   const lines = [
     "",
     `SpendGate is running at ${svc.services.ctx.urls.base}`,
     c.embeddedChain
-      ? "  EMBEDDED MODE: a sandbox with an in-process chain and in-memory database. Nothing persists."
+      ? "  EMBEDDED MODE: a sandbox with a local chain and an in-memory database (each in its own thread). Nothing persists."
       : `  chain: ${redactUrl(c.rpcUrl)} (chain id ${c.chainId})`,
     `  API:          ${svc.services.ctx.urls.base}`,
     `  dashboard:    ${svc.services.ctx.urls.dashboard}`,

@@ -10,6 +10,7 @@ import pino, { type Logger } from "pino";
 import { createApp } from "./app";
 import { ChainClient } from "./chain/client";
 import type { EmbeddedChain } from "./chain/embedded";
+import { startEmbeddedChainThread } from "./chain/embeddedThread";
 import { resolveConfig, type Config, type LoadedConfig } from "./config";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
@@ -18,6 +19,7 @@ import { answerClientErrors } from "./http/transport";
 import { SignatureService } from "./services/signatures";
 import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
+import { startEmbeddedMongoThread } from "./store/embeddedThread";
 import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
@@ -39,6 +41,7 @@ export interface RunningService {
   /** Whether this instance is the one indexing (several instances share the database). */
   indexerLease: LeaderLease;
   embeddedChain?: EmbeddedChain;
+  /** The embedded store when it runs on this thread (its index layer's explain and stats are readable here). */
   embeddedMongo?: EmbeddedMongo;
   logger: Logger;
   server: Server;
@@ -49,6 +52,13 @@ export interface StartOptions {
   logger?: Logger;
   /** Reuse a running embedded chain (tests share one per file). */
   embeddedChain?: EmbeddedChain;
+  /**
+   * Start the embedded chain in its own worker thread (`npm start`), off this event loop; by default it runs in this
+   * thread, where tests reach Hardhat directly.
+   */
+  chainThread?: boolean;
+  /** Likewise for the embedded store (`npm start`); by default it runs in this thread. */
+  storeThread?: boolean;
   /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
   operatorPrivateKey?: string;
   /** The clock leases are measured with (tests move one instance's to play a stall of another). */
@@ -68,24 +78,29 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
   try {
     let embeddedChain = opts.embeddedChain;
     if (loaded.embeddedChain && !embeddedChain) {
-      // require, not import(): the embedded chain loads Hardhat, which production never needs.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
-      embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
+      if (opts.chainThread) embeddedChain = await startEmbeddedChainThread({ host: "127.0.0.1" });
+      else {
+        // require, not import(): the embedded chain loads Hardhat, which production never needs.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
+        embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
+      }
       const started = embeddedChain;
       cleanup.push(() => started.close());
     }
     let embeddedMongo: EmbeddedMongo | undefined;
+    let embeddedStore: { uri: string; stop(): Promise<void> } | undefined;
     if (loaded.embeddedStore) {
-      embeddedMongo = await startEmbeddedMongo();
-      const started = embeddedMongo;
+      if (opts.storeThread) embeddedStore = await startEmbeddedMongoThread();
+      else embeddedStore = embeddedMongo = await startEmbeddedMongo();
+      const started = embeddedStore;
       cleanup.push(() => started.stop());
     }
     const config = resolveConfig(loaded, {
       chain: embeddedChain,
       operatorPrivateKey: opts.operatorPrivateKey,
       // Each embedded run gets its own database so runs never see each other's data.
-      store: embeddedMongo && { uri: embeddedMongo.uri, db: `spendgate_${randomBytes(4).toString("hex")}` },
+      store: embeddedStore && { uri: embeddedStore.uri, db: `spendgate_${randomBytes(4).toString("hex")}` },
     });
 
     const store = await connectStore(config.mongodbUri, config.mongodbDb);

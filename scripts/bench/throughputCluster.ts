@@ -23,10 +23,10 @@ const PAGE = 4096;
 const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
 const TICKS = 100; // USER_HZ on Linux
 
-/** CPU seconds (user + system) and resident memory of a process, from /proc. */
-export function usage(pid: number): { cpu: number; rssMiB: number } {
+/** CPU seconds (user + system) and resident memory of a process (or of one of its threads, `tid`), from /proc. */
+export function usage(pid: number, tid?: number): { cpu: number; rssMiB: number } {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
     const rssMiB = (Number(fields[21]) * PAGE) / 2 ** 20;

@@ -4,10 +4,15 @@
  * Base's WETH address, a USDC/WETH 0.05% pool with an hour of TWAP history: src/chain/uniswap.ts) and a fresh
  * SpendPolicyFactory.
  *
- * Hardhat's runtime environment is a singleton per process, so there is one embedded chain per process at a time:
- * a second start while one is running throws; after close() a new start resets the network (hardhat_reset, which
- * also forgets loadFixture snapshots) and begins again from genesis. Hardhat is loaded only when this is called, so
- * production (RPC_URL set) never loads it. Needs compiled artifacts (`npx hardhat compile`; `npm start` does it).
+ * This runs the chain on the calling thread; `npm start` runs it in a worker thread of its own instead
+ * (startEmbeddedChainThread in embeddedThread.ts, which calls this there), off the service's event loop. Tests that
+ * use Hardhat directly (hre, network helpers, loadFixture) need it on their own thread, as here.
+ *
+ * Hardhat's runtime environment is a singleton per thread (per module instance), so there is one embedded chain per
+ * thread at a time: a second start while one is running throws; after close() a new start resets the network
+ * (hardhat_reset, which also forgets loadFixture snapshots) and begins again from genesis. Hardhat is loaded only when
+ * this is called, so production (RPC_URL set) never loads it. Needs compiled artifacts (`npx hardhat compile`; `npm
+ * start` does it).
  */
 import { Wallet } from "ethers";
 import { join } from "node:path";
@@ -42,7 +47,7 @@ const FUNDING_WEI = 10n ** 22n; // 10 000 ETH each
 
 let running = false;
 
-/** Starts the embedded chain; `port` 0 (default) picks a free port. One per process at a time (see above). */
+/** Starts the embedded chain; `port` 0 (default) picks a free port. One per thread at a time (see above). */
 export async function startEmbeddedChain(opts: { port?: number; host?: string; operators?: string[] } = {}): Promise<EmbeddedChain> {
   if (running) {
     throw new Error(
