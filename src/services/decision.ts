@@ -3,9 +3,10 @@
  * and proof that admit the merchant, the contract's simulation of the amount, and (beside the simulation, in the same
  * round trip's time) whether the wallet must swap to pay it. Nothing here sends a transaction or contacts a seller.
  */
+import { bind, readOf } from "../chain/contracts";
 import { type CheckWithBalance, PolicyOps } from "../chain/policyOps";
 import { Decision, type OnchainReasonName } from "../chain/reasons";
-import { AppError } from "../errors";
+import { AppError, conflict } from "../errors";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { AgentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
@@ -29,12 +30,25 @@ export function noPolicyError(agent: AgentDoc): AppError {
   return new AppError(422, "no_policy", `Agent ${agent.address} has no spend policy yet: its owner sets one at the activation link.`);
 }
 
+/**
+ * The 409 answered for an agent whose owner set another operator on-chain (SetOperator): every authorisation or
+ * on-chain record this service sent would revert at the owner's gas cost, and retrying never helps.
+ */
+export function foreignOperatorError(agent: AgentDoc, operator: string, ours: string): AppError {
+  return conflict(
+    `Agent ${agent.address}'s owner set another operator on-chain (${operator}): this service can no longer authorise its payments, and nothing was sent. Do not retry; to undo it, the owner signs SetOperator back to the service's operator ${ours} (see README, "Signatures").`,
+    { operator, serviceOperator: ours },
+  );
+}
+
 export class PolicyDecisions {
   private readonly ops: PolicyOps;
+  /** Operator contracts seen to count this instance's key in (a "no" is asked again: it is the rare path). */
+  private readonly ourOperatorSets = new Set<string>();
 
   constructor(
-    ctx: ServiceContext,
-    private readonly policies: PolicyService,
+    private readonly ctx: ServiceContext,
+    readonly policies: PolicyService,
     private readonly swaps: SwapService,
   ) {
     this.ops = new PolicyOps(ctx.chain);
@@ -56,6 +70,29 @@ export class PolicyDecisions {
     if (!policy.deployed) return { status: "no_policy", policy };
     if (!proof) return { status: "not_allowed", policy };
     return { status: "admitted", policy, proof, cached };
+  }
+
+  /**
+   * Refuses (409) a payment for a policy whose operator this instance cannot act as, before anything is sent. A cached
+   * policy is read again first: a stale copy never refuses what the chain would accept (and a stale copy that still
+   * names this service leaves the contract's revert as the backstop).
+   */
+  async checkOperator(agent: AgentDoc, policy: OnchainPolicy, cached: boolean): Promise<void> {
+    if (policy.operator === null || (await this.relaysAs(policy.operator))) return;
+    if (cached) return this.checkOperator(agent, (await this.policies.forPayment(agent, true)).policy, false);
+    // The address to set back: the factory's default operator (the OperatorSet of a cluster), read on this rare path.
+    const [byDefault] = await this.ctx.chain.readMany([readOf(this.ctx.chain.factory, "defaultOperator")]).catch(() => [null]);
+    throw foreignOperatorError(agent, policy.operator, byDefault ?? this.ctx.chain.operator.address);
+  }
+
+  /** Whether this instance may act as `operator`: its own key, or a contract (OperatorSet) whose isOperator counts it in. */
+  async relaysAs(operator: string): Promise<boolean> {
+    const { chain } = this.ctx;
+    const key = operator.toLowerCase();
+    if (key === chain.operator.address.toLowerCase() || this.ourOperatorSets.has(key)) return true;
+    const [member] = await chain.readMany([readOf(bind("OperatorSet", operator, chain.provider), "isOperator", chain.operator.address)]);
+    if (member === true && this.ourOperatorSets.size < 1_000) this.ourOperatorSets.add(key);
+    return member === true;
   }
 
   /**
@@ -113,6 +150,7 @@ export class PolicyDecisions {
   async evaluate(agent: AgentDoc, merchant: string, amount: bigint): Promise<PolicyDecision> {
     const policy = await this.policies.onchain(agent);
     if (!policy.deployed) throw noPolicyError(agent);
+    await this.checkOperator(agent, policy, false);
     const proof = (await this.policies.prove(policy.allowlistRoot, merchant)) ?? NO_LEAF;
     const swap = this.swapCheck(agent, policy, amount);
     const check = await this.ops.check(agent.policyAddress, merchant, proof, amount);

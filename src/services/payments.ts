@@ -96,6 +96,7 @@ export class PaymentService {
     const admission = await this.decisions.admit(pc.agent, pc.merchant, { fresh: false });
     timer.mark("policy");
     if (admission.status === "no_policy") throw noPolicyError(pc.agent);
+    await this.decisions.checkOperator(pc.agent, admission.policy, admission.status === "admitted" && admission.cached);
     if (admission.status === "not_allowed") return this.block(pc, { amount: maxAmount, reason: "merchant_not_allowed", proof: NO_LEAF });
 
     // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
@@ -112,12 +113,14 @@ export class PaymentService {
     // The wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
     const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount, atCeiling);
     timer.mark("simulate");
+    // Read again after a cached refusal: what it found is checked like the first read.
+    if (decision.policy !== admission.policy) await this.decisions.checkOperator(pc.agent, decision.policy, false);
     if (decision.status === "block") return this.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof });
     if (decision.status === "requires_approval") return this.requestApproval(pc, quote, maxAmount);
     const swap = await this.swapStep(pc, decision.swap, quote.amount);
     timer.mark("swapQuote");
     if ("blocked" in swap) return swap.blocked;
-    return this.settlement.execute({
+    const paid = this.settlement.execute({
       txnId: newTxnId(),
       base: this.ledgerBase(pc, null),
       seller: pc.seller,
@@ -130,6 +133,9 @@ export class PaymentService {
       gasChecked,
       ...swap,
     });
+    // A failed payment reads the policy again next time: a stale copy (another operator, say) fails once, not in a loop.
+    paid.catch(() => this.decisions.policies.forget(pc.agent));
+    return paid;
   }
 
   /**

@@ -38,6 +38,8 @@ export interface OnchainPolicy extends PolicyFields {
   spentToday: bigint;
   spending: Spending;
   lastUpdated: number | null;
+  /** Who may authorise its payments: a key, or an OperatorSet of keys (null when not deployed). */
+  operator: string | null;
 }
 
 /** An allowlist as the service keeps it: entries, per-entry caps, and the leaf form its root was built with. */
@@ -61,6 +63,7 @@ const UNDEPLOYED: OnchainPolicy = {
   spentToday: 0n,
   spending: NO_SPENDING,
   lastUpdated: null,
+  operator: null,
 };
 
 const HOUR = 3_600;
@@ -115,11 +118,12 @@ export class PolicyService {
       readOf(contract, "spentToday"),
       readOf(contract, "lastTimestamp", 0),
       readOf(contract, "spending"),
+      readOf(contract, "operator"),
     ] as const;
   }
 
-  async fromReads(policyAddress: string, [policy, paused, spent, last, w]: PolicyReadResults): Promise<OnchainPolicy> {
-    if (policy === null || paused === null || spent === null || last === null || w === null) {
+  async fromReads(policyAddress: string, [policy, paused, spent, last, w, operator]: PolicyReadResults): Promise<OnchainPolicy> {
+    if (policy === null || paused === null || spent === null || last === null || w === null || operator === null) {
       if (!(await this.ctx.chain.isDeployed(policyAddress))) return UNDEPLOYED;
       throw new Error(`could not read the policy at ${policyAddress}`);
     }
@@ -141,6 +145,7 @@ export class PolicyService {
       spentToday: spent,
       spending: { hour: w.hour, paymentsThisHour: w.paymentsThisHour, day: w.day, week: w.week, month: w.month, lifetime: w.lifetime },
       lastUpdated: Number(last),
+      operator,
     };
   }
 
@@ -163,6 +168,11 @@ export class PolicyService {
       this.paymentCache.set(agent.address, { policy, seq });
     } else this.paymentCache.delete(agent.address);
     return { policy, cached: false };
+  }
+
+  /** Drops the payment path's copy (a payment failed on-chain: the next one reads the policy again). */
+  forget(agent: AgentDoc): void {
+    this.paymentCache.delete(agent.address);
   }
 
   /** The allowlist entries behind an on-chain root (the chain stores only the root). */

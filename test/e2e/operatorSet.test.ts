@@ -1,0 +1,90 @@
+/**
+ * Two instances whose agents' operator is the cluster's OperatorSet (each instance relays with its own member key):
+ * they pay as before (an instance asks the set once whether its key is in, then never per payment); an agent whose owner moved the operator to a key outside the set gets the 409 from either instance, which
+ * names the set as the operator to set back, and nothing is sent.
+ */
+import { expect } from "chai";
+import { Wallet } from "ethers";
+import { randomOwner } from "../helpers/stack";
+import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
+import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
+
+const USDC = 1_000_000n;
+
+describe("agents whose operator is the cluster's OperatorSet", () => {
+  let t: TwoInstances;
+  let seller: TestSeller;
+  const owner = randomOwner();
+
+  before(async () => {
+    t = await startTwoInstances({ env: {} });
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(t.b), usdc: t.b.svc.config.usdcAddress, price: USDC / 100n });
+  });
+  after(async () => {
+    await seller?.close();
+    await t?.close();
+  });
+
+  const pay = (s: TwoInstances["a"], a: { agentAddress: string; apiKey: string }) =>
+    s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent: "set" },
+    });
+
+  it("pays from either instance, asking the set's isOperator once per instance, not per payment", async () => {
+    const a = await t.a.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(t.a, a.agentAddress, 10n * USDC);
+    const set = t.chain.addresses.operatorSet;
+    expect(set).to.be.a("string");
+    expect((await t.a.svc.services.policies.onchainAt(a.agentAddress)).operator).to.equal(set);
+
+    // Every read A makes that targets the set (its isOperator), by payment.
+    const chain = t.a.svc.chain;
+    const readMany = chain.readMany.bind(chain);
+    let setReads = 0;
+    chain.readMany = (calls: readonly { target: string }[]) => {
+      setReads += calls.filter((c) => c.target.toLowerCase() === set?.toLowerCase()).length;
+      return readMany(calls as never);
+    };
+    const perPayment: number[] = [];
+    try {
+      for (const s of [t.a, t.b, t.a, t.b, t.a]) {
+        setReads = 0;
+        const res = await pay(s, a);
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        if (s === t.a) perPayment.push(setReads);
+      }
+    } finally {
+      chain.readMany = readMany;
+    }
+    expect(perPayment).to.deep.equal([1, 0, 0]);
+  });
+
+  it("refuses an agent moved to a key outside the set on both instances, naming the set to set back", async () => {
+    const a = await t.a.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(t.a, a.agentAddress, 10n * USDC);
+    const elsewhere = Wallet.createRandom().address;
+    const timestamp = t.a.now() + 1;
+    const signature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OPERATOR_TYPES, {
+      agent: a.agentAddress,
+      operator: elsewhere,
+      timestamp,
+    });
+    const relayer = Wallet.createRandom().connect(t.a.svc.chain.provider);
+    await t.a.svc.chain.provider.send("hardhat_setBalance", [relayer.address, "0xde0b6b3a7640000"]);
+    await (await t.a.svc.chain.policyAt(a.agentAddress, relayer).setOperator(elsewhere, timestamp, signature)).wait();
+
+    const nonces = () => Promise.all([t.a, t.b].map((s) => s.svc.chain.provider.getTransactionCount(s.svc.chain.operator.address)));
+    const before = await nonces();
+    for (const s of [t.a, t.b]) {
+      const res = await pay(s, a);
+      expect(res.status, JSON.stringify(res.body)).to.equal(409);
+      expect(res.body).to.include({ error: "conflict" });
+      expect(res.body.message)
+        .to.include(elsewhere)
+        .and.include(`SetOperator back to the service's operator ${t.chain.addresses.operatorSet}`);
+    }
+    expect(await nonces()).to.deep.equal(before);
+  });
+});
