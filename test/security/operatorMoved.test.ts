@@ -11,6 +11,7 @@ import { ownerKey } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
+import { agentHeaders, callTool, errorOf, mcpClient, textOf } from "../mcp/client";
 
 const USDC = 1_000_000n;
 
@@ -101,6 +102,24 @@ describe("an agent whose owner moved its operator away from this service", () =>
     const approvals = await s.api("GET", `/approvals?address=${a.agentAddress}`, { key: ownerApiKey });
     expect(JSON.stringify(approvals.body)).to.include(item.id);
     expect((await s.svc.store.approvals.findOne({ approvalId: item.id }))?.status).to.equal("pending");
+  });
+
+  it("answers the MCP pay tool with the same 409 as an isError result, and sends nothing", async () => {
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    const elsewhere = Wallet.createRandom().address;
+    await setOperatorOnChain(s, owner, a.policyContract, elsewhere);
+    const client = await mcpClient(s.url, agentHeaders(a));
+    try {
+      const nonceBefore = await nonce();
+      const r = await callTool(client, "pay", { serviceUrl: seller.resource, maxAmount: "5", intent: "operator over MCP" });
+      expect(r.isError, textOf(r)).to.equal(true);
+      expect(errorOf(r)).to.include({ error: "conflict", status: 409 });
+      expect(errorOf(r).message).to.include("set another operator on-chain").and.include(elsewhere);
+      expect(await nonce()).to.equal(nonceBefore);
+    } finally {
+      await client.close();
+    }
   });
 
   it("reads the policy's operator in the policy's one round trip", async () => {
