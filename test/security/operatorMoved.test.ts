@@ -102,6 +102,13 @@ describe("an agent whose owner moved its operator away from this service", () =>
     const approvals = await s.api("GET", `/approvals?address=${a.agentAddress}`, { key: ownerApiKey });
     expect(JSON.stringify(approvals.body)).to.include(item.id);
     expect((await s.svc.store.approvals.findOne({ approvalId: item.id }))?.status).to.equal("pending");
+
+    // Set back: a new decision (each signature works once) pays it.
+    await setOperatorOnChain(s, owner, a.policyContract, s.svc.chain.operator.address);
+    const again = await approvalDecision(s, owner, item, "approve", s.now() + 1);
+    const paid = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: again });
+    expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
+    expect(paid.body).to.include({ id: item.id, status: "approved", amount: "1" });
   });
 
   it("answers the MCP pay tool with the same 409 as an isError result, and sends nothing", async () => {
