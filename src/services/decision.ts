@@ -6,7 +6,7 @@
 import { bind, readOf } from "../chain/contracts";
 import { type CheckWithBalance, PolicyOps } from "../chain/policyOps";
 import { Decision, type OnchainReasonName } from "../chain/reasons";
-import { AppError, conflict } from "../errors";
+import { AppError, conflict, unavailable } from "../errors";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { AgentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
@@ -81,8 +81,15 @@ export class PolicyDecisions {
     if (policy.operator === null || (await this.relaysAs(policy.operator))) return;
     if (cached) return this.checkOperator(agent, (await this.policies.forPayment(agent, true)).policy, false);
     // The address to set back: the factory's default operator (the OperatorSet of a cluster), read on this rare path.
-    const [byDefault] = await this.ctx.chain.readMany([readOf(this.ctx.chain.factory, "defaultOperator")]).catch(() => [null]);
-    throw foreignOperatorError(agent, policy.operator, byDefault ?? this.ctx.chain.operator.address);
+    const { chain } = this.ctx;
+    const [byDefault] = await chain.readMany([readOf(chain.factory, "defaultOperator")]).catch(() => [null]);
+    if (byDefault?.toLowerCase() === policy.operator.toLowerCase()) {
+      // Not the owner's doing: this instance's key is not (or no longer) in the service's own set.
+      throw unavailable(
+        `This instance's operator key ${chain.operator.address} is not a member of the service's OperatorSet ${byDefault}; nothing was sent. Another instance can pay; its operators add the key with scripts/operators.ts.`,
+      );
+    }
+    throw foreignOperatorError(agent, policy.operator, byDefault ?? chain.operator.address);
   }
 
   /** Whether this instance may act as `operator`: its own key, or a contract (OperatorSet) whose isOperator counts it in. */

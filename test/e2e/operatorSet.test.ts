@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { Wallet } from "ethers";
-import { randomOwner } from "../helpers/stack";
+import { randomOwner, startStack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
@@ -86,5 +86,32 @@ describe("agents whose operator is the cluster's OperatorSet", () => {
         .and.include(`SetOperator back to the service's operator ${t.chain.addresses.operatorSet}`);
     }
     expect(await nonces()).to.deep.equal(before);
+  });
+
+  it("answers 503 from an instance whose key is not in the set (not the owner's doing), sending nothing", async () => {
+    const a = await t.a.onboard(owner, { allowlist: ["127.0.0.1"] });
+    const { mongodbUri, mongodbDb, walletEncryptionKey } = t.a.svc.config;
+    const outsider = Wallet.createRandom();
+    const c = await startStack(
+      {
+        MONGODB_URI: mongodbUri,
+        MONGODB_DB: mongodbDb,
+        WALLET_ENCRYPTION_KEY: walletEncryptionKey,
+        INSTANCE_ID: "inst-c",
+        LOG_LEVEL: "warn",
+      },
+      { embeddedChain: t.chain, operatorPrivateKey: outsider.privateKey },
+    );
+    try {
+      const res = await pay(c, a);
+      expect(res.status, JSON.stringify(res.body)).to.equal(503);
+      expect(res.body).to.include({ error: "unavailable" });
+      expect(res.body.message)
+        .to.include(outsider.address)
+        .and.include(`not a member of the service's OperatorSet ${t.chain.addresses.operatorSet}`);
+      expect(await c.svc.chain.provider.getTransactionCount(outsider.address)).to.equal(0);
+    } finally {
+      await c.close();
+    }
   });
 });
