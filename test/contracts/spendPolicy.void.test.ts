@@ -1,9 +1,26 @@
 import { expect } from "chai";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { paymentId, policyFixture, signTransfer, transferOf, usdc } from "../helpers/policyFixture";
+import { paymentId, policyFixture, signTransfer, transferOf, usdc, type TransferValues } from "../helpers/policyFixture";
 
 const INVALID = "0xffffffff";
 const VOID = 2n;
+
+type Fixture = Awaited<ReturnType<typeof policyFixture>>;
+
+/** USDC's transferWithAuthorization (bytes overload) from the agent wallet, as a facilitator settles it. */
+function settle({ token, agent, other }: Fixture, id: string, t: TransferValues, sig: string) {
+  return token
+    .connect(other)
+    ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+      agent,
+      t.payTo,
+      t.amount,
+      t.validAfter,
+      t.validBefore,
+      id,
+      sig,
+    );
+}
 
 /** voidUnrecordedPayment: recovery's way to make sure an interrupted run's authorisation can never land. */
 describe("SpendPolicy voidUnrecordedPayment", function () {
@@ -47,24 +64,12 @@ describe("SpendPolicy voidUnrecordedPayment", function () {
   });
 
   it("reverts SpendPolicyPaymentExists for a settled payment", async function () {
-    const { policy, operator, pay, transfers, token, agent, agentKey, other } = await loadFixture(policyFixture);
+    const f = await loadFixture(policyFixture);
+    const { policy, operator, pay, transfers, token, agent, agentKey } = f;
     const id = paymentId();
     await pay(usdc(1), "api.example.com", { id });
     const t = transfers.get(id)!;
-    const sig = await signTransfer(agentKey, token, agent, id, t);
-    await (
-      await token
-        .connect(other)
-        ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-          agent,
-          t.payTo,
-          t.amount,
-          t.validAfter,
-          t.validBefore,
-          id,
-          sig,
-        )
-    ).wait();
+    await (await settle(f, id, t, await signTransfer(agentKey, token, agent, id, t))).wait();
     await expect(policy.connect(operator).voidUnrecordedPayment(id))
       .to.be.revertedWithCustomError(policy, "SpendPolicyPaymentExists")
       .withArgs(id);
@@ -91,25 +96,14 @@ describe("SpendPolicy voidUnrecordedPayment", function () {
   });
 
   it("never answers ERC-1271 for a void paymentId, and USDC refuses its transfer", async function () {
-    const { policy, operator, token, agent, agentKey, merchant, other } = await loadFixture(policyFixture);
+    const f = await loadFixture(policyFixture);
+    const { policy, operator, token, agent, agentKey, merchant } = f;
     const id = paymentId();
     await (await policy.connect(operator).voidUnrecordedPayment(id)).wait();
     const t = await transferOf(usdc(1), merchant.address);
     const sig = await signTransfer(agentKey, token, agent, id, t);
     expect(await policy.isValidSignature(await policy.transferDigest(id, t), sig)).to.equal(INVALID);
-    await expect(
-      token
-        .connect(other)
-        ["transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-          agent,
-          t.payTo,
-          t.amount,
-          t.validAfter,
-          t.validBefore,
-          id,
-          sig,
-        ),
-    ).to.be.revertedWith("FiatTokenV2: invalid signature");
+    await expect(settle(f, id, t, sig)).to.be.revertedWith("FiatTokenV2: invalid signature");
   });
 
   it("refuses releasePayment and swapForPayment of a void paymentId (SpendPolicyUnknownPayment)", async function () {
