@@ -134,8 +134,9 @@ describe("hostile callers against the service", () => {
   it("charges the owner's gas allowance for an authorisation that reverts because the owner set another operator, once", async () => {
     const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
     await mintUsdc(s, a.agentAddress, 10_000_000n);
-    // The payment path caches the policy (here with a refusal recorded on-chain); the indexer does not run below, so
+    // The payment path caches the policy (here with a refusal recorded on-chain); the indexer is held back below, so
     // the cache still names this service as operator: the stale case the contract's revert is the backstop for.
+    await s.svc.indexer.stop();
     const warm = await s.api("POST", "/pay", {
       key: a.apiKey,
       body: { agentAddress: a.agentAddress, serviceUrl: "https://not-allowed.example/warm", maxAmount: "1", intent: "edge" },
@@ -177,6 +178,7 @@ describe("hostile callers against the service", () => {
       expect(seller.hits.paid).to.equal(0);
     } finally {
       await seller.close();
+      s.svc.indexer.start(500, () => s.svc.indexerLease.hold());
     }
   });
 });

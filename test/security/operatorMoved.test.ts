@@ -40,6 +40,8 @@ describe("an agent whose owner moved its operator away from this service", () =>
 
   before(async () => {
     s = await startStack();
+    // The indexer runs when a test says so: the cached policy goes stale exactly where a test wants it to.
+    await s.svc.indexer.stop();
     seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
     owner = randomOwner();
     ownerApiKey = await ownerKey(s, owner);
