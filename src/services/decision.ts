@@ -43,12 +43,15 @@ export function foreignOperatorError(agent: AgentDoc, operator: string, ours: st
 
 export class PolicyDecisions {
   private readonly ops: PolicyOps;
-  /** Operator contracts seen to count this instance's key in (a "no" is asked again: it is the rare path). */
+  /**
+   * Operator contracts seen to count this instance's key in (a "no" is asked again: it is the rare path). Forgotten
+   * when a payment fails (forget): a key taken out of the set then costs one reverted authorisation, not one per retry.
+   */
   private readonly ourOperatorSets = new Set<string>();
 
   constructor(
     private readonly ctx: ServiceContext,
-    readonly policies: PolicyService,
+    private readonly policies: PolicyService,
     private readonly swaps: SwapService,
   ) {
     this.ops = new PolicyOps(ctx.chain);
@@ -90,6 +93,12 @@ export class PolicyDecisions {
       );
     }
     throw foreignOperatorError(agent, policy.operator, byDefault ?? chain.operator.address);
+  }
+
+  /** Drops what was read of the agent's policy and of the operator sets: the next payment reads both again. */
+  forget(agent: AgentDoc): void {
+    this.policies.forget(agent);
+    this.ourOperatorSets.clear();
   }
 
   /** Whether this instance may act as `operator`: its own key, or a contract (OperatorSet) whose isOperator counts it in. */

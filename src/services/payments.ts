@@ -133,8 +133,9 @@ export class PaymentService {
       gasChecked,
       ...swap,
     });
-    // A failed payment reads the policy again next time: a stale copy (another operator, say) fails once, not in a loop.
-    paid.catch(() => this.decisions.policies.forget(pc.agent));
+    // A failed payment reads the policy (and the operator set) again next time: a stale copy (another operator, a key
+    // taken out of the set) fails once, not in a loop.
+    paid.catch(() => this.decisions.forget(pc.agent));
     return paid;
   }
 

@@ -1,7 +1,8 @@
 /**
  * Two instances whose agents' operator is the cluster's OperatorSet (each instance relays with its own member key):
  * they pay as before (an instance asks the set once whether its key is in, then never per payment); an agent whose owner moved the operator to a key outside the set gets the 409 from either instance, which
- * names the set as the operator to set back, and nothing is sent.
+ * names the set as the operator to set back, and nothing is sent. An instance whose key is taken out of the set asks it
+ * again after the payment that reverted, and answers 503 from then on.
  */
 import { expect } from "chai";
 import { Wallet } from "ethers";
@@ -9,6 +10,7 @@ import { randomOwner, startStack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
+import { bind } from "../../src/chain/contracts";
 
 const USDC = 1_000_000n;
 
@@ -112,6 +114,29 @@ describe("agents whose operator is the cluster's OperatorSet", () => {
       expect(await c.svc.chain.provider.getTransactionCount(outsider.address)).to.equal(0);
     } finally {
       await c.close();
+    }
+  });
+
+  it("asks the set again after a failed payment: an instance whose key was removed answers 503 from then on, not a revert per retry", async () => {
+    const a = await t.b.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(t.b, a.agentAddress, 10n * USDC);
+    expect((await pay(t.b, a)).status).to.equal(200); // B has seen its key in the set
+    const set = bind("OperatorSet", t.chain.addresses.operatorSet!, new Wallet(t.chain.factoryOwner.privateKey, t.b.svc.chain.provider));
+    const key = t.b.svc.chain.operator.address;
+    await (await set.getFunction("removeOperator")(key)).wait();
+    try {
+      const nonce = () => t.b.svc.chain.provider.getTransactionCount(key);
+      // The first attempt still trusts what it saw: its authorisation reverts (charged), and it answers 502.
+      expect((await pay(t.b, a)).status).to.equal(502);
+      const before = await nonce();
+      for (let i = 0; i < 3; i++) {
+        const res = await pay(t.b, a);
+        expect(res.status, JSON.stringify(res.body)).to.equal(503);
+        expect(res.body.message).to.include(key);
+      }
+      expect(await nonce()).to.equal(before);
+    } finally {
+      await (await set.getFunction("addOperator")(key)).wait();
     }
   });
 });
