@@ -9,7 +9,7 @@ import { Wallet } from "ethers";
 import { randomOwner, startStack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
+import { setOperatorOnChain } from "../helpers/owner";
 import { bind } from "../../src/chain/contracts";
 
 const USDC = 1_000_000n;
@@ -67,15 +67,7 @@ describe("agents whose operator is the cluster's OperatorSet", () => {
     const a = await t.a.onboard(owner, { allowlist: ["127.0.0.1"] });
     await mintUsdc(t.a, a.agentAddress, 10n * USDC);
     const elsewhere = Wallet.createRandom().address;
-    const timestamp = t.a.now() + 1;
-    const signature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OPERATOR_TYPES, {
-      agent: a.agentAddress,
-      operator: elsewhere,
-      timestamp,
-    });
-    const relayer = Wallet.createRandom().connect(t.a.svc.chain.provider);
-    await t.a.svc.chain.provider.send("hardhat_setBalance", [relayer.address, "0xde0b6b3a7640000"]);
-    await (await t.a.svc.chain.policyAt(a.agentAddress, relayer).setOperator(elsewhere, timestamp, signature)).wait();
+    await setOperatorOnChain(t.a, owner, a.agentAddress, elsewhere);
 
     const nonces = () => Promise.all([t.a, t.b].map((s) => s.svc.chain.provider.getTransactionCount(s.svc.chain.operator.address)));
     const before = await nonces();

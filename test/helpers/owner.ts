@@ -1,6 +1,7 @@
 /** Owner helpers for API tests: Sign-In with Ethereum the way a wallet does it (EIP-4361, personal_sign). */
-import type { Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
+import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
 import type { ApiResponse, Stack } from "./stack";
 
 export interface SiweOverrides {
@@ -60,4 +61,24 @@ export async function linkedAgent(s: Stack, owner: Wallet, body: Record<string, 
   const res = await s.api("POST", "/agents/link", { body: await s.signLink(owner, agent.agentAddress) });
   if (res.status !== 200) throw new Error(`link failed: ${res.status} ${JSON.stringify(res.body)}`);
   return agent;
+}
+
+let operatorChanges = 0;
+
+/**
+ * The owner's SetOperator for `policyContract`, relayed straight on the contract by a stranger with its own ETH (not
+ * through the service, not from its key), as the owner or anyone holding the signature could.
+ */
+export async function setOperatorOnChain(s: Stack, owner: Wallet, policyContract: string, operator: string): Promise<void> {
+  const { chain } = s.svc;
+  // Each signature's timestamp must be newer than the last one the policy took.
+  const timestamp = s.now() + operatorChanges++;
+  const signature = await owner.signTypedData(policyDomain(8453, policyContract), SET_OPERATOR_TYPES, {
+    agent: policyContract,
+    operator,
+    timestamp,
+  });
+  const relayer = Wallet.createRandom().connect(chain.provider);
+  await chain.provider.send("hardhat_setBalance", [relayer.address, "0xde0b6b3a7640000"]);
+  await (await chain.policyAt(policyContract, relayer).setOperator(operator, timestamp, signature)).wait();
 }

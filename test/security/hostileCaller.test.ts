@@ -7,8 +7,8 @@ import { Wallet } from "ethers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
 import { mintUsdc, startMisbehavingSeller } from "../helpers/sellers";
-import { ownerKey } from "../helpers/owner";
-import { SET_OPERATOR_TYPES, SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
+import { ownerKey, setOperatorOnChain } from "../helpers/owner";
+import { SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
 import { NO_LEAF } from "../../src/policy/allowlist";
 
 const ONCHAIN_BLOCKS = 3;
@@ -92,15 +92,8 @@ describe("hostile callers against the service", () => {
   it("answers a refusal whose on-chain record reverts (the operator moved after the policy was read) as blocked, never a 500, within the on-chain cap", async () => {
     const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
     // The owner's SetOperator, relayable by anyone: this service no longer relays for the agent.
-    const timestamp = s.now();
-    const operator = Wallet.createRandom().address;
-    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_OPERATOR_TYPES, {
-      agent: a.agentAddress,
-      operator,
-      timestamp,
-    });
+    await setOperatorOnChain(s, owner, a.policyContract, Wallet.createRandom().address);
     const { chain } = s.svc;
-    await chain.sendAndWait((o) => chain.policyAt(a.policyContract).setOperator(operator, timestamp, signature, o));
 
     // POST /pay reads the operator first and answers 409 (operatorMoved.test.ts); the record's own catch is for an
     // operator moved between that read and the send, so the refusal is recorded here as the payment path does it.
@@ -142,15 +135,8 @@ describe("hostile callers against the service", () => {
       body: { agentAddress: a.agentAddress, serviceUrl: "https://not-allowed.example/warm", maxAmount: "1", intent: "edge" },
     });
     expect(warm.status, JSON.stringify(warm.body)).to.equal(422);
-    const timestamp = s.now();
-    const operator = Wallet.createRandom().address;
-    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_OPERATOR_TYPES, {
-      agent: a.agentAddress,
-      operator,
-      timestamp,
-    });
+    await setOperatorOnChain(s, owner, a.policyContract, Wallet.createRandom().address);
     const { chain } = s.svc;
-    await chain.sendAndWait((o) => chain.policyAt(a.policyContract).setOperator(operator, timestamp, signature, o));
     const seller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress });
     try {
       const ownerApiKey = await ownerKey(s, owner);

@@ -7,30 +7,12 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
-import { ownerKey } from "../helpers/owner";
+import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
 import { agentHeaders, callTool, errorOf, mcpClient, textOf } from "../mcp/client";
 
 const USDC = 1_000_000n;
-
-let signed = 0;
-
-/** The owner's SetOperator, sent by a stranger with its own ETH (not through the service, not from its key). */
-async function setOperatorOnChain(s: Stack, owner: Wallet, policyContract: string, operator: string): Promise<void> {
-  const { chain } = s.svc;
-  // Each signature's timestamp must be newer than the last one the policy took.
-  const timestamp = s.now() + signed++;
-  const signature = await owner.signTypedData(policyDomain(8453, policyContract), SET_OPERATOR_TYPES, {
-    agent: policyContract,
-    operator,
-    timestamp,
-  });
-  const relayer = Wallet.createRandom().connect(chain.provider);
-  await chain.provider.send("hardhat_setBalance", [relayer.address, "0xde0b6b3a7640000"]);
-  await (await chain.policyAt(policyContract, relayer).setOperator(operator, timestamp, signature)).wait();
-}
 
 describe("an agent whose owner moved its operator away from this service", () => {
   let s: Stack;
