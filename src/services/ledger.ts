@@ -19,11 +19,14 @@ export class LedgerService {
     else if (principal.role === "owner") filter.ownerAddress = principal.ownerAddress;
     if (q.address) filter.agentAddress = q.address;
     if (q.status) filter.status = q.status;
-    const docs = await this.ctx.store.payments.find(filter).sort({ createdAt: -1, _id: -1 }).skip(q.offset).limit(q.limit).toArray();
-    // A page short of the limit that is not past the end is the end: it tells the total, with no count (a store round
-    // trip less for most agents' ledgers). A full page, or an empty one past the end, is counted.
+    // The page and the total are asked side by side (one round trip of waiting, not two). A page short of the limit
+    // that is not past the end is the end: it tells the total itself, and the count is not waited for.
+    const page = this.ctx.store.payments.find(filter).sort({ createdAt: -1, _id: -1 }).skip(q.offset).limit(q.limit).toArray();
+    const counted = this.ctx.store.payments.countDocuments(filter);
+    counted.catch(() => undefined); // not awaited when the page tells the total
+    const docs = await page;
     const ends = docs.length < q.limit && (docs.length > 0 || q.offset === 0);
-    const total = ends ? q.offset + docs.length : await this.ctx.store.payments.countDocuments(filter);
+    const total = ends ? q.offset + docs.length : await counted;
     return { transactions: docs.map((d) => this.view(d)), total, limit: q.limit, offset: q.offset };
   }
 
