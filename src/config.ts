@@ -65,6 +65,7 @@ const EnvSchema = z.object({
   SIGNATURE_WINDOW: z.coerce.number().int().min(30).max(900).default(300),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(100),
+  API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   PAYMENT_LEASE_MS: z.coerce.number().int().min(1).default(180_000),
   INSTANCE_ID: z
     .string()
@@ -128,6 +129,8 @@ const ConfigSchema = EnvSchema.transform((e) => {
     signatureWindowSeconds: e.SIGNATURE_WINDOW,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
+    /** How long a key lookup answers read-only requests on this instance without reading the store (0: never). */
+    apiKeyCacheMs: e.API_KEY_CACHE_MS,
     sellerTimeoutMs: e.SELLER_TIMEOUT_MS,
     paymentLeaseMs: e.PAYMENT_LEASE_MS,
     /** This instance's id among those sharing the database (default: its operator address). */

@@ -11,9 +11,20 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+export const UNKNOWN_KEY = "The API key is unknown, revoked or expired.";
+
 export function bearerToken(header: string): string | null {
   const m = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? m[1] : null;
+}
+
+/**
+ * The requests a remembered key lookup may answer (KeyService.lookup's forRead): reads an agent polls, which change
+ * nothing and reveal no secret; and /mcp, which reads the key again for any message but a read-only one (routes/mcp.ts).
+ */
+export function remembersKey(method: string, path: string): boolean {
+  if (method === "POST") return path === "/mcp";
+  return method === "GET" && (path === "/ledger" || path === "/limits" || path === "/approvals" || path.startsWith("/ledger/"));
 }
 
 /**
@@ -49,12 +60,13 @@ export function authenticate(keys: KeyService, registrationToken: string | undef
       if (registrationToken && sameSecret(token, registrationToken)) {
         ctx.state.principal = { role: "registrar" };
       } else {
-        const principal = await keys.resolve(token);
-        if (!principal) {
+        const found = await keys.lookup(token, remembersKey(ctx.method, ctx.path));
+        if (!found) {
           await blocked();
-          return refuse(ctx.ip, "The API key is unknown, revoked or expired.");
+          return refuse(ctx.ip, UNKNOWN_KEY);
         }
-        ctx.state.principal = principal;
+        ctx.state.principal = found.principal;
+        ctx.state.principalRemembered = found.remembered;
       }
     }
     await next();

@@ -4,6 +4,11 @@ import type { Principal } from "../services/keys";
 export interface AppState {
   requestId: string;
   principal?: Principal;
+  /**
+   * The principal came from this instance's memory of recent key lookups (KeyService.lookup), not from the store:
+   * only on the read requests that allow it (auth.ts). A route that finds it must change something reads the key again.
+   */
+  principalRemembered?: boolean;
 }
 
 export type AppContext = ParameterizedContext<AppState>;

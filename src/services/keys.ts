@@ -17,8 +17,44 @@ export function maskKey(prefix: string): string {
   return `${prefix}…`;
 }
 
+/** How many looked-up keys an instance remembers for reads; past it the oldest are forgotten. */
+const CACHE_ENTRIES = 10_000;
+const KEY_FORMAT = /^sk_[0-9a-f]{64}$/;
+
+interface CachedKey {
+  principal: Principal;
+  /** The key's own expiry (owner keys), ms. */
+  expiresAt: number | null;
+  /** Until when this lookup may stand in for a read of the store, ms. */
+  until: number;
+}
+
+export interface KeyCacheOptions {
+  /** How long a lookup may answer a read-only request without reading the store again (0: never). */
+  cacheMs?: number;
+  clock?: () => number;
+}
+
+/**
+ * Keys, and a short memory of looked-up keys for read-only requests (`lookup(key, true)`). A key revoked
+ * on this instance is refused by every request at once; one revoked on another instance sharing the store is refused
+ * at once by every request that can move money or change anything (they always read the store), and by reads within
+ * `cacheMs`.
+ */
 export class KeyService {
-  constructor(private readonly keys: Collection<ApiKeyDoc>) {}
+  private readonly cache = new Map<string, CachedKey>();
+  /** Moves on every revocation here: a lookup that began before one is not remembered. */
+  private generation = 0;
+  private readonly cacheMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly keys: Collection<ApiKeyDoc>,
+    opts: KeyCacheOptions = {},
+  ) {
+    this.cacheMs = opts.cacheMs ?? 0;
+    this.now = opts.clock ?? Date.now;
+  }
 
   /** Issues a key and returns it in clear: the only time it exists outside the caller. */
   async issue(doc: { role: "agent"; agentAddress: string } | { role: "owner"; ownerAddress: string; expiresAt: Date }): Promise<string> {
@@ -27,24 +63,68 @@ export class KeyService {
     return key;
   }
 
-  /** Revokes every live key of an agent, or of an owner; the number revoked. They answer 401 at once. */
+  /**
+   * Revokes every live key of an agent, or of an owner; the number revoked. They answer 401 at once here, and on other
+   * instances at once to anything that can change something, to reads within `cacheMs`.
+   */
   async revokeAll(who: { agentAddress: string } | { ownerAddress: string }): Promise<number> {
     const filter =
       "agentAddress" in who
         ? { role: "agent" as const, agentAddress: who.agentAddress }
         : { role: "owner" as const, ownerAddress: who.ownerAddress };
-    const r = await this.keys.updateMany({ ...filter, revokedAt: { $exists: false } }, { $set: { revokedAt: new Date() } });
-    return r.modifiedCount;
+    this.forgetAll();
+    try {
+      const r = await this.keys.updateMany({ ...filter, revokedAt: { $exists: false } }, { $set: { revokedAt: new Date() } });
+      return r.modifiedCount;
+    } finally {
+      // Lookups that read the store while the update ran may have seen the key live.
+      this.forgetAll();
+    }
   }
 
-  /** The principal a key stands for, or null when it is unknown, revoked or expired. */
+  /** The principal a key stands for, read from the store; null when it is unknown, revoked or expired. */
   async resolve(key: string): Promise<Principal | null> {
-    if (!/^sk_[0-9a-f]{64}$/.test(key)) return null;
-    const doc = await this.keys.findOne({ hash: hashKey(key) });
-    if (!doc || doc.revokedAt) return null;
-    if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) return null;
-    if (doc.role === "agent" && doc.agentAddress) return { role: "agent", agentAddress: doc.agentAddress, keyPrefix: doc.prefix };
-    if (doc.role === "owner" && doc.ownerAddress) return { role: "owner", ownerAddress: doc.ownerAddress, keyPrefix: doc.prefix };
-    return null;
+    return (await this.lookup(key, false))?.principal ?? null;
   }
+
+  /**
+   * The same, but `forRead` lets a lookup of this key made here within `cacheMs` answer instead of the store (then
+   * `remembered` is true): only for requests that change nothing (see the class comment).
+   */
+  async lookup(key: string, forRead: boolean): Promise<{ principal: Principal; remembered: boolean } | null> {
+    if (!KEY_FORMAT.test(key)) return null;
+    const hash = hashKey(key);
+    if (forRead) {
+      const hit = this.cache.get(hash);
+      const now = this.now();
+      if (hit && hit.until > now && (hit.expiresAt === null || hit.expiresAt > now)) return { principal: hit.principal, remembered: true };
+    }
+    const [generation, readAt] = [this.generation, this.now()];
+    const doc = await this.keys.findOne({ hash });
+    const principal = doc && !doc.revokedAt ? principalOf(doc) : null;
+    const expiresAt = doc?.expiresAt ? doc.expiresAt.getTime() : null;
+    if (!principal || (expiresAt !== null && expiresAt <= this.now())) {
+      this.cache.delete(hash);
+      return null;
+    }
+    if (this.cacheMs > 0 && generation === this.generation) {
+      this.cache.delete(hash); // re-inserted last: the oldest lookups are the first forgotten
+      this.cache.set(hash, { principal, expiresAt, until: readAt + this.cacheMs });
+      if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    return { principal, remembered: false };
+  }
+
+  private forgetAll(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+}
+
+function principalOf(doc: ApiKeyDoc): Principal | null {
+  if (doc.role === "agent" && doc.agentAddress)
+    return Object.freeze({ role: "agent", agentAddress: doc.agentAddress, keyPrefix: doc.prefix });
+  if (doc.role === "owner" && doc.ownerAddress)
+    return Object.freeze({ role: "owner", ownerAddress: doc.ownerAddress, keyPrefix: doc.prefix });
+  return null;
 }

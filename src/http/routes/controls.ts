@@ -61,7 +61,12 @@ export const OWNER_OPERATIONS = [
     auth: "owner",
     input: z.object({ params: AGENT_PATH }),
     notFound: agentNotFound,
-    responses: { 201: json("the new agent key; the old ones answer 401 from now on", AgentKeyResponse) },
+    responses: {
+      201: json(
+        "the new agent key; the old ones answer 401 from now on (other instances may answer their reads for API_KEY_CACHE_MS)",
+        AgentKeyResponse,
+      ),
+    },
     errors: ["unauthorized", "forbidden", "not_found"],
     handle: async ({ input, principal, deps: { s } }) => {
       const agent = await s.agents.authorize(principal, input.params.address);

@@ -7,7 +7,8 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { z } from "zod";
 import { AppError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
 import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
-import type { ToolCaller } from "../../mcp/tools";
+import { TOOLS, type ToolCaller } from "../../mcp/tools";
+import { UNKNOWN_KEY, bearerToken } from "../auth";
 import type { Services } from "../../services";
 import type { AgentDoc } from "../../store/documents";
 import { Address } from "../../schemas/common";
@@ -42,6 +43,18 @@ async function callerOf(s: Services, principal: ToolCaller["principal"], address
   }
   const doc = await s.agents.authorize(principal, address);
   return { principal, address: doc.address, agent: () => Promise.resolve(doc) };
+}
+
+/** Tools that change nothing (their readOnlyHint): a call of one may run on a remembered key lookup. */
+const READ_TOOLS = new Set(TOOLS.filter((t) => t.annotations.readOnlyHint === true).map((t) => t.name));
+
+/** A message that can change nothing: tools/list, ping, a read-only tool's call, or a response or notification. */
+function changesNothing(m: unknown): boolean {
+  if (typeof m !== "object" || m === null) return false;
+  const { method, params } = m as { method?: unknown; params?: { name?: unknown } };
+  if (method === undefined) return true; // a response: the stateless server asked nothing, so it is dropped
+  if (method === "tools/list" || method === "ping" || (typeof method === "string" && method.startsWith("notifications/"))) return true;
+  return method === "tools/call" && typeof params?.name === "string" && READ_TOOLS.has(params.name);
 }
 
 const namesInitialize = (m: unknown): boolean => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "initialize";
@@ -109,10 +122,18 @@ export const MCP_OPERATIONS = [
         ctx.body = { jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON." }, id: null };
         return;
       }
+      // A key lookup remembered for reads stands only for messages that change nothing; a payment reads the key again,
+      // so a key revoked on another instance never pays.
+      const messages = Array.isArray(message) ? (message as unknown[]) : [message];
+      if (ctx.state.principalRemembered && !messages.every(changesNothing)) {
+        // A key's role and agent never change: the caller stands once the key is found live.
+        const token = bearerToken(ctx.get("Authorization"));
+        if (!token || !(await s.ctx.keys.resolve(token))) throw unauthorized(UNKNOWN_KEY);
+      }
 
       // A server that answers an initialize keeps that client's capabilities: it serves that request only. Any message
       // named initialize counts, valid or not (the SDK's isInitializeRequest is a whole schema parse, failing on most).
-      const fresh = (Array.isArray(message) ? message : [message]).some(namesInitialize);
+      const fresh = messages.some(namesInitialize);
       const server = fresh ? createMcpServer() : servers.acquire();
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       ctx.respond = false; // the answer is written below

@@ -1,0 +1,139 @@
+/**
+ * An instance remembers a key lookup for API_KEY_CACHE_MS, for reads only (KeyService.lookup, auth.ts remembersKey).
+ * A stolen agent key that the owner rotates on one instance must never pay again, on any instance: what may outlive
+ * the rotation on another instance is reads, for that long. Here B remembers lookups for a minute, so that window is
+ * certain to be open while the test runs.
+ */
+import { expect } from "chai";
+import { randomBytes } from "node:crypto";
+import { KeyService, hashKey } from "../../src/services/keys";
+import { mintUsdc } from "../helpers/sellers";
+import { ownerKey } from "../helpers/owner";
+import { randomOwner, type ApiResponse, type Stack } from "../helpers/stack";
+import { expectErrorShape } from "../helpers/store";
+import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
+import { agentHeaders, callTool, mcpClient } from "../mcp/client";
+
+const USDC = 1_000_000n;
+
+/** A raw JSON-RPC POST to /mcp (one message or a batch), answered in full. */
+function mcpPost(s: Stack, agent: { agentAddress: string; apiKey: string }, body: unknown): Promise<ApiResponse> {
+  return s.api("POST", "/mcp", {
+    key: agent.apiKey,
+    body,
+    headers: { "X-Agent-Address": agent.agentAddress, Accept: "application/json, text/event-stream" },
+  });
+}
+
+const call = (id: number, name: string, args: Record<string, unknown> = {}) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args },
+});
+
+describe("key lookups remembered for reads, and a rotated key", () => {
+  let t: TwoInstances;
+  before(async () => {
+    t = await startTwoInstances({ env: { API_KEY_CACHE_MS: "60000" } });
+  });
+  after(async () => t?.close());
+
+  it("a key rotated on A never pays again on B, though B answers its reads from memory for a while", async () => {
+    const { a, b } = t;
+    const owner = randomOwner();
+    const agent = await a.onboard(owner, { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+    await mintUsdc(a, agent.agentAddress, 5n * USDC);
+    const sellUrl = `${a.url}/sell/agent-intel`;
+    const pay = { serviceUrl: sellUrl, maxAmount: "1", intent: "a report" };
+
+    // B reads with the key, and so remembers it.
+    expect((await b.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey })).status).to.equal(200);
+    const client = await mcpClient(b.url, agentHeaders(agent));
+    expect((await callTool(client, "list_transactions", { limit: 5 })).isError).to.not.equal(true);
+
+    const rotated = await a.api("POST", `/agents/${agent.agentAddress}/key`, { key: await ownerKey(a, owner) });
+    expect(rotated.status, JSON.stringify(rotated.body)).to.equal(201);
+    const fresh = { agentAddress: agent.agentAddress, apiKey: rotated.body.apiKey as string };
+
+    // A, where the rotation ran, refuses the old key at once, reads included.
+    expectErrorShape(await a.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey }), 401, "unauthorized");
+    expectErrorShape(await mcpPost(a, agent, call(1, "list_transactions")), 401, "unauthorized");
+
+    // B still answers reads from its memory of the key...
+    expect((await b.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey })).status).to.equal(200);
+    const read = await mcpPost(b, agent, call(2, "list_transactions", { limit: 5 }));
+    expect(read.status, JSON.stringify(read.body)).to.equal(200);
+    expect(read.body.result.structuredContent.total).to.equal(0);
+
+    // ...but anything that can pay or change something reads the key again, and is refused.
+    expectErrorShape(await mcpPost(b, agent, call(3, "pay", pay)), 401, "unauthorized");
+    expectErrorShape(await mcpPost(b, agent, [call(4, "list_transactions"), call(5, "pay", pay)]), 401, "unauthorized");
+    expectErrorShape(await mcpPost(b, agent, { jsonrpc: "2.0", id: 6, method: "initialize", params: {} }), 401, "unauthorized");
+    expectErrorShape(
+      await b.api("POST", "/pay", { key: agent.apiKey, body: { agentAddress: agent.agentAddress, ...pay } }),
+      401,
+      "unauthorized",
+    );
+    // Reads that show a secret are not answered from memory either.
+    expectErrorShape(await b.api("GET", `/wallet/activation?address=${agent.agentAddress}`, { key: agent.apiKey }), 401, "unauthorized");
+    await client.close();
+    expect(await a.svc.store.payments.countDocuments({ agentAddress: agent.agentAddress })).to.equal(0);
+
+    // The same payment with the new key goes through B: the old key was refused for being revoked, nothing else.
+    const paid = await mcpPost(b, fresh, call(7, "pay", pay));
+    expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
+    expect(paid.body.result.structuredContent.status, JSON.stringify(paid.body.result)).to.equal("approved");
+  });
+
+  describe("KeyService's memory", () => {
+    let now = Date.now();
+    const clock = () => now;
+    const keysOf = (cacheMs: number) => new KeyService(t.a.svc.store.apiKeys, { cacheMs, clock });
+    const newAgent = () => `0x${randomBytes(20).toString("hex")}`;
+
+    it("answers reads from memory for cacheMs after a read of the store, and never what is not a read", async () => {
+      const keys = keysOf(1_000);
+      const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
+      expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      expect((await keys.lookup(key, false))?.remembered).to.equal(false);
+      now += 999;
+      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      now += 1;
+      expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+      // Revoked elsewhere (straight in the store): forgotten once the memory runs out.
+      await t.a.svc.store.apiKeys.updateOne({ hash: hashKey(key) }, { $set: { revokedAt: new Date() } });
+      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      expect(await keys.resolve(key)).to.equal(null);
+      expect(await keys.lookup(key, true)).to.equal(null);
+    });
+
+    it("forgets every key at once when it revokes any, a lookup that raced the revocation included", async () => {
+      const keys = keysOf(60_000);
+      const agentAddress = newAgent();
+      const key = await keys.issue({ role: "agent", agentAddress });
+      await keys.lookup(key, true);
+      const racing = keys.lookup(key, false);
+      expect(await keys.revokeAll({ agentAddress })).to.equal(1);
+      await racing;
+      expect(await keys.lookup(key, true)).to.equal(null);
+    });
+
+    it("refuses an owner key from memory once the key itself expires", async () => {
+      const keys = keysOf(60_000);
+      const key = await keys.issue({ role: "owner", ownerAddress: newAgent(), expiresAt: new Date(now + 5_000) });
+      expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+      now += 4_999;
+      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      now += 1;
+      expect(await keys.lookup(key, true)).to.equal(null);
+    });
+
+    it("remembers nothing with cacheMs 0", async () => {
+      const keys = keysOf(0);
+      const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
+      for (let i = 0; i < 3; i++) expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+    });
+  });
+});
