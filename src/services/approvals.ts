@@ -196,9 +196,11 @@ export class ApprovalService {
         },
       );
     }
-    await this.ctx.signatures.consume("ApprovalDecision", digest);
     // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
+    // Read first: a refusal here (no policy, an operator the owner moved away) sends nothing and leaves the owner's
+    // signature usable, like a price rise. It is used up before anything is sent.
     const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount);
+    await this.ctx.signatures.consume("ApprovalDecision", digest);
     const refused = { approvalId: a.approvalId, txnId: a.txnId };
     let outcome: PayOutcome;
     const swap = decision.status === "block" ? null : await this.payments.swapStep(pc, decision.swap, quote.amount, refused);

@@ -9,6 +9,7 @@ import { Wallet } from "ethers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
+import { expectErrorShape } from "../helpers/store";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { agentHeaders, callTool, errorOf, mcpClient, textOf } from "../mcp/client";
 
@@ -87,12 +88,12 @@ describe("an agent whose owner moved its operator away from this service", () =>
     expect(JSON.stringify(approvals.body)).to.include(item.id);
     expect((await s.svc.store.approvals.findOne({ approvalId: item.id }))?.status).to.equal("pending");
 
-    // Set back: a new decision (each signature works once) pays it.
+    // Set back: the same signature pays it (the refusal did not use it up), and only once.
     await setOperatorOnChain(s, owner, a.policyContract, s.svc.chain.operator.address);
-    const again = await approvalDecision(s, owner, item, "approve", s.now() + 1);
-    const paid = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body: again });
+    const paid = await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body });
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
     expect(paid.body).to.include({ id: item.id, status: "approved", amount: "1" });
+    expectErrorShape(await s.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body }), 409);
   });
 
   it("answers the MCP pay tool with the same 409 as an isError result, and sends nothing", async () => {
