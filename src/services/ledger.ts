@@ -26,7 +26,9 @@ export class LedgerService {
     counted.catch(() => undefined); // not awaited when the page tells the total
     const docs = await page;
     const ends = docs.length < q.limit && (docs.length > 0 || q.offset === 0);
-    const total = ends ? q.offset + docs.length : await counted;
+    // The count may run before the page: never a total short of the entries shown (an empty page shows none).
+    const shown = docs.length > 0 ? q.offset + docs.length : 0;
+    const total = ends ? shown : Math.max(await counted, shown);
     return { transactions: docs.map((d) => this.view(d)), total, limit: q.limit, offset: q.offset };
   }
 

@@ -63,6 +63,20 @@ describe("ledger totals (a page and its total, the count beside the page)", () =
     }
   });
 
+  it("never answers a total short of the entries it shows (a count that ran before the page, and an entry since)", async () => {
+    const payments = s.svc.store.payments;
+    const count = payments.countDocuments.bind(payments);
+    // The count raced ahead of the page: it missed the newest entries the page then shows.
+    payments.countDocuments = async (...args: Parameters<typeof count>) => (await count(...args)) - 5;
+    try {
+      const res = await s.api("GET", `/ledger?address=${agent.agentAddress}&limit=${ENTRIES}`, { key: agent.apiKey });
+      expect(res.body.transactions).to.have.length(ENTRIES);
+      expect(res.body.total).to.equal(ENTRIES);
+    } finally {
+      payments.countDocuments = count;
+    }
+  });
+
   it("list_transactions answers the same page and total as GET /ledger", async () => {
     const client = await mcpClient(s.url, agentHeaders(agent));
     for (const args of [{ limit: 10 }, { limit: 10, offset: 20 }, { limit: 50 }, { limit: 10, offset: 30 }]) {
