@@ -19,8 +19,10 @@ export function bearerToken(header: string): string | null {
 }
 
 /**
- * The requests a remembered key lookup may answer (KeyService.lookup's forRead): reads an agent polls, which change
- * nothing and reveal no secret; and /mcp, which reads the key again for any message but a read-only one (routes/mcp.ts).
+ * The requests a remembered key lookup may answer (KeyService.lookup's forRead): reads an agent or owner polls, which
+ * reveal no secret and change nothing but housekeeping any poll does (GET /approvals expires approvals past their
+ * time); and /mcp, which reads the key again for any message but one of a read-only tool on this service's own data
+ * (routes/mcp.ts).
  */
 export function remembersKey(method: string, path: string): boolean {
   if (method === "POST") return path === "/mcp";

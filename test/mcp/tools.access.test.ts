@@ -161,6 +161,27 @@ describe("MCP tool server at /mcp: keys, agents and transport", () => {
     expect(bad.body.error).to.include({ code: -32700 });
   });
 
+  it("answers a batch whole when it cancels one of its own requests, instead of holding the connection open", async () => {
+    const a = await agent();
+    const call = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "list_transactions", arguments: {} } };
+    const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 3, reason: "hold it" } };
+    // The SDK never answers a cancelled request: without a bound this would wait until the server's request timeout.
+    const res = await fetch(`${s.url}/mcp`, {
+      method: "POST",
+      headers: { ...agentHeaders(a), "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+      body: JSON.stringify([call, cancel]),
+      signal: AbortSignal.timeout(5_000),
+    });
+    expect(res.status).to.equal(200);
+    type Answer = { id: number; result?: { structuredContent?: { total?: number } } };
+    // What is left of the batch is one request: the SDK answers it as one response.
+    const answers = ([] as Answer[]).concat((await res.json()) as Answer | Answer[]);
+    expect(answers.map((x) => x.id)).to.deep.equal([3]);
+    expect(answers[0].result?.structuredContent?.total).to.be.a("number");
+    // A cancellation alone (it names nothing in flight) is a notification like any other.
+    expect((await raw(agentHeaders(a), cancel)).status).to.equal(202);
+  });
+
   it("kept every tool answer within its output schema and logged no tool failure", () => {
     const problems = s.logs.filter((l) => l.includes("does not match its schema") || l.includes("mcp tool failed"));
     expect(problems).to.deep.equal([]);

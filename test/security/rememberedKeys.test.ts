@@ -68,6 +68,8 @@ describe("key lookups remembered for reads, and a rotated key", () => {
 
     // ...but anything that can pay or change something reads the key again, and is refused.
     expectErrorShape(await mcpPost(b, agent, call(3, "pay", pay)), 401, "unauthorized");
+    // verify_merchant reads, but makes the service call the seller: not on a remembered key either.
+    expectErrorShape(await mcpPost(b, agent, call(8, "verify_merchant", { serviceUrl: sellUrl })), 401, "unauthorized");
     expectErrorShape(await mcpPost(b, agent, [call(4, "list_transactions"), call(5, "pay", pay)]), 401, "unauthorized");
     expectErrorShape(await mcpPost(b, agent, { jsonrpc: "2.0", id: 6, method: "initialize", params: {} }), 401, "unauthorized");
     expectErrorShape(

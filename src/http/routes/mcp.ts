@@ -45,8 +45,13 @@ async function callerOf(s: Services, principal: ToolCaller["principal"], address
   return { principal, address: doc.address, agent: () => Promise.resolve(doc) };
 }
 
-/** Tools that change nothing (their readOnlyHint): a call of one may run on a remembered key lookup. */
-const READ_TOOLS = new Set(TOOLS.filter((t) => t.annotations.readOnlyHint === true).map((t) => t.name));
+/**
+ * Tools that change nothing and reach nothing outside the service (readOnlyHint, no openWorldHint): a call of one may run
+ * on a remembered key lookup. verify_merchant asks the seller for its price, so it is not one of them.
+ */
+const READ_TOOLS = new Set(
+  TOOLS.filter((t) => t.annotations.readOnlyHint === true && t.annotations.openWorldHint === false).map((t) => t.name),
+);
 
 /** A message that can change nothing: tools/list, ping, a read-only tool's call, or a response or notification. */
 function changesNothing(m: unknown): boolean {
@@ -56,6 +61,9 @@ function changesNothing(m: unknown): boolean {
   if (method === "tools/list" || method === "ping" || (typeof method === "string" && method.startsWith("notifications/"))) return true;
   return method === "tools/call" && typeof params?.name === "string" && READ_TOOLS.has(params.name);
 }
+
+const namesCancelled = (m: unknown): boolean =>
+  typeof m === "object" && m !== null && (m as { method?: unknown }).method === "notifications/cancelled";
 
 const namesInitialize = (m: unknown): boolean => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "initialize";
 
@@ -124,7 +132,14 @@ export const MCP_OPERATIONS = [
       }
       // A key lookup remembered for reads stands only for messages that change nothing; a payment reads the key again,
       // so a key revoked on another instance never pays.
-      const messages = Array.isArray(message) ? (message as unknown[]) : [message];
+      let messages = Array.isArray(message) ? (message as unknown[]) : [message];
+      // Stateless, with one JSON answer per POST: a cancellation can only name a request of its own batch, and the SDK
+      // then never answers that request, which would hold the connection open for nothing. Such a cancellation is
+      // dropped: the batch is answered whole.
+      if (messages.length > 1 && messages.some(namesCancelled)) {
+        messages = messages.filter((m) => !namesCancelled(m));
+        message = messages;
+      }
       if (ctx.state.principalRemembered && !messages.every(changesNothing)) {
         // A key's role and agent never change: the caller stands once the key is found live.
         const token = bearerToken(ctx.get("Authorization"));
