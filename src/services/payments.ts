@@ -73,13 +73,15 @@ export class PaymentService {
 
   async pay(agent: AgentDoc, input: PayRequest, idempotencyScope?: string, keyFence?: Fence): Promise<PayOutcome> {
     const merchant = merchantOf(input.serviceUrl);
+    // As URL parsing spells it (punycode host, no look-alike characters): what the owner reads is what is requested.
+    const serviceUrl = new URL(input.serviceUrl).href;
     const pc: PaymentContext = {
       agent,
       idempotencyScope,
       merchant,
-      serviceUrl: input.serviceUrl,
+      serviceUrl,
       intent: input.intent,
-      seller: { url: input.serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
+      seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
     };
     return this.ctx.agentLock.run(agent.address, async (lock) => {
       if (lock.tookOver) await this.settlement.awaitQuiet(agent.address);

@@ -1,0 +1,54 @@
+/**
+ * A stolen agent key against its owner: what it can make the owner see and sign. The owner's approval queue is the
+ * guard of every payment above the threshold, so what it shows must be what would be paid, and one agent must not be
+ * able to bury it.
+ */
+import { expect } from "chai";
+import type { Wallet } from "ethers";
+import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { ownerKey } from "../helpers/owner";
+import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+
+const USDC = 1_000_000n;
+
+describe("a stolen agent key against its owner's approval queue", () => {
+  let s: Stack;
+  let seller: TestSeller;
+  let owner: Wallet;
+  let ownerApiKey: string;
+
+  before(async () => {
+    s = await startStack();
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    owner = randomOwner();
+    ownerApiKey = await ownerKey(s, owner);
+  });
+  after(async () => {
+    await seller?.close();
+    await s?.close();
+  });
+
+  async function agent() {
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], approvalThreshold: "0.5" });
+    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    return a;
+  }
+  const pay = (a: { agentAddress: string; apiKey: string }, serviceUrl = seller.resource, intent = "stolen key") =>
+    s.api("POST", "/pay", { key: a.apiKey, body: { agentAddress: a.agentAddress, serviceUrl, maxAmount: "5", intent } });
+  const pending = async (address: string) =>
+    (await s.api("GET", `/approvals?address=${address}`, { key: ownerApiKey })).body.approvals as Record<string, string>[];
+
+  it("shows the owner the URL that would be requested, not the agent's look-alike spelling of it", async () => {
+    const a = await agent();
+    // Full-width digits: URL parsing maps them to 127.0.0.1, the host actually called; homoglyph hosts (Cyrillic
+    // letters) are the same case, shown as punycode.
+    const lookalike = seller.resource.replace("127.0.0.1", "１２７.０.０.１");
+    const res = await pay(a, lookalike);
+    expect(res.status, JSON.stringify(res.body)).to.equal(202);
+    expect(res.body.merchant).to.equal("127.0.0.1");
+    const [item] = await pending(a.agentAddress);
+    expect(item.serviceUrl).to.equal(seller.resource);
+    const ledger = await s.api("GET", `/ledger/${res.body.transactionId}`, { key: ownerApiKey });
+    expect(ledger.body.serviceUrl).to.equal(seller.resource);
+  });
+});
