@@ -69,6 +69,11 @@ export const ERROR_CODES = {
     status: 431,
     meaning: "The request's headers are larger than the server reads (Node's limit); the connection is closed.",
   },
+  too_many_pending_approvals: {
+    status: 429,
+    meaning:
+      "POST /pay: the agent already has 20 payments waiting for its owner; nothing was paid or recorded. Wait for decisions or expiry.",
+  },
   rate_limited: { status: 429, meaning: "Too many requests for this key (or address) this minute; see `Retry-After`." },
   internal: { status: 500, meaning: "An unexpected error on the service's side; nothing was charged." },
   upstream_error: {

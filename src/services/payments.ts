@@ -26,6 +26,8 @@ import { type ExecuteInput, type SettlementService, sellerAppError } from "./set
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
+/** Pending approvals one agent may have at a time (a stolen agent key must not bury its owner's queue). */
+export const MAX_PENDING_APPROVALS = 20;
 
 /** A refused payment, as PaymentService.block records it. */
 export interface Refusal {
@@ -337,6 +339,15 @@ export class PaymentService {
     const approvalId = newApprovalId();
     const txnId = newTxnId();
     const now = new Date();
+    // Counted under the agent's lock (payments of one agent are serialised across instances): the cap holds.
+    const open = await this.ctx.store.approvals.countDocuments({
+      agentAddress: pc.agent.address,
+      $or: [{ status: "pending", expiresAt: { $gt: now } }, { status: "approving" }],
+    });
+    if (open >= MAX_PENDING_APPROVALS) {
+      const wait = `${open} payments of this agent already wait for its owner (at most ${MAX_PENDING_APPROVALS}); nothing was paid or recorded`;
+      throw new AppError(429, "too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`);
+    }
     const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);
     // An approval is a payment to come: committed to its key first, so a stalled run never leaves a second one.
     const key = pc.fences?.key;

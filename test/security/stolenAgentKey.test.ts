@@ -5,8 +5,10 @@
  */
 import { expect } from "chai";
 import type { Wallet } from "ethers";
+import { MAX_PENDING_APPROVALS } from "../../src/services/payments";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
+import { expectErrorShape } from "../helpers/store";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
@@ -50,5 +52,20 @@ describe("a stolen agent key against its owner's approval queue", () => {
     expect(item.serviceUrl).to.equal(seller.resource);
     const ledger = await s.api("GET", `/ledger/${res.body.transactionId}`, { key: ownerApiKey });
     expect(ledger.body.serviceUrl).to.equal(seller.resource);
+  });
+
+  it(`holds at most ${MAX_PENDING_APPROVALS} pending approvals per agent: more answer 429 and reach neither the queue nor the chain`, async () => {
+    const a = await agent();
+    const other = await agent();
+    for (let i = 0; i < MAX_PENDING_APPROVALS; i++) expect((await pay(a)).status).to.equal(202);
+    const nonce = await s.svc.chain.provider.getTransactionCount(s.svc.chain.operator.address);
+    const flood = await pay(a);
+    expectErrorShape(flood, 429, "too_many_pending_approvals");
+    expect(await pending(a.agentAddress)).to.have.length(MAX_PENDING_APPROVALS);
+    expect(await s.svc.chain.provider.getTransactionCount(s.svc.chain.operator.address)).to.equal(nonce);
+    // The owner's other agents are not held up by it, and a decided approval makes room again.
+    expect((await pay(other)).status).to.equal(202);
+    await s.svc.services.approvals.expire(new Date(Date.now() + (s.svc.config.approvalTtlSeconds + 1) * 1000));
+    expect((await pay(a)).status).to.equal(202);
   });
 });

@@ -70,6 +70,7 @@ export const PAY_OPERATION = operation({
     "no_policy",
     "payment_not_required",
     "gas_allowance_exceeded",
+    "too_many_pending_approvals",
     ...SELLER_ERRORS,
   ],
   handle: async ({ input: { body }, principal, ctx, deps: { s } }) => {
