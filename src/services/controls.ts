@@ -94,6 +94,10 @@ export class ControlService {
   /** Hands the agent over to a new owner with the current owner's SetOwner signature, on-chain and in the store. */
   async setOwner(agent: AgentDoc, input: SetOwnerRequest) {
     const owner = await this.deployedOwner(agent);
+    // An agent wallet signs nothing but payments its policy authorised: as owner it would lock the funds in for good.
+    if (input.newOwner === agent.address || (await this.ctx.store.agents.findOne({ address: input.newOwner }))) {
+      throw badRequest(`newOwner ${input.newOwner} is an agent wallet, which can never sign as owner; name the new owner's own wallet.`);
+    }
     const digest = await this.ctx.signatures.verify({
       kind: "SetOwner",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),

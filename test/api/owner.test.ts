@@ -165,6 +165,25 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     expectErrorShape(await s.api("POST", `/agents/${a.agentAddress}/withdraw`, { key: heirKey, body: stale }), 401, "invalid_signature");
   });
 
+  it("refuses to hand an agent over to an agent wallet (its own or another's), which can never sign as owner: 400, nothing changes", async () => {
+    const owner = randomOwner();
+    const a = await s.onboard(owner, POLICY);
+    const other = await s.genesis();
+    const key = await ownerKey(s, owner);
+    for (const newOwner of [a.agentAddress, other.agentAddress]) {
+      const timestamp = s.now();
+      const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
+        agent: a.agentAddress,
+        newOwner,
+        timestamp,
+      });
+      const res = await s.api("POST", `/agents/${a.agentAddress}/owner`, { key, body: { newOwner, timestamp, humanSignature } });
+      expectErrorShape(res, 400, "bad_request");
+    }
+    expect(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).owner()).to.equal(owner.address);
+    expect((await s.api("GET", `/limits?address=${a.agentAddress}`, { key })).status).to.equal(200);
+  });
+
   it("takes an ERC-1271 contract owner (a smart wallet) as the chain does: link, first policy and pause", async () => {
     const signer = randomOwner();
     const [deployer] = await hre.ethers.getSigners();
