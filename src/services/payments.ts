@@ -16,6 +16,7 @@ import type { Principal } from "./keys";
 import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
+import { followAgentOwner } from "../store/owners";
 import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
 import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
@@ -382,6 +383,7 @@ export class PaymentService {
         now,
       ),
     );
+    approval.ownerAddress = await followAgentOwner(this.ctx.store, approval);
     this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.requested", approval));
     const amount = fromBaseUnits(quote.amount);
     return {

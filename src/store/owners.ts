@@ -13,3 +13,19 @@ export async function reassignAgentOwner(store: Store, agentAddress: string, own
     { upsert: true },
   );
 }
+
+/**
+ * An approval (and its ledger entry) written by a payment that read the agent before a hand-over follows the agent:
+ * the hand-over moves the agent first, then its records, so read after these writes, either the agent already has its
+ * new owner or the move comes after them. Answers the owner the approval now has.
+ */
+export async function followAgentOwner(
+  store: Store,
+  written: { agentAddress: string; approvalId: string; txnId: string; ownerAddress: string | null },
+): Promise<string | null> {
+  const agent = await store.agents.findOne({ address: written.agentAddress }, { projection: { ownerAddress: 1 } });
+  if (!agent || agent.ownerAddress === written.ownerAddress) return written.ownerAddress;
+  await store.approvals.updateOne({ approvalId: written.approvalId }, { $set: { ownerAddress: agent.ownerAddress } });
+  await store.payments.updateOne({ txnId: written.txnId }, { $set: { ownerAddress: agent.ownerAddress } });
+  return agent.ownerAddress;
+}
