@@ -16,6 +16,8 @@ import { type AttemptResult, postWebhook } from "./send";
 const MAX_BACKOFF_MS = 3_600_000;
 /** Attempts kept in a delivery's log. */
 const LOG_LENGTH = 50;
+/** One owner's attempts in flight at once here: a receiver that hangs holds up no other owner's alerts. */
+const PER_OWNER = 2;
 
 export interface WorkerOptions extends WebhookUrlRules {
   timeoutMs: number;
@@ -38,6 +40,7 @@ export class WebhookWorker {
   attempted = 0;
   private running = false;
   private inFlight = new Set<Promise<void>>();
+  private ownersInFlight = new Map<string, number>();
   private pumping = false;
   private again = false;
   private poll: NodeJS.Timeout | undefined;
@@ -106,11 +109,16 @@ export class WebhookWorker {
       do {
         this.again = false;
         while (this.running && this.inFlight.size < this.concurrency) {
-          const d = await this.claim();
+          const full = [...this.ownersInFlight].flatMap(([owner, n]) => (n >= PER_OWNER ? [owner] : []));
+          const d = await this.claim(full);
           if (!d) break;
+          this.ownersInFlight.set(d.ownerAddress, (this.ownersInFlight.get(d.ownerAddress) ?? 0) + 1);
           const p: Promise<void> = this.attempt(d)
             .catch((err: unknown) => this.logger.error({ err, delivery: d.deliveryId }, "webhook attempt failed unexpectedly"))
             .finally(() => {
+              const n = (this.ownersInFlight.get(d.ownerAddress) ?? 1) - 1;
+              if (n > 0) this.ownersInFlight.set(d.ownerAddress, n);
+              else this.ownersInFlight.delete(d.ownerAddress);
               this.inFlight.delete(p);
               this.wake();
             });
@@ -124,11 +132,11 @@ export class WebhookWorker {
     }
   }
 
-  /** Atomically takes the oldest due delivery: its lease starts and the attempt is counted. */
-  private async claim(): Promise<WebhookDeliveryDoc | null> {
+  /** Atomically takes the oldest due delivery (of an owner not in `skip`): its lease starts and the attempt is counted. */
+  private async claim(skip: string[] = []): Promise<WebhookDeliveryDoc | null> {
     const now = this.now();
     return this.outbox.c.deliveries.findOneAndUpdate(
-      { status: "pending", nextAttemptAt: { $lte: now } },
+      { status: "pending", nextAttemptAt: { $lte: now }, ...(skip.length ? { ownerAddress: { $nin: skip } } : {}) },
       { $set: { nextAttemptAt: new Date(now.getTime() + this.leaseMs), claim: randomBytes(12).toString("hex") }, $inc: { attempts: 1 } },
       { sort: { nextAttemptAt: 1 }, returnDocument: "after" },
     );
