@@ -40,7 +40,8 @@ export const ERROR_CODES = {
   insufficient_funds: { status: 422, meaning: "Withdraw: the agent wallet holds less of the token than asked." },
   withdraw_failed: {
     status: 422,
-    meaning: "Withdraw: the recipient refused the transfer (for example a contract that does not accept ETH).",
+    meaning:
+      "Withdraw: the recipient or the token refused the transfer (a contract that does not accept ETH, a balance another withdrawal or a payment took meanwhile); nothing moved.",
   },
   insecure_webhook_url: {
     status: 422,

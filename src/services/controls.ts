@@ -2,7 +2,7 @@
  * The owner's controls beyond the policy, each relayed on-chain with the owner's EIP-712 signature: the kill switch
  * (SetPaused), taking funds out of the agent's wallet (Withdraw) and handing ownership over (SetOwner).
  */
-import { ZeroAddress, formatUnits, getAddress, parseUnits } from "ethers";
+import { ZeroAddress, formatUnits, getAddress, isError, parseUnits } from "ethers";
 import { bind } from "../chain/contracts";
 import { revertToAppError } from "../chain/errors";
 import { SET_OWNER_TYPES, SET_PAUSED_TYPES, WITHDRAW_TYPES, policyDomain } from "../chain/typedData";
@@ -78,7 +78,16 @@ export class ControlService {
     const wallet = chain.policyAt(agent.policyAddress);
     const { receipt } = await chain
       .sendAndWait((o) => wallet.withdraw(token, input.to, amount, input.timestamp, input.humanSignature, o))
-      .catch((err: unknown) => revertToAppError(wallet, err));
+      .catch((err: unknown) => revertToAppError(wallet, err))
+      .catch((err: unknown) => {
+        // Refused by the token after the balance check (another withdrawal or a payment took the funds): nothing moved.
+        if (!isError(err, "CALL_EXCEPTION")) throw err;
+        throw new AppError(
+          422,
+          "withdraw_failed",
+          "The token refused the transfer on-chain (did the balance change meanwhile?); nothing moved.",
+        );
+      });
     await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, token, to: input.to, amount: amount.toString(), txHash: receipt.hash }, "withdrawn");
     return {

@@ -137,6 +137,43 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     );
   });
 
+  it("answers a withdrawal the chain refused after the balance check (two tabs emptying the wallet) with 422, not a 500", async () => {
+    const owner = randomOwner();
+    const a = await s.onboard(owner, POLICY);
+    const key = await ownerKey(s, owner);
+    await mintUsdc(s, a.agentAddress, 2_000_000n);
+    const path = `/agents/${a.agentAddress}/withdraw`;
+    const [to1, to2] = [Wallet.createRandom().address, Wallet.createRandom().address];
+    const bodies = [
+      await withdrawBody(owner, a.agentAddress, { token: "USDC", to: to1, amount: "2" }),
+      await withdrawBody(owner, a.agentAddress, { token: "USDC", to: to2, amount: "2" }),
+    ];
+    const { provider } = s.svc.chain;
+    // Both pass the balance check before either is mined: the second transfer then exceeds what is left.
+    await provider.send("evm_setAutomine", [false]);
+    let answers: Awaited<ReturnType<typeof s.api>>[];
+    try {
+      const sent = Promise.all(bodies.map((body) => s.api("POST", path, { key, body })));
+      const done = sent.then(() => true);
+      while (!(await Promise.race([done, Promise.resolve(false)]))) {
+        const pending = await provider.send("eth_getBlockByNumber", ["pending", false]);
+        if (pending.transactions.length >= 1) await provider.send("evm_mine", []);
+        else await new Promise((r) => setImmediate(r));
+      }
+      answers = await sent;
+    } finally {
+      await provider.send("evm_setAutomine", [true]);
+    }
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses, JSON.stringify(answers.map((r) => r.body))).to.deep.equal([200, 422]);
+    expectErrorShape(
+      answers.find((r) => r.status === 422)!,
+      422,
+      "withdraw_failed",
+    );
+    expect((await usdcBalance(s, to1)) + (await usdcBalance(s, to2))).to.equal(2_000_000n);
+  });
+
   it("hands the agent over: on-chain owner and the service follow; the old owner's key loses it, the new owner's key gets it", async () => {
     const owner = randomOwner();
     const heir = randomOwner();
