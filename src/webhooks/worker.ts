@@ -16,8 +16,8 @@ import { type AttemptResult, postWebhook } from "./send";
 const MAX_BACKOFF_MS = 3_600_000;
 /** Attempts kept in a delivery's log. */
 const LOG_LENGTH = 50;
-/** One owner's attempts in flight at once here: a receiver that hangs holds up no other owner's alerts. */
-const PER_OWNER = 2;
+/** One owner's attempts in flight at once here (half the default slots): a receiver that hangs holds up no other owner's alerts. */
+const PER_OWNER = 4;
 
 export interface WorkerOptions extends WebhookUrlRules {
   timeoutMs: number;
