@@ -73,6 +73,9 @@ export interface AuditReport {
   inconsistencies: string[];
 }
 
+/** Blocks per eth_getLogs call: nodes cap the range (Base providers at 2,000 to 10,000 blocks). */
+const LOG_BLOCKS = 2000;
+
 const day = (ts: number) => new Date(ts * 1000).toISOString().slice(0, 10);
 const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.index;
 
@@ -85,7 +88,7 @@ export async function auditFromLogs(
   const range = { fromBlock: opts.fromBlock, toBlock };
   const report: AuditReport = { factory: getAddress(opts.factory), fromBlock: opts.fromBlock, toBlock, agents: {}, inconsistencies: [] };
 
-  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [eventTopic("SpendPolicyFactory", "AgentDeployed")] });
+  const deployed = await logsOf(provider, { ...range, address: opts.factory, topics: [eventTopic("SpendPolicyFactory", "AgentDeployed")] });
   for (const log of deployed) {
     const e = parseEvent("SpendPolicyFactory", log);
     if (e?.name !== "AgentDeployed") continue;
@@ -108,8 +111,8 @@ export async function auditFromLogs(
   if (agents.length === 0) return report;
 
   const [agentLogs, usedLogs] = await Promise.all([
-    provider.getLogs({ ...range, address: agents }),
-    provider.getLogs({
+    logsOf(provider, { ...range, address: agents }),
+    logsOf(provider, {
       ...range,
       address: opts.usdc,
       topics: [eventTopic("Usdc", "AuthorizationUsed"), agents.map((a) => zeroPadValue(a, 32))],
@@ -278,4 +281,27 @@ export async function auditFromLogs(
     p.settleTx = log.transactionHash;
   }
   return report;
+}
+
+type LogRange = { fromBlock: number; toBlock: number; address: string | string[]; topics?: (string | string[] | null)[] };
+
+/** eth_getLogs over a range of any length: LOG_BLOCKS at a time, and a range the node still refuses in halves. */
+async function logsOf(provider: Provider, filter: LogRange): Promise<Log[]> {
+  const logs: Log[] = [];
+  for (let a = filter.fromBlock; a <= filter.toBlock; a += LOG_BLOCKS) {
+    logs.push(...(await logsIn(provider, { ...filter, fromBlock: a, toBlock: Math.min(filter.toBlock, a + LOG_BLOCKS - 1) })));
+  }
+  return logs;
+}
+
+async function logsIn(provider: Provider, filter: LogRange): Promise<Log[]> {
+  const { fromBlock: from, toBlock: to } = filter;
+  try {
+    return await provider.getLogs(filter);
+  } catch (err) {
+    const message = String((err as { message?: unknown } | null)?.message ?? err);
+    if (to <= from || !/range|limit|too many|exceed|too large|size|results/i.test(message)) throw err;
+    const mid = Math.floor((from + to) / 2);
+    return [...(await logsIn(provider, { ...filter, toBlock: mid })), ...(await logsIn(provider, { ...filter, fromBlock: mid + 1 }))];
+  }
 }

@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { getAddress } from "ethers";
+import { JsonRpcProvider, getAddress } from "ethers";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
 import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
@@ -212,4 +212,35 @@ describe("audit from events alone", () => {
     expect(audited.payments).to.deep.equal([]);
     expect(audited.voided.map((v) => [v.paymentId, v.txHash])).to.deep.equal([[paymentId, doc.voidTxHash]]);
   });
+
+  it("audits through a node that caps eth_getLogs ranges (as Base nodes do): the same report, no failure", async () => {
+    const opts = { factory: s.svc.config.factoryAddress, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock };
+    const full = await auditFromLogs(s.svc.chain.provider, opts);
+    expect(full.toBlock - full.fromBlock).to.be.greaterThan(MAX_LOG_BLOCKS);
+    const capped = new CappedLogsProvider(s.svc.config.rpcUrl);
+    try {
+      const report = await auditFromLogs(capped, { ...opts, toBlock: full.toBlock });
+      expect(report).to.deep.equal(full);
+      expect(capped.refused).to.be.greaterThan(0);
+    } finally {
+      capped.destroy();
+    }
+  });
 });
+
+const MAX_LOG_BLOCKS = 10;
+
+/** A node that refuses eth_getLogs over more than MAX_LOG_BLOCKS blocks, with a provider's message. */
+class CappedLogsProvider extends JsonRpcProvider {
+  refused = 0;
+  override send(method: string, params: unknown[]): Promise<any> {
+    if (method === "eth_getLogs") {
+      const { fromBlock, toBlock } = params[0] as { fromBlock: string; toBlock: string };
+      if (Number(toBlock) - Number(fromBlock) + 1 > MAX_LOG_BLOCKS) {
+        this.refused++;
+        return Promise.reject(new Error(`eth_getLogs is limited to a ${MAX_LOG_BLOCKS} block range`));
+      }
+    }
+    return super.send(method, params);
+  }
+}
