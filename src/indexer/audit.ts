@@ -64,11 +64,24 @@ export interface AuditAgent {
   days: Record<string, string>;
 }
 
+/** A contract an agent's operator slot named (an OperatorSet): whoever it lets in relays for the agent. */
+export interface AuditOperatorSet {
+  address: string;
+  /** OwnershipTransferred: who adds and removes members. */
+  owners: { owner: string; txHash: string }[];
+  /** OperatorAdded / OperatorRemoved, in order. */
+  changes: { member: string; added: boolean; blockNumber: number; txHash: string }[];
+  /** The members after the last change read. */
+  members: string[];
+}
+
 export interface AuditReport {
   factory: string;
   fromBlock: number;
   toBlock: number;
   agents: Record<string, AuditAgent>;
+  /** Every operator an agent had that emitted OperatorSet membership events, by address. */
+  operatorSets: Record<string, AuditOperatorSet>;
   /** Every place where the rebuilt state disagrees with what an event reported (empty when consistent). */
   inconsistencies: string[];
 }
@@ -86,7 +99,14 @@ export async function auditFromLogs(
 ): Promise<AuditReport> {
   const toBlock = opts.toBlock ?? (await provider.getBlockNumber());
   const range = { fromBlock: opts.fromBlock, toBlock };
-  const report: AuditReport = { factory: getAddress(opts.factory), fromBlock: opts.fromBlock, toBlock, agents: {}, inconsistencies: [] };
+  const report: AuditReport = {
+    factory: getAddress(opts.factory),
+    fromBlock: opts.fromBlock,
+    toBlock,
+    agents: {},
+    operatorSets: {},
+    inconsistencies: [],
+  };
 
   const deployed = await logsOf(provider, { ...range, address: opts.factory, topics: [eventTopic("SpendPolicyFactory", "AgentDeployed")] });
   for (const log of deployed) {
@@ -266,6 +286,7 @@ export async function auditFromLogs(
       }
     }
   }
+  await auditOperatorSets(provider, range, report);
   for (const log of usedLogs) {
     const e = parseEvent("Usdc", log);
     if (e?.name !== "AuthorizationUsed") continue;
@@ -281,6 +302,37 @@ export async function auditFromLogs(
     p.settleTx = log.transactionHash;
   }
   return report;
+}
+
+/**
+ * The membership history of every operator the agents had: an operator slot may name an OperatorSet, whose owner
+ * changes who relays without any event of the agent's own. An operator key (no code) emits nothing here.
+ */
+async function auditOperatorSets(provider: Provider, range: { fromBlock: number; toBlock: number }, report: AuditReport): Promise<void> {
+  const operators = [...new Set(Object.values(report.agents).flatMap((a) => a.operators.map((o) => o.operator)))];
+  if (operators.length === 0) return;
+  const topics = [
+    [
+      eventTopic("OperatorSet", "OperatorAdded"),
+      eventTopic("OperatorSet", "OperatorRemoved"),
+      eventTopic("OperatorSet", "OwnershipTransferred"),
+    ],
+  ];
+  const logs = await logsOf(provider, { ...range, address: operators, topics });
+  for (const log of logs.sort(order)) {
+    const e = parseEvent("OperatorSet", log);
+    if (!e) continue;
+    const address = getAddress(log.address);
+    const set = (report.operatorSets[address] ??= { address, owners: [], changes: [], members: [] });
+    if (e.name === "OwnershipTransferred") {
+      set.owners.push({ owner: getAddress(e.args.newOwner), txHash: log.transactionHash });
+    } else if (e.name === "OperatorAdded" || e.name === "OperatorRemoved") {
+      const member = getAddress(e.args.account);
+      const added = e.name === "OperatorAdded";
+      set.changes.push({ member, added, blockNumber: log.blockNumber, txHash: log.transactionHash });
+      set.members = added ? [...set.members, member] : set.members.filter((m) => m !== member);
+    }
+  }
 }
 
 type LogRange = { fromBlock: number; toBlock: number; address: string | string[]; topics?: (string | string[] | null)[] };

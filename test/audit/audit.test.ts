@@ -5,13 +5,14 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { JsonRpcProvider, getAddress } from "ethers";
+import { JsonRpcProvider, Wallet, getAddress } from "ethers";
+import { OperatorSet__factory } from "../../typechain-types";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
 import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { ledgerEntry } from "../../src/store/ledger";
 import { approvalDecision } from "../helpers/payments";
-import { ownerKey } from "../helpers/owner";
+import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 
@@ -211,6 +212,38 @@ describe("audit from events alone", () => {
     const audited = report.agents[c.agentAddress];
     expect(audited.payments).to.deep.equal([]);
     expect(audited.voided.map((v) => [v.paymentId, v.txHash])).to.deep.equal([[paymentId, doc.voidTxHash]]);
+  });
+
+  it("follows an OperatorSet an owner made the operator: its owner and every member added or removed", async () => {
+    const { chain } = s.svc;
+    const owner = randomOwner();
+    const c = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] });
+    const setOwner = Wallet.createRandom().connect(chain.provider);
+    await chain.provider.send("hardhat_setBalance", [setOwner.address, "0xde0b6b3a7640000"]);
+    const set = await new OperatorSet__factory(setOwner).deploy(setOwner.address, [chain.operator.address]);
+    await set.waitForDeployment();
+    const setAddress = getAddress(await set.getAddress());
+    await setOperatorOnChain(s, owner, c.policyContract, setAddress);
+    // A key let in and taken out again: it could have relayed for the agent in between.
+    const intruder = Wallet.createRandom().address;
+    const added = await (await set.addOperator(intruder)).wait();
+    const removed = await (await set.removeOperator(intruder)).wait();
+
+    const report = await auditFromLogs(chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    expect(report.agents[c.agentAddress].operators.map((o) => o.operator)).to.deep.equal([chain.operator.address, setAddress]);
+    const audited = report.operatorSets[setAddress];
+    expect(audited.owners.map((o) => o.owner)).to.deep.equal([setOwner.address]);
+    expect(audited.changes.map((x) => [x.member, x.added, x.txHash])).to.deep.equal([
+      [chain.operator.address, true, set.deploymentTransaction()!.hash],
+      [intruder, true, added!.hash],
+      [intruder, false, removed!.hash],
+    ]);
+    expect(audited.members).to.deep.equal([chain.operator.address]);
   });
 
   it("audits through a node that caps eth_getLogs ranges (as Base nodes do): the same report, no failure", async () => {
