@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { JsonRpcProvider, Wallet, getAddress } from "ethers";
 import { OperatorSet__factory } from "../../typechain-types";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
+import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { ledgerEntry } from "../../src/store/ledger";
@@ -169,6 +170,8 @@ describe("audit from events alone", () => {
       const spent = await s.svc.chain.policyAt(agent, s.svc.chain.provider).spentToday();
       expect(Object.values(onchain.days).at(-1)).to.equal(spent.toString());
     }
+    // The ledger as its owner reads it agrees with the chain (approvals, denials, refusals on-chain and off).
+    expect(ledgerDisagreements(report, await fetchLedger(s.url, key), [a.agentAddress])).to.deep.equal([]);
     const ledgerA = (await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey })).body.transactions as Record<string, any>[];
     expect(ledgerA.map((t) => t.status).sort()).to.deep.equal([
       "approved",
