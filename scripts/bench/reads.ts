@@ -3,6 +3,8 @@
  * target under 2 ms for reads with no chain call) and GET /ledger's p95 with 100,000 entries in the store (target
  * under 20 ms), on the embedded store or on MONGODB_URI, with the index each read relies on: CongoDB's hash and range
  * indexes (src/store/congoIndexes.ts) on the embedded store, MongoDB's own query plan (explain) otherwise.
+ * Each call's key lookup is the one the instance remembers for API_KEY_CACHE_MS (read again once a second by
+ * default); `API_KEY_CACHE_MS=0 npm run bench` reads the key on every call.
  */
 import { randomBytes } from "node:crypto";
 import type { Stack } from "../../test/helpers/stack";

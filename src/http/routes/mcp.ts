@@ -130,8 +130,6 @@ export const MCP_OPERATIONS = [
         ctx.body = { jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON." }, id: null };
         return;
       }
-      // A key lookup remembered for reads stands only for messages that change nothing; a payment reads the key again,
-      // so a key revoked on another instance never pays.
       let messages = Array.isArray(message) ? (message as unknown[]) : [message];
       // Stateless, with one JSON answer per POST: a cancellation can only name a request of its own batch, and the SDK
       // then never answers that request, which would hold the connection open for nothing. Such a cancellation is
@@ -140,8 +138,10 @@ export const MCP_OPERATIONS = [
         messages = messages.filter((m) => !namesCancelled(m));
         message = messages;
       }
+      // A key lookup remembered for reads stands only for messages that change nothing; a payment reads the key again,
+      // so a key revoked on another instance never pays. A key's role and agent never change: the caller stands once
+      // the key is found live.
       if (ctx.state.principalRemembered && !messages.every(changesNothing)) {
-        // A key's role and agent never change: the caller stands once the key is found live.
         const token = bearerToken(ctx.get("Authorization"));
         if (!token || !(await s.ctx.keys.resolve(token))) throw unauthorized(UNKNOWN_KEY);
       }
