@@ -49,7 +49,8 @@ async function main(): Promise<void> {
   const direct = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   // Everything the service and the facilitators do on the chain goes through the proxy.
   // API_KEY_CACHE_MS=0 measures the reads with every call reading its key from the store.
-  const keyMemory = process.env.API_KEY_CACHE_MS === undefined ? {} : { API_KEY_CACHE_MS: process.env.API_KEY_CACHE_MS };
+  const keyMemory: Record<string, string> =
+    process.env.API_KEY_CACHE_MS === undefined ? {} : { API_KEY_CACHE_MS: process.env.API_KEY_CACHE_MS };
   const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", ...keyMemory }, { embeddedChain: { ...chain, rpcUrl: proxy.url } });
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
   const agent = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "1000", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
