@@ -88,6 +88,8 @@ export interface AuditReport {
 
 /** Blocks per eth_getLogs call: nodes cap the range (Base providers at 2,000 to 10,000 blocks). */
 const LOG_BLOCKS = 2000;
+/** Agents (addresses, or topics) per eth_getLogs call. */
+const ADDRESS_CHUNK = 100;
 
 const day = (ts: number) => new Date(ts * 1000).toISOString().slice(0, 10);
 const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.index;
@@ -95,7 +97,7 @@ const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.i
 /** Rebuilds the history of every agent of `factory` from the logs of blocks fromBlock..toBlock. */
 export async function auditFromLogs(
   provider: Provider,
-  opts: { factory: string; usdc: string; fromBlock: number; toBlock?: number },
+  opts: { factory: string; usdc: string; fromBlock: number; toBlock?: number; addressChunk?: number },
 ): Promise<AuditReport> {
   const toBlock = opts.toBlock ?? (await provider.getBlockNumber());
   const range = { fromBlock: opts.fromBlock, toBlock };
@@ -130,14 +132,23 @@ export async function auditFromLogs(
   const agents = Object.keys(report.agents);
   if (agents.length === 0) return report;
 
-  const [agentLogs, usedLogs] = await Promise.all([
-    logsOf(provider, { ...range, address: agents }),
-    logsOf(provider, {
-      ...range,
-      address: opts.usdc,
-      topics: [eventTopic("Usdc", "AuthorizationUsed"), agents.map((a) => zeroPadValue(a, 32))],
-    }),
-  ]);
+  // Nodes cap the addresses and topics of one request (Infura: 5,000 in all): ADDRESS_CHUNK agents at a time.
+  const chunk = Math.max(1, opts.addressChunk ?? ADDRESS_CHUNK);
+  const agentLogs: Log[] = [];
+  const usedLogs: Log[] = [];
+  for (let i = 0; i < agents.length; i += chunk) {
+    const some = agents.slice(i, i + chunk);
+    const [own, used] = await Promise.all([
+      logsOf(provider, { ...range, address: some }),
+      logsOf(provider, {
+        ...range,
+        address: opts.usdc,
+        topics: [eventTopic("Usdc", "AuthorizationUsed"), some.map((a) => zeroPadValue(a, 32))],
+      }),
+    ]);
+    agentLogs.push(...own);
+    usedLogs.push(...used);
+  }
   const timestamps = new Map<number, number>();
   const timestampOf = async (n: number): Promise<number> => {
     let t = timestamps.get(n);
@@ -286,7 +297,7 @@ export async function auditFromLogs(
       }
     }
   }
-  await auditOperatorSets(provider, range, report);
+  await auditOperatorSets(provider, range, report, chunk);
   for (const log of usedLogs) {
     const e = parseEvent("Usdc", log);
     if (e?.name !== "AuthorizationUsed") continue;
@@ -308,7 +319,12 @@ export async function auditFromLogs(
  * The membership history of every operator the agents had: an operator slot may name an OperatorSet, whose owner
  * changes who relays without any event of the agent's own. An operator key (no code) emits nothing here.
  */
-async function auditOperatorSets(provider: Provider, range: { fromBlock: number; toBlock: number }, report: AuditReport): Promise<void> {
+async function auditOperatorSets(
+  provider: Provider,
+  range: { fromBlock: number; toBlock: number },
+  report: AuditReport,
+  chunk: number,
+): Promise<void> {
   const operators = [...new Set(Object.values(report.agents).flatMap((a) => a.operators.map((o) => o.operator)))];
   if (operators.length === 0) return;
   const topics = [
@@ -318,7 +334,9 @@ async function auditOperatorSets(provider: Provider, range: { fromBlock: number;
       eventTopic("OperatorSet", "OwnershipTransferred"),
     ],
   ];
-  const logs = await logsOf(provider, { ...range, address: operators, topics });
+  const logs: Log[] = [];
+  for (let i = 0; i < operators.length; i += chunk)
+    logs.push(...(await logsOf(provider, { ...range, address: operators.slice(i, i + chunk), topics })));
   for (const log of logs.sort(order)) {
     const e = parseEvent("OperatorSet", log);
     if (!e) continue;

@@ -262,6 +262,19 @@ describe("audit from events alone", () => {
       capped.destroy();
     }
   });
+
+  it("audits many agents through a node that caps the addresses and topics of one eth_getLogs", async () => {
+    const opts = { factory: s.svc.config.factoryAddress, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock };
+    const full = await auditFromLogs(s.svc.chain.provider, opts);
+    expect(Object.keys(full.agents).length).to.be.greaterThan(3);
+    const capped = new CappedLogsProvider(s.svc.config.rpcUrl, 5);
+    try {
+      const report = await auditFromLogs(capped, { ...opts, toBlock: full.toBlock, addressChunk: 2 });
+      expect(report).to.deep.equal(full);
+    } finally {
+      capped.destroy();
+    }
+  });
 });
 
 const MAX_LOG_BLOCKS = 10;
@@ -269,9 +282,25 @@ const MAX_LOG_BLOCKS = 10;
 /** A node that refuses eth_getLogs over more than MAX_LOG_BLOCKS blocks, with a provider's message. */
 class CappedLogsProvider extends JsonRpcProvider {
   refused = 0;
+  constructor(
+    url: string,
+    private readonly maxParams = Infinity,
+  ) {
+    super(url);
+  }
   override send(method: string, params: unknown[]): Promise<any> {
     if (method === "eth_getLogs") {
-      const { fromBlock, toBlock } = params[0] as { fromBlock: string; toBlock: string };
+      const { fromBlock, toBlock, address, topics } = params[0] as {
+        fromBlock: string;
+        toBlock: string;
+        address?: unknown;
+        topics?: unknown[];
+      };
+      // Infura counts the addresses and topics of one request (at most 5,000).
+      if ([address, ...(topics ?? [])].flat().filter(Boolean).length > this.maxParams) {
+        this.refused++;
+        return Promise.reject(new Error(`A maximum of ${this.maxParams} parameters in a single request`));
+      }
       if (Number(toBlock) - Number(fromBlock) + 1 > MAX_LOG_BLOCKS) {
         this.refused++;
         return Promise.reject(new Error(`eth_getLogs is limited to a ${MAX_LOG_BLOCKS} block range`));
