@@ -30,19 +30,19 @@ async function main(): Promise<void> {
   const usdc = arg("usdc") ?? USDC_ADDRESSES[chainId];
   if (!usdc) throw new Error(`no USDC address known for chain id ${chainId}: pass --usdc`);
   const toBlock = arg("to-block");
+  const ledgerUrl = arg("ledger");
+  const key = arg("key") ?? process.env.SPENDGATE_API_KEY;
+  if (ledgerUrl && !key) throw new Error("--ledger needs --key (an owner's or an agent's API key) or SPENDGATE_API_KEY");
+  // The ledger first, then the chain up to a later head: every event an entry tells is then in the audit.
+  const ledgerBlock = await provider.getBlockNumber();
+  const entries = ledgerUrl && key ? await fetchLedger(ledgerUrl, key) : undefined;
   const report = await auditFromLogs(provider, {
     factory,
     usdc,
     fromBlock: Number(arg("from-block") ?? process.env.FACTORY_DEPLOY_BLOCK ?? 0),
     toBlock: toBlock === undefined ? undefined : Number(toBlock),
   });
-  const ledgerUrl = arg("ledger");
-  const key = arg("key") ?? process.env.SPENDGATE_API_KEY;
-  if (ledgerUrl && !key) throw new Error("--ledger needs --key (an owner's or an agent's API key) or SPENDGATE_API_KEY");
-  const ledger =
-    ledgerUrl && key
-      ? ledgerDisagreements(report, await fetchLedger(ledgerUrl, key), (arg("agents") ?? "").split(",").filter(Boolean))
-      : undefined;
+  const ledger = entries && ledgerDisagreements(report, entries, (arg("agents") ?? "").split(",").filter(Boolean), ledgerBlock);
   console.log(JSON.stringify(ledger ? { ...report, ledgerDisagreements: ledger } : report, null, 2));
   provider.destroy();
   if (report.inconsistencies.length || ledger?.length) process.exitCode = 1;

@@ -36,6 +36,8 @@ export interface AuditPayment {
   approvalId: string | null;
   day: string;
   authorizeTx: string;
+  /** The block of its PaymentAuthorized (or PaymentBlocked). */
+  authorizeBlock: number;
   settleTx: string | null;
   releaseTx: string | null;
   /** The swap that bought this payment's USDC shortfall (SwapExecuted): tokenIn is WETH, or 0x0 for wrapped ETH. */
@@ -242,6 +244,7 @@ export async function auditFromLogs(
           approvalId: null,
           day: today,
           authorizeTx: log.transactionHash,
+          authorizeBlock: log.blockNumber,
           settleTx: null,
           releaseTx: null,
         });
@@ -267,6 +270,7 @@ export async function auditFromLogs(
           approvalId: pendingApproval.get(e.args.paymentId) ?? null,
           day: today,
           authorizeTx: log.transactionHash,
+          authorizeBlock: log.blockNumber,
           settleTx: null,
           releaseTx: null,
         };

@@ -26,9 +26,15 @@ const same = (a: string | null | undefined, b: string | null | undefined) => !!a
 
 /**
  * Every place where `ledger` and the chain disagree, for the agents in `ledger` and in `agents` (an agent with no
- * entry at all, whose on-chain payments the ledger then lacks). Empty when they agree.
+ * entry at all, whose on-chain payments the ledger then lacks). Empty when they agree. `ledgerBlock`: the chain's
+ * head when the ledger was read (a refusal is written to the ledger after its block, so a later one may be missing).
  */
-export function ledgerDisagreements(report: AuditReport, ledger: LedgerTransaction[], agents: Iterable<string> = []): string[] {
+export function ledgerDisagreements(
+  report: AuditReport,
+  ledger: LedgerTransaction[],
+  agents: Iterable<string> = [],
+  ledgerBlock = Infinity,
+): string[] {
   const problems: string[] = [];
   const byAgent = new Map<string, LedgerTransaction[]>();
   for (const a of agents) byAgent.set(getAddress(a), []);
@@ -43,12 +49,12 @@ export function ledgerDisagreements(report: AuditReport, ledger: LedgerTransacti
         problems.push(`${t.id}: ${t.status} entry of ${agent}, an agent the factory never deployed`);
       continue;
     }
-    problems.push(...agentDisagreements(onchain, entries));
+    problems.push(...agentDisagreements(onchain, entries, ledgerBlock));
   }
   return problems;
 }
 
-function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[]): string[] {
+function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[], ledgerBlock: number): string[] {
   const problems: string[] = [];
   const byId = new Map<string, AuditPayment>(onchain.payments.map((p) => [p.paymentId.toLowerCase(), p]));
   const claimed = new Map<string, string>(); // paymentId -> the entry that says it settled
@@ -85,11 +91,11 @@ function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[]): 
   // What the chain did that no entry tells.
   const ids = new Set(entries.flatMap((t) => (t.paymentId ? [t.paymentId.toLowerCase()] : [])));
   const txs = new Set(entries.flatMap((t) => [t.txHash, t.authorizeTxHash].filter((h): h is string => !!h).map((h) => h.toLowerCase())));
-  for (const p of onchain.payments) {
+  for (const p of onchain.payments.filter((x) => x.authorizeBlock <= ledgerBlock)) {
     if (!ids.has(p.paymentId.toLowerCase()))
       problems.push(`${onchain.agent}: ${p.status} payment ${p.paymentId} (${p.amount}) is not in the ledger`);
   }
-  for (const b of onchain.blocked) {
+  for (const b of onchain.blocked.filter((x) => x.authorizeBlock <= ledgerBlock)) {
     if (!txs.has(b.authorizeTx.toLowerCase()) && !ids.has(b.paymentId.toLowerCase()))
       problems.push(`${onchain.agent}: ${b.reason ?? "blocked"} refusal of ${b.amount} in ${b.authorizeTx} is not in the ledger`);
   }
@@ -98,15 +104,16 @@ function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[]): 
 
 /** Every entry of GET /ledger that `key` (an owner's or an agent's) may read, page by page. */
 export async function fetchLedger(baseUrl: string, key: string): Promise<LedgerTransaction[]> {
-  const entries: LedgerTransaction[] = [];
+  // Newest first: an entry written meanwhile moves the next page by one, so an entry may come twice.
+  const entries = new Map<string, LedgerTransaction>();
   for (let offset = 0; ;) {
     const res = await fetch(`${baseUrl.replace(/\/+$/, "")}/ledger?limit=200&offset=${offset}`, {
       headers: { authorization: `Bearer ${key}` },
     });
     const body = (await res.json()) as { transactions?: LedgerTransaction[]; total?: number; message?: string };
     if (!res.ok || !body.transactions) throw new Error(`GET /ledger answered ${res.status}: ${body.message ?? "no transactions"}`);
-    entries.push(...body.transactions);
+    for (const t of body.transactions) entries.set(t.id, t);
     offset += body.transactions.length;
-    if (body.transactions.length === 0 || offset >= (body.total ?? 0)) return entries;
+    if (body.transactions.length === 0 || offset >= (body.total ?? 0)) return [...entries.values()];
   }
 }

@@ -101,6 +101,14 @@ describe("audit: the ledger against the chain", () => {
     ]);
     expect(cli.code, cli.stderr).to.equal(1);
     expect((JSON.parse(cli.stdout) as { ledgerDisagreements: string[] }).ledgerDisagreements).to.have.members(problems);
+
+    // A refusal mined after the ledger was read (its entry is written after its block): not a disagreement then.
+    const ledgerBlock = await s.svc.chain.provider.getBlockNumber();
+    const snapshot = await fetchLedger(s.url, key);
+    await pay(tooDear.resource, 422);
+    const later = await audit();
+    expect(ledgerDisagreements(later, snapshot, [], ledgerBlock)).to.have.members(problems);
+    expect(ledgerDisagreements(later, snapshot)).to.have.length(problems.length + 1);
   });
 });
 
