@@ -3,13 +3,17 @@
  * the factory, every payment decision, policy version, pause, owner, operator, withdrawal and day's spend, as JSON.
  *
  *   npm run audit -- --rpc https://mainnet.base.org --factory 0x... [--usdc 0x...] [--from-block N] [--to-block N]
+ *     [--ledger https://spendgate.example --key <owner or agent API key> [--agents 0x...,0x...]]
  *
  * Exit code 1 when the events contradict each other (a spentToday that does not add up, USDC moved under a nonce the
- * policy never authorised, a settlement after a release).
+ * policy never authorised, a settlement after a release), or, with --ledger, when the service's ledger (every entry
+ * the key may read) disagrees with them (`ledgerDisagreements`). --agents names agents the ledger must cover even if
+ * it has no entry of theirs.
  */
 import { JsonRpcProvider } from "ethers";
 import { USDC_ADDRESSES } from "../src/chain/addresses";
 import { auditFromLogs } from "../src/indexer/audit";
+import { fetchLedger, ledgerDisagreements } from "../src/indexer/ledgerAudit";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -26,15 +30,22 @@ async function main(): Promise<void> {
   const usdc = arg("usdc") ?? USDC_ADDRESSES[chainId];
   if (!usdc) throw new Error(`no USDC address known for chain id ${chainId}: pass --usdc`);
   const toBlock = arg("to-block");
+  const ledgerUrl = arg("ledger");
+  const key = arg("key") ?? process.env.SPENDGATE_API_KEY;
+  if (ledgerUrl && !key) throw new Error("--ledger needs --key (an owner's or an agent's API key) or SPENDGATE_API_KEY");
+  // The ledger first, then the chain up to a later head: every event an entry tells is then in the audit.
+  const ledgerBlock = await provider.getBlockNumber();
+  const entries = ledgerUrl && key ? await fetchLedger(ledgerUrl, key) : undefined;
   const report = await auditFromLogs(provider, {
     factory,
     usdc,
     fromBlock: Number(arg("from-block") ?? process.env.FACTORY_DEPLOY_BLOCK ?? 0),
     toBlock: toBlock === undefined ? undefined : Number(toBlock),
   });
-  console.log(JSON.stringify(report, null, 2));
+  const ledger = entries && ledgerDisagreements(report, entries, (arg("agents") ?? "").split(",").filter(Boolean), ledgerBlock);
+  console.log(JSON.stringify(ledger ? { ...report, ledgerDisagreements: ledger } : report, null, 2));
   provider.destroy();
-  if (report.inconsistencies.length) process.exitCode = 1;
+  if (report.inconsistencies.length || ledger?.length) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

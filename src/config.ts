@@ -192,6 +192,11 @@ function crossFieldProblems(env: Record<string, string>): string[] {
       const hint = key.startsWith("FACTORY_") ? " (or deployments/<NETWORK_NAME>.json, written by scripts/deploy.ts)" : "";
       if (!env[key]) problems.push(`${key}: is required when RPC_URL is set${hint}`);
     }
+    if (!env.MONGODB_URI) {
+      problems.push(
+        "MONGODB_URI: is required when RPC_URL is set (the embedded store, under a random WALLET_ENCRYPTION_KEY, loses every agent's signing key and the ledger when the process stops)",
+      );
+    }
     if (!env.FACILITATOR_URL && !env.FACILITATOR_PRIVATE_KEY) {
       problems.push(
         "FACILITATOR_PRIVATE_KEY: is required when RPC_URL is set and FACILITATOR_URL is not (the in-process facilitator needs its own key)",

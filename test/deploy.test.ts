@@ -144,6 +144,28 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     for (const k of keys) expect(await set.isOperator(k)).to.equal(true);
   });
 
+  it("refuses an operator key that would own the OperatorSet and the factory, before sending anything", async function () {
+    const [deployer] = await ethers.getSigners();
+    const owner = Wallet.createRandom().address;
+    const nonceBefore = await ethers.provider.getTransactionCount(deployer.address);
+    // A stolen instance key would let any key in and out of the set (and repoint the factory) at will.
+    for (const opts of [
+      { operator: deployer.address },
+      { operators: [Wallet.createRandom().address, deployer.address] },
+      { operator: owner.toLowerCase(), owner },
+    ]) {
+      let error: Error | undefined;
+      try {
+        await deployFactory(hre, { ...opts, deploymentsDir: dir });
+      } catch (err) {
+        error = err as Error;
+      }
+      expect(error?.message, JSON.stringify(opts)).to.match(/must not be the owner/);
+    }
+    expect(await ethers.provider.getTransactionCount(deployer.address)).to.equal(nonceBefore);
+    expect(readDeploymentRecord(dir, "hardhat")).to.equal(undefined);
+  });
+
   it("rejects an operator or owner that is not an address", async function () {
     for (const opts of [
       { operator: "0x1234" },

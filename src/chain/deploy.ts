@@ -196,6 +196,10 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
     ? opts.operators.map((o) => checkedAddress("operator (OPERATOR_ADDRESSES)", o))
     : [checkedAddress("operator (OPERATOR_ADDRESS)", opts.operator ?? deployerAddress)];
   const owner = checkedAddress("owner (FACTORY_OWNER)", opts.owner ?? deployerAddress);
+  // The owner adds and removes members and repoints the factory: an instance's key (on a server) must not hold that.
+  if ((opts.operator !== undefined || opts.operators?.length) && members.includes(owner)) {
+    throw new Error(`operator ${owner} must not be the owner (FACTORY_OWNER, default: the deployer) of the OperatorSet and the factory`);
+  }
   const confirmations = opts.confirmations ?? (network === "hardhat" ? 1 : 2);
   const usdcAddress = opts.usdc ?? USDC_ADDRESSES[chainId];
   if (!usdcAddress) throw new Error(`no USDC address known for chain id ${chainId}: pass usdc (USDC_ADDRESS)`);

@@ -36,6 +36,8 @@ export interface AuditPayment {
   approvalId: string | null;
   day: string;
   authorizeTx: string;
+  /** The block of its PaymentAuthorized (or PaymentBlocked). */
+  authorizeBlock: number;
   settleTx: string | null;
   releaseTx: string | null;
   /** The swap that bought this payment's USDC shortfall (SwapExecuted): tokenIn is WETH, or 0x0 for wrapped ETH. */
@@ -64,14 +66,32 @@ export interface AuditAgent {
   days: Record<string, string>;
 }
 
+/** A contract an agent's operator slot named (an OperatorSet): whoever it lets in relays for the agent. */
+export interface AuditOperatorSet {
+  address: string;
+  /** OwnershipTransferred: who adds and removes members. */
+  owners: { owner: string; txHash: string }[];
+  /** OperatorAdded / OperatorRemoved, in order. */
+  changes: { member: string; added: boolean; blockNumber: number; txHash: string }[];
+  /** The members after the last change read. */
+  members: string[];
+}
+
 export interface AuditReport {
   factory: string;
   fromBlock: number;
   toBlock: number;
   agents: Record<string, AuditAgent>;
+  /** Every operator an agent had that emitted OperatorSet membership events, by address. */
+  operatorSets: Record<string, AuditOperatorSet>;
   /** Every place where the rebuilt state disagrees with what an event reported (empty when consistent). */
   inconsistencies: string[];
 }
+
+/** Blocks per eth_getLogs call: nodes cap the range (Base providers at 2,000 to 10,000 blocks). */
+const LOG_BLOCKS = 2000;
+/** Agents (addresses, or topics) per eth_getLogs call. */
+const ADDRESS_CHUNK = 100;
 
 const day = (ts: number) => new Date(ts * 1000).toISOString().slice(0, 10);
 const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.index;
@@ -79,13 +99,20 @@ const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.i
 /** Rebuilds the history of every agent of `factory` from the logs of blocks fromBlock..toBlock. */
 export async function auditFromLogs(
   provider: Provider,
-  opts: { factory: string; usdc: string; fromBlock: number; toBlock?: number },
+  opts: { factory: string; usdc: string; fromBlock: number; toBlock?: number; addressChunk?: number },
 ): Promise<AuditReport> {
   const toBlock = opts.toBlock ?? (await provider.getBlockNumber());
   const range = { fromBlock: opts.fromBlock, toBlock };
-  const report: AuditReport = { factory: getAddress(opts.factory), fromBlock: opts.fromBlock, toBlock, agents: {}, inconsistencies: [] };
+  const report: AuditReport = {
+    factory: getAddress(opts.factory),
+    fromBlock: opts.fromBlock,
+    toBlock,
+    agents: {},
+    operatorSets: {},
+    inconsistencies: [],
+  };
 
-  const deployed = await provider.getLogs({ ...range, address: opts.factory, topics: [eventTopic("SpendPolicyFactory", "AgentDeployed")] });
+  const deployed = await logsOf(provider, { ...range, address: opts.factory, topics: [eventTopic("SpendPolicyFactory", "AgentDeployed")] });
   for (const log of deployed) {
     const e = parseEvent("SpendPolicyFactory", log);
     if (e?.name !== "AgentDeployed") continue;
@@ -107,14 +134,23 @@ export async function auditFromLogs(
   const agents = Object.keys(report.agents);
   if (agents.length === 0) return report;
 
-  const [agentLogs, usedLogs] = await Promise.all([
-    provider.getLogs({ ...range, address: agents }),
-    provider.getLogs({
-      ...range,
-      address: opts.usdc,
-      topics: [eventTopic("Usdc", "AuthorizationUsed"), agents.map((a) => zeroPadValue(a, 32))],
-    }),
-  ]);
+  // Nodes cap the addresses and topics of one request (Infura: 5,000 in all): ADDRESS_CHUNK agents at a time.
+  const chunk = Math.max(1, opts.addressChunk ?? ADDRESS_CHUNK);
+  const agentLogs: Log[] = [];
+  const usedLogs: Log[] = [];
+  for (let i = 0; i < agents.length; i += chunk) {
+    const some = agents.slice(i, i + chunk);
+    const [own, used] = await Promise.all([
+      logsOf(provider, { ...range, address: some }),
+      logsOf(provider, {
+        ...range,
+        address: opts.usdc,
+        topics: [eventTopic("Usdc", "AuthorizationUsed"), some.map((a) => zeroPadValue(a, 32))],
+      }),
+    ]);
+    agentLogs.push(...own);
+    usedLogs.push(...used);
+  }
   const timestamps = new Map<number, number>();
   const timestampOf = async (n: number): Promise<number> => {
     let t = timestamps.get(n);
@@ -208,6 +244,7 @@ export async function auditFromLogs(
           approvalId: null,
           day: today,
           authorizeTx: log.transactionHash,
+          authorizeBlock: log.blockNumber,
           settleTx: null,
           releaseTx: null,
         });
@@ -233,6 +270,7 @@ export async function auditFromLogs(
           approvalId: pendingApproval.get(e.args.paymentId) ?? null,
           day: today,
           authorizeTx: log.transactionHash,
+          authorizeBlock: log.blockNumber,
           settleTx: null,
           releaseTx: null,
         };
@@ -263,6 +301,7 @@ export async function auditFromLogs(
       }
     }
   }
+  await auditOperatorSets(provider, range, report, chunk);
   for (const log of usedLogs) {
     const e = parseEvent("Usdc", log);
     if (e?.name !== "AuthorizationUsed") continue;
@@ -278,4 +317,65 @@ export async function auditFromLogs(
     p.settleTx = log.transactionHash;
   }
   return report;
+}
+
+/**
+ * The membership history of every operator the agents had: an operator slot may name an OperatorSet, whose owner
+ * changes who relays without any event of the agent's own. An operator key (no code) emits nothing here.
+ */
+async function auditOperatorSets(
+  provider: Provider,
+  range: { fromBlock: number; toBlock: number },
+  report: AuditReport,
+  chunk: number,
+): Promise<void> {
+  const operators = [...new Set(Object.values(report.agents).flatMap((a) => a.operators.map((o) => o.operator)))];
+  if (operators.length === 0) return;
+  const topics = [
+    [
+      eventTopic("OperatorSet", "OperatorAdded"),
+      eventTopic("OperatorSet", "OperatorRemoved"),
+      eventTopic("OperatorSet", "OwnershipTransferred"),
+    ],
+  ];
+  const logs: Log[] = [];
+  for (let i = 0; i < operators.length; i += chunk)
+    logs.push(...(await logsOf(provider, { ...range, address: operators.slice(i, i + chunk), topics })));
+  for (const log of logs.sort(order)) {
+    const e = parseEvent("OperatorSet", log);
+    if (!e) continue;
+    const address = getAddress(log.address);
+    const set = (report.operatorSets[address] ??= { address, owners: [], changes: [], members: [] });
+    if (e.name === "OwnershipTransferred") {
+      set.owners.push({ owner: getAddress(e.args.newOwner), txHash: log.transactionHash });
+    } else if (e.name === "OperatorAdded" || e.name === "OperatorRemoved") {
+      const member = getAddress(e.args.account);
+      const added = e.name === "OperatorAdded";
+      set.changes.push({ member, added, blockNumber: log.blockNumber, txHash: log.transactionHash });
+      set.members = added ? [...set.members, member] : set.members.filter((m) => m !== member);
+    }
+  }
+}
+
+type LogRange = { fromBlock: number; toBlock: number; address: string | string[]; topics?: (string | string[] | null)[] };
+
+/** eth_getLogs over a range of any length: LOG_BLOCKS at a time, and a range the node still refuses in halves. */
+async function logsOf(provider: Provider, filter: LogRange): Promise<Log[]> {
+  const logs: Log[] = [];
+  for (let a = filter.fromBlock; a <= filter.toBlock; a += LOG_BLOCKS) {
+    logs.push(...(await logsIn(provider, { ...filter, fromBlock: a, toBlock: Math.min(filter.toBlock, a + LOG_BLOCKS - 1) })));
+  }
+  return logs;
+}
+
+async function logsIn(provider: Provider, filter: LogRange): Promise<Log[]> {
+  const { fromBlock: from, toBlock: to } = filter;
+  try {
+    return await provider.getLogs(filter);
+  } catch (err) {
+    const message = String((err as { message?: unknown } | null)?.message ?? err);
+    if (to <= from || !/range|limit|too many|exceed|too large|size|results/i.test(message)) throw err;
+    const mid = Math.floor((from + to) / 2);
+    return [...(await logsIn(provider, { ...filter, toBlock: mid })), ...(await logsIn(provider, { ...filter, fromBlock: mid + 1 }))];
+  }
 }

@@ -297,18 +297,20 @@ export class Indexer {
       ops.push({
         updateOne: {
           filter: { chainId: this.chainId, txHash: e.txHash, logIndex: e.logIndex },
+          // The content too: a transaction mined again further into a block puts another of its logs at this index.
           update: {
-            $setOnInsert: {
-              chainId: this.chainId,
-              txHash: e.txHash,
-              logIndex: e.logIndex,
+            $setOnInsert: { chainId: this.chainId, txHash: e.txHash, logIndex: e.logIndex },
+            $set: {
               address: e.address,
               event: e.event,
               args: e.args,
               agentAddress: e.agentAddress,
               paymentId: e.paymentId,
+              blockNumber: e.blockNumber,
+              blockHash: e.blockHash,
+              removed: false,
+              confirmed: false,
             },
-            $set: { blockNumber: e.blockNumber, blockHash: e.blockHash, removed: false, confirmed: false },
           },
           upsert: true,
         },

@@ -74,6 +74,11 @@ describe("config: loadConfig over the environment", () => {
       .and.match(/^FACILITATOR_PRIVATE_KEY: .*differ/m);
   });
 
+  it("refuses a real chain with the embedded store: agents' keys and the ledger would die with the process", () => {
+    const { MONGODB_URI: _uri, WALLET_ENCRYPTION_KEY: _key, ...rest } = PRODUCTION;
+    expect(problemsOf(rest).join("\n")).to.match(/^MONGODB_URI: is required when RPC_URL is set/m);
+  });
+
   it("never echoes a private key value in a problem", () => {
     const secret = "0x" + "ab".repeat(31); // 31 bytes: invalid, but nearly a key
     const problems = problemsOf({ OPERATOR_PRIVATE_KEY: secret, WALLET_ENCRYPTION_KEY: "cd".repeat(31) });

@@ -5,13 +5,15 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { getAddress } from "ethers";
+import { JsonRpcProvider, Wallet, getAddress } from "ethers";
+import { OperatorSet__factory } from "../../typechain-types";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
+import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { ledgerEntry } from "../../src/store/ledger";
 import { approvalDecision } from "../helpers/payments";
-import { ownerKey } from "../helpers/owner";
+import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 
@@ -168,6 +170,8 @@ describe("audit from events alone", () => {
       const spent = await s.svc.chain.policyAt(agent, s.svc.chain.provider).spentToday();
       expect(Object.values(onchain.days).at(-1)).to.equal(spent.toString());
     }
+    // The ledger as its owner reads it agrees with the chain (approvals, denials, refusals on-chain and off).
+    expect(ledgerDisagreements(report, await fetchLedger(s.url, key), [a.agentAddress])).to.deep.equal([]);
     const ledgerA = (await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey })).body.transactions as Record<string, any>[];
     expect(ledgerA.map((t) => t.status).sort()).to.deep.equal([
       "approved",
@@ -212,4 +216,96 @@ describe("audit from events alone", () => {
     expect(audited.payments).to.deep.equal([]);
     expect(audited.voided.map((v) => [v.paymentId, v.txHash])).to.deep.equal([[paymentId, doc.voidTxHash]]);
   });
+
+  it("follows an OperatorSet an owner made the operator: its owner and every member added or removed", async () => {
+    const { chain } = s.svc;
+    const owner = randomOwner();
+    const c = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] });
+    const setOwner = Wallet.createRandom().connect(chain.provider);
+    await chain.provider.send("hardhat_setBalance", [setOwner.address, "0xde0b6b3a7640000"]);
+    const set = await new OperatorSet__factory(setOwner).deploy(setOwner.address, [chain.operator.address]);
+    await set.waitForDeployment();
+    const setAddress = getAddress(await set.getAddress());
+    await setOperatorOnChain(s, owner, c.policyContract, setAddress);
+    // A key let in and taken out again: it could have relayed for the agent in between.
+    const intruder = Wallet.createRandom().address;
+    const added = await (await set.addOperator(intruder)).wait();
+    const removed = await (await set.removeOperator(intruder)).wait();
+
+    const report = await auditFromLogs(chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    expect(report.agents[c.agentAddress].operators.map((o) => o.operator)).to.deep.equal([chain.operator.address, setAddress]);
+    const audited = report.operatorSets[setAddress];
+    expect(audited.owners.map((o) => o.owner)).to.deep.equal([setOwner.address]);
+    expect(audited.changes.map((x) => [x.member, x.added, x.txHash])).to.deep.equal([
+      [chain.operator.address, true, set.deploymentTransaction()!.hash],
+      [intruder, true, added!.hash],
+      [intruder, false, removed!.hash],
+    ]);
+    expect(audited.members).to.deep.equal([chain.operator.address]);
+  });
+
+  it("audits through a node that caps eth_getLogs ranges (as Base nodes do): the same report, no failure", async () => {
+    const opts = { factory: s.svc.config.factoryAddress, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock };
+    const full = await auditFromLogs(s.svc.chain.provider, opts);
+    expect(full.toBlock - full.fromBlock).to.be.greaterThan(MAX_LOG_BLOCKS);
+    const capped = new CappedLogsProvider(s.svc.config.rpcUrl);
+    try {
+      const report = await auditFromLogs(capped, { ...opts, toBlock: full.toBlock });
+      expect(report).to.deep.equal(full);
+      expect(capped.refused).to.be.greaterThan(0);
+    } finally {
+      capped.destroy();
+    }
+  });
+
+  it("audits many agents through a node that caps the addresses and topics of one eth_getLogs", async () => {
+    const opts = { factory: s.svc.config.factoryAddress, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock };
+    const full = await auditFromLogs(s.svc.chain.provider, opts);
+    expect(Object.keys(full.agents).length).to.be.greaterThan(3);
+    const capped = new CappedLogsProvider(s.svc.config.rpcUrl, 5);
+    try {
+      const report = await auditFromLogs(capped, { ...opts, toBlock: full.toBlock, addressChunk: 2 });
+      expect(report).to.deep.equal(full);
+    } finally {
+      capped.destroy();
+    }
+  });
 });
+
+const MAX_LOG_BLOCKS = 10;
+
+/** A node that refuses eth_getLogs over more than MAX_LOG_BLOCKS blocks, with a provider's message. */
+class CappedLogsProvider extends JsonRpcProvider {
+  refused = 0;
+  constructor(
+    url: string,
+    private readonly maxParams = Infinity,
+  ) {
+    super(url);
+  }
+  override send(method: string, params: unknown[]): Promise<any> {
+    if (method === "eth_getLogs") {
+      const { fromBlock, toBlock, address, topics } = params[0] as {
+        fromBlock: string;
+        toBlock: string;
+        address?: unknown;
+        topics?: unknown[];
+      };
+      // Infura counts the addresses and topics of one request (at most 5,000).
+      if ([address, ...(topics ?? [])].flat().filter(Boolean).length > this.maxParams) {
+        this.refused++;
+        return Promise.reject(new Error(`A maximum of ${this.maxParams} parameters in a single request`));
+      }
+      if (Number(toBlock) - Number(fromBlock) + 1 > MAX_LOG_BLOCKS) {
+        this.refused++;
+        return Promise.reject(new Error(`eth_getLogs is limited to a ${MAX_LOG_BLOCKS} block range`));
+      }
+    }
+    return super.send(method, params);
+  }
+}

@@ -137,6 +137,64 @@ describe("indexer: cursor, restarts and re-orgs", () => {
     });
   });
 
+  it("reorg: a transaction of two events mined again further into a block keeps each event's own name and args", async () => {
+    await s.svc.indexer.syncOnce();
+    // One transaction, two policy events: a stranger relays the owner's pause and resume through Multicall3.
+    const at = s.now() + 10;
+    const [pause, resume] = [
+      await s.signPause(owner, agent.agentAddress, true, at),
+      await s.signPause(owner, agent.agentAddress, false, at + 1),
+    ];
+    const policy = chain().policyAt(agent.policyContract);
+    const calls = [pause, resume].map((x, i) => ({
+      target: agent.policyContract,
+      allowFailure: false,
+      callData: policy.interface.encodeFunctionData("setPaused", [i === 0, x.timestamp, x.signature]),
+    }));
+    const relayer = await fundedWallet();
+    const raw = await relayer.signTransaction(
+      await relayer.populateTransaction({ ...(await chain().multicall.aggregate3.populateTransaction(calls)), gasLimit: 500_000n }),
+    );
+    const snapshot = await rpc("evm_snapshot");
+    const first = await (await chain().provider.broadcastTransaction(raw)).wait();
+    expect(await s.svc.indexer.syncOnce()).to.equal(2);
+    const argsOf = async () =>
+      (await store().chainEvents.find({ txHash: first!.hash, removed: false }).sort({ logIndex: 1 }).toArray()).map((e) => [
+        e.event,
+        e.args.paused,
+      ]);
+    expect(await argsOf()).to.deep.equal([
+      ["PausedSet", true],
+      ["PausedSet", false],
+    ]);
+
+    // The reorg: the same transaction in a block where another one's log comes first, so its logs move one place on.
+    expect(await rpc("evm_revert", [snapshot])).to.equal(true);
+    await rpc("evm_setAutomine", [false]);
+    try {
+      const other = await fundedWallet();
+      // USDC approve: exactly one log (Approval), sent first with the higher tip.
+      await other.sendTransaction({
+        to: chain().usdc.target,
+        data: chain().usdc.interface.encodeFunctionData("approve", [other.address, 1n]),
+        gasLimit: 100_000n,
+        maxPriorityFeePerGas: 10n ** 10n,
+        maxFeePerGas: 10n ** 11n,
+      });
+      await chain().provider.broadcastTransaction(raw);
+      await rpc("evm_mine");
+    } finally {
+      await rpc("evm_setAutomine", [true]);
+    }
+    const again = (await chain().provider.getTransactionReceipt(first!.hash))!;
+    expect(again.logs.map((l) => l.index)).to.deep.equal(first!.logs.map((l) => l.index + 1));
+    await s.svc.indexer.syncOnce();
+    expect(await argsOf()).to.deep.equal([
+      ["PausedSet", true],
+      ["PausedSet", false],
+    ]);
+  });
+
   it("start() polls without overlapping runs, logs a failed run and keeps going; stop() ends it", async () => {
     const lines: string[] = [];
     const idx = indexer({ logger: quietLogger(lines) });
