@@ -21,13 +21,16 @@ export class ControlService {
     if (!(await chain.isDeployed(agent.policyAddress))) {
       throw conflict(`Agent ${agent.address} has no policy contract yet: set a policy first.`);
     }
+    // The owner the contract checks: after a hand-over relayed by anyone else, the new owner's kill switch works before
+    // the indexer has caught up (and the previous owner's is refused here, not by a reverted transaction).
+    const owner = getAddress(await chain.policyAt(agent.policyAddress, chain.provider).owner());
     const digest = await this.ctx.signatures.verify({
       kind: "SetPaused",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: SET_PAUSED_TYPES,
       message: { agent: agent.address, paused: input.paused, timestamp: input.timestamp },
       signature: input.humanSignature,
-      expectedSigner: agent.ownerAddress,
+      expectedSigner: owner,
       timestamp: input.timestamp,
     });
     await this.ctx.signatures.consume("SetPaused", digest);
@@ -36,7 +39,7 @@ export class ControlService {
     const { receipt } = await chain
       .sendAndWait((o) => policy.setPaused(input.paused, input.timestamp, input.humanSignature, o))
       .catch((err: unknown) => revertToAppError(policy, err));
-    await this.ctx.gas.charge(agent.ownerAddress, receipt);
+    await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, paused: input.paused, txHash: receipt.hash }, "pause set");
     return { agentAddress: agent.address, paused: input.paused, policyContract: agent.policyAddress, txHash: receipt.hash };
   }

@@ -65,12 +65,8 @@ describe("hostile callers against the service", () => {
     }
   });
 
-  it("follows a hand-over relayed on-chain by anyone: the previous owner's key loses the agent, the new owner gets it", async () => {
-    const previous = randomOwner();
-    const a = await s.onboard(previous, { allowlist: ["127.0.0.1"] });
-    const previousKey = await ownerKey(s, previous);
-    const next = randomOwner();
-    // The contract lets anyone relay the owner's SetOwner (README); here not through the service.
+  /** The owner's SetOwner, relayed on the contract (the contract lets anyone relay it, README), not through the service. */
+  async function handOverOnChain(previous: Wallet, a: { agentAddress: string; policyContract: string }, next: Wallet): Promise<void> {
     const timestamp = s.now();
     const signature = await previous.signTypedData(policyDomain(8453, a.policyContract), SET_OWNER_TYPES, {
       agent: a.agentAddress,
@@ -79,6 +75,14 @@ describe("hostile callers against the service", () => {
     });
     const { chain } = s.svc;
     await chain.sendAndWait((o) => chain.policyAt(a.policyContract).setOwner(next.address, timestamp, signature, o));
+  }
+
+  it("follows a hand-over relayed on-chain by anyone: the previous owner's key loses the agent, the new owner gets it", async () => {
+    const previous = randomOwner();
+    const a = await s.onboard(previous, { allowlist: ["127.0.0.1"] });
+    const previousKey = await ownerKey(s, previous);
+    const next = randomOwner();
+    await handOverOnChain(previous, a, next);
     await s.svc.indexer.syncOnce();
 
     // The previous owner can no longer take an agent key (and pay with the new owner's budget) nor act for the agent.
@@ -166,5 +170,28 @@ describe("hostile callers against the service", () => {
       await seller.close();
       s.svc.indexer.start(500, () => s.svc.indexerLease.hold());
     }
+  });
+
+  it("takes the kill switch from the owner the contract knows: a hand-over relayed on-chain, before the indexer saw it", async () => {
+    await s.svc.indexer.stop();
+    const previous = randomOwner();
+    const a = await s.onboard(previous, { allowlist: ["127.0.0.1"] });
+    const next = randomOwner();
+    await handOverOnChain(previous, a, next);
+    expect((await s.svc.store.agents.findOne({ address: a.agentAddress }))?.ownerAddress).to.equal(previous.address);
+    const pause = async (signer: Wallet, timestamp?: number) => {
+      const { signature, timestamp: at } = await s.signPause(signer, a.agentAddress, true, timestamp);
+      return s.api("POST", `/agents/${a.agentAddress}/pause`, {
+        key: a.apiKey,
+        body: { paused: true, humanSignature: signature, timestamp: at },
+      });
+    };
+    const nonce = await s.svc.chain.provider.getTransactionCount(s.svc.chain.operator.address);
+    // The previous owner's is refused before anything is sent; the new owner's pauses the agent at once.
+    expectErrorShape(await pause(previous), 401);
+    expect(await s.svc.chain.provider.getTransactionCount(s.svc.chain.operator.address)).to.equal(nonce);
+    const res = await pause(next, s.now() + 1);
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(await s.svc.chain.policyAt(a.policyContract, s.svc.chain.provider).paused()).to.equal(true);
   });
 });
