@@ -28,6 +28,18 @@ describe("dashboard swaps in Chromium: the swap setting in the policy form, the 
     wallet = new TestWallet(randomOwner());
     await installWallets(page, [wallet], 0);
     agent = await s.onboard(wallet.signer, { allowlist: ["127.0.0.1"], approvalThreshold: "2" });
+    // The policy on-chain was signed on a clock 30 s ahead of the page's (or within the same second as its change):
+    // the form must sign its change after it, not be refused as stale.
+    const ahead = await s.api("POST", "/limits", {
+      key: agent.apiKey,
+      body: await s.policyBody(
+        wallet.signer,
+        agent.agentAddress,
+        { perTxLimit: "5", dailyBudget: "20", allowlist: ["127.0.0.1"], approvalThreshold: "2" },
+        s.now() + 30,
+      ),
+    });
+    expect(ahead.status, JSON.stringify(ahead.body)).to.equal(201);
   });
   after(async () => {
     await browser?.close();

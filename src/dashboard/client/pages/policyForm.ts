@@ -119,7 +119,10 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     data: TypedData;
   } | null = null;
 
-  const showReview = (amounts: Amounts, extras: ExtraLimits & SwapSetting, timestamp = nowSeconds()) => {
+  // The contract takes only a policy newer than the one it holds: a second change within the same second as the last
+  // (or the last signed on a clock ahead of this one) is signed one second after it, not refused as stale.
+  const nextTimestamp = () => Math.max(nowSeconds(), (current.lastUpdated ?? 0) + 1);
+  const showReview = (amounts: Amounts, extras: ExtraLimits & SwapSetting, timestamp = nextTimestamp()) => {
     const list = normalizedList(entries);
     const caps = capsOf(entries);
     const root = allowlistRoot(list, caps);
@@ -276,7 +279,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
       review.hidden = true;
       button.textContent = label;
       button.disabled = false;
-      current = { ...current, deployed: true };
+      current = { ...current, deployed: true, lastUpdated: p.timestamp };
       announce("The policy is active on-chain.");
       await onDeployed();
     } catch (err) {
