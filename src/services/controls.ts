@@ -127,7 +127,8 @@ export class ControlService {
       .catch((err: unknown) => revertToAppError(wallet, err));
     await this.ctx.gas.charge(owner, receipt);
     // The chain decided; the store follows (the indexer also does, for a hand-over relayed by anyone else).
-    await reassignAgentOwner(store, agent.address, input.newOwner);
+    // The agent's keys are revoked with it (store/owners.ts): forgotten here at once, as any revocation.
+    if (await reassignAgentOwner(store, agent.address, input.newOwner)) this.ctx.keys.forgetAll();
     this.ctx.logger.info({ agent: agent.address, from: owner, to: input.newOwner, txHash: receipt.hash }, "owner set");
     return { agentAddress: agent.address, ownerAddress: input.newOwner, txHash: receipt.hash };
   }

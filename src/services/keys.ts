@@ -115,7 +115,8 @@ export class KeyService {
     return { principal, remembered: false };
   }
 
-  private forgetAll(): void {
+  /** Forgets every remembered lookup: after a revocation written to the store by other code (a hand-over). */
+  forgetAll(): void {
     this.generation++;
     this.cache.clear();
   }

@@ -2,8 +2,24 @@
 import type { Store } from "./index";
 import { LedgerWriter } from "./ledger";
 
-/** Moves agent `agentAddress` to `ownerAddress` (the old owner's keys lose it at once). */
-export async function reassignAgentOwner(store: Store, agentAddress: string, ownerAddress: string): Promise<void> {
+/**
+ * Moves agent `agentAddress` to `ownerAddress` (the old owner's keys lose it at once). The agent's keys are revoked
+ * when its owner changes: one the previous owner took (POST /agents/:address/key) before handing over would otherwise
+ * go on paying under the new owner's policy; the new owner issues the agent a key of its own. Revoked before the agent
+ * moves (a crash between the two leaves the move to be applied again, by the indexer), and only keys older than this
+ * call: one the new owner issued after another application of the same hand-over stays. Answers whether the owner
+ * changed.
+ */
+export async function reassignAgentOwner(store: Store, agentAddress: string, ownerAddress: string): Promise<boolean> {
+  const startedAt = new Date();
+  const agent = await store.agents.findOne({ address: agentAddress }, { projection: { ownerAddress: 1 } });
+  const changes = agent !== null && agent.ownerAddress !== ownerAddress;
+  if (changes) {
+    await store.apiKeys.updateMany(
+      { role: "agent", agentAddress, createdAt: { $lt: startedAt }, revokedAt: { $exists: false } },
+      { $set: { revokedAt: new Date() } },
+    );
+  }
   await store.agents.updateOne({ address: agentAddress }, { $set: { ownerAddress, linkedAt: new Date() } });
   await new LedgerWriter(store.payments).reassignOwner(agentAddress, ownerAddress);
   await store.approvals.updateMany({ agentAddress }, { $set: { ownerAddress } });
@@ -12,6 +28,7 @@ export async function reassignAgentOwner(store: Store, agentAddress: string, own
     { $setOnInsert: { address: ownerAddress, createdAt: new Date(), lastSignInAt: new Date(0) } },
     { upsert: true },
   );
+  return changes;
 }
 
 /**

@@ -179,6 +179,9 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     const heir = randomOwner();
     const a = await s.onboard(owner, POLICY);
     const key = await ownerKey(s, owner);
+    // The previous owner takes an agent key just before handing over, to keep paying under the new owner's policy.
+    const kept = await s.api("POST", `/agents/${a.agentAddress}/key`, { key });
+    expect(kept.status).to.equal(201);
     const timestamp = s.now();
     const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
       agent: a.agentAddress,
@@ -200,6 +203,14 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     // The old owner's signature no longer moves anything.
     const stale = await withdrawBody(owner, a.agentAddress, { token: "USDC", to: owner.address, amount: "1" });
     expectErrorShape(await s.api("POST", `/agents/${a.agentAddress}/withdraw`, { key: heirKey, body: stale }), 401, "invalid_signature");
+    // Nor does any agent key from before: the new owner issues the agent its own.
+    for (const old of [a.apiKey, kept.body.apiKey as string]) {
+      const pay = { agentAddress: a.agentAddress, serviceUrl: "http://127.0.0.1:1/r", maxAmount: "1", intent: "after the hand-over" };
+      expectErrorShape(await s.api("POST", "/pay", { key: old, body: pay }), 401, "unauthorized");
+    }
+    const fresh = await s.api("POST", `/agents/${a.agentAddress}/key`, { key: heirKey });
+    expect(fresh.status, JSON.stringify(fresh.body)).to.equal(201);
+    expect((await s.api("GET", `/limits?address=${a.agentAddress}`, { key: fresh.body.apiKey as string })).status).to.equal(200);
   });
 
   it("refuses to hand an agent over to an agent wallet (its own or another's), which can never sign as owner: 400, nothing changes", async () => {

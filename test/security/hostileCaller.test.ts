@@ -91,6 +91,9 @@ describe("hostile callers against the service", () => {
     const nextKey = await ownerKey(s, next);
     const limits = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: nextKey });
     expect(limits.status, JSON.stringify(limits.body)).to.equal(200);
+    // The agent key from before the hand-over is revoked with it (the previous owner may hold it).
+    const pay = { agentAddress: a.agentAddress, serviceUrl: "http://127.0.0.1:1/r", maxAmount: "1", intent: "after the hand-over" };
+    expectErrorShape(await s.api("POST", "/pay", { key: a.apiKey, body: pay }), 401, "unauthorized");
   });
 
   it("answers a refusal whose on-chain record reverts (the operator moved after the policy was read) as blocked, never a 500, within the on-chain cap", async () => {
