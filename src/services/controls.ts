@@ -23,7 +23,7 @@ export class ControlService {
     }
     // The owner the contract checks: after a hand-over relayed by anyone else, the new owner's kill switch works before
     // the indexer has caught up (and the previous owner's is refused here, not by a reverted transaction).
-    const owner = getAddress(await chain.policyAt(agent.policyAddress, chain.provider).owner());
+    const owner = await this.onchainOwner(agent);
     const digest = await this.ctx.signatures.verify({
       kind: "SetPaused",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
@@ -139,6 +139,10 @@ export class ControlService {
     if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) {
       throw new AppError(422, "no_policy", `Agent ${agent.address} has no wallet contract yet: its owner deploys it by setting a policy.`);
     }
+    return this.onchainOwner(agent);
+  }
+
+  private async onchainOwner(agent: AgentDoc): Promise<string> {
     return getAddress(await this.ctx.chain.policyAt(agent.policyAddress, this.ctx.chain.provider).owner());
   }
 }
