@@ -1,6 +1,7 @@
 /** API keys: 32 random bytes with prefix sk_, shown once, stored as SHA-256. Two roles: agent and owner. */
 import { createHash, randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";
+import { revokeLiveKeys } from "../store/apiKeys";
 import type { ApiKeyDoc } from "../store/documents";
 
 export type Principal =
@@ -68,14 +69,9 @@ export class KeyService {
    * instances at once to anything that can change something, to reads within `cacheMs`.
    */
   async revokeAll(who: { agentAddress: string } | { ownerAddress: string }): Promise<number> {
-    const filter =
-      "agentAddress" in who
-        ? { role: "agent" as const, agentAddress: who.agentAddress }
-        : { role: "owner" as const, ownerAddress: who.ownerAddress };
     this.forgetAll();
     try {
-      const r = await this.keys.updateMany({ ...filter, revokedAt: { $exists: false } }, { $set: { revokedAt: new Date() } });
-      return r.modifiedCount;
+      return await revokeLiveKeys(this.keys, who);
     } finally {
       // Lookups that read the store while the update ran may have seen the key live.
       this.forgetAll();

@@ -1,4 +1,5 @@
 /** An agent's hand-over as the store keeps it: the agent, its history and its open approvals follow the new owner. */
+import { revokeLiveKeys } from "./apiKeys";
 import type { Store } from "./index";
 import { LedgerWriter } from "./ledger";
 
@@ -14,12 +15,7 @@ export async function reassignAgentOwner(store: Store, agentAddress: string, own
   const startedAt = new Date();
   const agent = await store.agents.findOne({ address: agentAddress }, { projection: { ownerAddress: 1 } });
   const changes = agent !== null && agent.ownerAddress !== ownerAddress;
-  if (changes) {
-    await store.apiKeys.updateMany(
-      { role: "agent", agentAddress, createdAt: { $lt: startedAt }, revokedAt: { $exists: false } },
-      { $set: { revokedAt: new Date() } },
-    );
-  }
+  if (changes) await revokeLiveKeys(store.apiKeys, { agentAddress }, startedAt);
   await store.agents.updateOne({ address: agentAddress }, { $set: { ownerAddress, linkedAt: new Date() } });
   await new LedgerWriter(store.payments).reassignOwner(agentAddress, ownerAddress);
   await store.approvals.updateMany({ agentAddress }, { $set: { ownerAddress } });
