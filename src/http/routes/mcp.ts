@@ -53,19 +53,22 @@ const READ_TOOLS = new Set(
   TOOLS.filter((t) => t.annotations.readOnlyHint === true && t.annotations.openWorldHint === false).map((t) => t.name),
 );
 
+/** A JSON-RPC message's method (undefined for a response or anything that is not an object). */
+const methodOf = (m: unknown): unknown => (typeof m === "object" && m !== null ? (m as { method?: unknown }).method : undefined);
+
 /** A message that can change nothing: tools/list, ping, a read-only tool's call, or a response or notification. */
 function changesNothing(m: unknown): boolean {
   if (typeof m !== "object" || m === null) return false;
-  const { method, params } = m as { method?: unknown; params?: { name?: unknown } };
+  const method = methodOf(m);
   if (method === undefined) return true; // a response: the stateless server asked nothing, so it is dropped
   if (method === "tools/list" || method === "ping" || (typeof method === "string" && method.startsWith("notifications/"))) return true;
-  return method === "tools/call" && typeof params?.name === "string" && READ_TOOLS.has(params.name);
+  const name = (m as { params?: { name?: unknown } }).params?.name;
+  return method === "tools/call" && typeof name === "string" && READ_TOOLS.has(name);
 }
 
-const namesCancelled = (m: unknown): boolean =>
-  typeof m === "object" && m !== null && (m as { method?: unknown }).method === "notifications/cancelled";
+const namesCancelled = (m: unknown): boolean => methodOf(m) === "notifications/cancelled";
 
-const namesInitialize = (m: unknown): boolean => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "initialize";
+const namesInitialize = (m: unknown): boolean => methodOf(m) === "initialize";
 
 /** The request as the SDK's web-standard transport reads it: its headers (the body is already parsed). */
 function webRequest(req: IncomingMessage): Request {
