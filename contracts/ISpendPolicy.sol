@@ -6,9 +6,10 @@ pragma solidity 0.8.28;
 /// let them out. USDC leaves it in exactly two ways: (1) an EIP-3009 `transferWithAuthorization` whose digest this
 /// policy authorised with `authorizePayment` (the wallet answers ERC-1271 for that digest alone, signed by the agent's
 /// signing key), or (2) an owner-signed EIP-712 `Withdraw`. Amounts are USDC base units (6 decimals). Merchants are
-/// normalised host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over ["string"] leaves, each
-/// leaf an exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant). A zero root
-/// allows nothing.
+/// normalised host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over [entry, dailyCap, payee]
+/// leaves (["string","uint256","address"]; roots signed earlier hold [entry, dailyCap] or [entry] leaves, which mean
+/// payee 0), each entry an exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant),
+/// and a payee other than 0 the only address a payment admitted by that leaf may pay. A zero root allows nothing.
 interface ISpendPolicy {
     // ---------------------------------------------------------------- types
     /// @notice What checkPayment decides.
@@ -32,7 +33,9 @@ interface ISpendPolicy {
     /// pass it. MerchantBudgetExceeded (12): today's spend under the allowlist entry that admitted the merchant plus
     /// the amount would pass that entry's daily cap. SwapSlippageExceeded (13): the swap that was to buy the payment's
     /// USDC shortfall was refused by the router within the owner-signed TWAP bound (price moved past
-    /// maxSwapSlippageBps, or the wallet's WETH and ETH could not pay it); the authorisation was released with it.
+    /// maxSwapSlippageBps or below minSwapRate, or the wallet's WETH and ETH could not pay it); the authorisation was
+    /// released with it. PayeeNotAllowed (14): the allowlist leaf that admits the merchant names a payee, and the
+    /// payment's payTo is another address (the seller changed where it is paid, or the operator tried to pay itself).
     enum BlockReason {
         None,
         MerchantNotAllowed,
@@ -47,7 +50,8 @@ interface ISpendPolicy {
         MonthlyBudgetExceeded,
         LifetimeBudgetExceeded,
         MerchantBudgetExceeded,
-        SwapSlippageExceeded
+        SwapSlippageExceeded,
+        PayeeNotAllowed
     }
 
     /// @notice The owner-signed policy (EIP-712 SetPolicy, fields in its order). Each amount fits in 64 bits,
@@ -57,7 +61,8 @@ interface ISpendPolicy {
     /// @param perTxLimit the largest single payment
     /// @param dailyBudget the most that may be authorised per UTC day
     /// @param allowlistRoot the StandardMerkleTree root of the allowed merchants (zero: none); leaves are
-    /// [entry, dailyCap] (["string","uint256"]) or, for roots signed before caps existed, [entry] (["string"])
+    /// [entry, dailyCap, payee] (["string","uint256","address"]) or, for roots signed before payees existed,
+    /// [entry, dailyCap] (["string","uint256"]) or [entry] (["string"]), both meaning payee 0 (any payee)
     /// @param approvalThreshold payments above it need the owner's ApprovalDecision
     /// @param hourlyBudget the most per UTC hour (0: none)
     /// @param weeklyBudget the most per 7-day window (0: none)
@@ -68,6 +73,8 @@ interface ISpendPolicy {
     /// @param maxSwapSlippageBps the most a swap before settlement may pay above the pool's TWAP price plus its fee,
     /// in basis points (0: swaps off)
     /// @param swapTwapSeconds the TWAP period of a swap's price bound (0: swaps off)
+    /// @param minSwapRate the lowest price a swap accepts, in USDC base units per 1 WETH (10^18 wei), whatever the
+    /// pool's TWAP says (0: no floor); fits in 64 bits
     struct Policy {
         uint256 perTxLimit;
         uint256 dailyBudget;
@@ -81,6 +88,16 @@ interface ISpendPolicy {
         uint256 validUntil;
         uint256 maxSwapSlippageBps;
         uint256 swapTwapSeconds;
+        uint256 minSwapRate;
+    }
+
+    /// @notice The allowlist leaf that admits a merchant: its entry ("host", "*.domain" or "*"), its daily cap (0: none)
+    /// and its payee (0: any). Proved against the root as [entry, dailyCap, payee]; a leaf with payee 0 is also proved
+    /// as [entry, dailyCap] and, with cap 0 too, as [entry] (roots signed before payees or caps existed).
+    struct Leaf {
+        string entry;
+        uint256 dailyCap;
+        address payee;
     }
 
     /// @notice What has been counted in each window now (fixed UTC windows; a window with no limit in the policy
@@ -110,7 +127,8 @@ interface ISpendPolicy {
     }
 
     /// @notice The owner's EIP-712 ApprovalDecision with action "approve". An empty signature means "no approval".
-    /// `amount` is the amount the owner signed; a payment may be for that amount or less, never more.
+    /// `amount` is the amount the owner signed; a payment may be for that amount or less, never more, and only to the
+    /// payTo the owner signed (the payment's transfer.payTo is what the signature is checked against).
     struct OwnerApproval {
         string approvalId;
         uint256 amount;
@@ -130,6 +148,10 @@ interface ISpendPolicy {
     error SpendPolicyInvalidTransfer();
     error SpendPolicyInvalidPolicy();
     error SpendPolicyZeroAddress();
+    /// @notice The wallet itself as new owner, operator or withdrawal recipient: it could never sign, relay or receive.
+    error SpendPolicySelfAddress();
+    /// @notice A resume signed for another epoch than the current one (a later pause or owner change came between).
+    error SpendPolicyStaleEpoch(uint256 signedEpoch, uint256 epoch);
     error SpendPolicyAlreadyDeployed(address agent);
     error SpendPolicyUnauthorizedDeployer(address caller);
     error SpendPolicyWithdrawFailed(address token, address to, uint256 amount);
@@ -143,15 +165,23 @@ interface ISpendPolicy {
 
     // ---------------------------------------------------------------- events (the auditors' interface: fixed)
     /// @notice A payment was authorised: exactly one EIP-3009 transfer of `amount` USDC from `agent` to `payTo`,
-    /// nonce `paymentId`, valid until `validBefore`, may now settle. The amount counts against today's budget.
+    /// nonce `paymentId`, valid from `validAfter` until `validBefore`, may now settle while the authorisation epoch is
+    /// still `epoch`. The amount counts against today's budget. The allowlist leaf that admitted it ([entry,
+    /// dailyCap, payee]) is in the event, so caps and payee rules can be replayed from events alone, and the
+    /// transfer can be rebuilt (and released) from it.
     /// @param paymentId the payment's id, also the EIP-3009 nonce
     /// @param agent the agent wallet (this contract)
     /// @param merchantHash keccak256 of the merchant string
     /// @param merchant the merchant host name the service paid
     /// @param payTo the address the transfer pays
     /// @param amount USDC base units
+    /// @param validAfter Unix time before which the transfer cannot settle
     /// @param validBefore Unix time after which the transfer can no longer settle
     /// @param spentToday the day's spend including this payment
+    /// @param epoch the authorisation epoch (see epoch()); the wallet answers only while it is still current
+    /// @param leafEntry the allowlist entry that admitted the merchant
+    /// @param leafDailyCap that entry's daily cap (0: none)
+    /// @param leafPayee that entry's payee (0: any)
     event PaymentAuthorized(
         bytes32 indexed paymentId,
         address indexed agent,
@@ -159,8 +189,13 @@ interface ISpendPolicy {
         string merchant,
         address payTo,
         uint256 amount,
+        uint256 validAfter,
         uint256 validBefore,
-        uint256 spentToday
+        uint256 spentToday,
+        uint256 epoch,
+        string leafEntry,
+        uint256 leafDailyCap,
+        address leafPayee
     );
     /// @notice A payment was refused by the policy; no value moved.
     /// @param paymentId the refused payment's id (not reserved: it is never settled)
@@ -172,7 +207,8 @@ interface ISpendPolicy {
     /// 5 approval_required, 6 velocity_exceeded, 7 policy_expired, 8 hourly_budget_exceeded,
     /// 9 weekly_budget_exceeded, 10 monthly_budget_exceeded, 11 lifetime_budget_exceeded, 12 merchant_budget_exceeded,
     /// 13 swap_slippage_exceeded (emitted by swapForPayment for an authorised payment, whose merchant is then the one
-    /// the operator names: auditors match it with PaymentAuthorized of the same paymentId; PaymentReleased follows)
+    /// the operator names: auditors match it with PaymentAuthorized of the same paymentId; PaymentReleased follows),
+    /// 14 payee_not_allowed
     event PaymentBlocked(
         bytes32 indexed paymentId,
         address indexed agent,
@@ -191,41 +227,55 @@ interface ISpendPolicy {
     /// that its outcome is certain at once: failed, nothing paid, nothing counted against the budget.
     event PaymentVoided(bytes32 indexed paymentId, address indexed agent);
     /// @notice The owner's approval `approvalId` (for up to `approvedAmount`, signed at `timestamp`) authorised payment
-    /// `paymentId`; it can never be used again.
+    /// `paymentId`; it can never be used again. `signature` is the owner's ApprovalDecision (action "approve", the
+    /// merchant and payTo of the PaymentAuthorized of the same paymentId): an auditor recovers the signer from it.
     event ApprovalUsed(
         bytes32 indexed paymentId,
         address indexed agent,
         string approvalId,
         uint256 approvedAmount,
-        uint256 timestamp
+        uint256 timestamp,
+        bytes signature
     );
     /// @notice The wallet bought `amountOut` USDC (exactly the shortfall of payment `paymentId`) for `amountIn` WETH
     /// through the configured SwapRouter02, within the owner-signed TWAP bound. `tokenIn` is WETH, or 0x0 when some of
     /// it was the wallet's ETH, wrapped for this swap.
     event SwapExecuted(bytes32 indexed paymentId, address indexed agent, address tokenIn, uint256 amountIn, uint256 amountOut);
+    /// Owner actions: each event carries the owner's EIP-712 signature, so an auditor recovers the signer from the log
+    /// itself. Every PolicyUpdated (the first included), every PausedSet with paused true, and every OperatorSet and
+    /// OwnerSet with a timestamp other than 0 (not the deployment's) starts a new authorisation epoch (epoch()).
+
     /// @notice The owner signed (at `timestamp`) policy number `version` (1 for the first).
-    event PolicyUpdated(address indexed agent, uint256 indexed version, Policy policy, uint256 timestamp);
-    /// @notice The owner paused (every payment blocked, reason 4) or resumed the agent, signed at `timestamp`.
-    event PausedSet(address indexed agent, bool paused, uint256 timestamp);
-    /// @notice The account that may authorise and release payments (the service's relayer); timestamp 0 when set at
-    /// deployment, otherwise the owner's signed SetOperator timestamp.
-    event OperatorSet(address indexed agent, address operator, uint256 timestamp);
-    /// @notice Ownership passed to `owner` (signed by the previous owner at `timestamp`; 0 at deployment).
-    event OwnerSet(address indexed agent, address indexed owner, uint256 timestamp);
+    event PolicyUpdated(address indexed agent, uint256 indexed version, Policy policy, uint256 timestamp, bytes signature);
+    /// @notice The owner paused (every payment blocked, reason 4; every earlier authorisation dead) or resumed the
+    /// agent, signed at `timestamp` with SetPaused's `epoch` (for a resume, the epoch it resumed).
+    event PausedSet(address indexed agent, bool paused, uint256 epoch, uint256 timestamp, bytes signature);
+    /// @notice The account that may authorise and release payments (the service's relayer); timestamp 0 and no
+    /// signature when set at deployment, otherwise the owner's signed SetOperator.
+    event OperatorSet(address indexed agent, address operator, uint256 timestamp, bytes signature);
+    /// @notice Ownership passed to `owner` (signed by the previous owner at `timestamp`; 0 and no signature at
+    /// deployment).
+    event OwnerSet(address indexed agent, address indexed owner, uint256 timestamp, bytes signature);
     /// @notice The owner withdrew `amount` of `token` (0x0: ETH) to `to`, signed at `timestamp`.
-    event Withdrawn(address indexed agent, address indexed token, address to, uint256 amount, uint256 timestamp);
+    event Withdrawn(
+        address indexed agent,
+        address indexed token,
+        address to,
+        uint256 amount,
+        uint256 timestamp,
+        bytes signature
+    );
 
     // ---------------------------------------------------------------- external
     /// @notice Operator only. Authorises one payment: records exactly the EIP-3009 transfer `transfer` with nonce
-    /// `paymentId` (merchant admitted by allowlist leaf [allowlistLeaf, leafDailyCap], or by the v1 leaf
-    /// [allowlistLeaf] when leafDailyCap is 0), adds it to every window's spend and emits PaymentAuthorized; or
-    /// emits PaymentBlocked and returns without reverting when a rule fails. Reverts only for a reused or voided paymentId, an impossible transfer or a caller that is
-    /// not the operator.
+    /// `paymentId` under the current epoch (merchant admitted by allowlist leaf `leaf`, whose payee, when not 0, must
+    /// be transfer.payTo), adds it to every window's spend and emits PaymentAuthorized; or emits PaymentBlocked and
+    /// returns without reverting when a rule fails. Reverts only for a reused or voided paymentId, an impossible
+    /// transfer or a caller that is not the operator.
     function authorizePayment(
         bytes32 paymentId,
         string calldata merchant,
-        string calldata allowlistLeaf,
-        uint256 leafDailyCap,
+        Leaf calldata leaf,
         bytes32[] calldata proof,
         Transfer calldata transfer,
         OwnerApproval calldata ownerApproval
@@ -253,8 +303,9 @@ interface ISpendPolicy {
     function updatePolicy(Policy calldata policy, uint256 timestamp, bytes calldata signature) external;
 
     /// @notice Anyone may relay: the owner's EIP-712 SetPaused signature. A pause signed within the window always
-    /// takes effect; a resume must be newer than every pause and resume before it.
-    function setPaused(bool paused, uint256 timestamp, bytes calldata signature) external;
+    /// takes effect (whatever epoch it names) and starts a new epoch; a resume must be newer than every pause and
+    /// resume before it and name the current epoch, so a resume signed before a later pause can never undo it.
+    function setPaused(bool paused, uint256 epoch, uint256 timestamp, bytes calldata signature) external;
 
     /// @notice Anyone may relay: the owner's EIP-712 SetOperator signature authorises the change.
     function setOperator(address operator, uint256 timestamp, bytes calldata signature) external;
@@ -267,12 +318,13 @@ interface ISpendPolicy {
     function withdraw(address token, address to, uint256 amount, uint256 timestamp, bytes calldata signature) external;
 
     // ---------------------------------------------------------------- view
-    /// @notice What authorizePayment would decide now, with no state change (no approval considered).
+    /// @notice What authorizePayment would decide now for `amount` to `payTo`, with no state change (no approval
+    /// considered).
     function checkPayment(
         string calldata merchant,
-        string calldata allowlistLeaf,
-        uint256 leafDailyCap,
+        Leaf calldata leaf,
         bytes32[] calldata proof,
+        address payTo,
         uint256 amount
     ) external view returns (Decision decision, BlockReason reason);
 
@@ -281,6 +333,11 @@ interface ISpendPolicy {
     function owner() external view returns (address);
     function operator() external view returns (address);
     function paused() external view returns (bool);
+    /// @notice The authorisation epoch (16 bits, wrapping): pause, setOperator, setOwner and updatePolicy each start a
+    /// new one, and the wallet answers ERC-1271 only for payments authorised in the current one. Wrapping is harmless:
+    /// an authorisation lives at most MAX_VALIDITY (1 hour), and an hour holds far fewer than 65,536 owner actions
+    /// (each ordered kind needs a new second within the 15-minute signature window; pauses a digest each).
+    function epoch() external view returns (uint256);
     function policy() external view returns (Policy memory);
     function policyVersion() external view returns (uint256);
     /// @notice The amount spent in the current UTC day (block.timestamp / 1 days).
@@ -311,21 +368,27 @@ interface ISpendPolicyFactory {
     event AgentDeployed(address indexed agent, address indexed owner, address policy);
     event DefaultOperatorSet(address operator);
 
-    /// @notice The agent (wallet and policy) address of signing key `signer`, deployed or not.
-    function predictAgent(address signer) external view returns (address);
+    /// @notice The agent (wallet and policy) address of signing key `signer`, deployed or not. With `boundOwner` 0 it
+    /// is an open agent's (any owner may be deployed there: the service checks its own record of the link); otherwise
+    /// the address commits to that owner (CREATE2 salt over signing key and owner), and only that owner can ever be
+    /// deployed there, whoever relays.
+    function predictAgent(address signer, address boundOwner) external view returns (address);
 
-    /// @notice Default operator only. Deploys the agent of `signer`; the owner's SetPolicy signature (domain: the
-    /// predicted address) authorises the first policy. The default operator becomes the agent's operator.
+    /// @notice Default operator only. Deploys the agent of `signer` with owner `agentOwner`, at the owner-bound address
+    /// when `ownerBound` (predictAgent(signer, agentOwner)), else at the open one (predictAgent(signer, 0)); the owner's
+    /// SetPolicy signature (domain: that address) authorises the first policy. The default operator becomes the
+    /// agent's operator.
     function deployAgent(
         address signer,
-        address owner,
+        address agentOwner,
+        bool ownerBound,
         ISpendPolicy.Policy calldata policy,
         uint256 timestamp,
         bytes calldata signature
     ) external returns (address agent);
 
-    /// @notice The deployed agent of `signer`, or the zero address.
-    function agentOf(address signer) external view returns (address);
+    /// @notice The deployed agent of `signer` (owner-bound to `boundOwner`, or open when it is 0), or the zero address.
+    function agentOf(address signer, address boundOwner) external view returns (address);
     function defaultOperator() external view returns (address);
     function implementation() external view returns (address);
     /// @notice OpenZeppelin SignatureChecker as a view (EOA, ERC-1271, EIP-7702): the service checks owner signatures

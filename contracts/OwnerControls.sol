@@ -21,9 +21,9 @@ abstract contract OwnerControls is SpendPolicyState {
 
     bytes32 private constant SET_POLICY_TYPEHASH =
         keccak256(
-            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 hourlyBudget,uint256 weeklyBudget,uint256 monthlyBudget,uint256 lifetimeBudget,uint256 maxPaymentsPerHour,uint256 validUntil,uint256 maxSwapSlippageBps,uint256 swapTwapSeconds,uint256 timestamp)"
+            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 hourlyBudget,uint256 weeklyBudget,uint256 monthlyBudget,uint256 lifetimeBudget,uint256 maxPaymentsPerHour,uint256 validUntil,uint256 maxSwapSlippageBps,uint256 swapTwapSeconds,uint256 minSwapRate,uint256 timestamp)"
         );
-    bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 timestamp)");
+    bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 epoch,uint256 timestamp)");
     bytes32 private constant SET_OPERATOR_TYPEHASH =
         keccak256("SetOperator(address agent,address operator,uint256 timestamp)");
     bytes32 private constant SET_OWNER_TYPEHASH = keccak256("SetOwner(address agent,address newOwner,uint256 timestamp)");
@@ -37,11 +37,14 @@ abstract contract OwnerControls is SpendPolicyState {
     }
 
     /// @inheritdoc ISpendPolicy
-    /// @dev A pause is single-use by its digest and needs no ordering, so no resume (however far ahead it is dated)
-    /// can lock a pause out. A resume must be newer than every accepted pause and resume and than the block time of
-    /// the last pause, so a resume signed before a pause cannot undo it.
-    function setPaused(bool paused_, uint256 timestamp, bytes calldata signature) external {
-        bytes32 digest = _ownerDigest(keccak256(abi.encode(SET_PAUSED_TYPEHASH, address(this), paused_, timestamp)));
+    /// @dev A pause is single-use by its digest and needs no ordering (nor a current epoch), so no resume (however far
+    /// ahead it is dated) can lock a pause out; it starts a new epoch, so nothing authorised before it can settle. A
+    /// resume must name the current epoch and be newer than every accepted pause and resume and than the block time of
+    /// the last pause, so a resume signed before a pause cannot undo it, whatever its timestamp.
+    function setPaused(bool paused_, uint256 epoch_, uint256 timestamp, bytes calldata signature) external {
+        bytes32 digest = _ownerDigest(
+            keccak256(abi.encode(SET_PAUSED_TYPEHASH, address(this), paused_, epoch_, timestamp))
+        );
         uint256 last = _lastPausedTimestamp;
         _checkWindow(timestamp, SIGNATURE_WINDOW);
         if (paused_) {
@@ -50,18 +53,22 @@ abstract contract OwnerControls is SpendPolicyState {
             _signaturesUsed[digest] = true;
             uint256 floor = timestamp > block.timestamp ? timestamp : block.timestamp;
             if (floor > last) _lastPausedTimestamp = uint48(floor);
+            _bumpEpoch();
         } else {
+            uint256 current = _epochOf(_operatorAndSpend);
+            if (epoch_ != current) revert SpendPolicyStaleEpoch(epoch_, current);
             if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
             _checkOwnerSignature(digest, signature);
             _lastPausedTimestamp = uint48(timestamp);
         }
         _limits.paused = paused_;
-        emit PausedSet(address(this), paused_, timestamp);
+        emit PausedSet(address(this), paused_, epoch_, timestamp, signature);
     }
 
     /// @inheritdoc ISpendPolicy
     function setOperator(address operator_, uint256 timestamp, bytes calldata signature) external {
         if (operator_ == address(0)) revert SpendPolicyZeroAddress();
+        if (operator_ == address(this)) revert SpendPolicySelfAddress();
         _useOrderedSignature(
             KIND_SET_OPERATOR,
             timestamp,
@@ -69,12 +76,14 @@ abstract contract OwnerControls is SpendPolicyState {
             signature
         );
         _operatorAndSpend = (_operatorAndSpend & ~OPERATOR_MASK) | uint160(operator_);
-        emit OperatorSet(address(this), operator_, timestamp);
+        _bumpEpoch();
+        emit OperatorSet(address(this), operator_, timestamp, signature);
     }
 
     /// @inheritdoc ISpendPolicy
     function setOwner(address newOwner, uint256 timestamp, bytes calldata signature) external {
         if (newOwner == address(0)) revert SpendPolicyZeroAddress();
+        if (newOwner == address(this)) revert SpendPolicySelfAddress();
         _useOrderedSignature(
             KIND_SET_OWNER,
             timestamp,
@@ -82,12 +91,14 @@ abstract contract OwnerControls is SpendPolicyState {
             signature
         );
         _owner = newOwner;
-        emit OwnerSet(address(this), newOwner, timestamp);
+        _bumpEpoch();
+        emit OwnerSet(address(this), newOwner, timestamp, signature);
     }
 
     /// @inheritdoc ISpendPolicy
     function withdraw(address token, address to, uint256 amount, uint256 timestamp, bytes calldata signature) external {
         if (to == address(0)) revert SpendPolicyZeroAddress();
+        if (to == address(this)) revert SpendPolicySelfAddress();
         bytes32 digest = _ownerDigest(
             keccak256(abi.encode(WITHDRAW_TYPEHASH, address(this), token, to, amount, timestamp))
         );
@@ -101,7 +112,7 @@ abstract contract OwnerControls is SpendPolicyState {
         } else {
             IERC20(token).safeTransfer(to, amount);
         }
-        emit Withdrawn(address(this), token, to, amount, timestamp);
+        emit Withdrawn(address(this), token, to, amount, timestamp, signature);
     }
 
     /// @inheritdoc ISpendPolicy
@@ -132,7 +143,7 @@ abstract contract OwnerControls is SpendPolicyState {
             signature
         );
         if (
-            (p.perTxLimit | p.dailyBudget | p.approvalThreshold) > type(uint64).max ||
+            (p.perTxLimit | p.dailyBudget | p.approvalThreshold | p.minSwapRate) > type(uint64).max ||
             (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) > type(uint64).max ||
             p.maxPaymentsPerHour > type(uint16).max ||
             (p.validUntil | p.swapTwapSeconds) > type(uint32).max ||
@@ -158,9 +169,10 @@ abstract contract OwnerControls is SpendPolicyState {
                 (p.lifetimeBudget << L_LIFETIME_SHIFT);
         }
         uint32 version = _extras.version + 1;
-        _extras = PolicyExtras(version, uint16(p.maxSwapSlippageBps), uint32(p.swapTwapSeconds));
+        _extras = PolicyExtras(version, uint16(p.maxSwapSlippageBps), uint32(p.swapTwapSeconds), uint64(p.minSwapRate));
         _allowlistRoot = p.allowlistRoot;
-        emit PolicyUpdated(address(this), version, p, timestamp);
+        _bumpEpoch();
+        emit PolicyUpdated(address(this), version, p, timestamp, signature);
     }
 
     /// @dev Owner changes ordered by timestamp: newer than the last of its kind (so no older one can be replayed

@@ -20,7 +20,8 @@ interface IERC3009 {
 
 /// @title SpendGate agent wallet and spend policy (one per agent, a minimal proxy of one implementation).
 /// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the USDC TransferWithAuthorization digest of
-/// a payment this policy authorised and has not released, signed by the agent's signing key; everything else that
+/// a payment this policy authorised in the current epoch and has not released, signed by the agent's signing key (a
+/// pause, a policy, operator or owner change starts a new epoch); everything else that
 /// moves value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments within
 /// the owner-signed policy, release unsettled ones and void unused payment ids; it cannot change the policy, pause
 /// state, owner or operator.
@@ -68,8 +69,8 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         if (owner_ == address(0) || operator_ == address(0)) revert SpendPolicyZeroAddress();
         _owner = owner_;
         _operatorAndSpend = uint160(operator_);
-        emit OwnerSet(address(this), owner_, 0);
-        emit OperatorSet(address(this), operator_, 0);
+        emit OwnerSet(address(this), owner_, 0, "");
+        emit OperatorSet(address(this), operator_, 0, "");
         _setPolicy(firstPolicy, timestamp, signature);
     }
 
@@ -79,26 +80,19 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     function authorizePayment(
         bytes32 paymentId,
         string calldata merchant,
-        string calldata allowlistLeaf,
-        uint256 leafDailyCap,
+        Leaf calldata leaf,
         bytes32[] calldata proof,
         Transfer calldata transfer,
         OwnerApproval calldata ownerApproval
     ) external onlyOperator returns (bool, BlockReason) {
         if (_payments[paymentId] != 0) revert SpendPolicyPaymentExists(paymentId);
         _checkTransfer(transfer);
-        (BlockReason reason, Charge memory charge) = _evaluate(
-            merchant,
-            allowlistLeaf,
-            leafDailyCap,
-            proof,
-            transfer.amount
-        );
-        if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer.amount, ownerApproval)) {
+        (BlockReason reason, Charge memory charge) = _evaluate(merchant, leaf, proof, transfer.payTo, transfer.amount);
+        if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer, ownerApproval)) {
             reason = BlockReason.None;
         }
         if (reason != BlockReason.None) return _blocked(paymentId, merchant, transfer.amount, reason);
-        _record(paymentId, merchant, transfer, charge);
+        _record(paymentId, merchant, leaf, transfer, charge);
         return (true, BlockReason.None);
     }
 
@@ -128,15 +122,16 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     }
 
     /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
-    /// payment, signed by the agent's signing key, while not paused. `signature` is paymentId (32 bytes) then r, s, v.
+    /// payment of the current epoch, signed by the agent's signing key. `signature` is paymentId (32 bytes) then r, s, v.
     function isValidSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {
         if (signature.length != 97) return ERC1271_INVALID;
         uint256 record = _payments[bytes32(signature[0:32])];
         if (record >> RECORD_STATE_SHIFT != STATE_AUTHORIZED || record & DIGEST_MASK != uint256(digest) & DIGEST_MASK) {
             return ERC1271_INVALID;
         }
-        // The kill switch also stops transfers authorised before it.
-        if (_limits.paused) return ERC1271_INVALID;
+        // A pause, a policy, operator or owner change since the authorisation kills it (and while paused nothing new
+        // is authorised): the kill switch stops transfers authorised before it, for good.
+        if ((record >> RECORD_EPOCH_SHIFT) & type(uint16).max != _epochOf(_operatorAndSpend)) return ERC1271_INVALID;
         (address recovered, ECDSA.RecoverError err, ) = ECDSA.tryRecoverCalldata(digest, signature[32:97]);
         if (err != ECDSA.RecoverError.NoError || recovered != _signer()) return ERC1271_INVALID;
         return IERC1271.isValidSignature.selector;
@@ -146,12 +141,12 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     /// @inheritdoc ISpendPolicy
     function checkPayment(
         string calldata merchant,
-        string calldata allowlistLeaf,
-        uint256 leafDailyCap,
+        Leaf calldata leaf,
         bytes32[] calldata proof,
+        address payTo,
         uint256 amount
     ) external view returns (Decision decision, BlockReason reason) {
-        (reason, ) = _evaluate(merchant, allowlistLeaf, leafDailyCap, proof, amount);
+        (reason, ) = _evaluate(merchant, leaf, proof, payTo, amount);
         if (reason == BlockReason.None) return (Decision.Allow, reason);
         if (reason == BlockReason.ApprovalRequired) return (Decision.RequiresApproval, reason);
         return (Decision.Block, reason);
@@ -260,8 +255,14 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         return (false, reason);
     }
 
-    /// @dev Counts an allowed payment in every window `_evaluate` read and records its transfer digest.
-    function _record(bytes32 paymentId, string calldata merchant, Transfer calldata transfer, Charge memory c) private {
+    /// @dev Counts an allowed payment in every window `_evaluate` read and records its transfer digest and epoch.
+    function _record(
+        bytes32 paymentId,
+        string calldata merchant,
+        Leaf calldata leaf,
+        Transfer calldata transfer,
+        Charge memory c
+    ) private {
         uint256 amount = transfer.amount;
         uint256 today = c.hour / HOURS_PER_DAY;
         uint256 spent;
@@ -275,37 +276,70 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
             if (c.entryHash != 0) _entrySpend[c.entryHash] = ((c.entrySpent + amount) << 32) | today;
         }
         _operatorAndSpend = _withSpend(c.spendWord, today, spent);
+        uint256 epoch_ = _epochOf(c.spendWord);
         _payments[paymentId] =
             (STATE_AUTHORIZED << RECORD_STATE_SHIFT) |
-            (c.hour << RECORD_HOUR_SHIFT) |
+            (epoch_ << RECORD_EPOCH_SHIFT) |
+            ((c.hour & type(uint24).max) << RECORD_HOUR_SHIFT) |
             (c.flags << RECORD_FLAGS_SHIFT) |
             (uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK);
-        emit PaymentAuthorized(
-            paymentId,
-            address(this),
-            keccak256(bytes(merchant)),
-            merchant,
-            transfer.payTo,
-            transfer.amount,
-            transfer.validBefore,
-            spent
-        );
+        _emitAuthorized(paymentId, merchant, leaf, transfer, spent, epoch_);
+    }
+
+    /// @dev PaymentAuthorized, its data laid out here word by word (the ABI encoding of (merchant, payTo, amount,
+    /// validAfter, validBefore, spentToday, epoch, leafEntry, leafDailyCap, leafPayee)): thirteen fields do not fit on
+    /// the stack, and the encoder's copy of the calldata struct cost a fifth of the event. Every value was read
+    /// through Solidity first (payTo in _checkTransfer, payee in _evaluate), so each is clean.
+    function _emitAuthorized(
+        bytes32 paymentId,
+        string calldata merchant,
+        Leaf calldata leaf,
+        Transfer calldata transfer,
+        uint256 spent,
+        uint256 epoch_
+    ) private {
+        bytes32 topic0 = PaymentAuthorized.selector;
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            mstore(ptr, 0x140) // merchant's offset
+            calldatacopy(add(ptr, 0x20), transfer, 0x80) // payTo, amount, validAfter, validBefore
+            mstore(add(ptr, 0xa0), spent)
+            mstore(add(ptr, 0xc0), epoch_)
+            mstore(add(ptr, 0x100), calldataload(add(leaf, 0x20))) // dailyCap
+            mstore(add(ptr, 0x120), calldataload(add(leaf, 0x40))) // payee
+            mstore(add(ptr, 0x140), merchant.length)
+            let at := add(0x160, and(add(merchant.length, 31), not(31))) // leafEntry's offset
+            mstore(add(ptr, sub(at, 0x20)), 0) // the merchant's last word, zero-padded
+            calldatacopy(add(ptr, 0x160), merchant.offset, merchant.length)
+            let merchantHash := keccak256(add(ptr, 0x160), merchant.length)
+            mstore(add(ptr, 0xe0), at)
+            // leaf.entry (its bounds were checked when _evaluate read it): length, then bytes.
+            let e := add(leaf, calldataload(leaf))
+            let eLen := calldataload(e)
+            mstore(add(ptr, at), eLen)
+            let size := add(add(at, 0x20), and(add(eLen, 31), not(31)))
+            mstore(add(ptr, sub(size, 0x20)), 0) // the entry's last word, zero-padded
+            calldatacopy(add(ptr, add(at, 0x20)), add(e, 0x20), eLen)
+            log4(ptr, size, topic0, paymentId, address(), merchantHash)
+        }
     }
 
     /// @dev The rules in order; returns the reason and the counts read so far (storage is read only as far as
     /// needed, and the optional windows only when the policy uses them).
     function _evaluate(
         string calldata merchant,
-        string calldata leaf,
-        uint256 leafDailyCap,
+        Leaf calldata leaf,
         bytes32[] calldata proof,
+        address payTo,
         uint256 amount
     ) private view returns (BlockReason, Charge memory c) {
         Limits memory limits = _limits;
         if (limits.paused) return (BlockReason.PolicyPaused, c);
         if (limits.validUntil != 0 && block.timestamp > limits.validUntil) return (BlockReason.PolicyExpired, c);
-        if (!PolicyRules.merchantAllowed(_allowlistRoot, merchant, leaf, leafDailyCap, proof)) {
-            return (BlockReason.MerchantNotAllowed, c);
+        if (!PolicyRules.merchantAllowed(_allowlistRoot, merchant, leaf, proof)) return (BlockReason.MerchantNotAllowed, c);
+        {
+            address payee = leaf.payee;
+            if (payee != address(0) && payee != payTo) return (BlockReason.PayeeNotAllowed, c);
         }
         if (amount > limits.perTxLimit) return (BlockReason.PerTxLimitExceeded, c);
         c.hour = block.timestamp / 1 hours;
@@ -353,8 +387,9 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
                 c.lifetime = _lifetimeSpent;
                 if (c.lifetime + amount > w >> L_LIFETIME_SHIFT) return (BlockReason.LifetimeBudgetExceeded, c);
             }
+            uint256 leafDailyCap = leaf.dailyCap;
             if (leafDailyCap != 0) {
-                c.entryHash = keccak256(bytes(leaf));
+                c.entryHash = keccak256(bytes(leaf.entry));
                 uint256 entryWord = _entrySpend[c.entryHash];
                 if (entryWord & type(uint32).max == c.hour / HOURS_PER_DAY) c.entrySpent = entryWord >> 32;
                 if (c.entrySpent + amount > leafDailyCap) return (BlockReason.MerchantBudgetExceeded, c);
@@ -369,10 +404,10 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     function _useApproval(
         bytes32 paymentId,
         string calldata merchant,
-        uint256 amount,
+        Transfer calldata transfer,
         OwnerApproval calldata approval
     ) private returns (bool) {
-        if (approval.signature.length == 0 || amount > approval.amount) return false;
+        if (approval.signature.length == 0 || transfer.amount > approval.amount) return false;
         if (!_withinWindow(approval.timestamp, APPROVAL_WINDOW)) return false;
         bytes32 idHash = keccak256(bytes(approval.approvalId));
         if (_approvalsUsed[idHash]) return false;
@@ -383,6 +418,7 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
                 idHash,
                 address(this),
                 keccak256(bytes(merchant)),
+                transfer.payTo,
                 approval.amount,
                 approval.timestamp
             )
@@ -391,7 +427,14 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
             return false;
         }
         _approvalsUsed[idHash] = true;
-        emit ApprovalUsed(paymentId, address(this), approval.approvalId, approval.amount, approval.timestamp);
+        emit ApprovalUsed(
+            paymentId,
+            address(this),
+            approval.approvalId,
+            approval.amount,
+            approval.timestamp,
+            approval.signature
+        );
         return true;
     }
 

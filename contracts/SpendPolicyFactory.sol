@@ -10,10 +10,12 @@ import {OperatorCheck} from "./OperatorCheck.sol";
 
 /// @title Deploys one agent (wallet and spend policy in one contract) per signing key, as a minimal proxy.
 /// @notice Every agent is an ERC-1167 clone of one implementation (deployed by this factory's constructor, verified
-/// once), with the agent's signing key as immutable argument and CREATE2 salt: its address depends only on this
-/// factory and that key, so genesis can hand it out (and funds can arrive) before anything is deployed. Only the
+/// once), with the agent's signing key as immutable argument. Its CREATE2 salt is the signing key (an open agent) or
+/// keccak256(signing key, owner) (an owner-bound agent, created with its owner known): its address depends only on this
+/// factory, that key and, when bound, the owner, so genesis can hand it out before anything is deployed. Only the
 /// default operator (or, when it is an OperatorSet, one of its members) deploys, so nobody can squat an agent's
-/// address with an owner of their own.
+/// address with an owner of their own; and an owner-bound address cannot be deployed with any other owner, even by
+/// the operator.
 contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     // ---------------------------------------------------------------- storage
     address private immutable _implementation;
@@ -49,14 +51,16 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     function deployAgent(
         address signer,
         address agentOwner,
+        bool ownerBound,
         ISpendPolicy.Policy calldata firstPolicy,
         uint256 timestamp,
         bytes calldata signature
     ) external onlyDefaultOperator returns (address agent) {
         if (signer == address(0)) revert ISpendPolicy.SpendPolicyZeroAddress();
-        address predicted = predictAgent(signer);
+        bytes32 salt = _salt(signer, ownerBound ? agentOwner : address(0));
+        address predicted = Clones.predictDeterministicAddressWithImmutableArgs(_implementation, abi.encodePacked(signer), salt);
         if (predicted.code.length != 0) revert ISpendPolicy.SpendPolicyAlreadyDeployed(predicted);
-        agent = Clones.cloneDeterministicWithImmutableArgs(_implementation, abi.encodePacked(signer), _salt(signer));
+        agent = Clones.cloneDeterministicWithImmutableArgs(_implementation, abi.encodePacked(signer), salt);
         // The default operator (one key, or the OperatorSet of every instance) becomes the agent's, not the member that
         // relayed: any instance serves the agent.
         SpendPolicy(payable(agent)).initialize(agentOwner, _defaultOperator, firstPolicy, timestamp, signature);
@@ -71,13 +75,18 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
 
     // ---------------------------------------------------------------- view
     /// @inheritdoc ISpendPolicyFactory
-    function predictAgent(address signer) public view returns (address) {
-        return Clones.predictDeterministicAddressWithImmutableArgs(_implementation, abi.encodePacked(signer), _salt(signer));
+    function predictAgent(address signer, address boundOwner) public view returns (address) {
+        return
+            Clones.predictDeterministicAddressWithImmutableArgs(
+                _implementation,
+                abi.encodePacked(signer),
+                _salt(signer, boundOwner)
+            );
     }
 
     /// @inheritdoc ISpendPolicyFactory
-    function agentOf(address signer) external view returns (address) {
-        address predicted = predictAgent(signer);
+    function agentOf(address signer, address boundOwner) external view returns (address) {
+        address predicted = predictAgent(signer, boundOwner);
         return predicted.code.length != 0 ? predicted : address(0);
     }
 
@@ -109,7 +118,11 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
         emit DefaultOperatorSet(operator_);
     }
 
-    function _salt(address signer) private pure returns (bytes32) {
-        return bytes32(uint256(uint160(signer)));
+    /// @dev An open agent's salt is its signing key (as before owner-bound agents existed, so those addresses stay);
+    /// an owner-bound one's commits to the owner too. The two cannot collide: keccak256 of 64 bytes is not a padded
+    /// 20-byte value but with negligible probability.
+    function _salt(address signer, address boundOwner) private pure returns (bytes32) {
+        if (boundOwner == address(0)) return bytes32(uint256(uint160(signer)));
+        return keccak256(abi.encode(signer, boundOwner));
     }
 }

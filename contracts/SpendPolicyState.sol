@@ -22,7 +22,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
 
     bytes32 internal constant APPROVAL_DECISION_TYPEHASH =
         keccak256(
-            "ApprovalDecision(string action,string approvalId,address agent,string merchant,uint256 amount,uint256 timestamp)"
+            "ApprovalDecision(string action,string approvalId,address agent,string merchant,address payTo,uint256 amount,uint256 timestamp)"
         );
     bytes32 internal constant ACTION_APPROVE_HASH = keccak256("approve");
     bytes32 internal constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
@@ -30,16 +30,21 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
             "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
         );
 
-    // Slot 0: the operator in bits 0-159, the UTC day of the spend in bits 160-191, the amount spent that day in bits
-    // 192-255. Payment record: the low 208 bits of the authorised transfer's EIP-3009 digest, which optional counts
-    // it was added to (RECORD_IN_*) in bits 208-215, the UTC hour it was authorised in (t / 3600; its day, week and
-    // 30 days follow) in bits 216-247, the state in bits 248-255. A release takes it out of exactly those counts. A
-    // void record is STATE_VOID in bits 248-255 and nothing else.
+    // Slot 0: the operator in bits 0-159, the authorisation epoch in bits 160-175, the UTC day of the spend (mod 2^16)
+    // in bits 176-191, the amount spent that day in bits 192-255. Every payment reads it (the operator check) and
+    // every settlement (the epoch), so neither pays for another slot. Payment record: the low 200 bits of the
+    // authorised transfer's EIP-3009 digest (a collision the operator could choose costs about 2^100 hashes), which
+    // optional counts it was added to (RECORD_IN_*) in bits 200-207, the UTC hour it was authorised in (t / 3600; its
+    // day, week and 30 days follow) in bits 208-231, the epoch it was authorised in in bits 232-247, the state in bits
+    // 248-255. A release takes it out of exactly those counts. A void record is STATE_VOID in bits 248-255 alone.
     uint256 internal constant OPERATOR_MASK = type(uint160).max;
-    uint256 internal constant SPEND_DAY_SHIFT = 160;
+    uint256 internal constant EPOCH_SHIFT = 160;
+    uint256 internal constant SPEND_DAY_SHIFT = 176;
     uint256 internal constant SPEND_AMOUNT_SHIFT = 192;
-    uint256 internal constant DIGEST_MASK = type(uint208).max;
-    uint256 internal constant RECORD_FLAGS_SHIFT = 208;
+    /// @dev Operator and epoch: what a change of the day's spend keeps.
+    uint256 internal constant OPERATOR_EPOCH_MASK = type(uint176).max;
+    uint256 internal constant DIGEST_MASK = type(uint200).max;
+    uint256 internal constant RECORD_FLAGS_SHIFT = 200;
     uint256 internal constant RECORD_IN_COUNT = 1;
     uint256 internal constant RECORD_IN_HOUR = 2;
     uint256 internal constant RECORD_IN_WEEK = 4;
@@ -49,7 +54,8 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     uint256 internal constant RECORD_IN_WINDOWS = RECORD_IN_COUNT | RECORD_IN_HOUR | RECORD_IN_WEEK | RECORD_IN_MONTH;
     /// @dev The payment's swap happened (SpendPolicySwap): there is never a second one.
     uint256 internal constant RECORD_SWAPPED = 32;
-    uint256 internal constant RECORD_HOUR_SHIFT = 216;
+    uint256 internal constant RECORD_HOUR_SHIFT = 208;
+    uint256 internal constant RECORD_EPOCH_SHIFT = 232;
     uint256 internal constant RECORD_STATE_SHIFT = 248;
     uint256 internal constant STATE_AUTHORIZED = 1;
     /// @dev A paymentId voided before any authorisation of it landed (voidUnrecordedPayment): the state alone.
@@ -94,10 +100,11 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         uint32 version;
         uint16 maxSwapSlippageBps;
         uint32 swapTwapSeconds;
+        uint64 minSwapRate;
     }
 
-    // Slot 0: the operator check and the day's spend share one SLOAD (layout above); the spend resets lazily when a
-    // new day is first touched.
+    // Slot 0: the operator check, the epoch and the day's spend share one SLOAD (layout above); the spend resets lazily
+    // when a new day is first touched.
     uint256 internal _operatorAndSpend;
     // Slot 1.
     Limits internal _limits;
@@ -158,8 +165,14 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
                 l.maxPaymentsPerHour,
                 l.validUntil,
                 e.maxSwapSlippageBps,
-                e.swapTwapSeconds
+                e.swapTwapSeconds,
+                e.minSwapRate
             );
+    }
+
+    /// @inheritdoc ISpendPolicy
+    function epoch() external view returns (uint256) {
+        return _epochOf(_operatorAndSpend);
     }
 
     /// @notice How many policies the owner has signed (1 for the first).
@@ -219,7 +232,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         uint256 today = block.timestamp / 1 days;
         uint256 word = _operatorAndSpend;
         uint256 spent = _spentOn(word, today);
-        if (((record >> RECORD_HOUR_SHIFT) & type(uint32).max) / HOURS_PER_DAY == today) {
+        if (((record >> RECORD_HOUR_SHIFT) & type(uint24).max) / HOURS_PER_DAY == today) {
             unchecked {
                 spent = spent > amount ? spent - amount : 0;
             }
@@ -234,7 +247,7 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         uint256 flags = record >> RECORD_FLAGS_SHIFT;
         if (flags & RECORD_IN_WINDOWS != 0) {
             uint256 hour = block.timestamp / 1 hours;
-            uint256 paidHour = (record >> RECORD_HOUR_SHIFT) & type(uint32).max;
+            uint256 paidHour = (record >> RECORD_HOUR_SHIFT) & type(uint24).max;
             _windowSpend = _unwind(_rollWindows(_windowSpend, hour), flags, paidHour, hour, amount);
         }
         if (flags & RECORD_IN_LIFETIME != 0) {
@@ -270,12 +283,28 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         return value > amount ? value - amount : 0;
     }
 
+    /// @dev The day is kept mod 2^16: a spend would be read as today's again only after 179 years without a payment.
     function _spentOn(uint256 word, uint256 today) internal pure returns (uint256) {
-        return (word >> SPEND_DAY_SHIFT) & type(uint32).max == today ? word >> SPEND_AMOUNT_SHIFT : 0;
+        return (word >> SPEND_DAY_SHIFT) & type(uint16).max == today & type(uint16).max ? word >> SPEND_AMOUNT_SHIFT : 0;
     }
 
     function _withSpend(uint256 word, uint256 today, uint256 spent) internal pure returns (uint256) {
-        return (spent << SPEND_AMOUNT_SHIFT) | (today << SPEND_DAY_SHIFT) | (word & OPERATOR_MASK);
+        return
+            (spent << SPEND_AMOUNT_SHIFT) |
+            ((today & type(uint16).max) << SPEND_DAY_SHIFT) |
+            (word & OPERATOR_EPOCH_MASK);
+    }
+
+    function _epochOf(uint256 word) internal pure returns (uint256) {
+        return (word >> EPOCH_SHIFT) & type(uint16).max;
+    }
+
+    /// @dev Starts a new authorisation epoch (16 bits, wrapping; see epoch()): the wallet answers for no payment
+    /// authorised before.
+    function _bumpEpoch() internal {
+        uint256 word = _operatorAndSpend;
+        uint256 next = (_epochOf(word) + 1) & type(uint16).max;
+        _operatorAndSpend = (word & ~(uint256(type(uint16).max) << EPOCH_SHIFT)) | (next << EPOCH_SHIFT);
     }
 
     /// @dev The window spend word brought up to `hour`: counts of windows that have ended are zero.

@@ -92,6 +92,10 @@ abstract contract SpendPolicySwap is OwnerControls {
         }
         // An expired transfer can never settle: buying for it would only convert the agent's funds.
         if (transfer.validBefore <= block.timestamp) revert SpendPolicyInvalidTransfer();
+        // A payment of an earlier epoch can never settle either (the wallet refuses it): nothing is bought for it.
+        if ((record >> RECORD_EPOCH_SHIFT) & type(uint16).max != _epochOf(_operatorAndSpend)) {
+            revert SpendPolicyUnknownPayment(paymentId);
+        }
         uint256 usdcBefore = IERC20(usdc).balanceOf(address(this));
         if ((record >> RECORD_FLAGS_SHIFT) & RECORD_SWAPPED != 0 || usdcBefore >= transfer.amount) {
             revert SpendPolicyNoShortfall(paymentId);
@@ -131,6 +135,12 @@ abstract contract SpendPolicySwap is OwnerControls {
             e.swapTwapSeconds,
             e.maxSwapSlippageBps
         );
+        // The owner's price floor, whatever the TWAP says: at least minSwapRate USDC per 1 WETH (rounded down, so the
+        // floor is never crossed). A pool held off-price for the TWAP window no longer sets the agent's price.
+        if (e.minSwapRate != 0) {
+            uint256 floorIn = (amountOut * 1e18) / e.minSwapRate;
+            if (floorIn < maxIn) maxIn = floorIn;
+        }
         uint256 wethBefore = IERC20(_weth).balanceOf(address(this));
         uint256 wrapped;
         if (wethBefore < maxIn) {

@@ -95,14 +95,12 @@ async function walletPaymentWithSwap(o: {
   await (await new Contract(WETH_ADDRESS, TOKEN_ABI, o.trader).transfer(agent, 10n ** 17n)).wait();
   const payTo = ethers.Wallet.createRandom().address;
   await (await token.mint(payTo, 1n)).wait(); // the payee's balance slot exists, as a merchant's does
-  const { leaf, cap, proof } = proofFor(ALLOWLIST, "api.example.com");
+  const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
   const gas = async (tx: Promise<{ wait(): Promise<{ gasUsed: bigint } | null> }>) => (await (await tx).wait())!.gasUsed;
   const pay = async () => {
     const id = paymentId();
     const transfer = await transferOf(usdcUnits(2), payTo);
-    const authorize = await gas(
-      wallet.connect(o.operator).authorizePayment(id, "api.example.com", leaf, cap, proof, transfer, NO_APPROVAL),
-    );
+    const authorize = await gas(wallet.connect(o.operator).authorizePayment(id, "api.example.com", leaf, proof, transfer, NO_APPROVAL));
     const swap = await gas(wallet.connect(o.operator).swapForPayment(id, "api.example.com", transfer));
     const sig = await signTransfer(agentKey, token, agent, id, transfer);
     const settle = await gas(
@@ -126,7 +124,7 @@ async function walletPaymentWithSwap(o: {
   await (await o.trader.sendTransaction({ to: await ethWallet.getAddress(), value: 10n ** 17n })).wait();
   const id = paymentId();
   const transfer = await transferOf(usdcUnits(2), payTo);
-  await (await ethWallet.connect(o.operator).authorizePayment(id, "api.example.com", leaf, cap, proof, transfer, NO_APPROVAL)).wait();
+  await (await ethWallet.connect(o.operator).authorizePayment(id, "api.example.com", leaf, proof, transfer, NO_APPROVAL)).wait();
   const ethSwap = await gas(ethWallet.connect(o.operator).swapForPayment(id, "api.example.com", transfer));
   return [
     { what: "wallet payment with a swap: authorizePayment (2 USDC)", gas: w.authorize },

@@ -5,7 +5,7 @@ import type { MinedReceipt } from "./rawRpc";
 import { addressOf, eventTopic, parseEvent, readOf } from "./contracts";
 import { decodeRevert } from "./errors";
 import { type Decision, type OnchainReasonName, type PaymentState, decisionOf, onchainReason, paymentStateOf, reasonName } from "./reasons";
-import type { AllowlistProof } from "../policy/allowlist";
+import { type AllowlistProof, leafStruct } from "../policy/allowlist";
 
 const AUTHORIZE_GAS_LIMIT = 250_000n;
 
@@ -60,10 +60,10 @@ export type CheckWithBalance = CheckResult & { usdc: bigint };
 export class PolicyOps {
   constructor(private readonly chain: ChainClient) {}
 
-  /** Simulates the policy: its decision and reason, with no state change. */
-  async check(policyAddress: string, merchant: string, allowed: AllowlistProof, amount: bigint): Promise<CheckResult> {
+  /** Simulates the policy for `amount` to `payTo`: its decision and reason, with no state change. */
+  async check(policyAddress: string, merchant: string, allowed: AllowlistProof, payTo: string, amount: bigint): Promise<CheckResult> {
     const c = this.chain.policyAt(policyAddress, this.chain.provider);
-    const { decision, reason } = await c.checkPayment(merchant, allowed.leaf, allowed.cap, allowed.proof, amount);
+    const { decision, reason } = await c.checkPayment(merchant, leafStruct(allowed), allowed.proof, payTo, amount);
     return { decision: decisionOf(decision), reason: onchainReason(reason) };
   }
 
@@ -72,17 +72,18 @@ export class PolicyOps {
     policyAddress: string,
     merchant: string,
     allowed: AllowlistProof,
+    payTo: string,
     amount: bigint,
     holder: string,
   ): Promise<CheckWithBalance> {
     const c = this.chain.policyAt(policyAddress, this.chain.provider);
     const [checked, balance] = await this.chain.readMany([
-      readOf(c, "checkPayment", merchant, allowed.leaf, allowed.cap, allowed.proof, amount),
+      readOf(c, "checkPayment", merchant, leafStruct(allowed), allowed.proof, payTo, amount),
       readOf(this.chain.usdc, "balanceOf", holder),
     ] as const);
     if (!checked || balance === null) {
       // Asked again one by one, so that a failure fails as it always did (with the contract's error).
-      const [r, usdc] = await Promise.all([this.check(policyAddress, merchant, allowed, amount), this.chain.usdc.balanceOf(holder)]);
+      const [r, usdc] = await Promise.all([this.check(policyAddress, merchant, allowed, payTo, amount), this.chain.usdc.balanceOf(holder)]);
       return { ...r, usdc };
     }
     return { decision: decisionOf(checked[0]), reason: onchainReason(checked[1]), usdc: balance };
@@ -111,7 +112,7 @@ export class PolicyOps {
     // A fixed gas limit instead of an estimate: the simulation just ran, and an estimate is one more round trip on
     // every payment. Only gas used is paid; the worst case (approval, long proof) stays far below it.
     const gasLimit = AUTHORIZE_GAS_LIMIT + BigInt(allowed.proof.length) * 5_000n;
-    const args = [paymentId, merchant, allowed.leaf, allowed.cap, allowed.proof, transferStruct(transfer), ownerApproval];
+    const args = [paymentId, merchant, leafStruct(allowed), allowed.proof, transferStruct(transfer), ownerApproval];
     const tx = await this.chain.sendCall(c, "authorizePayment", args, { gasLimit });
     // Recording the hash (for recovery) and waiting for the receipt overlap; both finish before anything goes on.
     const [receipt] = await Promise.all([this.chain.waitMined(tx), onSent?.(tx.hash)]);

@@ -23,6 +23,7 @@ export const BlockReason = {
   LifetimeBudgetExceeded: 11,
   MerchantBudgetExceeded: 12,
   SwapSlippageExceeded: 13,
+  PayeeNotAllowed: 14,
 } as const;
 export type BlockReason = (typeof BlockReason)[keyof typeof BlockReason];
 
@@ -133,6 +134,14 @@ export const REASON_TABLE = [
     meaning:
       "the swap that was to buy the USDC shortfall would have paid more than the pool's TWAP price plus maxSwapSlippageBps (refused by the router on-chain, the payment then released)",
     message: "Buying the missing USDC would cost more than the owner's swap slippage bound allows.",
+  },
+  {
+    code: BlockReason.PayeeNotAllowed,
+    name: "payee_not_allowed",
+    meaning:
+      "the allowlist entry that admits the merchant names the only address it may pay (its payee), and the seller asks to be paid at another (the seller changed its payTo, or someone tried to pay itself)",
+    message:
+      "The seller asks to be paid at an address the owner did not name for this merchant; nothing was paid. The owner pins the new payee in the policy if it is genuine.",
   },
   {
     code: null,

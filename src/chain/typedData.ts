@@ -22,6 +22,7 @@ export const SET_POLICY_TYPES: Record<string, TypedDataField[]> = {
     { name: "validUntil", type: "uint256" },
     { name: "maxSwapSlippageBps", type: "uint256" },
     { name: "swapTwapSeconds", type: "uint256" },
+    { name: "minSwapRate", type: "uint256" },
     { name: "timestamp", type: "uint256" },
   ],
 };
@@ -30,6 +31,7 @@ export const SET_PAUSED_TYPES: Record<string, TypedDataField[]> = {
   SetPaused: [
     { name: "agent", type: "address" },
     { name: "paused", type: "bool" },
+    { name: "epoch", type: "uint256" },
     { name: "timestamp", type: "uint256" },
   ],
 };
@@ -48,6 +50,7 @@ export const APPROVAL_DECISION_TYPES: Record<string, TypedDataField[]> = {
     { name: "approvalId", type: "string" },
     { name: "agent", type: "address" },
     { name: "merchant", type: "string" },
+    { name: "payTo", type: "address" },
     { name: "amount", type: "uint256" },
     { name: "timestamp", type: "uint256" },
   ],
@@ -126,6 +129,7 @@ export interface PolicyFields {
   validUntil: bigint;
   maxSwapSlippageBps: bigint;
   swapTwapSeconds: bigint;
+  minSwapRate: bigint;
 }
 
 /** The optional fields of a policy, all "no such limit": what a policy that names none of them means. */
@@ -138,4 +142,5 @@ export const NO_EXTRA_LIMITS = {
   validUntil: 0n,
   maxSwapSlippageBps: 0n,
   swapTwapSeconds: 0n,
+  minSwapRate: 0n,
 } as const;

@@ -5,6 +5,7 @@
  * not be able to make the service request arbitrary URLs.
  */
 import { formatEther } from "ethers";
+import { ANY_PAYEE } from "../policy/allowlist";
 import { fromBaseUnits } from "../amounts";
 import { AppError } from "../errors";
 import type { Services } from "../services";
@@ -55,7 +56,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
   else if (!quote && quoteError?.error === "unsupported_payment") [expectedOutcome, reason] = ["blocked", "unsupported_payment"];
   let swapNote = "";
   if (quote && admission.status === "admitted") {
-    const decision = await s.decisions.decide(agent, merchant, admission, quote.amount);
+    const decision = await s.decisions.decide(agent, merchant, admission, quote.amount, quote.requirement.payTo);
     const swap = decision.status === "block" ? null : await decision.swap;
     if (decision.status === "block") [expectedOutcome, reason] = ["blocked", decision.reason];
     else if (swap?.kind === "refuse") [expectedOutcome, reason] = ["blocked", "insufficient_funds"];
@@ -73,6 +74,7 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
     merchant,
     allowed: proof !== null,
     allowlistEntry: proof?.leaf ?? null,
+    payee: proof && proof.payee !== ANY_PAYEE ? proof.payee : null,
     policyDeployed: policy.deployed,
     paused: policy.paused,
     quote: quote

@@ -44,6 +44,10 @@ export const VerifyMerchantResult = z.object({
   merchant: z.string().meta({ description: "the URL's normalised host, the name the allowlist and the ledger use" }),
   allowed: z.boolean().meta({ description: "whether the agent's on-chain allowlist admits the merchant" }),
   allowlistEntry: z.string().nullable().meta({ description: "the allowlist entry that admits it (exact host, *.domain or *)" }),
+  payee: z
+    .string()
+    .nullable()
+    .meta({ description: "the payee the owner pinned for that entry (null: any); a quote naming another is refused payee_not_allowed" }),
   policyDeployed: z.boolean(),
   paused: z.boolean(),
   quote: QuoteView.nullable().meta({

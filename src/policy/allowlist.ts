@@ -1,11 +1,13 @@
 /**
  * Merchant allowlist: normalisation, matching and the Merkle root the SpendPolicy contract stores.
  * Entries are normalised host names, "*.domain" (any subdomain of domain) or "*" (any merchant). Leaves are
- * [entry, dailyCap] (["string","uint256"], cap in USDC base units, 0 = no cap of its own); roots signed before caps
- * existed ("v1") have [entry] leaves (["string"]), and the contract accepts those too, with no cap.
+ * [entry, dailyCap, payee] (["string","uint256","address"], cap in USDC base units, 0 = no cap of its own; payee the
+ * only address a payment under that entry may pay, 0 = any). Roots signed before payees existed ("v2") have
+ * [entry, dailyCap] leaves, and before caps ("v1") [entry] leaves; the contract accepts those too, as payee 0.
  */
 import { domainToASCII } from "node:url";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
+import { getAddress } from "ethers";
 
 export const EMPTY_ROOT = "0x" + "00".repeat(32);
 
@@ -66,31 +68,59 @@ export function normalizeAllowlist(entries: readonly string[]): NormalizedAllowl
 /** Per-entry daily caps in USDC base units, keyed by normalised entry (absent or 0: no cap of its own). */
 export type EntryCaps = Readonly<Record<string, bigint>>;
 
-/** "v2": [entry, dailyCap] leaves; "v1": [entry] leaves (roots signed before per-entry caps). */
-export type LeafForm = "v1" | "v2";
+/** Per-entry payees (addresses), keyed by normalised entry (absent or the zero address: any payee). */
+export type EntryPayees = Readonly<Record<string, string>>;
 
-function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm): StandardMerkleTree<string[]> {
+export const ANY_PAYEE = "0x0000000000000000000000000000000000000000";
+
+/** "v3": [entry, dailyCap, payee] leaves; "v2": [entry, dailyCap] (before payees); "v1": [entry] (before caps). */
+export type LeafForm = "v1" | "v2" | "v3";
+
+/** The payee of an entry as its leaf holds it (checksummed; the zero address for "any"). */
+export function payeeOf(payees: EntryPayees, entry: string): string {
+  const p = payees[entry];
+  return p ? getAddress(p) : ANY_PAYEE;
+}
+
+function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm, payees: EntryPayees): StandardMerkleTree<string[]> {
   if (form === "v1")
     return StandardMerkleTree.of(
       entries.map((e) => [e]),
       ["string"],
     );
+  if (form === "v2")
+    return StandardMerkleTree.of(
+      entries.map((e) => [e, (caps[e] ?? 0n).toString()]),
+      ["string", "uint256"],
+    );
   return StandardMerkleTree.of(
-    entries.map((e) => [e, (caps[e] ?? 0n).toString()]),
-    ["string", "uint256"],
+    entries.map((e) => [e, (caps[e] ?? 0n).toString(), payeeOf(payees, e)]),
+    ["string", "uint256", "address"],
   );
 }
 
 /**
- * The root the contract stores: StandardMerkleTree over [entry, dailyCap] leaves (["string","uint256"]), or over
- * [entry] leaves (["string"]) for form "v1"; the empty list has root 0x00…00.
+ * The root the contract stores: StandardMerkleTree over [entry, dailyCap, payee] leaves (["string","uint256","address"]),
+ * or the older [entry, dailyCap] ("v2") and [entry] ("v1") forms; the empty list has root 0x00…00.
  */
-export function allowlistRoot(normalizedEntries: readonly string[], caps: EntryCaps = {}, form: LeafForm = "v2"): string {
-  return normalizedEntries.length === 0 ? EMPTY_ROOT : tree(normalizedEntries, caps, form).root;
+export function allowlistRoot(
+  normalizedEntries: readonly string[],
+  caps: EntryCaps = {},
+  form: LeafForm = "v3",
+  payees: EntryPayees = {},
+): string {
+  return normalizedEntries.length === 0 ? EMPTY_ROOT : tree(normalizedEntries, caps, form, payees).root;
 }
 
-/** Which leaf form `root` was built with from these entries and caps, or null when it is neither. */
-export function leafFormOf(root: string, normalizedEntries: readonly string[], caps: EntryCaps = {}): LeafForm | null {
+/** Which leaf form `root` was built with from these entries, caps and payees, or null when it is none of them. */
+export function leafFormOf(
+  root: string,
+  normalizedEntries: readonly string[],
+  caps: EntryCaps = {},
+  payees: EntryPayees = {},
+): LeafForm | null {
+  if (allowlistRoot(normalizedEntries, caps, "v3", payees) === root) return "v3";
+  if (Object.values(payees).some((p) => p && p !== ANY_PAYEE)) return null;
   if (allowlistRoot(normalizedEntries, caps, "v2") === root) return "v2";
   if (Object.values(caps).every((c) => c === 0n) && allowlistRoot(normalizedEntries, {}, "v1") === root) return "v1";
   return null;
@@ -106,13 +136,23 @@ export function leafMatches(leaf: string, merchant: string): boolean {
 
 export interface AllowlistProof {
   leaf: string;
-  /** The leaf's daily cap (base units; 0: none, and always 0 for a v1 leaf): authorizePayment's leafDailyCap. */
+  /** The leaf's daily cap (base units; 0: none, and always 0 for a v1 leaf): the Leaf's dailyCap. */
   cap: bigint;
+  /** The leaf's payee (checksummed; the zero address: any payee, and always so for v1 and v2 leaves). */
+  payee: string;
   proof: string[];
 }
 
-/** What a refused merchant is recorded with: no leaf, no cap, no proof. */
-export const NO_LEAF: AllowlistProof = { leaf: "", cap: 0n, proof: [] };
+/** What a refused merchant is recorded with: no leaf, no cap, no payee, no proof. */
+export const NO_LEAF: AllowlistProof = { leaf: "", cap: 0n, payee: ANY_PAYEE, proof: [] };
+
+/** The ISpendPolicy.Leaf struct of a proof (authorizePayment's and checkPayment's `leaf`). */
+export const leafStruct = (p: AllowlistProof) => ({ entry: p.leaf, dailyCap: p.cap, payee: p.payee });
+
+/** Whether the leaf lets a payment pay `payTo` (its payee is "any", or that address). */
+export function payeeAllowed(p: AllowlistProof, payTo: string): boolean {
+  return p.payee === ANY_PAYEE || p.payee.toLowerCase() === payTo.toLowerCase();
+}
 
 /**
  * The most specific leaf that admits the merchant and its Merkle proof, or null when no leaf does.
@@ -123,15 +163,23 @@ export function proveMerchant(
   normalizedEntries: readonly string[],
   merchant: string,
   caps: EntryCaps = {},
-  form: LeafForm = "v2",
+  form: LeafForm = "v3",
+  payees: EntryPayees = {},
 ): AllowlistProof | null {
   const matches = normalizedEntries.filter((leaf) => leafMatches(leaf, merchant));
   if (matches.length === 0) return null;
   matches.sort((a, b) => specificity(b) - specificity(a));
   const leaf = matches[0];
-  const t = tree(normalizedEntries, caps, form);
+  const t = tree(normalizedEntries, caps, form, payees);
   for (const [i, value] of t.entries()) {
-    if (value[0] === leaf) return { leaf, cap: form === "v1" ? 0n : BigInt(value[1]), proof: t.getProof(i) };
+    if (value[0] === leaf) {
+      return {
+        leaf,
+        cap: form === "v1" ? 0n : BigInt(value[1]),
+        payee: form === "v3" ? getAddress(value[2]) : ANY_PAYEE,
+        proof: t.getProof(i),
+      };
+    }
   }
   return null;
 }

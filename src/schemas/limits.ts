@@ -58,6 +58,14 @@ export const SetLimitsRequest = z
         description: `the TWAP window of that price, seconds: ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max} when swaps are on`,
         example: 600,
       }),
+    payees: z.record(z.string().max(300), Address).optional().meta({
+      description:
+        'the only address each allowlist entry may pay, e.g. { "api.weather.example": "0x…" } (ask the seller with POST /merchants/quote); each key must be in allowlist; absent = any payee (a stolen server could then pay itself under that entry)',
+    }),
+    minSwapRate: PolicyAmount.optional().meta({
+      description:
+        'the lowest price a swap before settlement accepts, USDC per 1 WETH, whatever the pool\'s TWAP says; absent or "0" = no floor',
+    }),
     merchantCaps: z.record(z.string().max(300), Amount).optional().meta({
       description:
         'daily cap per allowlist entry, USDC, e.g. { "api.weather.example": "2.00" }; each key must be in allowlist; "0" = no cap of its own',
@@ -102,6 +110,14 @@ export const PolicyView = z
     maxSwapSlippageBps: z.number().int(),
     swapTwapSeconds: z.number().int(),
     merchantCaps: z.record(z.string(), z.string()).meta({ description: "daily cap per capped allowlist entry, USDC" }),
+    payees: z
+      .record(z.string(), z.string())
+      .meta({ description: "the payee each pinned allowlist entry may pay (entries absent here: any payee)" }),
+    minSwapRate: z.string().meta({ description: 'lowest swap price, USDC per 1 WETH ("0" = no floor)' }),
+    epoch: z.number().int().meta({ description: "the authorisation epoch a resume signs (SetPaused.epoch)" }),
+    warning: z.string().optional().meta({
+      description: "present when the address holds funds before its policy is deployed (fund an agent only after)",
+    }),
     merchantRemainingToday: z.record(z.string(), z.string()).meta({ description: "what each capped entry has left today, USDC" }),
     windows: z
       .array(WindowView)
@@ -142,6 +158,8 @@ export const SetLimitsResponse = z
     maxSwapSlippageBps: z.number().int(),
     swapTwapSeconds: z.number().int(),
     merchantCaps: z.record(z.string(), z.string()),
+    payees: z.record(z.string(), z.string()),
+    minSwapRate: z.string(),
   })
   .meta({ id: "SetLimitsResponse" });
 

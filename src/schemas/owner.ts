@@ -77,6 +77,10 @@ export const RevokeOwnerKeysResponse = z
 export const PauseRequest = z
   .strictObject({
     paused: z.boolean(),
+    epoch: z.number().int().min(0).max(65_535).optional().meta({
+      description:
+        "SetPaused's epoch: for a resume, the agent's current epoch (GET /limits `epoch`), so a resume signed before a later pause can never undo it; a pause takes effect whatever it names. Absent = 0",
+    }),
     humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPaused signature" }),
     timestamp: UnixTimestamp,
   })

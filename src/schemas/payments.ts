@@ -98,6 +98,8 @@ export const PayBlocked = PayResult.extend({
   intent: z.string(),
   transactionId: z.string(),
   message: z.string(),
+  payTo: z.string().optional().meta({ description: "payee_not_allowed: the address the seller asked to be paid at" }),
+  pinnedPayee: z.string().optional().meta({ description: "payee_not_allowed: the payee the owner named for this merchant" }),
 });
 export type PayApproved = z.infer<typeof PayApproved>;
 export type PayPending = z.infer<typeof PayPending>;
@@ -141,6 +143,10 @@ export const ApprovalView = z
     merchant: z.string(),
     serviceUrl: z.string(),
     amount: z.string(),
+    payTo: z
+      .string()
+      .nullable()
+      .meta({ description: "the address the seller asks to be paid at: ApprovalDecision.payTo, what the owner signs" }),
     intent: z.string(),
     status: z.string(),
     requestedAt: z.string(),

@@ -1,12 +1,13 @@
 /** Agents: wallet genesis, linking to an owner, listing, and who may act for which agent. */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { getAddress } from "ethers";
+import { ZeroAddress, getAddress } from "ethers";
 import type { AgentDoc } from "../store/documents";
 import { conflict, forbidden, notFound, unauthorized } from "../errors";
 import { LINK_AGENT_TYPES, serviceDomain } from "../chain/typedData";
 import type { GenesisRequest, LinkRequest } from "../schemas/accounts";
 import type { Principal } from "./keys";
 import type { ServiceContext } from "./context";
+import { linkMac, linkMacValid } from "./linkMac";
 
 export interface GenesisResult {
   agentAddress: string;
@@ -67,7 +68,9 @@ export class AgentService {
     // The agent's signing key, and its wallet: the factory's CREATE2 clone for that key, known (and fundable) before
     // it is deployed with the first owner-signed policy.
     const signerAddress = await this.ctx.wallets.create();
-    const address = getAddress(await this.ctx.chain.factory.predictAgent(signerAddress));
+    // Created with an owner key: the address commits to that owner (CREATE2 salt over signing key and owner), so no
+    // operator key or database write can ever deploy it for anyone else. Open agents get the link MAC below instead.
+    const address = getAddress(await this.ctx.chain.factory.predictAgent(signerAddress, ownerAddress ?? ZeroAddress));
     const now = new Date();
     const doc: AgentDoc = {
       address,
@@ -77,6 +80,7 @@ export class AgentService {
       ownerAddress,
       policyAddress: address,
       signerAddress,
+      ...(ownerAddress ? { ownerBound: true, linkMac: linkMac(this.ctx.config, address, ownerAddress) } : {}),
       createdAt: now,
       linkedAt: ownerAddress ? now : null,
     };
@@ -132,7 +136,14 @@ export class AgentService {
           : "Linking needs the activation code of the agent's activation link (the `code` in it): open that link.",
       );
     }
-    if (agent.ownerAddress) throw conflict(`Agent ${agent.address} is already linked to ${agent.ownerAddress}.`);
+    // A link this service did not make (no valid MAC: written to the database by hand, or before MACs existed) does not
+    // count while the agent is undeployed: the owner with the activation code links it again, and only that deploys.
+    const linked =
+      agent.ownerAddress !== null &&
+      (agent.ownerBound === true ||
+        linkMacValid(this.ctx.config, agent.address, agent.ownerAddress, agent.linkMac) ||
+        (await this.ctx.chain.isDeployed(agent.policyAddress)));
+    if (linked) throw conflict(`Agent ${agent.address} is already linked to ${agent.ownerAddress}.`);
     const digest = await this.ctx.signatures.verify({
       kind: "LinkAgent",
       domain: serviceDomain(this.ctx.config.chainId),
@@ -144,8 +155,14 @@ export class AgentService {
     });
     await this.ctx.signatures.consume("LinkAgent", digest);
     const result = await this.ctx.store.agents.updateOne(
-      { address: agent.address, ownerAddress: null },
-      { $set: { ownerAddress: input.ownerAddress, linkedAt: new Date() } },
+      { address: agent.address, ownerAddress: agent.ownerAddress },
+      {
+        $set: {
+          ownerAddress: input.ownerAddress,
+          linkMac: linkMac(this.ctx.config, agent.address, input.ownerAddress),
+          linkedAt: new Date(),
+        },
+      },
     );
     if (result.modifiedCount !== 1) throw conflict(`Agent ${agent.address} is already linked.`);
     await this.ctx.store.owners.updateOne(

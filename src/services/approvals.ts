@@ -2,6 +2,7 @@
  * Owner approvals of payments above the threshold. Approve and deny need the owner key and the owner's EIP-712
  * ApprovalDecision signature; approve also carries that signature on-chain (the contract checks it again).
  */
+import { ZeroAddress } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
 import { AppError, conflict, forbidden, notFound } from "../errors";
@@ -110,6 +111,7 @@ export class ApprovalService {
         approvalId: a.approvalId,
         agent: a.agentAddress,
         merchant: a.merchant,
+        payTo: a.payTo ?? ZeroAddress,
         amount: BigInt(a.amount),
         timestamp: input.timestamp,
       },
@@ -199,7 +201,16 @@ export class ApprovalService {
     // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
     // Read first: a refusal here (no policy, an operator the owner moved away) sends nothing and leaves the owner's
     // signature usable, like a price rise. It is used up before anything is sent.
-    const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount);
+    // The owner signed the payee too: a seller that moved its payTo since is refused here, before anything is sent.
+    if (a.payTo && quote.requirement.payTo.toLowerCase() !== a.payTo.toLowerCase()) {
+      throw new AppError(
+        409,
+        "payee_changed",
+        `The seller now asks to be paid at ${quote.requirement.payTo}, not ${a.payTo} as the owner approved; the approval stays pending. Deny it, or let the agent ask again.`,
+        { approvedPayTo: a.payTo, newPayTo: quote.requirement.payTo },
+      );
+    }
+    const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount, quote.requirement.payTo);
     await this.ctx.signatures.consume("ApprovalDecision", digest);
     const refused = { approvalId: a.approvalId, txnId: a.txnId };
     let outcome: PayOutcome;

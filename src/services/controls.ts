@@ -15,7 +15,7 @@ import type { ServiceContext } from "./context";
 export class ControlService {
   constructor(private readonly ctx: ServiceContext) {}
 
-  async setPaused(agent: AgentDoc, input: { paused: boolean; humanSignature: string; timestamp: number }) {
+  async setPaused(agent: AgentDoc, input: { paused: boolean; epoch?: number; humanSignature: string; timestamp: number }) {
     if (!agent.ownerAddress) throw conflict(`Agent ${agent.address} has no owner yet.`);
     const { chain } = this.ctx;
     if (!(await chain.isDeployed(agent.policyAddress))) {
@@ -28,7 +28,7 @@ export class ControlService {
       kind: "SetPaused",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: SET_PAUSED_TYPES,
-      message: { agent: agent.address, paused: input.paused, timestamp: input.timestamp },
+      message: { agent: agent.address, paused: input.paused, epoch: input.epoch ?? 0, timestamp: input.timestamp },
       signature: input.humanSignature,
       expectedSigner: owner,
       timestamp: input.timestamp,
@@ -37,7 +37,7 @@ export class ControlService {
     const policy = chain.policyAt(agent.policyAddress);
     // Not behind the agent's payment lock: the kill switch must not wait for a payment in progress.
     const { receipt } = await chain
-      .sendAndWait((o) => policy.setPaused(input.paused, input.timestamp, input.humanSignature, o))
+      .sendAndWait((o) => policy.setPaused(input.paused, input.epoch ?? 0, input.timestamp, input.humanSignature, o))
       .catch((err: unknown) => revertToAppError(policy, err));
     await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, paused: input.paused, txHash: receipt.hash }, "pause set");

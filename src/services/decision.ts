@@ -7,7 +7,8 @@ import { bind, readOf } from "../chain/contracts";
 import { type CheckWithBalance, PolicyOps } from "../chain/policyOps";
 import { Decision, type OnchainReasonName } from "../chain/reasons";
 import { AppError, conflict, unavailable } from "../errors";
-import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
+import { ANY_PAYEE, type AllowlistProof, NO_LEAF, payeeAllowed } from "../policy/allowlist";
+import { BLOCKED_RECORD_PAY_TO } from "../chain/policyOps";
 import type { AgentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import type { OnchainPolicy, PolicyService } from "./policies";
@@ -116,27 +117,36 @@ export class PolicyDecisions {
    * known and handed to decide(); never rejects unobserved.
    */
   atCeiling(agent: AgentDoc, merchant: string, admission: Admission & { status: "admitted" }, ceiling: bigint): Promise<CheckWithBalance> {
-    const read = this.ops.checkWithBalance(agent.policyAddress, merchant, admission.proof, ceiling, agent.address);
+    // The payee is not known before the quote: simulated as the leaf's own (decide() does not use this answer when the
+    // seller names another).
+    const { proof } = admission;
+    const payTo = proof.payee !== ANY_PAYEE ? proof.payee : BLOCKED_RECORD_PAY_TO;
+    const read = this.ops.checkWithBalance(agent.policyAddress, merchant, proof, payTo, ceiling, agent.address);
     read.catch(() => undefined);
     return read;
   }
 
   /**
-   * The contract's simulation of paying `amount` to an admitted merchant. When the admission came from the cache and
-   * the answer is not Allow, the policy is read again and, if its allowlist changed, proved and simulated again.
+   * The contract's simulation of paying `amount` to `payTo` at an admitted merchant. When the admission came from the
+   * cache and the answer is not Allow, the policy is read again and, if its allowlist changed, proved and simulated again.
    */
   async decide(
     agent: AgentDoc,
     merchant: string,
     admission: Admission & { status: "admitted" },
     amount: bigint,
+    payTo: string,
     /** The same simulation at the caller's ceiling, started earlier: when it allows, any lower price is allowed too. */
     atCeiling?: Promise<CheckWithBalance>,
   ): Promise<PolicyDecision> {
     let { policy, proof } = admission;
-    const ceilingAllowed = atCeiling ? await atCeiling.then((r) => r.decision === Decision.Allow).catch(() => false) : false;
+    // The ceiling was simulated with the leaf's payee: it speaks for this payment only when the seller names that one.
+    const ceilingAllowed =
+      atCeiling && payeeAllowed(proof, payTo) ? await atCeiling.then((r) => r.decision === Decision.Allow).catch(() => false) : false;
     const read =
-      ceilingAllowed && atCeiling ? atCeiling : this.ops.checkWithBalance(agent.policyAddress, merchant, proof, amount, agent.address);
+      ceilingAllowed && atCeiling
+        ? atCeiling
+        : this.ops.checkWithBalance(agent.policyAddress, merchant, proof, payTo, amount, agent.address);
     read.catch(() => undefined);
     let swap = this.swapCheck(
       agent,
@@ -153,7 +163,7 @@ export class PolicyDecisions {
         if (!again) return { status: "block", reason: "merchant_not_allowed", policy, proof: NO_LEAF };
         proof = again;
         swap = this.swapCheck(agent, policy, amount);
-        check = await this.ops.check(agent.policyAddress, merchant, proof, amount);
+        check = await this.ops.check(agent.policyAddress, merchant, proof, payTo, amount);
       }
     }
     return this.decisionOf(check, policy, proof, swap);
@@ -163,13 +173,13 @@ export class PolicyDecisions {
    * The decision for `amount` read fresh from the chain, for a payment whose price is known (approve). A merchant
    * the allowlist does not admit is simulated too (with no leaf): the contract names the reason.
    */
-  async evaluate(agent: AgentDoc, merchant: string, amount: bigint): Promise<PolicyDecision> {
+  async evaluate(agent: AgentDoc, merchant: string, amount: bigint, payTo: string): Promise<PolicyDecision> {
     const policy = await this.policies.onchain(agent);
     if (!policy.deployed) throw noPolicyError(agent);
     await this.checkOperator(agent, policy, false);
     const proof = (await this.policies.prove(policy.allowlistRoot, merchant)) ?? NO_LEAF;
     const swap = this.swapCheck(agent, policy, amount);
-    const check = await this.ops.check(agent.policyAddress, merchant, proof, amount);
+    const check = await this.ops.check(agent.policyAddress, merchant, proof, payTo, amount);
     return this.decisionOf(check, policy, proof, swap);
   }
 

@@ -67,6 +67,8 @@ export function blockedOutcome(b: {
   intent: string;
   transactionId: string;
   message?: string;
+  payTo?: string;
+  pinnedPayee?: string;
 }): PayBlocked {
   return {
     status: "blocked",
@@ -77,6 +79,8 @@ export function blockedOutcome(b: {
     merchant: b.merchant,
     intent: b.intent,
     transactionId: b.transactionId,
+    ...(b.payTo ? { payTo: b.payTo } : {}),
+    ...(b.pinnedPayee ? { pinnedPayee: b.pinnedPayee } : {}),
     message: b.message ?? blockMessage(b.reason),
   };
 }

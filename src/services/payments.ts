@@ -13,7 +13,7 @@ import { AppError, LeaseLostError, errorBody } from "../errors";
 import type { Fence } from "../store/leases";
 import { type IdempotencyService, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
-import { type AllowlistProof, NO_LEAF } from "../policy/allowlist";
+import { ANY_PAYEE, type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { followAgentOwner } from "../store/owners";
@@ -41,6 +41,8 @@ export interface Refusal {
   approvalId?: string | null;
   txnId?: string;
   detail?: string;
+  /** The seller's payTo, when a quote named one: what the on-chain record pays (a refusal never settles anyway). */
+  payTo?: string;
 }
 
 export class PaymentService {
@@ -116,11 +118,13 @@ export class PaymentService {
     const signed = this.settlement.sign(pc.agent, quote);
     signed.catch(() => undefined);
     // The wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
-    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount, atCeiling);
+    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount, quote.requirement.payTo, atCeiling);
     timer.mark("simulate");
     // Read again after a cached refusal: what it found is checked like the first read.
     if (decision.policy !== admission.policy) await this.decisions.checkOperator(pc.agent, decision.policy, false);
-    if (decision.status === "block") return this.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof });
+    if (decision.status === "block") {
+      return this.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof, payTo: quote.requirement.payTo });
+    }
     if (decision.status === "requires_approval") return this.requestApproval(pc, quote, maxAmount);
     const swap = await this.swapStep(pc, decision.swap, quote.amount);
     timer.mark("swapQuote");
@@ -216,11 +220,16 @@ export class PaymentService {
   async block(pc: PaymentContext, refusal: Refusal): Promise<PayBlocked> {
     const { amount, reason, proof, approvalId = null, txnId, detail } = refusal;
     const since = new Date(Date.now() - BLOCK_DEDUPE_MS);
-    // A merchant that is not allowed is refused whatever the amount: one on-chain record covers any amount.
-    const sameRefusal =
-      reason === "merchant_not_allowed"
-        ? { agentAddress: pc.agent.address, merchant: pc.merchant, reason, status: "blocked" as const, txHash: { $ne: null } }
-        : { agentAddress: pc.agent.address, merchant: pc.merchant, amount: amount.toString(), reason, status: "blocked" as const };
+    // Only an identical refusal (same merchant, amount, reason, and payee for a payee refusal) shares an on-chain
+    // record: an entry never points at a PaymentBlocked of another amount, which an audit of the ledger would flag.
+    const sameRefusal = {
+      agentAddress: pc.agent.address,
+      merchant: pc.merchant,
+      amount: amount.toString(),
+      reason,
+      status: "blocked" as const,
+      ...(reason === "payee_not_allowed" ? { refusedPayTo: refusal.payTo ?? null } : {}),
+    };
     const previous = txnId
       ? null
       : await this.ctx.store.payments.findOne({ ...sameRefusal, createdAt: { $gte: since } }, { sort: { createdAt: -1 } });
@@ -248,8 +257,11 @@ export class PaymentService {
       }
       if (!capped) {
         const paymentId = "0x" + randomBytes(32).toString("hex");
-        // A refused payment names no real payee: nothing may ever settle its record (it is not authorised anyway).
-        const transfer = { payTo: BLOCKED_RECORD_PAY_TO, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
+        // The record pays the seller's payTo when a quote named one (so the contract judges the payee as it would the
+        // payment), else the leaf's payee, else nobody: nothing may ever settle it (it is not authorised anyway, and a
+        // record authorised after all is released below at once).
+        const payTo = refusal.payTo ?? (proof.payee !== ANY_PAYEE ? proof.payee : BLOCKED_RECORD_PAY_TO);
+        const transfer = { payTo, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
         const result = await this.settlement.ops
           .authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer)
           .catch(async (err: unknown) => {
@@ -294,6 +306,7 @@ export class PaymentService {
       validBefore: stray ? Number(stray.transfer.validBefore) : null,
       onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber },
       ...(capped ? { detail: `not recorded on-chain: ${cappedBy}` } : detail ? { detail } : {}),
+      ...(finalReason === "payee_not_allowed" && refusal.payTo ? { refusedPayTo: refusal.payTo, pinnedPayee: proof?.payee ?? null } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
     });
     // An approved payment refused after all completes the entry its approval already has.
@@ -329,8 +342,12 @@ export class PaymentService {
       merchant: doc.merchant,
       intent: doc.intent,
       transactionId: doc.txnId,
+      ...(doc.refusedPayTo ? { payTo: doc.refusedPayTo, ...(doc.pinnedPayee ? { pinnedPayee: doc.pinnedPayee } : {}) } : {}),
       message:
         blockMessage(reason) +
+        (doc.refusedPayTo
+          ? ` (the seller asks to be paid at ${doc.refusedPayTo}; the owner named ${doc.pinnedPayee ?? "another payee"})`
+          : "") +
         (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
         (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
     });
@@ -364,6 +381,7 @@ export class PaymentService {
       // As JSON text: any key the agent sends to its seller (a "$where", a dotted name) is storable that way.
       requestBody: pc.seller.body === undefined ? undefined : JSON.stringify(pc.seller.body),
       amount: quote.amount.toString(),
+      payTo: quote.requirement.payTo,
       maxAmount: maxAmount.toString(),
       intent: pc.intent,
       status: "pending",

@@ -5,9 +5,11 @@ import { revertToAppError } from "../chain/errors";
 import { NO_EXTRA_LIMITS, type PolicyFields, SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
 import { badRequest, conflict } from "../errors";
 import {
+  ANY_PAYEE,
   type AllowlistProof,
   EMPTY_ROOT,
   type EntryCaps,
+  type EntryPayees,
   type LeafForm,
   allowlistRoot,
   leafFormOf,
@@ -21,6 +23,7 @@ import type { ServiceContext } from "./context";
 import { type ReadResults, readOf } from "../chain/contracts";
 import type { Principal } from "./keys";
 import { maskKey } from "./keys";
+import { linkMacValid } from "./linkMac";
 
 /** What the contract's spending() view counts now in each window (0 for a window with no limit). */
 export interface Spending {
@@ -40,17 +43,20 @@ export interface OnchainPolicy extends PolicyFields {
   lastUpdated: number | null;
   /** Who may authorise its payments: a key, or an OperatorSet of keys (null when not deployed). */
   operator: string | null;
+  /** The authorisation epoch (pause, policy, operator and owner changes each start one): what a resume signs. */
+  epoch: number;
 }
 
-/** An allowlist as the service keeps it: entries, per-entry caps, and the leaf form its root was built with. */
+/** An allowlist as the service keeps it: entries, per-entry caps and payees, and the leaf form its root was built with. */
 export interface Allowlist {
   entries: string[];
   caps: EntryCaps;
+  payees: EntryPayees;
   form: LeafForm;
 }
 
 const NO_SPENDING: Spending = { hour: 0n, paymentsThisHour: 0n, day: 0n, week: 0n, month: 0n, lifetime: 0n };
-const EMPTY_ALLOWLIST: Allowlist = { entries: [], caps: {}, form: "v2" };
+const EMPTY_ALLOWLIST: Allowlist = { entries: [], caps: {}, payees: {}, form: "v3" };
 
 const UNDEPLOYED: OnchainPolicy = {
   deployed: false,
@@ -64,6 +70,7 @@ const UNDEPLOYED: OnchainPolicy = {
   spending: NO_SPENDING,
   lastUpdated: null,
   operator: null,
+  epoch: 0,
 };
 
 const HOUR = 3_600;
@@ -119,11 +126,12 @@ export class PolicyService {
       readOf(contract, "lastTimestamp", 0),
       readOf(contract, "spending"),
       readOf(contract, "operator"),
+      readOf(contract, "epoch"),
     ] as const;
   }
 
-  async fromReads(policyAddress: string, [policy, paused, spent, last, w, operator]: PolicyReadResults): Promise<OnchainPolicy> {
-    if (policy === null || paused === null || spent === null || last === null || w === null || operator === null) {
+  async fromReads(policyAddress: string, [policy, paused, spent, last, w, operator, epoch]: PolicyReadResults): Promise<OnchainPolicy> {
+    if (policy === null || paused === null || spent === null || last === null || w === null || operator === null || epoch === null) {
       if (!(await this.ctx.chain.isDeployed(policyAddress))) return UNDEPLOYED;
       throw new Error(`could not read the policy at ${policyAddress}`);
     }
@@ -141,11 +149,13 @@ export class PolicyService {
       validUntil: policy.validUntil,
       maxSwapSlippageBps: policy.maxSwapSlippageBps,
       swapTwapSeconds: policy.swapTwapSeconds,
+      minSwapRate: policy.minSwapRate,
       paused,
       spentToday: spent,
       spending: { hour: w.hour, paymentsThisHour: w.paymentsThisHour, day: w.day, week: w.week, month: w.month, lifetime: w.lifetime },
       lastUpdated: Number(last),
       operator,
+      epoch: Number(epoch),
     };
   }
 
@@ -180,7 +190,7 @@ export class PolicyService {
     return (await this.allowlistOf(root)).entries;
   }
 
-  /** Entries, caps and leaf form behind an on-chain root ([entry, cap] leaves, or [entry] for a v1 root). */
+  /** Entries, caps, payees and leaf form behind an on-chain root ([entry, cap, payee] leaves, or an older form). */
   async allowlistOf(root: string): Promise<Allowlist> {
     if (root === EMPTY_ROOT) return EMPTY_ALLOWLIST;
     const cached = this.allowlistCache.get(root);
@@ -188,10 +198,12 @@ export class PolicyService {
     const doc = await this.ctx.store.allowlists.findOne({ root });
     if (!doc) return EMPTY_ALLOWLIST;
     const caps: EntryCaps = Object.fromEntries(Object.entries(doc.caps ?? {}).map(([e, c]) => [e, BigInt(c)]));
-    // Content-addressed (the root is the hash of the entries and caps), so a cached answer can never be stale.
-    const form = leafFormOf(root, doc.entries, caps);
+    const payees: EntryPayees = doc.payees ?? {};
+    // Content-addressed (the root is the hash of the entries, caps and payees), so a cached answer can never be stale,
+    // and a database edit of a payee or cap only makes the proof fail on-chain.
+    const form = leafFormOf(root, doc.entries, caps, payees);
     if (!form) throw new Error(`stored allowlist does not hash to ${root}`);
-    const list: Allowlist = { entries: doc.entries, caps, form };
+    const list: Allowlist = { entries: doc.entries, caps, payees, form };
     if (this.allowlistCache.size > 10_000) this.allowlistCache.clear();
     this.allowlistCache.set(root, list);
     return list;
@@ -207,7 +219,7 @@ export class PolicyService {
     const known = this.proofCache.get(key);
     if (known !== undefined) return known;
     const list = await this.allowlistOf(root);
-    const proof = proveMerchant(list.entries, merchant, list.caps, list.form);
+    const proof = proveMerchant(list.entries, merchant, list.caps, list.form, list.payees);
     // A root whose list this store does not have (yet) answers "none", but is not kept.
     if (list === EMPTY_ALLOWLIST && root !== EMPTY_ROOT) return proof;
     if (this.proofCache.size > 10_000) this.proofCache.clear();
@@ -224,6 +236,8 @@ export class PolicyService {
     const entrySpent =
       p.deployed && capped.length ? await this.ctx.chain.readMany(capped.map(([e]) => readOf(contract, "entrySpentToday", e))) : [];
     const now = Math.floor(Date.now() / 1000);
+    // Money sent before deployment sits at an address whose owner is not fixed on-chain yet: say so.
+    const early = p.deployed ? 0n : await this.ctx.chain.usdc.balanceOf(agent.address).catch(() => 0n);
     return {
       address: agent.address,
       perTxLimit: fromBaseUnits(p.perTxLimit),
@@ -247,6 +261,14 @@ export class PolicyService {
       maxSwapSlippageBps: Number(p.maxSwapSlippageBps),
       swapTwapSeconds: Number(p.swapTwapSeconds),
       merchantCaps: Object.fromEntries(capped.map(([e, c]) => [e, fromBaseUnits(c)])),
+      payees: { ...list.payees },
+      minSwapRate: fromBaseUnits(p.minSwapRate),
+      epoch: p.epoch,
+      ...(early > 0n
+        ? {
+            warning: `This address already holds ${fromBaseUnits(early)} USDC but its policy is not deployed: until the owner sets the policy, nothing on-chain says who owns it. Fund an agent only after its policy is deployed.`,
+          }
+        : {}),
       merchantRemainingToday: Object.fromEntries(capped.map(([e, c], i) => [e, fromBaseUnits(left(c, entrySpent[i] ?? 0n))])),
       windows: limitedWindows(p).map((w) => ({
         window: w.window,
@@ -280,11 +302,12 @@ export class PolicyService {
       );
     }
     const caps = capsOf(entries, input.merchantCaps ?? {});
+    const payees = payeesOf(entries, input.payees ?? {});
     const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));
     const policy: PolicyFields = {
       perTxLimit: toBaseUnits(input.perTxLimit),
       dailyBudget: toBaseUnits(input.dailyBudget),
-      allowlistRoot: allowlistRoot(entries, caps),
+      allowlistRoot: allowlistRoot(entries, caps, "v3", payees),
       approvalThreshold: toBaseUnits(input.approvalThreshold),
       hourlyBudget: units(input.hourlyBudget),
       weeklyBudget: units(input.weeklyBudget),
@@ -294,6 +317,7 @@ export class PolicyService {
       validUntil: BigInt(input.validUntil ?? 0),
       maxSwapSlippageBps: BigInt(input.maxSwapSlippageBps ?? 0),
       swapTwapSeconds: BigInt(input.swapTwapSeconds ?? 0),
+      minSwapRate: units(input.minSwapRate),
     };
     const storedCaps = Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, c.toString()]));
     const digest = await this.ctx.signatures.verify({
@@ -312,18 +336,33 @@ export class PolicyService {
       // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
       await this.ctx.store.allowlists.updateOne(
         { root: policy.allowlistRoot },
-        { $setOnInsert: { root: policy.allowlistRoot, entries, caps: storedCaps, createdAt: new Date() } },
+        { $setOnInsert: { root: policy.allowlistRoot, entries, caps: storedCaps, payees, createdAt: new Date() } },
         { upsert: true },
       );
       const chain = this.ctx.chain;
       const deployed = await chain.isDeployed(agent.policyAddress);
+      // The first deployment fixes the owner on-chain: an open agent's link must carry this service's MAC (a database
+      // write alone cannot re-link it); an owner-bound address admits no other owner whatever the database says.
+      if (!deployed && !agent.ownerBound && !linkMacValid(this.ctx.config, agent.address, owner, agent.linkMac)) {
+        throw conflict(
+          `Agent ${agent.address}'s link to ${owner} was not made by this service (no valid link MAC): nothing was deployed. Link it again with POST /agents/link.`,
+        );
+      }
       const tuple = { ...policy };
       const wallet = chain.policyAt(agent.policyAddress);
       const { receipt } = await chain
         .sendAndWait((overrides) =>
           deployed
             ? wallet.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
-            : chain.factory.deployAgent(agent.signerAddress, owner, tuple, input.timestamp, input.humanSignature, overrides),
+            : chain.factory.deployAgent(
+                agent.signerAddress,
+                owner,
+                agent.ownerBound === true,
+                tuple,
+                input.timestamp,
+                input.humanSignature,
+                overrides,
+              ),
         )
         .catch((err: unknown) => revertToAppError(deployed ? wallet : chain.factory, err));
       await this.ctx.gas.charge(owner, receipt);
@@ -338,6 +377,7 @@ export class PolicyService {
         allowlistRoot: policy.allowlistRoot,
         extraLimits: Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, policy[k as keyof PolicyFields].toString()])),
         merchantCaps: storedCaps,
+        payees,
         timestamp: input.timestamp,
         txHash: receipt.hash,
         deployed: true,
@@ -366,9 +406,26 @@ export class PolicyService {
         maxSwapSlippageBps: Number(policy.maxSwapSlippageBps),
         swapTwapSeconds: Number(policy.swapTwapSeconds),
         merchantCaps: Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, fromBaseUnits(c)])),
+        payees,
+        minSwapRate: fromBaseUnits(policy.minSwapRate),
       };
     });
   }
+}
+
+/** Per-entry payees keyed by normalised entry (checksummed); each key must name an allowlist entry. Zero: any payee. */
+function payeesOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, string> {
+  const payees: Record<string, string> = {};
+  const unknown: string[] = [];
+  for (const [raw, address] of Object.entries(input)) {
+    const entry = normalizeAllowlistEntry(raw);
+    if (entry === null || !entries.includes(entry)) unknown.push(raw);
+    else if (getAddress(address) !== ANY_PAYEE) payees[entry] = getAddress(address);
+  }
+  if (unknown.length) {
+    throw badRequest(`payees names entries that are not in allowlist: ${unknown.join(", ")}`, { unknownPayees: unknown });
+  }
+  return payees;
 }
 
 /** Per-entry caps keyed by normalised entry; each key must name an allowlist entry. Zero caps are dropped. */

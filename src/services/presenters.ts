@@ -67,6 +67,7 @@ export function approvalView(a: ApprovalDoc) {
     merchant: a.merchant,
     serviceUrl: a.serviceUrl,
     amount: fromBaseUnits(a.amount),
+    payTo: a.payTo ?? null,
     intent: a.intent,
     status: a.status,
     requestedAt: a.requestedAt.toISOString(),

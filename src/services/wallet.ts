@@ -21,7 +21,7 @@ export class WalletService {
     const { chain } = this.ctx;
     // Everything in one round trip, read at one block.
     const reads = this.policies.policyReads(agent.policyAddress);
-    const [p, paused, spent, last, windows, operator, usdc, eth, block, wethBalance] = await chain.readMany([
+    const [p, paused, spent, last, windows, operator, epoch, usdc, eth, block, wethBalance] = await chain.readMany([
       ...reads,
       readOf(chain.usdc, "balanceOf", agent.address),
       readOf(chain.multicall, "getEthBalance", agent.address),
@@ -30,7 +30,7 @@ export class WalletService {
       readOf(WETH(), "balanceOf", agent.address),
     ]);
     if (usdc === null || eth === null || block === null) throw new Error(`could not read the balances of ${agent.address}`);
-    const policy = await this.policies.fromReads(agent.policyAddress, [p, paused, spent, last, windows, operator]);
+    const policy = await this.policies.fromReads(agent.policyAddress, [p, paused, spent, last, windows, operator, epoch]);
     const blockNumber = Number(block);
     const remaining = policy.dailyBudget > policy.spentToday ? policy.dailyBudget - policy.spentToday : 0n;
     return {

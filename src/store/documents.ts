@@ -33,6 +33,13 @@ export interface AgentDoc {
   policyAddress: string;
   /** The agent's signing key (held by the WalletProvider); the agent address is the factory's CREATE2 clone of it. */
   signerAddress: string;
+  /** The address commits to the owner (created with an owner key): only that owner can ever be deployed there. */
+  ownerBound?: boolean;
+  /**
+   * HMAC of (chain, agent, owner) under a secret derived from WALLET_ENCRYPTION_KEY (not in the database), written
+   * when the owner is linked: a database write alone cannot re-link an undeployed agent (checked at deployment).
+   */
+  linkMac?: string;
   createdAt: Date;
   linkedAt: Date | null;
 }
@@ -60,6 +67,8 @@ export interface PolicyDoc {
   extraLimits?: Record<string, string>;
   /** Daily cap per capped allowlist entry, base units. */
   merchantCaps?: Record<string, string>;
+  /** Per-entry payees (addresses) of the allowlist root, by entry. */
+  payees?: Record<string, string>;
   timestamp: number; // the owner's signed timestamp
   txHash: string;
   deployed: boolean;
@@ -89,6 +98,8 @@ export interface AllowlistDoc {
   entries: string[];
   /** Per-entry daily caps in USDC base units (decimal strings), by entry; absent for roots from before caps. */
   caps?: Record<string, string>;
+  /** Per-entry payees (addresses), by entry; absent for roots from before payees (every leaf: any payee). */
+  payees?: Record<string, string>;
   createdAt: Date;
 }
 
@@ -117,6 +128,9 @@ export interface PaymentDoc {
   duplicateOf?: string;
   /** Seller or facilitator message for failed payments. */
   detail?: string | null;
+  /** payee_not_allowed: the address the seller asked to be paid at, and the payee the owner named. */
+  refusedPayTo?: string | null;
+  pinnedPayee?: string | null;
   paymentId: string | null; // EIP-3009 nonce, bytes32
   approvalId: string | null;
   /** Settlement tx (approved) or the PaymentBlocked tx (blocked). */
@@ -159,6 +173,8 @@ export interface ApprovalDoc {
   /** The agent's POST body for the seller, as JSON text. */
   requestBody?: unknown;
   amount: string; // base units, the quoted price
+  /** The seller's payTo when the approval was requested: what the owner signs (ApprovalDecision.payTo). */
+  payTo?: string;
   maxAmount: string; // base units
   intent: string;
   status: ApprovalStatus;

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { getAddress } from "ethers";
+import { ZeroAddress, getAddress } from "ethers";
 import { startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
 
@@ -28,7 +28,7 @@ describe("POST /wallet/genesis (open registration)", () => {
     // deployed with the first owner-signed policy.
     const doc = (await s.svc.store.agents.findOne({ address: agentAddress }))!;
     expect(await s.svc.store.walletKeys.countDocuments({ address: doc.signerAddress })).to.equal(1);
-    expect(getAddress(await s.svc.chain.factory.predictAgent(doc.signerAddress))).to.equal(agentAddress);
+    expect(getAddress(await s.svc.chain.factory.predictAgent(doc.signerAddress, ZeroAddress))).to.equal(agentAddress);
     expect(doc.policyAddress).to.equal(agentAddress);
     expect(await s.svc.chain.isDeployed(agentAddress)).to.equal(false);
     const limits = await s.api("GET", "/limits", { key: apiKey });

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { Contract, Wallet, getAddress, hexlify, parseEther, randomBytes, toBeHex } from "ethers";
-import { proveMerchant } from "../../src/policy/allowlist";
+import { leafStruct, proveMerchant } from "../../src/policy/allowlist";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { linkedAgent, ownerKey } from "../helpers/owner";
 import { expectErrorShape } from "../helpers/store";
@@ -54,8 +54,7 @@ describe("GET /wallet/balance and GET /wallet/agents", () => {
       policy.authorizePayment(
         hexlify(randomBytes(32)),
         "api.example.com",
-        proof.leaf,
-        proof.cap,
+        leafStruct(proof),
         proof.proof,
         { payTo: randomOwner().address, amount: 3_250_000n, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) },
         empty,

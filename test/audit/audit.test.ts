@@ -72,8 +72,8 @@ describe("audit from events alone", () => {
     );
     expect((await s.api("POST", `/approvals/${denied.body.approvalId}/deny`, { key, body: deny })).status).to.equal(200);
     const pauseBody = async (paused: boolean, timestamp: number) => {
-      const { signature } = await s.signPause(owner, a.agentAddress, paused, timestamp);
-      return { paused, humanSignature: signature, timestamp };
+      const { signature, epoch } = await s.signPause(owner, a.agentAddress, paused, timestamp);
+      return { paused, epoch, humanSignature: signature, timestamp };
     };
     const pauseTs = s.now();
     expect((await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(true, pauseTs) })).status).to.equal(200);

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { AbiCoder, Indexed, Interface, Result, Typed, Wallet, hexlify, randomBytes, type ParamType } from "ethers";
+import { ZeroAddress } from "ethers";
 import { decodeEvent, decodeParams, encodeParams } from "../../src/chain/abiCodec";
 import { decodeResult, encodeCall, interfaceOf, parseLog } from "../../src/chain/contracts";
 
@@ -43,8 +44,7 @@ function authorizeArgs(proof: string[], over: { amount?: unknown; approval?: str
   return [
     word(),
     over.merchant ?? "api.example.com",
-    "api.example.com",
-    MAX,
+    { entry: "api.example.com", dailyCap: MAX, payee: address() },
     proof,
     { payTo: address(), amount: over.amount ?? 10_000n, validAfter: 0n, validBefore: 2n ** 48n },
     { approvalId: over.approval ?? "", amount: 0n, timestamp: 0, signature: over.signature ?? "0x" },
@@ -57,8 +57,8 @@ describe("abiCodec: ethers' AbiCoder bytes and values, with coders built once", 
       [policy, "authorizePayment", authorizeArgs([])],
       [policy, "authorizePayment", authorizeArgs(Array.from({ length: 20 }, word), { amount: MAX })],
       [policy, "authorizePayment", authorizeArgs([word()], { approval: "apr_✓é€𝄞", signature: hexlify(randomBytes(65)), merchant: "" })],
-      [policy, "checkPayment", ["api.example.com", "api.example.com", 0n, [], 0n]],
-      [policy, "checkPayment", ["a", "b", MAX, [word(), word()], MAX]],
+      [policy, "checkPayment", ["api.example.com", { entry: "api.example.com", dailyCap: 0n, payee: ZeroAddress }, [], ZeroAddress, 0n]],
+      [policy, "checkPayment", ["a", { entry: "b", dailyCap: MAX, payee: address() }, [word(), word()], address(), MAX]],
       [policy, "releasePayment", [word(), { payTo: address().toLowerCase(), amount: 1n, validAfter: 2n, validBefore: 3n }]],
       [usdc, "balanceOf", [address()]],
       [usdc, "balanceOf", [address().toLowerCase()]],
@@ -103,8 +103,8 @@ describe("abiCodec: ethers' AbiCoder bytes and values, with coders built once", 
       [usdc, "authorizationState", [a, hexlify(randomBytes(31))]],
       [usdc, "authorizationState", [a, "0x123"]],
       [usdc, "authorizationState", [a, word(), "one too many"]],
-      [policy, "checkPayment", ["a", "b", 0n, "not an array", 0n]],
-      [policy, "checkPayment", ["a", "b", 0n, [word().slice(0, 10)], 0n]],
+      [policy, "checkPayment", ["a", { entry: "b", dailyCap: 0n, payee: ZeroAddress }, "not an array", ZeroAddress, 0n]],
+      [policy, "checkPayment", ["a", { entry: "b", dailyCap: 0n, payee: ZeroAddress }, [word().slice(0, 10)], ZeroAddress, 0n]],
       [policy, "checkPayment", [7, "b", 0n, [], 0n]],
       [policy, "releasePayment", [word(), { payTo: a, amount: 1n, validAfter: 2n }]],
       [policy, "releasePayment", [word(), [a, 1n, 2n]]],

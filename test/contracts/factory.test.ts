@@ -19,7 +19,7 @@ async function factoryFixture() {
   const policyAt = (address: string) => ethers.getContractAt("SpendPolicy", address);
   /** The owner's first SetPolicy for the agent's predicted address. */
   async function firstPolicySignature(forSigner = signer, by = owner) {
-    const predicted = await factory.predictAgent(forSigner);
+    const predicted = await factory.predictAgent(forSigner, ethers.ZeroAddress);
     const timestamp = await nextTimestamp();
     const signature = await signSetPolicy(by, predicted, predicted, DEFAULT_POLICY, timestamp);
     return { predicted, timestamp, signature };
@@ -31,23 +31,25 @@ describe("SpendPolicyFactory", function () {
   it("deploys the agent (wallet and policy) at the CREATE2 address predicted before deployment", async function () {
     const { factory, operator, signer, owner, policyAt, firstPolicySignature } = await loadFixture(factoryFixture);
     const { predicted, timestamp, signature } = await firstPolicySignature();
-    expect(await factory.agentOf(signer)).to.equal(ethers.ZeroAddress);
+    expect(await factory.agentOf(signer, ethers.ZeroAddress)).to.equal(ethers.ZeroAddress);
     expect(await ethers.provider.getCode(predicted)).to.equal("0x");
 
-    const deployed = await factory.connect(operator).deployAgent.staticCall(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
+    const deployed = await factory
+      .connect(operator)
+      .deployAgent.staticCall(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature);
     expect(deployed).to.equal(predicted);
     const policy = await policyAt(predicted);
     const tuple = policyTuple(DEFAULT_POLICY);
-    await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
+    await expect(factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature))
       .to.emit(factory, "AgentDeployed")
       .withArgs(predicted, owner.address, predicted)
       .and.to.emit(policy, "PolicyUpdated")
-      .withArgs(predicted, 1n, tuple, timestamp)
+      .withArgs(predicted, 1n, tuple, timestamp, signature)
       .and.to.emit(policy, "OperatorSet")
-      .withArgs(predicted, operator.address, 0n)
+      .withArgs(predicted, operator.address, 0n, "0x")
       .and.to.emit(policy, "OwnerSet")
-      .withArgs(predicted, owner.address, 0n);
-    expect(await factory.agentOf(signer)).to.equal(predicted);
+      .withArgs(predicted, owner.address, 0n, "0x");
+    expect(await factory.agentOf(signer, ethers.ZeroAddress)).to.equal(predicted);
     expect(await policy.agent()).to.equal(predicted);
     expect(await policy.signingKey()).to.equal(signer);
     expect(await policy.owner()).to.equal(owner.address);
@@ -64,7 +66,7 @@ describe("SpendPolicyFactory", function () {
     const runtime = `363d3d373d3d3d363d73${implementation.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3${signer.slice(2).toLowerCase()}`;
     const initCode = `0x61${(runtime.length / 2).toString(16).padStart(4, "0")}3d81600a3d39f3${runtime}`;
     const salt = ethers.zeroPadValue(signer, 32);
-    expect(await factory.predictAgent(signer)).to.equal(
+    expect(await factory.predictAgent(signer, ethers.ZeroAddress)).to.equal(
       ethers.getCreate2Address(await factory.getAddress(), salt, ethers.keccak256(initCode)),
     );
   });
@@ -74,7 +76,7 @@ describe("SpendPolicyFactory", function () {
     const { predicted, timestamp, signature } = await firstPolicySignature();
     await token.mint(predicted, usdc(7));
     await owner.sendTransaction({ to: predicted, value: 1000n });
-    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
+    await factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature);
     expect(await token.balanceOf(predicted)).to.equal(usdc(7));
     expect(await ethers.provider.getBalance(predicted)).to.equal(1000n);
     expect(await (await policyAt(predicted)).owner()).to.equal(owner.address);
@@ -83,10 +85,10 @@ describe("SpendPolicyFactory", function () {
   it("lets only the default operator deploy (nobody can squat an agent's address with an owner of their own)", async function () {
     const { factory, other, owner, signer, firstPolicySignature } = await loadFixture(factoryFixture);
     const { timestamp, signature } = await firstPolicySignature();
-    await expect(factory.connect(other).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
+    await expect(factory.connect(other).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature))
       .to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer")
       .withArgs(other.address);
-    await expect(factory.connect(owner).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature))
+    await expect(factory.connect(owner).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature))
       .to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer")
       .withArgs(owner.address);
   });
@@ -94,9 +96,9 @@ describe("SpendPolicyFactory", function () {
   it("reverts SpendPolicyAlreadyDeployed for a second deployment of the same signing key", async function () {
     const { factory, operator, owner, signer, firstPolicySignature } = await loadFixture(factoryFixture);
     const first = await firstPolicySignature();
-    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, first.timestamp, first.signature);
+    await factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, first.timestamp, first.signature);
     const again = await firstPolicySignature();
-    await expect(factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, again.timestamp, again.signature))
+    await expect(factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, again.timestamp, again.signature))
       .to.be.revertedWithCustomError(factory, "SpendPolicyAlreadyDeployed")
       .withArgs(first.predicted);
   });
@@ -106,14 +108,14 @@ describe("SpendPolicyFactory", function () {
     const forged = await firstPolicySignature(signer, other);
     const implementation = await policyAt(await factory.implementation());
     await expect(
-      factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, forged.timestamp, forged.signature),
+      factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, forged.timestamp, forged.signature),
     ).to.be.revertedWithCustomError(implementation, "SpendPolicyInvalidSignature");
     const ok = await firstPolicySignature();
     await expect(
-      factory.connect(operator).deployAgent(ethers.ZeroAddress, owner.address, DEFAULT_POLICY, ok.timestamp, ok.signature),
+      factory.connect(operator).deployAgent(ethers.ZeroAddress, owner.address, false, DEFAULT_POLICY, ok.timestamp, ok.signature),
     ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
     await expect(
-      factory.connect(operator).deployAgent(signer, ethers.ZeroAddress, DEFAULT_POLICY, ok.timestamp, ok.signature),
+      factory.connect(operator).deployAgent(signer, ethers.ZeroAddress, false, DEFAULT_POLICY, ok.timestamp, ok.signature),
     ).to.be.revertedWithCustomError(factory, "SpendPolicyZeroAddress");
   });
 
@@ -124,7 +126,7 @@ describe("SpendPolicyFactory", function () {
       .to.be.revertedWithCustomError(implementation, "SpendPolicyUnauthorizedDeployer")
       .withArgs(other.address);
     const { predicted, timestamp, signature } = await firstPolicySignature();
-    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, timestamp, signature);
+    await factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature);
     const agent = await policyAt(predicted);
     await expect(agent.connect(operator).initialize(other.address, other.address, DEFAULT_POLICY, 1n, "0x"))
       .to.be.revertedWithCustomError(agent, "SpendPolicyUnauthorizedDeployer")
@@ -135,7 +137,7 @@ describe("SpendPolicyFactory", function () {
     const { factory, deployer, operator, other, newOperator, owner, signer, policyAt, firstPolicySignature } =
       await loadFixture(factoryFixture);
     const first = await firstPolicySignature();
-    await factory.connect(operator).deployAgent(signer, owner.address, DEFAULT_POLICY, first.timestamp, first.signature);
+    await factory.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, first.timestamp, first.signature);
     await expect(factory.connect(other).setDefaultOperator(newOperator.address)).to.be.revertedWithCustomError(
       factory,
       "OwnableUnauthorizedAccount",
@@ -152,9 +154,9 @@ describe("SpendPolicyFactory", function () {
     const second = ethers.Wallet.createRandom().address;
     const s2 = await firstPolicySignature(second);
     await expect(
-      factory.connect(operator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature),
+      factory.connect(operator).deployAgent(second, owner.address, false, DEFAULT_POLICY, s2.timestamp, s2.signature),
     ).to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer");
-    await factory.connect(newOperator).deployAgent(second, owner.address, DEFAULT_POLICY, s2.timestamp, s2.signature);
+    await factory.connect(newOperator).deployAgent(second, owner.address, false, DEFAULT_POLICY, s2.timestamp, s2.signature);
     expect(await (await policyAt(s2.predicted)).operator()).to.equal(newOperator.address);
   });
 

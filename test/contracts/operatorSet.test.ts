@@ -15,10 +15,10 @@ async function setFixture() {
   const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, setAddress, await token.getAddress(), ...NO_SWAPS]);
   const policy = await deployAgentFor(factory, instanceA, ethers.Wallet.createRandom().address, owner.address, owner);
   const pay = async (from: typeof instanceA, amount = usdc(1)) => {
-    const { leaf, cap, proof } = proofFor(ALLOWLIST, "api.example.com");
+    const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
     const id = paymentId();
     const transfer = await transferOf(amount, merchant.address);
-    return { id, transfer, tx: policy.connect(from).authorizePayment(id, "api.example.com", leaf, cap, proof, transfer, NO_APPROVAL) };
+    return { id, transfer, tx: policy.connect(from).authorizePayment(id, "api.example.com", leaf, proof, transfer, NO_APPROVAL) };
   };
   return { deployer, instanceA, instanceB, instanceC, owner, stranger, token, set, setAddress, factory, policy, pay };
 }

@@ -3,7 +3,17 @@ import { expect } from "chai";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { EMPTY_ROOT, allowlistRoot, leafMatches, proveMerchant } from "../../src/policy/allowlist";
-import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor, transferOf, merchantHash } from "../helpers/policyFixture";
+import {
+  ALLOWLIST,
+  ANY_PAYEE,
+  NO_APPROVAL,
+  leafOf,
+  paymentId,
+  policyFixture,
+  proofFor,
+  transferOf,
+  merchantHash,
+} from "../helpers/policyFixture";
 
 /** Where the authorised transfers pay (any address but the wallet). */
 const PAYEE = "0x00000000000000000000000000000000000bee01";
@@ -17,13 +27,27 @@ describe("SpendPolicy allowlist", function () {
     const id = paymentId();
     await expect(pay(1n, "weather.xyz", { id }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(id, agent, merchantHash("weather.xyz"), "weather.xyz", anyValue, 1n, anyValue, 1n);
+      .withArgs(
+        id,
+        agent,
+        merchantHash("weather.xyz"),
+        "weather.xyz",
+        anyValue,
+        1n,
+        anyValue,
+        anyValue,
+        1n,
+        anyValue,
+        anyValue,
+        anyValue,
+        anyValue,
+      );
   });
 
   it("lets *.domain admit sub.domain and a.b.domain", async function () {
     const { policy, pay } = await loadFixture(policyFixture);
     for (const merchant of ["sub.data.io", "a.b.data.io"]) {
-      expect(proofFor(ALLOWLIST, merchant).leaf).to.equal("*.data.io");
+      expect(proofFor(ALLOWLIST, merchant).leaf.entry).to.equal("*.data.io");
       await expect(pay(1n, merchant)).to.emit(policy, "PaymentAuthorized");
     }
   });
@@ -35,7 +59,7 @@ describe("SpendPolicy allowlist", function () {
     for (const merchant of ["data.io", "evildata.io", "evil-data.io", "data.io.evil.com", ".data.io"]) {
       const id = paymentId();
       await expect(
-        policy.connect(operator).authorizePayment(id, merchant, "*.data.io", 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL),
+        policy.connect(operator).authorizePayment(id, merchant, leafOf("*.data.io", 0n), proof, await transferOf(1n, PAYEE), NO_APPROVAL),
       )
         .to.emit(policy, "PaymentBlocked")
         .withArgs(id, agent, merchantHash(merchant), merchant, 1n, 1);
@@ -59,7 +83,9 @@ describe("SpendPolicy allowlist", function () {
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
     const id2 = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id2, "api.example.com", "*", 0n, [], await transferOf(1n, PAYEE), NO_APPROVAL))
+    await expect(
+      policy.connect(operator).authorizePayment(id2, "api.example.com", leafOf("*", 0n), [], await transferOf(1n, PAYEE), NO_APPROVAL),
+    )
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id2, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
   });
@@ -75,7 +101,7 @@ describe("SpendPolicy allowlist", function () {
       await expect(
         policy
           .connect(operator)
-          .authorizePayment(id, "api.example.com", "api.example.com", 0n, badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
+          .authorizePayment(id, "api.example.com", leafOf("api.example.com", 0n), badProof, await transferOf(1n, PAYEE), NO_APPROVAL),
       )
         .to.emit(policy, "PaymentBlocked")
         .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 1);
@@ -86,7 +112,9 @@ describe("SpendPolicy allowlist", function () {
     const { policy, agent, operator } = await loadFixture(policyFixture);
     const { leaf, proof } = proveMerchant(ALLOWLIST, "api.example.com")!;
     const id = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id, "weather.xyz", leaf, 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
+    await expect(
+      policy.connect(operator).authorizePayment(id, "weather.xyz", leafOf(leaf), proof, await transferOf(1n, PAYEE), NO_APPROVAL),
+    )
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id, agent, merchantHash("weather.xyz"), "weather.xyz", 1n, 1);
   });
@@ -104,7 +132,7 @@ describe("SpendPolicy allowlist", function () {
     await setPolicy({ allowlistRoot: allowlistRoot(["*"]) });
     const { proof } = proveMerchant(["*"], "any.host")!;
     const id = paymentId();
-    await expect(policy.connect(operator).authorizePayment(id, "", "*", 0n, proof, await transferOf(1n, PAYEE), NO_APPROVAL))
+    await expect(policy.connect(operator).authorizePayment(id, "", leafOf("*", 0n), proof, await transferOf(1n, PAYEE), NO_APPROVAL))
       .to.emit(policy, "PaymentBlocked")
       .withArgs(id, agent, merchantHash(""), "", 1n, 1);
   });
@@ -130,7 +158,7 @@ describe("SpendPolicy allowlist", function () {
     for (const leaf of leaves) {
       const proof = proofOfLeaf(leaves, leaf);
       for (const merchant of merchants) {
-        const [decision] = await policy.checkPayment(merchant, leaf, 0n, proof, 1n);
+        const [decision] = await policy.checkPayment(merchant, leafOf(leaf), proof, ANY_PAYEE, 1n);
         const expected = leafMatches(leaf, merchant) ? Allow : Block;
         expect(decision).to.equal(expected, `leaf ${leaf} merchant ${merchant}`);
       }
@@ -138,11 +166,11 @@ describe("SpendPolicy allowlist", function () {
   });
 });
 
-/** The proof of one leaf in the StandardMerkleTree of `entries` (as allowlistRoot() builds it: no caps). */
+/** The proof of one leaf in the StandardMerkleTree of `entries` (as allowlistRoot() builds it: no caps, any payee). */
 function proofOfLeaf(entries: string[], leaf: string): string[] {
   const tree = StandardMerkleTree.of(
-    entries.map((e) => [e, "0"]),
-    ["string", "uint256"],
+    entries.map((e) => [e, "0", ANY_PAYEE]),
+    ["string", "uint256", "address"],
   );
   for (const [i, value] of tree.entries()) if (value[0] === leaf) return tree.getProof(i);
   throw new Error(`${leaf} not in tree`);

@@ -25,7 +25,14 @@ const ABOVE = DEFAULT_POLICY.approvalThreshold + 1n; // 3.000001 USDC, needs an 
 async function approvalFixture() {
   const fx = await policyFixture();
   const approve = async (
-    fields: Partial<{ approvalId: string; merchant: string; amount: bigint; timestamp: bigint; action: "approve" | "deny" }> = {},
+    fields: Partial<{
+      approvalId: string;
+      merchant: string;
+      payTo: string;
+      amount: bigint;
+      timestamp: bigint;
+      action: "approve" | "deny";
+    }> = {},
     signer: Signer = fx.owner,
     policyAddress = fx.policyAddress,
     agent = fx.agent,
@@ -34,6 +41,7 @@ async function approvalFixture() {
       approvalId: "apr_1",
       agent,
       merchant: MERCHANT,
+      payTo: fx.merchant.address,
       amount: ABOVE,
       timestamp: BigInt(await time.latest()),
       ...fields,
@@ -49,7 +57,21 @@ describe("SpendPolicy owner approvals", function () {
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, anyValue, ABOVE, anyValue, ABOVE);
+      .withArgs(
+        id,
+        agent,
+        merchantHash(MERCHANT),
+        MERCHANT,
+        anyValue,
+        ABOVE,
+        anyValue,
+        anyValue,
+        ABOVE,
+        anyValue,
+        anyValue,
+        anyValue,
+        anyValue,
+      );
     expect(await policy.approvalUsed("apr_1")).to.equal(true);
     expect(await policy.spentToday()).to.equal(ABOVE);
   });
@@ -90,7 +112,21 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc("3.5"), MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, anyValue, usdc("3.5"), anyValue, usdc("3.5"));
+      .withArgs(
+        id,
+        agent,
+        merchantHash(MERCHANT),
+        MERCHANT,
+        anyValue,
+        usdc("3.5"),
+        anyValue,
+        anyValue,
+        usdc("3.5"),
+        anyValue,
+        anyValue,
+        anyValue,
+        anyValue,
+      );
     const approval2 = await approve({ approvalId: "apr_2", amount: usdc(4) });
     await expect(pay(usdc(4), MERCHANT, { approval: approval2 })).to.emit(policy, "PaymentAuthorized");
   });
@@ -162,7 +198,21 @@ describe("SpendPolicy owner approvals", function () {
       const id = paymentId();
       await expect(pay(ABOVE, MERCHANT, { id, approval, target: walletPolicy }))
         .to.emit(walletPolicy, "PaymentAuthorized")
-        .withArgs(id, agent2, merchantHash(MERCHANT), MERCHANT, anyValue, ABOVE, anyValue, ABOVE);
+        .withArgs(
+          id,
+          agent2,
+          merchantHash(MERCHANT),
+          MERCHANT,
+          anyValue,
+          ABOVE,
+          anyValue,
+          anyValue,
+          ABOVE,
+          anyValue,
+          anyValue,
+          anyValue,
+          anyValue,
+        );
     });
 
     it("blocks with reason 5 an approval signed by another key", async function () {
@@ -181,7 +231,7 @@ describe("SpendPolicy owner approvals", function () {
     const { leaf, proof } = proofFor(ALLOWLIST, MERCHANT);
     const result = await policy
       .connect(operator)
-      .authorizePayment.staticCall(hre.ethers.ZeroHash, MERCHANT, leaf, 0n, proof, await transferOf(ABOVE, PAYEE), approval);
+      .authorizePayment.staticCall(hre.ethers.ZeroHash, MERCHANT, leaf, proof, await transferOf(ABOVE, PAYEE), approval);
     expect([result[0], result[1]]).to.deep.equal([false, 5n]);
   });
 });

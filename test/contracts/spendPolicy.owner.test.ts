@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { allowlistRoot } from "../../src/policy/allowlist";
@@ -32,7 +33,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const sig = await signSetPolicy(owner, policyAddress, agent, NEW_POLICY, ts);
       await expect(policy.connect(other).updatePolicy(NEW_POLICY, ts, sig))
         .to.emit(policy, "PolicyUpdated")
-        .withArgs(agent, 2n, policyTuple(NEW_POLICY), ts);
+        .withArgs(agent, 2n, policyTuple(NEW_POLICY), ts, anyValue);
       const stored = await policy.policy();
       expect([stored.perTxLimit, stored.dailyBudget, stored.allowlistRoot, stored.approvalThreshold]).to.deep.equal([
         NEW_POLICY.perTxLimit,
@@ -139,34 +140,33 @@ describe("SpendPolicy owner-signed changes", function () {
       const policyTs = await policy.lastTimestamp(0);
       const ts = await nextTimestamp();
       const sig = await signSetPaused(owner, policyAddress, agent, true, ts);
-      await expect(policy.connect(other).setPaused(true, ts, sig))
+      await expect(policy.connect(other).setPaused(true, 0n, ts, sig))
         .to.emit(policy, "PausedSet")
-        .withArgs(agent, true, ts);
+        .withArgs(agent, true, anyValue, ts, anyValue);
       expect(await policy.paused()).to.equal(true);
       expect(await policy.lastTimestamp(1)).to.equal(ts);
       expect(await policy.lastTimestamp(0)).to.equal(policyTs);
 
       // A pause is single use (a resume is ordered by timestamp instead).
-      await expect(policy.setPaused(true, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicySignatureUsed");
+      await expect(policy.setPaused(true, 0n, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicySignatureUsed");
       const ts2 = await nextTimestamp();
-      const sig2 = await signSetPaused(owner, policyAddress, agent, false, ts2);
-      await expect(policy.setPaused(false, ts2, sig2))
+      const epoch = await policy.epoch();
+      const sig2 = await signSetPaused(owner, policyAddress, agent, false, ts2, epoch);
+      await expect(policy.setPaused(false, epoch, ts2, sig2))
         .to.emit(policy, "PausedSet")
-        .withArgs(agent, false, ts2);
+        .withArgs(agent, false, anyValue, ts2, anyValue);
       expect(await policy.paused()).to.equal(false);
     });
 
     it("rejects a pause signed by another key, or a resume signature used to pause", async function () {
       const { policy, policyAddress, agent, owner, other } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
-      await expect(policy.setPaused(true, ts, await signSetPaused(other, policyAddress, agent, true, ts))).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
-      await expect(policy.setPaused(true, ts, await signSetPaused(owner, policyAddress, agent, false, ts))).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyInvalidSignature",
-      );
+      await expect(
+        policy.setPaused(true, 0n, ts, await signSetPaused(other, policyAddress, agent, true, ts)),
+      ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
+      await expect(
+        policy.setPaused(true, 0n, ts, await signSetPaused(owner, policyAddress, agent, false, ts)),
+      ).to.be.revertedWithCustomError(policy, "SpendPolicyInvalidSignature");
     });
 
     it("keeps the policy values while paused and after resuming", async function () {
@@ -185,7 +185,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const sig = await signSetOperator(owner, policyAddress, agent, other.address, ts);
       await expect(policy.setOperator(other.address, ts, sig))
         .to.emit(policy, "OperatorSet")
-        .withArgs(agent, other.address, ts);
+        .withArgs(agent, other.address, ts, anyValue);
       expect(await policy.operator()).to.equal(other.address);
       expect(await policy.lastTimestamp(2)).to.equal(ts);
 
@@ -220,16 +220,16 @@ describe("SpendPolicy owner-signed changes", function () {
       const good = await signSetPolicy(walletSigner, address, agent2, NEW_POLICY, ts);
       await expect(walletPolicy.updatePolicy(NEW_POLICY, ts, good))
         .to.emit(walletPolicy, "PolicyUpdated")
-        .withArgs(agent2, 2n, policyTuple(NEW_POLICY), ts);
+        .withArgs(agent2, 2n, policyTuple(NEW_POLICY), ts, anyValue);
     });
 
     it("accepts a pause signed by the wallet's signer", async function () {
       const { walletPolicy, walletSigner, agent2 } = await loadFixture(policyFixture);
       const ts = await nextTimestamp();
       const sig = await signSetPaused(walletSigner, await walletPolicy.getAddress(), agent2, true, ts);
-      await expect(walletPolicy.setPaused(true, ts, sig))
+      await expect(walletPolicy.setPaused(true, 0n, ts, sig))
         .to.emit(walletPolicy, "PausedSet")
-        .withArgs(agent2, true, ts);
+        .withArgs(agent2, true, anyValue, ts, anyValue);
     });
   });
 

@@ -125,10 +125,13 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
     await expect(f.swap(id)).to.be.revertedWithCustomError(f.wallet, "SpendPolicySwapsDisabled");
     await f.setPolicy(SWAP_POLICY);
     let ts = await nextTimestamp();
-    await (await f.wallet.connect(f.other).setPaused(true, ts, await signSetPaused(f.owner, f.agent, f.agent, true, ts))).wait();
+    await (await f.wallet.connect(f.other).setPaused(true, 0n, ts, await signSetPaused(f.owner, f.agent, f.agent, true, ts))).wait();
     await expect(f.swap(id)).to.be.revertedWithCustomError(f.wallet, "SpendPolicySwapsDisabled");
     ts = await nextTimestamp();
-    await (await f.wallet.connect(f.other).setPaused(false, ts, await signSetPaused(f.owner, f.agent, f.agent, false, ts))).wait();
+    const epoch = await f.wallet.epoch();
+    await (
+      await f.wallet.connect(f.other).setPaused(false, epoch, ts, await signSetPaused(f.owner, f.agent, f.agent, false, ts, epoch))
+    ).wait();
     await hre.network.provider.request({ method: "evm_increaseTime", params: [120] });
     await expect(f.swap(id)).to.be.revertedWithCustomError(f.wallet, "SpendPolicyInvalidTransfer");
 

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import {
@@ -76,7 +77,7 @@ describe("SpendPolicy as the agent's wallet", function () {
       const sig = await signTransfer(agentKey, token, agent, id, t);
       expect(await policy.isValidSignature(await digestOf(id, t), sig)).to.equal(MAGIC);
       const ts = await nextTimestamp();
-      await policy.connect(other).setPaused(true, ts, await signSetPaused(owner, agent, agent, true, ts));
+      await policy.connect(other).setPaused(true, 0n, ts, await signSetPaused(owner, agent, agent, true, ts));
       expect(await policy.isValidSignature(await digestOf(id, t), sig)).to.equal(INVALID);
       await expect(settle(id, t)).to.be.revertedWith("FiatTokenV2: invalid signature");
       // The operator can still give the budget back while paused.
@@ -175,25 +176,26 @@ describe("SpendPolicy as the agent's wallet", function () {
       const { policy, agent, owner, other, pay } = await loadFixture(walletFixture);
       const now = BigInt(await time.latest());
       const ahead = now + 900n;
-      await policy.connect(other).setPaused(false, ahead, await signSetPaused(owner, agent, agent, false, ahead));
+      const epoch = await policy.epoch();
+      await policy.connect(other).setPaused(false, epoch, ahead, await signSetPaused(owner, agent, agent, false, ahead, epoch));
       const ts = now + 1n;
-      await expect(policy.connect(other).setPaused(true, ts, await signSetPaused(owner, agent, agent, true, ts)))
+      await expect(policy.connect(other).setPaused(true, 0n, ts, await signSetPaused(owner, agent, agent, true, ts)))
         .to.emit(policy, "PausedSet")
-        .withArgs(agent, true, ts);
+        .withArgs(agent, true, anyValue, ts, anyValue);
       await expect(pay(1n)).to.emit(policy, "PaymentBlocked");
     });
 
     it("does not let a resume signed before a pause undo it", async function () {
       const { policy, agent, owner, other } = await loadFixture(walletFixture);
       const early = await nextTimestamp();
-      const heldResume = await signSetPaused(owner, agent, agent, false, early);
+      const heldEpoch = await policy.epoch();
+      const heldResume = await signSetPaused(owner, agent, agent, false, early, heldEpoch);
       await time.increase(5);
       const ts = await nextTimestamp();
-      await policy.connect(other).setPaused(true, ts, await signSetPaused(owner, agent, agent, true, ts));
-      await expect(policy.connect(other).setPaused(false, early, heldResume)).to.be.revertedWithCustomError(
-        policy,
-        "SpendPolicyStaleTimestamp",
-      );
+      await policy.connect(other).setPaused(true, 0n, ts, await signSetPaused(owner, agent, agent, true, ts));
+      await expect(policy.connect(other).setPaused(false, heldEpoch, early, heldResume))
+        .to.be.revertedWithCustomError(policy, "SpendPolicyStaleEpoch")
+        .withArgs(heldEpoch, heldEpoch + 1n);
       expect(await policy.paused()).to.equal(true);
     });
   });
@@ -202,12 +204,12 @@ describe("SpendPolicy as the agent's wallet", function () {
     it("moves USDC, ETH and another ERC-20 with the owner's signature, relayed by anyone, also while paused", async function () {
       const { policy, agent, owner, other, token } = await loadFixture(walletFixture);
       const ts0 = await nextTimestamp();
-      await policy.connect(other).setPaused(true, ts0, await signSetPaused(owner, agent, agent, true, ts0));
+      await policy.connect(other).setPaused(true, 0n, ts0, await signSetPaused(owner, agent, agent, true, ts0));
       const to = ethers.Wallet.createRandom().address;
       const usdcW = { token: await token.getAddress(), to, amount: usdc(10), timestamp: await nextTimestamp() };
       await expect(policy.connect(other).withdraw(usdcW.token, to, usdcW.amount, usdcW.timestamp, await signWithdraw(owner, agent, usdcW)))
         .to.emit(policy, "Withdrawn")
-        .withArgs(agent, usdcW.token, to, usdc(10), usdcW.timestamp);
+        .withArgs(agent, usdcW.token, to, usdc(10), usdcW.timestamp, anyValue);
       expect(await token.balanceOf(to)).to.equal(usdc(10));
 
       await other.sendTransaction({ to: agent, value: 5000n });
@@ -253,7 +255,7 @@ describe("SpendPolicy as the agent's wallet", function () {
       const sig = await signSetOwner(owner, agent, heir.address, ts);
       await expect(policy.connect(other).setOwner(heir.address, ts, sig))
         .to.emit(policy, "OwnerSet")
-        .withArgs(agent, heir.address, ts);
+        .withArgs(agent, heir.address, ts, anyValue);
       expect(await policy.owner()).to.equal(heir.address);
       await expect(policy.setOwner(heir.address, ts, sig)).to.be.revertedWithCustomError(policy, "SpendPolicyStaleTimestamp");
       const w = { token: await token.getAddress(), to: owner.address, amount: 1n, timestamp: await nextTimestamp() };

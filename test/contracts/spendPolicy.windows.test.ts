@@ -3,6 +3,7 @@ import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { ContractTransactionResponse } from "ethers";
 import { ALLOWLIST, paymentId, policyFixture, policyTuple, proofFor, usdc } from "../helpers/policyFixture";
+import { ANY_PAYEE } from "../../src/policy/allowlist";
 import type { SpendPolicy } from "../../typechain-types";
 
 const HOUR = 3_600;
@@ -48,8 +49,8 @@ describe("SpendPolicy windows, velocity and expiry", function () {
       expect(await reasonOf(policy, pay(usdc(10) - 1n))).to.equal(Reason.None);
       expect(await reasonOf(policy, pay(1n))).to.equal(Reason.None);
       expect((await policy.spending())[c.view]).to.equal(usdc(10));
-      const { leaf, cap, proof } = proofFor(ALLOWLIST, "api.example.com");
-      expect(await policy.checkPayment("api.example.com", leaf, cap, proof, 1n)).to.deep.equal([2n, BigInt(c.reason)]);
+      const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
+      expect(await policy.checkPayment("api.example.com", leaf, proof, ANY_PAYEE, 1n)).to.deep.equal([2n, BigInt(c.reason)]);
       expect(await reasonOf(policy, pay(1n))).to.equal(c.reason);
       // Still the same window one second before it ends.
       await time.increaseTo(start + c.period - 2);
@@ -127,8 +128,8 @@ describe("SpendPolicy windows, velocity and expiry", function () {
     expect(await reasonOf(policy, pay(1n))).to.equal(Reason.None);
     await time.setNextBlockTimestamp(validUntil + 1n);
     expect(await reasonOf(policy, pay(1n))).to.equal(Reason.Expired);
-    const { leaf, cap, proof } = proofFor(ALLOWLIST, "api.example.com");
-    expect(await policy.checkPayment("api.example.com", leaf, cap, proof, 1n)).to.deep.equal([2n, 7n]);
+    const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
+    expect(await policy.checkPayment("api.example.com", leaf, proof, ANY_PAYEE, 1n)).to.deep.equal([2n, 7n]);
     await time.increase(DAY);
     expect(await reasonOf(policy, pay(1n))).to.equal(Reason.Expired);
     await setPolicy({ ...LOOSE });

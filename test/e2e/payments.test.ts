@@ -278,7 +278,7 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
         (
           await s.api("POST", `/agents/${a.agentAddress}/pause`, {
             key: ownerApiKey,
-            body: { paused: false, humanSignature: resume.signature, timestamp: resume.timestamp },
+            body: { paused: false, epoch: resume.epoch, humanSignature: resume.signature, timestamp: resume.timestamp },
           })
         ).status,
       ).to.equal(200);

@@ -21,7 +21,7 @@ export interface Target {
   agentAddress: string;
   token: TestUSDC;
   /** A merchant host the owner allowlisted, its leaf and proof. */
-  merchant: { host: string; leaf: string; proof: string[] };
+  merchant: { host: string; leaf: { entry: string; dailyCap: bigint; payee: string }; proof: string[] };
   /** Where the attacker wants the money. */
   thief: string;
 }

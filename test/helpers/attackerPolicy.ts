@@ -72,7 +72,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   // 3. An authorised payment (1 unit to a merchant) replayed with another payTo, then another amount.
   const paid = { payTo: ethers.Wallet.createRandom().address, amount: 1n, validAfter: 0n, validBefore };
   const paidId = id();
-  await (await op.authorizePayment(paidId, merchant.host, merchant.leaf, 0n, merchant.proof, paid, NO_APPROVAL)).wait();
+  await (await op.authorizePayment(paidId, merchant.host, merchant.leaf, merchant.proof, paid, NO_APPROVAL)).wait();
   attempts.push(
     await refusedOnChain("authorised transfer with another payTo", () =>
       settleFromWallet(s, target, { to: thief, value: 1n, validAfter: 0n, validBefore, nonce: paidId }),
@@ -128,7 +128,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   attempts.push(await refusedOnChain("release of a settled payment", async () => (await op.releasePayment(paidId, paid)).wait()));
   const openId = id();
   const open = { payTo: thief, amount: 1n, validAfter: 0n, validBefore };
-  await (await op.authorizePayment(openId, merchant.host, merchant.leaf, 0n, merchant.proof, open, NO_APPROVAL)).wait();
+  await (await op.authorizePayment(openId, merchant.host, merchant.leaf, merchant.proof, open, NO_APPROVAL)).wait();
   await (await op.releasePayment(openId, open)).wait();
   attempts.push(await refusedOnChain("double release", async () => (await op.releasePayment(openId, open)).wait()));
   attempts.push(
@@ -140,7 +140,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
     await refusedOnChain("release with a larger amount than authorised", async () => {
       const rid = id();
       const r = { payTo: thief, amount: 1n, validAfter: 0n, validBefore };
-      await (await op.authorizePayment(rid, merchant.host, merchant.leaf, 0n, merchant.proof, r, NO_APPROVAL)).wait();
+      await (await op.authorizePayment(rid, merchant.host, merchant.leaf, merchant.proof, r, NO_APPROVAL)).wait();
       await (await op.releasePayment(rid, { ...r, amount: 1_000_000n })).wait();
     }),
   );
@@ -195,7 +195,7 @@ export async function drainWithinPolicy(
   for (let i = 0; i < attemptsMax; i++) {
     const paymentId = ethers.hexlify(ethers.randomBytes(32));
     const t = { payTo: thief, amount, validAfter: 0n, validBefore: BigInt(await time.latest()) + 600n };
-    const receipt = await (await op.authorizePayment(paymentId, merchant.host, merchant.leaf, 0n, merchant.proof, t, NO_APPROVAL)).wait();
+    const receipt = await (await op.authorizePayment(paymentId, merchant.host, merchant.leaf, merchant.proof, t, NO_APPROVAL)).wait();
     const blocked = receipt!.logs.map((l) => agent.interface.parseLog(l)).find((e) => e?.name === "PaymentBlocked");
     if (blocked) {
       blockedReasons.push(Number(blocked.args.reason));

@@ -12,7 +12,7 @@ export interface SwapTarget {
   agent: SpendPolicy;
   agentAddress: string;
   token: TestUSDC;
-  merchant: { host: string; leaf: string; proof: string[] };
+  merchant: { host: string; leaf: { entry: string; dailyCap: bigint; payee: string }; proof: string[] };
   /** Sells WETH into the pool from another account (a sandwich's first leg); resolves to its back-run. */
   movePrice: () => Promise<() => Promise<void>>;
   /** Replaces the policy, owner-signed (the test plays the owner). */
@@ -35,7 +35,7 @@ export async function runSwapAttacks(s: Secrets, t: SwapTarget): Promise<Attempt
       validAfter: 0n,
       validBefore: BigInt(await time.latest()) + 600n,
     };
-    await (await op.authorizePayment(paymentId, t.merchant.host, t.merchant.leaf, 0n, t.merchant.proof, transfer, NO_APPROVAL)).wait();
+    await (await op.authorizePayment(paymentId, t.merchant.host, t.merchant.leaf, t.merchant.proof, transfer, NO_APPROVAL)).wait();
     return { paymentId, transfer };
   };
   const swap = async (p: { paymentId: string; transfer: { payTo: string; amount: bigint; validAfter: bigint; validBefore: bigint } }) => {

@@ -12,7 +12,7 @@ import { connectStore, type Store } from "../../src/store";
 import type { PaymentDoc } from "../../src/store/documents";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 import { walletPayer } from "../../src/x402/buyer";
-import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
+import { NO_LEAF, leafStruct, normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "./stack";
 import { ledgerEntry as newLedgerEntry } from "../../src/store/ledger";
 
@@ -102,12 +102,12 @@ export function useIndexerStack() {
     merchant = "localhost",
     payTo = PAY_TO,
   ): Promise<TransactionReceipt> {
-    const proof = proveMerchant(ALLOWLIST, merchant) ?? { leaf: "localhost", cap: 0n, proof: [] };
+    const proof = proveMerchant(ALLOWLIST, merchant) ?? { ...NO_LEAF, leaf: "localhost" };
     const c = chain().policyAt(policy);
     const transfer = transferOf(amount, payTo);
     transfers.set(paymentId, transfer);
     const { receipt } = await chain().sendAndWait((o) =>
-      c.authorizePayment(paymentId, merchant, proof.leaf, proof.cap, proof.proof, transfer, NO_APPROVAL, o),
+      c.authorizePayment(paymentId, merchant, leafStruct(proof), proof.proof, transfer, NO_APPROVAL, o),
     );
     return receipt;
   }

@@ -1,6 +1,6 @@
 /** Helpers for payment tests: owner approval signatures and reading the policy's events from a receipt. */
 import type { Wallet } from "ethers";
-import { getAddress } from "ethers";
+import { ZeroAddress, getAddress } from "ethers";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import type { Stack } from "./stack";
@@ -9,16 +9,19 @@ import type { Stack } from "./stack";
 export async function approvalDecision(
   s: Stack,
   owner: Wallet,
-  a: { id: string; agentAddress: string; merchant: string; amount: string },
+  a: { id: string; agentAddress: string; merchant: string; amount: string; payTo?: string | null },
   action: "approve" | "deny",
   timestamp = s.now(),
 ): Promise<{ humanSignature: string; timestamp: number }> {
   const policy = getAddress(a.agentAddress);
+  // The payee the approval names (GET /approvals shows it; a pay answer does not, so it is read from the store).
+  const payTo = a.payTo ?? (await s.svc.store.approvals.findOne({ approvalId: a.id }))?.payTo ?? ZeroAddress;
   const humanSignature = await owner.signTypedData(policyDomain(8453, policy), APPROVAL_DECISION_TYPES, {
     action,
     approvalId: a.id,
     agent: a.agentAddress,
     merchant: a.merchant,
+    payTo,
     amount: toBaseUnits(a.amount),
     timestamp,
   });

@@ -18,7 +18,7 @@ import {
   policyDomain,
   walletSignature,
 } from "../../src/chain/typedData";
-import { type EntryCaps, type LeafForm, allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
+import { ANY_PAYEE, type EntryCaps, type EntryPayees, type LeafForm, allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
 import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory, TestUSDC } from "../../typechain-types";
 import { NO_SWAPS } from "../../src/chain/deploy";
 
@@ -62,6 +62,7 @@ export function policyTuple(p: PolicyValues): (bigint | string)[] {
     p.validUntil,
     p.maxSwapSlippageBps,
     p.swapTwapSeconds,
+    p.minSwapRate,
   ];
 }
 
@@ -103,14 +104,16 @@ export async function signSetPolicy(
   });
 }
 
+/** SetPaused: `epoch` is the epoch a resume resumes (the policy's epoch() now); a pause takes effect whatever it names. */
 export async function signSetPaused(
   signer: Signer,
   policyAddress: string,
   agent: string,
   paused: boolean,
   timestamp: bigint,
+  epoch: bigint = 0n,
 ): Promise<string> {
-  return signer.signTypedData(policyDomain(CHAIN_ID, policyAddress), SET_PAUSED_TYPES, { agent, paused, timestamp });
+  return signer.signTypedData(policyDomain(CHAIN_ID, policyAddress), SET_PAUSED_TYPES, { agent, paused, epoch, timestamp });
 }
 
 export async function signSetOperator(
@@ -150,6 +153,8 @@ export interface ApprovalFields {
   approvalId: string;
   agent: string;
   merchant: string;
+  /** The payee the owner approves paying (the transfer's payTo). */
+  payTo: string;
   amount: bigint;
   timestamp: bigint;
   action?: "approve" | "deny";
@@ -165,14 +170,33 @@ export async function signApproval(signer: Signer, policyAddress: string, fields
   return { approvalId: fields.approvalId, amount: fields.amount, timestamp: fields.timestamp, signature };
 }
 
-/** The leaf, cap and proof the service would send; for a merchant no leaf admits, the merchant itself, no cap and no proof. */
+export { ANY_PAYEE };
+
+/** The ISpendPolicy.Leaf argument of an entry (cap 0: none; payee 0: any). */
+export function leafOf(entry: string, dailyCap = 0n, payee: string = ANY_PAYEE): LeafArg["leaf"] {
+  return { entry, dailyCap, payee };
+}
+
+/** The ISpendPolicy.Leaf argument and its proof. */
+export interface LeafArg {
+  leaf: { entry: string; dailyCap: bigint; payee: string };
+  proof: string[];
+}
+
+/**
+ * The leaf (entry, cap, payee) and proof the service would send; for a merchant no leaf admits, the merchant itself,
+ * no cap, any payee and no proof.
+ */
 export function proofFor(
   entries: readonly string[],
   merchant: string,
   caps: EntryCaps = {},
-  form: LeafForm = "v2",
-): { leaf: string; cap: bigint; proof: string[] } {
-  return proveMerchant(entries, merchant, caps, form) ?? { leaf: merchant, cap: 0n, proof: [] };
+  form: LeafForm = "v3",
+  payees: EntryPayees = {},
+): LeafArg {
+  const p = proveMerchant(entries, merchant, caps, form, payees);
+  if (!p) return { leaf: { entry: merchant, dailyCap: 0n, payee: ANY_PAYEE }, proof: [] };
+  return { leaf: { entry: p.leaf, dailyCap: p.cap, payee: p.payee }, proof: p.proof };
 }
 
 let idCounter = 0;
@@ -224,11 +248,13 @@ export async function deployAgentFor(
   ownerAddress: string,
   ownerSigner: Signer,
   values: PolicyValues = DEFAULT_POLICY,
+  /** Deploy at the owner-bound address (predictAgent(signer, owner)) rather than the open one. */
+  ownerBound = false,
 ): Promise<SpendPolicy> {
-  const predicted = await factory.predictAgent(signer);
+  const predicted = await factory.predictAgent(signer, ownerBound ? ownerAddress : ethers.ZeroAddress);
   const timestamp = await nextTimestamp();
   const signature = await signSetPolicy(ownerSigner, predicted, predicted, values, timestamp);
-  await (await factory.connect(operator).deployAgent(signer, ownerAddress, values, timestamp, signature)).wait();
+  await (await factory.connect(operator).deployAgent(signer, ownerAddress, ownerBound, values, timestamp, signature)).wait();
   return ethers.getContractAt("SpendPolicy", predicted);
 }
 
@@ -265,6 +291,8 @@ export async function policyFixture() {
       entries?: readonly string[];
       /** Per-entry daily caps of `entries` (their root must be the policy's). */
       caps?: EntryCaps;
+      /** Per-entry payees of `entries` (their root must be the policy's). */
+      payees?: EntryPayees;
       form?: LeafForm;
       target?: SpendPolicy;
       from?: Signer;
@@ -273,15 +301,13 @@ export async function policyFixture() {
       validBefore?: bigint;
     } = {},
   ) {
-    const { leaf, cap, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost, opts.caps, opts.form);
+    const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost, opts.caps, opts.form, opts.payees);
     const target = opts.target ?? policy;
     const transfer = opts.transfer ?? (await transferOf(amount, merchant.address));
     if (opts.validBefore !== undefined) transfer.validBefore = opts.validBefore;
     const id = opts.id ?? paymentId();
     transfers.set(id, transfer);
-    return target
-      .connect(opts.from ?? operator)
-      .authorizePayment(id, merchantHost, leaf, cap, proof, transfer, opts.approval ?? NO_APPROVAL);
+    return target.connect(opts.from ?? operator).authorizePayment(id, merchantHost, leaf, proof, transfer, opts.approval ?? NO_APPROVAL);
   }
 
   /** releasePayment with the transfer `pay` authorised under this id (or `transfer`). */
@@ -300,11 +326,12 @@ export async function policyFixture() {
     return values;
   }
 
-  /** Pauses or resumes (owner-signed, relayed by `other`). */
+  /** Pauses or resumes (owner-signed for the current epoch, relayed by `other`). */
   async function setPaused(paused: boolean) {
     const timestamp = await nextTimestamp();
-    const signature = await signSetPaused(owner, policyAddress, agent, paused, timestamp);
-    await (await policy.connect(other).setPaused(paused, timestamp, signature)).wait();
+    const epoch = await policy.epoch();
+    const signature = await signSetPaused(owner, policyAddress, agent, paused, timestamp, epoch);
+    await (await policy.connect(other).setPaused(paused, epoch, timestamp, signature)).wait();
   }
 
   return {

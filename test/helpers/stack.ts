@@ -26,6 +26,8 @@ export interface PolicyInput {
   maxSwapSlippageBps?: number;
   swapTwapSeconds?: number;
   merchantCaps?: Record<string, string>;
+  payees?: Record<string, string>;
+  minSwapRate?: string;
 }
 
 export interface ApiResponse<T = any> {
@@ -51,7 +53,14 @@ export interface Stack {
   activationPath(agent: string): string;
   /** A POST /limits body signed over the grown SetPolicy (the optional fields absent = 0). */
   policyBody(owner: Wallet, agent: string, policy: PolicyInput, timestamp?: number): Promise<Record<string, unknown>>;
-  signPause(owner: Wallet, agent: string, paused: boolean, timestamp?: number): Promise<{ signature: string; timestamp: number }>;
+  /** SetPaused signed for the agent's current epoch (what a resume must name; a pause takes any). */
+  signPause(
+    owner: Wallet,
+    agent: string,
+    paused: boolean,
+    timestamp?: number,
+    epoch?: number,
+  ): Promise<{ signature: string; timestamp: number; epoch: number }>;
   /** Genesis, link to `owner` and deploy a policy: a ready-to-pay agent. */
   onboard(owner: Wallet, policy?: Partial<PolicyInput>): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
   close(): Promise<void>;
@@ -133,7 +142,12 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
         agent,
         perTxLimit: toBaseUnits(policy.perTxLimit),
         dailyBudget: toBaseUnits(policy.dailyBudget),
-        allowlistRoot: allowlistRoot(entries, caps),
+        allowlistRoot: allowlistRoot(
+          entries,
+          caps,
+          "v3",
+          Object.fromEntries(Object.entries(policy.payees ?? {}).map(([e, p]) => [normalizeAllowlistEntry(e) ?? e, p])),
+        ),
         approvalThreshold: toBaseUnits(policy.approvalThreshold),
         hourlyBudget: units(policy.hourlyBudget),
         weeklyBudget: units(policy.weeklyBudget),
@@ -143,17 +157,21 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
         validUntil: BigInt(policy.validUntil ?? 0),
         maxSwapSlippageBps: BigInt(policy.maxSwapSlippageBps ?? 0),
         swapTwapSeconds: BigInt(policy.swapTwapSeconds ?? 0),
+        minSwapRate: units(policy.minSwapRate),
         timestamp,
       });
       return { agentAddress: agent, ...policy, humanSignature, timestamp };
     },
-    async signPause(owner, agent, paused, timestamp = now()) {
+    async signPause(owner, agent, paused, timestamp = now(), given?: number) {
+      const policy = svc.chain.policyAt(policyAddressOf(agent), svc.chain.provider);
+      const epoch = given ?? ((await svc.chain.isDeployed(policyAddressOf(agent))) ? Number(await policy.epoch()) : 0);
       const signature = await owner.signTypedData(policyDomain(chainId, policyAddressOf(agent)), SET_PAUSED_TYPES, {
         agent,
         paused,
+        epoch,
         timestamp,
       });
-      return { signature, timestamp };
+      return { signature, timestamp, epoch };
     },
     async onboard(owner, policy = {}) {
       const { agentAddress, apiKey } = await stack.genesis();

@@ -71,12 +71,12 @@ export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = S
   }
   /** authorizePayment of `amount` USDC to the merchant; returns the id and its transfer. */
   async function authorize(amount: bigint, opts: { from?: Signer; validFor?: bigint } = {}) {
-    const { leaf, cap, proof } = proofFor(ALLOWLIST, MERCHANT);
+    const { leaf, proof } = proofFor(ALLOWLIST, MERCHANT);
     const transfer = await transferOf(amount, merchant.address, opts.validFor ?? 600n);
     const id = paymentId();
     transfers.set(id, transfer);
     const NO = { approvalId: "", amount: 0n, timestamp: 0n, signature: "0x" };
-    await (await wallet.connect(opts.from ?? operator).authorizePayment(id, MERCHANT, leaf, cap, proof, transfer, NO)).wait();
+    await (await wallet.connect(opts.from ?? operator).authorizePayment(id, MERCHANT, leaf, proof, transfer, NO)).wait();
     return { id, transfer };
   }
   /** swapForPayment from the operator; resolves to the mined receipt. */

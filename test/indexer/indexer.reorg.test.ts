@@ -98,7 +98,9 @@ describe("indexer: cursor, restarts and re-orgs", () => {
 
     const snapshot = await rpc("evm_snapshot");
     const transfer = await (await chain().provider.broadcastTransaction(raw)).wait();
-    const paused = await (await chain().policyAt(agent.policyContract, relayer).setPaused(true, pause.timestamp, pause.signature)).wait();
+    const paused = await (
+      await chain().policyAt(agent.policyContract, relayer).setPaused(true, pause.epoch, pause.timestamp, pause.signature)
+    ).wait();
     expect(await s.svc.indexer.syncOnce()).to.equal(2);
     const keys = { txHash: { $in: [transfer!.hash, paused!.hash] } };
     expect(await store().chainEvents.countDocuments({ ...keys, removed: false, confirmed: true })).to.equal(2);
@@ -143,13 +145,14 @@ describe("indexer: cursor, restarts and re-orgs", () => {
     const at = s.now() + 10;
     const [pause, resume] = [
       await s.signPause(owner, agent.agentAddress, true, at),
-      await s.signPause(owner, agent.agentAddress, false, at + 1),
+      // The resume names the epoch the pause before it starts.
+      await s.signPause(owner, agent.agentAddress, false, at + 1, Number(await chain().policyAt(agent.policyContract).epoch()) + 1),
     ];
     const policy = chain().policyAt(agent.policyContract);
     const calls = [pause, resume].map((x, i) => ({
       target: agent.policyContract,
       allowFailure: false,
-      callData: policy.interface.encodeFunctionData("setPaused", [i === 0, x.timestamp, x.signature]),
+      callData: policy.interface.encodeFunctionData("setPaused", [i === 0, x.epoch, x.timestamp, x.signature]),
     }));
     const relayer = await fundedWallet();
     const raw = await relayer.signTransaction(

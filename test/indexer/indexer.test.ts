@@ -6,10 +6,10 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Contract, ContractFactory, type Wallet, getAddress, id } from "ethers";
+import { Contract, ContractFactory, type Wallet, ZeroAddress, getAddress, id } from "ethers";
 import { INDEXER_NAME } from "../../src/indexer/indexer";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
-import { allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
+import { allowlistRoot, leafStruct, proveMerchant } from "../../src/policy/allowlist";
 import { randomOwner, type Stack } from "../helpers/stack";
 import { NO_SWAPS } from "../../src/chain/deploy";
 import { ALLOWLIST, NO_APPROVAL, PAY_TO, randomId, transferOf, useIndexerStack, type IndexerAgent } from "../helpers/indexerFixture";
@@ -144,7 +144,7 @@ describe("indexer", () => {
     await fake.waitForDeployment();
     const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);
     const signerAddress = (await store().agents.findOne({ address: agent.agentAddress }))!.signerAddress;
-    const fakePolicyAddress: string = getAddress(await fakeFactory.predictAgent(signerAddress));
+    const fakePolicyAddress: string = getAddress(await fakeFactory.predictAgent(signerAddress, ZeroAddress));
     expect(fakePolicyAddress).to.not.equal(agent.policyContract);
     const timestamp = s.now();
     const policy = {
@@ -157,13 +157,13 @@ describe("indexer", () => {
       timestamp,
     };
     const sig = await owner.signTypedData(policyDomain(8453, fakePolicyAddress), SET_POLICY_TYPES, policy);
-    const deployTx = await fakeFactory.deployAgent(signerAddress, owner.address, policy, timestamp, sig);
+    const deployTx = await fakeFactory.deployAgent(signerAddress, owner.address, false, policy, timestamp, sig);
     const deployReceipt = await deployTx.wait();
     // ... and emits PaymentAuthorized with the paymentId of one of our ledger entries.
     const proof = proveMerchant(ALLOWLIST, "localhost")!;
     const fakePolicy = chain().policyAt(fakePolicyAddress, stranger);
     const payReceipt = await (
-      await fakePolicy.authorizePayment(victimId, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL)
+      await fakePolicy.authorizePayment(victimId, "localhost", leafStruct(proof), proof.proof, transferOf(1n), NO_APPROVAL)
     ).wait();
     expect(payReceipt!.logs.length).to.be.greaterThan(0);
 
@@ -186,9 +186,7 @@ describe("indexer", () => {
     const sent = [];
     for (const id of ids)
       sent.push(
-        await chain().sendTx((o) =>
-          c.authorizePayment(id, "localhost", proof.leaf, proof.cap, proof.proof, transferOf(1n), NO_APPROVAL, o),
-        ),
+        await chain().sendTx((o) => c.authorizePayment(id, "localhost", leafStruct(proof), proof.proof, transferOf(1n), NO_APPROVAL, o)),
       );
     await Promise.all(sent.map((tx) => chain().waitFor(tx)));
 

@@ -78,7 +78,7 @@ describe("compromised server (contracts): every secret of the service, and the p
   it("refuses every payment while the owner has paused the agent, and the owner can still withdraw everything", async () => {
     const { secrets, target, token, agent, policy, owner, other } = await loadFixture(fixture);
     const ts = await nextTimestamp();
-    await (await policy.connect(other).setPaused(true, ts, await signSetPaused(owner, agent, agent, true, ts))).wait();
+    await (await policy.connect(other).setPaused(true, 0n, ts, await signSetPaused(owner, agent, agent, true, ts))).wait();
     const attempt = await drainWithinPolicy(secrets, target, 1n);
     expect(attempt.blockedReasons).to.deep.equal([4]); // policy_paused
     expect(attempt.moved).to.equal(0n);

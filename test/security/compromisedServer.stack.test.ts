@@ -8,7 +8,7 @@ import { createDecipheriv, randomBytes } from "node:crypto";
 import { expect } from "chai";
 import hre from "hardhat";
 import { Wallet } from "ethers";
-import { proveMerchant } from "../../src/policy/allowlist";
+import { leafStruct, proveMerchant } from "../../src/policy/allowlist";
 import { drainWithinPolicy, runAttacks, type Secrets, type Target } from "../helpers/attacker";
 import { mintUsdc, startV2Seller, fundedFacilitator, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
@@ -59,7 +59,9 @@ describe("compromised server (whole service): its config, its database and the c
     const contract = await hre.ethers.getContractAt("SpendPolicy", a.agentAddress);
     expect(await contract.signingKey()).to.equal(secrets.agentKey.address); // the stolen key is the real one
     const token = await hre.ethers.getContractAt("TestUSDC", s.svc.config.usdcAddress);
-    const { leaf, proof } = proveMerchant(["127.0.0.1"], "127.0.0.1")!;
+    const proved = proveMerchant(["127.0.0.1"], "127.0.0.1")!;
+    const { proof } = proved;
+    const leaf = leafStruct(proved);
     const target: Target = {
       agent: contract,
       agentAddress: a.agentAddress,
