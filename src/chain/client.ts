@@ -11,6 +11,7 @@ import {
   type TransactionReceipt,
   type TransactionRequest,
   type TransactionResponse,
+  isError,
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { signCallTx } from "./callTx";
@@ -92,13 +93,18 @@ class OperatorSender {
       if (this.nextNonce === undefined) {
         this.nextNonce = await this.provider.getTransactionCount(this.wallet.address, "pending");
       }
-      try {
-        const tx = await build({ nonce: this.nextNonce, ...(await this.feeOverrides()) });
-        this.nextNonce += 1;
-        return tx;
-      } catch (err) {
-        this.nextNonce = undefined; // unknown whether the nonce was used: ask the node next time
-        throw err;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const tx = await build({ nonce: this.nextNonce, ...(await this.feeOverrides()) });
+          this.nextNonce += 1;
+          return tx;
+        } catch (err) {
+          this.nextNonce = undefined; // unknown whether the nonce was used: ask the node next time
+          // Someone else sent from this key (another process given the same key, or whoever stole it): the node says
+          // the nonce is taken, so nothing of ours was sent; once more with the node's count, not a 500.
+          if (attempt > 0 || !nonceTaken(err)) throw err;
+          this.nextNonce = await this.provider.getTransactionCount(this.wallet.address, "pending");
+        }
       }
     });
     this.tail = run.catch(() => undefined);
@@ -299,4 +305,11 @@ function succeeded<R extends { status: number | null; to: string | null; from: s
     });
   }
   return receipt;
+}
+
+/** Whether a send failed because the nonce was already used (ethers' NONCE_EXPIRED, or the node's own words). */
+function nonceTaken(err: unknown): boolean {
+  if (isError(err, "NONCE_EXPIRED")) return true;
+  const message = err instanceof Error ? err.message : String(err);
+  return /nonce too low|nonce has already been used|Nonce too low/i.test(message);
 }

@@ -187,6 +187,11 @@ export const LedgerEntry = z
     explorerUrl: z.string().nullable(),
     onchain: z.object({ confirmed: z.boolean(), blockNumber: z.number().int().nullable() }),
     swap: SwapInfo.nullable().meta({ description: "the swap that bought this payment's missing USDC (SwapExecuted), or null" }),
+    refusedPayTo: z
+      .string()
+      .optional()
+      .meta({ description: "payee_not_allowed: the address the seller asked to be paid at (the owner pins it if genuine)" }),
+    pinnedPayee: z.string().optional().meta({ description: "payee_not_allowed: the payee the owner named for that merchant" }),
   })
   .meta({ id: "LedgerTransaction" });
 

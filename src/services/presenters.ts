@@ -56,6 +56,8 @@ export function paymentView(doc: PaymentDoc, explorerUrl: string) {
     explorerUrl: doc.txHash ? `${explorerUrl}/tx/${doc.txHash}` : null,
     onchain: doc.onchain,
     swap: swapView(doc.swap),
+    // A seller that moved its payTo: the owner's alert (payment.blocked) and the ledger name the new address.
+    ...(doc.refusedPayTo ? { refusedPayTo: doc.refusedPayTo, ...(doc.pinnedPayee ? { pinnedPayee: doc.pinnedPayee } : {}) } : {}),
   };
 }
 

@@ -63,6 +63,7 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
       "4000000000",
       "100",
       "1800",
+      "0",
     ]);
 
     const read = await s.api("GET", `/limits?address=${agentAddress}`, { key: apiKey });

@@ -214,15 +214,18 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     expect(res.body).to.include({ error: "forbidden", status: 403 });
   });
 
-  it("caps on-chain records of blocked attempts per agent per hour; merchant_not_allowed is recorded once whatever the amount", async () => {
+  it("caps on-chain records of blocked attempts per agent per hour; only an identical refusal shares a record", async () => {
     const a = await agent({ allowlist: ["example.com"] });
     const r1 = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.1:1/a", "1") });
-    const r2 = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.1:1/b", "2") });
+    const r2 = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.1:1/b", "1") });
     expect(r1.body.onchainEvent).to.equal("PaymentBlocked");
-    expect(r2.body.txHash).to.equal(r1.body.txHash); // same merchant refused: one on-chain record
-    const x = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://localhost:1/c", "1") });
+    expect(r2.body.txHash).to.equal(r1.body.txHash); // the same merchant, amount and reason: one on-chain record
+    // Another amount is its own record (an entry never points at a PaymentBlocked of another amount): the second of
+    // the hour (cap 2); past the cap, refusals stay in the ledger only.
+    const x = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.1:1/c", "2") });
     const y = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, "http://127.0.0.2:1/d", "1") });
-    expect(x.body.onchainEvent).to.equal("PaymentBlocked"); // second on-chain record of the hour (cap 2)
+    expect(x.body.onchainEvent).to.equal("PaymentBlocked");
+    expect(x.body.txHash).to.not.equal(r1.body.txHash);
     expect(y.status).to.equal(422);
     expect(y.body).to.include({ reason: "merchant_not_allowed", onchainEvent: null, txHash: null });
     const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });

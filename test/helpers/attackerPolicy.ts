@@ -70,7 +70,9 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   );
 
   // 3. An authorised payment (1 unit to a merchant) replayed with another payTo, then another amount.
-  const paid = { payTo: ethers.Wallet.createRandom().address, amount: 1n, validAfter: 0n, validBefore };
+  // Where an authorised payment may go: the payee the owner pinned for the entry, or (payee 0) anyone.
+  const payee = merchant.leaf.payee !== ethers.ZeroAddress ? merchant.leaf.payee : ethers.Wallet.createRandom().address;
+  const paid = { payTo: payee, amount: 1n, validAfter: 0n, validBefore };
   const paidId = id();
   await (await op.authorizePayment(paidId, merchant.host, merchant.leaf, merchant.proof, paid, NO_APPROVAL)).wait();
   attempts.push(
@@ -127,19 +129,19 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   // 5. Release the settled payment to get its amount back into the budget, then release twice.
   attempts.push(await refusedOnChain("release of a settled payment", async () => (await op.releasePayment(paidId, paid)).wait()));
   const openId = id();
-  const open = { payTo: thief, amount: 1n, validAfter: 0n, validBefore };
+  const open = { payTo: payee, amount: 1n, validAfter: 0n, validBefore };
   await (await op.authorizePayment(openId, merchant.host, merchant.leaf, merchant.proof, open, NO_APPROVAL)).wait();
   await (await op.releasePayment(openId, open)).wait();
   attempts.push(await refusedOnChain("double release", async () => (await op.releasePayment(openId, open)).wait()));
   attempts.push(
     await refusedOnChain("settling a released payment", () =>
-      settleFromWallet(s, target, { to: thief, value: 1n, validAfter: 0n, validBefore, nonce: openId }),
+      settleFromWallet(s, target, { to: payee, value: 1n, validAfter: 0n, validBefore, nonce: openId }),
     ),
   );
   attempts.push(
     await refusedOnChain("release with a larger amount than authorised", async () => {
       const rid = id();
-      const r = { payTo: thief, amount: 1n, validAfter: 0n, validBefore };
+      const r = { payTo: payee, amount: 1n, validAfter: 0n, validBefore };
       await (await op.authorizePayment(rid, merchant.host, merchant.leaf, merchant.proof, r, NO_APPROVAL)).wait();
       await (await op.releasePayment(rid, { ...r, amount: 1_000_000n })).wait();
     }),

@@ -53,7 +53,7 @@ export interface Stack {
   activationPath(agent: string): string;
   /** A POST /limits body signed over the grown SetPolicy (the optional fields absent = 0). */
   policyBody(owner: Wallet, agent: string, policy: PolicyInput, timestamp?: number): Promise<Record<string, unknown>>;
-  /** SetPaused signed for the agent's current epoch (what a resume must name; a pause takes any). */
+  /** SetPaused: a resume signs the agent's current epoch (what it must name), a pause epoch 0 (it takes any). */
   signPause(
     owner: Wallet,
     agent: string,
@@ -164,7 +164,8 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
     },
     async signPause(owner, agent, paused, timestamp = now(), given?: number) {
       const policy = svc.chain.policyAt(policyAddressOf(agent), svc.chain.provider);
-      const epoch = given ?? ((await svc.chain.isDeployed(policyAddressOf(agent))) ? Number(await policy.epoch()) : 0);
+      // A pause takes effect whatever epoch it names (0, what a body without `epoch` means); a resume names the current.
+      const epoch = given ?? (!paused && (await svc.chain.isDeployed(policyAddressOf(agent))) ? Number(await policy.epoch()) : 0);
       const signature = await owner.signTypedData(policyDomain(chainId, policyAddressOf(agent)), SET_PAUSED_TYPES, {
         agent,
         paused,
