@@ -15,6 +15,8 @@ import { ANY_PAYEE, allowlistRoot, leafStruct, proveMerchant } from "../../src/p
 import { drainWithinPolicy, runAttacks, type Secrets, type Target } from "../helpers/attacker";
 import { NO_APPROVAL, settleFromWallet } from "../helpers/attackerBase";
 import { ownerKey } from "../helpers/owner";
+import { approvalDecision } from "../helpers/payments";
+import { listen } from "../helpers/sellerServer";
 import { mintUsdc, startV2Seller, fundedFacilitator, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
@@ -146,6 +148,54 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
       expect(getAddress(alert.body.data.refusedPayTo)).to.equal(getAddress(moved.payTo));
     } finally {
       await moved.close();
+    }
+  });
+
+  it("binds the owner's approval to the payee: a seller that moves its payTo before the approval gets 409, nothing sent", async () => {
+    const t = await pinnedAgent({ approvalThreshold: "0.5", payees: {} });
+    const key = await ownerKey(s, t.owner);
+    // One host whose seller answers from the first payee, then from another (the same stock x402 seller code).
+    const other = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    let target = seller;
+    const proxy = await listen(async (req, res) => {
+      const upstream = await fetch(`${target.url}${req.url}`, { headers: req.headers as Record<string, string> });
+      const headers: Record<string, string> = {};
+      upstream.headers.forEach((v, k) => {
+        if (k !== "content-length" && k !== "transfer-encoding") headers[k] = v;
+      });
+      res.writeHead(upstream.status, headers).end(await upstream.text());
+    });
+    try {
+      const pending = await s.api("POST", "/pay", {
+        key: t.a.apiKey,
+        body: { agentAddress: t.a.agentAddress, serviceUrl: `${proxy.url}/resource`, maxAmount: "1", intent: "needs approval" },
+      });
+      expect(pending.status, JSON.stringify(pending.body)).to.equal(202);
+      const [listed] = (await s.api("GET", "/approvals", { key })).body.approvals as { id: string; payTo: string }[];
+      expect(getAddress(listed.payTo)).to.equal(getAddress(seller.payTo)); // what the owner reads, and signs
+      const item = { id: pending.body.approvalId, agentAddress: t.a.agentAddress, merchant: "127.0.0.1", amount: "1", payTo: seller.payTo };
+      target = other; // the seller moves its payTo
+      const before = await usdcBalance(s, t.a.agentAddress);
+      const paidBefore = seller.hits.paid;
+      const moved = await s.api("POST", `/approvals/${item.id}/approve`, {
+        key,
+        body: await approvalDecision(s, t.owner, item, "approve"),
+      });
+      expect(moved.status, JSON.stringify(moved.body)).to.equal(409);
+      expect(moved.body.error).to.equal("payee_changed");
+      expect(other.hits.paid + seller.hits.paid).to.equal(paidBefore);
+      expect(await usdcBalance(s, t.a.agentAddress)).to.equal(before);
+      // Back at the approved payee, the same approval pays it, once.
+      target = seller;
+      const ok = await s.api("POST", `/approvals/${item.id}/approve`, {
+        key,
+        body: await approvalDecision(s, t.owner, item, "approve", s.now() + 1),
+      });
+      expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+      expect(seller.hits.paid).to.equal(paidBefore + 1);
+    } finally {
+      await proxy.close();
+      await other.close();
     }
   });
 
