@@ -131,7 +131,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       store,
       chain,
       wallets: new LocalWalletProvider(store.walletKeys, walletKey),
-      keys: new KeyService(store.apiKeys, { cacheMs: config.apiKeyCacheMs }),
+      keys: new KeyService(store.apiKeys, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs }),
       facilitator: createFacilitator({
         url: config.facilitatorUrl,
         rpcUrl: config.rpcUrl,

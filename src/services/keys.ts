@@ -1,5 +1,9 @@
-/** API keys: 32 random bytes with prefix sk_, shown once, stored as SHA-256. Two roles: agent and owner. */
-import { createHash, randomBytes } from "node:crypto";
+/**
+ * API keys: 32 random bytes with prefix sk_, shown once, stored as an HMAC-SHA256 under a key derived from
+ * WALLET_ENCRYPTION_KEY (not in the database), so a database write alone cannot make a key that works. Two roles:
+ * agent and owner.
+ */
+import { createHmac, hkdfSync, randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";
 import { revokeLiveKeys } from "../store/apiKeys";
 import type { ApiKeyDoc } from "../store/documents";
@@ -9,8 +13,17 @@ export type Principal =
   | { role: "owner"; ownerAddress: string; keyPrefix: string }
   | { role: "registrar" };
 
-export function hashKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
+const hashKeys = new Map<string, Buffer>();
+
+/** What the store keeps of `key`: its HMAC under `secret` (WALLET_ENCRYPTION_KEY), never the key. */
+export function hashKey(key: string, secret: string): string {
+  let k = hashKeys.get(secret);
+  if (!k) {
+    k = Buffer.from(hkdfSync("sha256", secret, "", "spendgate api key hashes v1", 32));
+    if (hashKeys.size > 16) hashKeys.clear();
+    hashKeys.set(secret, k);
+  }
+  return createHmac("sha256", k).update(key).digest("hex");
 }
 
 /** What may be shown of a key after creation: enough to tell keys apart, nothing to use. */
@@ -51,6 +64,8 @@ export class KeyService {
 
   constructor(
     private readonly keys: Collection<ApiKeyDoc>,
+    /** WALLET_ENCRYPTION_KEY: the secret key hashes are made under. */
+    private readonly hashSecret: string,
     opts: KeyCacheOptions = {},
   ) {
     this.cacheMs = opts.cacheMs ?? 0;
@@ -60,7 +75,7 @@ export class KeyService {
   /** Issues a key and returns it in clear: the only time it exists outside the caller. */
   async issue(doc: { role: "agent"; agentAddress: string } | { role: "owner"; ownerAddress: string; expiresAt: Date }): Promise<string> {
     const key = `sk_${randomBytes(32).toString("hex")}`;
-    await this.keys.insertOne({ ...doc, hash: hashKey(key), prefix: key.slice(0, 9), createdAt: new Date() });
+    await this.keys.insertOne({ ...doc, hash: hashKey(key, this.hashSecret), prefix: key.slice(0, 9), createdAt: new Date() });
     return key;
   }
 
@@ -89,7 +104,7 @@ export class KeyService {
    */
   async lookup(key: string, forRead: boolean): Promise<{ principal: Principal; remembered: boolean } | null> {
     if (!KEY_FORMAT.test(key)) return null;
-    const hash = hashKey(key);
+    const hash = hashKey(key, this.hashSecret);
     if (forRead) {
       const hit = this.cache.get(hash);
       const now = this.now();

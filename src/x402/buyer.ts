@@ -6,7 +6,7 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { getAddress } from "../chain/checksum";
+import { getAddress, isAddress } from "../chain/checksum";
 import { walletSignature } from "../chain/typedData";
 import { boundedJson } from "../util/bounded";
 import type { Config } from "../config";
@@ -265,6 +265,8 @@ export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId
     if (typeof r.maxTimeoutSeconds !== "number" || !Number.isSafeInteger(r.maxTimeoutSeconds) || r.maxTimeoutSeconds <= 0) continue;
     const amount = BigInt(raw);
     if (amount <= 0n || /^0x0{40}$/i.test(r.payTo)) continue; // nothing to pay, or to nobody: not a payment
+    // A mixed-case address whose EIP-55 checksum is wrong is a typo or a trick: nothing encodes it, so it is no payee.
+    if (!isAddress(r.payTo)) continue;
     // To the paying wallet itself: moves nothing, and the policy refuses to authorise it (a reverted transaction).
     if (opts.payer !== undefined && r.payTo.toLowerCase() === opts.payer.toLowerCase()) continue;
     return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount, version };

@@ -5,7 +5,7 @@
  * an operator or owner change settles after it; a database write alone deploys nothing and re-links nothing; and an
  * agent created with its owner's key can be deployed for nobody else, whoever holds the operator key.
  */
-import { createDecipheriv, randomBytes } from "node:crypto";
+import { createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
@@ -269,6 +269,53 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
     const relink = await s.api("POST", "/agents/link", { body: await s.signLink(thief, agentAddress, s.now() + 2) });
     expect(relink.status).to.equal(409);
     expect(await contract.owner()).to.equal(owner.address);
+  });
+
+  it("takes no API key a database write made: a forged agent key can neither link nor deploy an open agent", async () => {
+    const owner = randomOwner();
+    const { agentAddress } = await s.genesis();
+    await mintUsdc(s, agentAddress, 10n * USDC);
+    expect((await s.api("POST", "/agents/link", { body: await s.signLink(owner, agentAddress) })).status).to.equal(200);
+    // The attacker mints itself an agent key in the database (as the store kept keys before: plain SHA-256), and
+    // clears the owner so the agent looks unlinked.
+    const forged = `sk_${randomBytes(32).toString("hex")}`;
+    await s.svc.store.apiKeys.insertOne({
+      hash: createHash("sha256").update(forged).digest("hex"),
+      prefix: forged.slice(0, 9),
+      role: "agent",
+      agentAddress,
+      createdAt: new Date(),
+    });
+    await s.svc.store.agents.updateOne({ address: agentAddress }, { $set: { ownerAddress: null } });
+    const thief = randomOwner();
+    const { activationCode: _code, ...withoutCode } = await s.signLink(thief, agentAddress, s.now() + 1);
+    expect((await s.api("POST", "/agents/link", { key: forged, body: withoutCode })).status).to.equal(401);
+    const policy = { perTxLimit: "10", dailyBudget: "10", approvalThreshold: "10", allowlist: ["*"] };
+    const deploy = await s.api("POST", "/limits", { key: forged, body: await s.policyBody(thief, agentAddress, policy, s.now() + 2) });
+    expect(deploy.status).to.equal(401);
+    expect(await s.svc.chain.isDeployed(agentAddress)).to.equal(false);
+    expect(await usdcBalance(s, agentAddress)).to.equal(10n * USDC);
+  });
+
+  it("answers a seller whose payTo has a wrong EIP-55 checksum with a refusal (no payee), never a 500 or a transaction", async () => {
+    const real = Wallet.createRandom().address;
+    // Flip the case of one letter: a mixed-case address that no checksum accepts.
+    const i = real.slice(2).search(/[a-fA-F]/) + 2;
+    const c = real[i];
+    const payTo = real.slice(0, i) + (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()) + real.slice(i + 1);
+    const odd = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC, payTo });
+    try {
+      const t = await pinnedAgent({ payees: { "127.0.0.1": real } });
+      const res = await s.api("POST", "/pay", {
+        key: t.a.apiKey,
+        body: { agentAddress: t.a.agentAddress, serviceUrl: odd.resource, maxAmount: "1", intent: "odd payee spelling" },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(422);
+      expect(res.body).to.include({ status: "blocked", reason: "unsupported_payment", onchainEvent: null });
+      expect(odd.hits.paid).to.equal(0);
+    } finally {
+      await odd.close();
+    }
   });
 
   it("cannot deploy an owner-first agent's address with another owner, even with the operator key", async () => {

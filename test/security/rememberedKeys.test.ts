@@ -91,7 +91,7 @@ describe("key lookups remembered for reads, and a rotated key", () => {
   describe("KeyService's memory", () => {
     let now = Date.now();
     const clock = () => now;
-    const keysOf = (cacheMs: number) => new KeyService(t.a.svc.store.apiKeys, { cacheMs, clock });
+    const keysOf = (cacheMs: number) => new KeyService(t.a.svc.store.apiKeys, t.a.svc.config.walletEncryptionKey, { cacheMs, clock });
     const newAgent = () => `0x${randomBytes(20).toString("hex")}`;
 
     it("answers reads from memory for cacheMs after a read of the store, and never what is not a read", async () => {
@@ -105,7 +105,7 @@ describe("key lookups remembered for reads, and a rotated key", () => {
       now += 1;
       expect((await keys.lookup(key, true))?.remembered).to.equal(false);
       // Revoked elsewhere (straight in the store): forgotten once the memory runs out.
-      await t.a.svc.store.apiKeys.updateOne({ hash: hashKey(key) }, { $set: { revokedAt: new Date() } });
+      await t.a.svc.store.apiKeys.updateOne({ hash: hashKey(key, t.a.svc.config.walletEncryptionKey) }, { $set: { revokedAt: new Date() } });
       expect((await keys.lookup(key, true))?.remembered).to.equal(true);
       expect(await keys.resolve(key)).to.equal(null);
       expect(await keys.lookup(key, true)).to.equal(null);
