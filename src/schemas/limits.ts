@@ -116,7 +116,8 @@ export const PolicyView = z
     minSwapRate: z.string().meta({ description: 'lowest swap price, USDC per 1 WETH ("0" = no floor)' }),
     epoch: z.number().int().meta({ description: "the authorisation epoch a resume signs (SetPaused.epoch)" }),
     warning: z.string().optional().meta({
-      description: "present when the address holds funds before its policy is deployed (fund an agent only after)",
+      description:
+        "present when the address holds funds before its policy is deployed (fund an agent only after), or when a wildcard with any payee also admits a pinned entry (which undoes the pin)",
     }),
     merchantRemainingToday: z.record(z.string(), z.string()).meta({ description: "what each capped entry has left today, USDC" }),
     windows: z

@@ -10,6 +10,7 @@ import {
   EMPTY_ROOT,
   type EntryCaps,
   type EntryPayees,
+  leafMatches,
   type LeafForm,
   allowlistRoot,
   leafFormOf,
@@ -238,6 +239,17 @@ export class PolicyService {
     const now = Math.floor(Date.now() / 1000);
     // Money sent before deployment sits at an address whose owner is not fixed on-chain yet: say so.
     const early = p.deployed ? 0n : await this.ctx.chain.usdc.balanceOf(agent.address).catch(() => 0n);
+    const warnings = [
+      ...(early > 0n
+        ? [
+            `This address already holds ${fromBaseUnits(early)} USDC but its policy is not deployed: until the owner sets the policy, nothing on-chain says who owns it. Fund an agent only after its policy is deployed.`,
+          ]
+        : []),
+      ...openOverPinned(list).map(
+        ([pinned, open]) =>
+          `${pinned} is pinned to a payee, but ${open} also admits it with any payee: whoever holds the server's keys can pay anyone "as ${pinned}" under ${open}. Pin ${open} too, or remove it.`,
+      ),
+    ];
     return {
       address: agent.address,
       perTxLimit: fromBaseUnits(p.perTxLimit),
@@ -264,11 +276,7 @@ export class PolicyService {
       payees: { ...list.payees },
       minSwapRate: fromBaseUnits(p.minSwapRate),
       epoch: p.epoch,
-      ...(early > 0n
-        ? {
-            warning: `This address already holds ${fromBaseUnits(early)} USDC but its policy is not deployed: until the owner sets the policy, nothing on-chain says who owns it. Fund an agent only after its policy is deployed.`,
-          }
-        : {}),
+      ...(warnings.length ? { warning: warnings.join(" ") } : {}),
       merchantRemainingToday: Object.fromEntries(capped.map(([e, c], i) => [e, fromBaseUnits(left(c, entrySpent[i] ?? 0n))])),
       windows: limitedWindows(p).map((w) => ({
         window: w.window,
@@ -411,6 +419,20 @@ export class PolicyService {
       };
     });
   }
+}
+
+/**
+ * Pinned entries that a wildcard with any payee also admits ([pinned, wildcard]): the contract accepts any leaf that
+ * admits the merchant, so an open "*.example.com" or "*" undoes the pin of "api.example.com" against a stolen server.
+ */
+function openOverPinned(list: Allowlist): [string, string][] {
+  const pinned = list.entries.filter((e) => list.payees[e] && list.payees[e] !== ANY_PAYEE);
+  const open = list.entries.filter((e) => e.startsWith("*") && !(list.payees[e] && list.payees[e] !== ANY_PAYEE));
+  return pinned.flatMap((p) =>
+    open
+      .filter((w) => w !== p && (w === "*" || (p.startsWith("*.") ? p.endsWith(w.slice(1)) && p !== w : leafMatches(w, p))))
+      .map((w) => [p, w] as [string, string]),
+  );
 }
 
 /** Per-entry payees keyed by normalised entry (checksummed); each key must name an allowlist entry. Zero: any payee. */

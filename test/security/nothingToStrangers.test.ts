@@ -318,6 +318,19 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
     }
   });
 
+  it("warns the owner in GET /limits when a wildcard with any payee also admits a pinned entry (it undoes the pin)", async () => {
+    const t = await pinnedAgent({ allowlist: ["127.0.0.1", "*"] });
+    const view = (await s.api("GET", "/limits", { key: t.a.apiKey })).body.agents[0];
+    expect(view.payees).to.deep.equal({ "127.0.0.1": getAddress(seller.payTo) });
+    expect(view.warning).to.include("127.0.0.1 is pinned to a payee, but * also admits it with any payee");
+    // And it is true: the stolen operator proves the open "*" leaf for 127.0.0.1 and pays itself.
+    const star = proveMerchant(["127.0.0.1", "*"], "anything.example", {}, "v3", { "127.0.0.1": seller.payTo })!;
+    expect(star.leaf).to.equal("*");
+    const merchant = { host: "127.0.0.1", leaf: leafStruct(star), proof: star.proof };
+    const drained = await drainWithinPolicy(t.secrets, { ...t.target, merchant }, USDC, 1);
+    expect(drained.moved).to.equal(USDC);
+  });
+
   it("cannot deploy an owner-first agent's address with another owner, even with the operator key", async () => {
     const owner = randomOwner();
     const key = await ownerKey(s, owner);
