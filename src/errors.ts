@@ -6,10 +6,21 @@ export class AppError extends Error {
     message: string,
     readonly details?: unknown,
     readonly headers?: Record<string, string>,
+    /** Transient: nothing was done or kept (not even under an Idempotency-Key); the same request may succeed later. */
+    readonly retryable = false,
   ) {
     super(message);
     this.name = "AppError";
   }
+}
+
+/**
+ * `err` as a transient answer: the body says `retryable: true` and `Retry-After` says when to try again. An
+ * Idempotency-Key never keeps such an answer (see services/idempotency.ts).
+ */
+export function transient(err: AppError, retryAfterSeconds: number): AppError {
+  const headers = { ...err.headers, "Retry-After": String(Math.max(1, Math.ceil(retryAfterSeconds))) };
+  return new AppError(err.status, err.code, err.message, err.details, headers, true);
 }
 
 export const badRequest = (message: string, details?: unknown) => new AppError(400, "bad_request", message, details);
@@ -23,16 +34,24 @@ export const unsupportedMediaType = (message = "Send the request body as applica
   new AppError(415, "unsupported_media_type", message);
 export const unprocessable = (code: string, message: string, details?: unknown) => new AppError(422, code, message, details);
 export const rateLimited = (retryAfterSeconds: number) =>
-  new AppError(429, "rate_limited", `Too many requests; retry after ${retryAfterSeconds} s.`, undefined, {
-    "Retry-After": String(retryAfterSeconds),
-  });
+  transient(new AppError(429, "rate_limited", `Too many requests; retry after ${retryAfterSeconds} s.`), retryAfterSeconds);
 export const upstreamError = (message: string, details?: unknown) => new AppError(502, "upstream_error", message, details);
-export const unavailable = (message: string) => new AppError(503, "unavailable", message);
+/** The Retry-After of a 503 `unavailable`. */
+export const UNAVAILABLE_RETRY_S = 5;
+/** A dependency (the chain, the store) or this instance cannot serve the request now: 503, retryable. */
+export const unavailable = (message: string, retryAfterSeconds = UNAVAILABLE_RETRY_S) =>
+  transient(new AppError(503, "unavailable", message), retryAfterSeconds);
 export const gatewayTimeout = (message: string) => new AppError(504, "upstream_timeout", message);
 
 /** The interface's error shape of an AppError: `{ error, message, status }` plus `details` when there are any. */
 export function errorBody(e: AppError) {
-  return { error: e.code, message: e.message, status: e.status, ...(e.details !== undefined ? { details: e.details } : {}) };
+  return {
+    error: e.code,
+    message: e.message,
+    status: e.status,
+    ...(e.details !== undefined ? { details: e.details } : {}),
+    ...(e.retryable ? { retryable: true as const } : {}),
+  };
 }
 
 /**
@@ -41,11 +60,14 @@ export function errorBody(e: AppError) {
  */
 export class LeaseLostError extends AppError {
   constructor(message = "This request lost its lock to another instance before paying anything; nothing was paid. Retry it.") {
-    super(409, "conflict", message);
+    super(409, "conflict", message, undefined, { "Retry-After": "1" }, true);
   }
 }
 
 /** The AppError an error body stands for (an answer kept under an Idempotency-Key, given again). */
-export function appErrorOf(body: { error: string; message: string; status: number; details?: unknown }, headers?: Record<string, string>) {
-  return new AppError(body.status, body.error, body.message, body.details, headers);
+export function appErrorOf(
+  body: { error: string; message: string; status: number; details?: unknown; retryable?: boolean },
+  headers?: Record<string, string>,
+) {
+  return new AppError(body.status, body.error, body.message, body.details, headers, body.retryable === true);
 }

@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { AppError, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
+import { AppError, errorBody, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
 import { bearerToken } from "./auth";
 import type { Middleware } from "./types";
 
@@ -28,12 +28,7 @@ export function errorsAndLogging(logger: Logger): Middleware {
       }
       ctx.status = appError.status;
       for (const [k, v] of Object.entries(appError.headers ?? {})) ctx.set(k, v);
-      ctx.body = {
-        error: appError.code,
-        message: appError.message,
-        status: appError.status,
-        ...(appError.details !== undefined ? { details: appError.details } : {}),
-      };
+      ctx.body = errorBody(appError);
     } finally {
       // A request whose body was never read (refused before it: 401, 404, 413, 415...) closes its connection
       // instead of making the server drain what the client keeps sending.
