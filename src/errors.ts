@@ -71,3 +71,43 @@ export function appErrorOf(
 ) {
   return new AppError(body.status, body.error, body.message, body.details, headers, body.retryable === true);
 }
+
+const MONGO_DOWN = /^Mongo(Network|NetworkTimeout|ServerSelection|NotConnected|TopologyClosed|PoolCleared)Error$/;
+/** ethers' codes for a node that did not answer (or answered an HTTP error), and socket failures under any client. */
+const CHAIN_DOWN_CODES = new Set(["NETWORK_ERROR", "TIMEOUT", "SERVER_ERROR"]);
+const SOCKET_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/**
+ * Which dependency an unexpected error says is down: the store (the MongoDB driver's network and server-selection
+ * errors), the chain (ethers' network, timeout and server errors, viem's HTTP and timeout errors, a socket error), or
+ * none. Seller failures never get here: the buyer turns them into their own AppErrors first.
+ */
+export function dependencyDown(err: unknown): "store" | "chain" | null {
+  type Failure = { name?: unknown; code?: unknown; cause?: unknown; error?: unknown } | null;
+  let e = err as Failure;
+  // The failure itself, or what it wraps (ethers' `error`, a `cause`), a few levels down.
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (typeof e.name === "string" && MONGO_DOWN.test(e.name)) return "store";
+    if (typeof e.code === "string" && (CHAIN_DOWN_CODES.has(e.code) || SOCKET_CODES.has(e.code))) return "chain";
+    if (e.name === "HttpRequestError" || e.name === "TimeoutError") return "chain";
+    e = e.cause ?? e.error ?? null;
+  }
+  return null;
+}
+
+/** The 503 of a dependency that does not answer; retry after Retry-After. */
+export function dependencyUnavailable(which: "store" | "chain"): AppError {
+  const what = which === "store" ? "The database does not answer" : "The chain's JSON-RPC node does not answer";
+  return unavailable(`${what}. Retry later; a payment retried with the same Idempotency-Key is never paid twice.`);
+}

@@ -22,7 +22,7 @@
  * and its outcome becomes the key's answer.
  */
 import { createHash } from "node:crypto";
-import { AppError, conflict, badRequest, transient } from "../errors";
+import { AppError, conflict, badRequest, dependencyUnavailable, transient } from "../errors";
 import type { Fence } from "../store/leases";
 import type { Store } from "../store";
 import type { ErrorBody } from "../schemas/common";
@@ -203,7 +203,10 @@ export class IdempotencyService {
       return await this.keep(scope, fence, response);
     } catch (err) {
       // Nothing answered. Only a key whose payment never began (nothing committed to it) may be used again.
-      const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => ({ deletedCount: 0 }));
+      const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => null);
+      // The store does not answer: the key stays as it is (its lease runs out; a repeat then takes it over, or answers
+      // with the payment committed to it).
+      if (!freed) throw dependencyUnavailable("store");
       if (freed.deletedCount === 1) throw err;
       const doc = await this.store.idempotency.findOne({ scope }).catch(() => null);
       // Taken over by another instance: this run never paid (its commit was refused), and the key is the other's.
