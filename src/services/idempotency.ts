@@ -194,6 +194,8 @@ export class IdempotencyService {
         // the key to expire with its lease, after which a repeat takes it over).
         const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => ({ deletedCount: 1 }));
         if (freed.deletedCount === 1) return response;
+        // Taken over meanwhile: the key is another run's, and this answer only its own caller's.
+        if (!(await this.store.idempotency.findOne({ scope, fence }).catch(() => null))) return response;
         // A payment committed to the key after all: this is the key's answer for good, and no longer "retry with it".
         if ("error" in response) {
           const { retryable: _transient, ...error } = response.error;
