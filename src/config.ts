@@ -72,6 +72,11 @@ const EnvSchema = z.object({
     .regex(/^[A-Za-z0-9._:-]{1,64}$/, "must be 1-64 letters, digits, dots, dashes, colons or underscores")
     .optional(),
   LOCK_LEASE_MS: z.coerce.number().int().min(200).default(30_000),
+  READY_MAX_INDEXER_LAG: z.coerce.number().int().min(0).default(1_000),
+  GIT_COMMIT: z
+    .string()
+    .regex(/^[0-9a-fA-F]{7,64}$/, "must be a git commit id (7-64 hex digits)")
+    .optional(),
   BLOCKED_ONCHAIN_PER_HOUR: z.coerce.number().int().min(0).default(60),
   OWNER_GAS_ALLOWANCE_GWEI: z.coerce.number().positive().optional(),
   SELLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
@@ -137,6 +142,10 @@ const ConfigSchema = EnvSchema.transform((e) => {
     instanceId: e.INSTANCE_ID,
     /** How long an instance's agent locks, idempotency keys and indexer lease last without renewal. */
     lockLeaseMs: e.LOCK_LEASE_MS,
+    /** GET /health/ready fails past this many blocks not yet indexed (0: the indexer is not checked). */
+    readyMaxIndexerLag: e.READY_MAX_INDEXER_LAG,
+    /** GIT_COMMIT; the health routes fall back to the source tree's `git rev-parse HEAD`. */
+    gitCommit: e.GIT_COMMIT?.toLowerCase(),
     blockedOnchainPerHour: e.BLOCKED_ONCHAIN_PER_HOUR,
     /** Operator gas (gwei) the agents of one owner may cost per UTC day. */
     // 0.01 ETH a day per owner in production (thousands of transactions on Base); the sandbox is generous.

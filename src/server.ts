@@ -15,7 +15,7 @@ import { resolveConfig, type Config, type LoadedConfig } from "./config";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
 import { GasMeter } from "./services/gas";
-import { answerClientErrors } from "./http/transport";
+import { answerClientErrors, answerConnect } from "./http/transport";
 import { SignatureService } from "./services/signatures";
 import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
@@ -218,6 +218,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
     });
     server.requestTimeout = 120_000;
     answerClientErrors(server);
+    answerConnect(server);
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     urls.base = config.baseUrl ?? url;

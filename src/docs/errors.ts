@@ -25,7 +25,7 @@ export const ERROR_CODES = {
   conflict: {
     status: 409,
     meaning:
-      "Already registered, already linked, already resolved, an Idempotency-Key reused with another body, or a stale signed timestamp.",
+      "Already registered, already linked, already resolved, an Idempotency-Key reused with another body, or a stale signed timestamp; with `retryable: true`, another payment of the agent is still in flight (nothing was paid, retry after `Retry-After`).",
   },
   price_changed: { status: 409, meaning: "Approve: the seller's price rose above the approved amount; the approval stays pending." },
   payee_changed: {
@@ -83,7 +83,8 @@ export const ERROR_CODES = {
   internal: { status: 500, meaning: "An unexpected error on the service's side; nothing was charged." },
   upstream_error: {
     status: 502,
-    meaning: "The seller or the facilitator failed (unreachable, not a 402, verify or settle refused); the budget was released.",
+    meaning:
+      "The seller or the facilitator failed (unreachable, not a 402, verify or settle refused); the budget was released. With `retryable: true` the seller was out of reach before anything was signed or sent: retry, with the same Idempotency-Key, after `Retry-After`.",
   },
   invalid_payment_required: { status: 502, meaning: "The seller's 402 carries no readable x402 payment requirement." },
   seller_redirect_refused: {
@@ -91,7 +92,11 @@ export const ERROR_CODES = {
     meaning: "The seller redirected to another host, from https to http, to something that is not a URL, or more than 3 times.",
   },
   seller_response_too_large: { status: 502, meaning: "The seller's response is larger than SELLER_MAX_BYTES." },
-  unavailable: { status: 503, meaning: "The service cannot act now (e.g. it is not the operator of the agent's policy contract)." },
+  unavailable: {
+    status: 503,
+    meaning:
+      "The service cannot act now: the chain or the store does not answer, or this instance cannot relay (e.g. it is not the operator of the agent's policy contract). Always `retryable: true` with `Retry-After`.",
+  },
   upstream_timeout: { status: 504, meaning: "The seller did not answer within SELLER_TIMEOUT_MS." },
 } satisfies Record<string, ErrorCodeDoc>;
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -21,7 +21,9 @@ export interface DocsContext {
 
 /** Error codes a route can answer, grouped by HTTP status. */
 export function errorsByStatus(route: RouteDoc): Map<number, ErrorCode[]> {
-  const codes: ErrorCode[] = [...route.errors, "rate_limited", "internal"];
+  // Every route can be rate limited and fail unexpectedly; every route that reads the store or the chain can find it down.
+  const everyRoute: ErrorCode[] = route.noDependencies ? ["rate_limited", "internal"] : ["rate_limited", "unavailable", "internal"];
+  const codes: ErrorCode[] = [...new Set([...route.errors, ...everyRoute])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
     const doc = ERROR_CODES[code];
@@ -92,7 +94,7 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
       if (content) content.schema = { oneOf: [content.schema, errorRef] };
     } else {
       const headers =
-        status === 429
+        status === 429 || status === 503
           ? { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } }
           : status === 405
             ? { Allow: { description: "allowed methods", schema: { type: "string" } } }

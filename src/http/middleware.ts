@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { AppError, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
+import { AppError, dependencyDown, dependencyUnavailable, errorBody, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
 import { bearerToken } from "./auth";
 import type { Middleware } from "./types";
 
@@ -28,12 +28,7 @@ export function errorsAndLogging(logger: Logger): Middleware {
       }
       ctx.status = appError.status;
       for (const [k, v] of Object.entries(appError.headers ?? {})) ctx.set(k, v);
-      ctx.body = {
-        error: appError.code,
-        message: appError.message,
-        status: appError.status,
-        ...(appError.details !== undefined ? { details: appError.details } : {}),
-      };
+      ctx.body = errorBody(appError);
     } finally {
       // A request whose body was never read (refused before it: 401, 404, 413, 415...) closes its connection
       // instead of making the server drain what the client keeps sending.
@@ -67,6 +62,9 @@ function emptyErrorAnswer(status: number, method: string, path: string, allow: s
 /** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  // The store or the chain does not answer: 503, retryable (never a 500).
+  const down = dependencyDown(err);
+  if (down) return dependencyUnavailable(down);
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
@@ -113,12 +111,13 @@ export function requireJsonBodies(exempt: (path: string) => boolean): Middleware
 
 /**
  * Per-principal request budget per minute; 429 with Retry-After past it. The principal is the Bearer key itself
- * (however the header is spelt or spaced), else the client address; /health is never limited (load balancers).
+ * (however the header is spelt or spaced), else the client address; /health and /health/* are never limited (load
+ * balancers and probes).
  */
 export function rateLimit(pointsPerMinute: number): Middleware {
   const limiter = new RateLimiterMemory({ points: pointsPerMinute, duration: 60 });
   return async function limitRate(ctx, next) {
-    if (ctx.path === "/health") return next();
+    if (ctx.path === "/health" || ctx.path.startsWith("/health/")) return next();
     const token = bearerToken(ctx.get("Authorization"));
     const key = token ? `k:${createHash("sha256").update(token).digest("hex")}` : `ip:${ctx.ip}`;
     try {

@@ -92,8 +92,13 @@ interface OperationBase<A extends AuthMode, I extends InputSchema, R extends Res
   /** Documents a body the handler reads itself (MCP's JSON-RPC); never read or validated by the framework. */
   ownBody?: z.ZodType;
   responses: R;
-  /** Error codes (ERROR_CODES) this route can answer, beyond rate_limited and internal, which every route can. */
+  /**
+   * Error codes (ERROR_CODES) this route can answer, beyond rate_limited, internal and unavailable (the store or the
+   * chain down), which every route can.
+   */
   errors: readonly ErrorCode[];
+  /** Answers without the store or the chain: never 503 `unavailable` (GET /health/live). */
+  noDependencies?: boolean;
   /** Mounted but not documented: a dashboard page whose path and method an API operation documents. */
   hidden?: boolean;
 }

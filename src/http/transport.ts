@@ -1,16 +1,18 @@
 /** What the HTTP layer answers before any route: unknown methods, and Node's own parser errors, in the error shape. */
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { AppError } from "../errors";
 import type { Middleware } from "./types";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+const ALLOW = [...METHODS].join(", ");
 
 /** TRACE, PROPFIND, M-SEARCH and other methods no route has: 405 in the error shape (never 501). */
 export function knownMethods(): Middleware {
   return async function onlyKnownMethods(ctx, next) {
     if (!METHODS.has(ctx.method)) {
-      ctx.set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+      ctx.set("Allow", ALLOW);
       throw new AppError(405, "method_not_allowed", `${ctx.method.slice(0, 32)} is not allowed here.`);
     }
     await next();
@@ -36,6 +38,25 @@ export function answerClientErrors(server: Server): void {
     });
     socket.end(
       `HTTP/1.1 ${status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
+/**
+ * CONNECT never reaches Koa: Node hands it to the server's 'connect' listeners and, without one, closes the socket
+ * unanswered. SpendGate is no proxy: 405 in the error shape, with the methods it serves, and the connection closed.
+ */
+export function answerConnect(server: Server): void {
+  server.on("connect", (_req: unknown, socket: Duplex) => {
+    socket.on("error", () => socket.destroy());
+    const body = JSON.stringify({
+      error: "method_not_allowed",
+      message: "CONNECT is not allowed here: SpendGate is not a proxy.",
+      status: 405,
+    });
+    socket.end(
+      `HTTP/1.1 405 Method Not Allowed\r\nAllow: ${ALLOW}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });

@@ -60,6 +60,10 @@ export const ErrorBody = z
     message: z.string(),
     status: z.number().int(),
     details: z.unknown().optional(),
+    retryable: z.literal(true).optional().meta({
+      description:
+        "present on transient answers (another payment in flight, a seller unreachable before paying, a dependency down, a rate limit): nothing was done or kept under the Idempotency-Key; retry, with the same key, after `Retry-After` seconds",
+    }),
   })
   .meta({ id: "Error" });
 export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -11,8 +11,36 @@ export const HealthResponse = z
     blockNumber: z.number().int().nullable(),
     factory: z.string().nullable(),
     usdc: z.string(),
+    version: z.string().meta({ description: "the service's version (package.json)" }),
+    commit: z.string().optional().meta({ description: "the build's git commit (GIT_COMMIT, or the source tree's); absent when unknown" }),
   })
   .meta({ id: "HealthResponse" });
+
+export const LiveResponse = z
+  .object({
+    status: z.literal("ok"),
+    version: z.string(),
+    commit: z.string().optional(),
+    uptimeSeconds: z.number().int(),
+  })
+  .meta({ id: "LiveResponse" });
+
+const Check = z.enum(["ok", "unreachable", "behind"]);
+
+/** What GET /health/ready checked; also the `details` of its 503. */
+export const ReadyChecks = z
+  .object({
+    store: Check.meta({ description: "the store answered a ping" }),
+    chain: Check.meta({ description: "the chain's JSON-RPC answered its block number, on the configured chain id" }),
+    indexer: Check.meta({ description: "the indexer is at most READY_MAX_INDEXER_LAG blocks behind the chain (ok when not checked)" }),
+    blockNumber: z.number().int().nullable(),
+    indexerLag: z.number().int().nullable().meta({ description: "blocks the indexer has still to read" }),
+    maxIndexerLag: z.number().int().meta({ description: "READY_MAX_INDEXER_LAG (0: not checked)" }),
+  })
+  .meta({ id: "ReadyChecks" });
+export type ReadyChecks = z.infer<typeof ReadyChecks>;
+
+export const ReadyResponse = ReadyChecks.extend({ status: z.literal("ready") }).meta({ id: "ReadyResponse" });
 
 const RequirementV1 = z.object({
   scheme: z.literal("exact"),

@@ -67,6 +67,7 @@ export class GasMeter {
       `The operator gas allowance of this owner's agents for today (${u.allowanceGwei} gwei) is spent: ${u.transactions} transactions, ${Math.round(u.costGwei)} gwei. It renews at 00:00 UTC.`,
       { ...u },
       { "Retry-After": String(Math.max(1, Math.ceil((next - now.getTime()) / 1000))) },
+      true, // transient: the next UTC day, the same request (and Idempotency-Key) pays
     );
   }
 

@@ -10,6 +10,10 @@
  * its payment began, the key stays taken, and the payment's outcome (resolved from the chain by recovery) becomes
  * the key's answer.
  *
+ * Only final answers are kept: an outcome (approved, pending, blocked) or a refusal that cannot change. A transient
+ * one (`retryable`: another payment of the agent in flight, a seller unreachable before paying, a dependency down, a
+ * rate limit) frees the key when no payment was committed to it, so the same key runs again once the cause is gone.
+ *
  * Fencing: each run of a key has a generation (`fence`, increased when another instance takes the key over), and a
  * payment commits to its key (hold: the key's `txnId`) before anything is sent. Take-over and commit are two
  * conditional updates of the same document: a take-over needs no payment committed, a commit needs the generation
@@ -18,7 +22,7 @@
  * and its outcome becomes the key's answer.
  */
 import { createHash } from "node:crypto";
-import { AppError, conflict, badRequest } from "../errors";
+import { AppError, conflict, badRequest, dependencyUnavailable, transient } from "../errors";
 import type { Fence } from "../store/leases";
 import type { Store } from "../store";
 import type { ErrorBody } from "../schemas/common";
@@ -31,6 +35,13 @@ const TTL_MS = 24 * 3600 * 1000;
 const WAIT_MAX_MS = 120_000;
 const POLL_FIRST_MS = 50;
 const POLL_MAX_MS = 1_000;
+/** Retry-After of a repeat that found the key still running, or its first run gone without an answer. */
+const BUSY_RETRY_S = 2;
+
+/** Whether an answer is transient: never kept under a key (see the module comment). */
+export function isRetryable(answer: StoredResponse): boolean {
+  return "error" in answer && answer.error.retryable === true;
+}
 
 /** The caller idempotency keys are scoped to: the API key (one key means one payment on REST and MCP alike). */
 export function idempotencyCaller(p: Principal): string {
@@ -176,26 +187,49 @@ export class IdempotencyService {
     );
     heartbeat.unref();
     try {
-      // Every answer is kept, failures too: after a payment was authorised, a retry must not pay again.
+      // Every final answer is kept, failures too: after a payment was authorised, a retry must not pay again.
       const response = await fn(scope, this.fenceOf(scope, fence));
-      // Only this run's answer: a run whose key was taken over answers its own caller, not the key.
-      await this.store.idempotency.updateOne({ scope, fence }, { $set: { state: "done", response } });
-      return response;
+      if (isRetryable(response)) {
+        // Transient, and nothing committed to the key: freed, the same key runs again (a store that fails here leaves
+        // the key to expire with its lease, after which a repeat takes it over).
+        const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => ({ deletedCount: 1 }));
+        if (freed.deletedCount === 1) return response;
+        // Taken over meanwhile: the key is another run's, and this answer only its own caller's.
+        if (!(await this.store.idempotency.findOne({ scope, fence }).catch(() => null))) return response;
+        // A payment committed to the key after all: this is the key's answer for good, and no longer "retry with it".
+        if ("error" in response) {
+          const { retryable: _transient, ...error } = response.error;
+          return await this.keep(scope, fence, { ...response, error });
+        }
+      }
+      return await this.keep(scope, fence, response);
     } catch (err) {
       // Nothing answered. Only a key whose payment never began (nothing committed to it) may be used again.
-      const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => ({ deletedCount: 0 }));
+      const freed = await this.store.idempotency.deleteOne({ scope, fence, txnId: null }).catch(() => null);
+      // The store does not answer: the key stays as it is (its lease runs out; a repeat then takes it over, or answers
+      // with the payment committed to it).
+      if (!freed) throw dependencyUnavailable("store");
       if (freed.deletedCount === 1) throw err;
       const doc = await this.store.idempotency.findOne({ scope }).catch(() => null);
       // Taken over by another instance: this run never paid (its commit was refused), and the key is the other's.
       if (doc && doc.fence !== fence) throw err;
-      throw new AppError(
-        502,
-        "upstream_error",
-        "The payment's outcome could not be answered now; it is resolved from the chain. Retry with the same Idempotency-Key to get it (it will not pay twice), or check the ledger.",
+      throw transient(
+        new AppError(
+          502,
+          "upstream_error",
+          "The payment's outcome could not be answered now; it is resolved from the chain. Retry with the same Idempotency-Key to get it (it will not pay twice), or check the ledger.",
+        ),
+        BUSY_RETRY_S,
       );
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /** Keeps this run's answer under the key: a run whose key was taken over answers its own caller, not the key. */
+  private async keep(scope: string, fence: number, response: StoredResponse): Promise<StoredResponse> {
+    await this.store.idempotency.updateOne({ scope, fence }, { $set: { state: "done", response } });
+    return response;
   }
 
   /**
@@ -206,13 +240,20 @@ export class IdempotencyService {
     const local = this.running.get(scope);
     if (local)
       return local.then(
-        (r) => ({ ...r, replayed: true }),
+        // A transient answer was not kept: it is shared with the caller, not replayed from the key.
+        (r) => ({ ...r, replayed: !isRetryable(r) }),
         () => this.awaitResult(scope, fn),
       );
     const deadline = Date.now() + WAIT_MAX_MS;
     for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
       const doc = await this.store.idempotency.findOne({ scope });
-      if (!doc) throw conflict("The first request with this Idempotency-Key failed before paying anything; retry it.");
+      if (!doc)
+        throw transient(
+          conflict(
+            "The first request with this Idempotency-Key ended before paying anything, with nothing kept; retry it with the same key.",
+          ),
+          BUSY_RETRY_S,
+        );
       if (doc.state === "done" && doc.response) return { ...storedAnswer(doc.response), replayed: true };
       // Its instance may be gone: a payment that recovery has finished answers with its outcome.
       const resolved = await this.resolvedOutcome(doc);
@@ -239,8 +280,11 @@ export class IdempotencyService {
         }
       }
       if (Date.now() > deadline || Date.now() - doc.createdAt.getTime() > WAIT_MAX_MS) {
-        throw conflict(
-          "The first request with this Idempotency-Key is still being resolved; retry later with the same key, or check the ledger.",
+        throw transient(
+          conflict(
+            "The first request with this Idempotency-Key is still being resolved; retry later with the same key, or check the ledger.",
+          ),
+          BUSY_RETRY_S,
         );
       }
       await new Promise((r) => setTimeout(r, delay));

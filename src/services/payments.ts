@@ -9,7 +9,7 @@ import { BLOCKED_RECORD_PAY_TO, type TransferInput } from "../chain/policyOps";
 import { blockMessage, blockedOutcome, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, fencesOf, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
-import { AppError, LeaseLostError, errorBody } from "../errors";
+import { AppError, LeaseLostError, errorBody, transient } from "../errors";
 import type { Fence } from "../store/leases";
 import { type IdempotencyService, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
@@ -27,6 +27,10 @@ import { type ExecuteInput, type SettlementService, sellerAppError } from "./set
 import type { SwapCheck, SwapService } from "./swap";
 
 const BLOCK_DEDUPE_MS = 60_000;
+/** Retry-After of a payment refused before paying because its seller could not be reached. */
+const SELLER_RETRY_S = 5;
+/** Retry-After of a payment refused because too many of the agent's wait for its owner. */
+const PENDING_RETRY_S = 60;
 /** Pending approvals one agent may have at a time (a stolen agent key must not bury its owner's queue). */
 export const MAX_PENDING_APPROVALS = 20;
 
@@ -60,7 +64,8 @@ export class PaymentService {
 
   /**
    * POST /pay and the MCP pay tool: a payment, run once per Idempotency-Key when there is one. Every refusal or
-   * failure the service explains is an answer, kept under the key like a success.
+   * failure the service explains is an answer, kept under the key like a success, unless it is transient
+   * (`retryable`: nothing was paid and it may go otherwise later), which frees the key (idempotency.ts).
    */
   async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<PayAnswer & { replayed: boolean }> {
     const run = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
@@ -188,13 +193,24 @@ export class PaymentService {
             `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`,
           );
         }
-        throw new AppError(502, "upstream_error", `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`, {
-          sellerStatus: res.status,
-        });
+        const wrong = new AppError(
+          502,
+          "upstream_error",
+          `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`,
+          {
+            sellerStatus: res.status,
+          },
+        );
+        // A seller down or busy (5xx, 429, 408) may answer later; another status is its answer.
+        throw res.status >= 500 || res.status === 429 || res.status === 408 ? transient(wrong, SELLER_RETRY_S) : wrong;
       }
       return readQuote(res, { ...opts, payer: pc.agent.address });
     } catch (err) {
-      if (err instanceof SellerError) throw sellerAppError(err);
+      // Before anything is signed or sent: a seller out of reach is transient (the same key pays once it is back).
+      if (err instanceof SellerError) {
+        const e = sellerAppError(err);
+        throw err.code === "seller_unreachable" || err.code === "seller_timeout" ? transient(e, SELLER_RETRY_S) : e;
+      }
       throw err;
     }
   }
@@ -364,7 +380,8 @@ export class PaymentService {
     });
     if (open >= MAX_PENDING_APPROVALS) {
       const wait = `${open} payments of this agent already wait for its owner (at most ${MAX_PENDING_APPROVALS}); nothing was paid or recorded`;
-      throw new AppError(429, "too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`);
+      const full = new AppError(429, "too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`);
+      throw transient(full, PENDING_RETRY_S);
     }
     const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);
     // An approval is a payment to come: committed to its key first, so a stalled run never leaves a second one.

@@ -7,7 +7,7 @@ import { fromBaseUnits } from "../amounts";
 import type { PayApproved, PayOutcome } from "../schemas/payments";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
 import { PaymentState } from "../chain/reasons";
-import { AppError, conflict, gatewayTimeout, upstreamError } from "../errors";
+import { AppError, conflict, gatewayTimeout, transient, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
 import { blockedOutcome } from "./outcomes";
@@ -24,6 +24,8 @@ import { swapView } from "./presenters";
 import { type SwapRecord, type SwapResult, withSwapNote } from "./swap";
 
 const IN_FLIGHT: PaymentDoc["phase"][] = ["authorizing", "authorized", "settling"];
+/** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */
+const IN_FLIGHT_RETRY_S = 5;
 
 export type { PayOutcome };
 
@@ -377,7 +379,9 @@ export class SettlementService extends SettlementSteps {
    * lease has run out are finished here, since recovery would wait for the lock this run holds.
    */
   async awaitQuiet(agentAddress: string, waitMs = 120_000): Promise<void> {
-    const deadline = Date.now() + waitMs;
+    // Measured on the lease clock, like the lock it follows (tests move it to play the wait).
+    const clock = this.ctx.leases.clock;
+    const deadline = clock() + waitMs;
     for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
       const busy = await this.ctx.store.payments.find({ agentAddress, phase: { $in: IN_FLIGHT } }).toArray();
       if (!busy.length) return;
@@ -389,8 +393,12 @@ export class SettlementService extends SettlementSteps {
           this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve a payment"),
         );
       }
-      if (Date.now() > deadline) {
-        throw conflict(`A payment of this agent (${busy[0].txnId}) is still in flight on another instance; nothing was paid. Retry later.`);
+      if (clock() > deadline) {
+        // Transient: the key (if any) is freed, and a retry once that payment is final gets its own outcome.
+        throw transient(
+          conflict(`A payment of this agent (${busy[0].txnId}) is still in flight on another instance; nothing was paid. Retry later.`),
+          IN_FLIGHT_RETRY_S,
+        );
       }
       await new Promise((r) => setTimeout(r, delay));
     }

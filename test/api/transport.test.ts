@@ -3,6 +3,7 @@
  * guessing and quota games. Each answer is in the error shape and never a 5xx.
  */
 import { expect } from "chai";
+import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import { gzipSync, brotliCompressSync, deflateSync } from "node:zlib";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
@@ -80,6 +81,34 @@ describe("HTTP transport under hostile clients", () => {
       expect(r.text, method).to.match(/^HTTP\/1\.1 405/);
       expect(r.text).to.include('"error":"method_not_allowed"');
     }
+  });
+
+  it("answers CONNECT with 405 in the error shape and an Allow header instead of closing the socket, and stays up", async () => {
+    for (const target of ["example.com:443", "/health"]) {
+      const r = await raw(s.url, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+      expect(r.text, target).to.match(/^HTTP\/1\.1 405 /);
+      expect(r.text).to.match(/\r\nAllow: GET, HEAD, POST/i);
+      const body = JSON.parse(r.text.slice(r.text.indexOf("\r\n\r\n") + 4)) as Record<string, unknown>;
+      expect(body).to.include({ error: "method_not_allowed", status: 405 });
+      expect(body.message).to.be.a("string");
+    }
+    // Through Node's own client too: the 405 arrives as the CONNECT's answer.
+    const { hostname, port } = new URL(s.url);
+    const answer = await new Promise<{ status: number; allow: string | undefined; body: string }>((resolve, reject) => {
+      const req = httpRequest({ host: hostname, port: Number(port), method: "CONNECT", path: "example.com:443" });
+      req.on("connect", (res, socket, head) => {
+        let body = head.toString();
+        socket.on("data", (d: Buffer) => (body += d.toString()));
+        socket.on("end", () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body }));
+        socket.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(answer.status).to.equal(405);
+    expect(answer.allow).to.include("GET");
+    expect(JSON.parse(answer.body)).to.include({ error: "method_not_allowed", status: 405 });
+    expect((await fetch(`${s.url}/health`)).status).to.equal(200);
   });
 
   it("answers a malformed request line and oversized headers in the error shape (Node's own parser errors)", async () => {

@@ -99,9 +99,10 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     } finally {
       await slow.close();
     }
-    const keyed = { key: agent.apiKey, headers: { "Idempotency-Key": "walk-1" } };
-    await call(pay, { ...keyed, body: sampleBody(pay) });
-    observe(pay, await call(pay, { ...keyed, body: { ...(sampleBody(pay) as object), intent: "another" } }), 409, "conflict");
+    // A final answer (no_policy) is kept under the key; an unreachable seller's transient 502 would free it.
+    const keyed = { key: other.apiKey, headers: { "Idempotency-Key": "walk-1" } };
+    await call(pay, { ...keyed, body: noPolicy });
+    observe(pay, await call(pay, { ...keyed, body: { ...noPolicy, intent: "another" } }), 409, "conflict");
 
     // Withdraw and hand-over need the agent's wallet contract: a linked agent without a policy has none (422).
     const linked = await s.genesis();
