@@ -66,8 +66,14 @@ export async function checkCluster(
       // Every settlement is an approved entry, and every approved entry's amount is what left the wallet.
       if (settlements.length > approved.length || moved !== approvedSum)
         doublePayments += Math.max(1, settlements.length - approved.length);
+      // Two payments under one Idempotency-Key that each moved (or may yet move) money. A run that died before its
+      // payment was committed to the key left an entry recovery closed as failed with nothing paid; a transient
+      // answer then freed the key and its retry ran the payment: two entries, one payment.
       const perKey = new Map<string, number>();
-      for (const d of mine) if (d.idempotencyScope) perKey.set(d.idempotencyScope, (perKey.get(d.idempotencyScope) ?? 0) + 1);
+      for (const d of mine) {
+        if (!d.idempotencyScope || d.status === "failed" || d.status === "blocked") continue;
+        perKey.set(d.idempotencyScope, (perKey.get(d.idempotencyScope) ?? 0) + 1);
+      }
       doublePayments += [...perKey.values()].filter((n) => n > 1).length;
     }
 
