@@ -91,7 +91,9 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       // not JSON: keep the text
     }
     if (path === "/wallet/genesis" && res.status === 201 && typeof parsed?.activationUrl === "string") {
-      activationCodes.set(parsed.agentAddress, new URL(parsed.activationUrl).searchParams.get("code") ?? "");
+      const code = new URL(parsed.activationUrl).searchParams.get("code") ?? "";
+      if (parsed.activationCode !== code) throw new Error(`genesis: activationCode ${parsed.activationCode} is not the link's ${code}`);
+      activationCodes.set(parsed.agentAddress, code);
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
