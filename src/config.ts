@@ -86,7 +86,12 @@ const EnvSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(8_000),
+  CHAIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
 });
+
+/** Every variable the service reads (.env.example lists each; a test holds them together). */
+export const ENV_KEYS: readonly string[] = Object.keys(EnvSchema.shape);
 
 /** The service's view of the environment: names, defaults that depend on the mode, trimmed URLs. */
 const ConfigSchema = EnvSchema.transform((e) => {
@@ -151,6 +156,10 @@ const ConfigSchema = EnvSchema.transform((e) => {
     webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
     /** How often the webhook worker looks for due deliveries (an enqueue in this process wakes it at once). */
     webhookPollMs: e.WEBHOOK_POLL_MS,
+    /** On SIGTERM, how long requests in flight (payments) may finish before everything closes. */
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    /** The embedded chain's JSON-RPC port (unset: a free one). */
+    chainPort: e.CHAIN_PORT,
   };
 });
 
@@ -202,6 +211,7 @@ function crossFieldProblems(env: Record<string, string>): string[] {
         "FACILITATOR_PRIVATE_KEY: is required when RPC_URL is set and FACILITATOR_URL is not (the in-process facilitator needs its own key)",
       );
     }
+    if (env.CHAIN_PORT) problems.push("CHAIN_PORT: is the embedded chain's port; with RPC_URL set there is no embedded chain");
   }
   if (env.MONGODB_URI && !env.WALLET_ENCRYPTION_KEY) {
     problems.push("WALLET_ENCRYPTION_KEY: is required when MONGODB_URI is set (agent keys are stored encrypted under it)");

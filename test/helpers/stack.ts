@@ -34,6 +34,9 @@ export interface ApiResponse<T = any> {
   headers: Headers;
 }
 
+/** The API helpers of a stack, for a service at any URL (a child process, say). */
+export type RemoteStack = Omit<Stack, "svc" | "logs" | "close">;
+
 export interface Stack {
   svc: RunningService;
   url: string;
@@ -68,8 +71,11 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
   const logger = pino({ level: "info" }, sink);
   const config = loadConfig({ PORT: "0", ...env });
   const svc = await startService(config, { logger, ...opts });
-  const url = svc.url;
-  const chainId = config.chainId;
+  return { ...remoteStack(svc.url, config.chainId), svc, logs, close: () => svc.close() };
+}
+
+/** The same helpers against a service already running at `url` (signing for chain `chainId`). */
+export function remoteStack(url: string, chainId: number): RemoteStack {
   const now = () => Math.floor(Date.now() / 1000);
 
   // Activation codes from genesis answers, so that signLink can send the one the owner would have in the link.
@@ -101,10 +107,8 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
   // The agent wallet is its policy contract (one contract since v2): the policy domain's verifyingContract is the agent.
   const policyAddressOf = (agent: string) => getAddress(agent);
 
-  const stack: Stack = {
-    svc,
+  const stack: RemoteStack = {
     url,
-    logs,
     api,
     now,
     async genesis(body = {}) {
@@ -166,7 +170,6 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       if (res.status !== 201) throw new Error(`limits failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { agentAddress, apiKey, policyContract: res.body.policyContract };
     },
-    close: () => svc.close(),
   };
   return stack;
 }
