@@ -34,7 +34,7 @@ const EnvSchema = z.object({
   FACTORY_DEPLOY_BLOCK: z.coerce.number().int().min(0).optional(),
   OPERATOR_PRIVATE_KEY: privateKey.optional(),
   CONFIRMATIONS: z.coerce.number().int().min(0).max(64).optional(),
-  EXPLORER_URL: url.default("https://basescan.org"),
+  EXPLORER_URL: url.optional(),
   NETWORK_NAME: z.string().min(1).default("base"),
 
   MONGODB_URI: z
@@ -116,7 +116,8 @@ const ConfigSchema = EnvSchema.transform((e) => {
     uniswapQuoterV2: e.UNISWAP_QUOTER_V2 ?? UNISWAP_ADDRESSES[e.CHAIN_ID]?.quoterV2,
     operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
     confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
-    explorerUrl: e.EXPLORER_URL.replace(/\/+$/, ""),
+    /** Block explorer links; unset in embedded mode: the sandbox chain is on no public explorer (see explorerBase). */
+    explorerUrl: e.EXPLORER_URL?.replace(/\/+$/, "") ?? (embeddedChain ? undefined : "https://basescan.org"),
     networkName: e.NETWORK_NAME,
     mongodbUri: e.MONGODB_URI,
     mongodbDb: e.MONGODB_DB,

@@ -177,4 +177,12 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     const agent = find(ops, "GET", "/agents/:address");
     observe(agent, await call(agent, { path: `/agents/${"0x" + "42".repeat(20)}` }), 404, "not_found");
   },
+
+  // The sandbox's explorer: a transaction the chain never saw, and something that is no address (404).
+  async ({ ops, observe, call }) => {
+    const tx = find(ops, "GET", "/dev/explorer/tx/:hash");
+    observe(tx, await call(tx, { path: `/dev/explorer/tx/0x${"ab".repeat(32)}` }), 404, "not_found");
+    const address = find(ops, "GET", "/dev/explorer/address/:address");
+    observe(address, await call(address, { path: "/dev/explorer/address/0x12" }), 404, "not_found");
+  },
 ];
