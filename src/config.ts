@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { PROJECT_ROOT } from "./paths";
 import { computeAddress, isAddress, getAddress, isHexString } from "ethers";
 import { randomBytes } from "node:crypto";
 
@@ -233,7 +234,7 @@ export class ConfigError extends Error {
 
 /** FACTORY_ADDRESS and FACTORY_DEPLOY_BLOCK from deployments/<network>.json (written by scripts/deploy.ts). */
 function factoryFromDeployments(network: string): Record<string, string> {
-  const file = join(__dirname, "..", "deployments", `${network}.json`);
+  const file = join(PROJECT_ROOT, "deployments", `${network}.json`);
   if (!/^[A-Za-z0-9_-]+$/.test(network) || !existsSync(file)) return {};
   try {
     const record = JSON.parse(readFileSync(file, "utf8")) as { factory?: { address?: string; block?: number } };

@@ -1,15 +1,17 @@
 /** GET /skill.md, /references/api_docs.md and /openapi.json: generated on first request (the URLs are known then). */
+import { join } from "node:path";
 import { z } from "zod";
 import { buildApiDocs } from "../../docs/markdown";
 import { buildOpenApi } from "../../docs/openapi";
 import { buildSkill } from "../../docs/skill";
 import type { Services } from "../../services";
+import { PROJECT_ROOT } from "../../paths";
 import { ServiceIndex } from "../../schemas/serviceIndex";
 import { type OperationDeps, json, markdown, operation, rawOperation, reply } from "../operation";
 import type { AppContext } from "../types";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const VERSION: string = require("../../../package.json").version;
+const VERSION: string = require(join(PROJECT_ROOT, "package.json")).version;
 
 const caches = new WeakMap<Services, Map<string, string>>();
 
