@@ -12,7 +12,7 @@
  */
 import { JsonRpcProvider } from "ethers";
 import { USDC_ADDRESSES } from "../src/chain/addresses";
-import { auditFromLogs } from "../src/indexer/audit";
+import { auditFromLogs, type AuditReport } from "../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../src/indexer/ledgerAudit";
 
 function arg(name: string): string | undefined {
@@ -44,8 +44,26 @@ async function main(): Promise<void> {
   });
   const ledger = entries && ledgerDisagreements(report, entries, (arg("agents") ?? "").split(",").filter(Boolean), ledgerBlock);
   console.log(JSON.stringify(ledger ? { ...report, ledgerDisagreements: ledger } : report, null, 2));
+  // The verdict last, on stderr: stdout stays one JSON document (for jq), the terminal ends with the summary.
+  console.error(summary(report, ledger));
   provider.destroy();
   if (report.inconsistencies.length || ledger?.length) process.exitCode = 1;
+}
+
+/** One line: what was rebuilt, and whether the events (and the ledger) agree. */
+function summary(report: AuditReport, ledger: string[] | undefined): string {
+  const agents = Object.values(report.agents);
+  const byStatus = new Map<string, number>();
+  for (const p of agents.flatMap((a) => a.payments)) byStatus.set(p.status, (byStatus.get(p.status) ?? 0) + 1);
+  const payments = [...byStatus].map(([status, n]) => `${n} ${status}`).join(", ") || "none";
+  const refusals = agents.reduce((n, a) => n + a.blocked.length, 0);
+  const verdict = [
+    report.inconsistencies.length ? `${report.inconsistencies.length} INCONSISTENCIES in the events` : "events consistent",
+    ledger === undefined ? null : ledger.length ? `${ledger.length} LEDGER DISAGREEMENTS` : "ledger agrees",
+  ]
+    .filter(Boolean)
+    .join("; ");
+  return `audit: blocks ${report.fromBlock}-${report.toBlock}, ${agents.length} agents, payments: ${payments}; ${refusals} refusals; ${verdict}.`;
 }
 
 main().catch((err: unknown) => {

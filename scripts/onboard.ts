@@ -103,13 +103,17 @@ class Unreachable extends Error {}
 const describe = (r: { status: number; body: any }) =>
   r.body && typeof r.body === "object" && r.body.error ? `HTTP ${r.status} ${r.body.error}: ${r.body.message}` : `HTTP ${r.status}`;
 
-function printMcp(io: Io, c: AgentConfig, baseUrl: string): void {
-  io.out("MCP client configuration (HTTP transport; both headers are required):");
+/** The MCP configuration, with the API key in it once (the Claude Code line names it, it does not print it again). */
+function printMcp(io: Io, c: AgentConfig, baseUrl: string, path: string): void {
+  io.out("MCP client configuration (HTTP transport; it holds the API key: keep it private):");
   io.out(JSON.stringify(mcpClientConfig(baseUrl, c.agentAddress, c.apiKey), null, 2));
   io.out(
-    `Claude Code: claude mcp add --transport http spendgate ${baseUrl}/mcp --header "Authorization: Bearer ${c.apiKey}" --header "X-Agent-Address: ${c.agentAddress}"`,
+    `Claude Code: claude mcp add --transport http spendgate ${baseUrl}/mcp --header "Authorization: Bearer <apiKey>" --header "X-Agent-Address: ${c.agentAddress}"`,
   );
-  io.out("Restart your MCP client so the SpendGate tools appear.");
+  io.out(`(<apiKey> is the apiKey above and in ${path}.)`);
+  io.out(
+    "The tools are listed as soon as the server is registered (restart a client that loads its servers only at start); none is needed once the policy is active.",
+  );
 }
 
 /** An existing config for this SpendGate: check it with GET /limits and print where the agent stands. */
@@ -137,7 +141,7 @@ async function check(io: Io, path: string, c: AgentConfig, baseUrl: string): Pro
       `${a.status === 200 ? a.body.activationUrl : "(GET /wallet/activation with your key returns it)"} (on the owner dashboard, by default served by the API itself).`,
     );
   }
-  printMcp(io, c, baseUrl);
+  printMcp(io, c, baseUrl, path);
   return 0;
 }
 
@@ -211,9 +215,9 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
     writeConfig(path, config);
     const link = g.activationUrl;
     io.out(`Agent wallet created: ${g.agentAddress} (${g.label}).`);
-    io.out(`Config written to ${path} (mode 0600). The API key is in it and shown nowhere else.`);
+    io.out(`Config written to ${path} (mode 0600), with the API key: SpendGate never shows it again.`);
     io.out(`Ask your owner to activate this agent (link it and set its spend policy): ${link}`);
-    printMcp(io, config, o.baseUrl);
+    printMcp(io, config, o.baseUrl, path);
     io.out(
       `Then check: curl -s "${o.baseUrl}/limits?address=${g.agentAddress}" -H "Authorization: Bearer <apiKey>" ("deployed": true once active).`,
     );

@@ -25,3 +25,21 @@ export function fromBaseUnits(units: bigint | string): string {
   const fraction = (abs % UNIT).toString().padStart(USDC_DECIMALS, "0").replace(/0+$/, "");
   return `${value < 0n ? "-" : ""}${abs / UNIT}${fraction ? `.${fraction}` : ""}`;
 }
+
+/**
+ * A JSON number as the decimal it is written as: its shortest round-trip form (ECMAScript Number::toString, so 0.1 is
+ * "0.1", not 0.1000000000000000055…), with an exponent written out ("1e-7" is "0.0000001"). Never rounded: the caller
+ * validates the digits. Null for NaN and the infinities.
+ */
+export function numberToDecimal(n: number): string | null {
+  if (!Number.isFinite(n)) return null;
+  const text = String(n);
+  const m = /^(-?)(\d+)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, whole, frac = "", exp] = m;
+  const digits = whole + frac;
+  const point = whole.length + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  if (point >= digits.length) return sign + digits + "0".repeat(point - digits.length);
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}

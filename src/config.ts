@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { PROJECT_ROOT } from "./paths";
 import { computeAddress, isAddress, getAddress, isHexString } from "ethers";
 import { randomBytes } from "node:crypto";
 
@@ -34,7 +35,7 @@ const EnvSchema = z.object({
   FACTORY_DEPLOY_BLOCK: z.coerce.number().int().min(0).optional(),
   OPERATOR_PRIVATE_KEY: privateKey.optional(),
   CONFIRMATIONS: z.coerce.number().int().min(0).max(64).optional(),
-  EXPLORER_URL: url.default("https://basescan.org"),
+  EXPLORER_URL: url.optional(),
   NETWORK_NAME: z.string().min(1).default("base"),
 
   MONGODB_URI: z
@@ -91,7 +92,12 @@ const EnvSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(8_000),
+  CHAIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
 });
+
+/** Every variable the service reads (.env.example lists each; a test holds them together). */
+export const ENV_KEYS: readonly string[] = Object.keys(EnvSchema.shape);
 
 /** The service's view of the environment: names, defaults that depend on the mode, trimmed URLs. */
 const ConfigSchema = EnvSchema.transform((e) => {
@@ -116,7 +122,8 @@ const ConfigSchema = EnvSchema.transform((e) => {
     uniswapQuoterV2: e.UNISWAP_QUOTER_V2 ?? UNISWAP_ADDRESSES[e.CHAIN_ID]?.quoterV2,
     operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
     confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
-    explorerUrl: e.EXPLORER_URL.replace(/\/+$/, ""),
+    /** Block explorer links; unset in embedded mode: the sandbox chain is on no public explorer (see explorerBase). */
+    explorerUrl: e.EXPLORER_URL?.replace(/\/+$/, "") ?? (embeddedChain ? undefined : "https://basescan.org"),
     networkName: e.NETWORK_NAME,
     mongodbUri: e.MONGODB_URI,
     mongodbDb: e.MONGODB_DB,
@@ -160,6 +167,10 @@ const ConfigSchema = EnvSchema.transform((e) => {
     webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
     /** How often the webhook worker looks for due deliveries (an enqueue in this process wakes it at once). */
     webhookPollMs: e.WEBHOOK_POLL_MS,
+    /** On SIGTERM, how long requests in flight (payments) may finish before everything closes. */
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    /** The embedded chain's JSON-RPC port (unset: a free one). */
+    chainPort: e.CHAIN_PORT,
   };
 });
 
@@ -211,6 +222,7 @@ function crossFieldProblems(env: Record<string, string>): string[] {
         "FACILITATOR_PRIVATE_KEY: is required when RPC_URL is set and FACILITATOR_URL is not (the in-process facilitator needs its own key)",
       );
     }
+    if (env.CHAIN_PORT) problems.push("CHAIN_PORT: is the embedded chain's port; with RPC_URL set there is no embedded chain");
   }
   if (env.MONGODB_URI && !env.WALLET_ENCRYPTION_KEY) {
     problems.push("WALLET_ENCRYPTION_KEY: is required when MONGODB_URI is set (agent keys are stored encrypted under it)");
@@ -231,7 +243,7 @@ export class ConfigError extends Error {
 
 /** FACTORY_ADDRESS and FACTORY_DEPLOY_BLOCK from deployments/<network>.json (written by scripts/deploy.ts). */
 function factoryFromDeployments(network: string): Record<string, string> {
-  const file = join(__dirname, "..", "deployments", `${network}.json`);
+  const file = join(PROJECT_ROOT, "deployments", `${network}.json`);
   if (!/^[A-Za-z0-9_-]+$/.test(network) || !existsSync(file)) return {};
   try {
     const record = JSON.parse(readFileSync(file, "utf8")) as { factory?: { address?: string; block?: number } };

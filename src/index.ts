@@ -1,11 +1,26 @@
-/** Entry point: `npm start`. Embedded mode (no RPC_URL, no MONGODB_URI) needs no setup at all. */
+/**
+ * Entry point: `npm start` (node itself, so a supervisor's SIGTERM reaches it) and `npm run start:prod`. Embedded mode
+ * (no RPC_URL, no MONGODB_URI) needs no setup at all.
+ */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { ConfigError, loadConfig } from "./config";
 import { startService } from "./server";
 import { redactUrl } from "./util/redact";
 
+/** `.env` of the working directory, when there is one; variables already set win over it. */
+function loadEnvFile(): string | null {
+  const file = resolve(".env");
+  if (!existsSync(file)) return null;
+  process.loadEnvFile(file);
+  return file;
+}
+
 async function main(): Promise<void> {
   let config;
+  let envFile: string | null = null;
   try {
+    envFile = loadEnvFile();
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -14,6 +29,12 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  if (envFile) console.log(`Read the environment from ${envFile} (variables already set take precedence).`);
+  console.log(
+    config.embeddedChain
+      ? "Starting SpendGate in embedded mode: a local chain with USDC, Uniswap and the contracts, an in-memory database, then the API…"
+      : `Starting SpendGate: ${config.embeddedStore ? "the embedded database" : "MongoDB (MONGODB_URI)"}, the chain at ${redactUrl(config.rpcUrl ?? "")}, then the API…`,
+  );
   // The embedded chain and store get threads of their own: their work stays off the service's event loop (2 cores).
   const svc = await startService(config, { chainThread: true, storeThread: true });
   const c = svc.config;
@@ -39,12 +60,20 @@ async function main(): Promise<void> {
   ].filter((l) => l !== "");
   console.log(lines.join("\n"));
 
+  const drainMs = c.shutdownDrainMs;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    svc.logger.info({ signal }, "shutting down");
-    await svc.close();
+    const started = Date.now();
+    svc.logger.info({ signal, drainMs }, "shutting down: no new requests; waiting for the requests in flight");
+    // Should closing itself hang, leave anyway: a payment cut short is finished from the chain at the next start.
+    setTimeout(() => {
+      svc.logger.error({ signal }, "shutdown took too long; exiting");
+      process.exit(1);
+    }, drainMs + 10_000).unref();
+    await svc.close(drainMs);
+    svc.logger.info({ signal, ms: Date.now() - started }, "stopped");
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));

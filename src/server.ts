@@ -4,10 +4,11 @@
  * stack, so both run exactly the same wiring.
  */
 import { createHash, randomBytes } from "node:crypto";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app";
+import { errorBody, unavailable } from "./errors";
 import { ChainClient } from "./chain/client";
 import type { EmbeddedChain } from "./chain/embedded";
 import { startEmbeddedChainThread } from "./chain/embeddedThread";
@@ -45,7 +46,12 @@ export interface RunningService {
   embeddedMongo?: EmbeddedMongo;
   logger: Logger;
   server: Server;
-  close(): Promise<void>;
+  /**
+   * Stops: no new connections (the port is free at once) and a 503 for new requests on open ones; waits for the
+   * requests in flight (payments included) up to `drainMs` (default: for as long as they take), then closes every
+   * connection, the indexer, the workers, the store and the chain.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 export interface StartOptions {
@@ -65,6 +71,32 @@ export interface StartOptions {
   clock?: () => number;
 }
 
+/** The store's connection error, naming MONGODB_URI (without its credentials) and what to check, not only the socket's error. */
+export function storeUnreachable(err: unknown, uri: string, embedded: boolean): Error {
+  const reason = err instanceof Error ? err.message : String(err);
+  if (embedded) return new Error(`The embedded database did not answer at ${uri}: ${reason}.`, { cause: err });
+  // Credentials out, and the query (it may carry TLS or auth options); the hosts stay: they are what to check.
+  const shown = uri.replace(/^(mongodb(?:\+srv)?:\/\/)[^@/]*@/, "$1***@").replace(/\?.*$/, "");
+  return new Error(
+    `Cannot connect to MongoDB at ${shown} (MONGODB_URI): ${reason}. Check that the server is running and reachable from ` +
+      "this machine at that host and port, the user and password in the URI, TLS options (tls=true for most hosted " +
+      "MongoDB) and, for a replica set, that every member's host name resolves from here.",
+    { cause: err },
+  );
+}
+
+/** A request that arrives while the service stops: 503, and the connection is closed after it. */
+function refuseWhileStopping(_req: IncomingMessage, res: ServerResponse): void {
+  const body = JSON.stringify(errorBody(unavailable("SpendGate is shutting down: retry in a moment.")));
+  res.writeHead(503, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(body),
+    "Retry-After": "5",
+    Connection: "close",
+  });
+  res.end(body);
+}
+
 export async function startService(loaded: LoadedConfig, opts: StartOptions = {}): Promise<RunningService> {
   const logger = opts.logger ?? pino({ level: loaded.logLevel, redact: ["req.headers.authorization", "*.privateKey", "*.apiKey"] });
   // Undone in reverse on close or on a failed start; each step runs even if one before it failed.
@@ -78,12 +110,13 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
   try {
     let embeddedChain = opts.embeddedChain;
     if (loaded.embeddedChain && !embeddedChain) {
-      if (opts.chainThread) embeddedChain = await startEmbeddedChainThread({ host: "127.0.0.1" });
+      const port = loaded.chainPort ?? 0;
+      if (opts.chainThread) embeddedChain = await startEmbeddedChainThread({ host: "127.0.0.1", port });
       else {
         // require, not import(): the embedded chain loads Hardhat, which production never needs.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
-        embeddedChain = await startEmbeddedChain({ host: "127.0.0.1" });
+        embeddedChain = await startEmbeddedChain({ host: "127.0.0.1", port });
       }
       const started = embeddedChain;
       cleanup.push(() => started.close());
@@ -103,7 +136,9 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       store: embeddedStore && { uri: embeddedStore.uri, db: `spendgate_${randomBytes(4).toString("hex")}` },
     });
 
-    const store = await connectStore(config.mongodbUri, config.mongodbDb);
+    const store = await connectStore(config.mongodbUri, config.mongodbDb).catch((err: unknown) => {
+      throw storeUnreachable(err, config.mongodbUri, loaded.embeddedStore);
+    });
     cleanup.push(() => store.close());
 
     const chain = new ChainClient({
@@ -238,10 +273,18 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       embeddedMongo,
       logger,
       server,
-      close: async () => {
+      close: async (drainMs = Number.POSITIVE_INFINITY) => {
         if (closed) return;
         closed = true;
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        // Requests already running keep their handler; a new one on a kept-alive connection is refused.
+        server.removeAllListeners("request");
+        server.on("request", refuseWhileStopping);
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        let timer: NodeJS.Timeout | undefined;
+        const bound = Number.isFinite(drainMs) ? new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs))) : drained;
+        await Promise.race([drained, bound]);
+        clearTimeout(timer);
         server.closeAllConnections();
         await undo();
       },

@@ -19,6 +19,7 @@ import { join } from "node:path";
 import type { IERC20Metadata, Multicall3, OperatorSet, SpendPolicy, SpendPolicyFactory, TestUSDC, WETH9 } from "../../typechain-types";
 import type { TypedContractEvent, TypedContractMethod } from "../../typechain-types/common";
 import { decodeEvent, decodeParams, encodeParams } from "./abiCodec";
+import { PROJECT_ROOT } from "../paths";
 
 const ARTIFACTS = {
   SpendPolicy: "contracts/SpendPolicy.sol/SpendPolicy.json",
@@ -43,7 +44,7 @@ export interface Bindings {
 }
 export type ContractName = keyof typeof ARTIFACTS;
 
-const ROOT = join(__dirname, "..", "..");
+const ROOT = PROJECT_ROOT;
 const interfaces = new Map<ContractName, Interface>();
 
 /** The contract's ABI as compiled (artifacts/). */

@@ -16,6 +16,7 @@
  */
 import { Wallet } from "ethers";
 import { join } from "node:path";
+import { PROJECT_ROOT } from "../paths";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { BASE_USDC, MULTICALL3_ADDRESS } from "./addresses";
 import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "./deploy";
@@ -59,7 +60,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
   let server: JsonRpcServer | undefined;
   try {
     // Hardhat looks for its config from the working directory; point it at ours so any cwd works.
-    process.env.HARDHAT_CONFIG ??= join(__dirname, "..", "..", "hardhat.config.ts");
+    process.env.HARDHAT_CONFIG ??= join(PROJECT_ROOT, "hardhat.config.ts");
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const hre = require("hardhat") as HardhatRuntimeEnvironment;
     // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -5,7 +5,7 @@
  * (hre, network helpers), which is why tests that use it keep the in-process chain. Each thread has its own Hardhat, so
  * a threaded chain can run beside an in-process one.
  */
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import type { Worker } from "node:worker_threads";
 import { startInThread } from "../util/workerThread";
 import type { EmbeddedChain } from "./embedded";
@@ -26,6 +26,6 @@ export interface EmbeddedChainThread extends EmbeddedChain {
 
 /** Starts the embedded chain in a worker thread; close() stops its server and ends the thread. */
 export async function startEmbeddedChainThread(opts: ChainThreadOptions = {}): Promise<EmbeddedChainThread> {
-  const thread = await startInThread<ChainThreadInfo>(join(__dirname, "embeddedWorker.ts"), opts);
+  const thread = await startInThread<ChainThreadInfo>(join(__dirname, `embeddedWorker${extname(__filename)}`), opts);
   return { ...thread.info, worker: thread.worker, close: () => thread.close() };
 }

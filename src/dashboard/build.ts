@@ -1,8 +1,10 @@
 /**
  * Builds the owner dashboard (client/*.ts and styles.css) with esbuild into memory, once per process: nothing is
- * fetched from a CDN and nothing is written to disk. File names carry a content hash so they can be cached forever.
+ * fetched from a CDN and nothing is written to disk, except by `npm run build`, which writes it once to dist/dashboard for
+ * the compiled service. File names carry a content hash so they can be cached forever.
  */
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { extname, join } from "node:path";
 import { build, type Plugin } from "esbuild";
 
 export interface DashboardAsset {
@@ -61,13 +63,46 @@ export async function buildDashboard(): Promise<DashboardBundle> {
   return { script, style, assets, builtInMs: Date.now() - started };
 }
 
+/** Where `npm run build` writes the bundle: dist/dashboard, beside dist/src (the compiled code has no client sources). */
+export const PREBUILT_DIR = join(__dirname, "..", "..", "dashboard");
+const MANIFEST = "manifest.json";
+
+interface Manifest {
+  script: string;
+  style: string;
+  files: { name: string; type: string }[];
+}
+
+/** Builds the bundle and writes it to `dir` (`npm run build`). */
+export async function writeDashboard(dir: string): Promise<DashboardBundle> {
+  const bundle = await buildDashboard();
+  mkdirSync(dir, { recursive: true });
+  const files = [...bundle.assets].map(([name, asset]) => {
+    writeFileSync(join(dir, name), asset.body);
+    return { name, type: asset.type };
+  });
+  const manifest: Manifest = { script: bundle.script, style: bundle.style, files };
+  writeFileSync(join(dir, MANIFEST), JSON.stringify(manifest, null, 2));
+  return bundle;
+}
+
+/** The bundle `npm run build` wrote, when this is the compiled code (dist/); null under tsx (built in memory). */
+function prebuilt(): DashboardBundle | null {
+  if (extname(__filename) !== ".js" || !existsSync(join(PREBUILT_DIR, MANIFEST))) return null;
+  const manifest = JSON.parse(readFileSync(join(PREBUILT_DIR, MANIFEST), "utf8")) as Manifest;
+  const assets = new Map(manifest.files.map((f) => [f.name, { body: readFileSync(join(PREBUILT_DIR, f.name)), type: f.type }]));
+  return { script: manifest.script, style: manifest.style, assets, builtInMs: 0 };
+}
+
 let cached: Promise<DashboardBundle> | undefined;
 
 /** The bundle, built on first use and kept for the life of the process (a failed build is retried next time). */
 export function dashboardBundle(): Promise<DashboardBundle> {
-  cached ??= buildDashboard().catch((err: unknown) => {
-    cached = undefined;
-    throw err;
-  });
+  cached ??= Promise.resolve()
+    .then(() => prebuilt() ?? buildDashboard())
+    .catch((err: unknown) => {
+      cached = undefined;
+      throw err;
+    });
   return cached;
 }

@@ -19,6 +19,10 @@ export const PAGES: PageDef[] = [
   { path: "/webhooks", title: "Webhooks", heading: "Webhooks: alerts to your endpoints", inNav: true },
 ];
 
+/** An inline icon: browsers then ask for no /favicon.ico (a 404 in every page's console otherwise). */
+const FAVICON =
+  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%230b57d0'/%3E%3Cpath d='M4 8.5l2.5 2.5L12 5.5' stroke='%23fff' stroke-width='2' fill='none'/%3E%3C/svg%3E";
+
 const escape = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
 
@@ -32,6 +36,7 @@ export function renderPage(page: PageDef, assets: { script: string; style: strin
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(page.title)} · SpendGate</title>
+<link rel="icon" href="${FAVICON}">
 <link rel="stylesheet" href="${assets.style}">
 <script type="module" src="${assets.script}"></script>
 </head>

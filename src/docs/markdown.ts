@@ -216,7 +216,7 @@ export function buildApiDocs(ctx: DocsContext, operations: readonly AnyOperation
   out.push(
     "## MCP tools",
     "",
-    `\`POST ${ctx.baseUrl}/mcp\` with \`Authorization: Bearer <apiKey>\` and \`X-Agent-Address: <agentAddress>\`.`,
+    `\`POST ${ctx.baseUrl}/mcp\` with \`Authorization: Bearer <apiKey>\` and \`X-Agent-Address: <agentAddress>\` (optional with an agent key, which names its one agent).`,
   );
   out.push("Each tool has an input and an output JSON Schema (tools/list). A blocked payment, a refusal and a service error are");
   out.push("`isError: true` results; a service error's text is the REST error body. No tool approves, denies or changes limits.", "");

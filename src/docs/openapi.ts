@@ -39,7 +39,7 @@ const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
   owner: [{ apiKey: [] }],
   registrar: [{}, { apiKey: [] }],
   x402: [{}, { x402: [] }],
-  mcp: [{ apiKey: [], agentAddress: [] }],
+  mcp: [{ apiKey: [], agentAddress: [] }, { apiKey: [] }],
 };
 
 export function operationId(route: RouteDoc): string {
@@ -151,7 +151,12 @@ export function buildOpenApi(ctx: DocsContext, operations: readonly AnyOperation
           bearerFormat: "sk_<64 hex>",
           description: "agent key (POST /wallet/genesis) or owner key (SIWE sign-in)",
         },
-        agentAddress: { type: "apiKey", in: "header", name: "X-Agent-Address", description: "MCP: the agent the tools act for" },
+        agentAddress: {
+          type: "apiKey",
+          in: "header",
+          name: "X-Agent-Address",
+          description: "MCP: the agent the tools act for (optional with an agent key)",
+        },
         x402: { type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE", description: "x402 v2 payment (X-PAYMENT for v1)" },
       },
     },

@@ -89,7 +89,8 @@ chmod 600 ${CONFIG_PATH}
 
 ## 4. Register the MCP server
 
-Add SpendGate to your MCP client over HTTP with the two headers (both are required on every request):
+Add SpendGate to your MCP client over HTTP with these two headers. \`Authorization\` is required on every request;
+your agent key already names your agent, so a client that can send only one header may leave out \`X-Agent-Address\`:
 
 \`\`\`json
 ${mcp}
@@ -123,10 +124,13 @@ and when it resets (fixed UTC windows); \`velocity\` says how many payments are 
 \`merchantRemainingToday\` what each capped merchant has left today; after \`validUntil\` every payment is
 blocked (\`policy_expired\`) until your owner signs a new policy.
 
-## 7. Restart
+## 7. Use the tools
 
-Restart your MCP client (or your session) so the SpendGate tools appear natively: \`get_limits\`,
-\`verify_merchant\`, \`pay\`, \`get_balance\`, \`list_transactions\`, \`get_payment\`.
+The tools are \`get_limits\`, \`verify_merchant\`, \`pay\`, \`get_balance\`, \`list_transactions\` and
+\`get_payment\`. They are listed as soon as the server is registered, before your owner sets a policy (until then
+\`pay\` answers \`no_policy\`), and nothing changes once the policy is active: no restart is needed then. Only a
+client that loads its MCP servers at start needs one restart after step 4. Amounts (\`maxAmount\`) may be decimal
+strings (\`"0.05"\`) or JSON numbers (\`0.05\`), with at most 6 decimals (more is refused, never rounded).
 
 ## Rules
 

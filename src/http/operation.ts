@@ -21,7 +21,7 @@ export const AUTH_MODES: Record<AuthMode, string> = {
   either: "Bearer API key (the agent's key, or an owner key for its linked agents)",
   registrar: "none while registration is open (GENESIS_OPEN), else an owner key or the operator's REGISTRATION_TOKEN; agent keys get 403",
   x402: "x402 payment header (PAYMENT-SIGNATURE v2 or X-PAYMENT v1); the challenge is public",
-  mcp: "Bearer API key plus X-Agent-Address (the agent the tools act for)",
+  mcp: "Bearer API key plus X-Agent-Address (the agent the tools act for; optional with an agent key)",
 };
 
 export type SignedType = "SetPolicy" | "SetPaused" | "ApprovalDecision" | "LinkAgent" | "SIWE" | "Withdraw" | "SetOwner";

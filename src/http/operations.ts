@@ -4,6 +4,7 @@ import { ACCOUNT_OPERATIONS } from "./routes/accounts";
 import { OWNER_OPERATIONS, PAUSE_OPERATION } from "./routes/controls";
 import { DASHBOARD_OPERATIONS } from "./routes/dashboard";
 import { DOC_OPERATIONS } from "./routes/docs";
+import { EXPLORER_OPERATIONS } from "./routes/explorer";
 import { LIMIT_OPERATIONS } from "./routes/limits";
 import { MCP_OPERATIONS } from "./routes/mcp";
 import { APPROVAL_OPERATIONS, FAUCET_OPERATION, LEDGER_OPERATIONS, PAY_OPERATION } from "./routes/payments";
@@ -20,6 +21,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...APPROVAL_OPERATIONS,
   ...LEDGER_OPERATIONS,
   FAUCET_OPERATION,
+  ...EXPLORER_OPERATIONS,
   ...SELL_OPERATIONS,
   ...MCP_OPERATIONS,
   ...DOC_OPERATIONS,

@@ -3,6 +3,8 @@
  * Roots are fresh objects without an `id`: MCP wants `type: "object"` at the root of every tool schema.
  */
 import { z } from "zod";
+import { USDC_DECIMALS, numberToDecimal } from "../amounts";
+import { PaymentAmount } from "../schemas/common";
 import { BalanceResponse } from "../schemas/accounts";
 import { PolicyView } from "../schemas/limits";
 import { LedgerEntry, LedgerQuery, LedgerResponse, PayRequest, PayResult, TransactionId } from "../schemas/payments";
@@ -16,7 +18,35 @@ export const VerifyMerchantInput = z.strictObject({
   serviceUrl: PayRequest.shape.serviceUrl,
 });
 
+/**
+ * A payment amount as a tool argument: a decimal string, or a JSON number (what the MCP Inspector and most LLM clients
+ * send). A number is read as the decimal it is written as (its shortest form: 0.05 is "0.05") and checked like the
+ * string; more than 6 decimals is refused, never rounded.
+ */
+export const ToolPaymentAmount = z
+  .union([z.string(), z.number()])
+  .transform((v, ctx) => {
+    if (typeof v === "string") return v;
+    const decimal = numberToDecimal(v) ?? "";
+    const decimals = decimal.split(".")[1]?.length ?? 0;
+    const problem = !decimal
+      ? "must be a finite number"
+      : v <= 0
+        ? "must be greater than 0"
+        : decimals > USDC_DECIMALS
+          ? `${decimal} has ${decimals} decimals; USDC has ${USDC_DECIMALS}: send at most ${USDC_DECIMALS} (amounts are never rounded)`
+          : null;
+    if (!problem) return decimal;
+    ctx.addIssue({ code: "custom", message: problem, input: v });
+    return z.NEVER;
+  })
+  .pipe(PaymentAmount)
+  .meta({
+    description: 'the most you allow to be paid, in USDC: a decimal string like "0.50" or a JSON number like 0.5 (at most 6 decimals)',
+  });
+
 export const PayToolInput = PayRequest.omit({ agentAddress: true }).extend({
+  maxAmount: ToolPaymentAmount,
   idempotencyKey: z
     .string()
     .regex(/^[\x21-\x7e]{1,200}$/, "must be 1-200 printable ASCII characters")

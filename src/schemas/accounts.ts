@@ -21,6 +21,7 @@ export const GenesisResponse = z
     activationUrl: z
       .string()
       .meta({ description: "the owner's activation link: {dashboard}/onboarding?agent=<address>&code=<activation code>" }),
+    activationCode: z.string().meta({ description: "the `code` of the activation link alone (POST /agents/link's activationCode)" }),
   })
   .meta({ id: "GenesisResponse" });
 
@@ -30,7 +31,12 @@ export const ActivationCode = z
   .meta({ description: "the `code` of the agent's activation link: proves the owner got the link from the agent" });
 
 export const ActivationResponse = z
-  .object({ agentAddress: z.string(), linked: z.boolean(), activationUrl: z.string() })
+  .object({
+    agentAddress: z.string(),
+    linked: z.boolean(),
+    activationUrl: z.string(),
+    activationCode: z.string().meta({ description: "the `code` of the activation link alone (POST /agents/link's activationCode)" }),
+  })
   .meta({ id: "ActivationResponse" });
 
 export const LinkRequest = z

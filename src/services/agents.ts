@@ -17,6 +17,7 @@ export interface GenesisResult {
   message: string;
   ownerAddress: string | null;
   activationUrl: string;
+  activationCode: string;
 }
 
 export class AgentService {
@@ -42,7 +43,12 @@ export class AgentService {
   /** The activation link again, for the agent itself (its key) or its owner. */
   async activation(principal: Principal | undefined, agentAddress: string) {
     const agent = await this.authorize(principal, agentAddress);
-    return { agentAddress: agent.address, linked: agent.ownerAddress !== null, activationUrl: this.activationLink(agent.address) };
+    return {
+      agentAddress: agent.address,
+      linked: agent.ownerAddress !== null,
+      activationUrl: this.activationLink(agent.address),
+      activationCode: this.activationCode(agent.address),
+    };
   }
 
   async genesis(principal: Principal | undefined, input: GenesisRequest): Promise<GenesisResult> {
@@ -107,6 +113,7 @@ export class AgentService {
       createdAt: now.toISOString(),
       ownerAddress,
       activationUrl: link,
+      activationCode: this.activationCode(address),
       message: ownerAddress
         ? `Agent wallet created and linked to ${ownerAddress}. Set its spend policy at ${link}`
         : `Agent wallet created. Ask your owner to activate it at ${link}`,

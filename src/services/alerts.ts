@@ -6,7 +6,7 @@
 import { fromBaseUnits } from "../amounts";
 import type { ApprovalDoc, ChainEventDoc, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { approvalAlertView, paymentView } from "./presenters";
+import { approvalAlertView, explorerBase, paymentView } from "./presenters";
 import { PolicyService, limitedWindows } from "./policies";
 
 const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
@@ -67,7 +67,7 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string, writt
   // On the payment path: an owner nobody listens for costs one small query, no chain read.
   const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
   if (wanted.has(type)) {
-    const data = paymentView(doc, ctx.config.explorerUrl);
+    const data = paymentView(doc, explorerBase(ctx));
     if (
       await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
     )

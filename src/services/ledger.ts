@@ -2,14 +2,14 @@
 import type { Filter } from "mongodb";
 import type { LedgerStatus, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { paymentView } from "./presenters";
+import { explorerBase, paymentView } from "./presenters";
 import type { Principal } from "./keys";
 
 export class LedgerService {
   constructor(private readonly ctx: ServiceContext) {}
 
   view(doc: PaymentDoc) {
-    return paymentView(doc, this.ctx.config.explorerUrl);
+    return paymentView(doc, explorerBase(this.ctx));
   }
 
   /** Entries visible to the principal (its agent, or the owner's agents), filtered and paginated. */

@@ -34,6 +34,14 @@ export function swapView(s: PaymentDoc["swap"] | undefined): SwapView | null {
 }
 
 /** A ledger entry (GET /ledger, GET /payments/:id, MCP get_payment, payment webhooks). */
+/**
+ * Where explorer links point: EXPLORER_URL, or in embedded mode the service's own view of its sandbox chain
+ * (/dev/explorer/tx/<hash>): chain id 8453 is real Base's too, so basescan.org would show another chain's data.
+ */
+export function explorerBase(ctx: { config: { explorerUrl?: string }; urls: { base: string } }): string {
+  return ctx.config.explorerUrl ?? `${ctx.urls.base}/dev/explorer`;
+}
+
 export function paymentView(doc: PaymentDoc, explorerUrl: string) {
   return {
     id: doc.txnId,

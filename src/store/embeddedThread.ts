@@ -4,7 +4,7 @@
  * loop. The service reaches it over the MongoDB wire protocol on 127.0.0.1 either way; what is lost is the index
  * layer's explain and stats, which live in that thread (benches and tests that read them keep the store on their own).
  */
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import type { Worker } from "node:worker_threads";
 import { startInThread } from "../util/workerThread";
 
@@ -17,6 +17,6 @@ export interface EmbeddedMongoThread {
 
 /** Starts CongoDB on `host` in a worker thread (memory storage: nothing persists); stop() ends the thread. */
 export async function startEmbeddedMongoThread(host = "127.0.0.1"): Promise<EmbeddedMongoThread> {
-  const thread = await startInThread<string>(join(__dirname, "embeddedWorker.ts"), host);
+  const thread = await startInThread<string>(join(__dirname, `embeddedWorker${extname(__filename)}`), host);
   return { uri: thread.info, worker: thread.worker, stop: () => thread.close() };
 }

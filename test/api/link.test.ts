@@ -168,7 +168,9 @@ describe("POST /agents/link needs the activation code (an agent's address alone 
       (await s.api("GET", `/wallet/activation?address=${a.agentAddress}`, { key: a.apiKey })).body.activationUrl,
     );
     expect(activation.body.activationUrl).to.match(new RegExp(`/onboarding\\?agent=${a.agentAddress}&code=[A-Za-z0-9_-]{22}$`));
+    // The code in its own field too, the same as in the link and in genesis's answer.
     const { activationCode: _code, ...withoutCode } = await s.signLink(owner, a.agentAddress);
+    expect(activation.body.activationCode).to.equal(_code).and.equal(new URL(activation.body.activationUrl).searchParams.get("code"));
     const other = await s.genesis();
     expect((await s.api("POST", "/agents/link", { body: withoutCode, key: other.apiKey })).status).to.equal(403);
     expect((await s.api("POST", "/agents/link", { body: withoutCode, key: a.apiKey })).status).to.equal(200);

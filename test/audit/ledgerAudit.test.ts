@@ -101,6 +101,8 @@ describe("audit: the ledger against the chain", () => {
     ]);
     expect(cli.code, cli.stderr).to.equal(1);
     expect((JSON.parse(cli.stdout) as { ledgerDisagreements: string[] }).ledgerDisagreements).to.have.members(problems);
+    // Its last word is a summary line (on stderr, so stdout stays one JSON document).
+    expect(cli.stderr.trim().split("\n").at(-1)).to.match(/^audit: blocks \d+-\d+, \d+ agents, payments: .*; 6 LEDGER DISAGREEMENTS\.$/);
 
     // A refusal mined after the ledger was read (its entry is written after its block): not a disagreement then.
     const ledgerBlock = await s.svc.chain.provider.getBlockNumber();

@@ -18,10 +18,12 @@ describe("dashboard swaps in Chromium: the swap setting in the policy form, the 
   let page: Page & { errors: string[] };
   let wallet: TestWallet;
   let agent: { agentAddress: string; apiKey: string; policyContract: string };
-  const explorer = "https://basescan.org";
+  // The sandbox chain's transactions are shown by the service itself, not basescan.org (chain id 8453 is Base's too).
+  let explorer: string;
 
   before(async () => {
     s = await startStack();
+    explorer = `${s.url}/dev/explorer`;
     seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1n * USDC });
     browser = await launchBrowser();
     page = await browser.newPage();

@@ -88,7 +88,7 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
     const intel = res.body.response.body;
     expect(intel.agent).to.include({ address: a.agentAddress, chainId: 8453 });
     expect(intel.payment).to.include({ status: "settled", txHash: res.body.txHash, token: "USDC", amount: "0.01", payer: a.agentAddress });
-    expect(intel.payment.explorer).to.equal(`${s.svc.config.explorerUrl}/tx/${res.body.txHash}`);
+    expect(intel.payment.explorer).to.equal(`${s.url}/dev/explorer/tx/${res.body.txHash}`);
     const viaPost = await pay(a, `${s.url}/sell/agent-intel`, "0.05", { method: "POST", body: { topic: "portfolio" } });
     expect(viaPost.status, JSON.stringify(viaPost.body)).to.equal(200);
     expect(await usdcBalance(s, payTo)).to.equal(before + 20_000n);

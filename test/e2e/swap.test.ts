@@ -9,7 +9,7 @@ import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap } from "../../src/chain/swapQuote";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { ledgerDisagreements } from "../../src/indexer/ledgerAudit";
-import { paymentView } from "../../src/services/presenters";
+import { explorerBase, paymentView } from "../../src/services/presenters";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { SwapService } from "../../src/services/swap";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
@@ -224,7 +224,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
       .filter((b) => b.reason === "swap_slippage_exceeded");
     expect(refused).to.have.length(1);
     expect(payments.find((p) => p.paymentId === refused[0].paymentId)).to.include({ status: "released", merchant: "127.0.0.1" });
-    const ledger = (await s.svc.store.payments.find({}).toArray()).map((d) => paymentView(d, s.svc.config.explorerUrl));
+    const ledger = (await s.svc.store.payments.find({}).toArray()).map((d) => paymentView(d, explorerBase(s.svc.services.ctx)));
     expect(ledgerDisagreements(report, ledger)).to.deep.equal([]);
   });
 

@@ -36,6 +36,9 @@ export interface ApiResponse<T = any> {
   headers: Headers;
 }
 
+/** The API helpers of a stack, for a service at any URL (a child process, say). */
+export type RemoteStack = Omit<Stack, "svc" | "logs" | "close">;
+
 export interface Stack {
   svc: RunningService;
   url: string;
@@ -77,8 +80,21 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
   const logger = pino({ level: "info" }, sink);
   const config = loadConfig({ PORT: "0", ...env });
   const svc = await startService(config, { logger, ...opts });
-  const url = svc.url;
-  const chainId = config.chainId;
+  // What a resume must sign: the agent's current epoch, read from its contract (0 before deployment).
+  const epochOf = async (agent: string) =>
+    (await svc.chain.isDeployed(agent)) ? Number(await svc.chain.policyAt(agent, svc.chain.provider).epoch()) : 0;
+  return { ...remoteStack(svc.url, config.chainId, epochOf), svc, logs, close: () => svc.close() };
+}
+
+/**
+ * The same helpers against a service already running at `url` (signing for chain `chainId`); `epochOf` reads an agent's
+ * authorisation epoch for signPause's resumes.
+ */
+export function remoteStack(
+  url: string,
+  chainId: number,
+  epochOf: (agent: string) => Promise<number> = () => Promise.resolve(0),
+): RemoteStack {
   const now = () => Math.floor(Date.now() / 1000);
 
   // Activation codes from genesis answers, so that signLink can send the one the owner would have in the link.
@@ -100,7 +116,9 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       // not JSON: keep the text
     }
     if (path === "/wallet/genesis" && res.status === 201 && typeof parsed?.activationUrl === "string") {
-      activationCodes.set(parsed.agentAddress, new URL(parsed.activationUrl).searchParams.get("code") ?? "");
+      const code = new URL(parsed.activationUrl).searchParams.get("code") ?? "";
+      if (parsed.activationCode !== code) throw new Error(`genesis: activationCode ${parsed.activationCode} is not the link's ${code}`);
+      activationCodes.set(parsed.agentAddress, code);
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
@@ -108,10 +126,8 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
   // The agent wallet is its policy contract (one contract since v2): the policy domain's verifyingContract is the agent.
   const policyAddressOf = (agent: string) => getAddress(agent);
 
-  const stack: Stack = {
-    svc,
+  const stack: RemoteStack = {
     url,
-    logs,
     api,
     now,
     async genesis(body = {}) {
@@ -163,9 +179,8 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       return { agentAddress: agent, ...policy, humanSignature, timestamp };
     },
     async signPause(owner, agent, paused, timestamp = now(), given?: number) {
-      const policy = svc.chain.policyAt(policyAddressOf(agent), svc.chain.provider);
       // A pause takes effect whatever epoch it names (0, what a body without `epoch` means); a resume names the current.
-      const epoch = given ?? (!paused && (await svc.chain.isDeployed(policyAddressOf(agent))) ? Number(await policy.epoch()) : 0);
+      const epoch = given ?? (paused ? 0 : await epochOf(policyAddressOf(agent)));
       const signature = await owner.signTypedData(policyDomain(chainId, policyAddressOf(agent)), SET_PAUSED_TYPES, {
         agent,
         paused,
@@ -183,7 +198,6 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
       if (res.status !== 201) throw new Error(`limits failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { agentAddress, apiKey, policyContract: res.body.policyContract };
     },
-    close: () => svc.close(),
   };
   return stack;
 }

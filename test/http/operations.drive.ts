@@ -142,11 +142,12 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     }
   },
 
-  // MCP: no agent header, a message too large, a body in an encoding the service does not read, and GET/DELETE.
-  async ({ ops, observe, call, agent }) => {
+  // MCP: an owner key without an agent header (an agent key needs none), a message too large, a body in an encoding the
+  // service does not read, and GET/DELETE.
+  async ({ ops, observe, call, agent, keys }) => {
     const mcp = find(ops, "POST", "/mcp");
     const headers = { "X-Agent-Address": agent.agentAddress, Accept: "application/json, text/event-stream" };
-    observe(mcp, await call(mcp, { key: agent.apiKey, body: { jsonrpc: "2.0", id: 1, method: "tools/list" } }), 400, "bad_request");
+    observe(mcp, await call(mcp, { key: keys.owner, body: { jsonrpc: "2.0", id: 1, method: "tools/list" } }), 400, "bad_request");
     observe(mcp, await call(mcp, { key: agent.apiKey, headers, body: JSON.stringify("x".repeat(300 * 1024)) }), 413, "payload_too_large");
     const encoded = await call(mcp, { key: agent.apiKey, headers: { ...headers, "Content-Encoding": "zstd-x" }, body: { jsonrpc: "2.0" } });
     observe(mcp, encoded, 415, "unsupported_media_type");
@@ -176,5 +177,13 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     observe(asset, await call(asset), 404, "not_found");
     const agent = find(ops, "GET", "/agents/:address");
     observe(agent, await call(agent, { path: `/agents/${"0x" + "42".repeat(20)}` }), 404, "not_found");
+  },
+
+  // The sandbox's explorer: a transaction the chain never saw, and something that is no address (404).
+  async ({ ops, observe, call }) => {
+    const tx = find(ops, "GET", "/dev/explorer/tx/:hash");
+    observe(tx, await call(tx, { path: `/dev/explorer/tx/0x${"ab".repeat(32)}` }), 404, "not_found");
+    const address = find(ops, "GET", "/dev/explorer/address/:address");
+    observe(address, await call(address, { path: "/dev/explorer/address/0x12" }), 404, "not_found");
   },
 ];

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const run = promisify(execFile);
 // The package's launcher (bin mcp-inspector); with --cli it runs the Inspector's own MCP client.
@@ -14,13 +15,17 @@ describe("MCP Inspector CLI (a client we did not write) against the running serv
   let s: Stack;
   let home: string;
   let agent: { agentAddress: string; apiKey: string };
+  let seller: TestSeller;
 
   before(async () => {
     s = await startStack();
+    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 50_000n });
     agent = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], perTxLimit: "4", dailyBudget: "16" });
+    await mintUsdc(s, agent.agentAddress, 1_000_000n);
     home = mkdtempSync(join(tmpdir(), "spendgate-inspector-"));
   });
   after(async () => {
+    await seller?.close();
     await s?.close();
     if (home) rmSync(home, { recursive: true, force: true });
   });
@@ -67,5 +72,23 @@ describe("MCP Inspector CLI (a client we did not write) against the running serv
   it("tools/call with arguments: list_transactions with a limit", async () => {
     const out = await inspector("--method", "tools/call", "--tool-name", "list_transactions", "--tool-arg", "limit=5");
     expect(out.structuredContent).to.deep.include({ total: 0, limit: 5, offset: 0, transactions: [] });
+  });
+
+  it("tools/call pay with maxAmount=0.05 as the Inspector sends it (a JSON number) is approved", async () => {
+    const out = await inspector(
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "pay",
+      "--tool-arg",
+      `serviceUrl=${seller.resource}`,
+      "--tool-arg",
+      "maxAmount=0.05",
+      "--tool-arg",
+      "intent=a paid lookup from the Inspector",
+    );
+    expect(out.isError ?? false, JSON.stringify(out)).to.equal(false);
+    expect(out.structuredContent).to.include({ status: "approved", amount: "0.05" });
+    expect(await usdcBalance(s, seller.payTo)).to.equal(50_000n);
   });
 });

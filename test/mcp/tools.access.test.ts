@@ -30,14 +30,15 @@ describe("MCP tool server at /mcp: keys, agents and transport", () => {
   const raw = (headers: Record<string, string>, body: unknown = INITIALIZE) =>
     s.api("POST", "/mcp", { body, headers: { Accept: "application/json, text/event-stream", ...headers } });
 
-  it("refuses a missing or wrong key, a missing or malformed address and another agent's address before MCP", async () => {
+  it("refuses a missing or wrong key, an owner key without an address, a malformed address and another agent's address before MCP", async () => {
     const a = await agent();
     const b = await agent();
     const cases: [Record<string, string>, number, string][] = [
       [{ "X-Agent-Address": a.agentAddress }, 401, "unauthorized"],
       [{ Authorization: `Bearer sk_${"0".repeat(64)}`, "X-Agent-Address": a.agentAddress }, 401, "unauthorized"],
       [{ Authorization: "Basic abc", "X-Agent-Address": a.agentAddress }, 401, "unauthorized"],
-      [{ Authorization: `Bearer ${a.apiKey}` }, 400, "bad_request"],
+      // An agent key needs no X-Agent-Address (amounts.test.ts); an owner key does.
+      [{ Authorization: `Bearer ${await ownerKey(s, owner)}` }, 400, "bad_request"],
       [{ Authorization: `Bearer ${a.apiKey}`, "X-Agent-Address": "0x1234" }, 400, "bad_request"],
       [{ Authorization: `Bearer ${a.apiKey}`, "X-Agent-Address": b.agentAddress }, 403, "forbidden"],
     ];

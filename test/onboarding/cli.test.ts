@@ -55,6 +55,7 @@ describe("npx spendgate onboard (the CLI as a child process, against the running
     expect(statSync(join(home, ".spendgate")).mode & 0o777).to.equal(0o700);
 
     expect(r.stdout).to.include(`${s.url}/onboarding?agent=${config.agentAddress}`);
+    expect(r.stdout.split(config.apiKey).length - 1, "the API key printed once").to.equal(1);
     const json = /\{\n\s+"mcpServers"[\s\S]*?\n\}/.exec(r.stdout)![0];
     expect(JSON.parse(json).mcpServers.spendgate).to.deep.equal({
       type: "http",

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { formatUnits, parseUnits } from "ethers";
-import { fromBaseUnits, toBaseUnits } from "../../src/amounts";
+import { fromBaseUnits, numberToDecimal, toBaseUnits } from "../../src/amounts";
 
 /** What fromBaseUnits answered through ethers' formatUnits. */
 const viaEthers = (u: bigint | string) => {
@@ -62,5 +62,28 @@ describe("amounts: USDC decimal strings and base units, as ethers' parseUnits an
         JSON.stringify(s),
       ).to.equal(outcome(() => parseUnits(s, 6)));
     }
+  });
+});
+
+describe("numberToDecimal: a JSON number as the decimal it is written as, never rounded", function () {
+  it("writes the shortest round-trip form with any exponent expanded", function () {
+    const cases: [number, string | null][] = [
+      [0.05, "0.05"],
+      [1.5, "1.5"],
+      [5, "5"],
+      [0.1 + 0.2, "0.30000000000000004"],
+      [1e-7, "0.0000001"],
+      [1.5e-7, "0.00000015"],
+      [-2.5e-8, "-0.000000025"],
+      [1e21, "1000000000000000000000"],
+      [1.25e22, "12500000000000000000000"],
+      [123456.123456, "123456.123456"],
+      [-0, "0"],
+      [Number.NaN, null],
+      [Number.POSITIVE_INFINITY, null],
+    ];
+    for (const [n, expected] of cases) expect(numberToDecimal(n), String(n)).to.equal(expected);
+    // Whatever it writes reads back as the same number.
+    for (const n of [0.1, 0.000001, 9007199254740993, 3.14159e-12, 6.02e23]) expect(Number(numberToDecimal(n))).to.equal(n);
   });
 });

@@ -12,6 +12,7 @@ import { fromBaseUnits } from "../../src/amounts";
 import { viemAccounts } from "../../src/chain/viem";
 import { AppError } from "../../src/errors";
 import { createRemoteFacilitator } from "../../src/x402/facilitator";
+import { explorerBase } from "../../src/services/presenters";
 import { AgentIntelSeller } from "../../src/x402/seller";
 import { startStack, type Stack } from "../helpers/stack";
 import { mintUsdc, usdcBalance } from "../helpers/sellers";
@@ -144,7 +145,7 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
         token: "USDC",
         amount: "0.01",
         payer: buyer.address,
-        explorer: `https://basescan.org/tx/${settled.transaction}`,
+        explorer: `${stack.url}/dev/explorer/tx/${settled.transaction}`,
       },
     });
 
@@ -319,7 +320,14 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const { config, chain } = stack.svc;
     const seller = new AgentIntelSeller(
-      { chainId: 8453, networkName: "base", usdcAddress: usdc, price: config.sellPrice, payTo, explorerUrl: config.explorerUrl },
+      {
+        chainId: 8453,
+        networkName: "base",
+        usdcAddress: usdc,
+        price: config.sellPrice,
+        payTo,
+        explorerUrl: explorerBase(stack.svc.services.ctx),
+      },
       createRemoteFacilitator({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 }),
       { holdings: async (a) => ({ usdc: await chain.usdc.balanceOf(a), eth: await chain.provider.getBalance(a) }) },
     );

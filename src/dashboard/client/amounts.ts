@@ -25,3 +25,10 @@ export function usdc(decimal: string): string {
   const [whole, frac = ""] = fromUnits(units).split(".");
   return `${whole}.${frac.padEnd(2, "0")} USDC`;
 }
+
+/** "2.00 ETH" from the API's "2.0" (any decimal string): at least 2 decimals like USDC amounts, never rounded. */
+export function tokenAmount(decimal: string, symbol: string): string {
+  if (!/^\d+(\.\d+)?$/.test(decimal)) return `${decimal} ${symbol}`;
+  const [whole, frac = ""] = decimal.split(".");
+  return `${whole}.${frac.replace(/0+$/, "").padEnd(2, "0")} ${symbol}`;
+}

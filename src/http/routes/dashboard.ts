@@ -10,6 +10,7 @@ import { PAGES, renderBuildError, renderPage } from "../../dashboard/pages";
 import { notFound } from "../../errors";
 import { AgentPublic, DashboardConfigResponse } from "../../schemas/dashboard";
 import { Address } from "../../schemas/common";
+import { explorerBase } from "../../services/presenters";
 import { html, json, operation, rawOperation, reply } from "../operation";
 import type { AppContext } from "../types";
 
@@ -43,7 +44,7 @@ const securityHeaders = (ctx: AppContext) => {
 };
 
 /** Paths the REST API also serves (GET /approvals...): documented there, the page is only what a browser gets. */
-const API_PATHS = new Set(["/approvals", "/ledger", "/webhooks"]);
+const API_PATHS = new Set(["/", "/approvals", "/ledger", "/webhooks"]);
 
 const PAGE_OPERATIONS = PAGES.map((page) =>
   rawOperation({
@@ -57,7 +58,7 @@ const PAGE_OPERATIONS = PAGES.map((page) =>
     responses: { 200: html("the page"), 503: html("the dashboard bundle could not be built") },
     errors: [],
     serve: async ({ ctx, deps: { s } }, next) => {
-      // /approvals and /ledger are REST endpoints too: only a browser's navigation (HTML first, no key) gets the page.
+      // /, /approvals and /ledger are REST endpoints too: only a browser's navigation (HTML first, no key) gets the page.
       if (ctx.get("Authorization") || ctx.accepts("json", "html") !== "html") return next();
       ctx.vary("Accept");
       securityHeaders(ctx);
@@ -118,7 +119,7 @@ export const DASHBOARD_OPERATIONS = [
             : (known?.name ?? `Chain ${config.chainId}`),
           // Only the embedded chain's RPC is shown: in production RPC_URL may be a private endpoint with a key in it.
           rpcUrl: config.embeddedChain ? (config.rpcUrl ?? null) : (known?.rpcUrl ?? null),
-          explorerUrl: config.explorerUrl,
+          explorerUrl: explorerBase(s.ctx),
           baseUrl: s.ctx.urls.base,
           usdcAddress: config.usdcAddress,
           signatureWindowSeconds: config.signatureWindowSeconds,

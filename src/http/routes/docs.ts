@@ -1,14 +1,17 @@
 /** GET /skill.md, /references/api_docs.md and /openapi.json: generated on first request (the URLs are known then). */
+import { join } from "node:path";
 import { z } from "zod";
 import { buildApiDocs } from "../../docs/markdown";
 import { buildOpenApi } from "../../docs/openapi";
 import { buildSkill } from "../../docs/skill";
 import type { Services } from "../../services";
-import { type OperationDeps, markdown, rawOperation } from "../operation";
+import { PROJECT_ROOT } from "../../paths";
+import { ServiceIndex } from "../../schemas/serviceIndex";
+import { type OperationDeps, json, markdown, operation, rawOperation, reply } from "../operation";
 import type { AppContext } from "../types";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const VERSION: string = require("../../../package.json").version;
+const VERSION: string = require(join(PROJECT_ROOT, "package.json")).version;
 
 const caches = new WeakMap<Services, Map<string, string>>();
 
@@ -67,4 +70,30 @@ export const DOC_OPERATIONS = [
     "text/markdown; charset=utf-8",
   ),
   document("/openapi.json", "This API as an OpenAPI 3.1 document", { description: "the OpenAPI document" }, "openapi", "application/json"),
+  // Browsers get the dashboard's overview at /; anything else (curl's Accept: */*) this short index.
+  operation({
+    method: "GET",
+    path: "/",
+    tag: "Docs",
+    summary: "Where to start: the dashboard, the docs, the MCP server (browsers get the dashboard itself)",
+    auth: "none",
+    input: z.object({}),
+    responses: { 200: json("the links", ServiceIndex) },
+    errors: [],
+    handle: async ({ ctx, deps: { s } }) => {
+      const { baseUrl, dashboardUrl } = urls(s, ctx);
+      return reply(200, {
+        service: "SpendGate",
+        version: VERSION,
+        mode: s.ctx.config.embeddedChain ? "embedded" : "production",
+        dashboard: `${dashboardUrl}/`,
+        health: `${baseUrl}/health`,
+        skill: `${baseUrl}/skill.md`,
+        apiDocs: `${baseUrl}/references/api_docs.md`,
+        openapi: `${baseUrl}/openapi.json`,
+        mcp: `${baseUrl}/mcp`,
+        note: "Agents: read the skill file. Owners: open the dashboard in a browser. Every endpoint is in the API reference.",
+      } as const);
+    },
+  }),
 ];

@@ -104,10 +104,17 @@ export const MCP_OPERATIONS = [
     description:
       "Tools: get_limits, verify_merchant, pay, get_balance, list_transactions, get_payment (see MCP tools). The key and " +
       "X-Agent-Address are checked before the MCP layer: 401 without a valid key, 400 without a valid address, 403 for an " +
-      "agent the key may not act for. Clients must accept application/json and text/event-stream.",
+      "agent the key may not act for. X-Agent-Address may be left out with an agent key (it names its one agent); an owner " +
+      "key must send it. Clients must accept application/json and text/event-stream.",
     auth: "mcp",
     input: z.object({}),
-    headers: [{ name: "X-Agent-Address", required: true, description: "the agent the tools act for" }],
+    headers: [
+      {
+        name: "X-Agent-Address",
+        required: false,
+        description: "the agent the tools act for; required with an owner key, optional with an agent key (default: its agent)",
+      },
+    ],
     ownBody: JsonRpcMessage,
     responses: {
       200: json("the JSON-RPC response", JsonRpcResponse),
@@ -118,8 +125,10 @@ export const MCP_OPERATIONS = [
     serve: async ({ ctx, principal, deps: { s } }) => {
       if (!principal) throw unauthorized("The MCP server needs 'Authorization: Bearer <API key>' and 'X-Agent-Address: <agent address>'.");
       if (principal.role === "registrar") throw forbidden("The registration token cannot use the MCP server; use the agent's API key.");
-      const header = ctx.get("X-Agent-Address");
-      if (!header) throw badRequest("The MCP server needs the header 'X-Agent-Address: <agent address>'.");
+      // An agent key names its one agent: the header may be left out. An owner key must say which agent.
+      const header = ctx.get("X-Agent-Address") || (principal.role === "agent" ? principal.agentAddress : "");
+      if (!header)
+        throw badRequest("With an owner key the MCP server needs the header 'X-Agent-Address: <agent address>' (an agent key needs none).");
       const address = Address.safeParse(header);
       if (!address.success) throw badRequest("X-Agent-Address must be a 0x-prefixed 20-byte address.");
       const caller = await callerOf(s, principal, address.data);

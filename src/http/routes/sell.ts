@@ -3,6 +3,7 @@ import { z } from "zod";
 import { readOf } from "../../chain/contracts";
 import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { Services } from "../../services";
+import { explorerBase } from "../../services/presenters";
 import { AgentIntelSeller } from "../../x402/seller";
 import { json, rawOperation } from "../operation";
 
@@ -22,7 +23,7 @@ function sellerFor(s: Services): AgentIntelSeller {
       price: config.sellPrice,
       // Unset SELL_PAY_TO: the operator's address, which the service controls on every deployment.
       payTo: config.sellPayTo ?? chain.operator.address,
-      explorerUrl: config.explorerUrl,
+      explorerUrl: explorerBase(s.ctx),
     },
     facilitator,
     {

@@ -5,7 +5,7 @@
  */
 import { api } from "../api";
 import type { App } from "../app";
-import { toUnits, usdc } from "../amounts";
+import { toUnits, tokenAmount, usdc } from "../amounts";
 import { dateTime, h, replace, time } from "../dom";
 import { nowSeconds, setPausedData, withdrawData } from "../typed";
 import type { AgentSummary, Balance, PolicyView } from "../types";
@@ -68,7 +68,7 @@ function agentCard(
       ["Allowlist", policy.allowlist.length ? policy.allowlist.join(", ") : "empty (no merchant allowed)"],
     );
   }
-  if (balance) facts.push(["Balance", `${usdc(balance.usdc)} · ${balance.eth} ETH`]);
+  if (balance) facts.push(["Balance", `${usdc(balance.usdc)} · ${tokenAmount(balance.eth, "ETH")}`]);
 
   const spend = policy?.deployed ? spendMeter(a.address, policy) : null;
   const pauseButton = policy?.deployed

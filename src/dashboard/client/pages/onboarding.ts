@@ -3,9 +3,10 @@
  * spend policy: the form shows exactly what the wallet will sign (the typed data, the normalised allowlist and its
  * Merkle root, computed here in the browser) before asking, then the deployed contract and the agent's next step.
  */
-import { api } from "../api";
+import { SessionExpiredError, api } from "../api";
 import type { App } from "../app";
 import { dateTime, focusOn, h, replace, time } from "../dom";
+import { usdc } from "../amounts";
 import { linkAgentData, nowSeconds } from "../typed";
 import type { AgentSummary, PolicyView } from "../types";
 import { policyEditor } from "./policyForm";
@@ -63,10 +64,21 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
   }
 
   steps.agent.body(h("p", { class: "loading" }, "Loading the agent…"));
+  // Who owns the agent is shown to whoever holds its activation code, or to its signed-in owner (the owner key goes
+  // along when there is a session): the Agents page's "Change the policy" links carry no code.
+  const loadAgent = async (): Promise<AgentSummary> => {
+    const path = `/agents/${address}?code=${encodeURIComponent(activationCode)}`;
+    try {
+      return await api<AgentSummary>("GET", path, { auth: !!app.session() });
+    } catch (err) {
+      // An expired owner key ends the session (api() clears it): read the public view, the page then offers sign-in.
+      if (err instanceof SessionExpiredError) return api<AgentSummary>("GET", path, { auth: false });
+      throw err;
+    }
+  };
   let loaded: AgentSummary;
   try {
-    // The activation code lets the page see who owns the agent (the public view hides the owner without it).
-    loaded = await api<AgentSummary>("GET", `/agents/${address}?code=${encodeURIComponent(activationCode)}`, { auth: false });
+    loaded = await loadAgent();
   } catch (err) {
     const problem = app.report(err, "load the agent");
     steps.agent.body(h("p", null, problem.detail));
@@ -76,9 +88,8 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
 
   const state: State = { agent: loaded, policy: null };
 
-  const render = async (focusStep?: keyof typeof steps) => {
+  const renderAgent = () => {
     const agent = state.agent;
-    const session = app.session();
     steps.agent.body(
       h(
         "dl",
@@ -98,6 +109,12 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
         ),
       ),
     );
+  };
+
+  const render = async (focusStep?: keyof typeof steps) => {
+    const agent = state.agent;
+    const session = app.session();
+    renderAgent();
 
     // 2. sign in
     if (session) {
@@ -111,7 +128,7 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
             type: "button",
             class: "primary",
             id: "onboarding-sign-in",
-            onclick: () => app.signInFromButton().then((ok) => (ok ? render("link") : undefined)),
+            onclick: () => app.signInFromButton().then((ok) => (ok ? signedIn() : undefined)),
           },
           "Connect wallet and sign in",
         ),
@@ -177,13 +194,26 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       steps.policy.body(
         policyEditor(app, agent, state.policy, async () => {
           state.policy = (await api<{ agents: PolicyView[] }>("GET", `/limits?address=${agent.address}`, { auth: "required" })).agents[0];
-          state.agent = { ...agent, deployed: state.policy.deployed };
-          nextStep(app, steps.done, state.policy);
+          state.agent = { ...state.agent, deployed: state.policy.deployed };
+          renderAgent();
+          nextStep(app, steps.done, state.policy, false);
+          // The form is long: bring its result (contract and transaction) into view rather than the page's end.
+          focusOn(document.getElementById("policy-result"));
         }),
       );
       if (state.policy.deployed) nextStep(app, steps.done, state.policy, false);
     }
     if (focusStep) focusOn(steps[focusStep].heading);
+  };
+
+  /** Signed in from step 2: read the agent again with the owner key (it may be this owner's already). */
+  const signedIn = async () => {
+    try {
+      state.agent = await loadAgent();
+    } catch (err) {
+      app.report(err, "load the agent");
+    }
+    await render("link");
   };
 
   const link = async (button: HTMLButtonElement, preview: HTMLElement) => {
@@ -201,9 +231,7 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
         body: { agentAddress: state.agent.address, ownerAddress: owner, ownerSignature, timestamp, activationCode },
         auth: false,
       });
-      state.agent = await api<AgentSummary>("GET", `/agents/${state.agent.address}?code=${encodeURIComponent(activationCode)}`, {
-        auth: false,
-      });
+      state.agent = await loadAgent();
       app.notify(`${state.agent.label} is linked to your wallet. Now set its spend policy.`);
       await render("policy");
     } catch (err) {
@@ -246,7 +274,7 @@ function nextStep(app: App, done: ReturnType<typeof step>, policy: PolicyView, f
     h(
       "p",
       null,
-      `It answers with deployed: true, a per-payment limit of ${policy.perTxLimit} USDC, a daily budget of ${policy.dailyBudget} USDC and approvals above ${policy.approvalThreshold} USDC. Then the agent restarts its MCP client and its payment tools appear.`,
+      `It answers with deployed: true, a per-payment limit of ${usdc(policy.perTxLimit)}, a daily budget of ${usdc(policy.dailyBudget)} and approvals above ${usdc(policy.approvalThreshold)}. Its MCP tools work from then on: no restart is needed.`,
     ),
     h(
       "p",

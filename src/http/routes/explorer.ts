@@ -1,0 +1,106 @@
+/**
+ * /dev/explorer: the embedded sandbox's transactions and addresses, decoded (embedded mode only; 404 otherwise). The
+ * sandbox chain has chain id 8453 like real Base, so a basescan.org link would show another chain's data: explorer
+ * links point here instead (unless EXPLORER_URL is set).
+ */
+import { formatEther, isHexString, type Log } from "ethers";
+import { z } from "zod";
+import { fromBaseUnits } from "../../amounts";
+import { interfaceOf, parseLog, type ContractName } from "../../chain/contracts";
+import { notFound } from "../../errors";
+import { Address } from "../../schemas/common";
+import { ExplorerAddress, ExplorerTx } from "../../schemas/explorer";
+import { json, operation, reply } from "../operation";
+
+const NOTE = "SpendGate's view of its embedded sandbox chain (not Base): nothing here exists on a public explorer.";
+const DECODERS: ContractName[] = ["SpendPolicy", "SpendPolicyFactory", "Usdc", "OperatorSet", "WETH9"];
+
+/** Integers as decimal strings and nested results (the PolicyUpdated tuple) as plain objects. */
+function plain(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (Array.isArray(value)) {
+    const keys = Object.keys(value).filter((k) => !/^\d+$/.test(k));
+    const named = (value as unknown as { toObject?: () => Record<string, unknown> }).toObject;
+    if (named && keys.length === 0) {
+      try {
+        return Object.fromEntries(Object.entries(named.call(value)).map(([k, v]) => [k, plain(v)]));
+      } catch {
+        // unnamed members: a list
+      }
+    }
+    return value.map(plain);
+  }
+  return value;
+}
+
+function decodeLog(log: Log) {
+  for (const name of DECODERS) {
+    try {
+      const parsed = parseLog(interfaceOf(name), log);
+      if (!parsed) continue;
+      const args = Object.fromEntries(parsed.fragment.inputs.map((input, i) => [input.name || String(i), plain(parsed.args[i])]));
+      return { address: log.address, contract: name === "Usdc" ? "USDC" : name, name: parsed.name, args };
+    } catch {
+      // another contract's event with the same topic: try the next
+    }
+  }
+  return { address: log.address, contract: null, name: null, args: { topics: [...log.topics], data: log.data } };
+}
+
+const embeddedOnly = (embedded: boolean, path: string) => {
+  if (!embedded) throw notFound(`No route for GET ${path}: set EXPLORER_URL's explorer instead.`);
+};
+
+export const EXPLORER_OPERATIONS = [
+  operation({
+    method: "GET",
+    path: "/dev/explorer/tx/:hash",
+    tag: "System",
+    summary: "A sandbox transaction with its decoded SpendGate, USDC and WETH events (embedded mode only)",
+    auth: "none",
+    input: z.object({ params: z.object({ hash: z.string().meta({ description: "transaction hash" }) }) }),
+    responses: { 200: json("the transaction", ExplorerTx) },
+    errors: ["not_found"],
+    handle: async ({ input, deps: { s } }) => {
+      embeddedOnly(s.ctx.config.embeddedChain, "/dev/explorer/tx/:hash");
+      const { hash } = input.params;
+      const { provider } = s.ctx.chain;
+      const receipt = isHexString(hash, 32) ? await provider.getTransactionReceipt(hash) : null;
+      if (!receipt) throw notFound(`No transaction ${hash.slice(0, 80)} on the sandbox chain (it forgets everything when it stops).`);
+      const block = await provider.getBlock(receipt.blockNumber);
+      return reply(200, {
+        hash: receipt.hash,
+        status: receipt.status === 1 ? "success" : "reverted",
+        blockNumber: receipt.blockNumber,
+        timestamp: block ? new Date(block.timestamp * 1000).toISOString() : null,
+        from: receipt.from,
+        to: receipt.to,
+        gasUsed: receipt.gasUsed.toString(),
+        events: receipt.logs.map(decodeLog),
+        note: NOTE,
+      } as const);
+    },
+  }),
+  operation({
+    method: "GET",
+    path: "/dev/explorer/address/:address",
+    tag: "System",
+    summary: "A sandbox address: its ETH and USDC, and whether it is a contract (embedded mode only)",
+    auth: "none",
+    input: z.object({ params: z.object({ address: z.string().meta({ description: "0x address" }) }) }),
+    responses: { 200: json("the address", ExplorerAddress) },
+    errors: ["not_found"],
+    handle: async ({ input, deps: { s } }) => {
+      embeddedOnly(s.ctx.config.embeddedChain, "/dev/explorer/address/:address");
+      const address = Address.safeParse(input.params.address);
+      if (!address.success) throw notFound(`${input.params.address.slice(0, 80)} is not an address.`);
+      const { provider, usdc } = s.ctx.chain;
+      const [code, eth, units] = await Promise.all([
+        provider.getCode(address.data),
+        provider.getBalance(address.data),
+        usdc.balanceOf(address.data),
+      ]);
+      return reply(200, { address: address.data, contract: code !== "0x", eth: formatEther(eth), usdc: fromBaseUnits(units), note: NOTE });
+    },
+  }),
+];
