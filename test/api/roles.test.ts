@@ -65,7 +65,10 @@ describe("keys and roles: agent keys, owner keys, missing and wrong keys", () =>
       const owner = randomOwner();
       const key = await ownerKey(s, owner);
       expect((await s.api("GET", "/wallet/agents", { key })).status).to.equal(200);
-      await s.svc.store.apiKeys.updateOne({ hash: hashKey(key, s.svc.config.walletEncryptionKey) }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+      await s.svc.store.apiKeys.updateOne(
+        { hash: hashKey(key, s.svc.config.walletEncryptionKey) },
+        { $set: { expiresAt: new Date(Date.now() - 1000) } },
+      );
       expectErrorShape(await s.api("GET", "/wallet/agents", { key }), 401, "unauthorized");
     });
   });

@@ -105,7 +105,10 @@ describe("key lookups remembered for reads, and a rotated key", () => {
       now += 1;
       expect((await keys.lookup(key, true))?.remembered).to.equal(false);
       // Revoked elsewhere (straight in the store): forgotten once the memory runs out.
-      await t.a.svc.store.apiKeys.updateOne({ hash: hashKey(key, t.a.svc.config.walletEncryptionKey) }, { $set: { revokedAt: new Date() } });
+      await t.a.svc.store.apiKeys.updateOne(
+        { hash: hashKey(key, t.a.svc.config.walletEncryptionKey) },
+        { $set: { revokedAt: new Date() } },
+      );
       expect((await keys.lookup(key, true))?.remembered).to.equal(true);
       expect(await keys.resolve(key)).to.equal(null);
       expect(await keys.lookup(key, true)).to.equal(null);
