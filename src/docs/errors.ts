@@ -28,6 +28,11 @@ export const ERROR_CODES = {
       "Already registered, already linked, already resolved, an Idempotency-Key reused with another body, or a stale signed timestamp.",
   },
   price_changed: { status: 409, meaning: "Approve: the seller's price rose above the approved amount; the approval stays pending." },
+  payee_changed: {
+    status: 409,
+    meaning:
+      "Approve: the seller now asks to be paid at another address than the owner signed (ApprovalDecision.payTo); the approval stays pending.",
+  },
   payload_too_large: { status: 413, meaning: "The request body is too large (64 KiB for REST, 256 KiB for an MCP message)." },
   unsupported_media_type: { status: 415, meaning: "A request body that is not `application/json`." },
   no_policy: { status: 422, meaning: "POST /pay for an agent whose owner has not set a spend policy yet." },

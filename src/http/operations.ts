@@ -6,6 +6,7 @@ import { DASHBOARD_OPERATIONS } from "./routes/dashboard";
 import { DOC_OPERATIONS } from "./routes/docs";
 import { LIMIT_OPERATIONS } from "./routes/limits";
 import { MCP_OPERATIONS } from "./routes/mcp";
+import { MERCHANT_OPERATIONS } from "./routes/merchants";
 import { APPROVAL_OPERATIONS, FAUCET_OPERATION, LEDGER_OPERATIONS, PAY_OPERATION } from "./routes/payments";
 import { SELL_OPERATIONS } from "./routes/sell";
 import { SYSTEM_OPERATIONS } from "./routes/system";
@@ -15,6 +16,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...SYSTEM_OPERATIONS,
   ...ACCOUNT_OPERATIONS,
   ...LIMIT_OPERATIONS,
+  ...MERCHANT_OPERATIONS,
   PAUSE_OPERATION,
   PAY_OPERATION,
   ...APPROVAL_OPERATIONS,

@@ -18,7 +18,8 @@ import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { followAgentOwner } from "../store/owners";
 import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
-import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
+import type { PaymentRequired } from "@x402/core/types";
+import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { ReasonName } from "../chain/reasons";
 import { type PolicyDecisions, noPolicyError } from "./decision";
@@ -176,10 +177,19 @@ export class PaymentService {
 
   /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */
   async quote(pc: PaymentContext): Promise<Quote | null> {
+    return (await this.sellerQuote(pc.seller, pc.agent.address)).quote;
+  }
+
+  /**
+   * Asks the seller for its 402 without paying: every payment it accepts, and the one this service would pay for
+   * `payer` (null when none is an exact USDC payment on this chain). Same request rules as a payment (SSRF guard,
+   * https unless allowed, bounded time and size, same-host redirects).
+   */
+  async sellerQuote(seller: SellerRequest, payer: string): Promise<{ paymentRequired: PaymentRequired; quote: Quote | null }> {
     const c = this.ctx.config;
     const opts = sellerOptions(c);
     try {
-      const res = await requestSeller(pc.seller, opts);
+      const res = await requestSeller(seller, opts);
       if (res.status !== 402) {
         if (res.status >= 200 && res.status < 300) {
           throw new AppError(
@@ -192,7 +202,8 @@ export class PaymentService {
           sellerStatus: res.status,
         });
       }
-      return readQuote(res, { ...opts, payer: pc.agent.address });
+      const paymentRequired = readPaymentRequired(res);
+      return { paymentRequired, quote: pickQuote(paymentRequired, { ...opts, payer }) };
     } catch (err) {
       if (err instanceof SellerError) throw sellerAppError(err);
       throw err;

@@ -11,6 +11,8 @@ export interface DashboardConfig {
   usdcAddress: string;
   signatureWindowSeconds: number;
   serverTime: number;
+  /** The chain's latest block time (null: the chain did not answer); signatures are dated max(browser, chain). */
+  chainTime: number | null;
 }
 
 export interface OwnerSession {

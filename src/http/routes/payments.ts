@@ -110,6 +110,7 @@ export const APPROVAL_OPERATIONS = [
       "not_found",
       "conflict",
       "price_changed",
+      "payee_changed",
       "unsupported_payment",
       "blocked",
       ...SIGNED,

@@ -66,6 +66,12 @@ function agentCard(
       ["Daily budget", usdc(policy.dailyBudget)],
       ["Approval above", usdc(policy.approvalThreshold)],
       ["Allowlist", policy.allowlist.length ? policy.allowlist.join(", ") : "empty (no merchant allowed)"],
+      [
+        "Payees",
+        policy.allowlist.length
+          ? policy.allowlist.map((e) => `${e} → ${policy.payees?.[e] ?? "any address"}`).join("; ")
+          : "none (no merchant allowed)",
+      ],
     );
   }
   if (balance) facts.push(["Balance", `${usdc(balance.usdc)} · ${balance.eth} ETH`]);
@@ -92,6 +98,7 @@ function agentCard(
       { class: "facts" },
       facts.map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
     ),
+    policy?.warning ? h("p", { class: "warn", "data-field": "warning", role: "note" }, policy.warning) : null,
     spend,
     h(
       "div",
@@ -105,7 +112,7 @@ function agentCard(
           "p",
           { class: "hint", id: `${a.address}-pause-hint` },
           paused
-            ? "Resuming lets payments through again under the policy. Your wallet signs SetPaused(false)."
+            ? "Resuming lets payments through again under the policy. Your wallet signs SetPaused(false) for the agent's current epoch: payments authorised before the pause stay dead."
             : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
         )
       : null,
@@ -246,15 +253,19 @@ async function setPaused(
   button.textContent = "Waiting for your wallet…";
   try {
     const { wallet, owner } = await app.signer();
+    // The epoch is read now, not from the card: a resume must name the agent's current epoch (a pause, a policy,
+    // operator or owner change since the card was drawn starts a new one), and the contract refuses any other.
+    const current = await api<{ agents: PolicyView[] }>("GET", `/limits?address=${a.address}`, { auth: "required" });
+    const epoch = current.agents[0]?.epoch ?? 0;
     const timestamp = nowSeconds();
     const humanSignature = await wallet.signTypedData(
       owner,
-      setPausedData(app.config.chainId, a.policyContract, a.address, paused, timestamp),
+      setPausedData(app.config.chainId, a.policyContract, a.address, { paused, epoch }, timestamp),
     );
     button.textContent = paused ? "Pausing on-chain…" : "Resuming on-chain…";
     const res = await api<{ txHash: string }>("POST", `/agents/${a.address}/pause`, {
       auth: "required",
-      body: { paused, humanSignature, timestamp },
+      body: { paused, epoch, humanSignature, timestamp },
     });
     await reload();
     app.notify(

@@ -3,12 +3,15 @@
  * ETH before paying, and at most how far above the pool's average (TWAP) price. Both numbers are part of the signed
  * SetPolicy and checked by the wallet contract; slippage empty or 0 means no swaps (the default).
  */
+import { fromUnits, toUnits } from "../amounts";
 import { h } from "../dom";
 import type { PolicyView } from "../types";
 
 export interface SwapSetting {
   maxSwapSlippageBps: bigint;
   swapTwapSeconds: bigint;
+  /** The price floor: USDC base units per 1 WETH (0 = none). */
+  minSwapRate: bigint;
 }
 
 // What POST /limits accepts (src/schemas/limits.ts).
@@ -41,6 +44,17 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
     `The window of the average (TWAP) price swaps are held to, ${TWAP.min} to ${TWAP.max} s. Empty: ${TWAP.fallback} s.`,
     text("policy-swapTwapSeconds", "swapTwapSeconds", on ? String(current.swapTwapSeconds ?? TWAP.fallback) : "", String(TWAP.fallback)),
   );
+  const floor = field(
+    "policy-minSwapRate",
+    "Lowest swap price (USDC per 1 WETH)",
+    "A swap never sells WETH below this price, whatever the pool's average says (someone holding a thin pool off-price for the whole window cannot set the agent's price). Empty or 0: no floor.",
+    text(
+      "policy-minSwapRate",
+      "minSwapRate",
+      current.deployed && current.minSwapRate && current.minSwapRate !== "0" ? current.minSwapRate : "",
+      "no floor",
+    ),
+  );
   const show = (f: { input: HTMLInputElement; error: HTMLElement }, message: string | null) => {
     f.error.hidden = !message;
     f.error.textContent = message ?? "";
@@ -52,16 +66,19 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
     const bps = s === "" ? 0 : /^\d+(\.\d{1,2})?$/.test(s) ? Math.round(Number(s) * 100) : NaN;
     const bpsOk = Number.isInteger(bps) && bps >= 0 && bps <= MAX_BPS;
     show(slippage, bpsOk ? null : `Enter a percentage from 0.01 to ${MAX_BPS / 100} (at most 2 decimals), or leave it empty for no swaps.`);
-    if (!bpsOk) return null;
+    const f = floor.input.value.trim();
+    const rate = f === "" ? 0n : toUnits(f);
+    show(floor, rate === null ? "Enter a price like 2500 or 2500.50 USDC (at most 6 decimals), or leave it empty for no floor." : null);
+    if (!bpsOk || rate === null) return null;
     if (bps === 0) {
       show(twap, null);
-      return { maxSwapSlippageBps: 0n, swapTwapSeconds: 0n };
+      return { maxSwapSlippageBps: 0n, swapTwapSeconds: 0n, minSwapRate: rate };
     }
     const t = twap.input.value.trim();
     const seconds = t === "" ? TWAP.fallback : /^\d+$/.test(t) ? Number(t) : NaN;
     const twapOk = Number.isInteger(seconds) && seconds >= TWAP.min && seconds <= TWAP.max;
     show(twap, twapOk ? null : `Enter a whole number of seconds from ${TWAP.min} to ${TWAP.max}.`);
-    return twapOk ? { maxSwapSlippageBps: BigInt(bps), swapTwapSeconds: BigInt(seconds) } : null;
+    return twapOk ? { maxSwapSlippageBps: BigInt(bps), swapTwapSeconds: BigInt(seconds), minSwapRate: rate } : null;
   };
   const element = h(
     "fieldset",
@@ -74,14 +91,20 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
     ),
     slippage.el,
     twap.el,
+    floor.el,
   );
   return { element, read };
 }
 
 /** Review lines for the swap setting. */
 export function describeSwap(s: SwapSetting): [string, string][] {
-  if (s.maxSwapSlippageBps === 0n) return [["Swaps", "off (0)"]];
+  const floor: [string, string] = [
+    "Lowest swap price",
+    s.minSwapRate === 0n ? "no floor (minSwapRate 0)" : `${fromUnits(s.minSwapRate)} USDC per 1 WETH (minSwapRate ${s.minSwapRate})`,
+  ];
+  if (s.maxSwapSlippageBps === 0n) return [["Swaps", "off (0)"], floor];
   return [
+    floor,
     [
       "Swaps",
       `allowed, at most ${Number(s.maxSwapSlippageBps) / 100}% above the average price (maxSwapSlippageBps ${s.maxSwapSlippageBps})`,
