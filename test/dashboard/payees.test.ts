@@ -115,6 +115,12 @@ describe("dashboard payees in Chromium: quote, pin, sign, pay; approvals sign th
     }
     const missing = await s.api("POST", "/merchants/quote", { key, body: { agentAddress: agent.agentAddress } });
     expect(missing.body).to.include({ error: "bad_request", status: 400 });
+    // The TWAP the policy form shows beside minSwapRate.
+    const price = await s.api("GET", `/agents/${agent.agentAddress}/swap-price?twapSeconds=600`, { key: agent.apiKey });
+    expect(price.status, JSON.stringify(price.body)).to.equal(200);
+    expect(Number(price.body.usdcPerWeth)).to.be.within(2_900, 3_100);
+    const badWindow = await s.api("GET", `/agents/${agent.agentAddress}/swap-price?twapSeconds=5`, { key: agent.apiKey });
+    expect(badWindow.body).to.include({ error: "bad_request", status: 400 });
   });
 
   it("offers the payee the seller's quote names; the owner pins it; the v3 root and minSwapRate are signed and deployed", async () => {
@@ -136,6 +142,9 @@ describe("dashboard payees in Chromium: quote, pin, sign, pay; approvals sign th
     await page.getByRole("button", { name: "Review what you will sign" }).click();
     expect(await page.locator("#allowlist-error").textContent()).to.include("0x address");
     await page.getByLabel("Payee for 127.0.0.1 (empty: any address)").fill(seller.payTo.toLowerCase());
+    // The pool's average price is shown beside the floor (the embedded pool trades at 3,000 USDC per WETH).
+    await page.locator("#policy-twap[data-price]").waitFor();
+    expect(Number(await page.locator("#policy-twap").getAttribute("data-price"))).to.be.within(2_900, 3_100);
     await page.getByLabel("Lowest swap price (USDC per 1 WETH)").fill("1500.5");
     await page.getByRole("button", { name: "Review what you will sign" }).click();
 

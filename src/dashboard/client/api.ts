@@ -151,3 +151,12 @@ export function loadConfig(): Promise<DashboardConfig> {
   });
   return configPromise;
 }
+
+/**
+ * The chain's time read again now (GET /dashboard/config, never cached): before a signature that must be newer than
+ * the chain's last one (a resume after a pause), since a chain that mines on demand runs ahead of the wall clock.
+ */
+export async function freshChainTime(): Promise<number | null> {
+  const c = await api<DashboardConfig>("GET", "/dashboard/config", { auth: false });
+  return c.chainTime;
+}

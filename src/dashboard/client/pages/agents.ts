@@ -3,11 +3,11 @@
  * balances, today's spend against the budget, the kill switch (SetPaused signed by the owner, relayed by POST
  * /agents/:address/pause: payments stop at once) and an owner-signed withdrawal from the wallet.
  */
-import { api } from "../api";
+import { api, freshChainTime } from "../api";
 import type { App } from "../app";
 import { toUnits, usdc } from "../amounts";
 import { dateTime, h, replace, time } from "../dom";
-import { nowSeconds, setPausedData, withdrawData } from "../typed";
+import { nowSeconds, setPausedData, syncChainClock, withdrawData } from "../typed";
 import type { AgentSummary, Balance, PolicyView } from "../types";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
@@ -257,6 +257,10 @@ async function setPaused(
     // operator or owner change since the card was drawn starts a new one), and the contract refuses any other.
     const current = await api<{ agents: PolicyView[] }>("GET", `/limits?address=${a.address}`, { auth: "required" });
     const epoch = current.agents[0]?.epoch ?? 0;
+    // A resume must be dated after the pause as the chain recorded it (its block time, if later): read the chain's
+    // clock again rather than the one of the page load.
+    const chainTime = await freshChainTime().catch(() => undefined);
+    if (chainTime !== undefined) syncChainClock(chainTime);
     const timestamp = nowSeconds();
     const humanSignature = await wallet.signTypedData(
       owner,

@@ -40,7 +40,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
   const allowlist = allowlistEditor(current, agent.address);
   const { entries, allowInput, allowError } = allowlist;
   const extra = extraLimitsFields(current);
-  const swap = swapFields(current);
+  const swap = swapFields(current, agent.address);
   const inputs = {} as Record<keyof Amounts, HTMLInputElement>;
   const errors = {} as Record<keyof Amounts, HTMLElement>;
 

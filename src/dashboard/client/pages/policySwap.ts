@@ -3,6 +3,7 @@
  * ETH before paying, and at most how far above the pool's average (TWAP) price. Both numbers are part of the signed
  * SetPolicy and checked by the wallet contract; slippage empty or 0 means no swaps (the default).
  */
+import { api } from "../api";
 import { fromUnits, toUnits } from "../amounts";
 import { h } from "../dom";
 import type { PolicyView } from "../types";
@@ -19,7 +20,7 @@ const MAX_BPS = 1_000;
 const TWAP = { min: 60, max: 3_600, fallback: 600 };
 
 /** The swap fieldset and its reader (null when an entry is invalid; each error shown at its field). */
-export function swapFields(current: PolicyView): { element: HTMLElement; read: () => SwapSetting | null } {
+export function swapFields(current: PolicyView, agentAddress: string): { element: HTMLElement; read: () => SwapSetting | null } {
   const on = current.deployed && (current.maxSwapSlippageBps ?? 0) > 0;
   const field = (id: string, label: string, hint: string, input: HTMLInputElement) => {
     const error = h("p", { id: `${id}-error`, class: "field-error", hidden: true });
@@ -55,6 +56,28 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
       "no floor",
     ),
   );
+  // The pool's average price now, beside the floor: read from the chain through GET /agents/:address/swap-price.
+  const twapNow = h("p", { class: "hint", id: "policy-twap", "aria-live": "polite" }, "Reading the pool's average price…");
+  floor.el.appendChild(twapNow);
+  const loadTwap = async () => {
+    const t = twap.input.value.trim();
+    const seconds = /^\d+$/.test(t) && Number(t) >= TWAP.min && Number(t) <= TWAP.max ? Number(t) : TWAP.fallback;
+    try {
+      const r = await api<{ usdcPerWeth: string | null; twapSeconds: number }>(
+        "GET",
+        `/agents/${agentAddress}/swap-price?twapSeconds=${seconds}`,
+        { auth: "required" },
+      );
+      twapNow.dataset.price = r.usdcPerWeth ?? "";
+      twapNow.textContent = r.usdcPerWeth
+        ? `The pool's average price now: 1 WETH ≈ ${r.usdcPerWeth} USDC (over ${r.twapSeconds} s).`
+        : "The pool has no average price to show now (no pool, or not enough history).";
+    } catch {
+      twapNow.textContent = "The pool's average price could not be read now.";
+    }
+  };
+  void loadTwap();
+  twap.input.addEventListener("change", () => void loadTwap());
   const show = (f: { input: HTMLInputElement; error: HTMLElement }, message: string | null) => {
     f.error.hidden = !message;
     f.error.textContent = message ?? "";
