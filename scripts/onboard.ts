@@ -132,7 +132,14 @@ async function check(io: Io, path: string, c: AgentConfig, baseUrl: string): Pro
     io.out(
       `Spend policy active: perTxLimit ${p.perTxLimit}, dailyBudget ${p.dailyBudget} (remaining today ${p.remainingDailyBudget}), approvalThreshold ${p.approvalThreshold}, allowlist ${p.allowlist.join(", ") || "(empty)"}${p.paused ? ", PAUSED" : ""}.`,
     );
+    // Owner-named payees (version 3 leaves): each pinned entry pays only that address; the others pay any address.
+    const payees = (p.allowlist as string[]).map((e) => `${e} -> ${p.payees?.[e] ?? "any address"}`);
+    if (payees.length) io.out(`Payees: ${payees.join(", ")}.`);
+    if (p.minSwapRate && p.minSwapRate !== "0") io.out(`Swaps never sell WETH below ${p.minSwapRate} USDC per 1 WETH.`);
+    io.out(`Policy deployed: its owner can now fund ${c.agentAddress} with USDC.`);
   } else {
+    if (p.warning) io.out(`Warning: ${p.warning}`);
+    io.out(`Do not fund ${c.agentAddress} yet: fund an agent only after its policy is deployed (its owner is fixed on-chain then).`);
     io.out("No spend policy yet: ask your owner to activate this agent with the activation link it was given at creation,");
     const a = await call(baseUrl, `/wallet/activation?address=${encodeURIComponent(c.agentAddress)}`, {
       headers: { Authorization: `Bearer ${c.apiKey}` },
@@ -217,6 +224,9 @@ export async function onboard(argv: string[], io: Io): Promise<number> {
     io.out(`Agent wallet created: ${g.agentAddress} (${g.label}).`);
     io.out(`Config written to ${path} (mode 0600), with the API key: SpendGate never shows it again.`);
     io.out(`Ask your owner to activate this agent (link it and set its spend policy): ${link}`);
+    io.out(
+      `Fund ${g.agentAddress} only after its policy is deployed (GET /limits says "deployed": true): until then nothing on-chain says who owns it.`,
+    );
     printMcp(io, config, o.baseUrl, path);
     io.out(
       `Then check: curl -s "${o.baseUrl}/limits?address=${g.agentAddress}" -H "Authorization: Bearer <apiKey>" ("deployed": true once active).`,

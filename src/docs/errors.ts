@@ -30,7 +30,8 @@ export const ERROR_CODES = {
   price_changed: { status: 409, meaning: "Approve: the seller's price rose above the approved amount; the approval stays pending." },
   payee_changed: {
     status: 409,
-    meaning: "Approve: the seller now asks to be paid at another address than the one the owner approved; the approval stays pending.",
+    meaning:
+      "Approve: the seller now asks to be paid at another address than the owner signed (ApprovalDecision.payTo); the approval stays pending.",
   },
   payload_too_large: { status: 413, meaning: "The request body is too large (64 KiB for REST, 256 KiB for an MCP message)." },
   unsupported_media_type: { status: 415, meaning: "A request body that is not `application/json`." },

@@ -45,7 +45,7 @@ cat ${CONFIG_PATH}
 
 | field | meaning |
 |---|---|
-| agentAddress | your wallet address (0x...): a contract, known before it is deployed; fund it once your owner set the policy |
+| agentAddress | your wallet address (0x...): a contract, known before it is deployed; fund it only after your owner's policy is deployed |
 | apiKey | your API key (sk_...): a secret, shown only once, at creation |
 | label | the name you were created with |
 | createdAt | ISO 8601 time of creation |
@@ -109,8 +109,13 @@ and only who has it can link you (keep it between you and your owner). Lost it? 
 
 There the owner connects a wallet, links you to it and signs your spend policy: perTxLimit, dailyBudget, an
 allowlist of merchant domains and an approval threshold, and optionally budgets per hour, 7 days, 30 days and
-lifetime, a cap on payments per hour, daily caps per merchant and an expiry (\`validUntil\`). Until then every
-payment is refused (\`no_policy\`).
+lifetime, a cap on payments per hour, daily caps per merchant, the payee each merchant may be paid at (the
+dashboard asks each seller for its quote and offers the \`payTo\` it names) and an expiry (\`validUntil\`). Until
+then every payment is refused (\`no_policy\`).
+
+**Fund your wallet only after your policy is deployed** (\`"deployed": true\` in step 6), and tell your owner the
+same: until then nothing on-chain says who owns your address, and money sent there early is at risk.
+\`GET /limits\` shows a \`warning\` when an undeployed address already holds funds.
 
 ## 6. Check your limits
 
@@ -121,8 +126,10 @@ curl -s "${baseUrl}/limits?address=<agentAddress>" -H "Authorization: Bearer <ap
 Active when your entry shows \`"deployed": true\` with the limits your owner set. If not, wait for your owner.
 \`windows\` lists each budget window your owner set (hourly, daily, weekly, monthly, lifetime) with what remains
 and when it resets (fixed UTC windows); \`velocity\` says how many payments are left this hour;
-\`merchantRemainingToday\` what each capped merchant has left today; after \`validUntil\` every payment is
-blocked (\`policy_expired\`) until your owner signs a new policy.
+\`merchantRemainingToday\` what each capped merchant has left today; \`payees\` the only address each pinned
+merchant may be paid at (a seller asking another address is refused with \`payee_not_allowed\`: do not retry, tell
+your owner; \`verify_merchant\` says so before you pay); after \`validUntil\` every payment is blocked
+(\`policy_expired\`) until your owner signs a new policy.
 
 ## 7. Use the tools
 

@@ -7,6 +7,7 @@ import { DOC_OPERATIONS } from "./routes/docs";
 import { EXPLORER_OPERATIONS } from "./routes/explorer";
 import { LIMIT_OPERATIONS } from "./routes/limits";
 import { MCP_OPERATIONS } from "./routes/mcp";
+import { MERCHANT_OPERATIONS } from "./routes/merchants";
 import { APPROVAL_OPERATIONS, FAUCET_OPERATION, LEDGER_OPERATIONS, PAY_OPERATION } from "./routes/payments";
 import { SELL_OPERATIONS } from "./routes/sell";
 import { SYSTEM_OPERATIONS } from "./routes/system";
@@ -16,6 +17,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...SYSTEM_OPERATIONS,
   ...ACCOUNT_OPERATIONS,
   ...LIMIT_OPERATIONS,
+  ...MERCHANT_OPERATIONS,
   PAUSE_OPERATION,
   PAY_OPERATION,
   ...APPROVAL_OPERATIONS,

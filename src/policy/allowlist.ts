@@ -134,6 +134,14 @@ export function leafMatches(leaf: string, merchant: string): boolean {
   return leaf === merchant;
 }
 
+/** The most specific entry that admits a normalised merchant (the leaf a payment to it is proved with), or null. */
+export function admittingEntry(normalizedEntries: readonly string[], merchant: string): string | null {
+  const matches = normalizedEntries.filter((leaf) => leafMatches(leaf, merchant));
+  if (matches.length === 0) return null;
+  matches.sort((a, b) => specificity(b) - specificity(a));
+  return matches[0];
+}
+
 export interface AllowlistProof {
   leaf: string;
   /** The leaf's daily cap (base units; 0: none, and always 0 for a v1 leaf): the Leaf's dailyCap. */
@@ -166,10 +174,8 @@ export function proveMerchant(
   form: LeafForm = "v3",
   payees: EntryPayees = {},
 ): AllowlistProof | null {
-  const matches = normalizedEntries.filter((leaf) => leafMatches(leaf, merchant));
-  if (matches.length === 0) return null;
-  matches.sort((a, b) => specificity(b) - specificity(a));
-  const leaf = matches[0];
+  const leaf = admittingEntry(normalizedEntries, merchant);
+  if (leaf === null) return null;
   const t = tree(normalizedEntries, caps, form, payees);
   for (const [i, value] of t.entries()) {
     if (value[0] === leaf) {

@@ -16,7 +16,14 @@ export const DashboardConfigResponse = z
     baseUrl: z.string(),
     usdcAddress: z.string(),
     signatureWindowSeconds: z.number().int(),
-    serverTime: z.number().int().meta({ description: "the server's clock (Unix seconds): pages sign timestamps in its time" }),
+    serverTime: z
+      .number()
+      .int()
+      .meta({ description: "the server's clock (Unix seconds), for information: pages never date signatures by it" }),
+    chainTime: z.number().int().nullable().meta({
+      description:
+        "the chain's latest block time (Unix seconds; the later of the latest and the pending block), null when the chain does not answer: pages date owner signatures max(browser clock, chainTime) and warn when the two differ by more than a minute",
+    }),
   })
   .meta({ id: "DashboardConfig" });
 

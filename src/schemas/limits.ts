@@ -167,3 +167,25 @@ export const SetLimitsResponse = z
 export const PauseResponse = z
   .object({ agentAddress: z.string(), paused: z.boolean(), policyContract: z.string(), txHash: z.string() })
   .meta({ id: "PauseResponse" });
+
+export const SwapPriceQuery = z.strictObject({
+  twapSeconds: z.coerce
+    .number()
+    .int()
+    .min(SWAP_TWAP_SECONDS.min)
+    .max(SWAP_TWAP_SECONDS.max)
+    .default(600)
+    .meta({ description: `the averaging window, ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max} s (default 600)` }),
+});
+
+export const SwapPriceResponse = z
+  .object({
+    agentAddress: z.string(),
+    twapSeconds: z.number().int(),
+    pool: z.string().nullable().meta({ description: "the WETH/USDC pool swaps use (null: this deployment has no swaps, or no pool)" }),
+    usdcPerWeth: z.string().nullable().meta({
+      description:
+        "the pool's average price over twapSeconds, USDC per 1 WETH (compare minSwapRate with it); null when the pool has no such history",
+    }),
+  })
+  .meta({ id: "SwapPriceResponse" });

@@ -26,6 +26,8 @@ export interface Services {
   ledger: LedgerService;
   idempotency: IdempotencyService;
   controls: ControlService;
+  /** Swaps before settlement (and the pool's TWAP price the policy form shows). */
+  swaps: SwapService;
 }
 
 export function createServices(ctx: ServiceContext): Services {
@@ -53,5 +55,6 @@ export function createServices(ctx: ServiceContext): Services {
     ledger: new LedgerService(ctx),
     idempotency,
     controls: new ControlService(ctx),
+    swaps,
   };
 }

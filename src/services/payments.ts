@@ -18,7 +18,8 @@ import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import { followAgentOwner } from "../store/owners";
 import { type LedgerBase, LedgerWriter, ledgerEntry } from "../store/ledger";
-import { type Quote, SellerError, readQuote, requestSeller, sellerOptions } from "../x402/buyer";
+import type { PaymentRequired } from "@x402/core/types";
+import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
 import type { ServiceContext } from "./context";
 import type { ReasonName } from "../chain/reasons";
 import { type PolicyDecisions, noPolicyError } from "./decision";
@@ -181,10 +182,19 @@ export class PaymentService {
 
   /** The seller's x402 quote; null when it offers no exact USDC payment on this chain. */
   async quote(pc: PaymentContext): Promise<Quote | null> {
+    return (await this.sellerQuote(pc.seller, pc.agent.address)).quote;
+  }
+
+  /**
+   * Asks the seller for its 402 without paying: every payment it accepts, and the one this service would pay for
+   * `payer` (null when none is an exact USDC payment on this chain). Same request rules as a payment (SSRF guard,
+   * https unless allowed, bounded time and size, same-host redirects).
+   */
+  async sellerQuote(seller: SellerRequest, payer: string): Promise<{ paymentRequired: PaymentRequired; quote: Quote | null }> {
     const c = this.ctx.config;
     const opts = sellerOptions(c);
     try {
-      const res = await requestSeller(pc.seller, opts);
+      const res = await requestSeller(seller, opts);
       if (res.status !== 402) {
         if (res.status >= 200 && res.status < 300) {
           throw new AppError(
@@ -204,7 +214,8 @@ export class PaymentService {
         // A seller down or busy (5xx, 429, 408) may answer later; another status is its answer.
         throw res.status >= 500 || res.status === 429 || res.status === 408 ? transient(wrong, SELLER_RETRY_S) : wrong;
       }
-      return readQuote(res, { ...opts, payer: pc.agent.address });
+      const paymentRequired = readPaymentRequired(res);
+      return { paymentRequired, quote: pickQuote(paymentRequired, { ...opts, payer }) };
     } catch (err) {
       // Before anything is signed or sent: a seller out of reach is transient (the same key pays once it is back).
       if (err instanceof SellerError) {

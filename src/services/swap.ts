@@ -4,13 +4,14 @@
  * quotes first (QuoterV2 and the same TWAP bound the wallet enforces) to refuse what cannot work without a
  * transaction, then sends swapForPayment for the authorised payment; the chain is the judge of the price.
  */
-import { ZeroAddress, formatEther, getAddress, isCallException, type TransactionReceipt } from "ethers";
+import { ZeroAddress, formatEther, getAddress, isCallException, isError, type TransactionReceipt } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { AppError } from "../errors";
 import { UNISWAP_POOL_FEE } from "../chain/addresses";
 import { addressOf, bind, parseEvent } from "../chain/contracts";
 import { type TransferInput, transferStruct } from "../chain/policyOps";
-import { type SwapQuote, quoteSwap } from "../chain/swapQuote";
+import { type SwapQuote, quoteSwap, readTwapTick } from "../chain/swapQuote";
+import { poolAddress, quoteAtTick } from "../chain/uniswapMath";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
@@ -74,6 +75,30 @@ export class SwapService {
     })();
     this.config.catch(() => (this.config = undefined));
     return this.config;
+  }
+
+  /**
+   * The pool's average (TWAP) price over `seconds`, USDC base units per 1 WETH: what the owner compares her minSwapRate
+   * with. Null when this deployment has no swaps, the pool does not exist, or it has no history that long.
+   */
+  async twapPrice(agent: AgentDoc, seconds: number): Promise<{ pool: string; usdcPerWeth: bigint } | null> {
+    const { chain } = this.ctx;
+    try {
+      // The swap configuration is the implementation's (immutables): read there for an agent not deployed yet, and
+      // not through swapConfig(), whose answer is kept for every agent.
+      const source = (await chain.isDeployed(agent.policyAddress)) ? agent.policyAddress : await chain.factory.implementation();
+      const [router, weth, uniswapFactory] = await chain.policyAt(source, chain.provider).swapConfig();
+      if (router === ZeroAddress) return null;
+      const usdc = addressOf(chain.usdc);
+      const pool = poolAddress(uniswapFactory, weth, usdc, UNISWAP_POOL_FEE);
+      if ((await chain.provider.getCode(pool)) === "0x") return null;
+      const tick = await readTwapTick(chain.provider, pool, seconds);
+      return tick === null ? null : { pool, usdcPerWeth: quoteAtTick(tick, 10n ** 18n, weth, usdc) };
+    } catch (err) {
+      // An implementation from before swaps, or a pool that cannot answer this window: no price to show.
+      if (isCallException(err) || isError(err, "BAD_DATA")) return null;
+      throw err;
+    }
   }
 
   /**

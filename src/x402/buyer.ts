@@ -240,6 +240,11 @@ function hasTokenDomain(extra: unknown): boolean {
  * none fits.
  */
 export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId" | "usdcAddress"> & { payer?: string }): Quote | null {
+  return pickQuote(readPaymentRequired(res), opts);
+}
+
+/** The x402 payment requirement of a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body), every accepted payment in it. */
+export function readPaymentRequired(res: SellerResponse): PaymentRequired {
   const http = new x402HTTPClient(new x402Client());
   let paymentRequired: PaymentRequired;
   try {
@@ -250,6 +255,14 @@ export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId
   if (!paymentRequired || !Array.isArray(paymentRequired.accepts)) {
     throw new SellerError("invalid_payment_required", "The seller's 402 has no list of accepted payments.");
   }
+  return paymentRequired;
+}
+
+/** The requirement SpendGate pays among those of a 402: exact / this chain / USDC / EIP-3009; null if none fits. */
+export function pickQuote(
+  paymentRequired: PaymentRequired,
+  opts: Pick<BuyerOptions, "chainId" | "usdcAddress"> & { payer?: string },
+): Quote | null {
   const version = paymentRequired.x402Version === 1 ? 1 : 2;
   const network = version === 1 ? V1_NETWORKS[opts.chainId] : `eip155:${opts.chainId}`;
   for (const r of paymentRequired.accepts as unknown as Record<string, unknown>[]) {

@@ -11,6 +11,8 @@ export interface DashboardConfig {
   usdcAddress: string;
   signatureWindowSeconds: number;
   serverTime: number;
+  /** The chain's latest block time (null: the chain did not answer); signatures are dated max(browser, chain). */
+  chainTime: number | null;
 }
 
 export interface OwnerSession {
@@ -148,4 +150,13 @@ export function loadConfig(): Promise<DashboardConfig> {
     throw err;
   });
   return configPromise;
+}
+
+/**
+ * The chain's time read again now (GET /dashboard/config, never cached): before a signature that must be newer than
+ * the chain's last one (a resume after a pause), since a chain that mines on demand runs ahead of the wall clock.
+ */
+export async function freshChainTime(): Promise<number | null> {
+  const c = await api<DashboardConfig>("GET", "/dashboard/config", { auth: false });
+  return c.chainTime;
 }

@@ -92,7 +92,7 @@ export class App {
     await wallet.ensureChain();
     this.chainWarning = null;
     const { nonce } = await api<{ nonce: string }>("POST", "/auth/siwe/nonce", { body: { address }, auth: false });
-    const now = new Date(nowSeconds() * 1000); // the server's clock: it checks the expiry against its own
+    const now = new Date(nowSeconds() * 1000); // the owner clock (browser or chain, the later), never the server's
     const message = createSiweMessage({
       domain: location.host,
       uri: location.origin,

@@ -3,7 +3,7 @@ import { loadConfig } from "./api";
 import { App } from "./app";
 import { byId, h, replace } from "./dom";
 import { describe } from "./errors";
-import { syncClock } from "./typed";
+import { SKEW_WARNING_SECONDS, clockSkew, syncChainClock } from "./typed";
 import { agentsPage } from "./pages/agents";
 import { approvalsPage } from "./pages/approvals";
 import { homePage } from "./pages/home";
@@ -35,12 +35,27 @@ function showFatal(err: unknown): void {
   );
 }
 
+/**
+ * Signatures are dated max(browser clock, chain time): when the two differ by more than a minute, the owner is told
+ * (a wrong computer clock, or a chain that stopped), before anything is signed.
+ */
+function showClockWarning(root: HTMLElement): void {
+  const skew = clockSkew();
+  if (skew === null || Math.abs(skew) <= SKEW_WARNING_SECONDS) return;
+  const minutes = Math.round(Math.abs(skew) / 60);
+  const text =
+    skew > 0
+      ? `This computer's clock is about ${minutes} min behind the chain's latest block. Signatures are dated by the chain's time; set your clock right (automatic time) if the service refuses them.`
+      : `The chain's latest block is about ${minutes} min behind this computer's clock. Signatures are dated by your clock; if the service or the contract refuses them, check your computer's time and the chain's status.`;
+  root.before(h("div", { class: "notice", id: "clock-warning", "data-kind": "warning" }, h("p", null, h("strong", null, "Clock: "), text)));
+}
+
 async function boot(): Promise<void> {
   const root = byId("page");
   let app: App;
   try {
     app = new App(await loadConfig());
-    syncClock(app.config.serverTime);
+    syncChainClock(app.config.chainTime);
   } catch (err) {
     replace(root);
     showFatal(err);
@@ -49,6 +64,7 @@ async function boot(): Promise<void> {
   window.addEventListener("unhandledrejection", (e) => app.report(e.reason, "finish that"));
   app.renderAccount();
   replace(root);
+  showClockWarning(root);
   await app.restoreWallet().catch(() => undefined);
   const page = PAGES[document.body.dataset.page ?? location.pathname] ?? homePage;
   try {

@@ -53,14 +53,28 @@ function typed(
   };
 }
 
-let clockOffset = 0;
+/**
+ * The owner's clock: every signature the dashboard asks for is dated max(this browser's clock, the chain's latest block
+ * time), never by the server's clock (a server that lied about the time could otherwise date an owner's signature).
+ * The block time is read once per page (GET /dashboard/config `chainTime`) and kept as an offset to the browser's clock.
+ */
+let chainOffset: number | null = null;
 
-/** Signed timestamps follow the server's clock (it accepts ±SIGNATURE_WINDOW s), not a possibly wrong local one. */
-export function syncClock(serverTime: number): void {
-  clockOffset = serverTime - Math.floor(Date.now() / 1000);
+/** Remembers the chain's latest block time (seconds), read just now; null when the chain did not answer. */
+export function syncChainClock(chainTime: number | null): void {
+  chainOffset = chainTime === null ? null : chainTime - Math.floor(Date.now() / 1000);
 }
 
-export const nowSeconds = () => Math.floor(Date.now() / 1000) + clockOffset;
+/** How far the chain's clock is from this browser's (seconds, positive when the chain is ahead), or null if unknown. */
+export const clockSkew = (): number | null => chainOffset;
+
+/** A skew above this is shown to the owner (SKEW_WARNING_SECONDS). */
+export const SKEW_WARNING_SECONDS = 60;
+
+export const nowSeconds = (): number => {
+  const local = Math.floor(Date.now() / 1000);
+  return chainOffset === null ? local : Math.max(local, local + chainOffset);
+};
 
 /** LinkAgent, service domain (POST /agents/link). */
 export function linkAgentData(chainId: number, agent: string, owner: string, timestamp: number): TypedData {
@@ -83,9 +97,18 @@ export function setPolicyData(chainId: number, policyContract: string, agent: st
   return typed(SET_POLICY_TYPES, chainId, policyContract, message);
 }
 
-/** SetPaused, policy domain (POST /agents/:address/pause). */
-export function setPausedData(chainId: number, policyContract: string, agent: string, paused: boolean, timestamp: number): TypedData {
-  return typed(SET_PAUSED_TYPES, chainId, policyContract, { agent, paused, timestamp });
+/**
+ * SetPaused, policy domain (POST /agents/:address/pause). `epoch` is the agent's current authorisation epoch (GET
+ * /limits `epoch`): a resume must name it, so a resume signed before a later pause can never undo that pause.
+ */
+export function setPausedData(
+  chainId: number,
+  policyContract: string,
+  agent: string,
+  s: { paused: boolean; epoch: number },
+  timestamp: number,
+): TypedData {
+  return typed(SET_PAUSED_TYPES, chainId, policyContract, { agent, paused: s.paused, epoch: String(s.epoch), timestamp });
 }
 
 /** Withdraw, policy domain (POST /agents/:address/withdraw); token 0x0 for ETH, amount in the token's base units. */
@@ -98,11 +121,15 @@ export function withdrawData(
   return typed(WITHDRAW_TYPES, chainId, agent, { agent, token: w.token, to: w.to, amount: w.amount.toString(), timestamp });
 }
 
-/** ApprovalDecision, policy domain (POST /approvals/:id/approve|deny); amount in base units. */
+/**
+ * ApprovalDecision, policy domain (POST /approvals/:id/approve|deny); amount in base units. `payTo` is the address the
+ * seller asked to be paid at (GET /approvals `payTo`; the zero address when the request named none): the contract
+ * pays only that address under this approval.
+ */
 export function approvalDecisionData(
   chainId: number,
   policyContract: string,
-  d: { action: "approve" | "deny"; approvalId: string; agent: string; merchant: string; amount: bigint },
+  d: { action: "approve" | "deny"; approvalId: string; agent: string; merchant: string; payTo: string; amount: bigint },
   timestamp: number,
 ): TypedData {
   return typed(APPROVAL_DECISION_TYPES, chainId, policyContract, {
@@ -110,6 +137,7 @@ export function approvalDecisionData(
     approvalId: d.approvalId,
     agent: d.agent,
     merchant: d.merchant,
+    payTo: d.payTo,
     amount: d.amount.toString(),
     timestamp,
   });

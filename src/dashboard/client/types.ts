@@ -31,6 +31,14 @@ export interface PolicyView {
   maxSwapSlippageBps?: number;
   swapTwapSeconds?: number;
   merchantCaps?: Record<string, string>;
+  /** The only address each pinned entry may pay (entries absent: any payee). */
+  payees?: Record<string, string>;
+  /** The lowest swap price, USDC per 1 WETH ("0" = no floor). */
+  minSwapRate?: string;
+  /** The authorisation epoch a resume signs (SetPaused.epoch). */
+  epoch?: number;
+  /** Funds sit at the address before its policy is deployed. */
+  warning?: string;
   merchantRemainingToday?: Record<string, string>;
   windows?: { window: string; budget: string; spent: string; remaining: string; resetsAt: number | null }[];
   velocity?: { maxPaymentsPerHour: number; paymentsThisHour: number; remaining: number | null; resetsAt: number };
@@ -54,6 +62,8 @@ export interface ApprovalItem {
   merchant: string;
   serviceUrl: string;
   amount: string;
+  /** The address the seller asked to be paid at: what ApprovalDecision.payTo signs (null: none named). */
+  payTo: string | null;
   intent: string;
   status: string;
   requestedAt: string;

@@ -3,6 +3,7 @@
  * two small public JSON answers the pages need before sign-in (the page config and an agent's public summary). Mounted
  * before the REST operations: a page path that is also an endpoint passes API requests on.
  */
+import type { JsonRpcApiProvider } from "ethers";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { ASSET_PREFIX, dashboardBundle } from "../../dashboard/build";
@@ -35,6 +36,23 @@ const PUBLIC_CHAINS: Record<number, { name: string; rpcUrl: string }> = {
 /** Start building now so the first page is quick; a failure is logged here and answered per request. */
 export function prepareDashboard(logger: Logger): void {
   dashboardBundle().catch((err: unknown) => logger.error({ err }, "dashboard build failed"));
+}
+
+/**
+ * The chain's clock for owner signatures: the later of the latest block's time and the pending block's (a chain that
+ * mines only on transactions, as the embedded one, makes no block while idle; nodes that build no pending block answer
+ * it with the latest or nothing usable). Null when the chain does not answer: the page then uses the browser's clock.
+ */
+async function latestChainTime(provider: JsonRpcApiProvider): Promise<number | null> {
+  const time = (raw: unknown): number | null => {
+    const t = (raw as { timestamp?: unknown } | null)?.timestamp;
+    return typeof t === "string" && /^0x[0-9a-f]{1,12}$/i.test(t) ? Number(t) : null;
+  };
+  const [latest, pending] = await Promise.all(
+    ["latest", "pending"].map((tag) => provider.send("eth_getBlockByNumber", [tag, false]).then(time, () => null)),
+  );
+  if (latest === null && pending === null) return null;
+  return Math.max(latest ?? 0, pending ?? 0);
 }
 
 const securityHeaders = (ctx: AppContext) => {
@@ -108,6 +126,7 @@ export const DASHBOARD_OPERATIONS = [
     handle: async ({ deps: { s } }) => {
       const { config } = s.ctx;
       const known = PUBLIC_CHAINS[config.chainId];
+      const chainTime = await latestChainTime(s.ctx.chain.provider);
       return reply(
         200,
         {
@@ -124,6 +143,7 @@ export const DASHBOARD_OPERATIONS = [
           usdcAddress: config.usdcAddress,
           signatureWindowSeconds: config.signatureWindowSeconds,
           serverTime: Math.floor(Date.now() / 1000),
+          chainTime,
         } as const,
         { "Cache-Control": "no-store" },
       );

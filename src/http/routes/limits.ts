@@ -3,7 +3,8 @@ import { z } from "zod";
 import { badRequest, forbidden } from "../../errors";
 import { OptionalAddressQuery } from "../../schemas/accounts";
 import { Address } from "../../schemas/common";
-import { LimitsResponse, SetLimitsRequest, SetLimitsResponse } from "../../schemas/limits";
+import { fromBaseUnits } from "../../amounts";
+import { LimitsResponse, SetLimitsRequest, SetLimitsResponse, SwapPriceQuery, SwapPriceResponse } from "../../schemas/limits";
 import { SIGNED, json, operation, reply } from "../operation";
 
 export const LIMIT_OPERATIONS = [
@@ -55,6 +56,30 @@ export const LIMIT_OPERATIONS = [
     handle: async ({ input: { body }, principal, deps: { s } }) => {
       const agent = await s.agents.authorize(principal, body.agentAddress);
       return reply(201, await s.policies.set(principal, agent, body));
+    },
+  }),
+  operation({
+    method: "GET",
+    path: "/agents/:address/swap-price",
+    tag: "Policy",
+    summary: "The pool's average (TWAP) WETH price swaps are held to: what minSwapRate is compared with",
+    auth: "either",
+    input: z.object({
+      params: z.strictObject({ address: Address.meta({ description: "the agent" }) }),
+      query: SwapPriceQuery,
+    }),
+    notFound: (p) => `Agent ${p.address} not found.`,
+    responses: { 200: json("the TWAP price, or null when there is none", SwapPriceResponse) },
+    errors: ["bad_request", "unauthorized", "forbidden", "not_found"],
+    handle: async ({ input, principal, deps: { s } }) => {
+      const agent = await s.agents.authorize(principal, input.params.address);
+      const twap = await s.swaps.twapPrice(agent, input.query.twapSeconds);
+      return reply(200, {
+        agentAddress: agent.address,
+        twapSeconds: input.query.twapSeconds,
+        pool: twap?.pool ?? null,
+        usdcPerWeth: twap ? fromBaseUnits(twap.usdcPerWeth) : null,
+      });
     },
   }),
 ];

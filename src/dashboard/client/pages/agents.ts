@@ -3,11 +3,11 @@
  * balances, today's spend against the budget, the kill switch (SetPaused signed by the owner, relayed by POST
  * /agents/:address/pause: payments stop at once) and an owner-signed withdrawal from the wallet.
  */
-import { api } from "../api";
+import { api, freshChainTime } from "../api";
 import type { App } from "../app";
 import { toUnits, tokenAmount, usdc } from "../amounts";
 import { dateTime, h, replace, time } from "../dom";
-import { nowSeconds, setPausedData, withdrawData } from "../typed";
+import { nowSeconds, setPausedData, syncChainClock, withdrawData } from "../typed";
 import type { AgentSummary, Balance, PolicyView } from "../types";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
@@ -66,6 +66,12 @@ function agentCard(
       ["Daily budget", usdc(policy.dailyBudget)],
       ["Approval above", usdc(policy.approvalThreshold)],
       ["Allowlist", policy.allowlist.length ? policy.allowlist.join(", ") : "empty (no merchant allowed)"],
+      [
+        "Payees",
+        policy.allowlist.length
+          ? policy.allowlist.map((e) => `${e} → ${policy.payees?.[e] ?? "any address"}`).join("; ")
+          : "none (no merchant allowed)",
+      ],
     );
   }
   if (balance) facts.push(["Balance", `${usdc(balance.usdc)} · ${tokenAmount(balance.eth, "ETH")}`]);
@@ -92,6 +98,7 @@ function agentCard(
       { class: "facts" },
       facts.map(([t, d]) => [h("dt", null, t), h("dd", null, d)]),
     ),
+    policy?.warning ? h("p", { class: "warn", "data-field": "warning", role: "note" }, policy.warning) : null,
     spend,
     h(
       "div",
@@ -105,7 +112,7 @@ function agentCard(
           "p",
           { class: "hint", id: `${a.address}-pause-hint` },
           paused
-            ? "Resuming lets payments through again under the policy. Your wallet signs SetPaused(false)."
+            ? "Resuming lets payments through again under the policy. Your wallet signs SetPaused(false) for the agent's current epoch: payments authorised before the pause stay dead."
             : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
         )
       : null,
@@ -246,15 +253,23 @@ async function setPaused(
   button.textContent = "Waiting for your wallet…";
   try {
     const { wallet, owner } = await app.signer();
+    // The epoch is read now, not from the card: a resume must name the agent's current epoch (a pause, a policy,
+    // operator or owner change since the card was drawn starts a new one), and the contract refuses any other.
+    const current = await api<{ agents: PolicyView[] }>("GET", `/limits?address=${a.address}`, { auth: "required" });
+    const epoch = current.agents[0]?.epoch ?? 0;
+    // A resume must be dated after the pause as the chain recorded it (its block time, if later): read the chain's
+    // clock again rather than the one of the page load.
+    const chainTime = await freshChainTime().catch(() => undefined);
+    if (chainTime !== undefined) syncChainClock(chainTime);
     const timestamp = nowSeconds();
     const humanSignature = await wallet.signTypedData(
       owner,
-      setPausedData(app.config.chainId, a.policyContract, a.address, paused, timestamp),
+      setPausedData(app.config.chainId, a.policyContract, a.address, { paused, epoch }, timestamp),
     );
     button.textContent = paused ? "Pausing on-chain…" : "Resuming on-chain…";
     const res = await api<{ txHash: string }>("POST", `/agents/${a.address}/pause`, {
       auth: "required",
-      body: { paused, humanSignature, timestamp },
+      body: { paused, epoch, humanSignature, timestamp },
     });
     await reload();
     app.notify(

@@ -7,8 +7,38 @@ import { api } from "../api";
 import type { App } from "../app";
 import { toUnits, usdc } from "../amounts";
 import { age, announce, dateTime, h, replace, shortAddress, time, until } from "../dom";
+import { admittingEntry } from "../../../policy/allowlist";
 import { approvalDecisionData, nowSeconds } from "../typed";
-import type { AgentSummary, ApprovalItem, LedgerPage } from "../types";
+import type { AgentSummary, ApprovalItem, LedgerPage, PolicyView } from "../types";
+
+const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
+
+/** How the payee of a request compares with the payee the owner pinned for the merchant's allowlist entry. */
+export function payeeStanding(
+  item: Pick<ApprovalItem, "merchant" | "payTo">,
+  policy: PolicyView | undefined,
+): { kind: "matches" | "new" | "differs" | "none"; entry: string | null; pinned: string | null; text: string } {
+  const entry = policy ? admittingEntry(policy.allowlist, item.merchant) : null;
+  const pinned = entry ? (policy?.payees?.[entry] ?? null) : null;
+  if (!item.payTo) return { kind: "none", entry, pinned, text: "The request names no payee." };
+  if (pinned && pinned.toLowerCase() === item.payTo.toLowerCase()) {
+    return { kind: "matches", entry, pinned, text: `matches the pinned payee of ${entry}` };
+  }
+  if (pinned) {
+    return {
+      kind: "differs",
+      entry,
+      pinned,
+      text: `differs from the pinned payee ${pinned} of ${entry}: the contract refuses this payment (payee_not_allowed); deny it`,
+    };
+  }
+  return {
+    kind: "new",
+    entry,
+    pinned,
+    text: `new payee: ${entry ?? item.merchant} pays any address (no payee pinned); approve only if you know this address`,
+  };
+}
 
 const POLL_MS = 3_000;
 
@@ -18,6 +48,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     return;
   }
   const agents = new Map<string, AgentSummary>();
+  const policies = new Map<string, PolicyView>();
   const rows = new Map<string, { row: HTMLTableRowElement; item: ApprovalItem }>();
   const busy = new Set<string>();
 
@@ -33,7 +64,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       h(
         "tr",
         null,
-        ["Requested", "Agent", "Intent", "Merchant", "Amount", "Decision"].map((c) => h("th", { scope: "col" }, c)),
+        ["Requested", "Agent", "Intent", "Merchant", "Payee (signed)", "Amount", "Decision"].map((c) => h("th", { scope: "col" }, c)),
       ),
     ),
     tbody,
@@ -74,9 +105,14 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     h("section", { class: "card", "aria-labelledby": "decided-title" }, h("h2", { id: "decided-title" }, "Recently decided"), decided),
   );
 
+  // The agents and their policies (allowlist and pinned payees, to say how each request's payee compares).
   const loadAgents = async () => {
-    const res = await api<{ agents: AgentSummary[] }>("GET", "/wallet/agents", { auth: "required" });
+    const [res, limits] = await Promise.all([
+      api<{ agents: AgentSummary[] }>("GET", "/wallet/agents", { auth: "required" }),
+      api<{ agents: PolicyView[] }>("GET", "/limits", { auth: "required" }),
+    ]);
     for (const a of res.agents) agents.set(a.address, a);
+    for (const p of limits.agents) policies.set(p.address, p);
   };
 
   const agentCell = (address: string) => {
@@ -108,7 +144,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       const data = approvalDecisionData(
         app.config.chainId,
         agent.policyContract,
-        { action, approvalId: item.id, agent: item.agentAddress, merchant: item.merchant, amount },
+        { action, approvalId: item.id, agent: item.agentAddress, merchant: item.merchant, payTo: item.payTo ?? ZERO_ADDRESS, amount },
         timestamp,
       );
       const humanSignature = await wallet.signTypedData(owner, data);
@@ -137,6 +173,18 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     }
   };
 
+  // The payee the owner's signature binds, shown before she signs, with how it compares with her pinned payee.
+  const payeeCell = (item: ApprovalItem) => {
+    const standing = payeeStanding(item, policies.get(item.agentAddress));
+    return h(
+      "td",
+      { "data-field": "payee", "data-payee": standing.kind },
+      item.payTo ? h("code", { class: "mono", title: item.payTo }, item.payTo) : null,
+      h("br"),
+      h("span", { class: standing.kind === "matches" ? "muted small" : "warn small" }, standing.text),
+    );
+  };
+
   const makeRow = (item: ApprovalItem): HTMLTableRowElement => {
     const what = `${usdc(item.amount)} to ${item.merchant}`;
     return h(
@@ -154,6 +202,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       agentCell(item.agentAddress),
       h("td", { class: "intent" }, item.intent),
       h("td", null, item.merchant, h("br"), h("span", { class: "muted small" }, item.serviceUrl)),
+      payeeCell(item),
       h("td", { class: "num" }, usdc(item.amount)),
       h(
         "td",
@@ -196,7 +245,8 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
   const poll = async () => {
     try {
       const { approvals } = await api<{ approvals: ApprovalItem[] }>("GET", "/approvals", { auth: "required" });
-      if (approvals.some((a) => !agents.has(a.agentAddress))) await loadAgents();
+      // New requests: read the agents and their pinned payees again (a policy may have changed since).
+      if (approvals.some((a) => !rows.has(a.id))) await loadAgents();
       const ids = new Set(approvals.map((a) => a.id));
       for (const [id, r] of rows) {
         if (!ids.has(id) && !busy.has(id)) {

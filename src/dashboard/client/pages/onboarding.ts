@@ -5,7 +5,7 @@
  */
 import { SessionExpiredError, api } from "../api";
 import type { App } from "../app";
-import { dateTime, focusOn, h, replace, time } from "../dom";
+import { type Child, dateTime, focusOn, h, replace, time } from "../dom";
 import { usdc } from "../amounts";
 import { linkAgentData, nowSeconds } from "../typed";
 import type { AgentSummary, PolicyView } from "../types";
@@ -108,6 +108,14 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
           ),
         ),
       ),
+      agent.deployed
+        ? null
+        : h(
+            "p",
+            { class: "warn", id: "fund-after-deployment" },
+            "Fund this agent only after its policy is deployed (step 4). Until then nothing on-chain says who owns its address, and money sent to it early is at your own risk.",
+          ),
+      state.policy?.warning ? h("p", { class: "warn", "data-field": "warning", role: "note" }, state.policy.warning) : null,
     );
   };
 
@@ -248,7 +256,7 @@ function step(id: string, title: string) {
   const heading = h("h2", { id: `${id}-title`, tabindex: -1 }, title);
   const content = h("div", { class: "step-body" });
   const section = h("section", { class: "card step", id: `${id}-step`, "aria-labelledby": `${id}-title` }, heading, content);
-  return { section, heading, body: (...children: (Node | string)[]) => replace(content, ...children) };
+  return { section, heading, body: (...children: Child[]) => replace(content, ...children) };
 }
 
 function fact(term: string, value: Node | string): HTMLElement[] {
@@ -275,6 +283,11 @@ function nextStep(app: App, done: ReturnType<typeof step>, policy: PolicyView, f
       "p",
       null,
       `It answers with deployed: true, a per-payment limit of ${usdc(policy.perTxLimit)}, a daily budget of ${usdc(policy.dailyBudget)} and approvals above ${usdc(policy.approvalThreshold)}. Its MCP tools work from then on: no restart is needed.`,
+    ),
+    h(
+      "p",
+      { id: "fund-now" },
+      `The policy is deployed: you can now fund the agent's wallet ${policy.address} with USDC. Its owner is fixed on-chain, and only payments your policy allows (or your own Withdraw) can move the funds.`,
     ),
     h(
       "p",

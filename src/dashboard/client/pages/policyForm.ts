@@ -12,7 +12,7 @@ import { nowSeconds, setPolicyData, type TypedData } from "../typed";
 import type { AgentSummary, PolicyView, SetLimitsResult } from "../types";
 import { describeExtras, extraLimitsFields, remainingNow, type ExtraLimits } from "./policyLimits";
 import { describeSwap, swapFields, type SwapSetting } from "./policySwap";
-import { allowlistEditor, capsOf, normalizedList } from "./policyAllowlist";
+import { allowlistEditor, capsOf, normalizedList, payeeValue, payeesOf } from "./policyAllowlist";
 
 interface Amounts {
   perTxLimit: bigint;
@@ -37,10 +37,10 @@ const AMOUNT_FIELDS: { key: keyof Amounts; label: string; hint: string; fallback
 ];
 
 export function policyEditor(app: App, agent: AgentSummary, current: PolicyView, onDeployed: () => Promise<void>): HTMLElement {
-  const allowlist = allowlistEditor(current);
+  const allowlist = allowlistEditor(current, agent.address);
   const { entries, allowInput, allowError } = allowlist;
   const extra = extraLimitsFields(current);
-  const swap = swapFields(current);
+  const swap = swapFields(current, agent.address);
   const inputs = {} as Record<keyof Amounts, HTMLInputElement>;
   const errors = {} as Record<keyof Amounts, HTMLElement>;
 
@@ -94,14 +94,18 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     }
     const bad = entries.filter((e) => e.normalized === null);
     const badCaps = entries.filter((e) => e.normalized !== null && e.cap.trim() !== "" && toUnits(e.cap) === null);
-    allowError.hidden = bad.length + badCaps.length === 0;
+    const badPayees = entries.filter((e) => e.normalized !== null && payeeValue(e.payee) === null);
+    const problems = bad.length + badCaps.length + badPayees.length;
+    allowError.hidden = problems === 0;
     allowError.textContent = bad.length
       ? `Remove what is not a host name: ${bad.map((e) => e.raw).join(", ")}.`
       : badCaps.length
         ? `Enter each daily cap like 2.00 (at most 6 decimals), or leave it empty: ${badCaps.map((e) => e.raw).join(", ")}.`
-        : "";
-    allowInput.setAttribute("aria-invalid", String(bad.length + badCaps.length > 0));
-    if (bad.length || badCaps.length) ok = false;
+        : badPayees.length
+          ? `Enter each payee as a 0x address (40 hex digits), or leave it empty for any address: ${badPayees.map((e) => e.raw).join(", ")}.`
+          : "";
+    allowInput.setAttribute("aria-invalid", String(problems > 0));
+    if (problems) ok = false;
     if (!ok) {
       const first = form.querySelector<HTMLElement>("[aria-invalid=true]");
       first?.focus();
@@ -113,6 +117,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     amounts: Amounts;
     extras: ExtraLimits & SwapSetting;
     caps: Record<string, bigint>;
+    payees: Record<string, string>;
     list: string[];
     root: string;
     timestamp: number;
@@ -125,7 +130,9 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
   const showReview = (amounts: Amounts, extras: ExtraLimits & SwapSetting, timestamp = nextTimestamp()) => {
     const list = normalizedList(entries);
     const caps = capsOf(entries);
-    const root = allowlistRoot(list, caps);
+    const payees = payeesOf(entries);
+    // Version 3 leaves [entry, dailyCap, payee] for every entry (payee 0x0…0 = any address).
+    const root = allowlistRoot(list, caps, "v3", payees);
     const data = setPolicyData(
       app.config.chainId,
       agent.policyContract,
@@ -133,7 +140,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
       { ...amounts, ...extras, allowlistRoot: root },
       timestamp,
     );
-    pending = { amounts, extras, caps, list, root, timestamp, data };
+    pending = { amounts, extras, caps, payees, list, root, timestamp, data };
     const usdcLine = (units: bigint) => `${fromUnits(units)} USDC (${units} base units)`;
     replace(
       review,
@@ -171,11 +178,32 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
             Object.entries(caps).map(([e, c]) => h("li", null, h("code", null, e), ` at most ${usdcLine(c)} per UTC day`)),
           )
         : null,
+      list.length
+        ? h(
+            "ul",
+            { id: "review-payees" },
+            list.map((e) =>
+              h(
+                "li",
+                { "data-entry": e, "data-payee": payees[e] ?? "" },
+                h("code", null, e),
+                payees[e] ? [" pays only ", h("code", null, payees[e])] : " pays any address (no payee pinned)",
+              ),
+            ),
+          )
+        : null,
+      list.some((e) => !payees[e])
+        ? h(
+            "p",
+            { class: "warn", id: "review-unpinned" },
+            "Entries without a pinned payee can pay any address: a compromised server could pay itself under them, within your budgets.",
+          )
+        : null,
       h("p", null, "Merkle root: ", h("code", { id: "review-root" }, root)),
       h(
         "p",
         { class: "hint" },
-        "The root of an OpenZeppelin StandardMerkleTree of [entry, daily cap] leaves, computed in this page; the contract stores only the root.",
+        "The root of an OpenZeppelin StandardMerkleTree of [entry, daily cap, payee] leaves (types string, uint256, address), computed in this page; the contract stores only the root.",
       ),
       h("h4", null, "Typed data"),
       h(
@@ -249,7 +277,9 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           validUntil: Number(p.extras.validUntil),
           maxSwapSlippageBps: Number(p.extras.maxSwapSlippageBps),
           swapTwapSeconds: Number(p.extras.swapTwapSeconds),
+          minSwapRate: fromUnits(p.extras.minSwapRate),
           merchantCaps: Object.fromEntries(Object.entries(p.caps).map(([e, c]) => [e, fromUnits(c)])),
+          payees: p.payees,
           humanSignature,
           timestamp: p.timestamp,
         },

@@ -3,12 +3,16 @@
  * ETH before paying, and at most how far above the pool's average (TWAP) price. Both numbers are part of the signed
  * SetPolicy and checked by the wallet contract; slippage empty or 0 means no swaps (the default).
  */
+import { api } from "../api";
+import { fromUnits, toUnits } from "../amounts";
 import { h } from "../dom";
 import type { PolicyView } from "../types";
 
 export interface SwapSetting {
   maxSwapSlippageBps: bigint;
   swapTwapSeconds: bigint;
+  /** The price floor: USDC base units per 1 WETH (0 = none). */
+  minSwapRate: bigint;
 }
 
 // What POST /limits accepts (src/schemas/limits.ts).
@@ -16,7 +20,7 @@ const MAX_BPS = 1_000;
 const TWAP = { min: 60, max: 3_600, fallback: 600 };
 
 /** The swap fieldset and its reader (null when an entry is invalid; each error shown at its field). */
-export function swapFields(current: PolicyView): { element: HTMLElement; read: () => SwapSetting | null } {
+export function swapFields(current: PolicyView, agentAddress: string): { element: HTMLElement; read: () => SwapSetting | null } {
   const on = current.deployed && (current.maxSwapSlippageBps ?? 0) > 0;
   const field = (id: string, label: string, hint: string, input: HTMLInputElement) => {
     const error = h("p", { id: `${id}-error`, class: "field-error", hidden: true });
@@ -41,6 +45,39 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
     `The window of the average (TWAP) price swaps are held to, ${TWAP.min} to ${TWAP.max} s. Empty: ${TWAP.fallback} s.`,
     text("policy-swapTwapSeconds", "swapTwapSeconds", on ? String(current.swapTwapSeconds ?? TWAP.fallback) : "", String(TWAP.fallback)),
   );
+  const floor = field(
+    "policy-minSwapRate",
+    "Lowest swap price (USDC per 1 WETH)",
+    "A swap never sells WETH below this price, whatever the pool's average says (someone holding a thin pool off-price for the whole window cannot set the agent's price). Empty or 0: no floor.",
+    text(
+      "policy-minSwapRate",
+      "minSwapRate",
+      current.deployed && current.minSwapRate && current.minSwapRate !== "0" ? current.minSwapRate : "",
+      "no floor",
+    ),
+  );
+  // The pool's average price now, beside the floor: read from the chain through GET /agents/:address/swap-price.
+  const twapNow = h("p", { class: "hint", id: "policy-twap", "aria-live": "polite" }, "Reading the pool's average price…");
+  floor.el.appendChild(twapNow);
+  const loadTwap = async () => {
+    const t = twap.input.value.trim();
+    const seconds = /^\d+$/.test(t) && Number(t) >= TWAP.min && Number(t) <= TWAP.max ? Number(t) : TWAP.fallback;
+    try {
+      const r = await api<{ usdcPerWeth: string | null; twapSeconds: number }>(
+        "GET",
+        `/agents/${agentAddress}/swap-price?twapSeconds=${seconds}`,
+        { auth: "required" },
+      );
+      twapNow.dataset.price = r.usdcPerWeth ?? "";
+      twapNow.textContent = r.usdcPerWeth
+        ? `The pool's average price now: 1 WETH ≈ ${r.usdcPerWeth} USDC (over ${r.twapSeconds} s).`
+        : "The pool has no average price to show now (no pool, or not enough history).";
+    } catch {
+      twapNow.textContent = "The pool's average price could not be read now.";
+    }
+  };
+  void loadTwap();
+  twap.input.addEventListener("change", () => void loadTwap());
   const show = (f: { input: HTMLInputElement; error: HTMLElement }, message: string | null) => {
     f.error.hidden = !message;
     f.error.textContent = message ?? "";
@@ -52,16 +89,19 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
     const bps = s === "" ? 0 : /^\d+(\.\d{1,2})?$/.test(s) ? Math.round(Number(s) * 100) : NaN;
     const bpsOk = Number.isInteger(bps) && bps >= 0 && bps <= MAX_BPS;
     show(slippage, bpsOk ? null : `Enter a percentage from 0.01 to ${MAX_BPS / 100} (at most 2 decimals), or leave it empty for no swaps.`);
-    if (!bpsOk) return null;
+    const f = floor.input.value.trim();
+    const rate = f === "" ? 0n : toUnits(f);
+    show(floor, rate === null ? "Enter a price like 2500 or 2500.50 USDC (at most 6 decimals), or leave it empty for no floor." : null);
+    if (!bpsOk || rate === null) return null;
     if (bps === 0) {
       show(twap, null);
-      return { maxSwapSlippageBps: 0n, swapTwapSeconds: 0n };
+      return { maxSwapSlippageBps: 0n, swapTwapSeconds: 0n, minSwapRate: rate };
     }
     const t = twap.input.value.trim();
     const seconds = t === "" ? TWAP.fallback : /^\d+$/.test(t) ? Number(t) : NaN;
     const twapOk = Number.isInteger(seconds) && seconds >= TWAP.min && seconds <= TWAP.max;
     show(twap, twapOk ? null : `Enter a whole number of seconds from ${TWAP.min} to ${TWAP.max}.`);
-    return twapOk ? { maxSwapSlippageBps: BigInt(bps), swapTwapSeconds: BigInt(seconds) } : null;
+    return twapOk ? { maxSwapSlippageBps: BigInt(bps), swapTwapSeconds: BigInt(seconds), minSwapRate: rate } : null;
   };
   const element = h(
     "fieldset",
@@ -74,14 +114,20 @@ export function swapFields(current: PolicyView): { element: HTMLElement; read: (
     ),
     slippage.el,
     twap.el,
+    floor.el,
   );
   return { element, read };
 }
 
 /** Review lines for the swap setting. */
 export function describeSwap(s: SwapSetting): [string, string][] {
-  if (s.maxSwapSlippageBps === 0n) return [["Swaps", "off (0)"]];
+  const floor: [string, string] = [
+    "Lowest swap price",
+    s.minSwapRate === 0n ? "no floor (minSwapRate 0)" : `${fromUnits(s.minSwapRate)} USDC per 1 WETH (minSwapRate ${s.minSwapRate})`,
+  ];
+  if (s.maxSwapSlippageBps === 0n) return [["Swaps", "off (0)"], floor];
   return [
+    floor,
     [
       "Swaps",
       `allowed, at most ${Number(s.maxSwapSlippageBps) / 100}% above the average price (maxSwapSlippageBps ${s.maxSwapSlippageBps})`,
