@@ -5,13 +5,14 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { JsonRpcProvider, Wallet, getAddress } from "ethers";
+import { JsonRpcProvider, Wallet, ZeroAddress, getAddress } from "ethers";
 import { OperatorSet__factory } from "../../typechain-types";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { ledgerEntry } from "../../src/store/ledger";
+import { auditOutput, runAudit } from "../helpers/auditCli";
 import { approvalDecision } from "../helpers/payments";
 import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
@@ -78,7 +79,9 @@ describe("audit from events alone", () => {
     const pauseTs = s.now();
     expect((await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(true, pauseTs) })).status).to.equal(200);
     expect((await pay(a, cheap.resource)).body.reason).to.equal("policy_paused");
-    const resumeTs = pauseTs + 1;
+    // After the pause's own block time too (the contract keeps the later of the two): a chain a second ahead of the
+    // wall clock would otherwise refuse the resume as stale.
+    const resumeTs = Math.max(pauseTs, (await s.svc.chain.provider.getBlock("latest"))!.timestamp) + 1;
     const resumed = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(false, resumeTs) });
     expect(resumed.status, JSON.stringify(resumed.body)).to.equal(200);
     const updateTs = s.now() + 2;
@@ -184,6 +187,103 @@ describe("audit from events alone", () => {
     ]);
     const approvedByOwner = audited.payments.find((p) => p.approvalId === pending.body.approvalId);
     expect(approvedByOwner).to.include({ status: "settled", amount: "4000000" });
+
+    // Every owner action's signer, recovered from its event's signature: the owner each time.
+    expect(audited.signatures.map((x) => [x.event, x.signer, x.verdict])).to.deep.equal(
+      ["PolicyUpdated", "ApprovalUsed", "PausedSet", "PausedSet", "PolicyUpdated", "Withdrawn"].map((e) => [e, owner.address, "owner"]),
+    );
+    // The epochs rebuilt from events alone: the first policy, the pause, the new policy (a resume starts none).
+    expect(audited.epochs.map((x) => [x.epoch, x.cause])).to.deep.equal([
+      [1, "PolicyUpdated"],
+      [2, "PausedSet"],
+      [3, "PolicyUpdated"],
+    ]);
+    expect(audited.epoch).to.equal(Number(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).epoch()));
+    expect(audited.pauses.map((p) => p.epoch)).to.deep.equal([1, 2]);
+    expect(audited.payments.every((p) => p.epoch === 1 && p.validAfter === 0 && p.leaf?.entry === "127.0.0.1")).to.equal(true);
+    // Every USDC out of the wallet explained: the two settlements and the withdrawal.
+    expect(audited.outflows.map((o) => [o.token, o.amount, o.explainedBy])).to.deep.equal([
+      ["USDC", "1000000", "settlement"],
+      ["USDC", "4000000", "settlement"],
+      ["USDC", "2500000", "withdrawal"],
+    ]);
+    expect(audited.outflows[2]).to.include({ to: getAddress(owner.address), txHash: withdrawn.body.txHash });
+    expect(audited.leaves).to.deep.equal([
+      { entry: "127.0.0.1", dailyCap: "0", payee: ZeroAddress, payments: audited.payments.length, amount: "6000000", days: {} },
+    ]);
+    expect(audited.payees[getAddress(cheap.payTo)]).to.include({ payments: 1, amount: "1000000" });
+    expect(audited.payees[getAddress(cheap.payTo)].namedBy).to.deep.equal([]);
+  });
+
+  it("a normal run with a pinned payee and a capped entry: npm run audit prints the rebuilt epochs, leaves and payees, exit 0", async () => {
+    const facilitator = await fundedFacilitator(s);
+    const seller = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: USDC });
+    sellers.push(seller);
+    const owner = randomOwner();
+    const key = await ownerKey(s, owner);
+    const payTo = getAddress(seller.payTo);
+    const a = await s.onboard(owner, {
+      perTxLimit: "5",
+      dailyBudget: "20",
+      approvalThreshold: "5",
+      allowlist: ["127.0.0.1"],
+      merchantCaps: { "127.0.0.1": "3" },
+      payees: { "127.0.0.1": payTo },
+    });
+    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    const pay = async (status: number) => {
+      const res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "audit summary" },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(status);
+      return res.body;
+    };
+    await pay(200);
+    const pause = async (paused: boolean, timestamp: number) => {
+      const { signature, epoch } = await s.signPause(owner, a.agentAddress, paused, timestamp);
+      const res = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+        key,
+        body: { paused, epoch, humanSignature: signature, timestamp },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    };
+    const ts = s.now();
+    await pause(true, ts);
+    await pause(false, Math.max(ts, (await s.svc.chain.provider.getBlock("latest"))!.timestamp) + 1);
+    await pay(200);
+    await pay(200);
+    expect((await pay(422)).reason).to.equal("merchant_budget_exceeded"); // 3 USDC under the entry today
+
+    const cli = await runAudit(s);
+    expect(cli.code, cli.stderr).to.equal(0);
+    const { report, summary } = auditOutput(cli.stdout);
+    expect(summary).to.match(/^audit: \d+ agents, \d+ events, 0 anomalies/);
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[a.agentAddress];
+    expect(audited.epochs.map((x) => [x.epoch, x.cause])).to.deep.equal([
+      [1, "PolicyUpdated"],
+      [2, "PausedSet"],
+    ]);
+    expect(audited.epoch).to.equal(2);
+    expect(audited.payments.map((p) => [p.status, p.epoch, p.validAfter, p.leaf])).to.deep.equal([
+      ["settled", 1, 0, { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo }],
+      ["settled", 2, 0, { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo }],
+      ["settled", 2, 0, { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo }],
+    ]);
+    const today = audited.payments[0].day;
+    expect(audited.leaves).to.deep.equal([
+      { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo, payments: 3, amount: "3000000", days: { [today]: "3000000" } },
+    ]);
+    expect(audited.payees).to.deep.equal({ [payTo]: { payments: 3, amount: "3000000", namedBy: ["127.0.0.1"] } });
+    expect(audited.outflows.map((o) => [o.token, o.to, o.amount, o.explainedBy])).to.deep.equal(
+      audited.payments.map(() => ["USDC", payTo, "1000000", "settlement"]),
+    );
+    expect(audited.signatures.map((x) => [x.event, x.verdict])).to.deep.equal([
+      ["PolicyUpdated", "owner"],
+      ["PausedSet", "owner"],
+      ["PausedSet", "owner"],
+    ]);
   });
 
   it("lists a paymentId recovery voided (PaymentVoided) apart from every authorised payment, consistently", async () => {

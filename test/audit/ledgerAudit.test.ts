@@ -4,9 +4,9 @@
  * as an owner reads it, and by `npm run audit -- --ledger`.
  */
 import { expect } from "chai";
-import { spawn } from "node:child_process";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
+import { auditOutput, runAudit } from "../helpers/auditCli";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
@@ -86,21 +86,13 @@ describe("audit: the ledger against the chain", () => {
     expect(problems).to.have.length(6);
 
     // The same from the command line an auditor runs: exit code 1, the disagreements in its JSON.
-    const cli = await run([
-      "scripts/audit.ts",
-      "--rpc",
-      s.svc.config.rpcUrl,
-      "--factory",
-      s.svc.config.factoryAddress,
-      "--from-block",
-      String(s.svc.config.factoryDeployBlock),
-      "--ledger",
-      s.url,
-      "--key",
-      key,
-    ]);
+    const cli = await runAudit(s, { key });
     expect(cli.code, cli.stderr).to.equal(1);
-    expect((JSON.parse(cli.stdout) as { ledgerDisagreements: string[] }).ledgerDisagreements).to.have.members(problems);
+    const { report: printed, summary } = auditOutput(cli.stdout);
+    expect(printed.ledgerDisagreements).to.have.members(problems);
+    expect(summary).to.match(
+      new RegExp(`^audit: \\d+ agents, \\d+ events, ${problems.length} anomalies \\(0 on-chain, ${problems.length} in the ledger\\)`),
+    );
 
     // A refusal mined after the ledger was read (its entry is written after its block): not a disagreement then.
     const ledgerBlock = await s.svc.chain.provider.getBlockNumber();
@@ -111,15 +103,3 @@ describe("audit: the ledger against the chain", () => {
     expect(ledgerDisagreements(later, snapshot)).to.have.length(problems.length + 1);
   });
 });
-
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
