@@ -102,4 +102,44 @@ describe("audit: the ledger against the chain", () => {
     expect(ledgerDisagreements(later, snapshot, [], ledgerBlock)).to.have.members(problems);
     expect(ledgerDisagreements(later, snapshot)).to.have.length(problems.length + 1);
   });
+
+  it("refusals of different amounts within one minute each keep their own on-chain record: audit --ledger exits 0", async () => {
+    const facilitator = await fundedFacilitator(s);
+    const six = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 6n * USDC });
+    const seven = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 7n * USDC });
+    sellers.push(six, seven);
+    const owner = randomOwner();
+    const key = await ownerKey(s, owner);
+    const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "5", allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 50n * USDC);
+    const refuse = async (url: string) => {
+      const res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "10", intent: "refused" },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(422);
+      expect(res.body.reason).to.equal("per_tx_limit_exceeded");
+      return (await s.svc.store.payments.findOne({ txnId: res.body.transactionId as string }))!;
+    };
+    // Same merchant (127.0.0.1), same reason, within a minute: 6 then 7 USDC, then 7 again.
+    const first = await refuse(six.resource);
+    const second = await refuse(seven.resource);
+    const again = await refuse(seven.resource);
+    expect(first.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(second.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(second.txHash).to.not.equal(first.txHash); // another amount: its own PaymentBlocked
+    expect(again).to.include({ txHash: second.txHash, duplicateOf: second.txnId }); // identical: shared
+
+    const blocked = (await audit()).agents[a.agentAddress].blocked;
+    expect(blocked.map((b) => [b.amount, b.reason, b.authorizeTx])).to.deep.equal([
+      ["6000000", "per_tx_limit_exceeded", first.txHash],
+      ["7000000", "per_tx_limit_exceeded", second.txHash],
+    ]);
+    const cli = await runAudit(s, { key });
+    expect(cli.code, cli.stderr || cli.stdout.slice(-2000)).to.equal(0);
+    const { report, summary } = auditOutput(cli.stdout);
+    expect(report.inconsistencies).to.deep.equal([]);
+    expect(report.ledgerDisagreements).to.deep.equal([]);
+    expect(summary).to.match(/^audit: \d+ agents, \d+ events, 0 anomalies \(0 on-chain, 0 in the ledger\)$/);
+  });
 });
