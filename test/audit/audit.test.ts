@@ -6,10 +6,18 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import { JsonRpcProvider, Wallet, ZeroAddress, getAddress } from "ethers";
-import { OperatorSet__factory } from "../../typechain-types";
+import { ERC1271Wallet__factory, OperatorSet__factory } from "../../typechain-types";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
+import { CONTRACT_OWNER, SignatureAuditor } from "../../src/indexer/auditSignatures";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
-import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
+import {
+  LINK_AGENT_TYPES,
+  SET_OPERATOR_TYPES,
+  SET_OWNER_TYPES,
+  WITHDRAW_TYPES,
+  policyDomain,
+  serviceDomain,
+} from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { ledgerEntry } from "../../src/store/ledger";
 import { auditOutput, runAudit } from "../helpers/auditCli";
@@ -284,6 +292,107 @@ describe("audit from events alone", () => {
       ["PausedSet", "owner"],
       ["PausedSet", "owner"],
     ]);
+  });
+
+  it("an ERC-1271 owner (a smart wallet): its signatures are noted as checked by the contract, no anomaly", async () => {
+    const { chain } = s.svc;
+    const deployer = Wallet.createRandom().connect(chain.provider);
+    await chain.provider.send("hardhat_setBalance", [deployer.address, "0xde0b6b3a7640000"]);
+    const signer = randomOwner();
+    const wallet = await new ERC1271Wallet__factory(deployer).deploy(signer.address);
+    await wallet.waitForDeployment();
+    const owner = getAddress(await wallet.getAddress());
+    const agent = await s.genesis();
+    const ts = s.now();
+    const ownerSignature = await signer.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, {
+      agent: agent.agentAddress,
+      owner,
+      timestamp: ts,
+    });
+    const activationCode = new URL(s.activationPath(agent.agentAddress), "http://x").searchParams.get("code");
+    const linked = await s.api("POST", "/agents/link", {
+      body: { agentAddress: agent.agentAddress, ownerAddress: owner, ownerSignature, timestamp: ts, activationCode },
+    });
+    expect(linked.status, JSON.stringify(linked.body)).to.equal(200);
+    const policy = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
+    const deployed = await s.api("POST", "/limits", { key: agent.apiKey, body: await s.policyBody(signer, agent.agentAddress, policy) });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(201);
+
+    const report = await auditFromLogs(chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[agent.agentAddress];
+    // The wallet's key recovers, not the wallet: the contract checked it by ERC-1271 when it accepted the policy.
+    expect(audited.signatures.map((x) => [x.event, x.signer, x.owner, x.verdict])).to.deep.equal([
+      ["PolicyUpdated", signer.address, owner, CONTRACT_OWNER],
+    ]);
+    expect(report.notes.filter((n) => n.startsWith(agent.agentAddress))).to.deep.equal([
+      `${agent.agentAddress}: PolicyUpdated in ${audited.policies[0].txHash}: ${CONTRACT_OWNER} (owner ${owner})`,
+    ]);
+  });
+
+  it("an owner action signed by another key than the owner in force: 'not the owner' (the check the audit applies to every one)", async () => {
+    const { chain } = s.svc;
+    const owner = randomOwner();
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    const auditor = new SignatureAuditor(chain.provider, s.svc.config.chainId);
+    const message = { agent: a.agentAddress, operator: chain.operator.address, timestamp: 1n };
+    const domain = policyDomain(s.svc.config.chainId, a.agentAddress);
+    const mine = await owner.signTypedData(domain, SET_OPERATOR_TYPES, message);
+    const stranger = randomOwner();
+    const theirs = await stranger.signTypedData(domain, SET_OPERATOR_TYPES, message);
+    const check = (signature: string) => auditor.check(a.agentAddress, getAddress(owner.address), "OperatorSet", message, signature, "0x");
+    expect(await check(mine)).to.include({ signer: owner.address, verdict: "owner" });
+    expect(await check(theirs)).to.include({ signer: stranger.address, verdict: "not the owner" });
+    expect(await check("0x1234")).to.include({ signer: null, verdict: "not the owner" });
+  });
+
+  it("follows the owner through a hand-over: OwnerSet signed by the previous owner, the heir's pause by the heir", async () => {
+    const owner = randomOwner();
+    const heir = randomOwner();
+    const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] });
+    const key = await ownerKey(s, owner);
+    const timestamp = s.now();
+    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
+      agent: a.agentAddress,
+      newOwner: heir.address,
+      timestamp,
+    });
+    const handedOver = await s.api("POST", `/agents/${a.agentAddress}/owner`, {
+      key,
+      body: { newOwner: heir.address, timestamp, humanSignature },
+    });
+    expect(handedOver.status, JSON.stringify(handedOver.body)).to.equal(200);
+    const heirKey = await ownerKey(s, heir);
+    const pause = await s.signPause(heir, a.agentAddress, true);
+    const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+      key: heirKey,
+      body: { paused: true, epoch: pause.epoch, humanSignature: pause.signature, timestamp: pause.timestamp },
+    });
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
+
+    const report = await auditFromLogs(s.svc.chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[a.agentAddress];
+    expect(audited.owners.map((o) => o.owner)).to.deep.equal([owner.address, heir.address]);
+    expect(audited.signatures.map((x) => [x.event, x.signer, x.owner, x.verdict])).to.deep.equal([
+      ["PolicyUpdated", owner.address, owner.address, "owner"],
+      ["OwnerSet", owner.address, owner.address, "owner"],
+      ["PausedSet", heir.address, heir.address, "owner"],
+    ]);
+    expect(audited.epochs.map((x) => [x.epoch, x.cause])).to.deep.equal([
+      [1, "PolicyUpdated"],
+      [2, "OwnerSet"],
+      [3, "PausedSet"],
+    ]);
+    expect(audited.epoch).to.equal(Number(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).epoch()));
   });
 
   it("lists a paymentId recovery voided (PaymentVoided) apart from every authorised payment, consistently", async () => {
