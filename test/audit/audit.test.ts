@@ -355,6 +355,9 @@ describe("audit from events alone", () => {
     const heir = randomOwner();
     const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] });
     const key = await ownerKey(s, owner);
+    // The indexer past the deployment's OwnerSet first: a run that links it after the hand-over gives the agent back
+    // to the first owner until the next run (ledgerLinks followOwner reads only up to that event's block).
+    await s.svc.indexer.syncOnce();
     const timestamp = s.now();
     const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
       agent: a.agentAddress,
