@@ -2,17 +2,21 @@
  * The auditor's view of a SpendGate deployment from the chain's logs alone (no calldata, no database): every agent of
  * the factory, every payment decision, policy version, pause, owner, operator, withdrawal and day's spend, as JSON.
  *
- *   npm run audit -- --rpc https://mainnet.base.org --factory 0x... [--usdc 0x...] [--from-block N] [--to-block N]
+ *   npm run audit -- --rpc https://mainnet.base.org --factory 0x... [--usdc 0x...] [--weth 0x...] [--from-block N]
+ *     [--to-block N] [--swap-counterparties 0x...,0x...]
  *     [--ledger https://spendgate.example --key <owner or agent API key> [--agents 0x...,0x...]]
  *
- * Exit code 1 when the events contradict each other (a spentToday that does not add up, USDC moved under a nonce the
- * policy never authorised, a settlement after a release), or, with --ledger, when the service's ledger (every entry
- * the key may read) disagrees with them (`ledgerDisagreements`). --agents names agents the ledger must cover even if
- * it has no entry of theirs.
+ * Exit code 1 when the events contradict each other (`inconsistencies`: a spentToday that does not add up, USDC moved
+ * under a nonce the policy never authorised, a settlement after a release or in another epoch, an epoch, leaf, cap or
+ * payee the events do not bear out, an owner action not signed by the owner in force, a USDC or WETH transfer out of a
+ * wallet that no authorised settlement, withdrawal or swap explains), or, with --ledger, when the service's ledger
+ * (every entry the key may read) disagrees with them (`ledgerDisagreements`). --agents names agents the ledger must
+ * cover even if it has no entry of theirs. The JSON report is followed by a one-line summary (agents, events read,
+ * anomalies).
  */
 import { JsonRpcProvider } from "ethers";
-import { USDC_ADDRESSES } from "../src/chain/addresses";
-import { auditFromLogs, type AuditReport } from "../src/indexer/audit";
+import { USDC_ADDRESSES, WETH_ADDRESS } from "../src/chain/addresses";
+import { auditFromLogs } from "../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../src/indexer/ledgerAudit";
 
 function arg(name: string): string | undefined {
@@ -39,31 +43,21 @@ async function main(): Promise<void> {
   const report = await auditFromLogs(provider, {
     factory,
     usdc,
+    weth: arg("weth") ?? WETH_ADDRESS,
+    swapCounterparties: (arg("swap-counterparties") ?? "").split(",").filter(Boolean),
     fromBlock: Number(arg("from-block") ?? process.env.FACTORY_DEPLOY_BLOCK ?? 0),
     toBlock: toBlock === undefined ? undefined : Number(toBlock),
   });
   const ledger = entries && ledgerDisagreements(report, entries, (arg("agents") ?? "").split(",").filter(Boolean), ledgerBlock);
   console.log(JSON.stringify(ledger ? { ...report, ledgerDisagreements: ledger } : report, null, 2));
-  // The verdict last, on stderr: stdout stays one JSON document (for jq), the terminal ends with the summary.
-  console.error(summary(report, ledger));
+  const anomalies = report.inconsistencies.length + (ledger?.length ?? 0);
+  console.log(
+    `audit: ${Object.keys(report.agents).length} agents, ${report.events} events, ${anomalies} anomalies` +
+      (ledger ? ` (${report.inconsistencies.length} on-chain, ${ledger.length} in the ledger)` : "") +
+      (report.notes.length ? `, ${report.notes.length} notes` : ""),
+  );
   provider.destroy();
   if (report.inconsistencies.length || ledger?.length) process.exitCode = 1;
-}
-
-/** One line: what was rebuilt, and whether the events (and the ledger) agree. */
-function summary(report: AuditReport, ledger: string[] | undefined): string {
-  const agents = Object.values(report.agents);
-  const byStatus = new Map<string, number>();
-  for (const p of agents.flatMap((a) => a.payments)) byStatus.set(p.status, (byStatus.get(p.status) ?? 0) + 1);
-  const payments = [...byStatus].map(([status, n]) => `${n} ${status}`).join(", ") || "none";
-  const refusals = agents.reduce((n, a) => n + a.blocked.length, 0);
-  const verdict = [
-    report.inconsistencies.length ? `${report.inconsistencies.length} INCONSISTENCIES in the events` : "events consistent",
-    ledger === undefined ? null : ledger.length ? `${ledger.length} LEDGER DISAGREEMENTS` : "ledger agrees",
-  ]
-    .filter(Boolean)
-    .join("; ");
-  return `audit: blocks ${report.fromBlock}-${report.toBlock}, ${agents.length} agents, payments: ${payments}; ${refusals} refusals; ${verdict}.`;
 }
 
 main().catch((err: unknown) => {

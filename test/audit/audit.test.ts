@@ -5,13 +5,22 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { JsonRpcProvider, Wallet, getAddress } from "ethers";
-import { OperatorSet__factory } from "../../typechain-types";
+import { JsonRpcProvider, Wallet, ZeroAddress, getAddress } from "ethers";
+import { ERC1271Wallet__factory, OperatorSet__factory } from "../../typechain-types";
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
+import { CONTRACT_OWNER, SignatureAuditor } from "../../src/indexer/auditSignatures";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
-import { WITHDRAW_TYPES, policyDomain } from "../../src/chain/typedData";
+import {
+  LINK_AGENT_TYPES,
+  SET_OPERATOR_TYPES,
+  SET_OWNER_TYPES,
+  WITHDRAW_TYPES,
+  policyDomain,
+  serviceDomain,
+} from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { ledgerEntry } from "../../src/store/ledger";
+import { auditOutput, runAudit } from "../helpers/auditCli";
 import { approvalDecision } from "../helpers/payments";
 import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
@@ -78,7 +87,9 @@ describe("audit from events alone", () => {
     const pauseTs = s.now();
     expect((await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(true, pauseTs) })).status).to.equal(200);
     expect((await pay(a, cheap.resource)).body.reason).to.equal("policy_paused");
-    const resumeTs = pauseTs + 1;
+    // After the pause's own block time too (the contract keeps the later of the two): a chain a second ahead of the
+    // wall clock would otherwise refuse the resume as stale.
+    const resumeTs = Math.max(pauseTs, (await s.svc.chain.provider.getBlock("latest"))!.timestamp) + 1;
     const resumed = await s.api("POST", `/agents/${a.agentAddress}/pause`, { key, body: await pauseBody(false, resumeTs) });
     expect(resumed.status, JSON.stringify(resumed.body)).to.equal(200);
     const updateTs = s.now() + 2;
@@ -184,6 +195,207 @@ describe("audit from events alone", () => {
     ]);
     const approvedByOwner = audited.payments.find((p) => p.approvalId === pending.body.approvalId);
     expect(approvedByOwner).to.include({ status: "settled", amount: "4000000" });
+
+    // Every owner action's signer, recovered from its event's signature: the owner each time.
+    expect(audited.signatures.map((x) => [x.event, x.signer, x.verdict])).to.deep.equal(
+      ["PolicyUpdated", "ApprovalUsed", "PausedSet", "PausedSet", "PolicyUpdated", "Withdrawn"].map((e) => [e, owner.address, "owner"]),
+    );
+    // The epochs rebuilt from events alone: the first policy, the pause, the new policy (a resume starts none).
+    expect(audited.epochs.map((x) => [x.epoch, x.cause])).to.deep.equal([
+      [1, "PolicyUpdated"],
+      [2, "PausedSet"],
+      [3, "PolicyUpdated"],
+    ]);
+    expect(audited.epoch).to.equal(Number(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).epoch()));
+    expect(audited.pauses.map((p) => p.epoch)).to.deep.equal([1, 2]);
+    expect(audited.payments.every((p) => p.epoch === 1 && p.validAfter === 0 && p.leaf?.entry === "127.0.0.1")).to.equal(true);
+    // Every USDC out of the wallet explained: the two settlements and the withdrawal.
+    expect(audited.outflows.map((o) => [o.token, o.amount, o.explainedBy])).to.deep.equal([
+      ["USDC", "1000000", "settlement"],
+      ["USDC", "4000000", "settlement"],
+      ["USDC", "2500000", "withdrawal"],
+    ]);
+    expect(audited.outflows[2]).to.include({ to: getAddress(owner.address), txHash: withdrawn.body.txHash });
+    expect(audited.leaves).to.deep.equal([
+      { entry: "127.0.0.1", dailyCap: "0", payee: ZeroAddress, payments: audited.payments.length, amount: "6000000", days: {} },
+    ]);
+    expect(audited.payees[getAddress(cheap.payTo)]).to.include({ payments: 1, amount: "1000000" });
+    expect(audited.payees[getAddress(cheap.payTo)].namedBy).to.deep.equal([]);
+  });
+
+  it("a normal run with a pinned payee and a capped entry: npm run audit prints the rebuilt epochs, leaves and payees, exit 0", async () => {
+    const facilitator = await fundedFacilitator(s);
+    const seller = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: USDC });
+    sellers.push(seller);
+    const owner = randomOwner();
+    const key = await ownerKey(s, owner);
+    const payTo = getAddress(seller.payTo);
+    const a = await s.onboard(owner, {
+      perTxLimit: "5",
+      dailyBudget: "20",
+      approvalThreshold: "5",
+      allowlist: ["127.0.0.1"],
+      merchantCaps: { "127.0.0.1": "3" },
+      payees: { "127.0.0.1": payTo },
+    });
+    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    const pay = async (status: number) => {
+      const res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "audit summary" },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(status);
+      return res.body;
+    };
+    await pay(200);
+    const pause = async (paused: boolean, timestamp: number) => {
+      const { signature, epoch } = await s.signPause(owner, a.agentAddress, paused, timestamp);
+      const res = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+        key,
+        body: { paused, epoch, humanSignature: signature, timestamp },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    };
+    const ts = s.now();
+    await pause(true, ts);
+    await pause(false, Math.max(ts, (await s.svc.chain.provider.getBlock("latest"))!.timestamp) + 1);
+    await pay(200);
+    await pay(200);
+    expect((await pay(422)).reason).to.equal("merchant_budget_exceeded"); // 3 USDC under the entry today
+
+    const cli = await runAudit(s);
+    expect(cli.code, cli.stderr).to.equal(0);
+    const { report, summary } = auditOutput(cli.stdout);
+    expect(summary).to.match(/^audit: \d+ agents, \d+ events, 0 anomalies/);
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[a.agentAddress];
+    expect(audited.epochs.map((x) => [x.epoch, x.cause])).to.deep.equal([
+      [1, "PolicyUpdated"],
+      [2, "PausedSet"],
+    ]);
+    expect(audited.epoch).to.equal(2);
+    expect(audited.payments.map((p) => [p.status, p.epoch, p.validAfter, p.leaf])).to.deep.equal([
+      ["settled", 1, 0, { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo }],
+      ["settled", 2, 0, { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo }],
+      ["settled", 2, 0, { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo }],
+    ]);
+    const today = audited.payments[0].day;
+    expect(audited.leaves).to.deep.equal([
+      { entry: "127.0.0.1", dailyCap: "3000000", payee: payTo, payments: 3, amount: "3000000", days: { [today]: "3000000" } },
+    ]);
+    expect(audited.payees).to.deep.equal({ [payTo]: { payments: 3, amount: "3000000", namedBy: ["127.0.0.1"] } });
+    expect(audited.outflows.map((o) => [o.token, o.to, o.amount, o.explainedBy])).to.deep.equal(
+      audited.payments.map(() => ["USDC", payTo, "1000000", "settlement"]),
+    );
+    expect(audited.signatures.map((x) => [x.event, x.verdict])).to.deep.equal([
+      ["PolicyUpdated", "owner"],
+      ["PausedSet", "owner"],
+      ["PausedSet", "owner"],
+    ]);
+  });
+
+  it("an ERC-1271 owner (a smart wallet): its signatures are noted as checked by the contract, no anomaly", async () => {
+    const { chain } = s.svc;
+    const deployer = Wallet.createRandom().connect(chain.provider);
+    await chain.provider.send("hardhat_setBalance", [deployer.address, "0xde0b6b3a7640000"]);
+    const signer = randomOwner();
+    const wallet = await new ERC1271Wallet__factory(deployer).deploy(signer.address);
+    await wallet.waitForDeployment();
+    const owner = getAddress(await wallet.getAddress());
+    const agent = await s.genesis();
+    const ts = s.now();
+    const ownerSignature = await signer.signTypedData(serviceDomain(8453), LINK_AGENT_TYPES, {
+      agent: agent.agentAddress,
+      owner,
+      timestamp: ts,
+    });
+    const activationCode = new URL(s.activationPath(agent.agentAddress), "http://x").searchParams.get("code");
+    const linked = await s.api("POST", "/agents/link", {
+      body: { agentAddress: agent.agentAddress, ownerAddress: owner, ownerSignature, timestamp: ts, activationCode },
+    });
+    expect(linked.status, JSON.stringify(linked.body)).to.equal(200);
+    const policy = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
+    const deployed = await s.api("POST", "/limits", { key: agent.apiKey, body: await s.policyBody(signer, agent.agentAddress, policy) });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(201);
+
+    const report = await auditFromLogs(chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[agent.agentAddress];
+    // The wallet's key recovers, not the wallet: the contract checked it by ERC-1271 when it accepted the policy.
+    expect(audited.signatures.map((x) => [x.event, x.signer, x.owner, x.verdict])).to.deep.equal([
+      ["PolicyUpdated", signer.address, owner, CONTRACT_OWNER],
+    ]);
+    expect(report.notes.filter((n) => n.startsWith(agent.agentAddress))).to.deep.equal([
+      `${agent.agentAddress}: PolicyUpdated in ${audited.policies[0].txHash}: ${CONTRACT_OWNER} (owner ${owner})`,
+    ]);
+  });
+
+  it("an owner action signed by another key than the owner in force: 'not the owner' (the check the audit applies to every one)", async () => {
+    const { chain } = s.svc;
+    const owner = randomOwner();
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    const auditor = new SignatureAuditor(chain.provider, s.svc.config.chainId);
+    const message = { agent: a.agentAddress, operator: chain.operator.address, timestamp: 1n };
+    const domain = policyDomain(s.svc.config.chainId, a.agentAddress);
+    const mine = await owner.signTypedData(domain, SET_OPERATOR_TYPES, message);
+    const stranger = randomOwner();
+    const theirs = await stranger.signTypedData(domain, SET_OPERATOR_TYPES, message);
+    const check = (signature: string) => auditor.check(a.agentAddress, getAddress(owner.address), "OperatorSet", message, signature, "0x");
+    expect(await check(mine)).to.include({ signer: owner.address, verdict: "owner" });
+    expect(await check(theirs)).to.include({ signer: stranger.address, verdict: "not the owner" });
+    expect(await check("0x1234")).to.include({ signer: null, verdict: "not the owner" });
+  });
+
+  it("follows the owner through a hand-over: OwnerSet signed by the previous owner, the heir's pause by the heir", async () => {
+    const owner = randomOwner();
+    const heir = randomOwner();
+    const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] });
+    const key = await ownerKey(s, owner);
+    // The indexer past the deployment's OwnerSet first: a run that links it after the hand-over gives the agent back
+    // to the first owner until the next run (ledgerLinks followOwner reads only up to that event's block).
+    await s.svc.indexer.syncOnce();
+    const timestamp = s.now();
+    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
+      agent: a.agentAddress,
+      newOwner: heir.address,
+      timestamp,
+    });
+    const handedOver = await s.api("POST", `/agents/${a.agentAddress}/owner`, {
+      key,
+      body: { newOwner: heir.address, timestamp, humanSignature },
+    });
+    expect(handedOver.status, JSON.stringify(handedOver.body)).to.equal(200);
+    const heirKey = await ownerKey(s, heir);
+    const pause = await s.signPause(heir, a.agentAddress, true);
+    const paused = await s.api("POST", `/agents/${a.agentAddress}/pause`, {
+      key: heirKey,
+      body: { paused: true, epoch: pause.epoch, humanSignature: pause.signature, timestamp: pause.timestamp },
+    });
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
+
+    const report = await auditFromLogs(s.svc.chain.provider, {
+      factory: s.svc.config.factoryAddress,
+      usdc: s.svc.config.usdcAddress,
+      fromBlock: s.svc.config.factoryDeployBlock,
+    });
+    expect(report.inconsistencies).to.deep.equal([]);
+    const audited = report.agents[a.agentAddress];
+    expect(audited.owners.map((o) => o.owner)).to.deep.equal([owner.address, heir.address]);
+    expect(audited.signatures.map((x) => [x.event, x.signer, x.owner, x.verdict])).to.deep.equal([
+      ["PolicyUpdated", owner.address, owner.address, "owner"],
+      ["OwnerSet", owner.address, owner.address, "owner"],
+      ["PausedSet", heir.address, heir.address, "owner"],
+    ]);
+    expect(audited.epochs.map((x) => [x.epoch, x.cause])).to.deep.equal([
+      [1, "PolicyUpdated"],
+      [2, "OwnerSet"],
+      [3, "PausedSet"],
+    ]);
+    expect(audited.epoch).to.equal(Number(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).epoch()));
   });
 
   it("lists a paymentId recovery voided (PaymentVoided) apart from every authorised payment, consistently", async () => {

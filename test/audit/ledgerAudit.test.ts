@@ -4,9 +4,9 @@
  * as an owner reads it, and by `npm run audit -- --ledger`.
  */
 import { expect } from "chai";
-import { spawn } from "node:child_process";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
+import { auditOutput, runAudit } from "../helpers/auditCli";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
@@ -86,23 +86,13 @@ describe("audit: the ledger against the chain", () => {
     expect(problems).to.have.length(6);
 
     // The same from the command line an auditor runs: exit code 1, the disagreements in its JSON.
-    const cli = await run([
-      "scripts/audit.ts",
-      "--rpc",
-      s.svc.config.rpcUrl,
-      "--factory",
-      s.svc.config.factoryAddress,
-      "--from-block",
-      String(s.svc.config.factoryDeployBlock),
-      "--ledger",
-      s.url,
-      "--key",
-      key,
-    ]);
+    const cli = await runAudit(s, { key });
     expect(cli.code, cli.stderr).to.equal(1);
-    expect((JSON.parse(cli.stdout) as { ledgerDisagreements: string[] }).ledgerDisagreements).to.have.members(problems);
-    // Its last word is a summary line (on stderr, so stdout stays one JSON document).
-    expect(cli.stderr.trim().split("\n").at(-1)).to.match(/^audit: blocks \d+-\d+, \d+ agents, payments: .*; 6 LEDGER DISAGREEMENTS\.$/);
+    const { report: printed, summary } = auditOutput(cli.stdout);
+    expect(printed.ledgerDisagreements).to.have.members(problems);
+    expect(summary).to.match(
+      new RegExp(`^audit: \\d+ agents, \\d+ events, ${problems.length} anomalies \\(0 on-chain, ${problems.length} in the ledger\\)`),
+    );
 
     // A refusal mined after the ledger was read (its entry is written after its block): not a disagreement then.
     const ledgerBlock = await s.svc.chain.provider.getBlockNumber();
@@ -112,16 +102,44 @@ describe("audit: the ledger against the chain", () => {
     expect(ledgerDisagreements(later, snapshot, [], ledgerBlock)).to.have.members(problems);
     expect(ledgerDisagreements(later, snapshot)).to.have.length(problems.length + 1);
   });
-});
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  it("refusals of different amounts within one minute each keep their own on-chain record: audit --ledger exits 0", async () => {
+    const facilitator = await fundedFacilitator(s);
+    const six = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 6n * USDC });
+    const seven = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 7n * USDC });
+    sellers.push(six, seven);
+    const owner = randomOwner();
+    const key = await ownerKey(s, owner);
+    const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "5", allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 50n * USDC);
+    const refuse = async (url: string) => {
+      const res = await s.api("POST", "/pay", {
+        key: a.apiKey,
+        body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "10", intent: "refused" },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(422);
+      expect(res.body.reason).to.equal("per_tx_limit_exceeded");
+      return (await s.svc.store.payments.findOne({ txnId: res.body.transactionId as string }))!;
+    };
+    // Same merchant (127.0.0.1), same reason, within a minute: 6 then 7 USDC, then 7 again.
+    const first = await refuse(six.resource);
+    const second = await refuse(seven.resource);
+    const again = await refuse(seven.resource);
+    expect(first.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(second.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(second.txHash).to.not.equal(first.txHash); // another amount: its own PaymentBlocked
+    expect(again).to.include({ txHash: second.txHash, duplicateOf: second.txnId }); // identical: shared
+
+    const blocked = (await audit()).agents[a.agentAddress].blocked;
+    expect(blocked.map((b) => [b.amount, b.reason, b.authorizeTx])).to.deep.equal([
+      ["6000000", "per_tx_limit_exceeded", first.txHash],
+      ["7000000", "per_tx_limit_exceeded", second.txHash],
+    ]);
+    const cli = await runAudit(s, { key });
+    expect(cli.code, cli.stderr || cli.stdout.slice(-2000)).to.equal(0);
+    const { report, summary } = auditOutput(cli.stdout);
+    expect(report.inconsistencies).to.deep.equal([]);
+    expect(report.ledgerDisagreements).to.deep.equal([]);
+    expect(summary).to.match(/^audit: \d+ agents, \d+ events, 0 anomalies \(0 on-chain, 0 in the ledger\)$/);
   });
-}
+});

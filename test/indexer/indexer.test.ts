@@ -58,8 +58,16 @@ describe("indexer", () => {
     });
     expect(updated.args.timestamp).to.match(/^\d+$/);
     expect(updated.args.version).to.equal("1");
-    expect(byName.OperatorSet.args).to.deep.equal({ agent: agent.agentAddress, operator: chain().operator.address, timestamp: "0" });
-    expect(byName.OwnerSet.args).to.deep.equal({ agent: agent.agentAddress, owner: owner.address, timestamp: "0" });
+    // The owner's SetPolicy signature rides in the event (an auditor recovers the signer from the log).
+    expect(updated.args.signature).to.match(/^0x[0-9a-f]{130}$/);
+    // Set at deployment: timestamp 0 and no signature.
+    expect(byName.OperatorSet.args).to.deep.equal({
+      agent: agent.agentAddress,
+      operator: chain().operator.address,
+      timestamp: "0",
+      signature: "0x",
+    });
+    expect(byName.OwnerSet.args).to.deep.equal({ agent: agent.agentAddress, owner: owner.address, timestamp: "0", signature: "0x" });
   });
 
   it("indexes PaymentAuthorized, PaymentBlocked and PaymentReleased sent straight from the operator", async () => {
@@ -86,9 +94,16 @@ describe("indexer", () => {
       merchant: "localhost",
       payTo: PAY_TO,
       amount: "1500000",
+      validAfter: transfers.get(authorizedId)!.validAfter.toString(),
       validBefore: transfers.get(authorizedId)!.validBefore.toString(),
       spentToday: authorized!.args.spentToday,
+      epoch: authorized!.args.epoch,
+      // The allowlist leaf that admitted it (ALLOWLIST: no caps, no payees).
+      leafEntry: "localhost",
+      leafDailyCap: "0",
+      leafPayee: ZeroAddress,
     });
+    expect(authorized!.args.epoch).to.equal(String(await chain().policyAt(agent.policyContract, chain().provider).epoch()));
     expect(BigInt(authorized!.args.spentToday) >= 1_500_000n).to.equal(true);
 
     const blocked = await store().chainEvents.findOne({ txHash: b.hash });
