@@ -4,7 +4,7 @@
  * decrypts the agent's signing key as anyone with those two could, and goes to the chain directly. Every attempt
  * past the owner-signed policy is refused on-chain; in one UTC day at most the daily budget leaves the wallet.
  */
-import { createDecipheriv, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import hre from "hardhat";
 import { Wallet } from "ethers";
@@ -12,6 +12,7 @@ import { leafStruct, proveMerchant } from "../../src/policy/allowlist";
 import { drainWithinPolicy, runAttacks, type Secrets, type Target } from "../helpers/attacker";
 import { mintUsdc, startV2Seller, fundedFacilitator, type TestSeller } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stealAgentKey } from "../helpers/stealKey";
 
 const USDC = 1_000_000n;
 const ENCRYPTION_KEY = randomBytes(32).toString("hex");
@@ -29,17 +30,6 @@ describe("compromised server (whole service): its config, its database and the c
     await s?.close();
   });
 
-  /** What a thief does with the database and the encryption key: decrypt the agent's signing key. */
-  async function stealAgentKey(agentAddress: string): Promise<Wallet> {
-    const agent = await s.svc.store.agents.findOne({ address: agentAddress });
-    const doc = await s.svc.store.walletKeys.findOne({ address: agent!.signerAddress });
-    const decipher = createDecipheriv("aes-256-gcm", Buffer.from(ENCRYPTION_KEY, "hex"), Buffer.from(doc!.iv, "base64"));
-    decipher.setAAD(Buffer.from(doc!.address.toLowerCase()));
-    decipher.setAuthTag(Buffer.from(doc!.tag, "base64"));
-    const key = Buffer.concat([decipher.update(Buffer.from(doc!.ciphertext, "base64")), decipher.final()]);
-    return new Wallet("0x" + key.toString("hex"), s.svc.chain.provider);
-  }
-
   it("can move no more than the owner-signed policy allows, and every other way out is refused on-chain", async () => {
     const owner = randomOwner();
     const policy = { perTxLimit: "5", dailyBudget: "12", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
@@ -54,7 +44,7 @@ describe("compromised server (whole service): its config, its database and the c
 
     const secrets: Secrets = {
       operator: new Wallet(s.svc.config.operatorPrivateKey, s.svc.chain.provider),
-      agentKey: await stealAgentKey(a.agentAddress),
+      agentKey: await stealAgentKey(s, ENCRYPTION_KEY, a.agentAddress),
     };
     const contract = await hre.ethers.getContractAt("SpendPolicy", a.agentAddress);
     expect(await contract.signingKey()).to.equal(secrets.agentKey.address); // the stolen key is the real one

@@ -5,7 +5,7 @@
  * an operator or owner change settles after it; a database write alone deploys nothing and re-links nothing; and an
  * agent created with its owner's key can be deployed for nobody else, whoever holds the operator key.
  */
-import { createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
@@ -20,6 +20,7 @@ import { listen } from "../helpers/sellerServer";
 import { mintUsdc, startV2Seller, fundedFacilitator, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stealAgentKey } from "../helpers/stealKey";
 
 const USDC = 1_000_000n;
 const ENCRYPTION_KEY = randomBytes(32).toString("hex");
@@ -39,17 +40,6 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
     await receiver?.close();
     await s?.close();
   });
-
-  /** What a thief does with the database and the encryption key: decrypt the agent's signing key. */
-  async function stealAgentKey(agentAddress: string): Promise<Wallet> {
-    const agent = await s.svc.store.agents.findOne({ address: agentAddress });
-    const doc = await s.svc.store.walletKeys.findOne({ address: agent!.signerAddress });
-    const decipher = createDecipheriv("aes-256-gcm", Buffer.from(ENCRYPTION_KEY, "hex"), Buffer.from(doc!.iv, "base64"));
-    decipher.setAAD(Buffer.from(doc!.address.toLowerCase()));
-    decipher.setAuthTag(Buffer.from(doc!.tag, "base64"));
-    const key = Buffer.concat([decipher.update(Buffer.from(doc!.ciphertext, "base64")), decipher.final()]);
-    return new Wallet("0x" + key.toString("hex"), s.svc.chain.provider);
-  }
 
   /** A wallet with gas that relays the owner's signed actions (anyone may). */
   async function fundedRelayer(): Promise<Wallet> {
@@ -72,7 +62,7 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
     await mintUsdc(s, a.agentAddress, 100n * USDC);
     const secrets: Secrets = {
       operator: new Wallet(s.svc.config.operatorPrivateKey, s.svc.chain.provider),
-      agentKey: await stealAgentKey(a.agentAddress),
+      agentKey: await stealAgentKey(s, ENCRYPTION_KEY, a.agentAddress),
     };
     const contract = await hre.ethers.getContractAt("SpendPolicy", a.agentAddress);
     const token = await hre.ethers.getContractAt("TestUSDC", s.svc.config.usdcAddress);
