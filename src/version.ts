@@ -1,9 +1,11 @@
 /** What the health routes say about the running build: package.json's version and, when known, the git commit. */
 import { execFileSync } from "node:child_process";
-import { dirname } from "node:path";
+import { join } from "node:path";
+import { PROJECT_ROOT } from "./paths";
 
+// From the project root whether this runs from src/ or from dist/src/ (npm run build).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-export const VERSION: string = (require("../package.json") as { version: string }).version;
+export const VERSION: string = (require(join(PROJECT_ROOT, "package.json")) as { version: string }).version;
 
 let sourceCommit: string | null | undefined;
 
@@ -16,7 +18,7 @@ export function buildCommit(fromEnv: string | undefined): string | undefined {
   if (sourceCommit === undefined) {
     try {
       const out = execFileSync("git", ["rev-parse", "HEAD"], {
-        cwd: dirname(require.resolve("../package.json")),
+        cwd: PROJECT_ROOT,
         encoding: "utf8",
         stdio: ["ignore", "pipe", "ignore"],
         timeout: 2_000,

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { hashKey } from "../../src/services/keys";
 import { createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
 import { randomOwner, startStack, type ApiResponse, type Stack } from "../helpers/stack";
@@ -142,10 +143,14 @@ describe("secrets: private keys and API keys never appear in clear in responses,
     }
   });
 
-  it("stores API keys only as SHA-256 hashes and short prefixes, in no field named like a secret", async () => {
+  it("stores API keys only as HMACs under the server's secret (no plain SHA-256) and short prefixes, in no field named like a secret", async () => {
     const all = await allDocuments(s.svc.store.db);
     const hashes = new Set((await s.svc.store.apiKeys.find({}).toArray()).map((d) => d.hash));
-    for (const { key } of issuedKeys) expect(hashes.has(createHash("sha256").update(key).digest("hex"))).to.equal(true);
+    for (const { key } of issuedKeys) {
+      expect(hashes.has(hashKey(key, s.svc.config.walletEncryptionKey))).to.equal(true);
+      // A hash anyone could compute from a key would let a database write make one that works.
+      expect(hashes.has(createHash("sha256").update(key).digest("hex"))).to.equal(false);
+    }
     for (const { collection, doc } of all) {
       for (const { path, key, value } of leaves(doc)) {
         expect(key, `${collection}${path}`).to.not.match(/^(private_?key|secret|api_?key|mnemonic|seed|password)$/i);

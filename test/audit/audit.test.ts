@@ -207,7 +207,8 @@ describe("audit from events alone", () => {
       [3, "PolicyUpdated"],
     ]);
     expect(audited.epoch).to.equal(Number(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).epoch()));
-    expect(audited.pauses.map((p) => p.epoch)).to.deep.equal([1, 2]);
+    // What each PausedSet signed: the pause names 0 (a pause takes any epoch), the resume the epoch the pause started.
+    expect(audited.pauses.map((p) => p.epoch)).to.deep.equal([0, 2]);
     expect(audited.payments.every((p) => p.epoch === 1 && p.validAfter === 0 && p.leaf?.entry === "127.0.0.1")).to.equal(true);
     // Every USDC out of the wallet explained: the two settlements and the withdrawal.
     expect(audited.outflows.map((o) => [o.token, o.amount, o.explainedBy])).to.deep.equal([

@@ -39,6 +39,12 @@ export const NOT_DRIVEN: Record<string, string> = {
   "GET /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
   "POST /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
   "POST /webhooks 422": "embedded mode allows http and private receivers: test/webhooks/endpoints.test.ts",
+  "POST /merchants/quote 422":
+    "a seller without an x402 quote: the payment path's own quote code (POST /pay 422), not driven for this route",
+  "POST /merchants/quote 502":
+    "an unreachable or broken seller: the payment path's own quote code (POST /pay 502), not driven for this route",
+  "POST /merchants/quote 504":
+    "a seller slower than SELLER_TIMEOUT_MS: the payment path's own quote code (POST /pay 504), not driven for this route",
 };
 
 const find = (ops: readonly AnyOperation[], method: string, path: string) => {
