@@ -216,13 +216,13 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
 
     // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
     await services.idempotency.releaseOwn();
-    const recovered = (await services.settlement.recover(new Date(), { own: true })) + (await services.approvals.recover());
+    const recovered = (await services.payments.recover(new Date(), { own: true })) + (await services.approvals.recover());
     if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
     const sweep = setInterval(
       () => {
         services.approvals.expire().catch((err: unknown) => logger.error({ err }, "approval expiry failed"));
         // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
-        services.settlement.recover().catch((err: unknown) => logger.error({ err }, "payment recovery failed"));
+        services.payments.recover().catch((err: unknown) => logger.error({ err }, "payment recovery failed"));
       },
       Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
     );

@@ -9,7 +9,7 @@ import { ANY_PAYEE } from "../policy/allowlist";
 import { fromBaseUnits } from "../amounts";
 import { AppError } from "../errors";
 import type { Services } from "../services";
-import { merchantOf } from "../services/paymentContext";
+import { merchantOf } from "../payments/context";
 import type { AgentDoc } from "../store/documents";
 import type { Quote } from "../x402/buyer";
 import type { VerifyMerchantResult } from "./schemas";

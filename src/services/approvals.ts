@@ -5,31 +5,21 @@
 import { ZeroAddress } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
-import { AppError, conflict, forbidden, notFound } from "../errors";
-import type { ApprovalDecisionRequest, PayOutcome } from "../schemas/payments";
+import { conflict, forbidden, notFound } from "../errors";
+import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
-import type { Fence } from "../store/leases";
-import { LedgerWriter } from "../store/ledger";
+import type { PaymentService } from "../payments";
 import type { ServiceContext } from "./context";
 import type { Principal } from "./keys";
-import type { PaymentContext } from "./paymentContext";
-import type { PaymentService } from "./payments";
-import type { PolicyDecisions } from "./decision";
-import type { SettlementService } from "./settlement";
 import { alertApproval } from "./alerts";
 import { approvalView } from "./presenters";
 
 export class ApprovalService {
-  private readonly ledger: LedgerWriter;
-
   constructor(
     private readonly ctx: ServiceContext,
-    private readonly decisions: PolicyDecisions,
+    /** The payment's room: an approved payment is a payment (src/payments/approve.ts). */
     private readonly payments: PaymentService,
-    private readonly settlement: SettlementService,
-  ) {
-    this.ledger = new LedgerWriter(ctx.store.payments);
-  }
+  ) {}
 
   view(a: ApprovalDoc) {
     return approvalView(a);
@@ -55,7 +45,7 @@ export class ApprovalService {
       );
       if (r.modifiedCount === 1) {
         n++;
-        await this.ledger.update(a.txnId, { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now });
+        await this.payments.closeWaiting(a.txnId, "expired", now);
         this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
@@ -128,7 +118,7 @@ export class ApprovalService {
     const now = new Date();
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
-    await this.ledger.update(a.txnId, { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now });
+    await this.payments.closeWaiting(a.txnId, "denied", now);
     return {
       id: approvalId,
       status: "denied" as const,
@@ -141,115 +131,6 @@ export class ApprovalService {
   async approve(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
     const first = await this.load(principal, approvalId);
     const digest = await this.verifyDecision(first, "approve", input);
-    return this.ctx.agentLock.run(first.agentAddress, async (lock) => {
-      if (lock.tookOver) await this.settlement.awaitQuiet(first.agentAddress);
-      // Claim it: of two concurrent approvals (or an approve racing a deny) exactly one proceeds.
-      const a = await this.ctx.store.approvals.findOneAndUpdate(
-        { approvalId, status: "pending" },
-        { $set: { status: "approving" } },
-        { returnDocument: "after" },
-      );
-      if (!a) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
-      try {
-        return await this.execute(a, digest, input, lock);
-      } catch (err) {
-        // The approval follows its payment: nothing authorised yet (a seller or facilitator outage, a price change)
-        // -> pending again, for the owner to retry or deny; otherwise the payment's outcome.
-        const payment = await this.ctx.store.payments.findOne({ txnId: a.txnId });
-        const next =
-          !payment || payment.status === "pending"
-            ? "pending"
-            : payment.status === "approved"
-              ? "approved"
-              : payment.status === "processing"
-                ? "approving"
-                : "failed";
-        if (next !== "approving") {
-          await this.ctx.store.approvals.updateOne(
-            { approvalId, status: "approving" },
-            { $set: { status: next, resolvedAt: next === "pending" ? null : new Date() } },
-          );
-        }
-        throw err;
-      }
-    });
-  }
-
-  private async execute(a: ApprovalDoc, digest: string, input: ApprovalDecisionRequest, lock: Fence) {
-    const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
-    if (!agent) throw notFound(`Agent ${a.agentAddress} of approval ${a.approvalId} is unknown.`);
-    const pc: PaymentContext = {
-      agent,
-      merchant: a.merchant,
-      serviceUrl: a.serviceUrl,
-      intent: a.intent,
-      seller: { url: a.serviceUrl, method: a.method, body: typeof a.requestBody === "string" ? JSON.parse(a.requestBody) : a.requestBody },
-    };
-    const quote = await this.payments.quote(pc);
-    if (!quote) throw new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain.");
-    if (quote.amount > BigInt(a.amount)) {
-      throw new AppError(
-        409,
-        "price_changed",
-        `The seller's price rose from ${fromBaseUnits(a.amount)} to ${fromBaseUnits(quote.amount)} USDC; the approval stays pending. Deny it, or let the agent ask again.`,
-        {
-          approvedAmount: fromBaseUnits(a.amount),
-          newAmount: fromBaseUnits(quote.amount),
-        },
-      );
-    }
-    // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
-    // Read first: a refusal here (no policy, an operator the owner moved away) sends nothing and leaves the owner's
-    // signature usable, like a price rise. It is used up before anything is sent.
-    // The owner signed the payee too: a seller that moved its payTo since is refused here, before anything is sent.
-    if (a.payTo && quote.requirement.payTo.toLowerCase() !== a.payTo.toLowerCase()) {
-      throw new AppError(
-        409,
-        "payee_changed",
-        `The seller now asks to be paid at ${quote.requirement.payTo}, not ${a.payTo} as the owner approved; the approval stays pending. Deny it, or let the agent ask again.`,
-        { approvedPayTo: a.payTo, newPayTo: quote.requirement.payTo },
-      );
-    }
-    const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount, quote.requirement.payTo);
-    await this.ctx.signatures.consume("ApprovalDecision", digest);
-    const refused = { approvalId: a.approvalId, txnId: a.txnId };
-    let outcome: PayOutcome;
-    const swap = decision.status === "block" ? null : await this.payments.swapStep(pc, decision.swap, quote.amount, refused);
-    if (decision.status === "block") {
-      outcome = await this.payments.block(pc, { amount: quote.amount, reason: decision.reason, proof: decision.proof, ...refused });
-    } else if (swap && "blocked" in swap) {
-      outcome = swap.blocked;
-    } else {
-      outcome = await this.settlement.execute({
-        ...swap,
-        txnId: a.txnId,
-        base: { ...this.payments.ledgerBase(pc, a.approvalId), createdAt: a.requestedAt },
-        seller: pc.seller,
-        quote,
-        proof: decision.proof,
-        dailyBudget: decision.policy.dailyBudget,
-        agent,
-        fences: [lock],
-        approval: { approvalId: a.approvalId, amount: BigInt(a.amount), timestamp: input.timestamp, signature: input.humanSignature },
-      });
-    }
-    if (outcome.status !== "approved") {
-      await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
-      const reason = outcome.status === "blocked" ? outcome.reason : outcome.status;
-      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${reason}.`, outcome);
-    }
-    const b = outcome;
-    await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
-    return {
-      id: a.approvalId,
-      status: "approved" as const,
-      txHash: b.txHash,
-      amount: b.amount,
-      merchant: b.merchant,
-      settledAt: b.settledAt,
-      transactionId: a.txnId,
-      response: b.response,
-      ...(b.swap ? { swap: b.swap } : {}),
-    };
+    return this.payments.approve(first, input, () => this.ctx.signatures.consume("ApprovalDecision", digest));
   }
 }

@@ -1,15 +1,14 @@
+import { PaymentService } from "../payments";
+import type { IdempotencyService } from "../payments/idempotency";
+import type { PolicyDecisions } from "../payments/decide";
+import type { SwapService } from "../payments/swap";
 import { AgentService } from "./agents";
 import { ApprovalService } from "./approvals";
 import { AuthService } from "./auth";
 import { ControlService } from "./controls";
 import type { ServiceContext } from "./context";
-import { PolicyDecisions } from "./decision";
-import { IdempotencyService } from "./idempotency";
 import { LedgerService } from "./ledger";
-import { PaymentService } from "./payments";
 import { PolicyService } from "./policies";
-import { SettlementService, outcomeOf } from "./settlement";
-import { SwapService } from "./swap";
 import { WalletService } from "./wallet";
 
 export interface Services {
@@ -20,7 +19,7 @@ export interface Services {
   decisions: PolicyDecisions;
   auth: AuthService;
   wallet: WalletService;
-  settlement: SettlementService;
+  /** The payment's room (src/payments/): pay, quote, approve, recover. */
   payments: PaymentService;
   approvals: ApprovalService;
   ledger: LedgerService;
@@ -32,29 +31,19 @@ export interface Services {
 
 export function createServices(ctx: ServiceContext): Services {
   const policies = new PolicyService(ctx);
-  const settlement = new SettlementService(ctx);
-  const idempotency = new IdempotencyService(ctx.store, (payment) => outcomeOf(ctx, payment), {
-    instanceId: ctx.instanceId,
-    leaseMs: ctx.config.lockLeaseMs,
-    clock: ctx.leases.clock,
-  });
-  settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
-  const swaps = new SwapService(ctx);
-  const decisions = new PolicyDecisions(ctx, policies, swaps);
-  const payments = new PaymentService(ctx, decisions, settlement, idempotency, swaps);
+  const payments = new PaymentService(ctx, policies);
   return {
     ctx,
     agents: new AgentService(ctx),
     policies,
-    decisions,
+    decisions: payments.decisions,
     auth: new AuthService(ctx),
     wallet: new WalletService(ctx, policies),
-    settlement,
     payments,
-    approvals: new ApprovalService(ctx, decisions, payments, settlement),
+    approvals: new ApprovalService(ctx, payments),
     ledger: new LedgerService(ctx),
-    idempotency,
+    idempotency: payments.idempotency,
     controls: new ControlService(ctx),
-    swaps,
+    swaps: payments.swaps,
   };
 }

@@ -10,7 +10,7 @@ import { ANY_PAYEE } from "../policy/allowlist";
 import type { MerchantQuoteRequest, MerchantQuoteResponse } from "../schemas/merchants";
 import type { Services } from ".";
 import type { Principal } from "./keys";
-import { merchantOf } from "./paymentContext";
+import { merchantOf } from "../payments/context";
 
 const MAX_ACCEPTS = 20;
 

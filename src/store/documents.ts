@@ -105,12 +105,13 @@ export interface AllowlistDoc {
 
 /**
  * A ledger entry (`txn_...`). `status` is what users see; `phase` tracks a payment between authorise and settle so
- * that a restart can finish it (see PaymentService.recover).
+ * that a restart can finish it. The phases and their moves are src/payments/phases.ts, the one writer of them.
  */
 export type LedgerStatus = "approved" | "blocked" | "pending" | "denied" | "failed" | "expired" | "processing";
-export type PaymentPhase = "quoted" | "authorizing" | "authorized" | "settling" | "done";
+export type PaymentPhase = "quoted" | "authorizing" | "authorized" | "done";
 
-export interface PaymentDoc {
+/** What every ledger entry has, whatever its phase. */
+interface PaymentFields {
   _id?: ObjectId;
   txnId: string;
   agentAddress: string;
@@ -121,8 +122,6 @@ export interface PaymentDoc {
   amount: string; // base units
   currency: "USDC";
   intent: string;
-  status: LedgerStatus;
-  phase: PaymentPhase;
   reason: string | null;
   /** The first of identical blocked requests within 60 s, whose on-chain record this one shares. */
   duplicateOf?: string;
@@ -158,6 +157,38 @@ export interface PaymentDoc {
   /** The swap that bought this payment's USDC shortfall (SwapExecuted); amounts in base units (wei, USDC 6 decimals). */
   swap?: { txHash: string; tokenIn: "WETH" | "ETH"; amountIn: string; amountOut: string } | null;
 }
+
+/** An approval's payment waiting for its owner: nothing signed yet. */
+export interface QuotedPayment extends PaymentFields {
+  phase: "quoted";
+  status: "pending";
+}
+
+/** Signed, written down and committed to its leases: its authorisation may be on its way to the chain. */
+export interface AuthorizingPayment extends PaymentFields {
+  phase: "authorizing";
+  status: "processing" | "blocked";
+  paymentId: string;
+}
+
+/** Authorised on-chain (or a refusal's stray record): may be paid; recovery releases it with its transfer. */
+export interface AuthorizedPayment extends PaymentFields {
+  phase: "authorized";
+  status: "processing" | "blocked";
+  paymentId: string;
+}
+
+/** Final. */
+export interface DonePayment extends PaymentFields {
+  phase: "done";
+  status: Exclude<LedgerStatus, "processing">;
+}
+
+/** A ledger entry, by phase. */
+export type PaymentDoc = QuotedPayment | AuthorizingPayment | AuthorizedPayment | DonePayment;
+
+/** A ledger entry as stored, whatever its phase: what the phase writer (src/payments/phases.ts) writes through. */
+export type PaymentRecord = PaymentFields & { phase: PaymentPhase; status: LedgerStatus };
 
 export type ApprovalStatus = "pending" | "approving" | "approved" | "denied" | "expired" | "failed";
 

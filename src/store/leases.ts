@@ -9,7 +9,7 @@
  * Renewal keeps a lease alive; it cannot stop a holder that stalled past its lease (a GC pause, a frozen VM, a
  * partition from the database) from waking up and carrying on. So each acquisition gets a fencing token, `fence` (the
  * lease's generation, increased on every acquisition), and the work that commits to spending checks it (HeldLease.hold)
- * after writing down what it is about to do: see SettlementSteps.commit for why that closes the window.
+ * after writing down what it is about to do: see src/payments/authorize.ts (begin) for why that closes the window.
  */
 import { randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";

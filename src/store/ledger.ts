@@ -1,96 +1,16 @@
 /**
- * The ledger writer: the one place that builds payment documents (`txn_...` entries) and inserts or updates them, so
- * their shape lives here. Everything else reads `store.payments` and writes through this.
+ * The ledger's writes that are not a payment's own: the indexer's confirmations and swaps, and an agent's entries
+ * following it to a new owner. A payment's entry and its phase are written by src/payments/phases.ts only.
  */
-import type { AnyBulkWriteOperation, Collection, ObjectId, UpdateResult } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, ObjectId } from "mongodb";
 import type { PaymentDoc } from "./documents";
-
-/** What an entry knows before any value moves: whose payment, to whom, why. */
-export type LedgerBase = Pick<
-  PaymentDoc,
-  "agentAddress" | "ownerAddress" | "policyAddress" | "merchant" | "serviceUrl" | "currency" | "intent" | "approvalId" | "idempotencyScope"
->;
-
-/** The fields a write may change: never the entry's id or when it was created. */
-export type LedgerUpdate = Partial<Omit<PaymentDoc, "_id" | "txnId" | "createdAt">>;
-
-/** What a new entry sets beyond its base: its amount, status and phase, and whatever it already knows. */
-export type LedgerFields = Pick<PaymentDoc, "amount" | "status" | "phase"> & LedgerUpdate;
-
-/** A new entry: `fields` over an entry nothing has happened to yet (no transaction, not on-chain). */
-export function ledgerEntry(txnId: string, base: LedgerBase, fields: LedgerFields, now = new Date()): PaymentDoc {
-  const { idempotencyScope, ...rest } = base;
-  return {
-    txnId,
-    ...rest,
-    ...(idempotencyScope ? { idempotencyScope } : {}),
-    reason: null,
-    paymentId: null,
-    txHash: null,
-    authorizeTxHash: null,
-    releaseTxHash: null,
-    payTo: null,
-    validBefore: null,
-    createdAt: now,
-    updatedAt: now,
-    settledAt: null,
-    onchain: { confirmed: false, blockNumber: null },
-    ...fields,
-  };
-}
 
 export class LedgerWriter {
   constructor(private readonly payments: Collection<PaymentDoc>) {}
 
-  async insert(entry: PaymentDoc): Promise<void> {
-    await this.payments.insertOne(entry);
-  }
-
-  /** Writes `entry` over the entry `txnId` already has, keeping when that one was created. */
-  async rewrite(entry: PaymentDoc): Promise<void> {
-    const { createdAt: _keep, _id: _same, ...rest } = entry;
-    await this.payments.updateOne({ txnId: entry.txnId }, { $set: rest });
-  }
-
-  /** Sets `set` on entry `txnId`, creating it (with `createdAt`) when there is none yet. */
-  upsert(txnId: string, set: LedgerUpdate, createdAt: Date): Promise<UpdateResult> {
-    return this.payments.updateOne({ txnId }, { $set: set, $setOnInsert: { txnId, createdAt } }, { upsert: true });
-  }
-
-  async update(txnId: string, set: LedgerUpdate): Promise<void> {
-    await this.payments.updateOne({ txnId }, { $set: set });
-  }
-
-  /** update() that answers the entry as written, or null when there is none (for the alert of its final write). */
-  finish(txnId: string, set: LedgerUpdate): Promise<PaymentDoc | null> {
-    return this.payments.findOneAndUpdate({ txnId }, { $set: set }, { returnDocument: "after" });
-  }
-
-  /**
-   * Takes an in-flight entry for recovery when it is still as `seen` (same phase and lease): of several recovering
-   * instances exactly one gets it.
-   */
-  async claim(seen: PaymentDoc, lease: Pick<PaymentDoc, "leaseUntil" | "instanceId">): Promise<boolean> {
-    const claimed = await this.payments.findOneAndUpdate(
-      { txnId: seen.txnId, phase: seen.phase, leaseUntil: seen.leaseUntil ?? { $exists: false } },
-      { $set: lease },
-    );
-    return claimed !== null;
-  }
-
-  /**
-   * Undoes an entry whose commit failed (a lease was lost) before anything was sent: a new entry goes, an approved
-   * one goes back to waiting for its approval.
-   */
-  async undoUncommitted(txnId: string, wasNew: boolean): Promise<void> {
-    const unsent = { txnId, phase: "authorizing" as const, authorizeTxHash: null };
-    if (wasNew) await this.payments.deleteOne(unsent);
-    else await this.payments.updateOne(unsent, { $set: { status: "pending", phase: "quoted", paymentId: null } });
-  }
-
-  /** Drops the entries an earlier run under an Idempotency-Key wrote and never committed (nothing was sent for them). */
-  async dropUncommitted(idempotencyScope: string): Promise<void> {
-    await this.payments.deleteMany({ idempotencyScope, phase: "authorizing", authorizeTxHash: null });
+  /** Sets who owns entry `txnId` (its agent's owner, once known): never its phase (src/payments/phases.ts). */
+  async setOwner(txnId: string, ownerAddress: string | null): Promise<void> {
+    await this.payments.updateOne({ txnId }, { $set: { ownerAddress } });
   }
 
   /** Every entry of an agent follows it to a new owner. */

@@ -39,6 +39,6 @@ export async function followAgentOwner(
   const agent = await store.agents.findOne({ address: written.agentAddress }, { projection: { ownerAddress: 1 } });
   if (!agent || agent.ownerAddress === written.ownerAddress) return written.ownerAddress;
   await store.approvals.updateOne({ approvalId: written.approvalId }, { $set: { ownerAddress: agent.ownerAddress } });
-  await new LedgerWriter(store.payments).update(written.txnId, { ownerAddress: agent.ownerAddress });
+  await new LedgerWriter(store.payments).setOwner(written.txnId, agent.ownerAddress);
   return agent.ownerAddress;
 }

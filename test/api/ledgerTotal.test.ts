@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import type { PaymentDoc } from "../../src/store/documents";
-import { ledgerEntry } from "../../src/store/ledger";
+import { ledgerEntry } from "../../src/payments/phases";
 import { startStack, type Stack } from "../helpers/stack";
 import { agentHeaders, callTool, mcpClient } from "../mcp/client";
 

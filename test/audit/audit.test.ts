@@ -19,7 +19,7 @@ import {
   serviceDomain,
 } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
-import { ledgerEntry } from "../../src/store/ledger";
+import { ledgerEntry } from "../../src/payments/phases";
 import { auditOutput, runAudit } from "../helpers/auditCli";
 import { approvalDecision } from "../helpers/payments";
 import { ownerKey, setOperatorOnChain } from "../helpers/owner";
@@ -416,7 +416,7 @@ describe("audit from events alone", () => {
     };
     const fields = { amount: USDC.toString(), status: "processing" as const, phase: "authorizing" as const, paymentId };
     await s.svc.store.payments.insertOne(ledgerEntry(txnId, base, { ...fields, leaseUntil: new Date(Date.now() - 1), instanceId: "gone" }));
-    expect(await s.svc.services.settlement.recover()).to.equal(1);
+    expect(await s.svc.services.payments.recover()).to.equal(1);
     const doc = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(doc).to.include({ status: "failed", reason: "not_authorized" });
     const report = await auditFromLogs(s.svc.chain.provider, {

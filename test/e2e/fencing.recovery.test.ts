@@ -65,7 +65,7 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     pair.skew = 2 * LEASE_MS; // A's leases have run out, as B sees them
     return { answer, resume, doc };
   }
-  const recoverPastLease = () => b.svc.services.settlement.recover(new Date(Date.now() + PAYMENT_LEASE_MS + 1_000));
+  const recoverPastLease = () => b.svc.services.payments.recover(new Date(Date.now() + PAYMENT_LEASE_MS + 1_000));
 
   const spentToday = (agentAddress: string) => b.svc.chain.policyAt(agentAddress, b.svc.chain.provider).spentToday();
 
@@ -80,7 +80,7 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     const voided = await b.svc.store.payments.findOne({ txnId: doc.txnId });
     expect(voided).to.include({ status: "failed", phase: "done", reason: "not_authorized" });
     expect(voided!.voidTxHash).to.match(/^0x[0-9a-f]{64}$/);
-    expect(await b.svc.services.settlement.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(2);
+    expect(await b.svc.services.payments.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(2);
     const retry = await pay(b, ag, "w3-1", "w3-key-1");
     expect(retry.status, JSON.stringify(retry.body)).to.equal(502);
     expect(retry.headers.get("idempotent-replayed")).to.equal("true");
@@ -90,7 +90,7 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     resume();
     const late = await answer;
     expect(late.status, JSON.stringify(late.body)).to.equal(502);
-    expect(await b.svc.services.settlement.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(2);
+    expect(await b.svc.services.payments.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(2);
     expect(await b.svc.store.payments.findOne({ txnId: doc.txnId })).to.include({
       status: "failed",
       phase: "done",
@@ -130,7 +130,7 @@ describe("fencing: recovery never calls a payment failed while a stalled instanc
     resume();
     const late = await answer;
     expect(late.status, JSON.stringify(late.body)).to.equal(502);
-    expect(await b.svc.services.settlement.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(0);
+    expect(await b.svc.services.payments.ops.paymentState(ag.agentAddress, doc.paymentId!)).to.equal(0);
     expect(await usdcBalance(b, ag.agentAddress)).to.equal(before);
   });
 });

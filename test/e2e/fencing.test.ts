@@ -9,7 +9,8 @@ import { expect } from "chai";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Leases } from "../../src/store/leases";
-import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
+import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
+import type { PaymentDoc } from "../../src/store/documents";
 import { randomOwner, type Stack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
@@ -171,7 +172,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     });
     const { _id, ...paid } = (await a.svc.store.payments.findOne({ status: "approved" }))!;
     const orphan = { ...paid, txnId: "txn_orphan", idempotencyScope: scope };
-    await a.svc.store.payments.insertOne({ ...orphan, status: "processing", phase: "authorizing", authorizeTxHash: null });
+    await a.svc.store.payments.insertOne({ ...orphan, status: "processing", phase: "authorizing", authorizeTxHash: null } as PaymentDoc);
     const res = await b.svc.services.idempotency.run("caller-o", "key-o", body, () =>
       Promise.resolve({ error: { error: "bad_request", message: "ran", status: 400 } }),
     );

@@ -13,7 +13,7 @@ import { Wallet } from "ethers";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
 import { Leases } from "../../src/store/leases";
-import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
+import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance } from "../helpers/sellers";
 import { startRpcProxy } from "../../scripts/bench/rpcProxy";
@@ -272,13 +272,13 @@ describe("several instances on one chain and one database", function () {
     await mintUsdc(a, agent.agentAddress, 5n * USDC);
     const doc = await payAndKillC(seller, agent, "restart-1");
     // The survivors leave a payment whose lease still runs alone.
-    expect(await a.svc.services.settlement.recover()).to.equal(0);
+    expect(await a.svc.services.payments.recover()).to.equal(0);
     const started = Date.now();
     const c = await spawnC(); // same key, same INSTANCE_ID
     const after = await a.svc.store.payments.findOne({ txnId: doc.txnId });
     expect(after).to.include({ status: "failed", phase: "done" });
     expect(Date.now() - started).to.be.below(60_000);
-    expect(await a.svc.services.settlement.ops.paymentState(agent.agentAddress, doc.paymentId!)).to.equal(0);
+    expect(await a.svc.services.payments.ops.paymentState(agent.agentAddress, doc.paymentId!)).to.equal(0);
     expect(await usdcBalance(a, agent.agentAddress)).to.equal(5n * USDC);
     c.child.kill("SIGKILL");
     await seller.close();
@@ -289,9 +289,9 @@ describe("several instances on one chain and one database", function () {
     const agent = await a.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "5", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
     await mintUsdc(a, agent.agentAddress, 5n * USDC);
     const doc = await payAndKillC(seller, agent, "dead-1");
-    expect(await b.svc.services.settlement.recover()).to.equal(0);
+    expect(await b.svc.services.payments.recover()).to.equal(0);
     // Recovery's clock moved past the 180 s lease (the dead instance's agent lock lease, 1 s, simply runs out).
-    expect(await b.svc.services.settlement.recover(new Date(Date.now() + 181_000))).to.equal(1);
+    expect(await b.svc.services.payments.recover(new Date(Date.now() + 181_000))).to.equal(1);
     expect(await a.svc.store.payments.findOne({ txnId: doc.txnId })).to.include({ status: "failed", phase: "done", instanceId: "inst-b" });
     const retry = await a.api("POST", "/pay", {
       key: agent.apiKey,
@@ -348,14 +348,14 @@ describe("several instances on one chain and one database", function () {
     const after = await a.svc.store.payments.findOne({ txnId: doc.txnId });
     expect(after).to.include({ status: "failed", phase: "done", reason: "not_authorized" });
     expect(after!.voidTxHash).to.match(/^0x[0-9a-f]{64}$/);
-    expect(await a.svc.services.settlement.ops.paymentState(agentAddress, doc.paymentId!)).to.equal(2);
+    expect(await a.svc.services.payments.ops.paymentState(agentAddress, doc.paymentId!)).to.equal(2);
   }
 
   it("a payment a dead instance committed but never sent is voided by a survivor at once; the agent pays again; the send it left reverts", async () => {
     const { agent, doc, seller, sendLate, close } = await killWithUnsentPayment("unsent-1");
     try {
       // Past the payment's lease, long before its validBefore (which recovery used to wait for).
-      expect(await b.svc.services.settlement.recover(new Date(Date.now() + 181_000))).to.equal(1);
+      expect(await b.svc.services.payments.recover(new Date(Date.now() + 181_000))).to.equal(1);
       await expectVoided(agent.agentAddress, doc);
       const again = await a.api("POST", "/pay", {
         key: agent.apiKey,

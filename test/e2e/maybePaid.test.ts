@@ -14,7 +14,7 @@ import {
   type TestSeller,
 } from "../helpers/sellers";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
-import { idempotencyScope, requestHashOf } from "../../src/services/idempotency";
+import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
 
 const USDC = 1_000_000n;
 
@@ -140,7 +140,7 @@ describe("maybe paid: outcomes after the payment header left", () => {
       leaseUntil: new Date(0),
       idempotencyScope: scope,
     });
-    expect(await s.svc.services.settlement.recover()).to.equal(1);
+    expect(await s.svc.services.payments.recover()).to.equal(1);
     const t0 = Date.now();
     const retry = await s.api("POST", "/pay", { key: a.apiKey, body, headers: { "Idempotency-Key": key } });
     expect(Date.now() - t0).to.be.lessThan(2_000);

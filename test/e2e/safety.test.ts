@@ -10,7 +10,7 @@ import { ownerKey } from "../helpers/owner";
 import { approvalDecision, spentToday } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import type { Facilitator } from "../../src/x402/facilitator";
-import { ledgerEntry } from "../../src/store/ledger";
+import { ledgerEntry } from "../../src/payments/phases";
 import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 
 const USDC = 1_000_000n;
@@ -140,9 +140,9 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
       onchain: { confirmed: false, blockNumber: null },
       leaseUntil: new Date(Date.now() + 60_000),
     });
-    expect(await s.svc.services.settlement.recover()).to.equal(0);
+    expect(await s.svc.services.payments.recover()).to.equal(0);
     expect((await s.svc.store.payments.findOne({ txnId }))!.phase).to.equal("authorizing");
-    expect(await s.svc.services.settlement.recover(new Date(Date.now() + 120_000))).to.equal(1);
+    expect(await s.svc.services.payments.recover(new Date(Date.now() + 120_000))).to.equal(1);
     const done = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(done).to.include({ phase: "done", status: "failed", reason: "not_authorized" });
     // Voided (state 2): no authorisation of it can land any more, so nothing can ever settle it (no cancel needed).
@@ -177,10 +177,10 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     };
     await s.svc.store.payments.insertOne(ledgerEntry(txnId, base, inFlight));
     const proof = proveMerchant(normalizeAllowlist(["127.0.0.1"]).entries, "127.0.0.1")!;
-    const authorized = await s.svc.services.settlement.ops.authorize(a.policyContract, paymentId, "127.0.0.1", proof, transfer);
+    const authorized = await s.svc.services.payments.ops.authorize(a.policyContract, paymentId, "127.0.0.1", proof, transfer);
     expect(authorized.authorized).to.equal(true);
     expect(await spentToday(s, a.policyContract)).to.equal(USDC);
-    expect(await s.svc.services.settlement.recover()).to.equal(1);
+    expect(await s.svc.services.payments.recover()).to.equal(1);
     const done = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(done).to.include({ phase: "done", status: "failed", reason: "settlement_failed" });
     expect(done.releaseTxHash).to.match(/^0x[0-9a-f]{64}$/);

@@ -11,7 +11,7 @@ import { auditFromLogs } from "../../src/indexer/audit";
 import { ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import { explorerBase, paymentView } from "../../src/services/presenters";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
-import { SwapService } from "../../src/services/swap";
+import { SwapService } from "../../src/payments/swap";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { approvalDecision, spentToday } from "../helpers/payments";
 import { ownerKey } from "../helpers/owner";

@@ -9,7 +9,7 @@
 import { expect } from "chai";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { idempotencyCaller, idempotencyScope } from "../../src/services/idempotency";
+import { idempotencyCaller, idempotencyScope } from "../../src/payments/idempotency";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";

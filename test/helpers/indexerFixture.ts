@@ -14,7 +14,7 @@ import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 import { walletPayer } from "../../src/x402/buyer";
 import { NO_LEAF, leafStruct, normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { startStack, randomOwner, type Stack } from "./stack";
-import { ledgerEntry as newLedgerEntry } from "../../src/store/ledger";
+import { ledgerEntry as newLedgerEntry } from "../../src/payments/phases";
 
 export const NO_APPROVAL = { approvalId: "", amount: 0, timestamp: 0, signature: "0x" };
 export const ALLOWLIST = normalizeAllowlist(["127.0.0.1", "localhost"]).entries;
@@ -137,7 +137,7 @@ export function useIndexerStack() {
     };
     return {
       ...newLedgerEntry("txn_" + randomBytes(8).toString("hex"), base, { amount: "1", status: "processing", phase: "authorizing" }),
-      ...over,
+      ...(over as object),
     };
   }
 

@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { PayBlocked, PayRequest } from "../../src/schemas/payments";
-import { idempotencyCaller, idempotencyScope, requestHashOf } from "../../src/services/idempotency";
+import { idempotencyCaller, idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { agentHeaders, callTool, errorOf, mcpClient } from "../mcp/client";
 

@@ -42,7 +42,7 @@ describe("indexer: ledger linkage", () => {
   it("PaymentVoided is indexed with its args and confirms the (failed) entry with its paymentId", async () => {
     const id = randomId();
     await store().payments.insertOne(ledgerEntry({ paymentId: id, status: "failed", phase: "done", reason: "not_authorized" }));
-    const r = await s.svc.services.settlement.ops.voidUnrecorded(agent.policyContract, id);
+    const r = await s.svc.services.payments.ops.voidUnrecorded(agent.policyContract, id);
     if (!r.voided) throw new Error("not voided");
     await s.svc.indexer.syncOnce();
     const event = await store().chainEvents.findOne({ event: "PaymentVoided", paymentId: id });

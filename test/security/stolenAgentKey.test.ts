@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import type { Wallet } from "ethers";
-import { MAX_PENDING_APPROVALS } from "../../src/services/payments";
+import { MAX_PENDING_APPROVALS } from "../../src/payments";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { expectErrorShape } from "../helpers/store";

@@ -34,7 +34,7 @@ describe("verifyTransfer: the signed payment's check before it leaves", function
     const paymentRequired = { x402Version: 2, resource: { url: "http://127.0.0.1/x" }, accepts: [requirement] } as PaymentRequired;
     quote = { paymentRequired, requirement, amount: 1_000_000n, version: 2 };
     const agent = (await s.svc.store.agents.findOne({ address: ag.agentAddress }))!;
-    signed = await s.svc.services.settlement.sign(agent, quote);
+    signed = await s.svc.services.payments.sign(agent, quote);
   });
   after(() => s?.close());
 

@@ -6,8 +6,8 @@ import { reasonRow } from "../chain/reasons";
 import { errorBody, upstreamError } from "../errors";
 import type { PayAnswer, PayBlocked } from "../schemas/payments";
 import type { PaymentDoc } from "../store/documents";
-import type { ServiceContext } from "./context";
-import { swapView } from "./presenters";
+import type { ServiceContext } from "../services/context";
+import { swapView } from "../services/presenters";
 
 /**
  * The answer a finished payment gives under its Idempotency-Key when its own request could not (an interruption, an

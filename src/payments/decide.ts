@@ -10,8 +10,8 @@ import { AppError, conflict, unavailable } from "../errors";
 import { ANY_PAYEE, type AllowlistProof, NO_LEAF, payeeAllowed } from "../policy/allowlist";
 import { BLOCKED_RECORD_PAY_TO } from "../chain/policyOps";
 import type { AgentDoc } from "../store/documents";
-import type { ServiceContext } from "./context";
-import type { OnchainPolicy, PolicyService } from "./policies";
+import type { ServiceContext } from "../services/context";
+import type { OnchainPolicy, PolicyService } from "../services/policies";
 import type { SwapCheck, SwapService } from "./swap";
 
 /** The allowlist stage, before any seller is contacted. */

@@ -28,8 +28,8 @@ import type { Store } from "../store";
 import type { ErrorBody } from "../schemas/common";
 import type { PayAnswer, PayOutcome } from "../schemas/payments";
 import type { IdempotencyDoc, PaymentDoc } from "../store/documents";
-import { LedgerWriter } from "../store/ledger";
-import type { Principal } from "./keys";
+import { PaymentLedger } from "./phases";
+import type { Principal } from "../services/keys";
 
 const TTL_MS = 24 * 3600 * 1000;
 const WAIT_MAX_MS = 120_000;
@@ -275,7 +275,7 @@ export class IdempotencyService {
         if (taken) {
           // A run before this one may have written its ledger entry and stopped before committing it to the key: it can
           // never commit now (the generation moved on), so the entry, which nothing was sent for, goes.
-          await new LedgerWriter(this.store.payments).dropUncommitted(scope);
+          await new PaymentLedger(this.store.payments).dropUncommitted(scope);
           return { ...(await this.runFirst(scope, (doc.fence ?? 0) + 1, fn)), replayed: false };
         }
       }

@@ -13,10 +13,10 @@ import { type TransferInput, transferStruct } from "../chain/policyOps";
 import { type SwapQuote, quoteSwap, readTwapTick } from "../chain/swapQuote";
 import { poolAddress, quoteAtTick } from "../chain/uniswapMath";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
-import { LedgerWriter } from "../store/ledger";
-import type { ServiceContext } from "./context";
-import { swapView } from "./presenters";
-import type { PayBlocked } from "../schemas/payments";
+import type { ServiceContext } from "../services/context";
+import { swapView } from "../services/presenters";
+import { type Room, finish, note } from "./context";
+import type { Blocked } from "./result";
 
 /** Stored on the ledger entry: amounts in base units (wei, USDC's 6 decimals). */
 export type SwapRecord = PaymentDoc["swap"] & object;
@@ -28,7 +28,8 @@ export type SwapCheck =
   /** Buy `shortfall`; `exceeded` when the quote is already past the bound (the chain then records the refusal). */
   | { kind: "swap"; shortfall: bigint; quote: SwapQuote; exceeded: boolean };
 
-export type SwapResult = { swapped: SwapRecord } | { blocked: PayBlocked };
+/** The swap bought the shortfall. */
+export type Swapped = { kind: "swapped"; swapped: SwapRecord };
 
 interface SwapConfig {
   router: string;
@@ -50,11 +51,7 @@ export class SwapService {
   /** Every agent is a clone of one implementation: its swap configuration is read once. */
   private config: Promise<SwapConfig> | undefined;
 
-  private readonly ledger: LedgerWriter;
-
-  constructor(private readonly ctx: ServiceContext) {
-    this.ledger = new LedgerWriter(ctx.store.payments);
-  }
+  constructor(private readonly ctx: ServiceContext) {}
 
   private swapConfig(agent: AgentDoc): Promise<SwapConfig> {
     this.config ??= (async () => {
@@ -147,14 +144,17 @@ export class SwapService {
       detail: `${short}; buying the missing ${fromBaseUnits(shortfall)} USDC takes about ${formatEther(q.quote.amountIn)} WETH, and the wallet holds ${formatEther(wethBalance)} WETH and ${formatEther(ethBalance)} ETH`,
     };
   }
+}
 
-  /**
-   * swapForPayment for authorised payment `paymentId`: the wallet buys the shortfall within the owner's bound
-   * (SwapExecuted), or the router refuses and the wallet blocks and releases the payment in the same transaction
-   * (PaymentBlocked 13, PaymentReleased). Writes the outcome to the ledger entry. Throws when the transaction
-   * reverts (e.g. the pool has no TWAP over the window); the caller then releases the payment.
-   */
-  async execute(p: {
+/**
+ * swapForPayment for authorised payment `paymentId`: the wallet buys the shortfall within the owner's bound
+ * (SwapExecuted), or the router refuses and the wallet blocks and releases the payment in the same transaction
+ * (PaymentBlocked 13, PaymentReleased). Writes the outcome to the ledger entry. Throws when the transaction
+ * reverts (e.g. the pool has no TWAP over the window); the caller then releases the payment.
+ */
+export async function swapForPayment(
+  room: Room,
+  p: {
     txnId: string;
     agent: string;
     ownerAddress: string | null;
@@ -163,58 +163,57 @@ export class SwapService {
     intent: string;
     paymentId: string;
     transfer: TransferInput;
-  }): Promise<SwapResult> {
-    const { chain } = this.ctx;
-    const c = chain.policyAt(p.policyAddress);
-    const t = transferStruct(p.transfer);
-    const { receipt } = await chain.sendAndWait((o) => c.swapForPayment(p.paymentId, p.merchant, t, { ...o, gasLimit: SWAP_GAS_LIMIT }));
-    await this.ctx.gas.charge(p.ownerAddress, receipt);
-    const events = this.eventsOf(receipt, p.policyAddress);
-    const executed = events.find((e) => e.name === "SwapExecuted");
-    if (executed) {
-      const swapped: SwapRecord = {
-        txHash: receipt.hash,
-        tokenIn: executed.args.tokenIn === ZeroAddress ? "ETH" : "WETH",
-        amountIn: executed.args.amountIn.toString(),
-        amountOut: executed.args.amountOut.toString(),
-      };
-      await this.ledger.update(p.txnId, { swap: swapped, updatedAt: new Date() });
-      return { swapped };
-    }
-    if (!events.some((e) => e.name === "PaymentBlocked"))
-      throw new Error(`swapForPayment ${receipt.hash} emitted neither SwapExecuted nor PaymentBlocked`);
-    const reason = "swap_slippage_exceeded";
-    await this.ledger.update(p.txnId, {
-      status: "blocked",
-      phase: "done",
-      reason,
+  },
+): Promise<Swapped | Blocked> {
+  const { chain } = room.ctx;
+  const c = chain.policyAt(p.policyAddress);
+  const t = transferStruct(p.transfer);
+  const { receipt } = await chain.sendAndWait((o) => c.swapForPayment(p.paymentId, p.merchant, t, { ...o, gasLimit: SWAP_GAS_LIMIT }));
+  await room.ctx.gas.charge(p.ownerAddress, receipt);
+  const events = eventsOf(receipt, p.policyAddress);
+  const executed = events.find((e) => e.name === "SwapExecuted");
+  if (executed) {
+    const swapped: SwapRecord = {
       txHash: receipt.hash,
-      releaseTxHash: receipt.hash,
-      detail:
-        "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
-      updatedAt: new Date(),
-      onchain: { confirmed: false, blockNumber: receipt.blockNumber },
-    });
-    return {
-      blocked: {
-        status: "blocked",
-        reason,
-        onchainEvent: "PaymentBlocked",
-        txHash: receipt.hash,
-        amount: fromBaseUnits(p.transfer.amount),
-        merchant: p.merchant,
-        intent: p.intent,
-        transactionId: p.txnId,
-        message:
-          "Buying the missing USDC would cost more than the owner's swap slippage bound allows (the pool's price moved away from its average); nothing was spent and the budget was released. Do not retry; report the reason to the owner.",
-      },
+      tokenIn: executed.args.tokenIn === ZeroAddress ? "ETH" : "WETH",
+      amountIn: executed.args.amountIn.toString(),
+      amountOut: executed.args.amountOut.toString(),
     };
+    await note(room, p.txnId, "authorized", { swap: swapped });
+    return { kind: "swapped", swapped };
   }
+  if (!events.some((e) => e.name === "PaymentBlocked"))
+    throw new Error(`swapForPayment ${receipt.hash} emitted neither SwapExecuted nor PaymentBlocked`);
+  const reason = "swap_slippage_exceeded";
+  await finish(room, p.txnId, ["authorized"], {
+    status: "blocked",
+    reason,
+    txHash: receipt.hash,
+    releaseTxHash: receipt.hash,
+    detail:
+      "the swap that was to buy the missing USDC was refused on-chain by the owner's TWAP bound; the payment was released in the same transaction",
+    onchain: { confirmed: false, blockNumber: receipt.blockNumber },
+  });
+  return {
+    kind: "blocked",
+    outcome: {
+      status: "blocked",
+      reason,
+      onchainEvent: "PaymentBlocked",
+      txHash: receipt.hash,
+      amount: fromBaseUnits(p.transfer.amount),
+      merchant: p.merchant,
+      intent: p.intent,
+      transactionId: p.txnId,
+      message:
+        "Buying the missing USDC would cost more than the owner's swap slippage bound allows (the pool's price moved away from its average); nothing was spent and the budget was released. Do not retry; report the reason to the owner.",
+    },
+  };
+}
 
-  private eventsOf(receipt: TransactionReceipt, address: string) {
-    return receipt.logs
-      .filter((l) => l.address.toLowerCase() === address.toLowerCase())
-      .map((l) => parseEvent("SpendPolicy", l))
-      .filter((e) => e !== null);
-  }
+function eventsOf(receipt: TransactionReceipt, address: string) {
+  return receipt.logs
+    .filter((l) => l.address.toLowerCase() === address.toLowerCase())
+    .map((l) => parseEvent("SpendPolicy", l))
+    .filter((e) => e !== null);
 }

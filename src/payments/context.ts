@@ -1,0 +1,94 @@
+/**
+ * What every step of a payment gets: the room (the service's context and the payment's own collaborators), and the
+ * payment context of one request (its agent, merchant, seller request and the leases it runs under).
+ */
+import { AppError } from "../errors";
+import { normalizeHost } from "../policy/allowlist";
+import type { PolicyOps } from "../chain/policyOps";
+import type { AgentDoc, PaymentDoc, PaymentPhase } from "../store/documents";
+import type { Fence } from "../store/leases";
+import type { SellerRequest } from "../x402/buyer";
+import type { ServiceContext } from "../services/context";
+import { alertPaymentDone } from "../services/alerts";
+import type { PolicyDecisions } from "./decide";
+import type { IdempotencyService } from "./idempotency";
+import type { LedgerBase, LedgerUpdate, PaymentLedger } from "./phases";
+import type { SwapService } from "./swap";
+
+/** The payment's collaborators, built once per service (src/payments/index.ts). */
+export interface Room {
+  ctx: ServiceContext;
+  /** The one writer of payments' entries and phases. */
+  ledger: PaymentLedger;
+  /** The policy contract's operations (authorise, release, void, reads). */
+  ops: PolicyOps;
+  decisions: PolicyDecisions;
+  swaps: SwapService;
+  idempotency: IdempotencyService;
+}
+
+/** The merchant of a URL: its normalised host name. */
+export function merchantOf(serviceUrl: string): string {
+  const url = new URL(serviceUrl);
+  const host = normalizeHost(url.hostname.replace(/^\[|\]$/g, ""));
+  if (!host) throw new AppError(400, "bad_request", `The serviceUrl's host ${url.hostname} is not a host name.`);
+  return host;
+}
+
+export interface PaymentContext {
+  agent: AgentDoc;
+  /** The Idempotency-Key scope of the request, if it came with one. */
+  idempotencyScope?: string;
+  merchant: string;
+  serviceUrl: string;
+  intent: string;
+  seller: SellerRequest;
+  /** The agent lock and the Idempotency-Key the payment runs under: it commits to both before paying (authorize.ts). */
+  fences?: { lock?: Fence; key?: Fence };
+}
+
+/** The fences a payment holds before paying: the agent's lock and its Idempotency-Key. */
+export function fencesOf(pc: PaymentContext): Fence[] {
+  return [pc.fences?.lock, pc.fences?.key].filter((f): f is Fence => f !== undefined);
+}
+
+/** Until when the instance working on a payment owns it; recovery leaves it alone before then. */
+export function lease(room: Room): Date {
+  return new Date(Date.now() + room.ctx.config.paymentLeaseMs);
+}
+
+/** A write on a payment in flight: it renews this instance's lease on it. */
+function inFlight(room: Room, set: LedgerUpdate): LedgerUpdate {
+  return { ...set, updatedAt: new Date(), leaseUntil: lease(room), instanceId: room.ctx.instanceId };
+}
+
+/** Writes `set` on payment `txnId` in flight, while it is still in `phase`; whether it was. */
+export function note(room: Room, txnId: string, phase: PaymentPhase, set: LedgerUpdate): Promise<boolean> {
+  return room.ledger.set(txnId, phase, inFlight(room, set));
+}
+
+/**
+ * The one place a payment's outcome is written ("done", from one of `from`): its owner's alert goes out from here,
+ * with the entry as written. Null when the entry had moved on (another run finished it first).
+ */
+export async function finish(room: Room, txnId: string, from: readonly PaymentPhase[], set: LedgerUpdate): Promise<PaymentDoc | null> {
+  const done = await room.ledger.finish(txnId, from, inFlight(room, set));
+  if (done) room.ctx.webhooks.later(() => alertPaymentDone(room.ctx, txnId, done));
+  else room.ctx.logger.warn({ txnId, from }, "a payment's outcome was written by another run first; this one was dropped");
+  return done;
+}
+
+/** What the payment's ledger entry knows before any value moves. */
+export function ledgerBase(pc: PaymentContext, approvalId: string | null): LedgerBase {
+  return {
+    agentAddress: pc.agent.address,
+    ownerAddress: pc.agent.ownerAddress,
+    policyAddress: pc.agent.policyAddress,
+    merchant: pc.merchant,
+    serviceUrl: pc.serviceUrl,
+    currency: "USDC" as const,
+    intent: pc.intent,
+    approvalId,
+    ...(pc.idempotencyScope ? { idempotencyScope: pc.idempotencyScope } : {}),
+  };
+}

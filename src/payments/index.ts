@@ -1,0 +1,106 @@
+/**
+ * The payment's room, as the rest of the service sees it: POST /pay and MCP pay (payOnce), the seller's quote for the
+ * dashboard and verify_merchant, an owner's approval, and recovery. Everything else in src/payments/ is a step.
+ */
+import type { ApprovalDecisionRequest, PayRequest } from "../schemas/payments";
+import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
+import type { SellerRequest } from "../x402/buyer";
+import type { ServiceContext } from "../services/context";
+import type { Principal } from "../services/keys";
+import type { PolicyService } from "../services/policies";
+import { PolicyOps } from "../chain/policyOps";
+import { type ApprovedAnswer, approve, closeWaiting } from "./approve";
+import type { PaymentContext, Room } from "./context";
+import { PolicyDecisions } from "./decide";
+import { IdempotencyService } from "./idempotency";
+import { outcomeOf } from "./outcomes";
+import { payOnce } from "./pay";
+import { PaymentLedger } from "./phases";
+import { quote, sellerQuote } from "./quote";
+import { awaitQuiet, recover } from "./recover";
+import { type Refusal, refuse } from "./refuse";
+import { sign } from "./sign";
+import { SwapService } from "./swap";
+
+export class PaymentService {
+  readonly room: Room;
+
+  constructor(ctx: ServiceContext, policies: PolicyService) {
+    const swaps = new SwapService(ctx);
+    const idempotency = new IdempotencyService(ctx.store, (payment: PaymentDoc) => outcomeOf(ctx, payment), {
+      instanceId: ctx.instanceId,
+      leaseMs: ctx.config.lockLeaseMs,
+      clock: ctx.leases.clock,
+    });
+    this.room = {
+      ctx,
+      ledger: new PaymentLedger(ctx.store.payments),
+      ops: new PolicyOps(ctx.chain),
+      decisions: new PolicyDecisions(ctx, policies, swaps),
+      swaps,
+      idempotency,
+    };
+  }
+
+  get ops(): PolicyOps {
+    return this.room.ops;
+  }
+
+  get decisions(): PolicyDecisions {
+    return this.room.decisions;
+  }
+
+  get swaps(): SwapService {
+    return this.room.swaps;
+  }
+
+  get idempotency(): IdempotencyService {
+    return this.room.idempotency;
+  }
+
+  payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string) {
+    return payOnce(this.room, principal, agent, input, key);
+  }
+
+  /** The seller's quote for a payment (verify_merchant); throws a refusal as its AppError. */
+  async quote(pc: PaymentContext) {
+    const q = await quote(this.room, pc);
+    if (q.kind === "refused") throw q.error;
+    return q.quote;
+  }
+
+  /** The seller's 402 without paying (the dashboard's payee lookup); throws a refusal as its AppError. */
+  async sellerQuote(seller: SellerRequest, payer: string) {
+    const q = await sellerQuote(this.room, seller, payer);
+    if (q.kind === "refused") throw q.error;
+    return q;
+  }
+
+  /** Records a refusal (tests drive it directly). */
+  async block(pc: PaymentContext, refusal: Refusal) {
+    return (await refuse(this.room, pc, refusal)).outcome;
+  }
+
+  sign(agent: AgentDoc, q: Parameters<typeof sign>[2]) {
+    return sign(this.room, agent, q);
+  }
+
+  approve(a: ApprovalDoc, input: ApprovalDecisionRequest, consume: () => Promise<void>): Promise<ApprovedAnswer> {
+    return approve(this.room, a, input, consume);
+  }
+
+  closeWaiting(txnId: string, status: "denied" | "expired", at: Date) {
+    return closeWaiting(this.room, txnId, status, at);
+  }
+
+  recover(now = new Date(), opts: { own?: boolean } = {}) {
+    return recover(this.room, now, opts);
+  }
+
+  awaitQuiet(agentAddress: string, waitMs?: number) {
+    return awaitQuiet(this.room, agentAddress, waitMs);
+  }
+}
+
+export { MAX_PENDING_APPROVALS } from "./pending";
+export { merchantOf } from "./context";

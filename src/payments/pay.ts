@@ -1,0 +1,162 @@
+/**
+ * POST /pay and the MCP pay tool, composed of the payment's steps: admit (the policy's allowlist, before any value
+ * moves), quote (the seller's 402), decide (the contract's simulation), then one of three outcomes: blocked
+ * (refuse.ts: recorded on-chain as PaymentBlocked), pending (pending.ts: waits for the owner) or approved (execute.ts:
+ * authorised on-chain, paid through x402, settled). Payments of one agent run one at a time, across instances.
+ */
+import { toBaseUnits } from "../amounts";
+import { AppError, LeaseLostError } from "../errors";
+import { NO_LEAF } from "../policy/allowlist";
+import type { PayAnswer, PayRequest } from "../schemas/payments";
+import type { AgentDoc } from "../store/documents";
+import type { Fence } from "../store/leases";
+import { phaseTimer } from "../util/timer";
+import type { Principal } from "../services/keys";
+import { type PaymentContext, type Room, fencesOf, ledgerBase, merchantOf } from "./context";
+import { noPolicyError } from "./decide";
+import { type ExecuteInput, execute } from "./execute";
+import { idempotencyCaller } from "./idempotency";
+import { newTxnId } from "./outcomes";
+import { requestApproval } from "./pending";
+import { quote } from "./quote";
+import { awaitQuiet } from "./recover";
+import { type Refusal, refuse } from "./refuse";
+import { type Blocked, type PaymentResult, answerOf, refused } from "./result";
+import { sign } from "./sign";
+import { type SwapCheck, swapForPayment } from "./swap";
+
+/**
+ * A payment, run once per Idempotency-Key when there is one. Every refusal or failure the service explains is an
+ * answer, kept under the key like a success, unless it is transient (`retryable`: nothing was paid and it may go
+ * otherwise later), which frees the key (idempotency.ts).
+ */
+export async function payOnce(
+  room: Room,
+  principal: Principal,
+  agent: AgentDoc,
+  input: PayRequest,
+  key?: string,
+): Promise<PayAnswer & { replayed: boolean }> {
+  const run = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
+    try {
+      return answerOf(await pay(room, agent, input, scope, keyFence));
+    } catch (err) {
+      // A lost lease paid nothing and is no answer to keep: the key is another run's, or free to run again.
+      if (err instanceof AppError && !(err instanceof LeaseLostError)) return answerOf(refused(err));
+      throw err;
+    }
+  };
+  return key ? room.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
+}
+
+/** One payment of `agent`, under its agent lock. */
+export async function pay(
+  room: Room,
+  agent: AgentDoc,
+  input: PayRequest,
+  idempotencyScope?: string,
+  keyFence?: Fence,
+): Promise<PaymentResult> {
+  const merchant = merchantOf(input.serviceUrl);
+  // As URL parsing spells it (punycode host, no look-alike characters): what the owner reads is what is requested.
+  const serviceUrl = new URL(input.serviceUrl).href;
+  const pc: PaymentContext = {
+    agent,
+    idempotencyScope,
+    merchant,
+    serviceUrl,
+    intent: input.intent,
+    seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
+  };
+  return room.ctx.agentLock.run(agent.address, async (lock) => {
+    if (lock.tookOver) await awaitQuiet(room, agent.address);
+    return payLocked(room, { ...pc, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount));
+  });
+}
+
+async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Promise<PaymentResult> {
+  const { ctx, decisions } = room;
+  const timer = phaseTimer();
+  // The owner's gas allowance is read beside the policy and the quote; a 429 still comes only where it did (below,
+  // before anything is signed or sent), and never for a payment refused before.
+  const gasChecked = ctx.gas.check(pc.agent.ownerAddress);
+  gasChecked.catch(() => undefined);
+  // admit
+  const admission = await decisions.admit(pc.agent, pc.merchant, { fresh: false });
+  timer.mark("policy");
+  if (admission.status === "no_policy") return refused(noPolicyError(pc.agent));
+  await decisions.checkOperator(pc.agent, admission.policy, admission.status === "admitted" && admission.cached);
+  if (admission.status === "not_allowed") return refuse(room, pc, { amount: maxAmount, reason: "merchant_not_allowed", proof: NO_LEAF });
+
+  // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
+  // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
+  const atCeiling = decisions.atCeiling(pc.agent, pc.merchant, admission, maxAmount);
+  // quote
+  const quoted = await quote(room, pc);
+  timer.mark("quote");
+  if (quoted.kind === "refused") return quoted;
+  const q = quoted.quote;
+  if (!q) return refuse(room, pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
+  if (q.amount > maxAmount) return refuse(room, pc, { amount: q.amount, reason: "max_amount_exceeded", proof: null });
+
+  // Signing overlaps any simulation left; a signature the policy refuses is dropped, never sent anywhere.
+  const signed = sign(room, pc.agent, q);
+  signed.catch(() => undefined);
+  // decide: the wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
+  const decision = await decisions.decide(pc.agent, pc.merchant, admission, q.amount, q.requirement.payTo, atCeiling);
+  timer.mark("simulate");
+  // Read again after a cached refusal: what it found is checked like the first read.
+  if (decision.policy !== admission.policy) await decisions.checkOperator(pc.agent, decision.policy, false);
+  if (decision.status === "block") {
+    return refuse(room, pc, { amount: q.amount, reason: decision.reason, proof: decision.proof, payTo: q.requirement.payTo });
+  }
+  if (decision.status === "requires_approval") return requestApproval(room, pc, q, maxAmount);
+  const swap = await swapStep(room, pc, decision.swap, q.amount);
+  timer.mark("swapQuote");
+  if ("kind" in swap) return swap;
+  const paid = execute(room, {
+    txnId: newTxnId(),
+    base: ledgerBase(pc, null),
+    seller: pc.seller,
+    quote: q,
+    proof: decision.proof,
+    dailyBudget: decision.policy.dailyBudget,
+    timer,
+    signed,
+    fences: fencesOf(pc),
+    gasChecked,
+    ...swap,
+  });
+  // A failed payment reads the policy (and the operator set) again next time: a stale copy (another operator, a key
+  // taken out of the set) fails once, not in a loop.
+  void paid.then(
+    (r) => (r.kind === "refused" ? decisions.forget(pc.agent) : undefined),
+    () => decisions.forget(pc.agent),
+  );
+  return paid;
+}
+
+/**
+ * Policy, then swap, then x402 settlement: a shortfall nothing can buy is refused (insufficient_funds, off-chain)
+ * before any transaction; otherwise what execute runs once the payment is authorised, if anything.
+ */
+export async function swapStep(
+  room: Room,
+  pc: PaymentContext,
+  check: Promise<SwapCheck>,
+  amount: bigint,
+  approval: Pick<Refusal, "approvalId" | "txnId"> = {},
+): Promise<Blocked | Pick<ExecuteInput, "swap">> {
+  const c = await check;
+  if (c.kind === "refuse") return refuse(room, pc, { amount, reason: "insufficient_funds", proof: null, detail: c.detail, ...approval });
+  if (c.kind === "none") return {};
+  const a = pc.agent;
+  const target = {
+    agent: a.address,
+    ownerAddress: a.ownerAddress,
+    policyAddress: a.policyAddress,
+    merchant: pc.merchant,
+    intent: pc.intent,
+  };
+  return { swap: (p) => swapForPayment(room, { ...p, ...target }) };
+}

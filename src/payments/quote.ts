@@ -1,0 +1,67 @@
+/**
+ * The quote step: the seller's x402 answer to the unpaid request, and the one requirement this service would pay.
+ * Same request rules as the paid request (SSRF guard, https unless allowed, bounded time and size, same-host
+ * redirects). Nothing is signed or sent here.
+ */
+import type { PaymentRequired } from "@x402/core/types";
+import { AppError, gatewayTimeout, transient } from "../errors";
+import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
+import type { PaymentContext, Room } from "./context";
+import { type Refused, refused } from "./result";
+
+/** Retry-After of a payment refused before paying because its seller could not be reached. */
+const SELLER_RETRY_S = 5;
+
+/** What the seller asks: every payment it accepts, and the one this service would pay (null: no exact USDC here). */
+export type Quoted = { kind: "quoted"; paymentRequired: PaymentRequired; quote: Quote | null };
+
+/** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
+export function sellerAppError(err: SellerError): AppError {
+  if (err.code === "seller_timeout") return gatewayTimeout(err.message);
+  if (err.code === "unsafe_seller_address" || err.code === "insecure_seller") return new AppError(422, err.code, err.message);
+  return new AppError(502, err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
+}
+
+/** Asks the seller for its 402 without paying, as `payer` would pay it. */
+export async function sellerQuote(room: Room, seller: SellerRequest, payer: string): Promise<Quoted | Refused> {
+  const opts = sellerOptions(room.ctx.config);
+  let res;
+  try {
+    res = await requestSeller(seller, opts);
+  } catch (err) {
+    if (!(err instanceof SellerError)) throw err;
+    // Before anything is signed or sent: a seller out of reach is transient (the same key pays once it is back).
+    const e = sellerAppError(err);
+    return refused(err.code === "seller_unreachable" || err.code === "seller_timeout" ? transient(e, SELLER_RETRY_S) : e);
+  }
+  if (res.status !== 402) {
+    if (res.status >= 200 && res.status < 300) {
+      return refused(
+        new AppError(422, "payment_not_required", `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`),
+      );
+    }
+    const wrong = new AppError(
+      502,
+      "upstream_error",
+      `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`,
+      {
+        sellerStatus: res.status,
+      },
+    );
+    // A seller down or busy (5xx, 429, 408) may answer later; another status is its answer.
+    return refused(res.status >= 500 || res.status === 429 || res.status === 408 ? transient(wrong, SELLER_RETRY_S) : wrong);
+  }
+  try {
+    const paymentRequired = readPaymentRequired(res);
+    return { kind: "quoted", paymentRequired, quote: pickQuote(paymentRequired, { ...opts, payer }) };
+  } catch (err) {
+    if (err instanceof SellerError) return refused(sellerAppError(err));
+    throw err;
+  }
+}
+
+/** The seller's quote for the payment's agent; null when it offers no exact USDC payment on this chain. */
+export async function quote(room: Room, pc: PaymentContext): Promise<{ kind: "quote"; quote: Quote | null } | Refused> {
+  const q = await sellerQuote(room, pc.seller, pc.agent.address);
+  return q.kind === "refused" ? q : { kind: "quote", quote: q.quote };
+}

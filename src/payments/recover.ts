@@ -1,0 +1,116 @@
+/**
+ * The recover step: finishing payments a run left in flight (a crash, a kill, a stall past its lease) from chain
+ * state, with the same steps a payment uses (release.ts): settled -> approved; authorised but not settled -> released
+ * -> failed; never authorised -> voided -> failed. Then the payment's Idempotency-Key and approval take its outcome.
+ */
+import { PaymentState } from "../chain/reasons";
+import { conflict, transient } from "../errors";
+import type { PaymentDoc } from "../store/documents";
+import { type Room, lease, note } from "./context";
+import { IN_FLIGHT } from "./phases";
+import { pastValidity, release, voidUnsent } from "./release";
+
+/** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */
+const IN_FLIGHT_RETRY_S = 5;
+
+/**
+ * Resolves a payment left between authorise and settle from chain state. An authorisation still pending is left for a
+ * later sweep. `stale`: the payment is another run's, which may only have stalled (see authorize.ts, begin).
+ */
+export async function resolveInFlight(room: Room, txnId: string, stale = false): Promise<void> {
+  const { ctx, ops } = room;
+  const doc = await ctx.store.payments.findOne({ txnId });
+  if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
+  let mined = doc.authorizeBlock != null;
+  if (doc.authorizeTxHash) {
+    const receipt = await ctx.chain.receiptOf(doc.authorizeTxHash, 30_000).catch(() => null);
+    if (!receipt && (await ctx.chain.provider.getTransaction(doc.authorizeTxHash).catch(() => null))) return; // still pending
+    if (receipt && doc.authorizeBlock == null) await note(room, txnId, doc.phase, { authorizeBlock: receipt.blockNumber });
+    mined ||= receipt !== null;
+  }
+  // Never seen mined: perhaps never sent, perhaps still to come from a stalled run (or a dead one's last send).
+  if (!mined) {
+    const voided = await voidUnsent(room, doc);
+    if (voided === "voided") return;
+    if (voided === "unavailable" && stale && !doc.authorizeTxHash && !(await pastValidity(room, doc))) return; // its run may still authorise it
+  }
+  const wasAuthorized =
+    doc.authorizeBlock != null || (await ops.paymentState(doc.policyAddress, doc.paymentId)) === PaymentState.Authorized;
+  const outcome = await release(room, txnId, "recovered after an interruption");
+  if (outcome.state === "released" && !wasAuthorized && doc.status !== "blocked") {
+    // Written on the finished entry: the reason only (its phase stays done).
+    await room.ledger.set(txnId, "done", { reason: "not_authorized" });
+  }
+}
+
+/** An approval whose payment was finished by recovery takes the payment's outcome. */
+async function settleApproval(room: Room, txnId: string, approvalId: string): Promise<void> {
+  const { store } = room.ctx;
+  const payment = await store.payments.findOne({ txnId });
+  if (!payment || payment.phase !== "done") return;
+  const status = payment.status === "approved" ? "approved" : "failed";
+  await store.approvals.updateOne({ approvalId, status: "approving" }, { $set: { status, resolvedAt: new Date() } });
+}
+
+/**
+ * Finishes payments whose lease ran out (the instance working on them stopped): at start-up and then periodically. A
+ * payment another live instance is working on keeps its lease and is left alone. At start-up (`own`), the payments
+ * of this instance id are taken at once: the process that held their lease is gone.
+ */
+export async function recover(room: Room, now = new Date(), opts: { own?: boolean } = {}): Promise<number> {
+  const { ctx } = room;
+  const free = [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }, ...(opts.own ? [{ instanceId: ctx.instanceId }] : [])];
+  const due = await ctx.store.payments.find({ phase: { $in: [...IN_FLIGHT] }, $or: free }).toArray();
+  let resolved = 0;
+  for (const doc of due) {
+    await ctx.agentLock
+      .run(doc.agentAddress, () => finishClaimed(room, doc, !(opts.own && doc.instanceId === ctx.instanceId)))
+      .then((claimed) => (resolved += claimed ? 1 : 0))
+      .catch((err: unknown) => ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
+  }
+  return resolved;
+}
+
+/** Claims `doc`, whose lease ran out, and finishes it; the caller holds its agent's lock. */
+async function finishClaimed(room: Room, doc: PaymentDoc, stale: boolean): Promise<boolean> {
+  const { ctx } = room;
+  // Claim it: of several recovering instances exactly one proceeds.
+  if (!(await room.ledger.claim(doc, { leaseUntil: lease(room), instanceId: ctx.instanceId }))) return false;
+  await resolveInFlight(room, doc.txnId, stale);
+  if (doc.approvalId) await settleApproval(room, doc.txnId, doc.approvalId);
+  const done = await ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
+  if (done) await room.idempotency.settleFromPayment(done);
+  return true;
+}
+
+/**
+ * After taking an agent's lock over from an instance that stopped renewing it: that instance may only be stalled,
+ * so its payments still in flight are waited for before another begins (see authorize.ts, begin). Those whose lease
+ * has run out are finished here, since recovery would wait for the lock this run holds.
+ */
+export async function awaitQuiet(room: Room, agentAddress: string, waitMs = 120_000): Promise<void> {
+  const { ctx } = room;
+  // Measured on the lease clock, like the lock it follows (tests move it to play the wait).
+  const clock = ctx.leases.clock;
+  const deadline = clock() + waitMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+    const busy = await ctx.store.payments.find({ agentAddress, phase: { $in: [...IN_FLIGHT] } }).toArray();
+    if (!busy.length) return;
+    if (delay === 50)
+      ctx.logger.warn({ agentAddress, txnId: busy[0].txnId }, "took an agent's lock over: waiting for its payments in flight");
+    const now = Date.now();
+    for (const doc of busy.filter((d) => !d.leaseUntil || d.leaseUntil.getTime() < now)) {
+      await finishClaimed(room, doc, true).catch((err: unknown) =>
+        ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve a payment"),
+      );
+    }
+    if (clock() > deadline) {
+      // Transient: the key (if any) is freed, and a retry once that payment is final gets its own outcome.
+      throw transient(
+        conflict(`A payment of this agent (${busy[0].txnId}) is still in flight on another instance; nothing was paid. Retry later.`),
+        IN_FLIGHT_RETRY_S,
+      );
+    }
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}

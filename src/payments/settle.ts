@@ -1,0 +1,34 @@
+/**
+ * The settle step: whether the seller settled the payment, judged on-chain. The seller's word (its PAYMENT-RESPONSE)
+ * is checked against its transaction, which must carry our AuthorizationUsed; without one, the authorisation state
+ * decides (only a settlement can use the nonce: the wallet signs nothing else).
+ */
+import { type SellerResponse, readSettlement } from "../x402/buyer";
+import type { Room } from "./context";
+
+export type Settlement =
+  | { kind: "settled"; txHash: string | null }
+  /** Not settled: the seller's reason, for the answer and the ledger. */
+  | { kind: "unsettled"; reason: string };
+
+export async function settled(
+  room: Room,
+  agent: string,
+  paymentId: string,
+  authorizeBlock: number,
+  res: SellerResponse,
+): Promise<Settlement> {
+  const { ops } = room;
+  const settlement = readSettlement(res);
+  const claimed = settlement?.success && settlement.transaction ? settlement.transaction : null;
+  const inSellerTx = claimed !== null && (await ops.settledIn(claimed, agent, paymentId).catch(() => false));
+  const used = inSellerTx || (await ops.authorizationUsed(agent, paymentId));
+  if (!used) {
+    const reason =
+      (settlement && !settlement.success && settlement.errorReason) ||
+      (res.body && typeof res.body === "object" && "error" in res.body ? String(res.body.error) : null) ||
+      `HTTP ${res.status}`;
+    return { kind: "unsettled", reason };
+  }
+  return { kind: "settled", txHash: inSellerTx ? claimed : await ops.settlementTx(agent, paymentId, authorizeBlock) };
+}
