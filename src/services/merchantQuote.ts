@@ -1,6 +1,6 @@
 /**
  * POST /merchants/quote: asks a seller for its x402 quote (the 402, no payment) so that an owner can pin the payee
- * the seller names (POST /limits `payees`). Same request code and rules as a payment (PaymentService.sellerQuote).
+ * the seller names (POST /limits `payees`). Same request code and rules as a payment (src/payments/quote.ts).
  * An agent key may ask only merchants its on-chain allowlist admits, as verify_merchant: the service is no request
  * proxy for agents; an owner key may ask any seller, since she asks before adding it.
  */
