@@ -97,7 +97,9 @@ const EnvSchema = z.object({
 });
 
 /** Every variable the service reads (.env.example lists each; a test holds them together). */
-export const ENV_KEYS: readonly string[] = Object.keys(EnvSchema.shape);
+/** The variables the schema reads. */
+export type EnvKey = keyof typeof EnvSchema.shape;
+export const ENV_KEYS = Object.keys(EnvSchema.shape) as readonly EnvKey[];
 
 /** The service's view of the environment: names, defaults that depend on the mode, trimmed URLs. */
 const ConfigSchema = EnvSchema.transform((e) => {

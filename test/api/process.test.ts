@@ -24,7 +24,7 @@ describe("process set-up: .env, .env.example and the store's connection error", 
     expect(keysOf(service).sort()).to.deep.equal([...ENV_KEYS].sort());
     const deploySources = ["scripts/deploy.ts", "hardhat.config.ts"].map((f) => readFileSync(join(ROOT, f), "utf8")).join("\n");
     for (const key of keysOf(deploy)) {
-      const read = deploySources.includes(`process.env.${key}`) || ENV_KEYS.includes(key);
+      const read = deploySources.includes(`process.env.${key}`) || (ENV_KEYS as readonly string[]).includes(key);
       expect(read, `${key} in .env.example is read by nothing`).to.equal(true);
     }
     expect(keysOf(deploy)).to.include.members(["OPERATOR_ADDRESS", "OPERATOR_ADDRESSES"]);

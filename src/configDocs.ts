@@ -1,0 +1,238 @@
+/**
+ * What each configuration variable means, for the README's table (generated: `npm run docs:config`, checked by
+ * test/docs/configTable.test.ts). Keyed by the config schema's own keys: a variable added to the schema without a line
+ * here does not compile.
+ */
+import type { EnvKey } from "./config";
+
+export interface ConfigDoc {
+  /** The default, as a reader needs it (Markdown). */
+  default: string;
+  meaning: string;
+}
+
+export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
+  PORT: {
+    default: "`8402`",
+    meaning: "HTTP port (`0` picks a free one)",
+  },
+  HOST: {
+    default: "`127.0.0.1`",
+    meaning: "interface to bind; `0.0.0.0` behind a load balancer",
+  },
+  BASE_URL: {
+    default: "`http://HOST:PORT`",
+    meaning: "public URL of the API (SIWE domain, links in /skill.md)",
+  },
+  DASHBOARD_URL: {
+    default: "`BASE_URL`",
+    meaning: "public URL of the owner dashboard (activation links)",
+  },
+  LOG_LEVEL: {
+    default: "`info`",
+    meaning: "pino level: fatal, error, warn, info, debug, trace, silent",
+  },
+  TRUST_PROXY: {
+    default: "`false`",
+    meaning: "trust `X-Forwarded-*` (client IPs for rate limits)",
+  },
+  TRUSTED_PROXY_HOPS: {
+    default: "`1` with `TRUST_PROXY`, else `0`",
+    meaning:
+      "how many proxies in front append to `X-Forwarded-For`: the client address (rate limits, failed-key counting) is the entry the last of them saw; entries a client wrote itself are never read",
+  },
+  RPC_URL: {
+    default: "unset = embedded chain",
+    meaning:
+      "JSON-RPC of the chain (Base mainnet in production); the payment path's calls made at the same moment go as one JSON-RPC batch; a node that refuses batches gets each call alone from then on",
+  },
+  CHAIN_PORT: {
+    default: "unset = a free port",
+    meaning: "embedded chain only: its JSON-RPC port on 127.0.0.1, fixed so that a wallet pointed at it keeps working across restarts",
+  },
+  CHAIN_ID: {
+    default: "`8453`",
+    meaning: "chain id the service signs for and checks",
+  },
+  NETWORK_NAME: {
+    default: "`base`",
+    meaning: "network name in x402 v1 and in `deployments/<name>.json`",
+  },
+  USDC_ADDRESS: {
+    default: "Base USDC",
+    meaning: "the settlement token",
+  },
+  FACTORY_ADDRESS: {
+    default: "from `deployments/<NETWORK_NAME>.json`",
+    meaning: "the `SpendPolicyFactory`",
+  },
+  FACTORY_DEPLOY_BLOCK: {
+    default: "from the deployment record",
+    meaning: "first block the indexer reads",
+  },
+  UNISWAP_QUOTER_V2: {
+    default: "Base's (embedded: the embedded one)",
+    meaning: "the QuoterV2 that prices a swap before settlement (router, WETH and Uniswap factory are fixed in the contracts)",
+  },
+  OPERATOR_PRIVATE_KEY: {
+    default: "embedded: random",
+    meaning:
+      "this instance's relayer key: a member of the deployment's `OperatorSet` (the factory's default operator and every policy's operator); give each instance its own",
+  },
+  CONFIRMATIONS: {
+    default: "`0` embedded, `3` otherwise",
+    meaning: "depth at which ledger entries count as confirmed",
+  },
+  EXPLORER_URL: {
+    default: "`https://basescan.org`; embedded: the service's own `/dev/explorer`",
+    meaning: "explorer links (`<EXPLORER_URL>/tx/<hash>`, `/address/<address>`)",
+  },
+  MONGODB_URI: {
+    default: "unset = embedded CongoDB",
+    meaning:
+      "MongoDB connection string; required when `RPC_URL` is set (the embedded store forgets agents' keys and the ledger when the process stops)",
+  },
+  MONGODB_DB: {
+    default: "`spendgate`",
+    meaning: "database name",
+  },
+  WALLET_ENCRYPTION_KEY: {
+    default: "embedded: random",
+    meaning: "32 bytes as 64 hex: agent keys are encrypted with AES-256-GCM under it",
+  },
+  FACILITATOR_URL: {
+    default: "unset = in-process",
+    meaning:
+      "a remote x402 facilitator (`/verify`, `/settle`, `/supported`) for the service's own paid resource (`/sell/agent-intel`); payments the service makes are settled by the seller's facilitator and checked before they leave by simulating their settlement on `RPC_URL`",
+  },
+  FACILITATOR_PRIVATE_KEY: {
+    default: "embedded: random",
+    meaning:
+      "key of the in-process facilitator; must differ from the operator's. Its settlements are sent with a 500,000 gas limit (an agent wallet's uses about 77,000; only what is used is paid) after one simulation with that limit, so a payer whose wallet would need more, or whose settlement would revert, is refused and nothing is sent",
+  },
+  GENESIS_OPEN: {
+    default: "`true` embedded, `false` otherwise",
+    meaning: "allow `POST /wallet/genesis` without a key",
+  },
+  REGISTRATION_TOKEN: {
+    default: "unset",
+    meaning: "an operator token accepted as Bearer for genesis, and for a new owner's SIWE sign-in, when registration is closed",
+  },
+  OWNER_GAS_ALLOWANCE_GWEI: {
+    default: "`1e7` (0.01 ETH; `1e12` embedded)",
+    meaning:
+      "operator gas the agents of one owner may cost per UTC day; past it, deploys, policy updates, authorisations and on-chain blocked records for them answer 429 `gas_allowance_exceeded` (pauses, withdrawals and hand-overs never); `GET /owner/gas` shows the figures",
+  },
+  OWNER_ALLOWLIST: {
+    default: "unset",
+    meaning:
+      "comma-separated owner addresses that may sign in for the first time while registration is closed (`GENESIS_OPEN=false`); owners SpendGate already knows always may",
+  },
+  ALLOW_PRIVATE_SELLERS: {
+    default: "`true` embedded, `false` otherwise",
+    meaning: "allow sellers on private, loopback and link-local addresses",
+  },
+  APPROVAL_TTL: {
+    default: "`86400`",
+    meaning: "seconds a pending approval waits before it expires",
+  },
+  OWNER_KEY_TTL: {
+    default: "`43200`",
+    meaning: "lifetime in seconds of an owner key from SIWE sign-in",
+  },
+  SIGNATURE_WINDOW: {
+    default: "`300`",
+    meaning: "\u00b1 seconds between a signed timestamp and the server clock",
+  },
+  RATE_LIMIT_PER_MINUTE: {
+    default: "`300`",
+    meaning: "requests per key (or per IP without a key) per minute; 429 past it",
+  },
+  AUTH_FAILURES_PER_MINUTE: {
+    default: "`100`",
+    meaning:
+      "failed authentications per client address per minute; past it every keyed request from that address gets 429 for the rest of the minute",
+  },
+  API_KEY_CACHE_MS: {
+    default: "`1000`",
+    meaning:
+      "how long an instance answers reads (`GET /ledger`, `/ledger/:id`, `/limits`, `/approvals`, and the read-only MCP tools) from a key lookup it made, without reading the key again; `0` reads it every time. A revoked key is refused at once on the instance that revoked it, and on every instance by anything that can pay or change something; other instances may still answer its reads for this long",
+  },
+  PAYMENT_LEASE_MS: {
+    default: "`180000`",
+    meaning:
+      "how long an instance owns a payment in flight; past it (a crash) another instance's recovery finishes the payment from chain state (every 30 s, or half the lease if shorter); an instance restarted under the same `INSTANCE_ID` finishes its own at start-up without waiting. A payment whose authorisation was never seen mined (never sent, or still to come from a stalled instance) is voided on-chain (`voidUnrecordedPayment`, gas charged to the owner like a release) and called failed at once: from then on its authorisation can only revert. Only where no void can be sent (a policy implementation from before it) is it called failed once the chain is past its transfer's `validBefore`, at most `MAX_PAYMENT_VALIDITY_SECONDS` after signing (judged by the time the node would give its next block)",
+  },
+  INSTANCE_ID: {
+    default: "the operator address",
+    meaning:
+      "this instance's name among the instances sharing the database (in-flight payments, idempotency keys and leases carry it); unique per running process",
+  },
+  LOCK_LEASE_MS: {
+    default: "`30000`",
+    meaning:
+      "how long an instance's database leases last without renewal (renewed every third of it while held): an agent's payment lock (one payment per agent at a time across instances), an `Idempotency-Key` being run, and the indexer (one instance indexes at a time); a dead instance's leases pass to the others when they expire",
+  },
+  READY_MAX_INDEXER_LAG: {
+    default: "`1000`",
+    meaning: "`GET /health/ready` answers 503 when the indexer has more blocks than this still to read (`0`: the indexer is not checked)",
+  },
+  GIT_COMMIT: {
+    default: "the source tree's `git rev-parse HEAD`, if any",
+    meaning: "the build's commit, shown by `/health` and `/health/live` (absent when unknown)",
+  },
+  BLOCKED_ONCHAIN_PER_HOUR: {
+    default: "`60`",
+    meaning:
+      "blocked attempts per agent per hour recorded on-chain (at the operator's gas cost; an attempt whose transaction failed counts too); past it refusals go to the ledger only",
+  },
+  SELLER_TIMEOUT_MS: {
+    default: "`15000`",
+    meaning: "time limit of every request to a seller",
+  },
+  ALLOW_HTTP_SELLERS: {
+    default: "`true` embedded, `false` otherwise",
+    meaning: "pay plain-http sellers; https sellers are never followed down to http",
+  },
+  SELLER_MAX_BYTES: {
+    default: "`1048576`",
+    meaning: "size limit of a seller's response",
+  },
+  MAX_PAYMENT_VALIDITY_SECONDS: {
+    default: "`600`",
+    meaning:
+      "the longest an agent's signed EIP-3009 authorisation stays valid, whatever the seller asks (30-3600; the contract refuses more than an hour)",
+  },
+  SELL_PRICE: {
+    default: "`0.01`",
+    meaning: "price in USDC of `/sell/agent-intel`",
+  },
+  SELL_PAY_TO: {
+    default: "the operator address",
+    meaning: "receiver of `/sell/agent-intel` payments",
+  },
+  WEBHOOK_TIMEOUT_MS: {
+    default: "`10000`",
+    meaning: "time limit of one webhook delivery attempt (100-60000)",
+  },
+  WEBHOOK_BACKOFF_BASE_MS: {
+    default: "`10000`",
+    meaning:
+      "wait after a delivery's first failed attempt, doubled after each further failure (at most an hour, \u00b120% jitter); retried for 24 h",
+  },
+  WEBHOOK_POLL_MS: {
+    default: "`5000`",
+    meaning: "how often each instance looks for due deliveries (an event raised in the same process is sent at once)",
+  },
+  SHUTDOWN_DRAIN_MS: {
+    default: "`8000`",
+    meaning:
+      "on SIGTERM or SIGINT: the port is closed at once, new requests on open connections get 503 `unavailable`, and the requests in flight (payments) get this long to finish before the connections, workers, store and chain close and the process exits 0. A payment cut off past it is finished from chain state at the next start under the same `INSTANCE_ID` (or by another instance once its lease has passed)",
+  },
+};
+
+/** The README's configuration table, from CONFIG_DOCS in the schema's order. */
+export function configTable(keys: readonly EnvKey[]): string {
+  const rows = keys.map((k) => `| \`${k}\` | ${CONFIG_DOCS[k].default} | ${CONFIG_DOCS[k].meaning} |`);
+  return ["| variable | default | meaning |", "|---|---|---|", ...rows].join("\n");
+}
