@@ -41,7 +41,7 @@ export async function launchBrowser(): Promise<TestBrowser> {
     acceptDownloads: true,
     reducedMotion: "reduce",
   });
-  context.setDefaultTimeout(15_000);
+  context.setDefaultTimeout(30_000);
   return {
     context,
     async newPage() {

@@ -240,6 +240,8 @@ function spendMeter(address: string, p: PolicyView): HTMLElement {
   );
 }
 
+/** The timestamp this page last signed a pause or resume with, per agent. */
+const lastSigned = new Map<string, number>();
 async function setPaused(
   app: App,
   a: AgentSummary,
@@ -261,7 +263,10 @@ async function setPaused(
     // clock again rather than the one of the page load.
     const chainTime = await freshChainTime().catch(() => undefined);
     if (chainTime !== undefined) syncChainClock(chainTime);
-    const timestamp = nowSeconds();
+    // The contract takes an owner action only if it is dated after the last one (timestamps in whole seconds): a
+    // resume clicked within the second of its pause is dated one second later, not refused.
+    const timestamp = Math.max(nowSeconds(), (lastSigned.get(a.address) ?? 0) + 1);
+    lastSigned.set(a.address, timestamp);
     const humanSignature = await wallet.signTypedData(
       owner,
       setPausedData(app.config.chainId, a.policyContract, a.address, { paused, epoch }, timestamp),
