@@ -73,7 +73,12 @@ export class Indexer {
     this.reorgBlocks = Math.max(0, Math.floor(deps.reorgBlocks ?? 12));
     this.addressChunk = Math.max(1, Math.floor(deps.addressChunk ?? 100));
     this.sources = eventSources(this.chain);
-    this.ledger = new LedgerLinker({ store: this.store, chainId: this.chainId, onConfirmed: deps.onConfirmed });
+    this.ledger = new LedgerLinker({
+      store: this.store,
+      chainId: this.chainId,
+      onConfirmed: deps.onConfirmed,
+      ownerOf: (agent) => this.chain.policyAt(agent, this.chain.provider).owner(),
+    });
   }
 
   /**

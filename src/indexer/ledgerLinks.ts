@@ -33,6 +33,8 @@ export interface LedgerLinkerDeps {
   chainId: number;
   /** Told every event as it becomes confirmed, before it is marked so (owner alerts): at least once per event. */
   onConfirmed?: (events: ChainEventDoc[]) => Promise<void>;
+  /** The agent contract's owner now (its latest block), or null when it cannot be read. */
+  ownerOf?: (agentAddress: string) => Promise<string | null>;
 }
 
 /** Links confirmed chainEvents to the ledger entries they match, and undoes that for removed ones. */
@@ -42,12 +44,14 @@ export class LedgerLinker {
   private readonly chainId: number;
   private reconciledAt: number | undefined;
   private readonly onConfirmed: LedgerLinkerDeps["onConfirmed"];
+  private readonly ownerOf: LedgerLinkerDeps["ownerOf"];
 
   constructor(deps: LedgerLinkerDeps) {
     this.store = deps.store;
     this.ledger = new LedgerWriter(deps.store.payments);
     this.chainId = deps.chainId;
     this.onConfirmed = deps.onConfirmed;
+    this.ownerOf = deps.ownerOf;
   }
 
   /** Tells the owner-alert hook the events about to be marked confirmed (a failure fails the run, which retries). */
@@ -104,7 +108,14 @@ export class LedgerLinker {
     const owner = latest?.args.owner;
     if (typeof owner !== "string") return;
     const agent = await this.store.agents.findOne({ address: agentAddress });
-    if (agent?.ownerAddress && agent.ownerAddress !== owner) await reassignAgentOwner(this.store, agentAddress, owner);
+    if (!agent?.ownerAddress || agent.ownerAddress === owner) return;
+    // A confirmed OwnerSet may already be history: a later hand-over (written by the service as soon as it was mined,
+    // or relayed by anyone and not confirmed yet) named another owner. Only the chain's owner now is followed, never
+    // an older one (which would give the agent back, and revoke the new owner's keys, until the next run).
+    // Unreadable now: the run fails and is retried (the event is not dropped).
+    const now = this.ownerOf ? await this.ownerOf(agentAddress) : owner;
+    if (now === null || now.toLowerCase() !== owner.toLowerCase()) return;
+    await reassignAgentOwner(this.store, agentAddress, owner);
   }
 
   /** After removals: every ledger entry they had confirmed is recomputed from the events that remain. */
