@@ -5,7 +5,7 @@
  */
 import type { Next } from "koa";
 import type { z } from "zod";
-import type { ErrorCode } from "../docs/errors";
+import type { ErrorCode } from "../errors";
 import type { FAUCET_TOKENS } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../services/keys";

@@ -5,7 +5,7 @@
 import { ZeroAddress } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../chain/typedData";
-import { AppError, conflict, forbidden, notFound } from "../errors";
+import { appError, conflict, forbidden, notFound } from "../errors";
 import type { ApprovalDecisionRequest, PayOutcome } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
@@ -186,16 +186,12 @@ export class ApprovalService {
       seller: { url: a.serviceUrl, method: a.method, body: typeof a.requestBody === "string" ? JSON.parse(a.requestBody) : a.requestBody },
     };
     const quote = await this.payments.quote(pc);
-    if (!quote) throw new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain.");
+    if (!quote) throw appError("unsupported_payment");
     if (quote.amount > BigInt(a.amount)) {
-      throw new AppError(
-        409,
+      throw appError(
         "price_changed",
         `The seller's price rose from ${fromBaseUnits(a.amount)} to ${fromBaseUnits(quote.amount)} USDC; the approval stays pending. Deny it, or let the agent ask again.`,
-        {
-          approvedAmount: fromBaseUnits(a.amount),
-          newAmount: fromBaseUnits(quote.amount),
-        },
+        { details: { approvedAmount: fromBaseUnits(a.amount), newAmount: fromBaseUnits(quote.amount) } },
       );
     }
     // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
@@ -203,11 +199,10 @@ export class ApprovalService {
     // signature usable, like a price rise. It is used up before anything is sent.
     // The owner signed the payee too: a seller that moved its payTo since is refused here, before anything is sent.
     if (a.payTo && quote.requirement.payTo.toLowerCase() !== a.payTo.toLowerCase()) {
-      throw new AppError(
-        409,
+      throw appError(
         "payee_changed",
         `The seller now asks to be paid at ${quote.requirement.payTo}, not ${a.payTo} as the owner approved; the approval stays pending. Deny it, or let the agent ask again.`,
-        { approvedPayTo: a.payTo, newPayTo: quote.requirement.payTo },
+        { details: { approvedPayTo: a.payTo, newPayTo: quote.requirement.payTo } },
       );
     }
     const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount, quote.requirement.payTo);
@@ -236,7 +231,7 @@ export class ApprovalService {
     if (outcome.status !== "approved") {
       await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
       const reason = outcome.status === "blocked" ? outcome.reason : outcome.status;
-      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${reason}.`, outcome);
+      throw appError("blocked", `The approved payment was blocked on-chain: ${reason}.`, { details: outcome });
     }
     const b = outcome;
     await this.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });

@@ -1,5 +1,5 @@
 /** What a payment is about: the merchant of its URL and the context every step of POST /pay carries. */
-import { AppError } from "../errors";
+import { badRequest } from "../errors";
 import { normalizeHost } from "../policy/allowlist";
 import type { AgentDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
@@ -9,7 +9,7 @@ import type { SellerRequest } from "../x402/buyer";
 export function merchantOf(serviceUrl: string): string {
   const url = new URL(serviceUrl);
   const host = normalizeHost(url.hostname.replace(/^\[|\]$/g, ""));
-  if (!host) throw new AppError(400, "bad_request", `The serviceUrl's host ${url.hostname} is not a host name.`);
+  if (!host) throw badRequest(`The serviceUrl's host ${url.hostname} is not a host name.`);
   return host;
 }
 

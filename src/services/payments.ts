@@ -9,7 +9,7 @@ import { BLOCKED_RECORD_PAY_TO, type TransferInput } from "../chain/policyOps";
 import { blockMessage, blockedOutcome, newApprovalId, newTxnId } from "./outcomes";
 import { type PaymentContext, fencesOf, merchantOf } from "./paymentContext";
 import { phaseTimer } from "../util/timer";
-import { AppError, LeaseLostError, errorBody, transient } from "../errors";
+import { AppError, LeaseLostError, appError, errorBody, transient, upstreamError } from "../errors";
 import type { Fence } from "../store/leases";
 import { type IdempotencyService, idempotencyCaller } from "./idempotency";
 import type { Principal } from "./keys";
@@ -197,20 +197,11 @@ export class PaymentService {
       const res = await requestSeller(seller, opts);
       if (res.status !== 402) {
         if (res.status >= 200 && res.status < 300) {
-          throw new AppError(
-            422,
-            "payment_not_required",
-            `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`,
-          );
+          throw appError("payment_not_required", `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`);
         }
-        const wrong = new AppError(
-          502,
-          "upstream_error",
-          `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`,
-          {
-            sellerStatus: res.status,
-          },
-        );
+        const wrong = upstreamError(`The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`, {
+          sellerStatus: res.status,
+        });
         // A seller down or busy (5xx, 429, 408) may answer later; another status is its answer.
         throw res.status >= 500 || res.status === 429 || res.status === 408 ? transient(wrong, SELLER_RETRY_S) : wrong;
       }
@@ -391,7 +382,7 @@ export class PaymentService {
     });
     if (open >= MAX_PENDING_APPROVALS) {
       const wait = `${open} payments of this agent already wait for its owner (at most ${MAX_PENDING_APPROVALS}); nothing was paid or recorded`;
-      const full = new AppError(429, "too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`);
+      const full = appError("too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`);
       throw transient(full, PENDING_RETRY_S);
     }
     const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);

@@ -7,7 +7,7 @@ import { fromBaseUnits } from "../amounts";
 import type { PayApproved, PayOutcome } from "../schemas/payments";
 import { type OwnerApprovalInput, type TransferInput, NO_APPROVAL } from "../chain/policyOps";
 import { PaymentState } from "../chain/reasons";
-import { AppError, conflict, gatewayTimeout, transient, upstreamError } from "../errors";
+import { AppError, appError, conflict, gatewayTimeout, transient, upstreamError } from "../errors";
 
 export { outcomeOf, transferOf } from "./outcomes";
 import { blockedOutcome } from "./outcomes";
@@ -53,8 +53,7 @@ export interface ExecuteInput {
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
 export function sellerAppError(err: SellerError): AppError {
   if (err.code === "seller_timeout") return gatewayTimeout(err.message);
-  if (err.code === "unsafe_seller_address" || err.code === "insecure_seller") return new AppError(422, err.code, err.message);
-  return new AppError(502, err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
+  return appError(err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
 }
 
 export class SettlementService extends SettlementSteps {
@@ -73,8 +72,7 @@ export class SettlementService extends SettlementSteps {
     await (input.gasChecked ?? this.ctx.gas.check(base.ownerAddress));
     const signed = await sign().catch((err: unknown) => {
       // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
-      throw new AppError(
-        422,
+      throw appError(
         "unsupported_payment",
         `The seller's payment requirement could not be signed (${(err as Error).message}); nothing was paid.`,
       );

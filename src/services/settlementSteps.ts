@@ -5,7 +5,7 @@
  */
 import { PolicyOps } from "../chain/policyOps";
 import { PaymentState } from "../chain/reasons";
-import { AppError, LeaseLostError } from "../errors";
+import { LeaseLostError, upstreamError } from "../errors";
 import type { Fence } from "../store/leases";
 import type { AgentDoc, PaymentDoc } from "../store/documents";
 import { type LedgerUpdate, LedgerWriter } from "../store/ledger";
@@ -155,9 +155,7 @@ export abstract class SettlementSteps {
         this.ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
         if (!(await this.ops.authorizationUsed(agent, paymentId))) {
           // Neither settled nor released: leave it in flight (lease kept) for the recovery sweep to finish.
-          throw new AppError(
-            502,
-            "upstream_error",
+          throw upstreamError(
             "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.",
           );
         }
