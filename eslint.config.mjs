@@ -86,7 +86,7 @@ export default defineConfig(
       "src/http/**/*.ts",
       "src/mcp/**/*.ts",
       "src/docs/**/*.ts",
-      "src/chain/uniswap.ts",
+      "src/dev/uniswap.ts",
       "src/chain/swapQuote.ts",
       "src/chain/viem.ts",
       "scripts/**/*.ts",

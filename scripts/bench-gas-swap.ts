@@ -7,7 +7,8 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, MaxUint256, type Signer } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../src/chain/addresses";
-import { ARTIFACTS, deployEmbeddedUniswap, uniswapArtifact } from "../src/chain/uniswap";
+import { ARTIFACTS, uniswapArtifact } from "../src/chain/uniswapArtifacts";
+import { deployEmbeddedUniswap } from "../src/dev/uniswap";
 import {
   ALLOWLIST,
   DEFAULT_POLICY,

@@ -9,8 +9,8 @@
  */
 import { JsonRpcProvider } from "ethers";
 import { setBlockInterval } from "./bench/mining";
-import { startEmbeddedChain } from "../src/chain/embedded";
-import { startEmbeddedChainThread } from "../src/chain/embeddedThread";
+import { startEmbeddedChain } from "../src/dev/embeddedChain";
+import { startEmbeddedChainThread } from "../src/dev/embeddedChainThread";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
 import { throughputProcesses, usage } from "./bench/throughputCluster";

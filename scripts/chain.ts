@@ -7,7 +7,7 @@
  * default operator. --json: one more line, `CHAIN {...}`, for the cluster script to read. CHAIN_RPC_STATS=1: counts the
  * calls it serves by method (scripts/bench/nodeStats.ts).
  */
-import { startEmbeddedChain } from "../src/chain/embedded";
+import { startEmbeddedChain } from "../src/dev/embeddedChain";
 import { exitOnSignal } from "./exitOnSignal";
 import { countCalls } from "./bench/nodeStats";
 

@@ -8,6 +8,7 @@ import { mountOperations } from "./http/mount";
 import { MOUNT_ORDER, OPERATIONS } from "./http/operations";
 import { prepareDashboard } from "./http/routes/dashboard";
 import { knownMethods } from "./http/transport";
+import type { Faucet } from "./http/operation";
 import type { AppState } from "./http/types";
 import type { WebhookService } from "./webhooks/endpoints";
 
@@ -15,12 +16,14 @@ export interface AppDeps {
   services: Services;
   logger: Logger;
   webhooks: WebhookService;
+  /** The dev faucet, in embedded mode only (POST /dev/faucet answers 404 without it). */
+  faucet?: Faucet;
 }
 
 /** Paths that read their own bodies (x402 seller route, MCP) instead of the JSON parser. */
 const OWN_BODY = (path: string) => path.startsWith("/sell/") || path === "/mcp";
 
-export function createApp({ services, logger, webhooks }: AppDeps): Koa<AppState> {
+export function createApp({ services, logger, webhooks, faucet }: AppDeps): Koa<AppState> {
   // Behind proxies, the client address is the one the last TRUSTED_PROXY_HOPS proxies saw (entries a client wrote
   // into X-Forwarded-For itself are further left and never read).
   const hops = services.ctx.config.trustedProxyHops;
@@ -33,7 +36,7 @@ export function createApp({ services, logger, webhooks }: AppDeps): Koa<AppState
   app.use(requireJsonBodies(OWN_BODY));
   app.use(authenticate(services.ctx.keys, services.ctx.config.registrationToken, services.ctx.config.authFailuresPerMinute));
   // Every route of the service, from its operation declaration (src/http/operations.ts), on one router.
-  const router = mountOperations(MOUNT_ORDER, { s: services, webhooks, operations: OPERATIONS });
+  const router = mountOperations(MOUNT_ORDER, { s: services, webhooks, operations: OPERATIONS, faucet });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: false }));
   prepareDashboard(logger);

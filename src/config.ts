@@ -7,7 +7,6 @@ import { computeAddress, isAddress, getAddress, isHexString } from "ethers";
 import { randomBytes } from "node:crypto";
 
 import { BASE_USDC, UNISWAP_ADDRESSES } from "./chain/addresses";
-import type { EmbeddedChain } from "./chain/embedded";
 
 export { BASE_USDC };
 
@@ -274,8 +273,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): LoadedConfi
 
 /** What an embedded run started before resolving its configuration. */
 export interface EmbeddedParts {
-  /** The embedded chain this process started or shares. */
-  chain?: Pick<EmbeddedChain, "rpcUrl" | "addresses" | "deployBlock" | "operator" | "facilitator">;
+  /** The embedded chain this process started or shares (what of it the configuration takes). */
+  chain?: {
+    rpcUrl: string;
+    addresses: { usdc: string; factory: string; uniswap: { quoterV2: string } };
+    deployBlock: number;
+    operator: { address: string; privateKey: string };
+    facilitator: { address: string; privateKey: string };
+  };
   /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
   operatorPrivateKey?: string;
   /** The embedded store and this run's own database in it. */

@@ -1,17 +1,227 @@
-/** One error type for everything a client should see; the error middleware turns it into { error, message, status }. */
+/**
+ * The error catalogue and AppError, the one error type for everything a client should see; the error middleware turns
+ * it into { error, message, status }. Every code the service answers with is in ERROR_CATALOGUE with its HTTP status,
+ * the message used when the thrower gives none, and its meaning (the API reference's table, src/docs/errors.ts, is
+ * generated from it). An AppError is made only here: `appError(code, message?, options?)` or a named constructor.
+ */
+
+/** One code of the catalogue: its HTTP status, its default message and what it means (the API reference's words). */
+export interface ErrorSpec {
+  status: number;
+  message: string;
+  meaning: string;
+}
+
+export const ERROR_CATALOGUE = {
+  bad_request: {
+    status: 400,
+    message: "Bad request.",
+    meaning: "A field, query parameter or header is invalid; `details` lists each problem as `{ path, message }`.",
+  },
+  unauthorized: {
+    status: 401,
+    message: "Missing or invalid API key.",
+    meaning: "No API key where one is needed, or an unknown, revoked or expired key.",
+  },
+  invalid_signature: {
+    status: 401,
+    message: "The owner signature does not verify.",
+    meaning: "An owner signature does not verify, was already used, or its timestamp is outside ±300 s.",
+  },
+  forbidden: {
+    status: 403,
+    message: "This key may not make this call.",
+    meaning:
+      "The key may not act for this agent (another agent's, or not linked to this owner) or may not make this call (agents cannot approve, deny or create agents).",
+  },
+  not_found: {
+    status: 404,
+    message: "Not found.",
+    meaning: "No such route, agent, approval or transaction (another caller's resources answer the same).",
+  },
+  method_not_allowed: {
+    status: 405,
+    message: "This method is not allowed here.",
+    meaning: "The path exists but not with this method; the `Allow` header lists the methods.",
+  },
+  conflict: {
+    status: 409,
+    message: "The request conflicts with the current state.",
+    meaning:
+      "Already registered, already linked, already resolved, an Idempotency-Key reused with another body, or a stale signed timestamp; with `retryable: true`, another payment of the agent is still in flight (nothing was paid, retry after `Retry-After`).",
+  },
+  price_changed: {
+    status: 409,
+    message: "The seller's price rose above the approved amount; the approval stays pending.",
+    meaning: "Approve: the seller's price rose above the approved amount; the approval stays pending.",
+  },
+  payee_changed: {
+    status: 409,
+    message: "The seller now asks to be paid at another address than the owner approved; the approval stays pending.",
+    meaning:
+      "Approve: the seller now asks to be paid at another address than the owner signed (ApprovalDecision.payTo); the approval stays pending.",
+  },
+  payload_too_large: {
+    status: 413,
+    message: "Request body is too large.",
+    meaning: "The request body is too large (64 KiB for REST, 256 KiB for an MCP message).",
+  },
+  unsupported_media_type: {
+    status: 415,
+    message: "Send the request body as application/json.",
+    meaning: "A request body that is not `application/json`.",
+  },
+  no_policy: {
+    status: 422,
+    message: "The agent has no spend policy yet.",
+    meaning: "POST /pay for an agent whose owner has not set a spend policy yet.",
+  },
+  payment_not_required: {
+    status: 422,
+    message: "The seller answered without asking for payment; nothing was paid.",
+    meaning: "The seller answered 2xx without asking for payment; nothing was paid.",
+  },
+  unsupported_payment: {
+    status: 422,
+    message: "The seller no longer offers an exact USDC payment on this chain.",
+    meaning: "Approve: the seller no longer offers an exact USDC payment on this chain.",
+  },
+  unsafe_seller_address: {
+    status: 422,
+    message: "The seller's host resolves to a private address; refused.",
+    meaning: "The seller's host resolves to a private, loopback or link-local address (refused unless ALLOW_PRIVATE_SELLERS).",
+  },
+  insufficient_funds: {
+    status: 422,
+    message: "The wallet holds less of this token than asked.",
+    meaning: "Withdraw: the agent wallet holds less of the token than asked.",
+  },
+  withdraw_failed: {
+    status: 422,
+    message: "The transfer was refused on-chain; nothing moved.",
+    meaning:
+      "Withdraw: the recipient or the token refused the transfer (a contract that does not accept ETH, a balance another withdrawal or a payment took meanwhile); nothing moved.",
+  },
+  insecure_webhook_url: {
+    status: 422,
+    message: "The webhook URL is plain http; only https receivers are allowed here.",
+    meaning: "A webhook URL that is plain http where only https receivers are allowed (ALLOW_HTTP_SELLERS, the seller rule).",
+  },
+  unsafe_webhook_url: {
+    status: 422,
+    message: "The webhook host resolves to a private address; refused.",
+    meaning:
+      "A webhook host that resolves to a private, loopback or link-local address, or does not resolve (refused unless ALLOW_PRIVATE_SELLERS).",
+  },
+  insecure_seller: {
+    status: 422,
+    message: "The seller is plain http; refused.",
+    meaning:
+      "The seller is plain http (refused unless ALLOW_HTTP_SELLERS, the embedded default): its payment header would travel in clear.",
+  },
+  blocked: {
+    status: 422,
+    message: "The approved payment was blocked on-chain.",
+    meaning: "Approve: the approved payment was blocked on-chain (the body's `details` is the blocked payment result).",
+  },
+  gas_allowance_exceeded: {
+    status: 429,
+    message: "The operator gas allowance of this owner's agents for today is spent.",
+    meaning:
+      "The operator gas this owner's agents may cost per UTC day (OWNER_GAS_ALLOWANCE_GWEI) is spent; see GET /owner/gas and `Retry-After`. Pauses, withdrawals and hand-overs are never refused.",
+  },
+  headers_too_large: {
+    status: 431,
+    message: "Request headers are too large.",
+    meaning: "The request's headers are larger than the server reads (Node's limit); the connection is closed.",
+  },
+  too_many_pending_approvals: {
+    status: 429,
+    message: "Too many payments of this agent already wait for its owner; nothing was paid or recorded.",
+    meaning:
+      "POST /pay: the agent already has 20 payments waiting for its owner; nothing was paid or recorded. Wait for decisions or expiry.",
+  },
+  rate_limited: {
+    status: 429,
+    message: "Too many requests.",
+    meaning: "Too many requests for this key (or address) this minute; see `Retry-After`.",
+  },
+  internal: {
+    status: 500,
+    message: "Something went wrong on our side; nothing was charged. Try again later.",
+    meaning: "An unexpected error on the service's side; nothing was charged.",
+  },
+  upstream_error: {
+    status: 502,
+    message: "The seller or the facilitator failed.",
+    meaning:
+      "The seller or the facilitator failed (unreachable, not a 402, verify or settle refused); the budget was released. With `retryable: true` the seller was out of reach before anything was signed or sent: retry, with the same Idempotency-Key, after `Retry-After`.",
+  },
+  invalid_payment_required: {
+    status: 502,
+    message: "The seller's 402 carries no readable x402 payment requirement.",
+    meaning: "The seller's 402 carries no readable x402 payment requirement.",
+  },
+  seller_redirect_refused: {
+    status: 502,
+    message: "The seller redirected somewhere it may not.",
+    meaning: "The seller redirected to another host, from https to http, to something that is not a URL, or more than 3 times.",
+  },
+  seller_response_too_large: {
+    status: 502,
+    message: "The seller's response is too large.",
+    meaning: "The seller's response is larger than SELLER_MAX_BYTES.",
+  },
+  unavailable: {
+    status: 503,
+    message: "The service cannot act now; retry later.",
+    meaning:
+      "The service cannot act now: the chain or the store does not answer, or this instance cannot relay (e.g. it is not the operator of the agent's policy contract). Always `retryable: true` with `Retry-After`.",
+  },
+  upstream_timeout: {
+    status: 504,
+    message: "The seller did not answer in time.",
+    meaning: "The seller did not answer within SELLER_TIMEOUT_MS.",
+  },
+} satisfies Record<string, ErrorSpec>;
+
+/** Every `error` code of `{ error, message, status }` bodies. */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CATALOGUE, code);
+
+export interface AppErrorOptions {
+  details?: unknown;
+  headers?: Record<string, string>;
+  /** Transient: nothing was done or kept (not even under an Idempotency-Key); the same request may succeed later. */
+  retryable?: boolean;
+}
+
 export class AppError extends Error {
+  readonly status: number;
+  readonly details?: unknown;
+  readonly headers?: Record<string, string>;
+  readonly retryable: boolean;
+
+  /** Use appError() or a named constructor; `status` is the catalogue's unless httpError passes a client error's own. */
   constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-    readonly headers?: Record<string, string>,
-    /** Transient: nothing was done or kept (not even under an Idempotency-Key); the same request may succeed later. */
-    readonly retryable = false,
+    readonly code: ErrorCode,
+    message: string | undefined,
+    options: AppErrorOptions = {},
+    status: number = ERROR_CATALOGUE[code].status,
   ) {
-    super(message);
+    super(message ?? ERROR_CATALOGUE[code].message);
     this.name = "AppError";
+    this.status = status;
+    this.details = options.details;
+    this.headers = options.headers;
+    this.retryable = options.retryable ?? false;
   }
+}
+
+/** The AppError of `code`: the catalogue's status, and its default message unless `message` is given. */
+export function appError(code: ErrorCode, message?: string, options?: AppErrorOptions): AppError {
+  return new AppError(code, message, options);
 }
 
 /**
@@ -20,28 +230,35 @@ export class AppError extends Error {
  */
 export function transient(err: AppError, retryAfterSeconds: number): AppError {
   const headers = { ...err.headers, "Retry-After": String(Math.max(1, Math.ceil(retryAfterSeconds))) };
-  return new AppError(err.status, err.code, err.message, err.details, headers, true);
+  return new AppError(err.code, err.message, { details: err.details, headers, retryable: true }, err.status);
 }
 
-export const badRequest = (message: string, details?: unknown) => new AppError(400, "bad_request", message, details);
-export const unauthorized = (message = "Missing or invalid API key.") => new AppError(401, "unauthorized", message);
-export const invalidSignature = (message: string) => new AppError(401, "invalid_signature", message);
-export const forbidden = (message: string) => new AppError(403, "forbidden", message);
-export const notFound = (message: string) => new AppError(404, "not_found", message);
-export const conflict = (message: string, details?: unknown) => new AppError(409, "conflict", message, details);
-export const payloadTooLarge = (message = "Request body is too large.") => new AppError(413, "payload_too_large", message);
-export const unsupportedMediaType = (message = "Send the request body as application/json.") =>
-  new AppError(415, "unsupported_media_type", message);
-export const unprocessable = (code: string, message: string, details?: unknown) => new AppError(422, code, message, details);
+/**
+ * An HTTP status from Koa, the router or a body parser, kept as it is: `not_found` for 404, `bad_request` for another
+ * 4xx, `internal` for a 5xx. With transient and appErrorOf (which keep an AppError's own), the one place a status is
+ * not the catalogue's.
+ */
+export function httpError(status: number, message?: string): AppError {
+  return new AppError(status === 404 ? "not_found" : status < 500 ? "bad_request" : "internal", message, {}, status);
+}
+
+export const badRequest = (message: string, details?: unknown) => appError("bad_request", message, { details });
+export const unauthorized = (message?: string) => appError("unauthorized", message);
+export const invalidSignature = (message: string) => appError("invalid_signature", message);
+export const forbidden = (message: string) => appError("forbidden", message);
+export const notFound = (message: string) => appError("not_found", message);
+export const conflict = (message: string, details?: unknown) => appError("conflict", message, { details });
+export const payloadTooLarge = (message?: string) => appError("payload_too_large", message);
+export const unsupportedMediaType = (message?: string) => appError("unsupported_media_type", message);
 export const rateLimited = (retryAfterSeconds: number) =>
-  transient(new AppError(429, "rate_limited", `Too many requests; retry after ${retryAfterSeconds} s.`), retryAfterSeconds);
-export const upstreamError = (message: string, details?: unknown) => new AppError(502, "upstream_error", message, details);
+  transient(appError("rate_limited", `Too many requests; retry after ${retryAfterSeconds} s.`), retryAfterSeconds);
+export const upstreamError = (message: string, details?: unknown) => appError("upstream_error", message, { details });
 /** The Retry-After of a 503 `unavailable`. */
 export const UNAVAILABLE_RETRY_S = 5;
 /** A dependency (the chain, the store) or this instance cannot serve the request now: 503, retryable. */
-export const unavailable = (message: string, retryAfterSeconds = UNAVAILABLE_RETRY_S) =>
-  transient(new AppError(503, "unavailable", message), retryAfterSeconds);
-export const gatewayTimeout = (message: string) => new AppError(504, "upstream_timeout", message);
+export const unavailable = (message: string, retryAfterSeconds = UNAVAILABLE_RETRY_S, details?: unknown) =>
+  transient(appError("unavailable", message, { details }), retryAfterSeconds);
+export const gatewayTimeout = (message: string) => appError("upstream_timeout", message);
 
 /** The interface's error shape of an AppError: `{ error, message, status }` plus `details` when there are any. */
 export function errorBody(e: AppError) {
@@ -60,7 +277,7 @@ export function errorBody(e: AppError) {
  */
 export class LeaseLostError extends AppError {
   constructor(message = "This request lost its lock to another instance before paying anything; nothing was paid. Retry it.") {
-    super(409, "conflict", message, undefined, { "Retry-After": "1" }, true);
+    super("conflict", message, { headers: { "Retry-After": "1" }, retryable: true });
   }
 }
 
@@ -69,7 +286,9 @@ export function appErrorOf(
   body: { error: string; message: string; status: number; details?: unknown; retryable?: boolean },
   headers?: Record<string, string>,
 ) {
-  return new AppError(body.status, body.error, body.message, body.details, headers, body.retryable === true);
+  // Kept bodies were written from AppErrors, status included; a code since dropped from the catalogue reads as internal.
+  const code = isErrorCode(body.error) ? body.error : "internal";
+  return new AppError(code, body.message, { details: body.details, headers, retryable: body.retryable === true }, body.status);
 }
 
 const MONGO_DOWN = /^Mongo(Network|NetworkTimeout|ServerSelection|NotConnected|TopologyClosed|PoolCleared)Error$/;

@@ -10,17 +10,14 @@ import pino, { type Logger } from "pino";
 import { createApp } from "./app";
 import { errorBody, unavailable } from "./errors";
 import { ChainClient } from "./chain/client";
-import type { EmbeddedChain } from "./chain/embedded";
-import { startEmbeddedChainThread } from "./chain/embeddedThread";
 import { resolveConfig, type Config, type LoadedConfig } from "./config";
+import { sandboxFaucet, startSandboxChain, startSandboxStore, type EmbeddedChain, type EmbeddedMongo } from "./dev";
 import { createServices, type Services } from "./services";
 import { KeyService } from "./services/keys";
 import { GasMeter } from "./services/gas";
 import { answerClientErrors, answerConnect } from "./http/transport";
 import { SignatureService } from "./services/signatures";
 import { connectStore, type Store } from "./store";
-import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
-import { startEmbeddedMongoThread } from "./store/embeddedThread";
 import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
@@ -110,25 +107,13 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
   try {
     let embeddedChain = opts.embeddedChain;
     if (loaded.embeddedChain && !embeddedChain) {
-      const port = loaded.chainPort ?? 0;
-      if (opts.chainThread) embeddedChain = await startEmbeddedChainThread({ host: "127.0.0.1", port });
-      else {
-        // require, not import(): the embedded chain loads Hardhat, which production never needs.
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const { startEmbeddedChain } = require("./chain/embedded") as typeof import("./chain/embedded");
-        embeddedChain = await startEmbeddedChain({ host: "127.0.0.1", port });
-      }
+      embeddedChain = await startSandboxChain({ port: loaded.chainPort ?? 0, thread: opts.chainThread ?? false });
       const started = embeddedChain;
       cleanup.push(() => started.close());
     }
-    let embeddedMongo: EmbeddedMongo | undefined;
-    let embeddedStore: { uri: string; stop(): Promise<void> } | undefined;
-    if (loaded.embeddedStore) {
-      if (opts.storeThread) embeddedStore = await startEmbeddedMongoThread();
-      else embeddedStore = embeddedMongo = await startEmbeddedMongo();
-      const started = embeddedStore;
-      cleanup.push(() => started.stop());
-    }
+    const embeddedStore = loaded.embeddedStore ? await startSandboxStore({ thread: opts.storeThread ?? false }) : undefined;
+    if (embeddedStore) cleanup.push(() => embeddedStore.stop());
+    const embeddedMongo = embeddedStore?.mongo;
     const config = resolveConfig(loaded, {
       chain: embeddedChain,
       operatorPrivateKey: opts.operatorPrivateKey,
@@ -246,7 +231,12 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
     indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
     cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
 
-    const app = createApp({ services, logger, webhooks: webhooks.service });
+    const app = createApp({
+      services,
+      logger,
+      webhooks: webhooks.service,
+      faucet: config.embeddedChain ? sandboxFaucet(chain) : undefined,
+    });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once("error", reject);

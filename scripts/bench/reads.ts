@@ -2,7 +2,7 @@
  * Read paths of the bench: an MCP tool call's p50 (get_limits reads the chain, list_transactions only the store;
  * target under 2 ms for reads with no chain call) and GET /ledger's p95 with 100,000 entries in the store (target
  * under 20 ms), on the embedded store or on MONGODB_URI, with the index each read relies on: CongoDB's hash and range
- * indexes (src/store/congoIndexes.ts) on the embedded store, MongoDB's own query plan (explain) otherwise.
+ * indexes (src/dev/congoIndexes.ts) on the embedded store, MongoDB's own query plan (explain) otherwise.
  * Each call's key lookup is the one the instance remembers for API_KEY_CACHE_MS (read again once a second by
  * default); `API_KEY_CACHE_MS=0 npm run bench` reads the key on every call.
  */
@@ -195,6 +195,6 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
       { "onchain.confirmed": { $ne: true }, updatedAt: { $gte: new Date(Date.now() - 60_000) } },
     ],
   ];
-  console.log(`indexes the reads rely on (${s.svc.embeddedMongo ? "embedded CongoDB, src/store/congoIndexes.ts" : "MongoDB explain"}):`);
+  console.log(`indexes the reads rely on (${s.svc.embeddedMongo ? "embedded CongoDB, src/dev/congoIndexes.ts" : "MongoDB explain"}):`);
   for (const [what, collection, filter] of reads) console.log(`  ${what}: ${collection} ${await indexOf(s, collection, filter)}`);
 }

@@ -1,5 +1,5 @@
 /** One CongoDB server (memory storage) for a cluster of SpendGate processes; prints `MONGODB_URI=...`, stops on a signal. */
-import { startEmbeddedMongo } from "../../src/store/embedded";
+import { startEmbeddedMongo } from "../../src/dev/embeddedStore";
 import { exitOnSignal } from "../exitOnSignal";
 
 async function main(): Promise<void> {

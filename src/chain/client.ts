@@ -14,11 +14,11 @@ import {
   isError,
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
-import { signCallTx } from "./callTx";
+import { signCallTx } from "./rpc/callTx";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
-import type { MinedReceipt, RawRpc } from "./rawRpc";
+import type { MinedReceipt, RawRpc } from "./rpc/rawRpc";
 import { ReceiptWatcher } from "./receipts";
-import { ImmediateJsonRpcProvider } from "./provider";
+import { ImmediateJsonRpcProvider } from "./rpc/provider";
 
 export interface ChainOptions {
   rpcUrl: string;
@@ -124,7 +124,7 @@ export class ChainClient {
   private readonly sender: OperatorSender;
   /** Wakes the receipt waits of this client (the service's: authorisations, releases, deployments, settlements). */
   readonly receipts: ReceiptWatcher;
-  /** The payment path's calls without ethers' provider machinery, with the provider's errors (rawRpc.ts). */
+  /** The payment path's calls without ethers' provider machinery, with the provider's errors (rpc/rawRpc.ts). */
   readonly rpc: RawRpc;
 
   constructor(readonly options: ChainOptions) {
@@ -232,7 +232,7 @@ export class ChainClient {
     return succeeded(tx, await this.receiptOf(tx.hash));
   }
 
-  /** waitFor for the payment path: the receipt read raw, without ethers' TransactionReceipt (rawRpc.ts). */
+  /** waitFor for the payment path: the receipt read raw, without ethers' TransactionReceipt (rpc/rawRpc.ts). */
   async waitMined(tx: SentTx): Promise<MinedReceipt> {
     return succeeded(tx, await this.receipts.wait(tx.hash, () => this.minedReceipt(tx.hash)));
   }

@@ -18,7 +18,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { IERC20Metadata, Multicall3, OperatorSet, SpendPolicy, SpendPolicyFactory, TestUSDC, WETH9 } from "../../typechain-types";
 import type { TypedContractEvent, TypedContractMethod } from "../../typechain-types/common";
-import { decodeEvent, decodeParams, encodeParams } from "./abiCodec";
+import { decodeEvent, decodeParams, encodeParams } from "./rpc/abiCodec";
 import { PROJECT_ROOT } from "../paths";
 
 const ARTIFACTS = {
@@ -114,7 +114,7 @@ function functionOf(iface: Interface, method: string): { fragment: FunctionFragm
   return f;
 }
 
-/** `iface.encodeFunctionData(method, args)`, the same bytes, without a keccak or ethers' coders per call (abiCodec.ts). */
+/** `iface.encodeFunctionData(method, args)`, the same bytes, without a keccak or ethers' coders per call (rpc/abiCodec.ts). */
 export function encodeCall(iface: Interface, method: string, args: readonly unknown[]): string {
   const f = functionOf(iface, method);
   if (!f) return iface.encodeFunctionData(method, args);

@@ -1,6 +1,6 @@
 /** Turns a reverted contract call into an AppError the caller can act on. */
 import type { BaseContract } from "ethers";
-import { AppError, badRequest, conflict, invalidSignature, unavailable } from "../errors";
+import { appError, badRequest, conflict, invalidSignature, unavailable, type AppError } from "../errors";
 
 /** The custom error's name and args when a call reverted with one of this contract's errors. */
 export function decodeRevert(contract: BaseContract, err: unknown): { name: string; args: unknown[] } | null {
@@ -29,7 +29,7 @@ const MESSAGES: Record<string, (args: unknown[]) => AppError> = {
   SpendPolicySignatureUsed: () => conflict("This signature was already used on-chain; sign again with a new timestamp."),
   SpendPolicyZeroAddress: () => badRequest("The zero address is not allowed here."),
   SpendPolicyWithdrawFailed: () =>
-    new AppError(422, "withdraw_failed", "The recipient refused the transfer (a contract that does not accept ETH?)."),
+    appError("withdraw_failed", "The recipient refused the transfer (a contract that does not accept ETH?)."),
   SpendPolicyUnauthorizedDeployer: () => unavailable("This service's operator is not the factory's deployer."),
   SpendPolicyUnauthorizedOperator: () => unavailable("This service is not the operator of the agent's policy contract."),
 };

@@ -1,7 +1,7 @@
 /** The operator's calls on a SpendPolicy and on USDC, with their receipts decoded. */
 import { type TransactionReceipt } from "ethers";
 import type { ChainClient } from "./client";
-import type { MinedReceipt } from "./rawRpc";
+import type { MinedReceipt } from "./rpc/rawRpc";
 import { addressOf, eventTopic, parseEvent, readOf } from "./contracts";
 import { decodeRevert } from "./errors";
 import { type Decision, type OnchainReasonName, type PaymentState, decisionOf, onchainReason, paymentStateOf, reasonName } from "./reasons";

@@ -4,7 +4,7 @@
  * `swap_slippage_exceeded` before it sends anything. The chain stays the judge: the bound is computed again there.
  */
 import { Contract, isCallException, type ContractRunner } from "ethers";
-import { ARTIFACTS, uniswapArtifact } from "./uniswap";
+import { ARTIFACTS, uniswapArtifact } from "./uniswapArtifacts";
 import { maxAmountIn, meanTick, poolAddress } from "./uniswapMath";
 
 export interface SwapQuoteRequest {

@@ -18,7 +18,7 @@ const { createWalletClient, defineChain, nonceManager, publicActions } = viem;
 const { privateKeyToAccount } = viemAccounts;
 
 import { MULTICALL3_ADDRESS } from "./addresses";
-import { nodeHttpTransport } from "./rpcTransport";
+import { nodeHttpTransport } from "./rpc/rpcTransport";
 
 export interface TransportOptions {
   /**

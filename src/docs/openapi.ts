@@ -2,7 +2,8 @@
 import type { z } from "zod";
 import { AUTH_MODES, type AnyOperation, type AuthMode, openApiPath } from "../http/operation";
 import { ErrorBody } from "../schemas/common";
-import { ERROR_CODES, type ErrorCode } from "./errors";
+import type { ErrorCode } from "../errors";
+import { ERROR_CODES } from "./errors";
 import { SchemaSet, type JsonSchema } from "./jsonSchema";
 
 type RouteDoc = AnyOperation;

@@ -2,11 +2,24 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { AppError, dependencyDown, dependencyUnavailable, errorBody, payloadTooLarge, rateLimited, unsupportedMediaType } from "../errors";
+import {
+  AppError,
+  appError,
+  badRequest,
+  dependencyDown,
+  dependencyUnavailable,
+  errorBody,
+  httpError,
+  notFound,
+  payloadTooLarge,
+  rateLimited,
+  unsupportedMediaType,
+} from "../errors";
 import { bearerToken } from "./auth";
 import type { Middleware } from "./types";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const UNSUPPORTED_ENCODING = "Unsupported Content-Encoding: send gzip, deflate, br or none.";
 
 /** First middleware: request id, access log, and every error turned into { error, message, status }. */
 export function errorsAndLogging(logger: Logger): Middleware {
@@ -46,17 +59,10 @@ export function errorsAndLogging(logger: Logger): Middleware {
 }
 
 function emptyErrorAnswer(status: number, method: string, path: string, allow: string): AppError {
-  if (status === 404) return new AppError(404, "not_found", `No route for ${method} ${path}.`);
-  if (status === 405) {
-    return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
-  }
-  if (status === 501)
-    return new AppError(405, "method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
-  return new AppError(
-    status,
-    status < 500 ? "bad_request" : "internal",
-    status < 500 ? "Bad request." : "Something went wrong on our side.",
-  );
+  if (status === 404) return notFound(`No route for ${method} ${path}.`);
+  if (status === 405 || status === 501)
+    return appError("method_not_allowed", `${method} is not allowed on ${path}${allow ? `; use ${allow}` : ""}.`);
+  return httpError(status, status < 500 ? "Bad request." : "Something went wrong on our side.");
 }
 
 /** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
@@ -68,22 +74,21 @@ export function toAppError(err: unknown): AppError {
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
-  if (e.type === "encoding.unsupported")
-    return new AppError(415, "unsupported_media_type", "Unsupported Content-Encoding: send gzip, deflate, br or none.");
+  if (e.type === "encoding.unsupported") return unsupportedMediaType(UNSUPPORTED_ENCODING);
   if (status === 415) return unsupportedMediaType();
   // A body whose Content-Encoding does not decode (zlib's errors carry no status): the client's fault.
   if (typeof (e as { code?: unknown }).code === "string" && /^(Z_|ERR_ZLIB|ERR_BROTLI|ERR__ERROR_)/.test((e as { code: string }).code)) {
-    return new AppError(400, "bad_request", "The request body could not be decoded with its Content-Encoding.");
+    return badRequest("The request body could not be decoded with its Content-Encoding.");
   }
   // co-body throws a SyntaxError with status 400 and no `expose` for bad JSON, non-object JSON and __proto__ keys.
   if (e.type === "entity.parse.failed" || (status === 400 && (e.expose || err instanceof SyntaxError))) {
-    return new AppError(400, "bad_request", "The request body is not valid JSON (an object is expected).");
+    return badRequest("The request body is not valid JSON (an object is expected).");
   }
   if (status && status >= 400 && status < 500) {
     // A client error from Koa or a parser: never a 500, and its message only when it is meant to be shown.
-    return new AppError(status, status === 404 ? "not_found" : "bad_request", e.expose && e.message ? e.message : "Bad request.");
+    return httpError(status, e.expose && e.message ? e.message : "Bad request.");
   }
-  return new AppError(500, "internal", "Something went wrong on our side; nothing was charged. Try again later.");
+  return appError("internal");
 }
 
 function hasBody(ctx: { get(name: string): string }): boolean {
@@ -101,7 +106,7 @@ export function requireJsonBodies(exempt: (path: string) => boolean): Middleware
     if (hasBody(ctx)) {
       const encoding = ctx.get("Content-Encoding").trim().toLowerCase();
       if (!ENCODINGS.has(encoding)) {
-        throw new AppError(415, "unsupported_media_type", "Unsupported Content-Encoding: send gzip, deflate, br or none.");
+        throw unsupportedMediaType(UNSUPPORTED_ENCODING);
       }
       if (["POST", "PUT", "PATCH"].includes(ctx.method) && !exempt(ctx.path) && !ctx.is("application/json")) throw unsupportedMediaType();
     }

@@ -5,7 +5,8 @@
  */
 import type { Next } from "koa";
 import type { z } from "zod";
-import type { ErrorCode } from "../docs/errors";
+import type { ErrorCode } from "../errors";
+import type { FAUCET_TOKENS } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../services/keys";
 import type { WebhookService } from "../webhooks/endpoints";
@@ -62,11 +63,16 @@ export type ReplyOf<R extends Responses> = {
   [K in keyof R & number]: { status: K; body: BodyOf<R[K]>; headers?: Record<string, string> };
 }[keyof R & number];
 
+/** The embedded dev faucet: gives `units` of `token` to `to`; answers the delivering transaction's hash. */
+export type Faucet = (to: string, token: keyof typeof FAUCET_TOKENS, units: bigint) => Promise<string>;
+
 /** What every handler can reach: the services, the webhook service, and the whole operation list (the docs need it). */
 export interface OperationDeps {
   s: Services;
   webhooks: WebhookService;
   operations: readonly AnyOperation[];
+  /** In embedded mode only: the sandbox's faucet (src/dev/, handed over by src/server.ts). */
+  faucet?: Faucet;
 }
 
 export interface OperationRequest<A extends AuthMode, I extends InputSchema> {

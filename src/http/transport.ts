@@ -2,7 +2,7 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { AppError } from "../errors";
+import { appError, errorBody } from "../errors";
 import type { Middleware } from "./types";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -13,7 +13,7 @@ export function knownMethods(): Middleware {
   return async function onlyKnownMethods(ctx, next) {
     if (!METHODS.has(ctx.method)) {
       ctx.set("Allow", ALLOW);
-      throw new AppError(405, "method_not_allowed", `${ctx.method.slice(0, 32)} is not allowed here.`);
+      throw appError("method_not_allowed", `${ctx.method.slice(0, 32)} is not allowed here.`);
     }
     await next();
   };
@@ -30,14 +30,12 @@ export function answerClientErrors(server: Server): void {
       return;
     }
     const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
-    const status = tooLarge ? 431 : 400;
-    const body = JSON.stringify({
-      error: tooLarge ? "headers_too_large" : "bad_request",
-      message: tooLarge ? "The request's headers are too large." : "The request could not be parsed as HTTP.",
-      status,
-    });
+    const e = tooLarge
+      ? appError("headers_too_large", "The request's headers are too large.")
+      : appError("bad_request", "The request could not be parsed as HTTP.");
+    const body = JSON.stringify(errorBody(e));
     socket.end(
-      `HTTP/1.1 ${status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${e.status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
@@ -50,11 +48,7 @@ export function answerClientErrors(server: Server): void {
 export function answerConnect(server: Server): void {
   server.on("connect", (_req: unknown, socket: Duplex) => {
     socket.on("error", () => socket.destroy());
-    const body = JSON.stringify({
-      error: "method_not_allowed",
-      message: "CONNECT is not allowed here: SpendGate is not a proxy.",
-      status: 405,
-    });
+    const body = JSON.stringify(errorBody(appError("method_not_allowed", "CONNECT is not allowed here: SpendGate is not a proxy.")));
     socket.end(
       `HTTP/1.1 405 Method Not Allowed\r\nAllow: ${ALLOW}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

@@ -3,7 +3,7 @@
  * topics, and the decoding of a log into the plain JSON of a `chainEvents` document.
  */
 import { ZeroAddress, type Interface, type Log } from "ethers";
-import { getAddress } from "../chain/checksum";
+import { getAddress } from "../chain/rpc/checksum";
 import type { ChainClient } from "../chain/client";
 import { addressOf, eventTopic, parseLog } from "../chain/contracts";
 import type { ChainEventDoc } from "../store/documents";

@@ -4,7 +4,7 @@
  * carried on-chain. Also the two ends of a payment waiting for its owner that are not payments: denied and expired.
  */
 import { fromBaseUnits } from "../amounts";
-import { AppError, conflict, notFound } from "../errors";
+import { appError, conflict, notFound } from "../errors";
 import type { ApprovalDecisionRequest, PayApproved } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
@@ -65,7 +65,7 @@ export async function approve(
     if (result.kind !== "approved") {
       await store.approvals.updateOne({ approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
       const reason = result.kind === "blocked" ? result.outcome.reason : result.kind;
-      throw new AppError(422, "blocked", `The approved payment was blocked on-chain: ${reason}.`, result.outcome);
+      throw appError("blocked", `The approved payment was blocked on-chain: ${reason}.`, { details: result.outcome });
     }
     const b = result.outcome;
     await store.approvals.updateOne({ approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
@@ -124,25 +124,23 @@ async function payApproved(
   const quoted = await quote(room, pc);
   if (quoted.kind === "refused") return quoted;
   const q = quoted.quote;
-  if (!q) return refused(new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain."));
+  if (!q) return refused(appError("unsupported_payment", "The seller no longer offers an exact USDC payment on this chain."));
   if (q.amount > BigInt(a.amount)) {
     return refused(
-      new AppError(
-        409,
+      appError(
         "price_changed",
         `The seller's price rose from ${fromBaseUnits(a.amount)} to ${fromBaseUnits(q.amount)} USDC; the approval stays pending. Deny it, or let the agent ask again.`,
-        { approvedAmount: fromBaseUnits(a.amount), newAmount: fromBaseUnits(q.amount) },
+        { details: { approvedAmount: fromBaseUnits(a.amount), newAmount: fromBaseUnits(q.amount) } },
       ),
     );
   }
   // The owner signed the payee too: a seller that moved its payTo since is refused here, before anything is sent.
   if (a.payTo && q.requirement.payTo.toLowerCase() !== a.payTo.toLowerCase()) {
     return refused(
-      new AppError(
-        409,
+      appError(
         "payee_changed",
         `The seller now asks to be paid at ${q.requirement.payTo}, not ${a.payTo} as the owner approved; the approval stays pending. Deny it, or let the agent ask again.`,
-        { approvedPayTo: a.payTo, newPayTo: q.requirement.payTo },
+        { details: { approvedPayTo: a.payTo, newPayTo: q.requirement.payTo } },
       ),
     );
   }

@@ -2,7 +2,7 @@
  * What every step of a payment gets: the room (the service's context and the payment's own collaborators), and the
  * payment context of one request (its agent, merchant, seller request and the leases it runs under).
  */
-import { AppError } from "../errors";
+import { badRequest } from "../errors";
 import { normalizeHost } from "../policy/allowlist";
 import type { PolicyOps } from "../chain/policyOps";
 import type { AgentDoc, PaymentDoc, PaymentPhase } from "../store/documents";
@@ -31,7 +31,7 @@ export interface Room {
 export function merchantOf(serviceUrl: string): string {
   const url = new URL(serviceUrl);
   const host = normalizeHost(url.hostname.replace(/^\[|\]$/g, ""));
-  if (!host) throw new AppError(400, "bad_request", `The serviceUrl's host ${url.hostname} is not a host name.`);
+  if (!host) throw badRequest(`The serviceUrl's host ${url.hostname} is not a host name.`);
   return host;
 }
 

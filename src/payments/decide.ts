@@ -6,7 +6,7 @@
 import { bind, readOf } from "../chain/contracts";
 import { type CheckWithBalance, PolicyOps } from "../chain/policyOps";
 import { Decision, type OnchainReasonName } from "../chain/reasons";
-import { AppError, conflict, unavailable } from "../errors";
+import { AppError, appError, conflict, unavailable } from "../errors";
 import { ANY_PAYEE, type AllowlistProof, NO_LEAF, payeeAllowed } from "../policy/allowlist";
 import { BLOCKED_RECORD_PAY_TO } from "../chain/policyOps";
 import type { AgentDoc } from "../store/documents";
@@ -28,7 +28,7 @@ export type PolicyDecision =
 
 /** The 422 answered for an agent whose owner has not deployed a policy yet. */
 export function noPolicyError(agent: AgentDoc): AppError {
-  return new AppError(422, "no_policy", `Agent ${agent.address} has no spend policy yet: its owner sets one at the activation link.`);
+  return appError("no_policy", `Agent ${agent.address} has no spend policy yet: its owner sets one at the activation link.`);
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { fromBaseUnits } from "../amounts";
 import type { OwnerApprovalInput, TransferInput } from "../chain/policyOps";
-import { AppError, upstreamError } from "../errors";
+import { AppError, appError, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { PayApproved } from "../schemas/payments";
 import type { AgentDoc } from "../store/documents";
@@ -69,8 +69,7 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   } catch (err) {
     // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
     return refused(
-      new AppError(
-        422,
+      appError(
         "unsupported_payment",
         `The seller's payment requirement could not be signed (${(err as Error).message}); nothing was paid.`,
       ),

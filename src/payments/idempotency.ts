@@ -22,7 +22,7 @@
  * and its outcome becomes the key's answer.
  */
 import { createHash } from "node:crypto";
-import { AppError, conflict, badRequest, dependencyUnavailable, transient } from "../errors";
+import { conflict, badRequest, dependencyUnavailable, transient, upstreamError } from "../errors";
 import type { Fence } from "../store/leases";
 import type { Store } from "../store";
 import type { ErrorBody } from "../schemas/common";
@@ -214,9 +214,7 @@ export class IdempotencyService {
       // Taken over by another instance: this run never paid (its commit was refused), and the key is the other's.
       if (doc && doc.fence !== fence) throw err;
       throw transient(
-        new AppError(
-          502,
-          "upstream_error",
+        upstreamError(
           "The payment's outcome could not be answered now; it is resolved from the chain. Retry with the same Idempotency-Key to get it (it will not pay twice), or check the ledger.",
         ),
         BUSY_RETRY_S,

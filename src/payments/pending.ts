@@ -3,7 +3,7 @@
  * the owner's signed decision (approve.ts). Nothing is signed or sent.
  */
 import { fromBaseUnits } from "../amounts";
-import { AppError, LeaseLostError, transient } from "../errors";
+import { LeaseLostError, appError, transient } from "../errors";
 import type { ApprovalDoc } from "../store/documents";
 import { followAgentOwner } from "../store/owners";
 import type { Quote } from "../x402/buyer";
@@ -31,10 +31,7 @@ export async function requestApproval(room: Room, pc: PaymentContext, quote: Quo
   if (open >= MAX_PENDING_APPROVALS) {
     const wait = `${open} payments of this agent already wait for its owner (at most ${MAX_PENDING_APPROVALS}); nothing was paid or recorded`;
     return refused(
-      transient(
-        new AppError(429, "too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`),
-        PENDING_RETRY_S,
-      ),
+      transient(appError("too_many_pending_approvals", `${wait}. Wait until the owner decides them or they expire.`), PENDING_RETRY_S),
     );
   }
   const expiresAt = new Date(now.getTime() + ctx.config.approvalTtlSeconds * 1000);

@@ -4,7 +4,7 @@
  * redirects). Nothing is signed or sent here.
  */
 import type { PaymentRequired } from "@x402/core/types";
-import { AppError, gatewayTimeout, transient } from "../errors";
+import { type AppError, appError, gatewayTimeout, transient, upstreamError } from "../errors";
 import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
 import type { PaymentContext, Room } from "./context";
 import { type Refused, refused } from "./result";
@@ -18,8 +18,7 @@ export type Quoted = { kind: "quoted"; paymentRequired: PaymentRequired; quote: 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
 export function sellerAppError(err: SellerError): AppError {
   if (err.code === "seller_timeout") return gatewayTimeout(err.message);
-  if (err.code === "unsafe_seller_address" || err.code === "insecure_seller") return new AppError(422, err.code, err.message);
-  return new AppError(502, err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
+  return appError(err.code === "seller_unreachable" ? "upstream_error" : err.code, err.message);
 }
 
 /** Asks the seller for its 402 without paying, as `payer` would pay it. */
@@ -37,17 +36,12 @@ export async function sellerQuote(room: Room, seller: SellerRequest, payer: stri
   if (res.status !== 402) {
     if (res.status >= 200 && res.status < 300) {
       return refused(
-        new AppError(422, "payment_not_required", `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`),
+        appError("payment_not_required", `The seller answered HTTP ${res.status} without asking for payment; nothing was paid.`),
       );
     }
-    const wrong = new AppError(
-      502,
-      "upstream_error",
-      `The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`,
-      {
-        sellerStatus: res.status,
-      },
-    );
+    const wrong = upstreamError(`The seller answered HTTP ${res.status} instead of an x402 payment requirement (402).`, {
+      sellerStatus: res.status,
+    });
     // A seller down or busy (5xx, 429, 408) may answer later; another status is its answer.
     return refused(res.status >= 500 || res.status === 429 || res.status === 408 ? transient(wrong, SELLER_RETRY_S) : wrong);
   }

@@ -3,7 +3,7 @@
  * is released (the authorisation dies, the budget comes back) unless USDC used its nonce, which means it settled; a
  * payment whose authorisation was never seen mined is voided first, so no authorisation of it can land any more.
  */
-import { AppError } from "../errors";
+import { upstreamError } from "../errors";
 import { PaymentState } from "../chain/reasons";
 import type { PaymentDoc } from "../store/documents";
 import { type Room, finish } from "./context";
@@ -40,9 +40,7 @@ export async function release(
       ctx.logger.warn({ err, txnId }, "releasePayment failed; reading the outcome from chain");
       if (!(await ops.authorizationUsed(agent, paymentId))) {
         // Neither settled nor released: leave it in flight (lease kept) for the recovery sweep to finish.
-        throw new AppError(
-          502,
-          "upstream_error",
+        throw upstreamError(
           "The payment could not be finished yet; it stays reserved and is resolved automatically. Do not retry; check the ledger.",
         );
       }

@@ -6,7 +6,7 @@
  */
 import { ZeroAddress, formatEther, getAddress, isCallException, isError, type TransactionReceipt } from "ethers";
 import { fromBaseUnits } from "../amounts";
-import { AppError } from "../errors";
+import { appError, type AppError } from "../errors";
 import { UNISWAP_POOL_FEE } from "../chain/addresses";
 import { addressOf, bind, parseEvent } from "../chain/contracts";
 import { type TransferInput, transferStruct } from "../chain/policyOps";
@@ -44,7 +44,10 @@ const SWAP_GAS_LIMIT = 450_000n;
 export function withSwapNote(error: AppError, swapped: SwapRecord): AppError {
   const v = swapView(swapped);
   const note = ` The ${v.amountOut} USDC the swap bought (${v.amountIn} ${v.tokenIn}, tx ${v.txHash}) stays in the agent wallet.`;
-  return new AppError(error.status, error.code, error.message + note, { ...(error.details as object | undefined), swap: v }, error.headers);
+  return appError(error.code, error.message + note, {
+    details: { ...(error.details as object | undefined), swap: v },
+    headers: error.headers,
+  });
 }
 
 export class SwapService {

@@ -1,13 +1,13 @@
 /** Building blocks shared by every request schema (REST, MCP and the generated API reference). */
 import { z } from "zod";
 import { isHexString } from "ethers";
-import { getAddress, isAddress } from "../chain/checksum";
+import { getAddress, isAddress } from "../chain/rpc/checksum";
 import { DECIMAL_AMOUNT, MAX_AMOUNT, toBaseUnits } from "../amounts";
 
 export const Address = z
   .string()
   .trim()
-  // getAddress and isAddress of chain/checksum: each address checksummed once (keccak in JS, on every request).
+  // getAddress and isAddress of chain/rpc/checksum: each address checksummed once (keccak in JS, on every request).
   .refine(
     (v) => /^0x[0-9a-fA-F]{40}$/.test(v) && isAddress(v),
     "must be a 0x-prefixed 20-byte address (checksum, if mixed case, must be valid)",

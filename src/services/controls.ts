@@ -6,7 +6,7 @@ import { ZeroAddress, formatUnits, getAddress, isError, parseUnits } from "ether
 import { bind } from "../chain/contracts";
 import { revertToAppError } from "../chain/errors";
 import { SET_OWNER_TYPES, SET_PAUSED_TYPES, WITHDRAW_TYPES, policyDomain } from "../chain/typedData";
-import { AppError, badRequest, conflict } from "../errors";
+import { appError, badRequest, conflict } from "../errors";
 import type { SetOwnerRequest, WithdrawRequest } from "../schemas/owner";
 import type { AgentDoc } from "../store/documents";
 import { reassignAgentOwner } from "../store/owners";
@@ -71,11 +71,7 @@ export class ControlService {
     });
     const balance: bigint = erc20 ? await erc20.balanceOf(agent.address) : await chain.provider.getBalance(agent.address);
     if (balance < amount) {
-      throw new AppError(
-        422,
-        "insufficient_funds",
-        `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`,
-      );
+      throw appError("insufficient_funds", `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`);
     }
     await this.ctx.signatures.consume("Withdraw", digest);
     const wallet = chain.policyAt(agent.policyAddress);
@@ -85,11 +81,7 @@ export class ControlService {
       .catch((err: unknown) => {
         // Refused by the token after the balance check (another withdrawal or a payment took the funds): nothing moved.
         if (!isError(err, "CALL_EXCEPTION")) throw err;
-        throw new AppError(
-          422,
-          "withdraw_failed",
-          "The token refused the transfer on-chain (did the balance change meanwhile?); nothing moved.",
-        );
+        throw appError("withdraw_failed", "The token refused the transfer on-chain (did the balance change meanwhile?); nothing moved.");
       });
     await this.ctx.gas.charge(owner, receipt);
     this.ctx.logger.info({ agent: agent.address, token, to: input.to, amount: amount.toString(), txHash: receipt.hash }, "withdrawn");
@@ -137,7 +129,7 @@ export class ControlService {
   private async deployedOwner(agent: AgentDoc): Promise<string> {
     if (!agent.ownerAddress) throw conflict(`Agent ${agent.address} has no owner yet.`);
     if (!(await this.ctx.chain.isDeployed(agent.policyAddress))) {
-      throw new AppError(422, "no_policy", `Agent ${agent.address} has no wallet contract yet: its owner deploys it by setting a policy.`);
+      throw appError("no_policy", `Agent ${agent.address} has no wallet contract yet: its owner deploys it by setting a policy.`);
     }
     return this.onchainOwner(agent);
   }

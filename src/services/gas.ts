@@ -6,7 +6,7 @@
  */
 import type { TransactionReceipt } from "ethers";
 import type { Config } from "../config";
-import { AppError } from "../errors";
+import { appError } from "../errors";
 import type { Store } from "../store";
 
 export interface GasUsageDoc {
@@ -61,13 +61,14 @@ export class GasMeter {
     if (u.costGwei < u.allowanceGwei) return;
     const now = new Date();
     const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-    throw new AppError(
-      429,
+    throw appError(
       "gas_allowance_exceeded",
       `The operator gas allowance of this owner's agents for today (${u.allowanceGwei} gwei) is spent: ${u.transactions} transactions, ${Math.round(u.costGwei)} gwei. It renews at 00:00 UTC.`,
-      { ...u },
-      { "Retry-After": String(Math.max(1, Math.ceil((next - now.getTime()) / 1000))) },
-      true, // transient: the next UTC day, the same request (and Idempotency-Key) pays
+      {
+        details: { ...u },
+        headers: { "Retry-After": String(Math.max(1, Math.ceil((next - now.getTime()) / 1000))) },
+        retryable: true, // transient: the next UTC day, the same request (and Idempotency-Key) pays
+      },
     );
   }
 

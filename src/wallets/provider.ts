@@ -4,7 +4,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { SigningKey, TypedDataEncoder, Wallet, concat, keccak256 } from "ethers";
-import { getAddress } from "../chain/checksum";
+import { getAddress } from "../chain/rpc/checksum";
 import type { Collection } from "mongodb";
 import type { WalletKeyDoc } from "../store/documents";
 

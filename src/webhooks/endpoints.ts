@@ -1,6 +1,6 @@
 /** Owners' webhook endpoints: register (secret shown once), list, disable, the delivery log, a test event. */
 import { randomBytes } from "node:crypto";
-import { AppError, conflict, forbidden, notFound } from "../errors";
+import { appError, conflict, forbidden, notFound } from "../errors";
 import type { Principal } from "../services/keys";
 import { type CreateWebhookRequest, MAX_WEBHOOKS_PER_OWNER, TEST_EVENT_TYPE } from "../schemas/webhooks";
 import { privateAddressesOf } from "../x402/ssrf";
@@ -21,22 +21,17 @@ export interface WebhookUrlRules {
 export async function checkWebhookUrl(url: string, rules: WebhookUrlRules): Promise<void> {
   const u = new URL(url);
   if (u.protocol === "http:" && !rules.allowHttp) {
-    throw new AppError(
-      422,
+    throw appError(
       "insecure_webhook_url",
       `The webhook URL ${u.origin} is plain http; only https receivers are allowed here (ALLOW_HTTP_SELLERS).`,
     );
   }
   if (rules.allowPrivate) return;
   const refused = await privateAddressesOf(u.hostname).catch(() => {
-    throw new AppError(422, "unsafe_webhook_url", `The webhook host ${u.hostname} could not be resolved.`);
+    throw appError("unsafe_webhook_url", `The webhook host ${u.hostname} could not be resolved.`);
   });
   if (refused.length) {
-    throw new AppError(
-      422,
-      "unsafe_webhook_url",
-      `The webhook host ${u.hostname} resolves to a private address; refused (ALLOW_PRIVATE_SELLERS).`,
-    );
+    throw appError("unsafe_webhook_url", `The webhook host ${u.hostname} resolves to a private address; refused (ALLOW_PRIVATE_SELLERS).`);
   }
 }
 

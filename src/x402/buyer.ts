@@ -6,7 +6,7 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { getAddress, isAddress } from "../chain/checksum";
+import { getAddress, isAddress } from "../chain/rpc/checksum";
 import { walletSignature } from "../chain/typedData";
 import { boundedJson } from "../util/bounded";
 import type { Config } from "../config";

@@ -16,7 +16,7 @@
  *   PAYMENT-RESPONSE for PAYMENT-SIGNATURE and X-PAYMENT-RESPONSE for X-PAYMENT.
  */
 import { formatEther } from "ethers";
-import { getAddress } from "../chain/checksum";
+import { getAddress } from "../chain/rpc/checksum";
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { isPaymentPayloadV1, isPaymentPayloadV2 } from "@x402/core/schemas";
 import type {

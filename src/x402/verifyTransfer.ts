@@ -11,7 +11,7 @@
  * more call only when the simulation failed.
  */
 import type { VerifyResponse } from "@x402/core/types";
-import { getAddress } from "../chain/checksum";
+import { getAddress } from "../chain/rpc/checksum";
 import type { ChainClient } from "../chain/client";
 import { addressOf, encodeCall, interfaceOf, readOf } from "../chain/contracts";
 import type { Quote, SignedPayment } from "./buyer";

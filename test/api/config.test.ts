@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { computeAddress } from "ethers";
-import { ConfigError, loadConfig, resolveConfig, type EmbeddedParts } from "../../src/config";
+import { ConfigError, loadConfig, resolveConfig } from "../../src/config";
 
 const KEY_A = "0x" + "11".repeat(32);
 const KEY_B = "0x" + "22".repeat(32);
@@ -113,7 +113,7 @@ describe("config: loadConfig over the environment", () => {
 
 describe("config: resolveConfig, once, into a frozen value", () => {
   // The shape an embedded chain hands over (addresses and keys), as startService passes it.
-  const chain: NonNullable<EmbeddedParts["chain"]> = {
+  const chain = {
     rpcUrl: "http://127.0.0.1:9545",
     addresses: {
       usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",

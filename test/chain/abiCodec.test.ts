@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { AbiCoder, Indexed, Interface, Result, Typed, Wallet, hexlify, randomBytes, type ParamType } from "ethers";
 import { ZeroAddress } from "ethers";
-import { decodeEvent, decodeParams, encodeParams } from "../../src/chain/abiCodec";
+import { decodeEvent, decodeParams, encodeParams } from "../../src/chain/rpc/abiCodec";
 import { decodeResult, encodeCall, interfaceOf, parseLog } from "../../src/chain/contracts";
 
 const MAX = 2n ** 256n - 1n;

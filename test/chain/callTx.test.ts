@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { SigningKey, Transaction, getAddress } from "ethers";
-import { signCallTx } from "../../src/chain/callTx";
+import { signCallTx } from "../../src/chain/rpc/callTx";
 
 describe("the operator's call transaction: the bytes ethers' Transaction signs and serializes", function () {
   it("matches Transaction.from + unsignedHash + serialized on edge and random fields (long data, zero, max, short r or s)", function () {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { Wallet, getAddress as ethersGetAddress, getIcapAddress, isAddress as ethersIsAddress } from "ethers";
-import { getAddress, isAddress } from "../../src/chain/checksum";
+import { getAddress, isAddress } from "../../src/chain/rpc/checksum";
 
 /** The answer or the error message. */
 function outcome(f: () => unknown): unknown {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { Contract, JsonRpcProvider } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";

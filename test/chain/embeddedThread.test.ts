@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { Contract, JsonRpcProvider } from "ethers";
-import { startEmbeddedChain } from "../../src/chain/embedded";
-import { startEmbeddedChainThread, type EmbeddedChainThread } from "../../src/chain/embeddedThread";
+import { startEmbeddedChain } from "../../src/dev/embeddedChain";
+import { startEmbeddedChainThread, type EmbeddedChainThread } from "../../src/dev/embeddedChainThread";
 import { startStack } from "../helpers/stack";
 import { osThreads } from "../helpers/threads";
 

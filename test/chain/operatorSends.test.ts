@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { JsonRpcProvider, Wallet } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { ChainClient } from "../../src/chain/client";
 import { readOf } from "../../src/chain/contracts";
 import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";

@@ -1,13 +1,13 @@
 /**
- * The service's JSON-RPC provider (src/chain/provider.ts) against ethers' own on the real chain: the same answers and
+ * The service's JSON-RPC provider (src/chain/rpc/provider.ts) against ethers' own on the real chain: the same answers and
  * the same errors, without ethers' timer before each request.
  */
 import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Contract, JsonRpcProvider, Wallet, isError } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { ImmediateJsonRpcProvider } from "../../src/chain/provider";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
+import { ImmediateJsonRpcProvider } from "../../src/chain/rpc/provider";
 
 describe("JSON-RPC provider: each request sent as it is made", function () {
   this.timeout(60_000);

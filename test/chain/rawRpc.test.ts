@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 import { JsonRpcProvider, Transaction, Wallet, hexlify, randomBytes } from "ethers";
 import { ChainClient } from "../../src/chain/client";
 import { encodeCall } from "../../src/chain/contracts";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { RawRpc } from "../../src/chain/rawRpc";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
+import { RawRpc } from "../../src/chain/rpc/rawRpc";
 
 /** What callers read of an ethers error (its message embeds the request id, which differs). */
 function seen(err: unknown): string {

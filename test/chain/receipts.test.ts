@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { JsonRpcProvider, Wallet, type TransactionReceipt } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { ReceiptWatcher } from "../../src/chain/receipts";
 
 describe("receipt watch: one loop for every transaction waited for", function () {

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { viem } from "../../src/chain/viem";
-import { nodeHttpTransport } from "../../src/chain/rpcTransport";
+import { nodeHttpTransport } from "../../src/chain/rpc/rpcTransport";
 
 const { createPublicClient, http: viemHttp } = viem;
 

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { JsonRpcProvider, type Contract } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap, readTwapTick } from "../../src/chain/swapQuote";
 import { createPool, fundTrader, uniswapAt } from "../helpers/uniswap";

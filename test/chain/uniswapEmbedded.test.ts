@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Contract, JsonRpcProvider, ZeroAddress } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { readTwapTick } from "../../src/chain/swapQuote";
 import { quoteAtTick } from "../../src/chain/uniswapMath";

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { UNISWAP_ADDRESSES, USDC_ADDRESSES, WETH_ADDRESS } from "../../src/chain/addresses";
 import { deployFactory, type DeploymentRecord } from "../../src/chain/deploy";
-import { deployEmbeddedUniswap } from "../../src/chain/uniswap";
+import { deployEmbeddedUniswap } from "../../src/dev/uniswap";
 import { poolAddress } from "../../src/chain/uniswapMath";
 import { UNISWAP_SOURCE, uniswapRecord } from "../../src/chain/uniswapRecord";
 

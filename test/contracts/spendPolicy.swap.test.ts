@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { ZeroAddress } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { NO_SWAPS } from "../../src/chain/deploy";
 import { quoteSwap } from "../../src/chain/swapQuote";

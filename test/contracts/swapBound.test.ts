@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, mine, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { Contract } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { maxAmountIn, meanTick, poolAddress, quoteAtTick, MAX_TICK, MIN_TICK } from "../../src/chain/uniswapMath";
 import { HIGH_TOKEN, createPool, fundTrader, uniswapAt } from "../helpers/uniswap";

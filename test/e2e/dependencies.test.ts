@@ -7,8 +7,8 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
+import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { VERSION } from "../../src/version";
 import { randomOwner, startStack, type ApiResponse, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";

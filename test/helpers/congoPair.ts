@@ -1,11 +1,11 @@
 /**
- * The embedded store with SpendGate's index layer (src/store/congoIndexes.ts) and a plain CongoDB server side by side,
+ * The embedded store with SpendGate's index layer (src/dev/congoIndexes.ts) and a plain CongoDB server side by side,
  * for tests that run the same operations on both over the wire and compare the answers. `p` and `q` are collection "t"
  * on each (two database names: CongoDB caches index definitions per "db.collection" across servers in one process).
  */
 import { createServer } from "node:net";
 import { MongoClient, type Collection } from "mongodb";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/dev/embeddedStore";
 
 export interface CongoPair {
   patched: EmbeddedMongo;

@@ -8,7 +8,7 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, type Signer } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
-import type { EmbeddedChain } from "../../src/chain/embedded";
+import type { EmbeddedChain } from "../../src/dev/embeddedChain";
 import {
   ALLOWLIST,
   DEFAULT_POLICY,

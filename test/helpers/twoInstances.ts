@@ -5,8 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
+import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { startStack, type Stack } from "./stack";
 
 export interface TwoInstances {

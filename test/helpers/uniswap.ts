@@ -2,7 +2,8 @@
 import hre from "hardhat";
 import { Contract, MaxUint256, getAddress, type Signer } from "ethers";
 import { WETH_ADDRESS } from "../../src/chain/addresses";
-import { ARTIFACTS, uniswapArtifact, type UniswapAddresses } from "../../src/chain/uniswap";
+import { ARTIFACTS, uniswapArtifact } from "../../src/chain/uniswapArtifacts";
+import type { UniswapAddresses } from "../../src/dev/uniswap";
 import { poolAddress, sqrtPriceX96For } from "../../src/chain/uniswapMath";
 
 export const TOKEN_ABI = [

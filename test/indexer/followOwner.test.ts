@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { type Store, connectStore } from "../../src/store";
 import type { AgentDoc, ChainEventDoc } from "../../src/store/documents";
-import { type EmbeddedMongo, startEmbeddedMongo } from "../../src/store/embedded";
+import { type EmbeddedMongo, startEmbeddedMongo } from "../../src/dev/embeddedStore";
 
 const CHAIN = 8453;
 const AGENT = "0x00000000000000000000000000000000000000a1";

@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { IN_FLIGHT, PHASES, PaymentLedger, canMove, ledgerEntry } from "../../src/payments/phases";
 import { type Store, connectStore } from "../../src/store";
 import type { PaymentDoc } from "../../src/store/documents";
-import { type EmbeddedMongo, startEmbeddedMongo } from "../../src/store/embedded";
+import { type EmbeddedMongo, startEmbeddedMongo } from "../../src/dev/embeddedStore";
 
 const SRC = join(__dirname, "../../src");
 

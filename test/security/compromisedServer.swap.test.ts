@@ -6,7 +6,7 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { runSwapAttacks, type SwapTarget } from "../helpers/attacker";
 import { ALLOWLIST, proofFor } from "../helpers/policyFixture";
 import { ETH, MERCHANT, SWAP_POLICY, swapFixture, revertKeepingClock } from "../helpers/swapFixture";

@@ -1,11 +1,11 @@
 /**
- * The embedded store's index layer (src/store/congoIndexes.ts) against CongoDB as shipped: the same documents and
+ * The embedded store's index layer (src/dev/congoIndexes.ts) against CongoDB as shipped: the same documents and
  * the same operations, over the real wire protocol, on a patched server and on a plain one that scans. Every read
  * must answer exactly as the scan does, after every kind of write, and the indexed reads must really be narrowed.
  */
 import { expect } from "chai";
 import { MongoClient, ObjectId, type Collection, type Document, type Filter, type Sort } from "mongodb";
-import type { EmbeddedMongo } from "../../src/store/embedded";
+import type { EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { startCongoPair, type CongoPair } from "../helpers/congoPair";
 
 const DB = "equivalence";

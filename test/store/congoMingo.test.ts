@@ -1,12 +1,12 @@
 /**
- * CongoDB's engines with mingo's options built once (src/store/congoMingo.ts) against mingo as CongoDB ships it (a
+ * CongoDB's engines with mingo's options built once (src/dev/congoMingo.ts) against mingo as CongoDB ships it (a
  * new Query or Aggregator with its own copy of the operators each time): the same answers for every filter and
  * pipeline, also after pipelines whose stages add operators to the context they run with.
  */
 import { expect } from "chai";
 import { createRequire } from "node:module";
 import { ObjectId } from "mongodb";
-import { installSharedMingoOptions, type CongoEngines } from "../../src/store/congoMingo";
+import { installSharedMingoOptions, type CongoEngines } from "../../src/dev/congoMingo";
 
 interface ShippedMingo {
   Query: new (filter: unknown) => { test(doc: unknown): boolean };

@@ -1,12 +1,12 @@
 /**
- * The embedded store's sorted windows and index counts (src/store/congoWindow.ts) against CongoDB as shipped: a
+ * The embedded store's sorted windows and index counts (src/dev/congoWindow.ts) against CongoDB as shipped: a
  * paginated list (equality on an index's prefix, sorted on its next field, skip and limit) and its total, on a
  * patched server and on a plain one that scans, over the real wire protocol. Same answers, in every direction, past
  * the end, with ties, after updates and deletes, and with data or filters the window must not be used for.
  */
 import { expect } from "chai";
 import { ObjectId, type Collection, type Document, type Filter, type Sort } from "mongodb";
-import type { EmbeddedMongo } from "../../src/store/embedded";
+import type { EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { startCongoPair, type CongoPair } from "../helpers/congoPair";
 
 const DB = "window";

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { MongoClient } from "mongodb";
-import { startEmbeddedMongoThread, type EmbeddedMongoThread } from "../../src/store/embeddedThread";
+import { startEmbeddedMongoThread, type EmbeddedMongoThread } from "../../src/dev/embeddedStoreThread";
 import { osThreads } from "../helpers/threads";
 
 describe("embedded store in its own thread", function () {

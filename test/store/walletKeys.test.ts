@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { createDecipheriv, randomBytes } from "node:crypto";
 import { Wallet, verifyTypedData } from "ethers";
-import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/store/embedded";
+import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { connectStore, type Store } from "../../src/store";
 import { LocalWalletProvider } from "../../src/wallets/provider";
 import type { WalletKeyDoc } from "../../src/store/documents";

@@ -3,7 +3,7 @@ import { Contract, Interface, JsonRpcProvider, Wallet, type TransactionReceipt }
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PaymentPayload, PaymentPayloadV1, PaymentRequired, PaymentRequirements, PaymentRequirementsV1 } from "@x402/core/types";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import {
   contractCodeCache,
   createFacilitator,

@@ -7,7 +7,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { Contract, JsonRpcProvider, Wallet, hexlify, randomBytes } from "ethers";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { SETTLE_GAS_LIMIT, reusedSignatureChecks, type InProcessFacilitator } from "../../src/x402/facilitator";
 import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";

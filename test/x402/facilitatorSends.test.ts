@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { Contract, JsonRpcProvider, Wallet } from "ethers";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/chain/embedded";
+import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { createInProcessFacilitator, type InProcessFacilitator } from "../../src/x402/facilitator";
 import { startRpcProxy, type RpcProxy } from "../../scripts/bench/rpcProxy";
 import { eoaPayment, usdcRequirement } from "../helpers/x402Payments";

@@ -5,7 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { z } from "zod";
-import { AppError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
+import { appError, badRequest, forbidden, payloadTooLarge, unauthorized } from "../../errors";
 import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
 import { TOOLS, type ToolCaller } from "../../mcp/tools";
 import { UNKNOWN_KEY, bearerToken } from "../auth";
@@ -209,8 +209,8 @@ export const MCP_OPERATIONS = [
       responses: {},
       errors: ["method_not_allowed"],
       handle: async () => {
-        throw new AppError(405, "method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", undefined, {
-          Allow: "POST",
+        throw appError("method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", {
+          headers: { Allow: "POST" },
         });
       },
     }),

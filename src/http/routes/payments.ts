@@ -1,7 +1,6 @@
 /** Payments, approvals, the ledger and the embedded dev faucet. */
 import { parseUnits } from "ethers";
 import { z } from "zod";
-import { giveFromFaucet } from "../../chain/faucet";
 import { appErrorOf, notFound } from "../../errors";
 import { OptionalAddressQuery } from "../../schemas/accounts";
 import {
@@ -179,10 +178,10 @@ export const FAUCET_OPERATION = operation({
   input: z.object({ body: FaucetRequest }),
   responses: { 200: json("given: the transaction that delivered it", FaucetResponse) },
   errors: ["bad_request", "not_found"],
-  handle: async ({ input: { body }, deps: { s } }) => {
-    if (!s.ctx.config.embeddedChain) throw notFound("No route for POST /dev/faucet.");
+  handle: async ({ input: { body }, deps: { faucet } }) => {
+    if (!faucet) throw notFound("No route for POST /dev/faucet.");
     const units = parseUnits(body.amount, FAUCET_TOKENS[body.token].decimals);
-    const txHash = await giveFromFaucet(s.ctx.chain, body.agentAddress, body.token, units);
+    const txHash = await faucet(body.agentAddress, body.token, units);
     return reply(200, { agentAddress: body.agentAddress, amount: body.amount, currency: body.token, txHash });
   },
 });

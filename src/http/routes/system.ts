@@ -1,7 +1,7 @@
 /** Health: /health (the store and the chain answer), /health/live (the process), /health/ready (may take traffic). */
 import { z } from "zod";
 import { INDEXER_NAME } from "../../indexer/indexer";
-import { AppError, transient } from "../../errors";
+import { unavailable, type AppError } from "../../errors";
 import type { Services } from "../../services";
 import { HealthResponse, LiveResponse, ReadyResponse, type ReadyChecks } from "../../schemas/system";
 import { VERSION, buildCommit } from "../../version";
@@ -67,7 +67,7 @@ function notReady(checks: ReadyChecks): AppError {
     checks.chain !== "ok" ? "the chain's JSON-RPC does not answer (or serves another chain)" : null,
     checks.indexer !== "ok" ? `the indexer is ${checks.indexerLag} blocks behind the chain (more than ${checks.maxIndexerLag})` : null,
   ].filter((x) => x !== null);
-  return transient(new AppError(503, "unavailable", `Not ready: ${failing.join("; ")}.`, checks), 5);
+  return unavailable(`Not ready: ${failing.join("; ")}.`, 5, checks);
 }
 
 export const SYSTEM_OPERATIONS = [

@@ -1,7 +1,7 @@
-/** The body of the embedded chain's worker thread (startEmbeddedChainThread in embeddedThread.ts starts it). */
+/** The body of the embedded chain's worker thread (startEmbeddedChainThread in embeddedChainThread.ts starts it). */
 import { serveFromThread } from "../util/workerThread";
-import { startEmbeddedChain } from "./embedded";
-import type { ChainThreadInfo, ChainThreadOptions } from "./embeddedThread";
+import { startEmbeddedChain } from "./embeddedChain";
+import type { ChainThreadInfo, ChainThreadOptions } from "./embeddedChainThread";
 
 serveFromThread(async (opts: ChainThreadOptions) => {
   const chain = await startEmbeddedChain(opts);

@@ -4,15 +4,15 @@
  * and a USDC/WETH 0.05% pool holding liquidity around 3,000 USDC per ETH and an hour of price history, so that a
  * TWAP over up to 30 minutes is there from the first block the service sees.
  *
- * The history is real: the chain starts an hour in the past (resetNetwork in embedded.ts) and swaps are mined across that
+ * The history is real: the chain starts an hour in the past (resetNetwork in embeddedChain.ts) and swaps are mined across that
  * hour with evm_setNextBlockTimestamp, the last one at the wall clock, so the chain's clock ends level with it
  * (EIP-3009 validity windows are taken from the wall clock).
  */
-import { Contract, ContractFactory, MaxUint256, ZeroAddress, type InterfaceAbi, type Signer } from "ethers";
-import { readFileSync } from "node:fs";
+import { Contract, ContractFactory, MaxUint256, ZeroAddress, type Signer } from "ethers";
 import type { EIP1193Provider } from "hardhat/types";
-import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "./addresses";
-import { poolAddress, sqrtPriceX96For } from "./uniswapMath";
+import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../chain/addresses";
+import { ARTIFACTS, uniswapArtifact } from "../chain/uniswapArtifacts";
+import { poolAddress, sqrtPriceX96For } from "../chain/uniswapMath";
 
 export interface UniswapAddresses {
   weth: string;
@@ -37,25 +37,6 @@ const HISTORY_SWAP_USDC = 3_000n * 10n ** 6n;
 const RANGE_TICKS = 6_930;
 // Gas estimates are taken at another timestamp than the block's, and Uniswap's oracle writes depend on it.
 const GAS = { gasLimit: 5_000_000 };
-
-interface Artifact {
-  abi: InterfaceAbi;
-  bytecode: string;
-  deployedBytecode?: string;
-}
-
-/** A published artifact from node_modules, e.g. "@uniswap/v3-core/artifacts/contracts/UniswapV3Factory.sol/UniswapV3Factory.json". */
-export function uniswapArtifact(path: string): Artifact {
-  return JSON.parse(readFileSync(require.resolve(path), "utf8")) as Artifact;
-}
-
-export const ARTIFACTS = {
-  factory: "@uniswap/v3-core/artifacts/contracts/UniswapV3Factory.sol/UniswapV3Factory.json",
-  pool: "@uniswap/v3-core/artifacts/contracts/UniswapV3Pool.sol/UniswapV3Pool.json",
-  positionManager: "@uniswap/v3-periphery/artifacts/contracts/NonfungiblePositionManager.sol/NonfungiblePositionManager.json",
-  quoterV2: "@uniswap/v3-periphery/artifacts/contracts/lens/QuoterV2.sol/QuoterV2.json",
-  swapRouter02: "@uniswap/swap-router-contracts/artifacts/contracts/SwapRouter02.sol/SwapRouter02.json",
-} as const;
 
 const ERC20_ABI = [
   "function approve(address spender, uint256 amount) returns (bool)",

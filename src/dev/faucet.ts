@@ -3,15 +3,16 @@
  * sent), each a real transaction on the embedded chain. Never used outside embedded mode (the route answers 404).
  */
 import { Contract, toQuantity } from "ethers";
-import { WETH_ADDRESS } from "./addresses";
-import type { ChainClient } from "./client";
+import { WETH_ADDRESS } from "../chain/addresses";
+import type { ChainClient } from "../chain/client";
+import type { FAUCET_TOKENS } from "../schemas/payments";
 
 const WETH_ABI = ["function deposit() payable", "function transfer(address to, uint256 amount) returns (bool)"];
 // The operator's ETH is topped up to twice this when it falls below it, so concurrent faucet calls (at most 1,000
 // ETH each) never run it dry; hardhat_setBalance only ever raises it here.
 const OPERATOR_FLOOR_WEI = 1_000_000n * 10n ** 18n;
 
-export type FaucetToken = "USDC" | "ETH" | "WETH";
+export type FaucetToken = keyof typeof FAUCET_TOKENS;
 
 /** Gives `units` (base units of `token`) to `to`; returns the hash of the transaction that delivered it. */
 export async function giveFromFaucet(chain: ChainClient, to: string, token: FaucetToken, units: bigint): Promise<string> {

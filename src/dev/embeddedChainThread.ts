@@ -1,5 +1,5 @@
 /**
- * The embedded chain in its own worker thread: the same chain as startEmbeddedChain (src/chain/embedded.ts), whose EVM
+ * The embedded chain in its own worker thread: the same chain as startEmbeddedChain (src/dev/embeddedChain.ts), whose EVM
  * execution and JSON-RPC serving then run on the second core instead of the service's event loop. The service reaches
  * it over JSON-RPC on 127.0.0.1 either way, so nothing else changes; what is lost is in-process access to Hardhat
  * (hre, network helpers), which is why tests that use it keep the in-process chain. Each thread has its own Hardhat, so
@@ -8,7 +8,7 @@
 import { extname, join } from "node:path";
 import type { Worker } from "node:worker_threads";
 import { startInThread } from "../util/workerThread";
-import type { EmbeddedChain } from "./embedded";
+import type { EmbeddedChain } from "./embeddedChain";
 
 export interface ChainThreadOptions {
   port?: number;
@@ -26,6 +26,6 @@ export interface EmbeddedChainThread extends EmbeddedChain {
 
 /** Starts the embedded chain in a worker thread; close() stops its server and ends the thread. */
 export async function startEmbeddedChainThread(opts: ChainThreadOptions = {}): Promise<EmbeddedChainThread> {
-  const thread = await startInThread<ChainThreadInfo>(join(__dirname, `embeddedWorker${extname(__filename)}`), opts);
+  const thread = await startInThread<ChainThreadInfo>(join(__dirname, `embeddedChainWorker${extname(__filename)}`), opts);
   return { ...thread.info, worker: thread.worker, close: () => thread.close() };
 }

@@ -1,11 +1,11 @@
 /**
  * The embedded chain: Hardhat's in-process network (chain id 8453, automine) served as JSON-RPC on 127.0.0.1, with
  * TestUSDC's code at the real Base USDC address, Multicall3 at its canonical address, real Uniswap v3 (WETH9 at
- * Base's WETH address, a USDC/WETH 0.05% pool with an hour of TWAP history: src/chain/uniswap.ts) and a fresh
+ * Base's WETH address, a USDC/WETH 0.05% pool with an hour of TWAP history: src/dev/uniswap.ts) and a fresh
  * SpendPolicyFactory.
  *
  * This runs the chain on the calling thread; `npm start` runs it in a worker thread of its own instead
- * (startEmbeddedChainThread in embeddedThread.ts, which calls this there), off the service's event loop. Tests that
+ * (startEmbeddedChainThread in embeddedChainThread.ts, which calls this there), off the service's event loop. Tests that
  * use Hardhat directly (hre, network helpers, loadFixture) need it on their own thread, as here.
  *
  * Hardhat's runtime environment is a singleton per thread (per module instance), so there is one embedded chain per
@@ -18,8 +18,8 @@ import { Wallet } from "ethers";
 import { join } from "node:path";
 import { PROJECT_ROOT } from "../paths";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
-import { BASE_USDC, MULTICALL3_ADDRESS } from "./addresses";
-import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "./deploy";
+import { BASE_USDC, MULTICALL3_ADDRESS } from "../chain/addresses";
+import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "../chain/deploy";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
 export interface EmbeddedKey {

@@ -1,6 +1,6 @@
-/** The body of the embedded store's worker thread (startEmbeddedMongoThread in embeddedThread.ts starts it). */
+/** The body of the embedded store's worker thread (startEmbeddedMongoThread in embeddedStoreThread.ts starts it). */
 import { serveFromThread } from "../util/workerThread";
-import { startEmbeddedMongo } from "./embedded";
+import { startEmbeddedMongo } from "./embeddedStore";
 
 // The index layer (congoIndexes.ts) patches the server instance, so startEmbeddedMongo installs it here, in the thread
 // that owns the server.
