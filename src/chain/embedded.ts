@@ -78,6 +78,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     ]);
     await provider.request({ method: "hardhat_setCode", params: [BASE_USDC, usdcArtifact.deployedBytecode] });
     await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
+    await (await import("../dev/x402Schemes")).placeX402SchemeContracts(provider); // x402 upto/batch-settlement stand-ins
 
     const [deployer, operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom(), Wallet.createRandom()];
     for (const w of [deployer, operator, facilitator]) {
