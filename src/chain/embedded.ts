@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { PROJECT_ROOT } from "../paths";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { BASE_USDC, MULTICALL3_ADDRESS } from "./addresses";
+import { placeX402SchemeContracts } from "../dev/x402Schemes";
 import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "./deploy";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
@@ -78,7 +79,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     ]);
     await provider.request({ method: "hardhat_setCode", params: [BASE_USDC, usdcArtifact.deployedBytecode] });
     await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
-    await (await import("../dev/x402Schemes")).placeX402SchemeContracts(provider); // x402 upto/batch-settlement stand-ins
+    await placeX402SchemeContracts(provider); // x402 upto/batch-settlement contracts (sandbox stand-ins)
 
     const [deployer, operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom(), Wallet.createRandom()];
     for (const w of [deployer, operator, facilitator]) {

@@ -10,19 +10,19 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS, PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm";
 import { PROJECT_ROOT } from "../paths";
 
-/** Not exported by @x402/evm 2.27's index (it is in its batch-settlement constants); checked against the dist in tests. */
-export const PERMIT2_DEPOSIT_COLLECTOR_ADDRESS = "0x4020425FAf3B746C082C2f942b4E5159887B0005" as const;
-
-/** Where each scheme contract sits (the same on Base and on the embedded chain). */
+/**
+ * Where each scheme contract sits (the same on Base and on the embedded chain): the constants of @x402/evm 2.27
+ * (its index exports all but the Permit2 collector's), written out so the chain's thread need not load the package;
+ * test/contracts/x402Schemes.batch.test.ts checks them against the installed package.
+ */
 export const X402_SCHEME_ADDRESSES = {
-  permit2: PERMIT2_ADDRESS,
-  uptoPermit2Proxy: x402UptoPermit2ProxyAddress,
-  batchSettlement: BATCH_SETTLEMENT_ADDRESS,
-  erc3009DepositCollector: ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
-  permit2DepositCollector: PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
+  permit2: "0x000000000022D473030F116dDEE9F6B43aC78BA3",
+  uptoPermit2Proxy: "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002",
+  batchSettlement: "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003",
+  erc3009DepositCollector: "0x4020806089470a89826cB9fB1f4059150b550004",
+  permit2DepositCollector: "0x4020425FAf3B746C082C2f942b4E5159887B0005",
 } as const;
 
 export type X402SchemeAddresses = typeof X402_SCHEME_ADDRESSES;

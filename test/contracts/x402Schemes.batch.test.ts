@@ -7,7 +7,9 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
+import { readFileSync } from "node:fs";
 import { Wallet } from "ethers";
+import * as x402Evm from "@x402/evm";
 import {
   A,
   BASE_USDC,
@@ -66,6 +68,15 @@ describe("x402 sandbox: batch-settlement channels and deposit collectors", funct
       totalClaimed: claimed,
     };
   }
+
+  it("sits at the addresses the installed @x402/evm calls", function () {
+    expect(A.permit2).to.equal(x402Evm.PERMIT2_ADDRESS);
+    expect(A.uptoPermit2Proxy).to.equal(x402Evm.x402UptoPermit2ProxyAddress);
+    expect(A.batchSettlement).to.equal(x402Evm.BATCH_SETTLEMENT_ADDRESS);
+    expect(A.erc3009DepositCollector).to.equal(x402Evm.ERC3009_DEPOSIT_COLLECTOR_ADDRESS);
+    const dist = readFileSync(require.resolve("@x402/evm/batch-settlement/facilitator"), "utf8");
+    expect(dist).to.include(`PERMIT2_DEPOSIT_COLLECTOR_ADDRESS = "${A.permit2DepositCollector}"`);
+  });
 
   it("computes channel ids and digests as the x402 packages do (EIP-712, this chain and address)", async function () {
     const f = await loadFixture(fixture);
