@@ -39,9 +39,14 @@ describe("x402 sandbox contracts with the stock batch-settlement client, server 
     await chain?.close();
   });
 
-  async function session(buyer: Buyer, payerAuthorizer?: `0x${string}`) {
+  async function session(buyer: Buyer, payerAuthorizer?: `0x${string}`, assetTransferMethod?: "permit2") {
     await usdc.mint(buyer.address, 10_000_000n);
-    const seller = await startBatchSeller({ facilitator: facilitator.client, usdc: chain.addresses.usdc, price: PRICE });
+    const seller = await startBatchSeller({
+      facilitator: facilitator.client,
+      usdc: chain.addresses.usdc,
+      price: PRICE,
+      assetTransferMethod,
+    });
     sellers.push(seller);
     const scheme = new BatchSettlementEvmScheme(buyer.signer, {
       rpcUrl: chain.rpcUrl,
@@ -68,14 +73,22 @@ describe("x402 sandbox contracts with the stock batch-settlement client, server 
     return { seller, scheme, start, transactions, channelId };
   }
 
-  async function claimSettleRefund(buyer: Buyer, s: Awaited<ReturnType<typeof session>>) {
+  async function claimSettleRefund(
+    buyer: Buyer,
+    s: Awaited<ReturnType<typeof session>>,
+    collector: string = X402_SCHEME_ADDRESSES.erc3009DepositCollector,
+  ) {
     // Deposits (the first request, then a top-up whenever the channel runs dry) are the only chain transactions:
     // every other request is a voucher.
     const deposits = s.transactions.filter((t) => t !== "");
     expect(s.transactions[0]).to.match(/^0x[0-9a-f]{64}$/);
     expect(deposits.length).to.be.below(REQUESTS / 4);
-    for (const hash of deposits)
-      expect((await hre.ethers.provider.getTransactionReceipt(hash))?.to).to.equal(X402_SCHEME_ADDRESSES.batchSettlement);
+    for (const hash of deposits) {
+      const tx = await hre.ethers.provider.getTransaction(hash);
+      expect(tx?.to).to.equal(X402_SCHEME_ADDRESSES.batchSettlement);
+      const call = batch.interface.parseTransaction({ data: tx?.data ?? "0x" });
+      expect([call?.name, call?.args[2]]).to.deep.equal(["deposit", collector]);
+    }
     const [deposited, claimedBefore] = await batch.channels(s.channelId);
     expect(claimedBefore).to.equal(0n);
     expect(await usdc.balanceOf(buyer.address)).to.equal(s.start - deposited);
@@ -113,5 +126,15 @@ describe("x402 sandbox contracts with the stock batch-settlement client, server 
     const s = await session(buyer, "0x0000000000000000000000000000000000000000");
     await claimSettleRefund(buyer, s);
     for (const digest of buyer.signed) expect(await buyer.wallet.approved(digest)).to.equal(true);
+  });
+
+  it("an EOA depositing through Permit2 and the Permit2 deposit collector (approved once): the same", async function () {
+    const buyer = await eoaBuyer();
+    await buyer.call(
+      chain.addresses.usdc,
+      usdc.interface.encodeFunctionData("approve", [X402_SCHEME_ADDRESSES.permit2, hre.ethers.MaxUint256]),
+    );
+    const s = await session(buyer, undefined, "permit2");
+    await claimSettleRefund(buyer, s, X402_SCHEME_ADDRESSES.permit2DepositCollector);
   });
 });

@@ -181,12 +181,19 @@ export async function startUptoSeller(opts: { facilitator: FacilitatorClient; us
 }
 
 /** A batch-settlement seller whose receiver authorizer is its facilitator's; `manager` claims, settles and refunds. */
-export async function startBatchSeller(opts: { facilitator: FacilitatorClient; usdc: string; price: bigint }): Promise<BatchSeller> {
+export async function startBatchSeller(opts: {
+  facilitator: FacilitatorClient;
+  usdc: string;
+  price: bigint;
+  /** How deposits are pulled: "eip3009" (default, USDC's receiveWithAuthorization) or "permit2". */
+  assetTransferMethod?: "eip3009" | "permit2";
+}): Promise<BatchSeller> {
   const payTo = Wallet.createRandom().address as `0x${string}`;
   const scheme = new BatchServerScheme(payTo, { withdrawDelay: 900 });
   const resourceServer = new x402ResourceServer(opts.facilitator);
   resourceServer.register(NETWORK, scheme);
-  const seller = await serve(resourceServer, "batch-settlement", payTo, opts.price, opts.usdc, { ...USDC_EXTRA }, () => undefined);
+  const extra = { ...USDC_EXTRA, ...(opts.assetTransferMethod ? { assetTransferMethod: opts.assetTransferMethod } : {}) };
+  const seller = await serve(resourceServer, "batch-settlement", payTo, opts.price, opts.usdc, extra, () => undefined);
   const manager = new BatchSettlementChannelManager({
     scheme,
     facilitator: opts.facilitator,
