@@ -145,8 +145,12 @@ describe("x402 sandbox: batch-settlement channels and deposit collectors", funct
       f.permit2,
       "InvalidSigner",
     );
+    await expect(
+      f.permit2Collector.connect(f.stranger).collect(f.payer.address, BASE_USDC, DEPOSIT, id, data),
+    ).to.be.revertedWithCustomError(f.permit2Collector, "OnlyBatchSettlement");
     await f.batch.deposit(cfg, DEPOSIT, A.permit2DepositCollector, data);
     expect(await f.batch.channels(id)).to.deep.equal([DEPOSIT, 0n]);
+    await expect(f.batch.deposit(cfg, DEPOSIT, A.permit2DepositCollector, data)).to.be.revertedWithCustomError(f.permit2, "InvalidNonce");
   });
 
   it("claims move accounting only; settle pays the receiver once; an old voucher replayed changes nothing", async function () {
