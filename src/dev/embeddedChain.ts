@@ -20,6 +20,7 @@ import { PROJECT_ROOT } from "../paths";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { BASE_USDC, MULTICALL3_ADDRESS } from "../chain/addresses";
 import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "../chain/deploy";
+import { placeX402SchemeContracts } from "./x402Schemes";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
 export interface EmbeddedKey {
@@ -78,6 +79,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     ]);
     await provider.request({ method: "hardhat_setCode", params: [BASE_USDC, usdcArtifact.deployedBytecode] });
     await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
+    await placeX402SchemeContracts(provider); // x402 upto/batch-settlement contracts (sandbox stand-ins)
 
     const [deployer, operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom(), Wallet.createRandom()];
     for (const w of [deployer, operator, facilitator]) {

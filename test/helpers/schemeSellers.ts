@@ -1,0 +1,205 @@
+/**
+ * Stock x402 parties for the `upto` and `batch-settlement` schemes, as a seller would set them up from the x402
+ * packages' documentation and nothing of SpendGate's: @x402/core's x402Facilitator with @x402/evm's upto and
+ * batch-settlement facilitator schemes on a plain viem wallet client, and a seller built on x402ResourceServer +
+ * x402HTTPResourceServer with the matching server schemes, over real HTTP on 127.0.0.1. Buyers are @x402/core's
+ * x402Client with the stock client schemes, through @x402/fetch.
+ */
+import { x402Facilitator } from "@x402/core/facilitator";
+import {
+  x402HTTPResourceServer,
+  x402ResourceServer,
+  type FacilitatorClient,
+  type HTTPAdapter,
+  type HTTPRequestContext,
+} from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { toFacilitatorEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme as BatchFacilitatorScheme } from "@x402/evm/batch-settlement/facilitator";
+import { BatchSettlementChannelManager, BatchSettlementEvmScheme as BatchServerScheme } from "@x402/evm/batch-settlement/server";
+import { UptoEvmScheme as UptoFacilitatorScheme } from "@x402/evm/upto/facilitator";
+import { UptoEvmScheme as UptoServerScheme } from "@x402/evm/upto/server";
+import { Wallet } from "ethers";
+import { createWalletClient, defineChain, http, publicActions, type Abi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { USDC_EXTRA, header, listen, readBody, sendJson } from "./sellerServer";
+
+export const NETWORK = "eip155:8453" as const;
+
+export interface StockFacilitator {
+  client: FacilitatorClient;
+  /** The key that sends (and, for upto, the facilitator named in the payer's witness). */
+  address: `0x${string}`;
+  /** The batch-settlement receiver authorizer the facilitator signs claims and refunds with. */
+  receiverAuthorizer: `0x${string}`;
+}
+
+/** The stock facilitator with the upto and batch-settlement EVM schemes, sending from its own funded key. */
+export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): StockFacilitator {
+  const chain = defineChain({
+    id: 8453,
+    name: "Base",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  const client = createWalletClient({
+    account: privateKeyToAccount(privateKey as `0x${string}`),
+    chain,
+    transport: http(rpcUrl, { retryCount: 0 }),
+  }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner({
+    address: client.account.address,
+    readContract: (a) =>
+      client.readContract({
+        account: client.account,
+        address: a.address,
+        abi: a.abi as Abi,
+        functionName: a.functionName,
+        args: a.args ?? [],
+      }),
+    verifyTypedData: (a) => client.verifyTypedData(a as Parameters<typeof client.verifyTypedData>[0]),
+    writeContract: (a) =>
+      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas }),
+    sendTransaction: (a) => client.sendTransaction({ to: a.to, data: a.data }),
+    waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
+    getCode: (a) => client.getCode({ address: a.address }),
+  });
+  const authorizer = privateKeyToAccount(Wallet.createRandom().privateKey as `0x${string}`);
+  const facilitator = new x402Facilitator();
+  facilitator.register(NETWORK, new UptoFacilitatorScheme(signer));
+  facilitator.register(NETWORK, new BatchFacilitatorScheme(signer, authorizer));
+  return {
+    address: client.account.address,
+    receiverAuthorizer: authorizer.address,
+    client: {
+      verify: (p: PaymentPayload, r: PaymentRequirements) => facilitator.verify(p, r),
+      settle: (p: PaymentPayload, r: PaymentRequirements) => facilitator.settle(p, r),
+      getSupported: () => Promise.resolve(facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>),
+    },
+  };
+}
+
+export interface SchemeSeller {
+  url: string;
+  resource: string;
+  payTo: string;
+  /** Paid responses served (200) and settle responses seen (their `transaction`, "" for a voucher). */
+  served: number;
+  settlements: { transaction: string; amount?: string }[];
+  close(): Promise<void>;
+}
+
+export interface UptoSeller extends SchemeSeller {
+  /** What the next request is charged (at most the ceiling, the route's price). */
+  setUsage(units: bigint): void;
+}
+
+export interface BatchSeller extends SchemeSeller {
+  manager: BatchSettlementChannelManager;
+}
+
+function nodeAdapter(req: import("node:http").IncomingMessage, url: URL): HTTPAdapter {
+  return {
+    getHeader: (name) => header(req, name),
+    getMethod: () => req.method ?? "GET",
+    getPath: () => url.pathname,
+    getUrl: () => url.toString(),
+    getAcceptHeader: () => header(req, "accept") ?? "",
+    getUserAgent: () => header(req, "user-agent") ?? "",
+  };
+}
+
+async function serve(
+  resourceServer: x402ResourceServer,
+  scheme: string,
+  payTo: string,
+  price: bigint,
+  usdc: string,
+  extra: Record<string, unknown>,
+  overrides: () => { amount: string } | undefined,
+): Promise<SchemeSeller> {
+  const route = {
+    accepts: { scheme, network: NETWORK, payTo, price: { amount: price.toString(), asset: usdc, extra }, maxTimeoutSeconds: 300 },
+    description: `test ${scheme} resource`,
+    mimeType: "application/json",
+  };
+  const httpServer = new x402HTTPResourceServer(resourceServer, { "GET /*": route, "POST /*": route });
+  await httpServer.initialize();
+  const seller: SchemeSeller = { url: "", resource: "", payTo, served: 0, settlements: [], close: () => Promise.resolve() };
+  const listener = await listen(async (req, res, url) => {
+    await readBody(req);
+    const context: HTTPRequestContext = { adapter: nodeAdapter(req, url), path: url.pathname, method: req.method ?? "GET" };
+    const result = await httpServer.processHTTPRequest(context);
+    if (result.type === "no-payment-required") {
+      sendJson(res, 405, { error: "method_not_allowed" });
+      return;
+    }
+    if (result.type === "payment-error") {
+      const { status, headers, body } = result.response;
+      sendJson(res, status, body ?? {}, headers);
+      return;
+    }
+    const settled = await httpServer.processSettlement(
+      result.paymentPayload,
+      result.paymentRequirements,
+      result.declaredExtensions,
+      { request: context },
+      result.beforeHandlerSettlement ? undefined : overrides(),
+      result.beforeHandlerSettlement,
+    );
+    if (!settled.success) {
+      sendJson(res, settled.response.status, settled.response.body ?? { error: settled.errorReason }, {
+        ...settled.response.headers,
+        ...settled.headers,
+      });
+      return;
+    }
+    seller.settlements.push({ transaction: settled.transaction, amount: settled.amount });
+    seller.served++;
+    sendJson(res, 200, { data: "paid content" }, settled.headers);
+  });
+  seller.url = listener.url;
+  seller.resource = `${listener.url}/resource`;
+  seller.close = listener.close;
+  return seller;
+}
+
+/** An upto seller: the buyer signs the route's price as its ceiling; each request settles `usage` (default: all). */
+export async function startUptoSeller(opts: { facilitator: FacilitatorClient; usdc: string; ceiling: bigint }): Promise<UptoSeller> {
+  const resourceServer = new x402ResourceServer(opts.facilitator);
+  resourceServer.register(NETWORK, new UptoServerScheme());
+  let usage: bigint | undefined;
+  const payTo = Wallet.createRandom().address;
+  const seller = await serve(resourceServer, "upto", payTo, opts.ceiling, opts.usdc, { ...USDC_EXTRA }, () =>
+    usage === undefined ? undefined : { amount: usage.toString() },
+  );
+  return Object.assign(seller, {
+    setUsage: (units: bigint) => {
+      usage = units;
+    },
+  });
+}
+
+/** A batch-settlement seller whose receiver authorizer is its facilitator's; `manager` claims, settles and refunds. */
+export async function startBatchSeller(opts: {
+  facilitator: FacilitatorClient;
+  usdc: string;
+  price: bigint;
+  /** How deposits are pulled: "eip3009" (default, USDC's receiveWithAuthorization) or "permit2". */
+  assetTransferMethod?: "eip3009" | "permit2";
+}): Promise<BatchSeller> {
+  const payTo = Wallet.createRandom().address as `0x${string}`;
+  const scheme = new BatchServerScheme(payTo, { withdrawDelay: 900 });
+  const resourceServer = new x402ResourceServer(opts.facilitator);
+  resourceServer.register(NETWORK, scheme);
+  const extra = { ...USDC_EXTRA, ...(opts.assetTransferMethod ? { assetTransferMethod: opts.assetTransferMethod } : {}) };
+  const seller = await serve(resourceServer, "batch-settlement", payTo, opts.price, opts.usdc, extra, () => undefined);
+  const manager = new BatchSettlementChannelManager({
+    scheme,
+    facilitator: opts.facilitator,
+    receiver: payTo,
+    token: opts.usdc as `0x${string}`,
+    network: NETWORK,
+  });
+  return Object.assign(seller, { manager });
+}
