@@ -56,6 +56,7 @@ export class ApprovalService {
       if (r.modifiedCount === 1) {
         n++;
         await this.ledger.update(a.txnId, { status: "expired", phase: "done", reason: "approval_expired", updatedAt: now });
+        this.ctx.telemetry.outcome("expired", "approval_expired");
         this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
@@ -129,6 +130,7 @@ export class ApprovalService {
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
     await this.ledger.update(a.txnId, { status: "denied", phase: "done", reason: "denied_by_owner", updatedAt: now });
+    this.ctx.telemetry.outcome("denied", "denied_by_owner");
     return {
       id: approvalId,
       status: "denied" as const,
@@ -151,7 +153,8 @@ export class ApprovalService {
       );
       if (!a) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
       try {
-        return await this.execute(a, digest, input, lock);
+        const t = this.ctx.telemetry;
+        return await t.payment(a.agentAddress, "approval", () => t.approval(() => this.execute(a, digest, input, lock)));
       } catch (err) {
         // The approval follows its payment: nothing authorised yet (a seller or facilitator outage, a price change)
         // -> pending again, for the owner to retry or deny; otherwise the payment's outcome.
@@ -178,6 +181,8 @@ export class ApprovalService {
   private async execute(a: ApprovalDoc, digest: string, input: ApprovalDecisionRequest, lock: Fence) {
     const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
     if (!agent) throw notFound(`Agent ${a.agentAddress} of approval ${a.approvalId} is unknown.`);
+    const { step } = this.ctx.telemetry;
+    this.ctx.telemetry.annotate(a.txnId);
     const pc: PaymentContext = {
       agent,
       merchant: a.merchant,
@@ -185,7 +190,7 @@ export class ApprovalService {
       intent: a.intent,
       seller: { url: a.serviceUrl, method: a.method, body: typeof a.requestBody === "string" ? JSON.parse(a.requestBody) : a.requestBody },
     };
-    const quote = await this.payments.quote(pc);
+    const quote = await step("quote", () => this.payments.quote(pc));
     if (!quote) throw new AppError(422, "unsupported_payment", "The seller no longer offers an exact USDC payment on this chain.");
     if (quote.amount > BigInt(a.amount)) {
       throw new AppError(
@@ -210,7 +215,7 @@ export class ApprovalService {
         { approvedPayTo: a.payTo, newPayTo: quote.requirement.payTo },
       );
     }
-    const decision = await this.decisions.evaluate(agent, a.merchant, quote.amount, quote.requirement.payTo);
+    const decision = await step("decide", () => this.decisions.evaluate(agent, a.merchant, quote.amount, quote.requirement.payTo));
     await this.ctx.signatures.consume("ApprovalDecision", digest);
     const refused = { approvalId: a.approvalId, txnId: a.txnId };
     let outcome: PayOutcome;

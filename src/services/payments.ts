@@ -69,7 +69,7 @@ export class PaymentService {
    * (`retryable`: nothing was paid and it may go otherwise later), which frees the key (idempotency.ts).
    */
   async payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string): Promise<PayAnswer & { replayed: boolean }> {
-    const run = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
+    const attempt = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
       try {
         return { outcome: await this.pay(agent, input, scope, keyFence) };
       } catch (err) {
@@ -79,6 +79,9 @@ export class PaymentService {
         throw err;
       }
     };
+    // One trace and one count per payment run (an answer replayed under its key is neither).
+    const t = this.ctx.telemetry;
+    const run = (scope?: string, keyFence?: Fence) => t.payment(agent.address, "pay", () => attempt(scope, keyFence).then(t.counted));
     return key ? this.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
   }
 
@@ -106,7 +109,8 @@ export class PaymentService {
     // before anything is signed or sent), and never for a payment refused before.
     const gasChecked = this.ctx.gas.check(pc.agent.ownerAddress);
     gasChecked.catch(() => undefined);
-    const admission = await this.decisions.admit(pc.agent, pc.merchant, { fresh: false });
+    const { step } = this.ctx.telemetry;
+    const admission = await step("admit", () => this.decisions.admit(pc.agent, pc.merchant, { fresh: false }));
     timer.mark("policy");
     if (admission.status === "no_policy") throw noPolicyError(pc.agent);
     await this.decisions.checkOperator(pc.agent, admission.policy, admission.status === "admitted" && admission.cached);
@@ -115,16 +119,18 @@ export class PaymentService {
     // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
     // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
     const atCeiling = this.decisions.atCeiling(pc.agent, pc.merchant, admission, maxAmount);
-    const quote = await this.quote(pc);
+    const quote = await step("quote", () => this.quote(pc));
     timer.mark("quote");
     if (!quote) return this.block(pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
     if (quote.amount > maxAmount) return this.block(pc, { amount: quote.amount, reason: "max_amount_exceeded", proof: null });
 
     // Signing overlaps any simulation left; a signature the policy refuses is dropped, never sent anywhere.
-    const signed = this.settlement.sign(pc.agent, quote);
+    const signed = step("sign", () => this.settlement.sign(pc.agent, quote));
     signed.catch(() => undefined);
     // The wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
-    const decision = await this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount, quote.requirement.payTo, atCeiling);
+    const decision = await step("decide", () =>
+      this.decisions.decide(pc.agent, pc.merchant, admission, quote.amount, quote.requirement.payTo, atCeiling),
+    );
     timer.mark("simulate");
     // Read again after a cached refusal: what it found is checked like the first read.
     if (decision.policy !== admission.policy) await this.decisions.checkOperator(pc.agent, decision.policy, false);
@@ -289,8 +295,9 @@ export class PaymentService {
         // record authorised after all is released below at once).
         const payTo = refusal.payTo ?? (proof.payee !== ANY_PAYEE ? proof.payee : BLOCKED_RECORD_PAY_TO);
         const transfer = { payTo, amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
-        const result = await this.settlement.ops
-          .authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer)
+        const t = this.ctx.telemetry;
+        const result = await t
+          .step("authorize", () => this.settlement.ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer))
           .catch(async (err: unknown) => {
             // Refused all the same (a reverted record: the owner set another operator on-chain, say). Whether anything
             // landed is the chain's to say: the entry keeps the paymentId, and recovery releases a record that did.
@@ -305,11 +312,13 @@ export class PaymentService {
           await this.ctx.gas.charge(pc.agent.ownerAddress, result.receipt);
           if (result.authorized) {
             // The policy changed between simulation and transaction: never keep budget for a payment not made.
-            await this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err: unknown) => {
-              // Left to the recovery sweep, which releases it (the entry below records the paymentId).
-              this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
-              stray = { paymentId, transfer };
-            });
+            await t
+              .step("release", () => this.settlement.ops.release(pc.agent.policyAddress, paymentId, transfer))
+              .catch((err: unknown) => {
+                // Left to the recovery sweep, which releases it (the entry below records the paymentId).
+                this.ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
+                stray = { paymentId, transfer };
+              });
           } else {
             finalReason = result.reason ?? reason;
           }
@@ -336,6 +345,7 @@ export class PaymentService {
       ...(finalReason === "payee_not_allowed" && refusal.payTo ? { refusedPayTo: refusal.payTo, pinnedPayee: proof?.payee ?? null } : {}),
       ...(previous ? { duplicateOf: previous.txnId } : {}),
     });
+    this.ctx.telemetry.annotate(doc.txnId, doc.paymentId);
     // An approved payment refused after all completes the entry its approval already has.
     await (txnId ? this.ledger.rewrite(doc) : this.ledger.insert(doc));
     // A rewritten entry keeps its first createdAt: the alert reads it as stored.
@@ -395,6 +405,7 @@ export class PaymentService {
       throw transient(full, PENDING_RETRY_S);
     }
     const expiresAt = new Date(now.getTime() + this.ctx.config.approvalTtlSeconds * 1000);
+    this.ctx.telemetry.annotate(txnId);
     // An approval is a payment to come: committed to its key first, so a stalled run never leaves a second one.
     const key = pc.fences?.key;
     if (key && !(await key.hold(txnId))) throw new LeaseLostError();

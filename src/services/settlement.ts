@@ -67,7 +67,8 @@ export class SettlementService extends SettlementSteps {
     const timer = input.timer ?? phaseTimer();
     const agent = base.agentAddress;
     const { signed: presigned, agent: signer } = input;
-    const sign = presigned ? () => presigned : signer ? () => this.sign(signer, quote) : null;
+    // Signed here (an approval's payment) or already, beside the policy's simulation (POST /pay's own sign step).
+    const sign = presigned ? () => presigned : signer ? () => this.ctx.telemetry.step("sign", () => this.sign(signer, quote)) : null;
     if (!sign) throw new Error("execute needs the signed payment or the agent");
     // The operator pays the authorisation (and a release): past the owner's daily gas allowance, nothing is sent.
     await (input.gasChecked ?? this.ctx.gas.check(base.ownerAddress));
@@ -80,6 +81,8 @@ export class SettlementService extends SettlementSteps {
       );
     });
     const paymentId = signed.nonce;
+    const { step } = this.ctx.telemetry;
+    this.ctx.telemetry.annotate(txnId, paymentId);
     timer.mark("sign");
     const transfer = signed.transfer;
     const now = new Date();
@@ -122,17 +125,11 @@ export class SettlementService extends SettlementSteps {
       });
     let result;
     try {
-      result = await this.ops.authorize(
-        base.policyAddress,
-        paymentId,
-        base.merchant,
-        proof,
-        transfer,
-        input.approval ?? NO_APPROVAL,
-        (hash) => {
+      result = await step("authorize", () =>
+        this.ops.authorize(base.policyAddress, paymentId, base.merchant, proof, transfer, input.approval ?? NO_APPROVAL, (hash) => {
           if (!input.swap && this.ctx.chain.receipts.immediate) early = verify();
           return this.update(txnId, { authorizeTxHash: hash });
-        },
+        }),
       );
     } catch (err) {
       this.ctx.logger.error({ err, txnId }, "authorizePayment failed");
@@ -201,7 +198,7 @@ export class SettlementService extends SettlementSteps {
       error: AppError,
       res: { status: number; body: unknown } | null = null,
     ): Promise<PayOutcome> => {
-      const settled = await this.finishUnsettled(txnId, detail);
+      const settled = await step("release", () => this.finishUnsettled(txnId, detail));
       if (settled.state === "settled") return approved(settled.txHash, res, `${error.message} The payment settled on-chain all the same.`);
       throw swapped ? withSwapNote(error, swapped) : error;
     };
@@ -209,7 +206,8 @@ export class SettlementService extends SettlementSteps {
     if (input.swap) {
       let outcome: SwapResult;
       try {
-        outcome = await input.swap({ txnId, paymentId, transfer });
+        const swap = input.swap;
+        outcome = await step("swap", () => swap({ txnId, paymentId, transfer }));
       } catch (err) {
         this.ctx.logger.error({ err, txnId }, "swapForPayment failed");
         return failAfterAuthorize(
@@ -267,18 +265,23 @@ export class SettlementService extends SettlementSteps {
     const paymentId = signed.nonce;
     let res;
     try {
-      res = await requestSeller(input.seller, this.sellerOptions(), signed.headers);
+      res = await this.ctx.telemetry.step("send", () => requestSeller(input.seller, this.sellerOptions(), signed.headers));
     } catch (err) {
       const error = err instanceof SellerError ? sellerAppError(err) : upstreamError("The seller's answer could not be read.");
       return finish.failAfterAuthorize(`seller: ${err instanceof SellerError ? err.code : (err as Error).message}`, error);
     }
     input.timer?.mark("seller");
     const settlement = readSettlement(res);
-    let settledTx = settlement?.success && settlement.transaction ? settlement.transaction : null;
+    const sellerTx = settlement?.success && settlement.transaction ? settlement.transaction : null;
     // The seller's word is checked on-chain: its transaction must carry our AuthorizationUsed; without one, the
     // authorisation state decides (only a settlement can use the nonce: the wallet signs nothing else).
-    const inSellerTx = settledTx !== null && (await this.ops.settledIn(settledTx, agent, paymentId).catch(() => false));
-    const used = inSellerTx || (await this.ops.authorizationUsed(agent, paymentId));
+    const { used, settledTx } = await this.ctx.telemetry.step("settle", async () => {
+      if (sellerTx !== null && (await this.ops.settledIn(sellerTx, agent, paymentId).catch(() => false))) {
+        return { used: true, settledTx: sellerTx };
+      }
+      if (!(await this.ops.authorizationUsed(agent, paymentId))) return { used: false, settledTx: null };
+      return { used: true, settledTx: await this.ops.settlementTx(agent, paymentId, result.blockNumber) };
+    });
     if (!used) {
       const sellerReason =
         (settlement && !settlement.success && settlement.errorReason) ||
@@ -293,7 +296,6 @@ export class SettlementService extends SettlementSteps {
         { status: res.status, body: res.body },
       );
     }
-    if (!inSellerTx) settledTx = await this.ops.settlementTx(agent, paymentId, result.blockNumber);
     input.timer?.mark("confirm");
     return finish.approved(
       settledTx,
@@ -366,7 +368,7 @@ export class SettlementService extends SettlementSteps {
   private async finishClaimed(doc: PaymentDoc, stale: boolean): Promise<boolean> {
     // Claim it: of several recovering instances exactly one proceeds.
     if (!(await this.ledger.claim(doc, { leaseUntil: this.lease(), instanceId: this.ctx.instanceId }))) return false;
-    await this.resolveInFlight(doc.txnId, stale);
+    await this.ctx.telemetry.step("recover", () => this.resolveInFlight(doc.txnId, stale), doc.txnId);
     if (doc.approvalId) await this.settleApproval(doc.txnId, doc.approvalId);
     const done = await this.ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
     if (done) await this.afterRecovery(done);
