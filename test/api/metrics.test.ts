@@ -6,6 +6,7 @@ import { ownerKey } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
 import { parseMetrics, samples, value, type Sample } from "../helpers/prometheus";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 
 const USDC = 1_000_000n;
 const TOKEN = "metrics-token-" + randomBytes(8).toString("hex");
@@ -13,6 +14,7 @@ const TOKEN = "metrics-token-" + randomBytes(8).toString("hex");
 describe("GET /metrics: Prometheus metrics of payments, steps, JSON-RPC, indexer, webhooks and rate limits", () => {
   let s: Stack;
   let seller: TestSeller;
+  let receiver: Receiver;
   let owner: Wallet;
   let ownerApiKey: string;
   let metrics: Sample[];
@@ -25,7 +27,8 @@ describe("GET /metrics: Prometheus metrics of payments, steps, JSON-RPC, indexer
   };
 
   before(async () => {
-    s = await startStack({ METRICS_TOKEN: TOKEN, AUTH_FAILURES_PER_MINUTE: "2" });
+    // A failed webhook attempt waits an hour before the next: the delivery stays in the queue while this file runs.
+    s = await startStack({ METRICS_TOKEN: TOKEN, AUTH_FAILURES_PER_MINUTE: "2", WEBHOOK_BACKOFF_BASE_MS: "3600000" });
     const facilitator = await fundedFacilitator(s);
     seller = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: USDC });
     owner = randomOwner();
@@ -55,9 +58,18 @@ describe("GET /metrics: Prometheus metrics of payments, steps, JSON-RPC, indexer
     expect(denied.status, JSON.stringify(denied.body)).to.equal(200);
     // Three guesses from one address: the third is refused by the failed-authentication limit.
     for (let i = 0; i < 3; i++) await s.api("GET", "/ledger", { key: `sk_${randomBytes(32).toString("hex")}` });
+    // A webhook receiver that answers 500: one failed attempt, retried later.
+    receiver = await startReceiver();
+    receiver.script(500);
+    const endpoint = await s.api("POST", "/webhooks", { key: ownerApiKey, body: { url: receiver.url, events: ["agent.paused"] } });
+    expect((await s.api("POST", `/webhooks/${endpoint.body.id}/test`, { key: ownerApiKey })).status).to.equal(202);
+    await receiver.until((r) => r.length === 1);
+    // The attempt is recorded just after the receiver answered: scrape until it shows (a bounded number of times).
     metrics = await scrape();
+    for (let i = 0; i < 50 && value(metrics, "spendgate_webhook_attempts_total", { result: "retry" }) === 0; i++) metrics = await scrape();
   });
   after(async () => {
+    await receiver?.close();
     await seller?.close();
     await s?.close();
   });
@@ -95,12 +107,12 @@ describe("GET /metrics: Prometheus metrics of payments, steps, JSON-RPC, indexer
     }
   });
 
-  it("reports the indexer lag in blocks, the webhook queue, webhook attempts and rate-limit refusals", () => {
+  it("reports the indexer lag in blocks, the webhook queue, a failed webhook attempt and rate-limit refusals", () => {
     const lag = value(metrics, "spendgate_indexer_lag_blocks");
     expect(lag).to.be.a("number").and.at.least(0).and.below(100);
-    expect(value(metrics, "spendgate_webhook_queue_depth")).to.equal(0);
-    for (const result of ["delivered", "retry", "failed"])
-      expect(value(metrics, "spendgate_webhook_attempts_total", { result })).to.equal(0);
+    expect(value(metrics, "spendgate_webhook_queue_depth")).to.equal(1);
+    const attempts = (result: string) => value(metrics, "spendgate_webhook_attempts_total", { result });
+    expect([attempts("retry"), attempts("delivered"), attempts("failed")]).to.deep.equal([1, 0, 0]);
     expect(value(metrics, "spendgate_rate_limited_total", { limit: "auth_failures" })).to.equal(1);
     expect(value(metrics, "spendgate_rate_limited_total", { limit: "requests" })).to.equal(0);
   });
