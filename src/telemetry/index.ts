@@ -14,6 +14,9 @@ import { ATTR, Tracing, type TracingOptions } from "./tracing";
 
 export type { MetricProbes, PaymentOutcome, PaymentStep } from "./metrics";
 
+/** The longest a shutdown waits for the last spans to be sent. */
+const CLOSE_MS = 2_000;
+
 export class Telemetry {
   readonly metrics: Metrics;
   /** Null unless an OTLP endpoint is configured. */
@@ -85,7 +88,12 @@ export class Telemetry {
     await this.tracing?.flush();
   }
 
+  /** Sends the spans left and stops; a collector that does not answer holds a shutdown up for CLOSE_MS at most. */
   async close(): Promise<void> {
-    await this.tracing?.shutdown();
+    if (!this.tracing) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_MS)));
+    await Promise.race([this.tracing.shutdown().catch(() => undefined), late]);
+    clearTimeout(timer);
   }
 }
