@@ -29,12 +29,19 @@ export function createApp({ services, logger, webhooks, faucet }: AppDeps): Koa<
   const hops = services.ctx.config.trustedProxyHops;
   const app = new Koa<AppState>({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are logged by errorsAndLogging, once
+  const { config, telemetry } = services.ctx;
+  // The request's span encloses everything it does, its final status included (only when traces are exported).
+  if (telemetry.tracing) app.use(telemetry.tracing.middleware());
   app.use(errorsAndLogging(logger));
   app.use(knownMethods());
   // Limits before anything reads a body or a key, so that every request counts (bad keys and bodies too).
-  app.use(rateLimit(services.ctx.config.rateLimitPerMinute));
+  app.use(rateLimit(config.rateLimitPerMinute, () => telemetry.metrics.rateLimit("requests")));
   app.use(requireJsonBodies(OWN_BODY));
-  app.use(authenticate(services.ctx.keys, services.ctx.config.registrationToken, services.ctx.config.authFailuresPerMinute));
+  app.use(
+    authenticate(services.ctx.keys, config.registrationToken, config.authFailuresPerMinute, () =>
+      telemetry.metrics.rateLimit("auth_failures"),
+    ),
+  );
   // Every route of the service, from its operation declaration (src/http/operations.ts), on one router.
   const router = mountOperations(MOUNT_ORDER, { s: services, webhooks, operations: OPERATIONS, faucet });
   app.use(router.routes());

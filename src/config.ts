@@ -93,6 +93,14 @@ const EnvSchema = z.object({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(8_000),
   CHAIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, "must be comma-separated key=value pairs")
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default("spendgate"),
 });
 
 /** Every variable the service reads (.env.example lists each; a test holds them together). */
@@ -172,8 +180,35 @@ const ConfigSchema = EnvSchema.transform((e) => {
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     /** The embedded chain's JSON-RPC port (unset: a free one). */
     chainPort: e.CHAIN_PORT,
+    /** Bearer token GET /metrics wants; unset: /metrics answers loopback clients only (src/telemetry). */
+    metricsToken: e.METRICS_TOKEN,
+    /** Where OTLP/HTTP traces go (the traces endpoint, or the base endpoint + /v1/traces); unset: no traces. */
+    otlpTracesUrl:
+      e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+      (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, "")}/v1/traces` : undefined),
+    /** Headers of every OTLP request (a collector's API key), from OTEL_EXPORTER_OTLP_HEADERS. */
+    otlpHeaders: otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS ?? ""),
+    serviceName: e.OTEL_SERVICE_NAME,
   };
 });
+
+/** OTEL_EXPORTER_OTLP_HEADERS as the OpenTelemetry specification reads it: `k=v` pairs, values percent-decoded. */
+function otlpHeaders(list: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of list.split(",")) {
+    const at = pair.indexOf("=");
+    if (at < 1) continue;
+    const raw = pair.slice(at + 1).trim();
+    let value = raw;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      // not percent-encoded: taken as written
+    }
+    out[pair.slice(0, at).trim()] = value;
+  }
+  return out;
+}
 
 /** Read-only all the way down (the values are strings, numbers, booleans and lists of strings). */
 export type Frozen<T> = { readonly [K in keyof T]: T[K] extends readonly (infer U)[] ? readonly U[] : T[K] };

@@ -229,6 +229,28 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
     meaning:
       "on SIGTERM or SIGINT: the port is closed at once, new requests on open connections get 503 `unavailable`, and the requests in flight (payments) get this long to finish before the connections, workers, store and chain close and the process exits 0. A payment cut off past it is finished from chain state at the next start under the same `INSTANCE_ID` (or by another instance once its lease has passed)",
   },
+  METRICS_TOKEN: {
+    default: "unset = loopback only",
+    meaning:
+      "Bearer token `GET /metrics` wants (at least 16 characters). Unset, `/metrics` answers only clients on the loopback interface whose request carries no `X-Forwarded-For`, `Forwarded` or `X-Real-IP` (403 otherwise): set it when Prometheus scrapes from another machine, or behind a proxy on the same machine",
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    default: "unset = no traces",
+    meaning:
+      "OpenTelemetry collector base URL (OTLP/HTTP, JSON); traces go to `<it>/v1/traces`. Unset (and no traces endpoint), nothing of tracing runs",
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    default: "unset",
+    meaning: "the full traces URL, taken as it is (wins over the base endpoint)",
+  },
+  OTEL_EXPORTER_OTLP_HEADERS: {
+    default: "unset",
+    meaning: "headers of every OTLP request, `key=value` pairs separated by commas (values percent-decoded): a collector's API key",
+  },
+  OTEL_SERVICE_NAME: {
+    default: "`spendgate`",
+    meaning: "the traces' `service.name`",
+  },
 };
 
 /** The README's configuration table, from CONFIG_DOCS in the schema's order. */

@@ -21,12 +21,14 @@ import { connectStore, type Store } from "./store";
 import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
-import { Indexer } from "./indexer/indexer";
+import { Indexer, indexerLag } from "./indexer/indexer";
 import { alertChainEvents, catchUpAlerts } from "./services/alerts";
 import { WebhookService } from "./webhooks/endpoints";
 import { WebhookOutbox, ensureWebhookIndexes } from "./webhooks/outbox";
 import { webhookSecretKey } from "./webhooks/secrets";
 import { WebhookWorker } from "./webhooks/worker";
+import { Telemetry } from "./telemetry";
+import { VERSION } from "./version";
 
 export interface RunningService {
   url: string;
@@ -41,6 +43,8 @@ export interface RunningService {
   embeddedChain?: EmbeddedChain;
   /** The embedded store when it runs on this thread (its index layer's explain and stats are readable here). */
   embeddedMongo?: EmbeddedMongo;
+  /** This instance's metrics (GET /metrics) and traces (when an OTLP endpoint is configured). */
+  telemetry: Telemetry;
   logger: Logger;
   server: Server;
   /**
@@ -126,13 +130,34 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
     });
     cleanup.push(() => store.close());
 
-    const chain = new ChainClient({
+    // Metrics and traces of this instance (src/telemetry). The probes are read on each scrape, once all is running.
+    const telemetry: Telemetry = new Telemetry(
+      {
+        indexerLag: async (): Promise<number> =>
+          indexerLag(store, config.chainId, config.factoryDeployBlock, await chain.provider.getBlockNumber()),
+        webhookQueue: () => outbox.c.deliveries.countDocuments({ status: "pending" }),
+      },
+      config.otlpTracesUrl
+        ? {
+            url: config.otlpTracesUrl,
+            headers: config.otlpHeaders,
+            serviceName: config.serviceName,
+            version: VERSION,
+            instanceId: config.instanceId,
+          }
+        : undefined,
+    );
+    // Last to close: the spans of everything that stopped before it are sent.
+    cleanup.push(() => telemetry.close());
+
+    const chain: ChainClient = new ChainClient({
       rpcUrl: config.rpcUrl,
       chainId: config.chainId,
       operatorPrivateKey: config.operatorPrivateKey,
       factoryAddress: config.factoryAddress,
       usdcAddress: config.usdcAddress,
       pollingIntervalMs: embeddedChain ? 100 : 1_000,
+      rpcObserver: telemetry.metrics,
     });
     cleanup.push(() => chain.destroy());
 
@@ -169,6 +194,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       instanceId,
       leases,
       webhooks: outbox,
+      telemetry,
       logger,
     });
     // Owner alerts: deliveries left pending by a previous run are sent as soon as the worker starts.
@@ -180,7 +206,13 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       worker: new WebhookWorker(
         outbox,
         webhookKey,
-        { ...webhookRules, timeoutMs: config.webhookTimeoutMs, backoffBaseMs: config.webhookBackoffBaseMs, pollMs: config.webhookPollMs },
+        {
+          ...webhookRules,
+          timeoutMs: config.webhookTimeoutMs,
+          backoffBaseMs: config.webhookBackoffBaseMs,
+          pollMs: config.webhookPollMs,
+          onAttempt: (result) => telemetry.metrics.webhookAttempt(result),
+        },
         logger,
       ),
     };
@@ -261,6 +293,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       indexerLease,
       embeddedChain,
       embeddedMongo,
+      telemetry,
       logger,
       server,
       close: async (drainMs = Number.POSITIVE_INFINITY) => {

@@ -16,7 +16,7 @@ import {
 import { MULTICALL3_ADDRESS } from "./addresses";
 import { signCallTx } from "./rpc/callTx";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
-import type { MinedReceipt, RawRpc } from "./rpc/rawRpc";
+import type { MinedReceipt, RawRpc, RpcObserver } from "./rpc/rawRpc";
 import { ReceiptWatcher } from "./receipts";
 import { ImmediateJsonRpcProvider } from "./rpc/provider";
 
@@ -29,6 +29,8 @@ export interface ChainOptions {
   pollingIntervalMs?: number;
   /** Pause between two ticks of the receipt watch (receipts.ts). Default 50. */
   receiptPollMs?: number;
+  /** Told of every JSON-RPC call and failure (the service's metrics). */
+  rpcObserver?: RpcObserver;
 }
 
 /** What the service needs of a sent transaction: its hash (the receipt says the rest). */
@@ -129,13 +131,18 @@ export class ChainClient {
 
   constructor(readonly options: ChainOptions) {
     const network = Network.from(options.chainId);
-    const provider = new ImmediateJsonRpcProvider(options.rpcUrl, network, {
-      staticNetwork: network,
-      batchMaxCount: 1,
-      // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
-      cacheTimeout: -1,
-      pollingInterval: options.pollingIntervalMs ?? 1_000,
-    });
+    const provider = new ImmediateJsonRpcProvider(
+      options.rpcUrl,
+      network,
+      {
+        staticNetwork: network,
+        batchMaxCount: 1,
+        // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
+        cacheTimeout: -1,
+        pollingInterval: options.pollingIntervalMs ?? 1_000,
+      },
+      options.rpcObserver,
+    );
     this.provider = provider;
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
     this.rpc = provider.raw;

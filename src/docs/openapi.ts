@@ -41,6 +41,7 @@ const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
   registrar: [{}, { apiKey: [] }],
   x402: [{}, { x402: [] }],
   mcp: [{ apiKey: [], agentAddress: [] }, { apiKey: [] }],
+  metrics: [{}, { metricsToken: [] }],
 };
 
 export function operationId(route: RouteDoc): string {
@@ -159,6 +160,7 @@ export function buildOpenApi(ctx: DocsContext, operations: readonly AnyOperation
           description: "MCP: the agent the tools act for (optional with an agent key)",
         },
         x402: { type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE", description: "x402 v2 payment (X-PAYMENT for v1)" },
+        metricsToken: { type: "http", scheme: "bearer", description: "METRICS_TOKEN (GET /metrics, an operator route)" },
       },
     },
   };

@@ -11,6 +11,9 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** The operators' metrics route (routes/metrics.ts): its token is checked there. */
+export const METRICS_PATH = "/metrics";
+
 export const UNKNOWN_KEY = "The API key is unknown, revoked or expired.";
 
 export function bearerToken(header: string): string | null {
@@ -34,25 +37,35 @@ export function remembersKey(method: string, path: string): boolean {
  * gets 429 for every keyed request until the minute is over: keys cannot be guessed (256 bits), a registration
  * token might be, and this keeps guessing slow.
  */
-export function authenticate(keys: KeyService, registrationToken: string | undefined, failuresPerMinute: number): Middleware {
+export function authenticate(
+  keys: KeyService,
+  registrationToken: string | undefined,
+  failuresPerMinute: number,
+  onRefused: () => void = () => undefined,
+): Middleware {
   const failures = new RateLimiterMemory({ points: failuresPerMinute, duration: 60 });
   const refuse = async (ip: string, message: string): Promise<never> => {
     try {
       await failures.consume(ip);
     } catch (res) {
-      if (res instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-      throw res;
+      if (!(res instanceof RateLimiterRes)) throw res;
+      onRefused();
+      throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
     }
     throw unauthorized(message);
   };
   return async function resolvePrincipal(ctx, next) {
     const header = ctx.get("Authorization");
-    if (header) {
+    // GET /metrics reads its own Bearer token (METRICS_TOKEN), which is no API key.
+    if (header && ctx.path !== METRICS_PATH) {
       // An address that guessed wrong too often is slowed down, but a valid key from it still works: guesses from
       // a shared address (a NAT, a proxy) must not lock its real users out.
       const blocked = async () => {
         const state = await failures.get(ctx.ip);
-        if (state && state.remainingPoints <= 0) throw rateLimited(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
+        if (state && state.remainingPoints <= 0) {
+          onRefused();
+          throw rateLimited(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
+        }
       };
       const token = bearerToken(header);
       if (!token) {

@@ -119,7 +119,7 @@ export function requireJsonBodies(exempt: (path: string) => boolean): Middleware
  * (however the header is spelt or spaced), else the client address; /health and /health/* are never limited (load
  * balancers and probes).
  */
-export function rateLimit(pointsPerMinute: number): Middleware {
+export function rateLimit(pointsPerMinute: number, onRefused: () => void = () => undefined): Middleware {
   const limiter = new RateLimiterMemory({ points: pointsPerMinute, duration: 60 });
   return async function limitRate(ctx, next) {
     if (ctx.path === "/health" || ctx.path.startsWith("/health/")) return next();
@@ -128,8 +128,9 @@ export function rateLimit(pointsPerMinute: number): Middleware {
     try {
       await limiter.consume(key);
     } catch (res) {
-      if (res instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-      throw res;
+      if (!(res instanceof RateLimiterRes)) throw res;
+      onRefused();
+      throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
     }
     await next();
   };

@@ -13,7 +13,7 @@ import type { WebhookService } from "../webhooks/endpoints";
 import type { AppContext } from "./types";
 
 /** What the route enforces before its handler runs (registrar, x402 and mcp are checked by the handler itself). */
-export type AuthMode = "none" | "agent" | "owner" | "either" | "registrar" | "x402" | "mcp";
+export type AuthMode = "none" | "agent" | "owner" | "either" | "registrar" | "x402" | "mcp" | "metrics";
 
 export const AUTH_MODES: Record<AuthMode, string> = {
   none: "none",
@@ -23,6 +23,7 @@ export const AUTH_MODES: Record<AuthMode, string> = {
   registrar: "none while registration is open (GENESIS_OPEN), else an owner key or the operator's REGISTRATION_TOKEN; agent keys get 403",
   x402: "x402 payment header (PAYMENT-SIGNATURE v2 or X-PAYMENT v1); the challenge is public",
   mcp: "Bearer API key plus X-Agent-Address (the agent the tools act for; optional with an agent key)",
+  metrics: "Bearer METRICS_TOKEN when it is set; without it, clients on the loopback interface only (no forwarded requests)",
 };
 
 export type SignedType = "SetPolicy" | "SetPaused" | "ApprovalDecision" | "LinkAgent" | "SIWE" | "Withdraw" | "SetOwner";

@@ -8,6 +8,7 @@ import { EXPLORER_OPERATIONS } from "./routes/explorer";
 import { LIMIT_OPERATIONS } from "./routes/limits";
 import { MCP_OPERATIONS } from "./routes/mcp";
 import { MERCHANT_OPERATIONS } from "./routes/merchants";
+import { METRICS_OPERATIONS } from "./routes/metrics";
 import { APPROVAL_OPERATIONS, FAUCET_OPERATION, LEDGER_OPERATIONS, PAY_OPERATION } from "./routes/payments";
 import { SELL_OPERATIONS } from "./routes/sell";
 import { SYSTEM_OPERATIONS } from "./routes/system";
@@ -15,6 +16,7 @@ import { WEBHOOK_OPERATIONS } from "./routes/webhooks";
 
 export const OPERATIONS: readonly AnyOperation[] = [
   ...SYSTEM_OPERATIONS,
+  ...METRICS_OPERATIONS,
   ...ACCOUNT_OPERATIONS,
   ...LIMIT_OPERATIONS,
   ...MERCHANT_OPERATIONS,

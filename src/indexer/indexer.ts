@@ -33,6 +33,15 @@ export { POLICY_EVENTS } from "./decode";
 /** The cursor's name in `indexerState` (together with the chain id). */
 export const INDEXER_NAME = "spendgate";
 
+/**
+ * Blocks the indexer has still to read at chain head `head`: from the cursor the indexing instance keeps in the store
+ * (`startBlock` before it has one). Any instance can tell (GET /health/ready, the metrics).
+ */
+export async function indexerLag(store: Store, chainId: number, startBlock: number, head: number): Promise<number> {
+  const state = await store.indexerState.findOne({ name: INDEXER_NAME, chainId });
+  return Math.max(0, head + 1 - (state?.nextBlock ?? startBlock));
+}
+
 /** Full reload of the trusted policy set at least this often (see loadPolicies). */
 const POLICY_RELOAD_MS = 60_000;
 

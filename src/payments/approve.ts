@@ -51,23 +51,8 @@ export async function approve(
       { returnDocument: "after" },
     );
     if (!a) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
-    let result: PaymentResult;
-    try {
-      result = await payApproved(room, a, input, lock, consume);
-    } catch (err) {
-      await followPayment(room, a);
-      throw err;
-    }
-    if (result.kind === "refused") {
-      await followPayment(room, a);
-      throw result.error;
-    }
-    if (result.kind !== "approved") {
-      await store.approvals.updateOne({ approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
-      const reason = result.kind === "blocked" ? result.outcome.reason : result.kind;
-      throw appError("blocked", `The approved payment was blocked on-chain: ${reason}.`, { details: result.outcome });
-    }
-    const b = result.outcome;
+    const t = room.ctx.telemetry;
+    const b = await t.payment(a.agentAddress, "approval", () => t.approval(() => carryOut(room, a, input, lock, consume)));
     await store.approvals.updateOne({ approvalId }, { $set: { status: "approved", resolvedAt: new Date() } });
     return {
       id: approvalId,
@@ -81,6 +66,33 @@ export async function approve(
       ...(b.swap ? { swap: b.swap } : {}),
     };
   });
+}
+
+/** Pays approval `a` (claimed: "approving"); throws what the owner is told when it does not settle. */
+async function carryOut(
+  room: Room,
+  a: ApprovalDoc,
+  input: ApprovalDecisionRequest,
+  lock: Fence,
+  consume: () => Promise<void>,
+): Promise<PayApproved> {
+  let result: PaymentResult;
+  try {
+    result = await payApproved(room, a, input, lock, consume);
+  } catch (err) {
+    await followPayment(room, a);
+    throw err;
+  }
+  if (result.kind === "refused") {
+    await followPayment(room, a);
+    throw result.error;
+  }
+  if (result.kind !== "approved") {
+    await room.ctx.store.approvals.updateOne({ approvalId: a.approvalId }, { $set: { status: "failed", resolvedAt: new Date() } });
+    const reason = result.kind === "blocked" ? result.outcome.reason : result.kind;
+    throw appError("blocked", `The approved payment was blocked on-chain: ${reason}.`, { details: result.outcome });
+  }
+  return result.outcome;
 }
 
 /**
@@ -121,7 +133,9 @@ async function payApproved(
     intent: a.intent,
     seller: { url: a.serviceUrl, method: a.method, body: typeof a.requestBody === "string" ? JSON.parse(a.requestBody) : a.requestBody },
   };
-  const quoted = await quote(room, pc);
+  const { step } = room.ctx.telemetry;
+  room.ctx.telemetry.annotate(a.txnId);
+  const quoted = await step("quote", () => quote(room, pc));
   if (quoted.kind === "refused") return quoted;
   const q = quoted.quote;
   if (!q) return refused(appError("unsupported_payment", "The seller no longer offers an exact USDC payment on this chain."));
@@ -147,7 +161,7 @@ async function payApproved(
   // The owner approved this amount: a decision that requires approval goes on, with the approval, to the chain.
   // Read first: a refusal here (no policy, an operator the owner moved away) sends nothing and leaves the owner's
   // signature usable, like a price rise. It is used up before anything is sent.
-  const decision = await room.decisions.evaluate(agent, a.merchant, q.amount, q.requirement.payTo);
+  const decision = await step("decide", () => room.decisions.evaluate(agent, a.merchant, q.amount, q.requirement.payTo));
   await consume();
   const approval = { approvalId: a.approvalId, txnId: a.txnId };
   if (decision.status === "block")

@@ -90,17 +90,11 @@ export async function authorize(
 ): Promise<{ kind: "sent"; result: AuthorizeResult } | { kind: "failed"; error: AppError }> {
   const { txnId, base, signed } = p;
   try {
-    const result = await room.ops.authorize(
-      base.policyAddress,
-      signed.nonce,
-      base.merchant,
-      p.proof,
-      signed.transfer,
-      p.approval ?? NO_APPROVAL,
-      (hash) => {
+    const result = await room.ctx.telemetry.step("authorize", () =>
+      room.ops.authorize(base.policyAddress, signed.nonce, base.merchant, p.proof, signed.transfer, p.approval ?? NO_APPROVAL, (hash) => {
         p.sent?.();
         return note(room, txnId, "authorizing", { authorizeTxHash: hash }).then(() => undefined);
-      },
+      }),
     );
     return { kind: "sent", result };
   } catch (err) {

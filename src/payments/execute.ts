@@ -65,7 +65,8 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   }
   let signed: SignedPayment;
   try {
-    signed = await (presigned ?? sign(room, signer as AgentDoc, quote));
+    // Signed here (an approval's payment) or already, beside the policy's simulation (POST /pay's own sign step).
+    signed = await (presigned ?? ctx.telemetry.step("sign", () => sign(room, signer as AgentDoc, quote)));
   } catch (err) {
     // Nothing was authorised yet: a requirement the x402 client cannot sign is the seller's problem.
     return refused(
@@ -76,6 +77,7 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
     );
   }
   timer.mark("sign");
+  ctx.telemetry.annotate(txnId, signed.nonce);
   await begin(room, { txnId, base, amount: quote.amount, signed, fences: input.fences ?? [] });
   timer.mark("ledger");
 
@@ -146,7 +148,8 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
     let outcome: Swapped | Blocked;
     try {
       await marked;
-      outcome = await input.swap({ txnId, paymentId: signed.nonce, transfer: signed.transfer });
+      const swap = input.swap;
+      outcome = await ctx.telemetry.step("swap", () => swap({ txnId, paymentId: signed.nonce, transfer: signed.transfer }));
     } catch (err) {
       ctx.logger.error({ err, txnId }, "swapForPayment failed");
       return failAfterAuthorize(
@@ -213,7 +216,7 @@ async function sendAndSettle(p: Paid, seller: SellerRequest, signed: SignedPayme
   if (sent.kind === "refused") return failAfterAuthorize(p, sent.detail, sent.error);
   const { res } = sent;
   p.timer.mark("seller");
-  const s = await settled(p.room, p.base.agentAddress, p.paymentId, authorizeBlock, res);
+  const s = await p.room.ctx.telemetry.step("settle", () => settled(p.room, p.base.agentAddress, p.paymentId, authorizeBlock, res));
   const answer = { status: res.status, body: res.body };
   if (s.kind === "unsettled") {
     return failAfterAuthorize(
@@ -270,7 +273,7 @@ async function failAfterAuthorize(
   error: AppError,
   res: { status: number; body: unknown } | null = null,
 ): Promise<Approved | Refused> {
-  const outcome = await release(p.room, p.txnId, detail);
+  const outcome = await p.room.ctx.telemetry.step("release", () => release(p.room, p.txnId, detail));
   if (outcome.state === "settled") return approved(p, outcome.txHash, res, `${error.message} The payment settled on-chain all the same.`);
   return refused(p.swapped ? withSwapNote(error, p.swapped) : error);
 }

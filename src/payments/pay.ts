@@ -37,7 +37,7 @@ export async function payOnce(
   input: PayRequest,
   key?: string,
 ): Promise<PayAnswer & { replayed: boolean }> {
-  const run = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
+  const attempt = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
     try {
       return answerOf(await pay(room, agent, input, scope, keyFence));
     } catch (err) {
@@ -46,6 +46,9 @@ export async function payOnce(
       throw err;
     }
   };
+  // One trace and one count per payment run (an answer replayed under its key is neither).
+  const t = room.ctx.telemetry;
+  const run = (scope?: string, keyFence?: Fence) => t.payment(agent.address, "pay", () => attempt(scope, keyFence).then(t.counted));
   return key ? room.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
 }
 
@@ -77,12 +80,13 @@ export async function pay(
 async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Promise<PaymentResult> {
   const { ctx, decisions } = room;
   const timer = phaseTimer();
+  const { step } = ctx.telemetry;
   // The owner's gas allowance is read beside the policy and the quote; a 429 still comes only where it did (below,
   // before anything is signed or sent), and never for a payment refused before.
   const gasChecked = ctx.gas.check(pc.agent.ownerAddress);
   gasChecked.catch(() => undefined);
   // admit
-  const admission = await decisions.admit(pc.agent, pc.merchant, { fresh: false });
+  const admission = await step("admit", () => decisions.admit(pc.agent, pc.merchant, { fresh: false }));
   timer.mark("policy");
   if (admission.status === "no_policy") return refused(noPolicyError(pc.agent));
   await decisions.checkOperator(pc.agent, admission.policy, admission.status === "admitted" && admission.cached);
@@ -92,7 +96,7 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Pro
   // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
   const atCeiling = decisions.atCeiling(pc.agent, pc.merchant, admission, maxAmount);
   // quote
-  const quoted = await quote(room, pc);
+  const quoted = await step("quote", () => quote(room, pc));
   timer.mark("quote");
   if (quoted.kind === "refused") return quoted;
   const q = quoted.quote;
@@ -100,10 +104,10 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Pro
   if (q.amount > maxAmount) return refuse(room, pc, { amount: q.amount, reason: "max_amount_exceeded", proof: null });
 
   // Signing overlaps any simulation left; a signature the policy refuses is dropped, never sent anywhere.
-  const signed = sign(room, pc.agent, q);
+  const signed = step("sign", () => sign(room, pc.agent, q));
   signed.catch(() => undefined);
   // decide: the wallet's USDC is read in the simulation's call (a swap quote, only when it lacks some, alongside it).
-  const decision = await decisions.decide(pc.agent, pc.merchant, admission, q.amount, q.requirement.payTo, atCeiling);
+  const decision = await step("decide", () => decisions.decide(pc.agent, pc.merchant, admission, q.amount, q.requirement.payTo, atCeiling));
   timer.mark("simulate");
   // Read again after a cached refusal: what it found is checked like the first read.
   if (decision.policy !== admission.policy) await decisions.checkOperator(pc.agent, decision.policy, false);

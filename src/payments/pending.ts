@@ -22,6 +22,7 @@ export async function requestApproval(room: Room, pc: PaymentContext, quote: Quo
   const { ctx } = room;
   const approvalId = newApprovalId();
   const txnId = newTxnId();
+  ctx.telemetry.annotate(txnId);
   const now = new Date();
   // Counted under the agent's lock (payments of one agent are serialised across instances): the cap holds.
   const open = await ctx.store.approvals.countDocuments({

@@ -76,7 +76,7 @@ async function finishClaimed(room: Room, doc: PaymentDoc, stale: boolean): Promi
   const { ctx } = room;
   // Claim it: of several recovering instances exactly one proceeds.
   if (!(await room.ledger.claim(doc, { leaseUntil: lease(room), instanceId: ctx.instanceId }))) return false;
-  await resolveInFlight(room, doc.txnId, stale);
+  await ctx.telemetry.step("recover", () => resolveInFlight(room, doc.txnId, stale), doc.txnId);
   if (doc.approvalId) await settleApproval(room, doc.txnId, doc.approvalId);
   const done = await ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
   if (done) await room.idempotency.settleFromPayment(done);

@@ -78,6 +78,7 @@ export async function refuse(room: Room, pc: PaymentContext, refusal: Refusal): 
   // An approved payment refused after all completes the entry its approval already has.
   if (txnId) await room.ledger.rewrite(doc, "quoted");
   else await room.ledger.insert(doc);
+  ctx.telemetry.annotate(doc.txnId, doc.paymentId);
   // A rewritten entry keeps its first createdAt: the alert reads it as stored.
   ctx.webhooks.later(() => alertPaymentDone(ctx, doc.txnId, txnId ? undefined : doc));
   return { kind: "blocked", outcome: blockedAnswer(doc, previous !== null) };
@@ -113,7 +114,7 @@ async function recordOnchain(room: Room, pc: PaymentContext, refusal: Refusal, p
   const transfer = { payTo, amount: refusal.amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
   let result;
   try {
-    result = await ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer);
+    result = await ctx.telemetry.step("authorize", () => ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer));
   } catch (err) {
     // Refused all the same (a reverted record: the owner set another operator on-chain, say). Whether anything
     // landed is the chain's to say: the entry keeps the paymentId, and recovery releases a record that did.
@@ -125,11 +126,13 @@ async function recordOnchain(room: Room, pc: PaymentContext, refusal: Refusal, p
   let stray: OnchainRecord["stray"] = null;
   if (result.authorized) {
     // The policy changed between simulation and transaction: never keep budget for a payment not made.
-    await ops.release(pc.agent.policyAddress, paymentId, transfer).catch((err: unknown) => {
-      // Left to the recovery sweep, which releases it (the entry records the paymentId).
-      ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
-      stray = { paymentId, transfer };
-    });
+    await ctx.telemetry
+      .step("release", () => ops.release(pc.agent.policyAddress, paymentId, transfer))
+      .catch((err: unknown) => {
+        // Left to the recovery sweep, which releases it (the entry records the paymentId).
+        ctx.logger.error({ err, paymentId }, "release of a stray authorisation failed");
+        stray = { paymentId, transfer };
+      });
   }
   return {
     txHash: result.txHash,

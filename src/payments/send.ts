@@ -15,7 +15,8 @@ export async function send(
   signed: SignedPayment,
 ): Promise<{ kind: "answered"; res: SellerResponse } | (Refused & { detail: string })> {
   try {
-    return { kind: "answered", res: await requestSeller(seller, sellerOptions(room.ctx.config), signed.headers) };
+    const res = await room.ctx.telemetry.step("send", () => requestSeller(seller, sellerOptions(room.ctx.config), signed.headers));
+    return { kind: "answered", res };
   } catch (err) {
     const error = err instanceof SellerError ? sellerAppError(err) : upstreamError("The seller's answer could not be read.");
     return { ...refused(error), detail: `seller: ${err instanceof SellerError ? err.code : (err as Error).message}` };

@@ -46,6 +46,7 @@ export class ApprovalService {
       if (r.modifiedCount === 1) {
         n++;
         await this.payments.closeWaiting(a.txnId, "expired", now);
+        this.ctx.telemetry.outcome("expired", "approval_expired");
         this.ctx.webhooks.later(() => alertApproval(this.ctx, "approval.expired", a));
       }
     }
@@ -119,6 +120,7 @@ export class ApprovalService {
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
     await this.payments.closeWaiting(a.txnId, "denied", now);
+    this.ctx.telemetry.outcome("denied", "denied_by_owner");
     return {
       id: approvalId,
       status: "denied" as const,

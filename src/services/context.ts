@@ -10,6 +10,7 @@ import type { KeyService } from "./keys";
 import type { GasMeter } from "./gas";
 import type { SignatureService } from "./signatures";
 import type { WebhookOutbox } from "../webhooks/outbox";
+import type { Telemetry } from "../telemetry";
 
 export interface ServiceContext {
   config: Config;
@@ -33,5 +34,7 @@ export interface ServiceContext {
   leases: Leases;
   /** Owner alerts: facts told here are delivered to the owner's webhook endpoints. */
   webhooks: WebhookOutbox;
+  /** Metrics and traces: payments, their steps and outcomes (src/telemetry). */
+  telemetry: Telemetry;
   logger: Logger;
 }

@@ -27,6 +27,8 @@ export interface WorkerOptions extends WebhookUrlRules {
   concurrency?: number;
   /** The clock (tests move it instead of waiting). */
   now?: () => Date;
+  /** Told of each attempt's result (the service's metrics): delivered, retry (failed, due again later) or failed for good. */
+  onAttempt?: (result: "delivered" | "retry" | "failed") => void;
 }
 
 /** The wait after the n-th failed attempt: base·2^(n-1), at most an hour, with ±20% jitter (receivers coming back are not stampeded). */
@@ -184,6 +186,7 @@ export class WebhookWorker {
       httpStatus: result.httpStatus,
       latencyMs: result.latencyMs,
     };
+    if (updated.modifiedCount === 1) this.opts.onAttempt?.(status === "pending" ? "retry" : status);
     if (result.ok) this.logger.info(fields, "webhook delivered");
     else if (result.refused) this.logger.warn({ ...fields, error: result.error, status }, "webhook delivery refused before connecting");
     else this.logger.warn({ ...fields, error: result.error, status }, "webhook attempt failed");

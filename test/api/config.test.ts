@@ -111,6 +111,29 @@ describe("config: loadConfig over the environment", () => {
   });
 });
 
+describe("config: metrics and traces", () => {
+  it("sends no traces by default; OTEL_EXPORTER_OTLP_ENDPOINT gets /v1/traces, the traces endpoint is taken as it is", () => {
+    expect(loadConfig({})).to.include({ otlpTracesUrl: undefined, metricsToken: undefined, serviceName: "spendgate" });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel:4318/" }).otlpTracesUrl).to.equal("http://otel:4318/v1/traces");
+    const both = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://traces.example.com/in" };
+    expect(loadConfig(both).otlpTracesUrl).to.equal("https://traces.example.com/in");
+  });
+
+  it("reads OTEL_EXPORTER_OTLP_HEADERS as key=value pairs, percent-decoded; refuses a malformed list and a short METRICS_TOKEN", () => {
+    const c = loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: "api-key=abc%3D%3D, x-team = ops" });
+    expect(c.otlpHeaders).to.deep.equal({ "api-key": "abc==", "x-team": "ops" });
+    const problems = problemsOf({
+      OTEL_EXPORTER_OTLP_HEADERS: "no-equals-sign",
+      METRICS_TOKEN: "short",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "otel:4318",
+    });
+    expect(problems.join("\n"))
+      .to.include("OTEL_EXPORTER_OTLP_HEADERS")
+      .and.include("METRICS_TOKEN")
+      .and.include("OTEL_EXPORTER_OTLP_ENDPOINT");
+  });
+});
+
 describe("config: resolveConfig, once, into a frozen value", () => {
   // The shape an embedded chain hands over (addresses and keys), as startService passes it.
   const chain = {

@@ -6,15 +6,15 @@
  * answers and errors are ethers' (RawRpc answers as provider.send does, through the provider's getRpcError).
  */
 import { JsonRpcProvider, type JsonRpcApiProviderOptions, type Networkish } from "ethers";
-import { RawRpc } from "./rawRpc";
+import { RawRpc, type RpcObserver } from "./rawRpc";
 
 export class ImmediateJsonRpcProvider extends JsonRpcProvider {
   /** The raw client its requests go through; the payment path also calls it directly (no ethers formatting). */
   readonly raw: RawRpc;
 
-  constructor(url: string, network?: Networkish, options?: JsonRpcApiProviderOptions) {
+  constructor(url: string, network?: Networkish, options?: JsonRpcApiProviderOptions, observer?: RpcObserver) {
     super(url, network, options);
-    this.raw = new RawRpc(url, this);
+    this.raw = new RawRpc(url, this, observer);
   }
 
   override send(method: string, params: unknown[] | Record<string, unknown>): Promise<unknown> {

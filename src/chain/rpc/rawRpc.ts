@@ -53,6 +53,12 @@ export interface MinedReceipt {
   logs: { address: string; topics: string[]; data: string }[];
 }
 
+/** Told of every call and every failure (the service's metrics); node: the node answered an error (a revert too). */
+export interface RpcObserver {
+  rpcCall(method: string): void;
+  rpcError(method: string, kind: "node" | "transport"): void;
+}
+
 const HEX = /^0x[0-9a-fA-F]*$/;
 const HASH = /^0x[0-9a-fA-F]{64}$/;
 
@@ -69,6 +75,7 @@ export class RawRpc {
     url: string,
     /** Its errors are the ones these calls throw. */
     private readonly provider: JsonRpcProvider,
+    private readonly observer?: RpcObserver,
   ) {
     this.url = new URL(url);
     this.agent = this.url.protocol === "https:" ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
@@ -81,6 +88,7 @@ export class RawRpc {
       return Promise.reject(destroyed);
     }
     const payload: JsonRpcPayload = { method, params, id: this.nextId++, jsonrpc: "2.0" };
+    this.observer?.rpcCall(method);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ payload, resolve: resolve as (v: unknown) => void, reject });
       if (!this.flushing) {
@@ -125,11 +133,16 @@ export class RawRpc {
       for (const { payload, resolve, reject } of batch) {
         const resp = answers.find((r) => r?.id === payload.id) as JsonRpcResult | JsonRpcError | undefined;
         if (!resp) reject(makeError("missing response for request", "BAD_DATA", { value: answer, info: { payload } }));
-        else if ("error" in resp) reject(this.provider.getRpcError(payload, resp));
-        else resolve(resp.result);
+        else if ("error" in resp) {
+          this.observer?.rpcError(payload.method, "node");
+          reject(this.provider.getRpcError(payload, resp));
+        } else resolve(resp.result);
       }
     } catch (err) {
-      for (const { reject } of batch) reject(err);
+      for (const { payload, reject } of batch) {
+        this.observer?.rpcError(payload.method, "transport");
+        reject(err);
+      }
     }
   }
 

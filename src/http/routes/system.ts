@@ -1,6 +1,6 @@
 /** Health: /health (the store and the chain answer), /health/live (the process), /health/ready (may take traffic). */
 import { z } from "zod";
-import { INDEXER_NAME } from "../../indexer/indexer";
+import { indexerLag } from "../../indexer/indexer";
 import { unavailable, type AppError } from "../../errors";
 import type { Services } from "../../services";
 import { HealthResponse, LiveResponse, ReadyResponse, type ReadyChecks } from "../../schemas/system";
@@ -38,18 +38,13 @@ async function probe(s: Services) {
   };
 }
 
-/** Blocks the indexer has still to read: from the cursor the indexing instance keeps in the store. */
-async function indexerLag(s: Services, head: number): Promise<number> {
-  const state = await within(s.ctx.store.indexerState.findOne({ name: INDEXER_NAME, chainId: s.ctx.config.chainId }));
-  const next = state?.nextBlock ?? s.ctx.config.factoryDeployBlock;
-  return Math.max(0, head + 1 - next);
-}
-
 async function readiness(s: Services): Promise<ReadyChecks> {
   const { storeOk, chainOk, blockNumber } = await probe(s);
   const maxIndexerLag = s.ctx.config.readyMaxIndexerLag;
   let lag: number | null = null;
-  if (storeOk && blockNumber !== null) lag = await indexerLag(s, blockNumber).catch(() => null);
+  const c = s.ctx.config;
+  if (storeOk && blockNumber !== null)
+    lag = await within(indexerLag(s.ctx.store, c.chainId, c.factoryDeployBlock, blockNumber)).catch(() => null);
   const behind = maxIndexerLag > 0 && lag !== null && lag > maxIndexerLag;
   return {
     store: storeOk ? "ok" : "unreachable",
