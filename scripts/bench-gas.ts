@@ -66,6 +66,7 @@ async function main(): Promise<void> {
     operator.address,
     await token.getAddress(),
     ...NO_SWAPS,
+    await (await ethers.deployContract("SpendPolicySchemes", [await token.getAddress()])).getAddress(),
   ]);
   rows.push({
     what: "SpendPolicyFactory deployment (with the implementation)",
