@@ -2,7 +2,17 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { NO_SWAPS } from "../../src/chain/deploy";
-import { ALLOWLIST, DEFAULT_POLICY, NO_APPROVAL, deployAgentFor, deploySchemes, paymentId, proofFor, transferOf, usdc } from "../helpers/policyFixture";
+import {
+  ALLOWLIST,
+  DEFAULT_POLICY,
+  NO_APPROVAL,
+  deployAgentFor,
+  deploySchemes,
+  paymentId,
+  proofFor,
+  transferOf,
+  usdc,
+} from "../helpers/policyFixture";
 
 const { ethers } = hre;
 

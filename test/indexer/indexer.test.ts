@@ -156,7 +156,7 @@ describe("indexer", () => {
       stranger.address,
       chain().usdc.target,
       ...NO_SWAPS,
-      await deploySchemesContract(hre, stranger, String(chain().usdc.target)),
+      await deploySchemesContract(hre, stranger, await chain().usdc.getAddress()),
     );
     await fake.waitForDeployment();
     const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);
