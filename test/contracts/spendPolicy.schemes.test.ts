@@ -3,20 +3,9 @@ import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { ZeroAddress } from "ethers";
-import { createBatchSettlementEIP3009DepositPayload, signVoucher } from "@x402/evm/batch-settlement/client";
-import { allowlistRoot } from "../../src/policy/allowlist";
-import { ALLOWLIST, NO_APPROVAL, merchantHash, paymentId, proofFor, usdc } from "../helpers/policyFixture";
-import {
-  BATCH_SETTLEMENT,
-  NETWORK,
-  type ChannelConfigValues,
-  type Signed,
-  channelConfig,
-  channelIdOf,
-  requirements,
-  schemesFixture,
-  walletClientSigner,
-} from "../helpers/schemesFixture";
+import { signVoucher } from "@x402/evm/batch-settlement/client";
+import { NO_APPROVAL, merchantHash, paymentId, usdc } from "../helpers/policyFixture";
+import { NETWORK, type Signed, channelConfig, channelFixture, channelIdOf, walletClientSigner } from "../helpers/schemesFixture";
 
 const { ethers } = hre;
 const MAGIC = "0x1626ba7e";
@@ -26,56 +15,7 @@ const BATCH = 1;
 
 /** Deposits into x402 batch-settlement channels and the vouchers the wallet signs for them. */
 describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () {
-  async function fixture() {
-    const f = await schemesFixture();
-    // The owner pinned who api.example.com is paid: only channels to that receiver may be opened.
-    const payees = { [HOST]: f.merchant.address };
-    await f.setPolicy({ allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) });
-    const { leaf, proof } = proofFor(ALLOWLIST, HOST, {}, "v3", payees);
-
-    /** The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator. */
-    async function deposit(amount: bigint, config: ChannelConfigValues = channelConfig(f.agent, f.merchant.address, f.tokenAddress)) {
-      const id = paymentId();
-      const log: Signed[] = [];
-      const signer = walletClientSigner(f.agent, f.agentKey, () => id, log);
-      const req = requirements("batch-settlement", f.tokenAddress, config.receiver, amount);
-      const result = await createBatchSettlementEIP3009DepositPayload(signer, 2, req, config as never, amount.toString(), "1");
-      const auth = (result.payload as { deposit: { authorization: { erc3009Authorization: Record<string, string> } } }).deposit
-        .authorization.erc3009Authorization;
-      const values = { amount, validAfter: BigInt(auth.validAfter), validBefore: BigInt(auth.validBefore), nonceSalt: auth.salt };
-      const receive = log.find((s) => s.primaryType === "ReceiveWithAuthorization")!;
-      const tx = f.schemes.connect(f.operator).authorizeDeposit(id, HOST, leaf, proof, config, values, NO_APPROVAL);
-      const channelId = channelIdOf(config);
-      /** The deposit collector redeems the wallet's ReceiveWithAuthorization, as the channel contract has it do. */
-      const land = async () =>
-        f.token
-          .connect(f.collector)
-          ["receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-            f.agent,
-            await f.collector.getAddress(),
-            amount,
-            values.validAfter,
-            values.validBefore,
-            receive.message.nonce as string,
-            receive.signature,
-          );
-      return { id, tx, config, channelId, values, receive, signer, log, land };
-    }
-
-    /** The channel (its collector's USDC forwarded to it) now holds `balance`, `claimed` of it claimed. */
-    async function channelHolds(channelId: string, balance: bigint, claimed = 0n) {
-      await (await f.channels.setChannel(channelId, balance, claimed)).wait();
-    }
-
-    /** The channel pays `amount` back to the wallet (a refund or a finalised withdrawal). */
-    async function refund(amount: bigint) {
-      await (await f.token.connect(f.channelContract).transfer(f.agent, amount)).wait();
-    }
-
-    // The channel contract holds what the collector received (forwarded when a test needs it).
-    const forward = async (amount: bigint) => (await f.token.connect(f.collector).transfer(BATCH_SETTLEMENT, amount)).wait();
-    return { ...f, leaf, proof, payees, deposit, channelHolds, refund, forward };
-  }
+  const fixture = channelFixture;
 
   const answer = async (f: Awaited<ReturnType<typeof fixture>>, s: Signed) => f.policy.isValidSignature(s.digest, s.signature);
 

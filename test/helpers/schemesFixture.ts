@@ -12,7 +12,9 @@ import type { ClientEvmSigner } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
 import type { PaymentRequirements } from "@x402/core/types";
 import { walletSignature } from "../../src/chain/typedData";
-import { policyFixture } from "./policyFixture";
+import { createBatchSettlementEIP3009DepositPayload } from "@x402/evm/batch-settlement/client";
+import { allowlistRoot } from "../../src/policy/allowlist";
+import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor } from "./policyFixture";
 
 const { ethers } = hre;
 
@@ -20,6 +22,8 @@ export const NETWORK = "eip155:8453";
 export const BATCH_SETTLEMENT = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
 export const ERC3009_DEPOSIT_COLLECTOR = "0x4020806089470a89826cB9fB1f4059150b550004";
 export const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+/** The merchant of the scheme tests; its allowlist leaf pins the payee (channelFixture). */
+export const CHANNEL_HOST = "api.example.com";
 export const UPTO_PROXY = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
 
 /** One typed-data signature the stock client asked the wallet for: its digest (viem's hash) and the wallet's answer. */
@@ -127,4 +131,60 @@ export async function schemesFixture() {
   const channelContract = await actor(BATCH_SETTLEMENT);
   const schemes = await ethers.getContractAt("SpendPolicySchemes", f.agent);
   return { ...f, channels, collector, permit2, channelContract, schemes };
+}
+
+/**
+ * schemesFixture with the owner's payee pinned for api.example.com (only channels to the merchant may open), and
+ * the actions of a channel's life: the stock client's deposit authorised by the operator and landed by the collector,
+ * the channel's balance, a refund.
+ */
+export async function channelFixture() {
+  const f = await schemesFixture();
+  // The owner pinned who api.example.com is paid: only channels to that receiver may be opened.
+  const payees = { [CHANNEL_HOST]: f.merchant.address };
+  await f.setPolicy({ allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) });
+  const { leaf, proof } = proofFor(ALLOWLIST, CHANNEL_HOST, {}, "v3", payees);
+
+  /** The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator. */
+  async function deposit(amount: bigint, config: ChannelConfigValues = channelConfig(f.agent, f.merchant.address, f.tokenAddress)) {
+    const id = paymentId();
+    const log: Signed[] = [];
+    const signer = walletClientSigner(f.agent, f.agentKey, () => id, log);
+    const req = requirements("batch-settlement", f.tokenAddress, config.receiver, amount);
+    const result = await createBatchSettlementEIP3009DepositPayload(signer, 2, req, config as never, amount.toString(), "1");
+    const auth = (result.payload as { deposit: { authorization: { erc3009Authorization: Record<string, string> } } }).deposit.authorization
+      .erc3009Authorization;
+    const values = { amount, validAfter: BigInt(auth.validAfter), validBefore: BigInt(auth.validBefore), nonceSalt: auth.salt };
+    const receive = log.find((s) => s.primaryType === "ReceiveWithAuthorization")!;
+    const tx = f.schemes.connect(f.operator).authorizeDeposit(id, CHANNEL_HOST, leaf, proof, config, values, NO_APPROVAL);
+    const channelId = channelIdOf(config);
+    /** The deposit collector redeems the wallet's ReceiveWithAuthorization, as the channel contract has it do. */
+    const land = async () =>
+      f.token
+        .connect(f.collector)
+        ["receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
+          f.agent,
+          await f.collector.getAddress(),
+          amount,
+          values.validAfter,
+          values.validBefore,
+          receive.message.nonce as string,
+          receive.signature,
+        );
+    return { id, tx, config, channelId, values, receive, signer, log, land };
+  }
+
+  /** The channel (its collector's USDC forwarded to it) now holds `balance`, `claimed` of it claimed. */
+  async function channelHolds(channelId: string, balance: bigint, claimed = 0n) {
+    await (await f.channels.setChannel(channelId, balance, claimed)).wait();
+  }
+
+  /** The channel pays `amount` back to the wallet (a refund or a finalised withdrawal). */
+  async function refund(amount: bigint) {
+    await (await f.token.connect(f.channelContract).transfer(f.agent, amount)).wait();
+  }
+
+  // The channel contract holds what the collector received (forwarded when a test needs it).
+  const forward = async (amount: bigint) => (await f.token.connect(f.collector).transfer(BATCH_SETTLEMENT, amount)).wait();
+  return { ...f, leaf, proof, payees, deposit, channelHolds, refund, forward };
 }
