@@ -3,9 +3,15 @@ pragma solidity 0.8.28;
 
 /// @title SpendGate agent wallet and spend policy: types, errors and events shared by the contracts and the service.
 /// @notice One contract per agent, at the agent's address: it holds the agent's funds and is the only thing that can
-/// let them out. USDC leaves it in exactly two ways: (1) an EIP-3009 `transferWithAuthorization` whose digest this
+/// let them out. USDC leaves it in exactly these ways: (1) an EIP-3009 `transferWithAuthorization` whose digest this
 /// policy authorised with `authorizePayment` (the wallet answers ERC-1271 for that digest alone, signed by the agent's
-/// signing key), or (2) an owner-signed EIP-712 `Withdraw`. Amounts are USDC base units (6 decimals). Merchants are
+/// signing key); (2) an x402 batch-settlement channel deposit, the EIP-3009 `receiveWithAuthorization` to the deposit
+/// collector that `authorizeDeposit` authorised, after which the channel pays its receiver against the wallet's
+/// Vouchers (answered only for that channel, in the epoch of its latest deposit) and no more than the deposits;
+/// (3) an x402 upto ceiling, the Permit2 witness transfer `authorizeCeiling` authorised (and approved Permit2 for);
+/// (4) an owner-signed EIP-712 `Withdraw`. (2) and (3) are ISpendPolicySchemes, served by SpendPolicySchemes through
+/// the wallet's fallback; they meet exactly the checks of (1), and what comes back is credited by `creditChannel` and
+/// `creditCeiling` as far as chain state proves it. Amounts are USDC base units (6 decimals). Merchants are
 /// normalised host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over [entry, dailyCap, payee]
 /// leaves (["string","uint256","address"]; roots signed earlier hold [entry, dailyCap] or [entry] leaves, which mean
 /// payee 0), each entry an exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant),
@@ -277,7 +283,8 @@ interface ISpendPolicy {
     );
     /// @notice An authorised payment that never settled was released: its transfer can never settle now, and its
     /// amount went back to every window it was counted in that is still current (hour, day, week, 30 days,
-    /// lifetime); an entry's daily cap is not given back.
+    /// lifetime); an entry's daily cap is not given back. Also emitted, just before SchemeCredited, for the part of a
+    /// channel deposit or upto ceiling that came back (`amount` is that part, not the whole).
     /// @param spentToday today's spend after the release
     event PaymentReleased(bytes32 indexed paymentId, address indexed agent, uint256 amount, uint256 spentToday);
     /// @notice Payment `paymentId` was voided before any authorisation of it landed: it can never be authorised (nor
@@ -425,8 +432,9 @@ interface ISpendPolicy {
     function entrySpentToday(string calldata entry) external view returns (uint256);
     /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator, 3 SetOwner.
     function lastTimestamp(uint8 kind) external view returns (uint256);
-    /// @notice 1 while a payment is authorised and not released (settled or not); 2 once voided
-    /// (voidUnrecordedPayment); 0 for an unknown or released payment (a release deletes the record: the authorisation
+    /// @notice 1 while a payment (or a channel deposit, or an upto ceiling) is authorised and not released (settled or
+    /// not); 2 once voided (voidUnrecordedPayment); 3 for a channel deposit whose unused authorisation a credit killed
+    /// (not yet credited itself); 0 for an unknown, released or credited one (a release deletes the record: the authorisation
     /// is dead, and its paymentId could only be authorised again, in the open).
     function paymentState(bytes32 paymentId) external view returns (uint8);
     function approvalUsed(string calldata approvalId) external view returns (bool);

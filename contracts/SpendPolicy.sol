@@ -16,15 +16,19 @@ interface IERC3009 {
 }
 
 /// @title SpendGate agent wallet and spend policy (one per agent, a minimal proxy of one implementation).
-/// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the USDC TransferWithAuthorization digest of
-/// a payment this policy authorised in the current epoch and has not released, signed by the agent's signing key (a
-/// pause, a policy, operator or owner change starts a new epoch); everything else that
-/// moves value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments within
-/// the owner-signed policy, release unsettled ones and void unused payment ids; it cannot change the policy, pause
-/// state, owner or operator.
+/// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the one digest of something this policy
+/// authorised in the current epoch and has not released or credited (an exact payment's USDC
+/// TransferWithAuthorization, a channel deposit's ReceiveWithAuthorization, an upto ceiling's Permit2 witness
+/// transfer), and for Vouchers of a channel whose latest deposit it authorised in the current epoch, each signed by the
+/// agent's signing key (a pause, a policy, operator or owner change starts a new epoch); everything else that moves
+/// value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments, deposits
+/// and ceilings within the owner-signed policy, release unsettled payments, credit what came back and void unused
+/// payment ids; it cannot change the policy, pause state, owner or operator.
 /// @dev Deployed by SpendPolicyFactory as an ERC-1167 clone with the agent's signing key as immutable argument, so
-/// the address depends only on the factory and that key. Wallet signature format (97 bytes): paymentId (32) then the
-/// signing key's ECDSA signature (r, s, v) of the digest.
+/// the address depends only on the factory and that key. Wallet signature formats: 97 bytes, paymentId (32) then the
+/// signing key's ECDSA signature (r, s, v) of the digest; 129 bytes (Vouchers), channelId (32), maxClaimableAmount
+/// (32), then r, s, v. Channel deposits and upto ceilings (ISpendPolicySchemes) run in SpendPolicySchemes by
+/// delegatecall from the fallback: this contract has no room left under the 24,576-byte limit.
 contract SpendPolicy is SpendPolicySwap, IERC1271 {
     // ---------------------------------------------------------------- immutables (shared by every clone)
     address private immutable _factory;
@@ -139,8 +143,10 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         return _swapForPayment(paymentId, _unsettledRecord(paymentId, transfer), merchant, transfer, _usdc);
     }
 
-    /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
-    /// payment of the current epoch, signed by the agent's signing key. `signature` is paymentId (32 bytes) then r, s, v.
+    /// @notice ERC-1271: valid only for the recorded digest (an exact payment's USDC TransferWithAuthorization, a
+    /// channel deposit's ReceiveWithAuthorization, an upto ceiling's Permit2 witness transfer) of an authorised,
+    /// unreleased, uncredited authorisation of the current epoch, signed by the agent's signing key. `signature` is
+    /// paymentId (32 bytes) then r, s, v.
     /// A 129-byte signature is a channel Voucher's (channelId, maxClaimableAmount, r, s, v), answered by
     /// SpendPolicySchemes.isValidVoucherSignature.
     function isValidSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {

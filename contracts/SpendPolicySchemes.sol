@@ -4,10 +4,10 @@ pragma solidity 0.8.28;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
-import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {IBatchSettlementChannels} from "./interfaces/x402/IBatchSettlementChannels.sol";
 import {ISpendPolicySchemes} from "./ISpendPolicySchemes.sol";
 import {PaymentRules} from "./PaymentRules.sol";
+import {X402Digests} from "./X402Digests.sol";
 
 /// @title What the schemes need of USDC (FiatToken v2.2) beyond ERC-20.
 interface IUSDCAuthorizations {
@@ -36,21 +36,6 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
     address public constant PERMIT2 = 0x000000000022D473030F116dDEE9F6B43aC78BA3;
     address public constant UPTO_PROXY = 0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002;
 
-    bytes32 private constant CHANNEL_CONFIG_TYPEHASH =
-        keccak256(
-            "ChannelConfig(address payer,address payerAuthorizer,address receiver,address receiverAuthorizer,address token,uint40 withdrawDelay,bytes32 salt)"
-        );
-    bytes32 private constant VOUCHER_TYPEHASH = keccak256("Voucher(bytes32 channelId,uint128 maxClaimableAmount)");
-    bytes32 private constant RECEIVE_WITH_AUTHORIZATION_TYPEHASH =
-        keccak256(
-            "ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
-        );
-    bytes32 private constant PERMIT_WITNESS_TYPEHASH =
-        keccak256(
-            "PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)TokenPermissions(address token,uint256 amount)Witness(address to,address facilitator,uint256 validAfter)"
-        );
-    bytes32 private constant TOKEN_PERMISSIONS_TYPEHASH = keccak256("TokenPermissions(address token,uint256 amount)");
-    bytes32 private constant UPTO_WITNESS_TYPEHASH = keccak256("Witness(address to,address facilitator,uint256 validAfter)");
 
     // ---------------------------------------------------------------- immutables
     address private immutable _self;
@@ -89,23 +74,8 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         _self = address(this);
         _usdcToken = usdc_;
         _usdcSeparator = IUSDCAuthorizations(usdc_).DOMAIN_SEPARATOR();
-        _batchSeparator = keccak256(
-            abi.encode(
-                keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
-                keccak256("x402 Batch Settlement"),
-                keccak256("1"),
-                block.chainid,
-                BATCH_SETTLEMENT
-            )
-        );
-        _permit2Separator = keccak256(
-            abi.encode(
-                keccak256("EIP712Domain(string name,uint256 chainId,address verifyingContract)"),
-                keccak256("Permit2"),
-                block.chainid,
-                PERMIT2
-            )
-        );
+        _batchSeparator = X402Digests.batchSettlementSeparator(BATCH_SETTLEMENT);
+        _permit2Separator = X402Digests.permit2Separator(PERMIT2);
     }
 
     // ---------------------------------------------------------------- external
@@ -153,7 +123,7 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         Channel storage ch = _channels[s.ref];
         bytes32 latest = ch.latestDeposit;
         uint256 latestRecord = _payments[latest];
-        if (latestRecord >> RECORD_STATE_SHIFT == STATE_AUTHORIZED && _pending(latestRecord, ch.latestNonce)) {
+        if (_isChannelDeposit(latest, s.ref) && _pending(latestRecord, ch.latestNonce)) {
             // The channel's pending deposit dies here (the wallet no longer signs it), so every deposit counted in
             // `deposited` has landed or never will: deposited - balance is then exactly what came back.
             latestRecord = (latestRecord & ~(uint256(type(uint8).max) << RECORD_STATE_SHIFT)) | (STATE_CLOSED << RECORD_STATE_SHIFT);
@@ -191,8 +161,7 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         if (ch.deposited == 0 || ch.epoch != _epochOf(_operatorAndSpend) || amount > type(uint128).max) {
             return ERC1271_INVALID;
         }
-        bytes32 expected = MessageHashUtils.toTypedDataHash(_batchSeparator, keccak256(abi.encode(VOUCHER_TYPEHASH, channelId, amount)));
-        if (expected != digest) return ERC1271_INVALID;
+        if (X402Digests.voucher(_batchSeparator, channelId, amount) != digest) return ERC1271_INVALID;
         (address recovered, ECDSA.RecoverError err, ) = ECDSA.tryRecoverCalldata(digest, signature[64:129]);
         if (err != ECDSA.RecoverError.NoError || recovered != _signer()) return ERC1271_INVALID;
         return 0x1626ba7e;
@@ -275,7 +244,9 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         p.rec = SchemeRecord(channelId, uint64(deposit.amount), Scheme.BatchSettlement);
         Channel storage ch = _channels[channelId];
         bytes32 latest = ch.latestDeposit;
-        if (latest != 0 && _pending(_payments[latest], ch.latestNonce)) revert SpendPolicyDepositPending(channelId, latest);
+        if (_isChannelDeposit(latest, channelId) && _pending(_payments[latest], ch.latestNonce)) {
+            revert SpendPolicyDepositPending(channelId, latest);
+        }
         p.nonce = keccak256(abi.encode(channelId, deposit.nonceSalt));
         p.digest = _depositDigest(p.nonce, p.transfer);
     }
@@ -355,6 +326,13 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         emit SchemeCredited(paymentId, s.scheme, s.ref, amount, returned);
     }
 
+    /// @dev Whether `paymentId` is still an uncredited deposit into `channelId` (a credited paymentId may since have
+    /// been reused for something else, which a channel's latestDeposit must not then touch).
+    function _isChannelDeposit(bytes32 paymentId, bytes32 channelId) private view returns (bool) {
+        SchemeRecord storage r = _schemeRecords[paymentId];
+        return paymentId != 0 && r.scheme == Scheme.BatchSettlement && r.ref == channelId;
+    }
+
     /// @dev Whether a deposit record may still land: authorised in the current epoch (the wallet still signs it) and
     /// its ERC-3009 nonce unused. One of an older epoch never will (the wallet refuses it for good; by the time the
     /// 16-bit epoch wraps, its validBefore, at most MAX_VALIDITY ahead, has long passed).
@@ -378,35 +356,24 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
     }
 
     function _channelId(ChannelConfig calldata config) private view returns (bytes32) {
-        return MessageHashUtils.toTypedDataHash(_batchSeparator, keccak256(abi.encode(CHANNEL_CONFIG_TYPEHASH, config)));
+        return X402Digests.channelId(_batchSeparator, config);
     }
 
     function _depositDigest(bytes32 nonce, Transfer memory t) private view returns (bytes32) {
         return
-            MessageHashUtils.toTypedDataHash(
+            X402Digests.receiveWithAuthorization(
                 _usdcSeparator,
-                keccak256(
-                    abi.encode(
-                        RECEIVE_WITH_AUTHORIZATION_TYPEHASH,
-                        address(this),
-                        ERC3009_DEPOSIT_COLLECTOR,
-                        t.amount,
-                        t.validAfter,
-                        t.validBefore,
-                        nonce
-                    )
-                )
+                address(this),
+                ERC3009_DEPOSIT_COLLECTOR,
+                t.amount,
+                t.validAfter,
+                t.validBefore,
+                nonce
             );
     }
 
     function _ceilingDigest(Ceiling calldata c) private view returns (bytes32) {
-        bytes32 permitted = keccak256(abi.encode(TOKEN_PERMISSIONS_TYPEHASH, _usdcToken, c.amount));
-        bytes32 witness = keccak256(abi.encode(UPTO_WITNESS_TYPEHASH, c.payTo, c.facilitator, c.validAfter));
-        return
-            MessageHashUtils.toTypedDataHash(
-                _permit2Separator,
-                keccak256(abi.encode(PERMIT_WITNESS_TYPEHASH, permitted, UPTO_PROXY, c.nonce, c.deadline, witness))
-            );
+        return X402Digests.uptoPermit(_permit2Separator, _usdcToken, UPTO_PROXY, c);
     }
 
     function _emitAuthorized(bytes32 paymentId, AuthorizedData memory d) private {
