@@ -205,6 +205,27 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       await expect(d.land()).to.be.reverted;
     });
 
+    it("leaves alone another channel's deposit that reuses the id of a channel's credited latest deposit", async function () {
+      const f = await loadFixture(fixture);
+      const a0 = await f.deposit(usdc(2));
+      await (await a0.tx).wait();
+      await (await a0.land()).wait();
+      await f.forward(usdc(2));
+      await f.channelHolds(a0.channelId, usdc(2));
+      const a1 = await f.deposit(usdc(1), a0.config);
+      await (await a1.tx).wait();
+      await (await f.schemes.connect(f.operator).creditChannel(a1.id)).wait();
+      const b = await f.deposit(usdc(1), channelConfig(f.agent, f.merchant.address, f.tokenAddress), a1.id);
+      await (await b.tx).wait();
+      await f.refund(usdc(1));
+      await f.channelHolds(a0.channelId, usdc(1));
+      await expect(f.schemes.connect(f.operator).creditChannel(a0.id))
+        .to.emit(f.schemes, "SchemeCredited")
+        .withArgs(a0.id, BATCH, a0.channelId, usdc(1), usdc(2));
+      expect(await answer(f, b.receive)).to.equal(MAGIC);
+      await expect(b.land()).to.changeTokenBalance(f.token, f.agent, -usdc(1));
+    });
+
     it("credits no deposit twice for one refund, whichever deposit of the channel a stolen operator names", async function () {
       const f = await loadFixture(fixture);
       const a = await f.deposit(usdc(3));

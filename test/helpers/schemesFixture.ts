@@ -146,8 +146,11 @@ export async function channelFixture() {
   const { leaf, proof } = proofFor(ALLOWLIST, CHANNEL_HOST, {}, "v3", payees);
 
   /** The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator. */
-  async function deposit(amount: bigint, config: ChannelConfigValues = channelConfig(f.agent, f.merchant.address, f.tokenAddress)) {
-    const id = paymentId();
+  async function deposit(
+    amount: bigint,
+    config: ChannelConfigValues = channelConfig(f.agent, f.merchant.address, f.tokenAddress),
+    id: string = paymentId(),
+  ) {
     const log: Signed[] = [];
     const signer = walletClientSigner(f.agent, f.agentKey, () => id, log);
     const req = requirements("batch-settlement", f.tokenAddress, config.receiver, amount);
