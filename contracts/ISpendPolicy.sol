@@ -3,9 +3,15 @@ pragma solidity 0.8.28;
 
 /// @title SpendGate agent wallet and spend policy: types, errors and events shared by the contracts and the service.
 /// @notice One contract per agent, at the agent's address: it holds the agent's funds and is the only thing that can
-/// let them out. USDC leaves it in exactly two ways: (1) an EIP-3009 `transferWithAuthorization` whose digest this
+/// let them out. USDC leaves it in exactly these ways: (1) an EIP-3009 `transferWithAuthorization` whose digest this
 /// policy authorised with `authorizePayment` (the wallet answers ERC-1271 for that digest alone, signed by the agent's
-/// signing key), or (2) an owner-signed EIP-712 `Withdraw`. Amounts are USDC base units (6 decimals). Merchants are
+/// signing key); (2) an x402 batch-settlement channel deposit, the EIP-3009 `receiveWithAuthorization` to the deposit
+/// collector that `authorizeDeposit` authorised, after which the channel pays its receiver against the wallet's
+/// Vouchers (answered only for that channel, in the epoch of its latest deposit) and no more than the deposits;
+/// (3) an x402 upto ceiling, the Permit2 witness transfer `authorizeCeiling` authorised (and approved Permit2 for);
+/// (4) an owner-signed EIP-712 `Withdraw`. (2) and (3) are ISpendPolicySchemes, served by SpendPolicySchemes through
+/// the wallet's fallback; they meet exactly the checks of (1), and what comes back is credited by `creditChannel` and
+/// `creditCeiling` as far as chain state proves it. Amounts are USDC base units (6 decimals). Merchants are
 /// normalised host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over [entry, dailyCap, payee]
 /// leaves (["string","uint256","address"]; roots signed earlier hold [entry, dailyCap] or [entry] leaves, which mean
 /// payee 0), each entry an exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant),
@@ -136,6 +142,49 @@ interface ISpendPolicy {
         bytes signature;
     }
 
+    /// @notice How a payment pays (SchemePayment.scheme): Exact, one EIP-3009 transfer (authorizePayment);
+    /// BatchSettlement, an x402 batch-settlement channel deposit (SpendPolicySchemes.authorizeDeposit), after which
+    /// the wallet answers ERC-1271 for the channel's cumulative Vouchers; Upto, an x402 upto ceiling, one Permit2
+    /// PermitWitnessTransferFrom to the upto proxy (SpendPolicySchemes.authorizeCeiling).
+    enum Scheme {
+        Exact,
+        BatchSettlement,
+        Upto
+    }
+
+    /// @notice An x402 batch-settlement channel (its EIP-712 hash under the channel contract's domain is the channel
+    /// id). The wallet deposits only into channels it pays from (payer this wallet, payerAuthorizer 0 so vouchers need
+    /// its ERC-1271, token USDC) to a receiver the policy admits (the leaf's payee, when set).
+    struct ChannelConfig {
+        address payer;
+        address payerAuthorizer;
+        address receiver;
+        address receiverAuthorizer;
+        address token;
+        uint40 withdrawDelay;
+        bytes32 salt;
+    }
+
+    /// @notice One deposit into a channel through the ERC-3009 deposit collector: USDC ReceiveWithAuthorization from
+    /// this wallet to the collector of `amount`, nonce keccak256(abi.encode(channelId, nonceSalt)).
+    struct ChannelDeposit {
+        uint256 amount;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonceSalt;
+    }
+
+    /// @notice An upto ceiling: Permit2 PermitWitnessTransferFrom of at most `amount` USDC from this wallet, spender
+    /// the x402 upto proxy, witness (payTo, facilitator, validAfter); the seller settles what was used.
+    struct Ceiling {
+        address payTo;
+        address facilitator;
+        uint256 amount;
+        uint256 nonce;
+        uint256 deadline;
+        uint256 validAfter;
+    }
+
     // ---------------------------------------------------------------- errors
     error SpendPolicyUnauthorizedOperator(address caller);
     error SpendPolicyInvalidSignature();
@@ -162,6 +211,21 @@ interface ISpendPolicy {
     error SpendPolicyNoShortfall(bytes32 paymentId);
     /// @notice The router reported success but the USDC did not arrive, or it took more than the bound.
     error SpendPolicySwapFailed(bytes32 paymentId);
+    /// @notice A channel the wallet does not pay from alone: payer not this wallet, a payerAuthorizer (it would sign
+    /// vouchers instead of the wallet), another token, or a receiver that is 0 or this wallet.
+    error SpendPolicyInvalidChannel();
+    /// @notice The channel's latest deposit authorisation is still unused: one pending deposit per channel at a time
+    /// (so a credit can tell what came back).
+    error SpendPolicyDepositPending(bytes32 channelId, bytes32 pendingPaymentId);
+    /// @notice Another upto ceiling is still open (one at a time: its Permit2 allowance is what proves the unsettled
+    /// part).
+    error SpendPolicyCeilingOpen(bytes32 openPaymentId);
+    /// @notice Not an authorised deposit or ceiling of this wallet, or already credited.
+    error SpendPolicyUnknownSchemePayment(bytes32 paymentId);
+    /// @notice Nothing of the channel's deposits came back that has not been credited already.
+    error SpendPolicyNothingToCredit(bytes32 paymentId);
+    /// @notice Only the wallet (SpendPolicy) runs this, by delegatecall.
+    error SpendPolicySchemesOnly();
 
     // ---------------------------------------------------------------- events (the auditors' interface: fixed)
     /// @notice A payment was authorised: exactly one EIP-3009 transfer of `amount` USDC from `agent` to `payTo`,
@@ -219,7 +283,8 @@ interface ISpendPolicy {
     );
     /// @notice An authorised payment that never settled was released: its transfer can never settle now, and its
     /// amount went back to every window it was counted in that is still current (hour, day, week, 30 days,
-    /// lifetime); an entry's daily cap is not given back.
+    /// lifetime); an entry's daily cap is not given back. Also emitted, just before SchemeCredited, for the part of a
+    /// channel deposit or upto ceiling that came back (`amount` is that part, not the whole).
     /// @param spentToday today's spend after the release
     event PaymentReleased(bytes32 indexed paymentId, address indexed agent, uint256 amount, uint256 spentToday);
     /// @notice Payment `paymentId` was voided before any authorisation of it landed: it can never be authorised (nor
@@ -241,6 +306,24 @@ interface ISpendPolicy {
     /// through the configured SwapRouter02, within the owner-signed TWAP bound. `tokenIn` is WETH, or 0x0 when some of
     /// it was the wallet's ETH, wrapped for this swap.
     event SwapExecuted(bytes32 indexed paymentId, address indexed agent, address tokenIn, uint256 amountIn, uint256 amountOut);
+    /// @notice The authorisation or refusal just logged for `paymentId` (PaymentAuthorized or PaymentBlocked, same
+    /// transaction, just before) is for `scheme`: for BatchSettlement `ref` is the channel id and the amount the
+    /// deposit (payTo the channel's receiver, validAfter/validBefore the ReceiveWithAuthorization's); for Upto `ref` is
+    /// the Permit2 digest the wallet now signs and the amount the ceiling (payTo the witness's `to`, validBefore the
+    /// permit's deadline). Auditors count these amounts like any payment until SchemeCredited gives some back.
+    event SchemePayment(bytes32 indexed paymentId, Scheme indexed scheme, bytes32 indexed ref, bool authorized);
+    /// @notice `amount` of deposit or ceiling `paymentId` came back to the wallet (a refunded or never-made channel
+    /// deposit, the unsettled part of a ceiling) and was credited to the windows it was taken from (PaymentReleased of
+    /// the same paymentId, just before, carries the day's spend after it). Once per paymentId: its record is gone.
+    /// @param returned for a channel, all of the channel's deposits that are back in the wallet (deposited minus the
+    /// channel's balance); for a ceiling, the Permit2 allowance left
+    event SchemeCredited(
+        bytes32 indexed paymentId,
+        Scheme indexed scheme,
+        bytes32 indexed ref,
+        uint256 amount,
+        uint256 returned
+    );
     /// Owner actions: each event carries the owner's EIP-712 signature, so an auditor recovers the signer from the log
     /// itself. Every PolicyUpdated (the first included), every PausedSet with paused true, and every OperatorSet and
     /// OwnerSet with a timestamp other than 0 (not the deployment's) starts a new authorisation epoch (epoch()).
@@ -349,8 +432,9 @@ interface ISpendPolicy {
     function entrySpentToday(string calldata entry) external view returns (uint256);
     /// @notice Last accepted signature timestamp per kind: 0 SetPolicy, 1 SetPaused, 2 SetOperator, 3 SetOwner.
     function lastTimestamp(uint8 kind) external view returns (uint256);
-    /// @notice 1 while a payment is authorised and not released (settled or not); 2 once voided
-    /// (voidUnrecordedPayment); 0 for an unknown or released payment (a release deletes the record: the authorisation
+    /// @notice 1 while a payment (or a channel deposit, or an upto ceiling) is authorised and not released (settled or
+    /// not); 2 once voided (voidUnrecordedPayment); 3 for a channel deposit whose unused authorisation a credit killed
+    /// (not yet credited itself); 0 for an unknown, released or credited one (a release deletes the record: the authorisation
     /// is dead, and its paymentId could only be authorised again, in the open).
     function paymentState(bytes32 paymentId) external view returns (uint8);
     function approvalUsed(string calldata approvalId) external view returns (bool);

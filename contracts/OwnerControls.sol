@@ -5,12 +5,12 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {ISpendPolicy} from "./ISpendPolicy.sol";
-import {SpendPolicyState} from "./SpendPolicyState.sol";
+import {PaymentRules} from "./PaymentRules.sol";
 
 /// @title The owner's signed changes to a SpendGate agent: policy, pause, operator, owner, withdrawals.
 /// @notice Anyone may relay each of them; each needs the owner's EIP-712 signature (EOA, ERC-1271 or EIP-7702),
 /// dated within SIGNATURE_WINDOW of the block time, and none is accepted twice.
-abstract contract OwnerControls is SpendPolicyState {
+abstract contract OwnerControls is PaymentRules {
     using SafeERC20 for IERC20;
 
     // ---------------------------------------------------------------- constants

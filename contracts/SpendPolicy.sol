@@ -2,14 +2,11 @@
 pragma solidity 0.8.28;
 
 import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
-import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
-import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
-import {PolicyRules} from "./PolicyRules.sol";
 import {SpendPolicySwap} from "./SpendPolicySwap.sol";
-import {OperatorCheck} from "./OperatorCheck.sol";
+import {ISpendPolicySchemes} from "./ISpendPolicySchemes.sol";
 import {ISpendPolicy} from "./ISpendPolicy.sol";
 
 /// @title What the wallet needs of USDC (FiatToken v2.2): the EIP-3009 domain and nonce state.
@@ -19,20 +16,26 @@ interface IERC3009 {
 }
 
 /// @title SpendGate agent wallet and spend policy (one per agent, a minimal proxy of one implementation).
-/// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the USDC TransferWithAuthorization digest of
-/// a payment this policy authorised in the current epoch and has not released, signed by the agent's signing key (a
-/// pause, a policy, operator or owner change starts a new epoch); everything else that
-/// moves value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments within
-/// the owner-signed policy, release unsettled ones and void unused payment ids; it cannot change the policy, pause
-/// state, owner or operator.
+/// @notice Holds the agent's funds. It answers ERC-1271 "valid" only for the one digest of something this policy
+/// authorised in the current epoch and has not released or credited (an exact payment's USDC
+/// TransferWithAuthorization, a channel deposit's ReceiveWithAuthorization, an upto ceiling's Permit2 witness
+/// transfer), and for Vouchers of a channel whose latest deposit it authorised in the current epoch, each signed by the
+/// agent's signing key (a pause, a policy, operator or owner change starts a new epoch); everything else that moves
+/// value needs the owner's EIP-712 Withdraw. The operator (the service's relayer) can authorise payments, deposits
+/// and ceilings within the owner-signed policy, release unsettled payments, credit what came back and void unused
+/// payment ids; it cannot change the policy, pause state, owner or operator.
 /// @dev Deployed by SpendPolicyFactory as an ERC-1167 clone with the agent's signing key as immutable argument, so
-/// the address depends only on the factory and that key. Wallet signature format (97 bytes): paymentId (32) then the
-/// signing key's ECDSA signature (r, s, v) of the digest.
+/// the address depends only on the factory and that key. Wallet signature formats: 97 bytes, paymentId (32) then the
+/// signing key's ECDSA signature (r, s, v) of the digest; 129 bytes (Vouchers), channelId (32), maxClaimableAmount
+/// (32), then r, s, v. Channel deposits and upto ceilings (ISpendPolicySchemes) run in SpendPolicySchemes by
+/// delegatecall from the fallback: this contract has no room left under the 24,576-byte limit.
 contract SpendPolicy is SpendPolicySwap, IERC1271 {
     // ---------------------------------------------------------------- immutables (shared by every clone)
     address private immutable _factory;
     address private immutable _usdc;
     bytes32 private immutable _usdcDomainSeparator;
+    /// @dev Channel deposits, vouchers and upto ceilings (SpendPolicySchemes), run by delegatecall on this storage.
+    address private immutable _schemes;
 
     // ---------------------------------------------------------------- modifiers
     modifier onlyOperator() {
@@ -43,16 +46,35 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     // ---------------------------------------------------------------- constructor
     /// @param usdc_ the token whose EIP-3009 transfers this wallet authorises (Base USDC)
     /// @param swap_ SwapRouter02, WETH and the Uniswap v3 factory of swaps before settlement (all zero: no swaps)
+    /// @param schemes_ the SpendPolicySchemes deployed for `usdc_` (channel deposits, vouchers, upto ceilings); its code
+    /// runs on each clone's storage, so it is fixed here, in the implementation
     /// @dev Only the implementation is constructed; its deployer (the factory) is the only account that initialises
     /// clones. The implementation itself is never initialised and holds nothing.
-    constructor(address usdc_, SwapConfig memory swap_) EIP712("SpendGate", "1") SpendPolicySwap(swap_) {
+    constructor(address usdc_, SwapConfig memory swap_, address schemes_) EIP712("SpendGate", "1") SpendPolicySwap(swap_) {
+        if (schemes_ == address(0)) revert SpendPolicyZeroAddress();
         _factory = msg.sender;
         _usdc = usdc_;
         _usdcDomainSeparator = IERC3009(usdc_).DOMAIN_SEPARATOR();
+        _schemes = schemes_;
     }
 
     /// @notice ETH may be sent to the wallet; only the owner's Withdraw takes it out.
     receive() external payable {}
+
+    /// @notice The x402 schemes beyond exact (ISpendPolicySchemes: authorizeDeposit, authorizeCeiling, creditChannel,
+    /// creditCeiling and their views) run in SpendPolicySchemes, by delegatecall, on this wallet's storage.
+    fallback() external {
+        address schemes = _schemes;
+        assembly ("memory-safe") {
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), schemes, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            if iszero(ok) {
+                revert(0, returndatasize())
+            }
+            return(0, returndatasize())
+        }
+    }
 
     // ---------------------------------------------------------------- external
     /// @notice Factory only, once: sets the owner, the operator and the first policy, authorised by the owner's
@@ -88,7 +110,7 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         if (_payments[paymentId] != 0) revert SpendPolicyPaymentExists(paymentId);
         _checkTransfer(transfer);
         (BlockReason reason, Charge memory charge) = _evaluate(merchant, leaf, proof, transfer.payTo, transfer.amount);
-        if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer, ownerApproval)) {
+        if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer.payTo, transfer.amount, ownerApproval)) {
             reason = BlockReason.None;
         }
         if (reason != BlockReason.None) return _blocked(paymentId, merchant, transfer.amount, reason);
@@ -121,9 +143,14 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         return _swapForPayment(paymentId, _unsettledRecord(paymentId, transfer), merchant, transfer, _usdc);
     }
 
-    /// @notice ERC-1271: valid only for the USDC TransferWithAuthorization digest of an authorised, unreleased
-    /// payment of the current epoch, signed by the agent's signing key. `signature` is paymentId (32 bytes) then r, s, v.
+    /// @notice ERC-1271: valid only for the recorded digest (an exact payment's USDC TransferWithAuthorization, a
+    /// channel deposit's ReceiveWithAuthorization, an upto ceiling's Permit2 witness transfer) of an authorised,
+    /// unreleased, uncredited authorisation of the current epoch, signed by the agent's signing key. `signature` is
+    /// paymentId (32 bytes) then r, s, v.
+    /// A 129-byte signature is a channel Voucher's (channelId, maxClaimableAmount, r, s, v), answered by
+    /// SpendPolicySchemes.isValidVoucherSignature.
     function isValidSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {
+        if (signature.length == 129) return _voucherSignature(digest, signature);
         if (signature.length != 97) return ERC1271_INVALID;
         uint256 record = _payments[bytes32(signature[0:32])];
         if (record >> RECORD_STATE_SHIFT != STATE_AUTHORIZED || record & DIGEST_MASK != uint256(digest) & DIGEST_MASK) {
@@ -193,15 +220,6 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     }
 
     // ---------------------------------------------------------------- internal
-    function _checkOperator() internal view {
-        // The operator slot holds one key, or an OperatorSet whose members (one key per service instance) may relay.
-        // The one-key case is decided here, without the library's call frame (release stays under 40k gas).
-        address operator_ = address(uint160(_operatorAndSpend));
-        if (msg.sender != operator_ && !OperatorCheck.isOperator(operator_, msg.sender)) {
-            revert SpendPolicyUnauthorizedOperator(msg.sender);
-        }
-    }
-
     /// @dev The record of an authorised payment whose nonce USDC has not used, checked against `transfer`'s digest.
     function _unsettledRecord(bytes32 paymentId, Transfer calldata transfer) private view returns (uint256 record) {
         record = _payments[paymentId];
@@ -212,8 +230,14 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         if (IERC3009(_usdc).authorizationState(address(this), paymentId)) revert SpendPolicyPaymentSettled(paymentId);
     }
 
-    function _signer() private view returns (address) {
-        return address(bytes20(Clones.fetchCloneArgs(address(this))));
+    /// @dev Asks SpendPolicySchemes (through this contract's fallback, so on this storage) about a voucher: a static
+    /// call to itself, as a view cannot delegatecall. Anything but a 32-byte answer is "invalid".
+    function _voucherSignature(bytes32 digest, bytes calldata signature) private view returns (bytes4) {
+        (bool ok, bytes memory answer) = address(this).staticcall(
+            abi.encodeCall(ISpendPolicySchemes.isValidVoucherSignature, (digest, signature))
+        );
+        if (!ok || answer.length != 32) return ERC1271_INVALID;
+        return abi.decode(answer, (bytes4));
     }
 
     function _checkTransfer(Transfer calldata transfer) private view {
@@ -245,16 +269,6 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
             );
     }
 
-    function _blocked(
-        bytes32 paymentId,
-        string calldata merchant,
-        uint256 amount,
-        BlockReason reason
-    ) private returns (bool, BlockReason) {
-        emit PaymentBlocked(paymentId, address(this), keccak256(bytes(merchant)), merchant, amount, reason);
-        return (false, reason);
-    }
-
     /// @dev Counts an allowed payment in every window `_evaluate` read and records its transfer digest and epoch.
     function _record(
         bytes32 paymentId,
@@ -263,26 +277,9 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         Transfer calldata transfer,
         Charge memory c
     ) private {
-        uint256 amount = transfer.amount;
-        uint256 today = c.hour / HOURS_PER_DAY;
-        uint256 spent;
-        // _evaluate passed: daySpent + amount <= dailyBudget < 2^64, and the same for every capped count, so no sum
-        // overflows and no window field spills into the next.
-        unchecked {
-            spent = c.daySpent + amount;
-            uint256 flags = c.flags;
-            if (flags & RECORD_IN_WINDOWS != 0) _windowSpend = c.windowWord + c.windowAdd;
-            if (flags & RECORD_IN_LIFETIME != 0) _lifetimeSpent = c.lifetime + amount;
-            if (c.entryHash != 0) _entrySpend[c.entryHash] = ((c.entrySpent + amount) << 32) | today;
-        }
-        _operatorAndSpend = _withSpend(c.spendWord, today, spent);
+        uint256 spent = _charge(c, transfer.amount);
         uint256 epoch_ = _epochOf(c.spendWord);
-        _payments[paymentId] =
-            (STATE_AUTHORIZED << RECORD_STATE_SHIFT) |
-            (epoch_ << RECORD_EPOCH_SHIFT) |
-            ((c.hour & type(uint24).max) << RECORD_HOUR_SHIFT) |
-            (c.flags << RECORD_FLAGS_SHIFT) |
-            (uint256(_transferDigest(paymentId, transfer)) & DIGEST_MASK);
+        _payments[paymentId] = _recordOf(c, epoch_, _transferDigest(paymentId, transfer));
         _emitAuthorized(paymentId, merchant, leaf, transfer, spent, epoch_);
     }
 
@@ -324,118 +321,5 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         }
     }
 
-    /// @dev The rules in order; returns the reason and the counts read so far (storage is read only as far as
-    /// needed, and the optional windows only when the policy uses them).
-    function _evaluate(
-        string calldata merchant,
-        Leaf calldata leaf,
-        bytes32[] calldata proof,
-        address payTo,
-        uint256 amount
-    ) private view returns (BlockReason, Charge memory c) {
-        Limits memory limits = _limits;
-        if (limits.paused) return (BlockReason.PolicyPaused, c);
-        if (limits.validUntil != 0 && block.timestamp > limits.validUntil) return (BlockReason.PolicyExpired, c);
-        if (!PolicyRules.merchantAllowed(_allowlistRoot, merchant, leaf, proof)) return (BlockReason.MerchantNotAllowed, c);
-        {
-            address payee = leaf.payee;
-            if (payee != address(0) && payee != payTo) return (BlockReason.PayeeNotAllowed, c);
-        }
-        if (amount > limits.perTxLimit) return (BlockReason.PerTxLimitExceeded, c);
-        c.hour = block.timestamp / 1 hours;
-        uint256 w;
-        if (limits.hasWindows) w = _windowLimits;
-        // Every count below is < 2^64 and amount <= perTxLimit < 2^64: no sum overflows.
-        unchecked {
-            if (limits.maxPaymentsPerHour != 0 || w & L_WINDOWS_MASK != 0) {
-                uint256 word = _rollWindows(_windowSpend, c.hour);
-                c.windowWord = word;
-                // Only the windows with a limit count (so none can overflow); the others read 0 in spending().
-                if (limits.maxPaymentsPerHour != 0) {
-                    if ((word >> W_COUNT_SHIFT) & type(uint16).max >= limits.maxPaymentsPerHour) {
-                        return (BlockReason.VelocityExceeded, c);
-                    }
-                    c.windowAdd = 1 << W_COUNT_SHIFT;
-                    c.flags = RECORD_IN_COUNT;
-                }
-                uint256 budget = _field(w, L_HOUR_SHIFT);
-                if (budget != 0) {
-                    if (_field(word, W_HOUR_SHIFT) + amount > budget) return (BlockReason.HourlyBudgetExceeded, c);
-                    c.windowAdd |= amount << W_HOUR_SHIFT;
-                    c.flags |= RECORD_IN_HOUR;
-                }
-            }
-            c.spendWord = _operatorAndSpend;
-            c.daySpent = _spentOn(c.spendWord, c.hour / HOURS_PER_DAY);
-            if (c.daySpent + amount > limits.dailyBudget) return (BlockReason.DailyBudgetExceeded, c);
-            if (_field(w, L_WEEK_SHIFT) != 0) {
-                if (_field(c.windowWord, W_WEEK_SHIFT) + amount > _field(w, L_WEEK_SHIFT)) {
-                    return (BlockReason.WeeklyBudgetExceeded, c);
-                }
-                c.windowAdd |= amount << W_WEEK_SHIFT;
-                c.flags |= RECORD_IN_WEEK;
-            }
-            if (_field(w, L_MONTH_SHIFT) != 0) {
-                if (_field(c.windowWord, W_MONTH_SHIFT) + amount > _field(w, L_MONTH_SHIFT)) {
-                    return (BlockReason.MonthlyBudgetExceeded, c);
-                }
-                c.windowAdd |= amount << W_MONTH_SHIFT;
-                c.flags |= RECORD_IN_MONTH;
-            }
-            if (w >> L_LIFETIME_SHIFT != 0) {
-                c.flags |= RECORD_IN_LIFETIME;
-                c.lifetime = _lifetimeSpent;
-                if (c.lifetime + amount > w >> L_LIFETIME_SHIFT) return (BlockReason.LifetimeBudgetExceeded, c);
-            }
-            uint256 leafDailyCap = leaf.dailyCap;
-            if (leafDailyCap != 0) {
-                c.entryHash = keccak256(bytes(leaf.entry));
-                uint256 entryWord = _entrySpend[c.entryHash];
-                if (entryWord & type(uint32).max == c.hour / HOURS_PER_DAY) c.entrySpent = entryWord >> 32;
-                if (c.entrySpent + amount > leafDailyCap) return (BlockReason.MerchantBudgetExceeded, c);
-            }
-        }
-        if (amount > limits.approvalThreshold) return (BlockReason.ApprovalRequired, c);
-        return (BlockReason.None, c);
-    }
-
-    /// @dev Checks and consumes the owner's approval of a payment above the threshold. Any failure returns false
-    /// (the payment is then blocked with approval_required), never reverts.
-    function _useApproval(
-        bytes32 paymentId,
-        string calldata merchant,
-        Transfer calldata transfer,
-        OwnerApproval calldata approval
-    ) private returns (bool) {
-        if (approval.signature.length == 0 || transfer.amount > approval.amount) return false;
-        if (!_withinWindow(approval.timestamp, APPROVAL_WINDOW)) return false;
-        bytes32 idHash = keccak256(bytes(approval.approvalId));
-        if (_approvalsUsed[idHash]) return false;
-        bytes32 structHash = keccak256(
-            abi.encode(
-                APPROVAL_DECISION_TYPEHASH,
-                ACTION_APPROVE_HASH,
-                idHash,
-                address(this),
-                keccak256(bytes(merchant)),
-                transfer.payTo,
-                approval.amount,
-                approval.timestamp
-            )
-        );
-        if (!SignatureChecker.isValidSignatureNowCalldata(_owner, _ownerDigest(structHash), approval.signature)) {
-            return false;
-        }
-        _approvalsUsed[idHash] = true;
-        emit ApprovalUsed(
-            paymentId,
-            address(this),
-            approval.approvalId,
-            approval.amount,
-            approval.timestamp,
-            approval.signature
-        );
-        return true;
-    }
 
 }

@@ -34,15 +34,19 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     /// @param swapRouter SwapRouter02 of swaps before settlement (Base's; zero with the next two: no swaps)
     /// @param weth WETH9 (Base's predeploy)
     /// @param uniswapFactory the Uniswap v3 factory whose USDC/WETH 0.05% pool bounds the price
+    /// @param schemes SpendPolicySchemes deployed for `usdc` (x402 channels and upto ceilings; see SpendPolicy)
     constructor(
         address initialOwner,
         address defaultOperator_,
         address usdc,
         address swapRouter,
         address weth,
-        address uniswapFactory
+        address uniswapFactory,
+        address schemes
     ) Ownable(initialOwner) {
-        _implementation = address(new SpendPolicy(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory)));
+        _implementation = address(
+            new SpendPolicy(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory), schemes)
+        );
         _setDefaultOperator(defaultOperator_);
     }
 

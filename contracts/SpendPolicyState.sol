@@ -60,6 +60,9 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     uint256 internal constant STATE_AUTHORIZED = 1;
     /// @dev A paymentId voided before any authorisation of it landed (voidUnrecordedPayment): the state alone.
     uint256 internal constant STATE_VOID = 2;
+    /// @dev A channel deposit whose unused authorisation a credit killed (the wallet no longer signs it); still
+    /// creditable once, like an authorised one.
+    uint256 internal constant STATE_CLOSED = 3;
 
     // Window spend (_windowSpend): the UTC hour it was last brought up to date in bits 0-23, that hour's payment count
     // in 24-39, the hour's spend in 40-103, the week's in 104-167, the 30 days' in 168-231. One hour tag serves every
@@ -131,7 +134,30 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     /// @dev Today's spend under each capped allowlist entry (keccak256 of the entry string).
     mapping(bytes32 entryHash => uint256 word) internal _entrySpend;
 
-    /// @dev What SpendPolicy._evaluate read, for _record to write back: the UTC hour, slot 0 and today's spend, the
+    /// @dev A channel deposit or upto ceiling (SpendPolicySchemes): what a credit needs beyond its payment record.
+    /// `ref` is the channel id (BatchSettlement) or the Permit2 digest (Upto).
+    struct SchemeRecord {
+        bytes32 ref;
+        uint64 amount;
+        Scheme scheme;
+    }
+
+    /// @dev A channel the wallet deposited into: all deposits authorised, all credited back, the epoch of the latest
+    /// deposit (vouchers are answered only while it is current), and that deposit's paymentId and ERC-3009 nonce.
+    struct Channel {
+        uint64 deposited;
+        uint64 credited;
+        uint16 epoch;
+        bytes32 latestDeposit;
+        bytes32 latestNonce;
+    }
+
+    mapping(bytes32 paymentId => SchemeRecord) internal _schemeRecords;
+    mapping(bytes32 channelId => Channel) internal _channels;
+    /// @dev The one open upto ceiling (zero: none); its Permit2 allowance is the wallet's only one.
+    bytes32 internal _openCeiling;
+
+    /// @dev What PaymentRules._evaluate read, for _record to write back: the UTC hour, slot 0 and today's spend, the
     /// rolled window word and what the payment adds to it, the lifetime spend, the capped entry (zero: no cap) and its
     /// spend today, and RECORD_IN_* flags.
     struct Charge {

@@ -87,6 +87,7 @@ async function walletPaymentWithSwap(o: {
     o.a.swapRouter02,
     o.a.weth,
     o.a.factory,
+    await (await ethers.deployContract("SpendPolicySchemes", [o.usdc])).getAddress(),
   ]);
   const agentKey = ethers.Wallet.createRandom();
   const policy = { ...DEFAULT_POLICY, maxSwapSlippageBps: 100n, swapTwapSeconds: 600n };

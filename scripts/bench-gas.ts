@@ -28,6 +28,7 @@ import {
   usdcDomain,
 } from "../test/helpers/policyFixture";
 import { swapGasRows } from "./bench-gas-swap";
+import { schemeGasRows } from "./bench-gas-schemes";
 import { NO_SWAPS } from "../src/chain/deploy";
 
 interface Row {
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
     operator.address,
     await token.getAddress(),
     ...NO_SWAPS,
+    await (await ethers.deployContract("SpendPolicySchemes", [await token.getAddress()])).getAddress(),
   ]);
   rows.push({
     what: "SpendPolicyFactory deployment (with the implementation)",
@@ -234,6 +236,7 @@ async function main(): Promise<void> {
   const fullRelease = await gasOf(full.connect(operator).releasePayment(fullWarm.id, fullWarm.transfer));
   rows.push({ what: "every limit set: releasePayment", gas: fullRelease });
 
+  rows.push(...(await schemeGasRows({ token, factory, operator, owner, merchant: merchant.address })));
   rows.push(...(await swapGasRows(await token.getAddress(), deployer, merchant, operator, owner)));
 
   const width = Math.max(...rows.map((r) => r.what.length));

@@ -112,7 +112,24 @@ export function swapConfigOf(u: { swapRouter02: string; weth: string; factory: s
   return u ? [u.swapRouter02, u.weth, u.factory] : NO_SWAPS;
 }
 
-/** Deploys SpendPolicyFactory(owner, operator, usdc, router, weth, uniswapFactory) from `deployer` and waits for `confirmations`. */
+/** Deploys SpendPolicySchemes(usdc) (the wallet's x402 channel and upto code) and waits for `confirmations`. */
+export async function deploySchemesContract(
+  hre: HardhatRuntimeEnvironment,
+  deployer: Signer,
+  usdc: string,
+  confirmations = 1,
+): Promise<string> {
+  const artifact = await hre.artifacts.readArtifact("SpendPolicySchemes");
+  const schemes = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(usdc);
+  const tx = schemes.deploymentTransaction();
+  if (!tx) throw new Error("SpendPolicySchemes deployment sent no transaction");
+  const receipt = await tx.wait(confirmations);
+  if (!receipt || receipt.status !== 1) throw new Error(`SpendPolicySchemes deployment failed (tx ${tx.hash})`);
+  return schemes.getAddress();
+}
+
+/** Deploys SpendPolicySchemes(usdc), then SpendPolicyFactory(owner, operator, usdc, router, weth, uniswapFactory,
+ * schemes) from `deployer`, and waits for `confirmations`. */
 export async function deployFactoryContract(
   hre: HardhatRuntimeEnvironment,
   deployer: Signer,
@@ -122,8 +139,9 @@ export async function deployFactoryContract(
   confirmations = 1,
   swap: SwapConfig = NO_SWAPS,
 ): Promise<{ address: string; txHash: string; block: number; implementation: string }> {
+  const schemes = await deploySchemesContract(hre, deployer, usdc, confirmations);
   const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
-  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator, usdc, ...swap);
+  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator, usdc, ...swap, schemes);
   const tx = factory.deploymentTransaction();
   if (!tx) throw new Error("SpendPolicyFactory deployment sent no transaction");
   const receipt = await tx.wait(confirmations);

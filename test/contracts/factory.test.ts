@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
+import { DEFAULT_POLICY, deploySchemes, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
 import { NO_SWAPS } from "../../src/chain/deploy";
 
 const { ethers } = hre;
@@ -14,6 +14,7 @@ async function factoryFixture() {
     operator.address,
     await token.getAddress(),
     ...NO_SWAPS,
+    await deploySchemes(await token.getAddress()),
   ]);
   const signer = ethers.Wallet.createRandom().address;
   const policyAt = (address: string) => ethers.getContractAt("SpendPolicy", address);

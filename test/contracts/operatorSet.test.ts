@@ -2,7 +2,17 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { NO_SWAPS } from "../../src/chain/deploy";
-import { ALLOWLIST, DEFAULT_POLICY, NO_APPROVAL, deployAgentFor, paymentId, proofFor, transferOf, usdc } from "../helpers/policyFixture";
+import {
+  ALLOWLIST,
+  DEFAULT_POLICY,
+  NO_APPROVAL,
+  deployAgentFor,
+  deploySchemes,
+  paymentId,
+  proofFor,
+  transferOf,
+  usdc,
+} from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
@@ -12,7 +22,13 @@ async function setFixture() {
   const token = await ethers.deployContract("TestUSDC");
   const set = await ethers.deployContract("OperatorSet", [deployer.address, [instanceA.address, instanceB.address]]);
   const setAddress = await set.getAddress();
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, setAddress, await token.getAddress(), ...NO_SWAPS]);
+  const factory = await ethers.deployContract("SpendPolicyFactory", [
+    deployer.address,
+    setAddress,
+    await token.getAddress(),
+    ...NO_SWAPS,
+    await deploySchemes(await token.getAddress()),
+  ]);
   const policy = await deployAgentFor(factory, instanceA, ethers.Wallet.createRandom().address, owner.address, owner);
   const pay = async (from: typeof instanceA, amount = usdc(1)) => {
     const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
@@ -105,6 +121,7 @@ describe("OperatorSet: one operator key per service instance", function () {
       await odd.getAddress(),
       await token.getAddress(),
       ...NO_SWAPS,
+      await deploySchemes(await token.getAddress()),
     ]);
     for (const mode of [0, 1, 2, 3, 4]) {
       await (await odd.setMode(mode)).wait();
@@ -118,6 +135,7 @@ describe("OperatorSet: one operator key per service instance", function () {
       instanceA.address,
       await token.getAddress(),
       ...NO_SWAPS,
+      await deploySchemes(await token.getAddress()),
     ]);
     await expect(
       deployAgentFor(eoaFactory, stranger, ethers.Wallet.createRandom().address, owner.address, owner),

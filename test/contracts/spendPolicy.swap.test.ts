@@ -7,7 +7,7 @@ import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { NO_SWAPS } from "../../src/chain/deploy";
 import { quoteSwap } from "../../src/chain/swapQuote";
 import { SWAP_POLICY, ETH, swapFixture, revertKeepingClock } from "../helpers/swapFixture";
-import { DEFAULT_POLICY, nextTimestamp, signSetPaused, signTransfer, usdc } from "../helpers/policyFixture";
+import { DEFAULT_POLICY, deploySchemes, nextTimestamp, signSetPaused, signTransfer, usdc } from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
@@ -141,6 +141,7 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
       operator.address,
       chain.addresses.usdc,
       ...NO_SWAPS,
+      await deploySchemes(chain.addresses.usdc),
     ]);
     const impl = await ethers.getContractAt("SpendPolicy", await plain.implementation());
     expect([...(await impl.swapConfig())]).to.deep.equal(NO_SWAPS);
@@ -148,7 +149,15 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
     // All three or none: a half-configured implementation could not be trusted to bound anything.
     const Factory = await ethers.getContractFactory("SpendPolicyFactory");
     await expect(
-      Factory.deploy(deployer.address, operator.address, chain.addresses.usdc, f.a.swapRouter02, ZeroAddress, f.a.factory),
+      Factory.deploy(
+        deployer.address,
+        operator.address,
+        chain.addresses.usdc,
+        f.a.swapRouter02,
+        ZeroAddress,
+        f.a.factory,
+        await deploySchemes(chain.addresses.usdc),
+      ),
     ).to.be.revertedWithCustomError(f.wallet, "SpendPolicyZeroAddress");
     expect(DEFAULT_POLICY.maxSwapSlippageBps).to.equal(0n);
   });

@@ -262,11 +262,23 @@ export async function deployAgentFor(
  * One factory over a TestUSDC, one agent (wallet + policy) with DEFAULT_POLICY over ALLOWLIST and 100 USDC, plus an
  * agent owned by an ERC-1271 wallet. `agentKey` is the agent's signing key (a random Wallet, as the service makes).
  */
+/** SpendPolicySchemes for `usdcAddress`: every factory's implementation needs one (channels and upto ceilings). */
+export async function deploySchemes(usdcAddress: string): Promise<string> {
+  return (await ethers.deployContract("SpendPolicySchemes", [usdcAddress])).getAddress();
+}
+
 export async function policyFixture() {
   const [deployer, operator, owner, other, walletSigner, merchant] = await ethers.getSigners();
   const token: TestUSDC = await ethers.deployContract("TestUSDC");
   const tokenAddress = await token.getAddress();
-  const factory = await ethers.deployContract("SpendPolicyFactory", [deployer.address, operator.address, tokenAddress, ...NO_SWAPS]);
+  const schemes = await ethers.deployContract("SpendPolicySchemes", [tokenAddress]);
+  const factory = await ethers.deployContract("SpendPolicyFactory", [
+    deployer.address,
+    operator.address,
+    tokenAddress,
+    ...NO_SWAPS,
+    await schemes.getAddress(),
+  ]);
   const agentKey = ethers.Wallet.createRandom();
   const policy = await deployAgentFor(factory, operator, agentKey.address, owner.address, owner);
   const policyAddress = await policy.getAddress();

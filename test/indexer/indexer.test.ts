@@ -11,7 +11,8 @@ import { INDEXER_NAME } from "../../src/indexer/indexer";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot, leafStruct, proveMerchant } from "../../src/policy/allowlist";
 import { randomOwner, type Stack } from "../helpers/stack";
-import { NO_SWAPS } from "../../src/chain/deploy";
+import { NO_SWAPS, deploySchemesContract } from "../../src/chain/deploy";
+import hre from "hardhat";
 import { ALLOWLIST, NO_APPROVAL, PAY_TO, randomId, transferOf, useIndexerStack, type IndexerAgent } from "../helpers/indexerFixture";
 
 describe("indexer", () => {
@@ -155,6 +156,7 @@ describe("indexer", () => {
       stranger.address,
       chain().usdc.target,
       ...NO_SWAPS,
+      await deploySchemesContract(hre, stranger, await chain().usdc.getAddress()),
     );
     await fake.waitForDeployment();
     const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);

@@ -1,0 +1,131 @@
+import { expect } from "chai";
+import hre from "hardhat";
+import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
+import { NO_APPROVAL, usdc } from "../helpers/policyFixture";
+import {
+  BATCH_SETTLEMENT,
+  CHANNEL_HOST,
+  type ChannelConfigValues,
+  channelConfig,
+  channelFixture,
+  channelIdOf,
+} from "../helpers/schemesFixture";
+import { stockCeiling } from "../helpers/uptoFixture";
+
+const { ethers } = hre;
+
+/** A small deterministic generator (mulberry32): the same sequence on every run. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface ChannelModel {
+  config: ChannelConfigValues;
+  id: string;
+  /** What the channel contract holds for the wallet (landed deposits minus refunds) and what the seller claimed. */
+  balance: bigint;
+  claimed: bigint;
+  pending: { land: () => Promise<unknown>; amount: bigint } | null;
+}
+
+/**
+ * Budget B binds every scheme together: a stolen operator drives deposits, top-ups, ceilings and credits in any order
+ * (naming any deposit to credit, crediting twice, crediting before anything came back), the seller claims every unit its
+ * vouchers reach (the wallet signs vouchers of any amount: the channel bounds them by its balance), settles ceilings
+ * for what it likes, and refunds at random. After every step, the USDC that left the wallet is at most what the
+ * policy counts today, which is at most the daily budget.
+ */
+describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
+  for (const seed of [7, 2026]) {
+    it(`holds outflow <= spentToday <= dailyBudget over 80 random steps (seed ${seed})`, async function () {
+      const f = await loadFixture(channelFixture);
+      const next = random(seed);
+      const pick = <T>(xs: T[]): T => xs[Math.floor(next() * xs.length)];
+      const amount = () => BigInt(1 + Math.floor(next() * 3)) * usdc(1) - BigInt(Math.floor(next() * 1000));
+      const budget = (await f.policy.policy()).dailyBudget;
+      const start = await f.token.balanceOf(f.agent);
+      const day = Math.floor((await time.latest()) / 86400);
+      const channels: ChannelModel[] = [0, 1, 2].map(() => {
+        const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
+        return { config, id: channelIdOf(config), balance: 0n, claimed: 0n, pending: null };
+      });
+      const deposits: string[] = [];
+      let ceiling: { id: string } | null = null;
+      const tryTx = async (tx: Promise<{ wait: () => Promise<unknown> }>) => {
+        try {
+          await (await tx).wait();
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const counts: Record<string, number> = {};
+
+      for (let step = 0; step < 80; step++) {
+        const action = pick(["deposit", "deposit", "land", "claim", "refund", "credit", "credit", "ceiling", "settle", "creditCeiling"]);
+        const ch = pick(channels);
+        let done = false;
+        if (action === "deposit") {
+          const d = await f.deposit(amount(), ch.config);
+          done = await tryTx(d.tx);
+          if (done && (await f.policy.paymentState(d.id)) === 1n) {
+            deposits.push(d.id);
+            ch.pending = { land: d.land, amount: d.values.amount };
+          }
+        } else if (action === "land" && ch.pending) {
+          const p = ch.pending;
+          ch.pending = null;
+          done = await tryTx(p.land() as Promise<{ wait: () => Promise<unknown> }>);
+          if (done) {
+            await f.forward(p.amount);
+            ch.balance += p.amount;
+          }
+        } else if (action === "claim") {
+          // The seller claims with a voucher as high as it likes; the channel pays out no more than its balance.
+          ch.claimed = ch.balance;
+          done = true;
+        } else if (action === "refund" && ch.balance > ch.claimed) {
+          const r = ch.balance - ch.claimed - BigInt(Math.floor(next() * Number(ch.balance - ch.claimed)));
+          await f.refund(r);
+          ch.balance -= r;
+          done = true;
+        } else if (action === "credit" && deposits.length > 0) {
+          done = await tryTx(f.schemes.connect(f.operator).creditChannel(pick(deposits)));
+        } else if (action === "ceiling" && !ceiling) {
+          const c = await stockCeiling(f, f.merchant.address, amount(), f.other.address);
+          done = await tryTx(f.schemes.connect(f.operator).authorizeCeiling(c.id, CHANNEL_HOST, f.leaf, f.proof, c.ceiling, NO_APPROVAL));
+          if (done && (await f.policy.paymentState(c.id)) === 1n) ceiling = { id: c.id };
+        } else if (action === "settle" && ceiling) {
+          // The upto proxy pulls any part of the approved ceiling (at most the allowance, as Permit2 can).
+          const allowance = await f.token.allowance(f.agent, await f.permit2.getAddress());
+          const used = allowance - BigInt(Math.floor(next() * Number(allowance)));
+          done = used > 0n && (await tryTx(f.token.connect(f.permit2).transferFrom(f.agent, f.merchant.address, used)));
+        } else if (action === "creditCeiling" && ceiling) {
+          done = await tryTx(f.schemes.connect(f.operator).creditCeiling(ceiling.id));
+          if (done) ceiling = null;
+        }
+        if (done) counts[action] = (counts[action] ?? 0) + 1;
+        await (await f.channels.setChannel(ch.id, ch.balance, ch.claimed)).wait();
+
+        const outflow = start - (await f.token.balanceOf(f.agent));
+        const spent = await f.policy.spentToday();
+        expect(Math.floor((await time.latest()) / 86400), "the sequence stays within one UTC day").to.equal(day);
+        expect(outflow <= spent, `step ${step} ${action}: outflow ${outflow} > spentToday ${spent}`).to.equal(true);
+        expect(spent <= budget, `step ${step} ${action}: spentToday ${spent} > budget ${budget}`).to.equal(true);
+      }
+      // The sequence exercised every kind of step (not only refusals).
+      if (process.env.SCHEMES_BUDGET_VERBOSE) console.log(seed, counts);
+      for (const kind of ["deposit", "land", "credit", "ceiling", "creditCeiling"]) {
+        expect(counts[kind] ?? 0, `${kind} steps that went through`).to.be.greaterThan(0);
+      }
+      expect(await ethers.provider.getCode(BATCH_SETTLEMENT)).to.not.equal("0x");
+    });
+  }
+});

@@ -1,0 +1,51 @@
+/**
+ * The upto ceiling of a stock @x402/evm upto client, signed through the agent wallet: its Permit2 witness transfer
+ * (digest and the wallet's 97-byte signature) and the Ceiling the operator authorises for it.
+ */
+import { UptoEvmScheme } from "@x402/evm/upto/client";
+import { paymentId } from "./policyFixture";
+import { type Signed, requirements, walletClientSigner } from "./schemesFixture";
+
+export interface CeilingValues {
+  payTo: string;
+  facilitator: string;
+  amount: bigint;
+  nonce: bigint;
+  deadline: bigint;
+  validAfter: bigint;
+}
+
+interface Permit2Authorization {
+  permitted: { amount: string };
+  nonce: string;
+  deadline: string;
+  witness: { to: string; facilitator: string; validAfter: string };
+}
+
+/** The stock upto client's payload for `amount` to `payTo` (facilitator `facilitator`), signed by the wallet. */
+export async function stockCeiling(
+  f: { agent: string; agentKey: Parameters<typeof walletClientSigner>[1]; tokenAddress: string },
+  payTo: string,
+  amount: bigint,
+  facilitator: string,
+): Promise<{ id: string; ceiling: CeilingValues; permit: Signed }> {
+  const id = paymentId();
+  const log: Signed[] = [];
+  const scheme = new UptoEvmScheme(walletClientSigner(f.agent, f.agentKey, () => id, log));
+  const result = await scheme.createPaymentPayload(
+    2,
+    requirements("upto", f.tokenAddress, payTo, amount, { facilitatorAddress: facilitator }),
+  );
+  const a = (result.payload as { permit2Authorization: Permit2Authorization }).permit2Authorization;
+  const ceiling = {
+    payTo: a.witness.to,
+    facilitator: a.witness.facilitator,
+    amount: BigInt(a.permitted.amount),
+    nonce: BigInt(a.nonce),
+    deadline: BigInt(a.deadline),
+    validAfter: BigInt(a.witness.validAfter),
+  };
+  const permit = log.find((s) => s.primaryType === "PermitWitnessTransferFrom");
+  if (!permit) throw new Error("the upto client signed no PermitWitnessTransferFrom");
+  return { id, ceiling, permit };
+}
