@@ -1,9 +1,16 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Contract, Transaction, Wallet } from "ethers";
-import { stackPerFile, randomOwner } from "../helpers/stack";
+import { stackPerFile } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, usdcBalance, type MisbehaviourMode } from "../helpers/sellers";
+import {
+  payingAgent,
+  fundedFacilitator,
+  startMisbehavingSeller,
+  startV2Seller,
+  usdcBalance,
+  type MisbehaviourMode,
+} from "../helpers/sellers";
 import { requestSeller, SellerError } from "../../src/x402/buyer";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 
@@ -13,9 +20,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
   const { s, keep } = stackPerFile({ SELLER_TIMEOUT_MS: "800", SELLER_MAX_BYTES: "65536" });
 
   async function agent() {
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 20n * USDC);
-    return a;
+    return await payingAgent(s, { funds: 20n * USDC });
   }
 
   async function payAndExpectNothingMoved(serviceUrl: string) {
@@ -60,8 +65,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
   it("the verify refusing (the USDC left the wallet after the balance check): 502 with its reason, budget released", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, USDC);
+    const a = await payingAgent(s, { funds: USDC });
     // With no USDC the service refuses before any transaction (insufficient_funds): move it out once authorised.
     const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("authorizePayment").selector;
     const provider = hre.network.provider as unknown as { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
@@ -107,8 +111,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
       extra: { name: "USD Coin (bridged)", version: "2" },
     });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, USDC);
+    const a = await payingAgent(s, { funds: USDC });
     const res = await s.api("POST", "/pay", {
       key: a.apiKey,
       body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "wrong domain" },

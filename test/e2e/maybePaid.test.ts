@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, usdcBalance, type MisbehaviourMode } from "../helpers/sellers";
+import { payingAgent, fundedFacilitator, startMisbehavingSeller, usdcBalance, type MisbehaviourMode } from "../helpers/sellers";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
 
@@ -21,8 +21,7 @@ describe("maybe paid: outcomes after the payment header left", () => {
       facilitator: await fundedFacilitator(s),
     });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    const a = await payingAgent(s, { funds: 10n * USDC });
     const body = { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: `maybe paid: ${mode}` };
     return { seller, a, body };
   }

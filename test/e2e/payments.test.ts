@@ -3,7 +3,7 @@ import type { Wallet } from "ethers";
 import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { approvalDecision, policyEvents, spentToday } from "../helpers/payments";
-import { stackSeller, fundedFacilitator, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { payingAgent, stackSeller, fundedFacilitator, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
@@ -24,9 +24,7 @@ describe("POST /pay end to end (real chain, real x402 sellers)", () => {
   });
 
   async function agent(policy: Parameters<Stack["onboard"]>[1] = {}) {
-    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 100n * USDC);
-    return a;
+    return await payingAgent(s, { owner, policy, funds: 100n * USDC });
   }
 
   const pay = (a: { agentAddress: string; apiKey: string }, serviceUrl: string, maxAmount = "5", extra: Record<string, unknown> = {}) =>
