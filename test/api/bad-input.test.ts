@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { randomOwner, startStack, type ApiResponse, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner, type ApiResponse } from "../helpers/stack";
 import { siweMessage, siweNonce } from "../helpers/owner";
 import { documentCounts, expectErrorShape } from "../helpers/store";
 
@@ -58,7 +58,7 @@ const BAD_TIMESTAMPS: unknown[] = ["1700000000", 1.5, -1, 2 ** 41, null, "", [],
 const BAD_SIGNATURES: unknown[] = ["", "0x", "zz", "0x" + "gg".repeat(65), "0x" + "11".repeat(10), "0x" + "11".repeat(5000), 123, null];
 
 describe("bad input on every endpoint: 4xx in the error shape, never 500, nothing stored", () => {
-  let s: Stack;
+  const { s } = stackPerFile({ RATE_LIMIT_PER_MINUTE: "1000000" });
   let agentKey: string;
   let ownerKeyValue: string;
   let limitsBody: Record<string, unknown>;
@@ -68,7 +68,6 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
 
   before(async () => {
     // Hundreds of anonymous calls from one address in a minute: lift the rate limit for this file only.
-    s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000" });
     const owner = randomOwner();
     const linked = await s.genesis();
     agentAddress = linked.agentAddress;
@@ -92,7 +91,6 @@ describe("bad input on every endpoint: 4xx in the error shape, never 500, nothin
     });
     ownerKeyValue = signIn.body.apiKey;
   });
-  after(async () => s?.close());
 
   async function call(c: Case): Promise<ApiResponse> {
     const key = c.key === "agent" ? agentKey : c.key === "owner" ? ownerKeyValue : undefined;

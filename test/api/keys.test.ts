@@ -1,14 +1,10 @@
 import { expect } from "chai";
 import { ownerKey } from "../helpers/owner";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
 
 describe("key revocation and what anonymous callers learn", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   it("an owner revokes a leaked agent key and issues a new one (shown once); the old key answers 401 at once", async () => {
     const owner = randomOwner();

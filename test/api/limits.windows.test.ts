@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { getAddress } from "ethers";
 import { SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
-import { randomOwner, startStack, type PolicyInput, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner, type PolicyInput } from "../helpers/stack";
 import { linkedAgent } from "../helpers/owner";
 import { documentCounts, expectErrorShape } from "../helpers/store";
 
@@ -23,11 +23,7 @@ const FULL: PolicyInput = {
 };
 
 describe("spend limits: the grown policy in POST /limits and GET /limits (windows, velocity, expiry, per-entry caps)", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   it("deploys every new field signed over the grown SetPolicy, and GET /limits shows them with what remains in each window", async () => {
     const owner = randomOwner();

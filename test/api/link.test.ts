@@ -1,14 +1,10 @@
 import { expect } from "chai";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { documentCounts, expectErrorShape } from "../helpers/store";
 
 describe("POST /agents/link (owner's EIP-712 LinkAgent signature)", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   const ownerOf = async (agent: string) => (await s.svc.store.agents.findOne({ address: agent }))?.ownerAddress;
 
@@ -135,11 +131,7 @@ describe("POST /agents/link (owner's EIP-712 LinkAgent signature)", () => {
 });
 
 describe("POST /agents/link needs the activation code (an agent's address alone claims nothing)", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   it("refuses a link without the code or with another agent's code (403), and links nothing", async () => {
     const owner = randomOwner();

@@ -3,7 +3,7 @@ import hre from "hardhat";
 import { Wallet, getAddress, parseEther, toBeHex, ZeroAddress } from "ethers";
 import { LINK_AGENT_TYPES, SET_OWNER_TYPES, WITHDRAW_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { linkedAgent, ownerKey } from "../helpers/owner";
 import { mintUsdc, usdcBalance } from "../helpers/sellers";
 import { documentCounts, expectErrorShape } from "../helpers/store";
@@ -11,11 +11,7 @@ import { documentCounts, expectErrorShape } from "../helpers/store";
 const POLICY = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
 
 describe("owner powers over the agent wallet: POST /agents/:address/withdraw and /owner", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   async function withdrawBody(owner: Wallet, agent: string, w: { token: "USDC" | "ETH"; to: string; amount: string; timestamp?: number }) {
     const timestamp = w.timestamp ?? s.now();

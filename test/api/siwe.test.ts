@@ -1,14 +1,10 @@
 import { expect } from "chai";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { siweMessage, siweNonce, siweVerify } from "../helpers/owner";
 import { expectErrorShape } from "../helpers/store";
 
 describe("owner sign-in with SIWE (EIP-4361)", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   it("issues a one-time nonce for an address", async () => {
     const owner = randomOwner();

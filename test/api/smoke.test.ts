@@ -1,12 +1,8 @@
 import { expect } from "chai";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 
 describe("service smoke", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   it("onboards an agent: genesis, link, policy deployed at the predicted address", async () => {
     const owner = randomOwner();

@@ -1,12 +1,8 @@
 import { expect } from "chai";
-import { startStack, type Stack } from "../helpers/stack";
+import { stackPerFile } from "../helpers/stack";
 
 describe("store connection under steady traffic", () => {
-  let s: Stack;
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => s?.close());
+  const { s } = stackPerFile();
 
   it("keeps the connection pool through 2.5 s of concurrent requests: no pool clears, no 500s", async () => {
     // With the driver's streaming monitor, CongoDB failed every awaitable hello ("Server ended moreToCome

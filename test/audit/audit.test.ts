@@ -23,21 +23,13 @@ import { ledgerEntry } from "../../src/payments/phases";
 import { auditOutput, runAudit } from "../helpers/auditCli";
 import { approvalDecision } from "../helpers/payments";
 import { ownerKey, setOperatorOnChain } from "../helpers/owner";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 
 const USDC = 1_000_000n;
 
 describe("audit from events alone", () => {
-  let s: Stack;
-  const sellers: TestSeller[] = [];
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile();
 
   it("rebuilds every decision, policy version, pause, withdrawal and day's spend, and matches GET /ledger", async () => {
     const facilitator = await fundedFacilitator(s);
@@ -45,7 +37,7 @@ describe("audit from events alone", () => {
     const dear = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 4n * USDC });
     const tooDear = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 6n * USDC });
     const broken = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(cheap, dear, tooDear, broken);
+    keep(cheap, dear, tooDear, broken);
     const owner = randomOwner();
     const key = await ownerKey(s, owner);
     const policy = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
@@ -227,7 +219,7 @@ describe("audit from events alone", () => {
   it("a normal run with a pinned payee and a capped entry: npm run audit prints the rebuilt epochs, leaves and payees, exit 0", async () => {
     const facilitator = await fundedFacilitator(s);
     const seller = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(seller);
+    keep(seller);
     const owner = randomOwner();
     const key = await ownerKey(s, owner);
     const payTo = getAddress(seller.payTo);

@@ -8,21 +8,13 @@ import { auditFromLogs } from "../../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import { auditOutput, runAudit } from "../helpers/auditCli";
 import { ownerKey } from "../helpers/owner";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 
 const USDC = 1_000_000n;
 
 describe("audit: the ledger against the chain", () => {
-  let s: Stack;
-  const sellers: TestSeller[] = [];
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile();
 
   const audit = () =>
     auditFromLogs(s.svc.chain.provider, {
@@ -36,7 +28,7 @@ describe("audit: the ledger against the chain", () => {
     const cheap = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: USDC });
     const tooDear = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 6n * USDC });
     const broken = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(cheap, tooDear, broken);
+    keep(cheap, tooDear, broken);
     const owner = randomOwner();
     const key = await ownerKey(s, owner);
     const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "5", allowlist: ["127.0.0.1"] });
@@ -107,7 +99,7 @@ describe("audit: the ledger against the chain", () => {
     const facilitator = await fundedFacilitator(s);
     const six = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 6n * USDC });
     const seven = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 7n * USDC });
-    sellers.push(six, seven);
+    keep(six, seven);
     const owner = randomOwner();
     const key = await ownerKey(s, owner);
     const a = await s.onboard(owner, { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "5", allowlist: ["127.0.0.1"] });

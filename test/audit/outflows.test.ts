@@ -9,21 +9,13 @@ import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { poolAddress } from "../../src/chain/uniswapMath";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { auditOutput, runAudit } from "../helpers/auditCli";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { fundedFacilitator, mintUsdc, startV2Seller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 
 const USDC = 1_000_000n;
 
 describe("audit: every outflow of a wallet explained", () => {
-  let s: Stack;
-  const sellers: TestSeller[] = [];
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile();
 
   const audit = () =>
     auditFromLogs(s.svc.chain.provider, {
@@ -34,7 +26,7 @@ describe("audit: every outflow of a wallet explained", () => {
 
   it("a swap before settlement: its WETH to the pool is explained by SwapExecuted, the USDC by the settlement", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 2n * USDC });
-    sellers.push(seller);
+    keep(seller);
     const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], maxSwapSlippageBps: 100, swapTwapSeconds: 600 });
     const faucet = await s.api("POST", "/dev/faucet", { body: { agentAddress: a.agentAddress, token: "WETH", amount: "1" } });
     expect(faucet.status, JSON.stringify(faucet.body)).to.equal(200);
@@ -58,7 +50,7 @@ describe("audit: every outflow of a wallet explained", () => {
 
   it("USDC and WETH moved out of a wallet by impersonating it (dev chain): anomalies naming each transfer, exit 1", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(seller);
+    keep(seller);
     const a = await s.onboard(randomOwner(), { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "5", allowlist: ["127.0.0.1"] });
     await mintUsdc(s, a.agentAddress, 10n * USDC);
     const paid = await s.api("POST", "/pay", {

@@ -1,9 +1,9 @@
-import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { Signer } from "ethers";
 import {
+  authorizedArgs,
   ALLOWLIST,
   DEFAULT_POLICY,
   paymentId,
@@ -57,21 +57,7 @@ describe("SpendPolicy owner approvals", function () {
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(
-        id,
-        agent,
-        merchantHash(MERCHANT),
-        MERCHANT,
-        anyValue,
-        ABOVE,
-        anyValue,
-        anyValue,
-        ABOVE,
-        anyValue,
-        anyValue,
-        anyValue,
-        anyValue,
-      );
+      .withArgs(...authorizedArgs(id, agent, MERCHANT, ABOVE));
     expect(await policy.approvalUsed("apr_1")).to.equal(true);
     expect(await policy.spentToday()).to.equal(ABOVE);
   });
@@ -112,21 +98,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc("3.5"), MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentAuthorized")
-      .withArgs(
-        id,
-        agent,
-        merchantHash(MERCHANT),
-        MERCHANT,
-        anyValue,
-        usdc("3.5"),
-        anyValue,
-        anyValue,
-        usdc("3.5"),
-        anyValue,
-        anyValue,
-        anyValue,
-        anyValue,
-      );
+      .withArgs(...authorizedArgs(id, agent, MERCHANT, usdc("3.5")));
     const approval2 = await approve({ approvalId: "apr_2", amount: usdc(4) });
     await expect(pay(usdc(4), MERCHANT, { approval: approval2 })).to.emit(policy, "PaymentAuthorized");
   });
@@ -198,21 +170,7 @@ describe("SpendPolicy owner approvals", function () {
       const id = paymentId();
       await expect(pay(ABOVE, MERCHANT, { id, approval, target: walletPolicy }))
         .to.emit(walletPolicy, "PaymentAuthorized")
-        .withArgs(
-          id,
-          agent2,
-          merchantHash(MERCHANT),
-          MERCHANT,
-          anyValue,
-          ABOVE,
-          anyValue,
-          anyValue,
-          ABOVE,
-          anyValue,
-          anyValue,
-          anyValue,
-          anyValue,
-        );
+        .withArgs(...authorizedArgs(id, agent2, MERCHANT, ABOVE));
     });
 
     it("blocks with reason 5 an approval signed by another key", async function () {

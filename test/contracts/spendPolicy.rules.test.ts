@@ -3,6 +3,7 @@ import hre from "hardhat";
 import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import {
+  authorizedArgs,
   ALLOWLIST,
   DEFAULT_POLICY,
   NO_APPROVAL,
@@ -29,21 +30,7 @@ describe("SpendPolicy rules", function () {
       const id = paymentId();
       await expect(pay(usdc(5), "api.example.com", { id }))
         .to.emit(policy, "PaymentAuthorized")
-        .withArgs(
-          id,
-          agent,
-          merchantHash("api.example.com"),
-          "api.example.com",
-          anyValue,
-          usdc(5),
-          anyValue,
-          anyValue,
-          usdc(5),
-          anyValue,
-          anyValue,
-          anyValue,
-          anyValue,
-        );
+        .withArgs(...authorizedArgs(id, agent, "api.example.com", usdc(5)));
       expect(await policy.paymentState(id)).to.equal(1n);
     });
 
@@ -68,21 +55,7 @@ describe("SpendPolicy rules", function () {
       for (let i = 1; i <= 4; i++) {
         await expect(pay(usdc(3)))
           .to.emit(policy, "PaymentAuthorized")
-          .withArgs(
-            anyValue,
-            agent,
-            merchantHash("api.example.com"),
-            "api.example.com",
-            anyValue,
-            usdc(3),
-            anyValue,
-            anyValue,
-            usdc(3 * i),
-            anyValue,
-            anyValue,
-            anyValue,
-            anyValue,
-          );
+          .withArgs(...authorizedArgs(anyValue, agent, "api.example.com", usdc(3), usdc(3 * i)));
       }
       expect(await policy.spentToday()).to.equal(usdc(12));
       expect(await policy.remainingDailyBudget()).to.equal(0n);
@@ -115,21 +88,7 @@ describe("SpendPolicy rules", function () {
       await time.setNextBlockTimestamp(dayStart + DAY);
       await expect(pay(usdc(3), "api.example.com", { validBefore }))
         .to.emit(policy, "PaymentAuthorized")
-        .withArgs(
-          anyValue,
-          agent,
-          merchantHash("api.example.com"),
-          "api.example.com",
-          anyValue,
-          usdc(3),
-          anyValue,
-          anyValue,
-          usdc(3),
-          anyValue,
-          anyValue,
-          anyValue,
-          anyValue,
-        );
+        .withArgs(...authorizedArgs(anyValue, agent, "api.example.com", usdc(3)));
       expect(await policy.spentToday()).to.equal(usdc(3));
     });
 
@@ -246,21 +205,7 @@ describe("SpendPolicy rules", function () {
       const id = paymentId();
       await expect(pay(0n, "api.example.com", { id }))
         .to.emit(policy, "PaymentAuthorized")
-        .withArgs(
-          id,
-          agent,
-          merchantHash("api.example.com"),
-          "api.example.com",
-          anyValue,
-          0n,
-          anyValue,
-          anyValue,
-          0n,
-          anyValue,
-          anyValue,
-          anyValue,
-          anyValue,
-        );
+        .withArgs(...authorizedArgs(id, agent, "api.example.com", 0n));
       expect(await policy.paymentState(id)).to.equal(1n);
     });
   });

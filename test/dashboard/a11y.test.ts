@@ -5,8 +5,8 @@
  */
 import { expect } from "chai";
 import type { Page } from "playwright-core";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { launchBrowser, screenshot, seriousA11yViolations, type TestBrowser } from "./helpers/browser";
 import { TestWallet, installWallets } from "./helpers/wallet";
 
@@ -35,7 +35,7 @@ async function focusIsVisible(page: Page): Promise<boolean> {
 }
 
 describe("dashboard accessibility in Chromium: axe-core on every page, labels, landmarks, keyboard only", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let browser: TestBrowser;
   let page: Page & { errors: string[] };
@@ -44,8 +44,7 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
   let fresh: { agentAddress: string };
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1n * USDC });
+    seller = await stackSeller(s, 1n * USDC);
     browser = await launchBrowser();
     wallet = new TestWallet(randomOwner());
     agent = await s.onboard(wallet.signer, { allowlist: ["127.0.0.1"], approvalThreshold: "0.5", dailyBudget: "10" });
@@ -53,11 +52,7 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
     fresh = await s.genesis({ label: "new-bot" });
     page = await browser.newPage();
     await installWallets(page, [wallet, new TestWallet(randomOwner(), "Second Wallet", "org.example.second")], null);
-  });
-  after(async () => {
-    await browser?.close();
-    await seller?.close();
-    await s?.close();
+    keep(browser, seller);
   });
   afterEach(async function () {
     if (this.currentTest?.state === "failed")

@@ -6,12 +6,12 @@
  */
 import { expect } from "chai";
 import type { Page } from "playwright-core";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { launchBrowser, screenshot, type TestBrowser } from "./helpers/browser";
 import { TestWallet, installWallets } from "./helpers/wallet";
 
 describe("dashboard in Chromium: the signed-in owner sets and changes policies from the Agents and Overview links", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let browser: TestBrowser;
   let page: Page & { errors: string[] };
   let wallet: TestWallet;
@@ -19,7 +19,6 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
   let fresh: { agentAddress: string; apiKey: string };
 
   before(async () => {
-    s = await startStack();
     browser = await launchBrowser();
     page = await browser.newPage();
     // A long wallet name, as real wallets have: the header must still fit on one line at 1280 px.
@@ -33,10 +32,7 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
     await page.goto(`${s.url}/`);
     await page.locator("#sign-in").click();
     await page.locator(`[data-owner="${wallet.address}"]`).waitFor();
-  });
-  after(async () => {
-    await browser?.close();
-    await s?.close();
+    keep(browser);
   });
   afterEach(function () {
     if (this.currentTest?.state === "failed" && page)

@@ -5,8 +5,8 @@
  */
 import { expect } from "chai";
 import type { Page } from "playwright-core";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { launchBrowser, screenshot, type TestBrowser } from "./helpers/browser";
 import { TestWallet, installWallets } from "./helpers/wallet";
 
@@ -14,20 +14,15 @@ const USDC = 1_000_000n;
 type TestPage = Page & { errors: string[] };
 
 describe("dashboard errors in Chromium: each failure says what happened and what to do, and changes nothing", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let browser: TestBrowser;
   let seller: TestSeller;
   const opened: TestPage[] = [];
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1n * USDC });
+    seller = await stackSeller(s, 1n * USDC);
     browser = await launchBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-    await seller?.close();
-    await s?.close();
+    keep(browser, seller);
   });
   afterEach(async function () {
     const page = opened.at(-1);

@@ -9,15 +9,15 @@ import type { Page } from "playwright-core";
 import { SET_POLICY_TYPES } from "../../src/chain/typedData";
 import { allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
 import { ownerKey } from "../helpers/owner";
-import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { SCREENSHOTS, launchBrowser, screenshot, type TestBrowser } from "./helpers/browser";
 import { TestWallet, installWallets } from "./helpers/wallet";
 
 const USDC = 1_000_000n;
 
 describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let browser: TestBrowser;
   let page: Page & { errors: string[] };
@@ -28,20 +28,15 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
   let explorer: string;
 
   before(async () => {
-    s = await startStack();
     explorer = `${s.url}/dev/explorer`;
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1n * USDC });
+    seller = await stackSeller(s, 1n * USDC);
     browser = await launchBrowser();
     page = await browser.newPage();
     wallet = new TestWallet(randomOwner());
     // Two wallets side by side; the other one is also window.ethereum, so the page must not list it twice.
     const other = new TestWallet(randomOwner(), "Other Wallet", "org.example.other-wallet");
     await installWallets(page, [other, wallet], 0);
-  });
-  after(async () => {
-    await browser?.close();
-    await seller?.close();
-    await s?.close();
+    keep(browser, seller);
   });
   afterEach(function () {
     if (this.currentTest?.state === "failed" && page)

@@ -4,15 +4,15 @@
  */
 import { expect } from "chai";
 import type { Page } from "playwright-core";
-import { fundedFacilitator, startV2Seller, type TestSeller } from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackSeller, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { launchBrowser, screenshot, type TestBrowser } from "./helpers/browser";
 import { TestWallet, installWallets } from "./helpers/wallet";
 
 const USDC = 1_000_000n;
 
 describe("dashboard swaps in Chromium: the swap setting in the policy form, the swap in the ledger", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let browser: TestBrowser;
   let page: Page & { errors: string[] };
@@ -22,9 +22,8 @@ describe("dashboard swaps in Chromium: the swap setting in the policy form, the 
   let explorer: string;
 
   before(async () => {
-    s = await startStack();
     explorer = `${s.url}/dev/explorer`;
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 1n * USDC });
+    seller = await stackSeller(s, 1n * USDC);
     browser = await launchBrowser();
     page = await browser.newPage();
     wallet = new TestWallet(randomOwner());
@@ -42,11 +41,7 @@ describe("dashboard swaps in Chromium: the swap setting in the policy form, the 
       ),
     });
     expect(ahead.status, JSON.stringify(ahead.body)).to.equal(201);
-  });
-  after(async () => {
-    await browser?.close();
-    await seller?.close();
-    await s?.close();
+    keep(browser, seller);
   });
   afterEach(function () {
     if (this.currentTest?.state === "failed" && page)

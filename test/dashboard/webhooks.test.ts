@@ -5,30 +5,25 @@
  */
 import { expect } from "chai";
 import type { Page } from "playwright-core";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { launchBrowser, screenshot, seriousA11yViolations, type TestBrowser } from "./helpers/browser";
 import { TestWallet, installWallets } from "./helpers/wallet";
 
 describe("dashboard webhooks page in Chromium: add, list, test, deliveries, disable", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile({ WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" });
   let receiver: Receiver;
   let browser: TestBrowser;
   let page: Page & { errors: string[] };
   let wallet: TestWallet;
 
   before(async () => {
-    s = await startStack({ WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" });
     receiver = await startReceiver();
     browser = await launchBrowser();
     page = await browser.newPage();
     wallet = new TestWallet(randomOwner());
     await installWallets(page, [wallet], 0);
-  });
-  after(async () => {
-    await browser?.close();
-    await receiver?.close();
-    await s?.close();
+    keep(browser, receiver);
   });
   afterEach(function () {
     if (this.currentTest?.state === "failed" && page)

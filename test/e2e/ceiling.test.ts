@@ -1,26 +1,21 @@
 import { expect } from "chai";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
+import { stackSeller, fundedFacilitator, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const CENT = 10_000n; // 0.01 USDC
 
 // POST /pay simulates the policy at the caller's maxAmount beside the seller's quote and keeps that answer only when
 // it allows: a ceiling the policy refuses must never refuse a price under it that the policy allows.
 describe("POST /pay: the policy simulated at the caller's ceiling, then at the price", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let dear: TestSeller;
 
   before(async () => {
-    s = await startStack();
     const facilitator = await fundedFacilitator(s);
-    seller = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: CENT });
-    dear = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 3n * CENT });
-  });
-  after(async () => {
-    await dear?.close();
-    await seller?.close();
-    await s?.close();
+    seller = await stackSeller(s, CENT, { facilitator });
+    dear = await stackSeller(s, 3n * CENT, { facilitator });
+    keep(dear, seller);
   });
 
   it("pays a price the policy allows whatever the ceiling (above the approval threshold, the per-payment limit or the budget left)", async function () {

@@ -1,21 +1,17 @@
 import { expect } from "chai";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
-import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("POST /pay under concurrency and retries", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    seller = await stackSeller(s, USDC);
+    keep(seller);
   });
 
   const payBody = (agentAddress: string, intent: string) => ({ agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent });

@@ -3,8 +3,8 @@ import type { Wallet } from "ethers";
 import { toBaseUnits } from "../../src/amounts";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
+import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
@@ -14,19 +14,15 @@ const USDC = 1_000_000n;
  * owner's own wallet, would): the cache is stale, and the decision must read the chain again before refusing.
  */
 describe("policy decision with a stale cached policy (indexer behind)", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let owner: Wallet;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    seller = await stackSeller(s, USDC);
     owner = randomOwner();
     await s.svc.indexer.stop();
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    keep(seller);
   });
 
   const pay = (a: { agentAddress: string; apiKey: string }) =>

@@ -1,16 +1,15 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Contract, Transaction, Wallet } from "ethers";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
 import {
+  payingAgent,
   fundedFacilitator,
-  mintUsdc,
   startMisbehavingSeller,
   startV2Seller,
   usdcBalance,
   type MisbehaviourMode,
-  type TestSeller,
 } from "../helpers/sellers";
 import { requestSeller, SellerError } from "../../src/x402/buyer";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
@@ -18,21 +17,10 @@ import { decodePaymentSignatureHeader } from "@x402/core/http";
 const USDC = 1_000_000n;
 
 describe("POST /pay when sellers fail or the payment does not verify", () => {
-  let s: Stack;
-  const sellers: TestSeller[] = [];
-
-  before(async () => {
-    s = await startStack({ SELLER_TIMEOUT_MS: "800", SELLER_MAX_BYTES: "65536" });
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile({ SELLER_TIMEOUT_MS: "800", SELLER_MAX_BYTES: "65536" });
 
   async function agent() {
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 20n * USDC);
-    return a;
+    return await payingAgent(s, { funds: 20n * USDC });
   }
 
   async function payAndExpectNothingMoved(serviceUrl: string) {
@@ -51,7 +39,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
 
   it("a seller failing after the payment header: 502, the payment released on-chain (its signed authorisation dead), the ledger says failed", async () => {
     const seller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(seller);
+    keep(seller);
     const { a, res } = await payAndExpectNothingMoved(seller.resource);
     expect(res.status).to.equal(502);
     expect(res.body).to.include({ error: "upstream_error", status: 502 });
@@ -76,9 +64,8 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
 
   it("the verify refusing (the USDC left the wallet after the balance check): 502 with its reason, budget released", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, USDC);
+    keep(seller);
+    const a = await payingAgent(s, { funds: USDC });
     // With no USDC the service refuses before any transaction (insufficient_funds): move it out once authorised.
     const selector = s.svc.chain.policyAt(a.policyContract).interface.getFunction("authorizePayment").selector;
     const provider = hre.network.provider as unknown as { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
@@ -123,9 +110,8 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
       price: USDC,
       extra: { name: "USD Coin (bridged)", version: "2" },
     });
-    sellers.push(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, USDC);
+    keep(seller);
+    const a = await payingAgent(s, { funds: USDC });
     const res = await s.api("POST", "/pay", {
       key: a.apiKey,
       body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: "wrong domain" },
@@ -148,7 +134,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
   for (const [mode, status, code] of misbehaviour) {
     it(`a seller that misbehaves (${mode}) gets ${status} ${code} and no value moves`, async () => {
       const seller = await startMisbehavingSeller(mode, { usdc: s.svc.config.usdcAddress, price: USDC });
-      sellers.push(seller);
+      keep(seller);
       const { res } = await payAndExpectNothingMoved(seller.resource);
       expect(res.status).to.equal(status);
       expect(res.body).to.include({ error: code, status });
@@ -159,7 +145,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
   for (const mode of ["otherNetwork", "otherToken"] as const) {
     it(`a price in another ${mode === "otherNetwork" ? "network" : "token"} is blocked as unsupported_payment`, async () => {
       const seller = await startMisbehavingSeller(mode, { usdc: s.svc.config.usdcAddress, price: USDC });
-      sellers.push(seller);
+      keep(seller);
       const { res } = await payAndExpectNothingMoved(seller.resource);
       expect(res.status).to.equal(422);
       expect(res.body).to.include({ status: "blocked", reason: "unsupported_payment", onchainEvent: null });

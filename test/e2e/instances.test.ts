@@ -5,8 +5,6 @@
  */
 import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
@@ -17,56 +15,11 @@ import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency"
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance } from "../helpers/sellers";
 import { startRpcProxy } from "../../scripts/bench/rpcProxy";
+import { holdingSeller } from "../helpers/sellerHolding";
+import { freePort } from "../helpers/sellerServer";
 
 const USDC = 1_000_000n;
 const ROOT = join(__dirname, "..", "..");
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
-/** A v1 seller that quotes 1 USDC and, once paid, never answers (its buyer is killed meanwhile); it never settles. */
-async function holdingSeller(usdc: string) {
-  const payTo = Wallet.createRandom().address;
-  let paid: () => void = () => undefined;
-  let url = "";
-  const server: Server = createServer((req, res) => {
-    if (typeof req.headers["x-payment"] === "string") {
-      paid();
-      return;
-    }
-    const accepts = [
-      {
-        scheme: "exact",
-        network: "base",
-        maxAmountRequired: USDC.toString(),
-        resource: `${url}/r`,
-        description: "held",
-        mimeType: "application/json",
-        payTo,
-        maxTimeoutSeconds: 120,
-        asset: usdc,
-        extra: { name: "USD Coin", version: "2" },
-      },
-    ];
-    res.writeHead(402, { "Content-Type": "application/json" }).end(JSON.stringify({ x402Version: 1, error: "payment required", accepts }));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url: `${url}/r`,
-    nextPaid: () => new Promise<void>((r) => (paid = r)),
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 describe("several instances on one chain and one database", function () {
   this.timeout(180_000);

@@ -6,9 +6,9 @@
  */
 import { expect } from "chai";
 import { encodePaymentResponseHeader } from "@x402/core/http";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
-import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { listen } from "../helpers/sellerServer";
 
 const USDC = 1_000_000n;
@@ -42,20 +42,16 @@ async function startLyingSeller(target: string, opts: { settle: boolean; claim: 
 
 describe("a seller that names another transaction as its settlement", function () {
   this.timeout(60_000);
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   /** A mined transaction that is no settlement of anything: a USDC mint. */
   let unrelatedTx: string;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    seller = await stackSeller(s, USDC);
     const { receipt } = await s.svc.chain.sendAndWait((o) => s.svc.chain.usdc.connect(s.svc.chain.operator).mint(seller.payTo, 1n, o));
     unrelatedTx = receipt.hash;
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    keep(seller);
   });
 
   async function agent() {

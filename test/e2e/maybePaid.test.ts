@@ -5,29 +5,14 @@
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import {
-  fundedFacilitator,
-  mintUsdc,
-  startMisbehavingSeller,
-  usdcBalance,
-  type MisbehaviourMode,
-  type TestSeller,
-} from "../helpers/sellers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { payingAgent, fundedFacilitator, startMisbehavingSeller, usdcBalance, type MisbehaviourMode } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
 
 const USDC = 1_000_000n;
 
 describe("maybe paid: outcomes after the payment header left", () => {
-  let s: Stack;
-  const sellers: TestSeller[] = [];
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile();
 
   async function setup(mode: MisbehaviourMode) {
     const seller = await startMisbehavingSeller(mode, {
@@ -35,9 +20,8 @@ describe("maybe paid: outcomes after the payment header left", () => {
       price: USDC,
       facilitator: await fundedFacilitator(s),
     });
-    sellers.push(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    keep(seller);
+    const a = await payingAgent(s, { funds: 10n * USDC });
     const body = { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "5", intent: `maybe paid: ${mode}` };
     return { seller, a, body };
   }

@@ -1,37 +1,30 @@
 import { expect } from "chai";
 import type { Wallet } from "ethers";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { approvalDecision, policyEvents, spentToday } from "../helpers/payments";
-import { fundedFacilitator, mintUsdc, startV1Seller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { payingAgent, stackSeller, fundedFacilitator, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("POST /pay end to end (real chain, real x402 sellers)", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let v2: TestSeller;
   let v1: TestSeller;
   let owner: Wallet;
   let ownerApiKey: string;
 
   before(async () => {
-    s = await startStack();
     const facilitator = await fundedFacilitator(s);
-    v2 = await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: 1n * USDC });
-    v1 = await startV1Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: USDC / 2n });
+    v2 = await stackSeller(s, 1n * USDC, { facilitator });
+    v1 = await stackSeller(s, USDC / 2n, { facilitator, version: 1 });
     owner = randomOwner();
     ownerApiKey = await ownerKey(s, owner);
-  });
-  after(async () => {
-    await v2?.close();
-    await v1?.close();
-    await s?.close();
+    keep(v2, v1);
   });
 
   async function agent(policy: Parameters<Stack["onboard"]>[1] = {}) {
-    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 100n * USDC);
-    return a;
+    return await payingAgent(s, { owner, policy, funds: 100n * USDC });
   }
 
   const pay = (a: { agentAddress: string; apiKey: string }, serviceUrl: string, maxAmount = "5", extra: Record<string, unknown> = {}) =>

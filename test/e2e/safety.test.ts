@@ -1,77 +1,22 @@
 /** Money safety under retries, outages, several instances and runaway agents. */
 import { expect } from "chai";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
-import { decodePaymentSignatureHeader } from "@x402/core/http";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { approvalDecision, spentToday } from "../helpers/payments";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
-import type { Facilitator } from "../../src/x402/facilitator";
+import { payingAgent, stackSeller, fundedFacilitator, startMisbehavingSeller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { ledgerEntry } from "../../src/payments/phases";
 import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
+import { holdingSeller } from "../helpers/sellerHolding";
 
 const USDC = 1_000_000n;
 
-/** A v1 seller that settles the payment, then never answers (the buyer times out after value moved). */
-async function settleThenHang(facilitator: Facilitator, usdc: string) {
-  const payTo = Wallet.createRandom().address;
-  let url = "";
-  let paid = 0;
-  const requirement = () => ({
-    scheme: "exact",
-    network: "base",
-    maxAmountRequired: USDC.toString(),
-    resource: `${url}/r`,
-    description: "slow",
-    mimeType: "application/json",
-    payTo,
-    maxTimeoutSeconds: 120,
-    asset: usdc,
-    extra: { name: "USD Coin", version: "2" },
-  });
-  const server: Server = createServer(async (req, res) => {
-    const header = req.headers["x-payment"];
-    if (typeof header !== "string") {
-      res
-        .writeHead(402, { "Content-Type": "application/json" })
-        .end(JSON.stringify({ x402Version: 1, error: "pay", accepts: [requirement()] }));
-      return;
-    }
-    paid++;
-    await facilitator.settle(decodePaymentSignatureHeader(header), requirement() as never);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url: `${url}/r`,
-    payTo,
-    paid: () => paid,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
-
 describe("money safety: retries, outages, instances, runaway agents", () => {
-  let s: Stack;
-  const sellers: { close(): Promise<void> }[] = [];
-  before(async () => {
-    s = await startStack({ SELLER_TIMEOUT_MS: "1000", BLOCKED_ONCHAIN_PER_HOUR: "2" });
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile({ SELLER_TIMEOUT_MS: "1000", BLOCKED_ONCHAIN_PER_HOUR: "2" });
 
   async function agent(policy: Parameters<Stack["onboard"]>[1] = {}) {
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 20n * USDC);
-    return a;
+    return await payingAgent(s, { policy, funds: 20n * USDC });
   }
   const body = (a: { agentAddress: string }, serviceUrl: string, maxAmount = "5") => ({
     agentAddress: a.agentAddress,
@@ -81,8 +26,8 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
   });
 
   it("a payment that settled although the seller never answered is approved (200), and a retry with its Idempotency-Key does not pay again", async () => {
-    const seller = await settleThenHang(await fundedFacilitator(s), s.svc.config.usdcAddress);
-    sellers.push(seller);
+    const seller = await holdingSeller(s.svc.config.usdcAddress, { settleWith: await fundedFacilitator(s) });
+    keep(seller);
     const a = await agent();
     const first = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.url), headers: { "Idempotency-Key": "slow-1" } });
     expect(first.status, JSON.stringify(first.body)).to.equal(200);
@@ -91,14 +36,14 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     const retry = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.url), headers: { "Idempotency-Key": "slow-1" } });
     expect(retry.status).to.equal(200);
     expect(retry.headers.get("idempotent-replayed")).to.equal("true");
-    expect(seller.paid()).to.equal(1);
+    expect(seller.paidCount()).to.equal(1);
     expect(await usdcBalance(s, seller.payTo)).to.equal(USDC);
     expect(await spentToday(s, a.policyContract)).to.equal(USDC);
   });
 
   it("a failed payment's answer is kept under its Idempotency-Key: the retry replays the 502 and the seller is not paid twice", async () => {
     const seller: TestSeller = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(seller);
+    keep(seller);
     const a = await agent();
     const first = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.resource), headers: { "Idempotency-Key": "fail-1" } });
     expect(first.status).to.equal(502);
@@ -190,10 +135,9 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
   });
 
   it("an approve that meets a seller outage answers 502 and leaves the approval pending for the owner to retry", async () => {
-    const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    const seller = await stackSeller(s, USDC);
     const owner = randomOwner();
-    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], approvalThreshold: "0.5" });
-    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    const a = await payingAgent(s, { owner, policy: { approvalThreshold: "0.5" }, funds: 5n * USDC });
     const pending = await s.api("POST", "/pay", { key: a.apiKey, body: body(a, seller.resource) });
     expect(pending.status).to.equal(202);
     await seller.close();

@@ -12,8 +12,8 @@ import { toFacilitatorEvmSigner } from "@x402/evm";
 import { createWalletClient, defineChain, http, publicActions, type Abi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Facilitator } from "../../src/x402/facilitator";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { mintUsdc, startV1Seller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
+import { mintUsdc, startV1Seller, startV2Seller, usdcBalance } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
@@ -53,16 +53,7 @@ async function stockFacilitator(s: Stack): Promise<Facilitator> {
 }
 
 describe("sellers on the stock x402 facilitator are paid from agent wallets (ERC-1271)", () => {
-  let s: Stack;
-  const sellers: TestSeller[] = [];
-
-  before(async () => {
-    s = await startStack();
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await s?.close();
-  });
+  const { s, keep } = stackPerFile();
 
   for (const version of [2, 1] as const) {
     it(`pays a v${version} seller: the wallet contract is the payer, the seller gets exactly the price`, async () => {
@@ -72,7 +63,7 @@ describe("sellers on the stock x402 facilitator are paid from agent wallets (ERC
         usdc: s.svc.config.usdcAddress,
         price: 250_000n,
       });
-      sellers.push(seller);
+      keep(seller);
       const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
       expect(await s.svc.chain.isDeployed(a.agentAddress), "the agent is a contract").to.equal(true);
       await mintUsdc(s, a.agentAddress, 5n * USDC);

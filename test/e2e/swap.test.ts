@@ -12,10 +12,10 @@ import { ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import { explorerBase, paymentView } from "../../src/services/presenters";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { SwapService } from "../../src/payments/swap";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { approvalDecision, spentToday } from "../helpers/payments";
 import { ownerKey } from "../helpers/owner";
-import { fundedFacilitator, startMisbehavingSeller, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackSeller, startMisbehavingSeller, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { fundTrader, uniswapAt, TOKEN_ABI } from "../helpers/uniswap";
 import { agentHeaders, callTool, mcpClient, textOf } from "../mcp/client";
 
@@ -24,18 +24,14 @@ const ETH = 10n ** 18n;
 const SWAPS_ON = { maxSwapSlippageBps: 100, swapTwapSeconds: 600 };
 
 describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 seller)", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let owner: Wallet;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 2n * USDC });
+    seller = await stackSeller(s, 2n * USDC);
     owner = randomOwner();
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    keep(seller);
   });
 
   const uniswap = () => s.svc.embeddedChain!.addresses.uniswap;

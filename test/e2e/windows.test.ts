@@ -1,22 +1,18 @@
 import { expect } from "chai";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
-import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
+import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("POST /pay against the richer policy windows", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    seller = await stackSeller(s, USDC);
+    keep(seller);
   });
 
   const payBody = (agentAddress: string, intent: string) => ({ agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent });

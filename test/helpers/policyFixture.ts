@@ -4,6 +4,7 @@
  */
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
+import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import type { Signer } from "ethers";
 import {
   NO_EXTRA_LIMITS,
@@ -28,6 +29,28 @@ export const CHAIN_ID = 8453n;
 
 /** PaymentAuthorized/PaymentBlocked's indexed merchantHash: keccak256 of the merchant string. */
 export const merchantHash = (merchant: string): string => ethers.id(merchant);
+
+/**
+ * PaymentAuthorized's thirteen arguments for `.withArgs(...)`: the payment id, agent, merchant (and its hash), amount and
+ * the day's spend after it (the amount unless given); payTo, validity, epoch and leaf are anyValue.
+ */
+export function authorizedArgs(id: unknown, agent: unknown, merchant: string, amount: unknown, spentToday: unknown = amount): unknown[] {
+  return [
+    id,
+    agent,
+    merchantHash(merchant),
+    merchant,
+    anyValue,
+    amount,
+    anyValue,
+    anyValue,
+    spentToday,
+    anyValue,
+    anyValue,
+    anyValue,
+    anyValue,
+  ];
+}
 
 /** USDC base units (6 decimals). */
 export function usdc(amount: string | number): bigint {

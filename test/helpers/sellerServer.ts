@@ -77,6 +77,15 @@ export async function listen(handler: Handler): Promise<{ server: Server; url: s
   };
 }
 
+/** A port free on 127.0.0.1 a moment ago (for a process that must be told its port before it starts). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
 export async function readBody(req: IncomingMessage): Promise<void> {
   for await (const _chunk of req) {
     // drained: the sellers ignore request bodies

@@ -9,7 +9,11 @@
  */
 import { Wallet } from "ethers";
 import { createInProcessFacilitator, type InProcessFacilitator } from "../../src/x402/facilitator";
-import type { Stack } from "./stack";
+import type { ApiResponse, PolicyInput, Stack } from "./stack";
+import { randomOwner } from "./stack";
+import type { SellerOptions, TestSeller } from "./sellerServer";
+import { startV2Seller } from "./sellerV2";
+import { startV1Seller } from "./sellerV1";
 
 export type { SellerOptions, TestSeller } from "./sellerServer";
 export { startV2Seller } from "./sellerV2";
@@ -39,4 +43,54 @@ export async function mintUsdc(stack: Pick<Stack, "svc">, to: string, units: big
 /** USDC balance in base units. */
 export async function usdcBalance(stack: Pick<Stack, "svc">, address: string): Promise<bigint> {
   return await stack.svc.chain.usdc.balanceOf(address);
+}
+
+const USDC = 1_000_000n;
+
+/**
+ * A v2 (or v1) seller asking `price` base units of the stack's USDC, settling through its own funded facilitator (or
+ * `opts.facilitator`). The caller closes it (PerFileStack.keep).
+ */
+export async function stackSeller(
+  stack: Pick<Stack, "svc">,
+  price: bigint,
+  opts: Partial<SellerOptions> & { version?: 1 | 2 } = {},
+): Promise<TestSeller> {
+  const { version = 2, ...rest } = opts;
+  const facilitator = rest.facilitator ?? (await fundedFacilitator(stack));
+  return (version === 1 ? startV1Seller : startV2Seller)({ usdc: stack.svc.config.usdcAddress, price, ...rest, facilitator });
+}
+
+export interface PayingAgent {
+  agentAddress: string;
+  apiKey: string;
+  policyContract: string;
+  owner: Wallet;
+  /** POST /pay as this agent (its key, its address) for `serviceUrl`, maxAmount "5" unless given. */
+  pay(serviceUrl: string, body?: Record<string, unknown>, headers?: Record<string, string>): Promise<ApiResponse>;
+}
+
+/**
+ * An onboarded agent that can pay the test sellers: its owner (random unless given), a policy allowing 127.0.0.1 (the
+ * rest of stack.onboard's defaults unless `policy` names them) and `funds` base units of USDC (100 USDC by default).
+ */
+export async function payingAgent(
+  stack: Stack,
+  opts: { owner?: Wallet; policy?: Partial<PolicyInput>; funds?: bigint; intent?: string } = {},
+): Promise<PayingAgent> {
+  const owner = opts.owner ?? randomOwner();
+  const a = await stack.onboard(owner, { allowlist: ["127.0.0.1"], ...opts.policy });
+  const funds = opts.funds ?? 100n * USDC;
+  if (funds > 0n) await mintUsdc(stack, a.agentAddress, funds);
+  const intent = opts.intent ?? "test payment";
+  return {
+    ...a,
+    owner,
+    pay: (serviceUrl, body = {}, headers) =>
+      stack.api("POST", "/pay", {
+        key: a.apiKey,
+        headers,
+        body: { agentAddress: a.agentAddress, serviceUrl, maxAmount: "5", intent, ...body },
+      }),
+  };
 }

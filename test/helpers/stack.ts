@@ -202,6 +202,48 @@ export function remoteStack(
   return stack;
 }
 
+/** What a file closes after its tests: sellers, browsers, servers. */
+export interface Closable {
+  close(): Promise<void> | void;
+}
+
+export interface PerFileStack {
+  /** The file's stack: stands for the one started in before() (reading it earlier throws). */
+  s: Stack;
+  /** Closes `x` (and `more`) after the file's tests, before the stack (in the order given); returns `x`. */
+  keep: <T extends Closable>(x: T, ...more: Closable[]) => T;
+}
+
+/**
+ * One stack for the enclosing describe: startStack(env, opts) in before(), and in after() whatever was kept, then the
+ * stack. Call it inside describe(); `s` can be used as the stack from the tests and later hooks on.
+ */
+export function stackPerFile(env: Record<string, string> = {}, opts: StartOptions = {}): PerFileStack {
+  let started: Stack | undefined;
+  const kept: Closable[] = [];
+  before(async () => {
+    started = await startStack(env, opts);
+  });
+  after(async () => {
+    for (const x of kept) await x.close();
+    await started?.close();
+  });
+  const s = new Proxy({} as Stack, {
+    get(_target, key) {
+      if (key === "then") return undefined; // not a promise
+      if (!started) throw new Error(`stackPerFile: stack.${String(key)} read before the stack started`);
+      return Reflect.get(started, key) as unknown;
+    },
+  });
+  return {
+    s,
+    keep: (x, ...more) => {
+      kept.push(x, ...more);
+      return x;
+    },
+  };
+}
+
 export function randomOwner(): Wallet {
   return Wallet.createRandom() as unknown as Wallet;
 }

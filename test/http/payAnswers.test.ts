@@ -7,22 +7,18 @@ import { expect } from "chai";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { PayBlocked, PayRequest } from "../../src/schemas/payments";
 import { idempotencyCaller, idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { agentHeaders, callTool, errorOf, mcpClient } from "../mcp/client";
 
 describe("payment answers: one blocked shape, and Idempotency-Key records from before typed answers", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let agent: { agentAddress: string; apiKey: string };
   let mcp: Client;
 
   before(async () => {
-    s = await startStack();
     agent = await s.onboard(randomOwner(), { allowlist: ["api.example.com"] });
     mcp = await mcpClient(s.url, agentHeaders(agent));
-  });
-  after(async () => {
-    await mcp?.close();
-    await s?.close();
+    keep(mcp);
   });
 
   const payBody = (url: string) => ({ agentAddress: agent.agentAddress, serviceUrl: url, maxAmount: "1", intent: "answers" });

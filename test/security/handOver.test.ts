@@ -4,25 +4,24 @@
  */
 import { expect } from "chai";
 import { SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { expectErrorShape } from "../helpers/store";
 import { listen } from "../helpers/sellerServer";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("a hand-over while a payment is in flight", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let gated: Awaited<ReturnType<typeof listen>>;
   let arrived: () => void = () => undefined;
   let release: () => void = () => undefined;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    seller = await stackSeller(s, USDC);
     // The seller's 402, held until the test lets it go.
     gated = await listen(async (_req, res) => {
       arrived();
@@ -34,11 +33,7 @@ describe("a hand-over while a payment is in flight", () => {
       });
       res.writeHead(quote.status, headers).end(await quote.text());
     });
-  });
-  after(async () => {
-    await gated?.close();
-    await seller?.close();
-    await s?.close();
+    keep(gated, seller);
   });
 
   it("gives an approval requested before the hand-over to the new owner: the old one can neither see nor deny it", async () => {

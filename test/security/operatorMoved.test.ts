@@ -6,32 +6,28 @@
  */
 import { expect } from "chai";
 import { Wallet } from "ethers";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { expectErrorShape } from "../helpers/store";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
 import { agentHeaders, callTool, errorOf, mcpClient, textOf } from "../mcp/client";
 
 const USDC = 1_000_000n;
 
 describe("an agent whose owner moved its operator away from this service", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let owner: Wallet;
   let ownerApiKey: string;
 
   before(async () => {
-    s = await startStack();
     // The indexer runs when a test says so: the cached policy goes stale exactly where a test wants it to.
     await s.svc.indexer.stop();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    seller = await stackSeller(s, USDC);
     owner = randomOwner();
     ownerApiKey = await ownerKey(s, owner);
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    keep(seller);
   });
 
   const pay = (a: { agentAddress: string; apiKey: string }, serviceUrl = seller.resource) =>

@@ -6,28 +6,24 @@
 import { expect } from "chai";
 import type { Wallet } from "ethers";
 import { MAX_PENDING_APPROVALS } from "../../src/payments";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { expectErrorShape } from "../helpers/store";
-import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("a stolen agent key against its owner's approval queue", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile();
   let seller: TestSeller;
   let owner: Wallet;
   let ownerApiKey: string;
 
   before(async () => {
-    s = await startStack();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
+    seller = await stackSeller(s, USDC);
     owner = randomOwner();
     ownerApiKey = await ownerKey(s, owner);
-  });
-  after(async () => {
-    await seller?.close();
-    await s?.close();
+    keep(seller);
   });
 
   async function agent() {

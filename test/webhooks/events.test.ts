@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
-import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller, type TestSeller } from "../helpers/sellers";
+import { stackSeller, mintUsdc, startMisbehavingSeller, type TestSeller } from "../helpers/sellers";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../helpers/receiver";
 import { WEBHOOK_EVENT_TYPES } from "../../src/schemas/webhooks";
 import { alertPaymentDone, catchUpAlerts, reachedLevels } from "../../src/services/alerts";
@@ -9,21 +9,15 @@ import { alertPaymentDone, catchUpAlerts, reachedLevels } from "../../src/servic
 const USDC = 1_000_000n;
 
 describe("webhook events: each fact told once, from where it is decided, to the owner's subscribed endpoints", () => {
-  let s: Stack;
+  const { s, keep } = stackPerFile({ WEBHOOK_TIMEOUT_MS: "500", WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" });
   let receiver: Receiver;
   let seller: TestSeller;
-  const sellers: TestSeller[] = [];
 
   before(async () => {
-    s = await startStack({ WEBHOOK_TIMEOUT_MS: "500", WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" });
     receiver = await startReceiver();
-    seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(seller);
-  });
-  after(async () => {
-    for (const x of sellers) await x.close();
-    await receiver?.close();
-    await s?.close();
+    seller = await stackSeller(s, USDC);
+    keep(seller);
+    keep(receiver);
   });
 
   /** An owner with an endpoint (receiver URL + `?tag`) subscribed to `events`. */
@@ -135,7 +129,7 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     const o = await ownerWithEndpoint(["payment.failed", "payment.approved"]);
     const a = await onboard(o.owner);
     const bad = await startMisbehavingSeller("failAfterPayment", { usdc: s.svc.config.usdcAddress, price: USDC });
-    sellers.push(bad);
+    keep(bad);
     const res = await pay(a, bad.resource);
     expect(res.status).to.equal(502);
     const [failed] = ofType(await receiver.until(() => ofType(o.seen(), "payment.failed").length === 1), "payment.failed").filter(
@@ -188,8 +182,8 @@ describe("webhook events: each fact told once, from where it is decided, to the 
     } finally {
       outbox.later = later;
     }
-    const bigger = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 2n * USDC });
-    sellers.push(bigger);
+    const bigger = await stackSeller(s, 2n * USDC);
+    keep(bigger);
     outbox.later = () => undefined;
     try {
       pending = await pay(a, bigger.resource);

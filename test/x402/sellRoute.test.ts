@@ -14,7 +14,7 @@ import { AppError } from "../../src/errors";
 import { createRemoteFacilitator } from "../../src/x402/facilitator";
 import { explorerBase } from "../../src/services/presenters";
 import { AgentIntelSeller } from "../../src/x402/seller";
-import { startStack, type Stack } from "../helpers/stack";
+import { stackPerFile } from "../helpers/stack";
 import { mintUsdc, usdcBalance } from "../helpers/sellers";
 
 const PATH = "/sell/agent-intel";
@@ -29,7 +29,7 @@ function newBuyer() {
 }
 
 describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function () {
-  let stack: Stack;
+  const { s: stack } = stackPerFile({ LOG_LEVEL: "silent" });
   let usdc: string;
   let payTo: string;
   let url: string;
@@ -64,15 +64,10 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
     return body;
   };
 
-  before(async function () {
-    stack = await startStack({ LOG_LEVEL: "silent" });
+  before(function () {
     usdc = stack.svc.config.usdcAddress;
     payTo = stack.svc.chain.operator.address; // SELL_PAY_TO unset
     url = stack.url + PATH;
-  });
-
-  after(async function () {
-    await stack?.close();
   });
 
   for (const method of ["GET", "POST"]) {

@@ -8,7 +8,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { viemAccounts } from "../../src/chain/viem";
 import type { InProcessFacilitator } from "../../src/x402/facilitator";
-import { startStack, type Stack } from "../helpers/stack";
+import { stackPerFile } from "../helpers/stack";
 import {
   fundedFacilitator,
   mintUsdc,
@@ -29,7 +29,7 @@ function newBuyer() {
 }
 
 describe("test sellers (real x402 over HTTP on the embedded chain)", function () {
-  let stack: Stack;
+  const { s: stack } = stackPerFile({ LOG_LEVEL: "silent" });
   let facilitator: InProcessFacilitator;
   let usdc: string;
   const sellers: TestSeller[] = [];
@@ -45,14 +45,12 @@ describe("test sellers (real x402 over HTTP on the embedded chain)", function ()
   }
 
   before(async function () {
-    stack = await startStack({ LOG_LEVEL: "silent" });
     usdc = stack.svc.config.usdcAddress;
     facilitator = await fundedFacilitator(stack);
   });
 
   after(async function () {
     await Promise.all(sellers.map((s) => s.close()));
-    await stack?.close();
   });
 
   it("gives the test facilitator its own funded key, not the service's", async function () {

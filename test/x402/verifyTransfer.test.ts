@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { startStack, randomOwner, type Stack } from "../helpers/stack";
+import { stackPerFile, randomOwner } from "../helpers/stack";
 import { mintUsdc } from "../helpers/sellers";
 import { USDC_EXTRA } from "../helpers/sellerServer";
 import type { Quote, SignedPayment } from "../../src/x402/buyer";
@@ -14,12 +14,11 @@ import { VERIFY_REASONS, verifyTransfer } from "../../src/x402/verifyTransfer";
 
 describe("verifyTransfer: the signed payment's check before it leaves", function () {
   this.timeout(60_000);
-  let s: Stack;
+  const { s } = stackPerFile();
   let quote: Quote;
   let signed: SignedPayment;
 
   before(async () => {
-    s = await startStack();
     const ag = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
     await mintUsdc(s, ag.agentAddress, 5_000_000n);
     const requirement = {
@@ -36,7 +35,6 @@ describe("verifyTransfer: the signed payment's check before it leaves", function
     const agent = (await s.svc.store.agents.findOne({ address: ag.agentAddress }))!;
     signed = await s.svc.services.payments.sign(agent, quote);
   });
-  after(() => s?.close());
 
   /** The signed payment with some of its authorisation's fields changed. */
   const tampered = (fields: Record<string, string>): SignedPayment => {
