@@ -2,13 +2,9 @@
 import Router from "@koa/router";
 import bodyParser from "koa-bodyparser";
 import { z } from "zod";
-import { badRequest, forbidden, notFound, unauthorized } from "../errors";
-import type { AnyOperation, AuthMode, OperationDeps } from "./operation";
-import type { AppContext, AppState, Middleware } from "./types";
-
-export function formatIssues(error: z.ZodError): { path: string; message: string }[] {
-  return error.issues.map((i) => ({ path: i.path.join(".") || "(root)", message: i.message }));
-}
+import { badRequest, forbidden, formatIssues, notFound, unauthorized } from "../errors";
+import type { AnyOperation, AuthMode, OperationDeps } from "../api/operation";
+import type { AppContext, AppState, Middleware } from "../api/types";
 
 function parse(schema: z.ZodType, value: unknown, where: string): unknown {
   const result = schema.safeParse(value);

@@ -11,7 +11,7 @@ import type { ApprovalDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
 import { LedgerWriter } from "../store/ledger";
 import type { ServiceContext } from "./context";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 import type { PaymentContext } from "./paymentContext";
 import type { PaymentService } from "./payments";
 import type { PolicyDecisions } from "./decision";

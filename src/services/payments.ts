@@ -12,7 +12,7 @@ import { phaseTimer } from "../util/timer";
 import { AppError, LeaseLostError, appError, errorBody, transient, upstreamError } from "../errors";
 import type { Fence } from "../store/leases";
 import { type IdempotencyService, idempotencyCaller } from "./idempotency";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 import { ANY_PAYEE, type AllowlistProof, NO_LEAF } from "../policy/allowlist";
 import type { PayAnswer, PayBlocked, PayOutcome, PayPending, PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";

@@ -7,8 +7,8 @@ import { buildSkill } from "../../docs/skill";
 import type { Services } from "../../services";
 import { PROJECT_ROOT } from "../../paths";
 import { ServiceIndex } from "../../schemas/serviceIndex";
-import { type OperationDeps, json, markdown, operation, rawOperation, reply } from "../operation";
-import type { AppContext } from "../types";
+import { type OperationDeps, json, markdown, operation, rawOperation, reply } from "../../api/operation";
+import type { AppContext } from "../../api/types";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const VERSION: string = require(join(PROJECT_ROOT, "package.json")).version;

@@ -13,7 +13,7 @@ import type { Services } from "../../services";
 import type { AgentDoc } from "../../store/documents";
 import { Address } from "../../schemas/common";
 import { JsonRpcMessage, JsonRpcResponse } from "../../schemas/system";
-import { json, operation, rawOperation } from "../operation";
+import { json, operation, rawOperation } from "../../api/operation";
 
 export const MCP_PATH = "/mcp";
 const MAX_BODY_BYTES = 256 * 1024;
