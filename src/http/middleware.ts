@@ -93,7 +93,10 @@ export function requireJsonBodies(exempt: (path: string) => boolean): Middleware
 export function rateLimit(pointsPerMinute: number): Middleware {
   const limiter = new RateLimiterMemory({ points: pointsPerMinute, duration: 60 });
   return async function limitRate(ctx, next) {
-    if (ctx.path === "/health" || ctx.path.startsWith("/health/")) return next();
+    if (ctx.path === "/health" || ctx.path.startsWith("/health/")) {
+      await next();
+      return;
+    }
     const token = bearerToken(ctx.get("Authorization"));
     const key = token ? `k:${createHash("sha256").update(token).digest("hex")}` : `ip:${ctx.ip}`;
     try {

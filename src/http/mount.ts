@@ -54,8 +54,9 @@ async function readInput(op: AnyOperation, ctx: AppContext): Promise<Record<stri
     input.body = parse(body, raw === undefined ? {} : raw, "request body");
   }
   if (params) {
-    const parsed = params.safeParse({ ...ctx.params });
-    if (!parsed.success) throw notFound(op.notFound?.(ctx.params) ?? `No ${op.method} ${ctx.path}.`);
+    const raw = ctx.params as Record<string, string>;
+    const parsed = params.safeParse({ ...raw });
+    if (!parsed.success) throw notFound(op.notFound?.(raw) ?? `No ${op.method} ${ctx.path}.`);
     input.params = parsed.data;
   }
   return input;

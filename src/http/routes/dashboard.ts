@@ -77,7 +77,10 @@ const PAGE_OPERATIONS = PAGES.map((page) =>
     errors: [],
     serve: async ({ ctx, deps: { s } }, next) => {
       // /, /approvals and /ledger are REST endpoints too: only a browser's navigation (HTML first, no key) gets the page.
-      if (ctx.get("Authorization") || ctx.accepts("json", "html") !== "html") return next();
+      if (ctx.get("Authorization") || ctx.accepts("json", "html") !== "html") {
+        await next();
+        return;
+      }
       ctx.vary("Accept");
       securityHeaders(ctx);
       ctx.set("Cache-Control", "no-store");

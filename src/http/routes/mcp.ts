@@ -208,7 +208,7 @@ export const MCP_OPERATIONS = [
       input: z.object({}),
       responses: {},
       errors: ["method_not_allowed"],
-      handle: async () => {
+      handle: () => {
         throw appError("method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", {
           headers: { Allow: "POST" },
         });
