@@ -8,8 +8,8 @@ import { mountOperations } from "./http/mount";
 import { MOUNT_ORDER, OPERATIONS } from "./http/operations";
 import { prepareDashboard } from "./http/routes/dashboard";
 import { knownMethods } from "./http/transport";
-import type { Faucet } from "./http/operation";
-import type { AppState } from "./http/types";
+import type { Faucet } from "./api/operation";
+import type { AppState } from "./api/types";
 import type { WebhookService } from "./webhooks/endpoints";
 
 export interface AppDeps {

@@ -4,6 +4,7 @@
  * the message used when the thrower gives none, and its meaning (the API reference's table, src/docs/errors.ts, is
  * generated from it). An AppError is made only here: `appError(code, message?, options?)` or a named constructor.
  */
+import type { z } from "zod";
 
 /** One code of the catalogue: its HTTP status, its default message and what it means (the API reference's words). */
 export interface ErrorSpec {
@@ -260,6 +261,9 @@ export const unavailable = (message: string, retryAfterSeconds = UNAVAILABLE_RET
   transient(appError("unavailable", message, { details }), retryAfterSeconds);
 export const gatewayTimeout = (message: string) => appError("upstream_timeout", message);
 
+/** The message of a 415 for a Content-Encoding the service does not decode. */
+export const UNSUPPORTED_ENCODING = "Unsupported Content-Encoding: send gzip, deflate, br or none.";
+
 /** The interface's error shape of an AppError: `{ error, message, status }` plus `details` when there are any. */
 export function errorBody(e: AppError) {
   return {
@@ -329,4 +333,35 @@ export function dependencyDown(err: unknown): "store" | "chain" | null {
 export function dependencyUnavailable(which: "store" | "chain"): AppError {
   const what = which === "store" ? "The database does not answer" : "The chain's JSON-RPC node does not answer";
   return unavailable(`${what}. Retry later; a payment retried with the same Idempotency-Key is never paid twice.`);
+}
+
+/** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  // The store or the chain does not answer: 503, retryable (never a 500).
+  const down = dependencyDown(err);
+  if (down) return dependencyUnavailable(down);
+  const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
+  const status = e.status ?? e.statusCode;
+  if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
+  if (e.type === "encoding.unsupported") return unsupportedMediaType(UNSUPPORTED_ENCODING);
+  if (status === 415) return unsupportedMediaType();
+  // A body whose Content-Encoding does not decode (zlib's errors carry no status): the client's fault.
+  if (typeof (e as { code?: unknown }).code === "string" && /^(Z_|ERR_ZLIB|ERR_BROTLI|ERR__ERROR_)/.test((e as { code: string }).code)) {
+    return badRequest("The request body could not be decoded with its Content-Encoding.");
+  }
+  // co-body throws a SyntaxError with status 400 and no `expose` for bad JSON, non-object JSON and __proto__ keys.
+  if (e.type === "entity.parse.failed" || (status === 400 && (e.expose || err instanceof SyntaxError))) {
+    return badRequest("The request body is not valid JSON (an object is expected).");
+  }
+  if (status && status >= 400 && status < 500) {
+    // A client error from Koa or a parser: never a 500, and its message only when it is meant to be shown.
+    return httpError(status, e.expose && e.message ? e.message : "Bad request.");
+  }
+  return appError("internal");
+}
+
+/** A zod error's issues as the `details` of a 400: `{ path, message }` each (REST and MCP alike). */
+export function formatIssues(error: z.ZodError): { path: string; message: string }[] {
+  return error.issues.map((i) => ({ path: i.path.join(".") || "(root)", message: i.message }));
 }

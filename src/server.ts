@@ -1,34 +1,23 @@
 /**
- * Boots the whole service: the embedded chain and store where the environment names none -> the configuration,
- * resolved once and frozen -> store -> chain -> services -> app -> listen. Used by src/index.ts and by the test
- * stack, so both run exactly the same wiring.
+ * Starts the whole service in four steps (src/start/): boot (the embedded chain and store where the environment names
+ * none, the configuration resolved once and frozen, store, chain), wiring (the services), background jobs (recovery,
+ * sweeps, webhooks, the indexer) and listen. Used by src/index.ts and by the test stack, so both run the same wiring.
  */
-import { createHash, randomBytes } from "node:crypto";
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
 import pino, { type Logger } from "pino";
-import { createApp } from "./app";
-import { errorBody, unavailable } from "./errors";
-import { ChainClient } from "./chain/client";
-import { resolveConfig, type Config, type LoadedConfig } from "./config";
-import { sandboxFaucet, startSandboxChain, startSandboxStore, type EmbeddedChain, type EmbeddedMongo } from "./dev";
-import { createServices, type Services } from "./services";
-import { KeyService } from "./services/keys";
-import { GasMeter } from "./services/gas";
-import { answerClientErrors, answerConnect } from "./http/transport";
-import { SignatureService } from "./services/signatures";
-import { connectStore, type Store } from "./store";
-import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
-import { LocalWalletProvider } from "./wallets/provider";
-import { createFacilitator } from "./x402/facilitator";
-import { Indexer, indexerLag } from "./indexer/indexer";
-import { alertChainEvents, catchUpAlerts } from "./services/alerts";
-import { WebhookService } from "./webhooks/endpoints";
-import { WebhookOutbox, ensureWebhookIndexes } from "./webhooks/outbox";
-import { webhookSecretKey } from "./webhooks/secrets";
-import { WebhookWorker } from "./webhooks/worker";
-import { Telemetry } from "./telemetry";
-import { VERSION } from "./version";
+import type { ChainClient } from "./chain/client";
+import type { Config, LoadedConfig } from "./config";
+import type { Indexer } from "./indexer/indexer";
+import type { Services } from "./services";
+import { boot, type BootOptions, type Cleanup, type EmbeddedChain, type EmbeddedMongo } from "./start/boot";
+import { startJobs } from "./start/jobs";
+import { listen, stopListening } from "./start/listen";
+import { wire, type Webhooks } from "./start/wiring";
+import type { Store } from "./store";
+import type { LeaderLease } from "./store/leases";
+import type { Telemetry } from "./telemetry";
+
+export { storeUnreachable } from "./start/boot";
 
 export interface RunningService {
   url: string;
@@ -37,7 +26,7 @@ export interface RunningService {
   store: Store;
   chain: ChainClient;
   indexer: Indexer;
-  webhooks: { service: WebhookService; outbox: WebhookOutbox; worker: WebhookWorker };
+  webhooks: Webhooks;
   /** Whether this instance is the one indexing (several instances share the database). */
   indexerLease: LeaderLease;
   embeddedChain?: EmbeddedChain;
@@ -55,53 +44,16 @@ export interface RunningService {
   close(drainMs?: number): Promise<void>;
 }
 
-export interface StartOptions {
+export interface StartOptions extends BootOptions {
   logger?: Logger;
-  /** Reuse a running embedded chain (tests share one per file). */
-  embeddedChain?: EmbeddedChain;
-  /**
-   * Start the embedded chain in its own worker thread (`npm start`), off this event loop; by default it runs in this
-   * thread, where tests reach Hardhat directly.
-   */
-  chainThread?: boolean;
-  /** Likewise for the embedded store (`npm start`); by default it runs in this thread. */
-  storeThread?: boolean;
-  /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
-  operatorPrivateKey?: string;
   /** The clock leases are measured with (tests move one instance's to play a stall of another). */
   clock?: () => number;
-}
-
-/** The store's connection error, naming MONGODB_URI (without its credentials) and what to check, not only the socket's error. */
-export function storeUnreachable(err: unknown, uri: string, embedded: boolean): Error {
-  const reason = err instanceof Error ? err.message : String(err);
-  if (embedded) return new Error(`The embedded database did not answer at ${uri}: ${reason}.`, { cause: err });
-  // Credentials out, and the query (it may carry TLS or auth options); the hosts stay: they are what to check.
-  const shown = uri.replace(/^(mongodb(?:\+srv)?:\/\/)[^@/]*@/, "$1***@").replace(/\?.*$/, "");
-  return new Error(
-    `Cannot connect to MongoDB at ${shown} (MONGODB_URI): ${reason}. Check that the server is running and reachable from ` +
-      "this machine at that host and port, the user and password in the URI, TLS options (tls=true for most hosted " +
-      "MongoDB) and, for a replica set, that every member's host name resolves from here.",
-    { cause: err },
-  );
-}
-
-/** A request that arrives while the service stops: 503, and the connection is closed after it. */
-function refuseWhileStopping(_req: IncomingMessage, res: ServerResponse): void {
-  const body = JSON.stringify(errorBody(unavailable("SpendGate is shutting down: retry in a moment.")));
-  res.writeHead(503, {
-    "Content-Type": "application/json; charset=utf-8",
-    "Content-Length": Buffer.byteLength(body),
-    "Retry-After": "5",
-    Connection: "close",
-  });
-  res.end(body);
 }
 
 export async function startService(loaded: LoadedConfig, opts: StartOptions = {}): Promise<RunningService> {
   const logger = opts.logger ?? pino({ level: loaded.logLevel, redact: ["req.headers.authorization", "*.privateKey", "*.apiKey"] });
   // Undone in reverse on close or on a failed start; each step runs even if one before it failed.
-  const cleanup: (() => void | Promise<void>)[] = [];
+  const cleanup: Cleanup = [];
   const undo = async () => {
     for (const fn of cleanup.reverse())
       await Promise.resolve()
@@ -109,187 +61,20 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
         .catch(() => undefined);
   };
   try {
-    let embeddedChain = opts.embeddedChain;
-    if (loaded.embeddedChain && !embeddedChain) {
-      embeddedChain = await startSandboxChain({ port: loaded.chainPort ?? 0, thread: opts.chainThread ?? false });
-      const started = embeddedChain;
-      cleanup.push(() => started.close());
-    }
-    const embeddedStore = loaded.embeddedStore ? await startSandboxStore({ thread: opts.storeThread ?? false }) : undefined;
-    if (embeddedStore) cleanup.push(() => embeddedStore.stop());
-    const embeddedMongo = embeddedStore?.mongo;
-    const config = resolveConfig(loaded, {
-      chain: embeddedChain,
-      operatorPrivateKey: opts.operatorPrivateKey,
-      // Each embedded run gets its own database so runs never see each other's data.
-      store: embeddedStore && { uri: embeddedStore.uri, db: `spendgate_${randomBytes(4).toString("hex")}` },
-    });
-
-    const store = await connectStore(config.mongodbUri, config.mongodbDb).catch((err: unknown) => {
-      throw storeUnreachable(err, config.mongodbUri, loaded.embeddedStore);
-    });
-    cleanup.push(() => store.close());
-
-    // Metrics and traces of this instance (src/telemetry). The probes are read on each scrape, once all is running.
-    const telemetry: Telemetry = new Telemetry(
-      {
-        indexerLag: async (): Promise<number> =>
-          indexerLag(store, config.chainId, config.factoryDeployBlock, await chain.provider.getBlockNumber()),
-        webhookQueue: () => outbox.c.deliveries.countDocuments({ status: "pending" }),
-      },
-      config.otlpTracesUrl
-        ? {
-            url: config.otlpTracesUrl,
-            headers: config.otlpHeaders,
-            serviceName: config.serviceName,
-            version: VERSION,
-            instanceId: config.instanceId,
-          }
-        : undefined,
-    );
-    // Last to close: the spans of everything that stopped before it are sent.
-    cleanup.push(() => telemetry.close());
-
-    const chain: ChainClient = new ChainClient({
-      rpcUrl: config.rpcUrl,
-      chainId: config.chainId,
-      operatorPrivateKey: config.operatorPrivateKey,
-      factoryAddress: config.factoryAddress,
-      usdcAddress: config.usdcAddress,
-      pollingIntervalMs: embeddedChain ? 100 : 1_000,
-      rpcObserver: telemetry.metrics,
-    });
-    cleanup.push(() => chain.destroy());
-
-    const { instanceId } = config;
-    const leases = new Leases(store, instanceId, opts.clock);
-    const freed = await leases.releaseAllOf();
-    if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
-
-    const walletKey = config.walletEncryptionKey;
-    const urls = { base: config.baseUrl ?? "", dashboard: config.dashboardUrl ?? "" };
-    await ensureWebhookIndexes(store);
-    const outbox = new WebhookOutbox(store, logger);
-    const services = createServices({
-      config,
-      urls,
-      store,
-      chain,
-      wallets: new LocalWalletProvider(store.walletKeys, walletKey),
-      keys: new KeyService(store.apiKeys, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs }),
-      facilitator: createFacilitator({
-        url: config.facilitatorUrl,
-        rpcUrl: config.rpcUrl,
-        chainId: config.chainId,
-        privateKey: config.facilitatorPrivateKey,
-      }),
-      signatures: new SignatureService(
-        (signer, digest, signature) => chain.factory.isValidSignatureNow(signer, digest, signature),
-        store.usedSignatures,
-        config.signatureWindowSeconds,
-      ),
-      gas: new GasMeter(store, config),
-      activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
-      agentLock: new DistributedMutex(leases, "agent", config.lockLeaseMs),
-      instanceId,
-      leases,
-      webhooks: outbox,
-      telemetry,
-      logger,
-    });
-    // Owner alerts: deliveries left pending by a previous run are sent as soon as the worker starts.
-    const webhookRules = { allowHttp: config.allowHttpSellers, allowPrivate: config.allowPrivateSellers };
-    const webhookKey = webhookSecretKey(walletKey);
-    const webhooks = {
-      outbox,
-      service: new WebhookService(outbox, webhookKey, webhookRules),
-      worker: new WebhookWorker(
-        outbox,
-        webhookKey,
-        {
-          ...webhookRules,
-          timeoutMs: config.webhookTimeoutMs,
-          backoffBaseMs: config.webhookBackoffBaseMs,
-          pollMs: config.webhookPollMs,
-          onAttempt: (result) => telemetry.metrics.webhookAttempt(result),
-        },
-        logger,
-      ),
-    };
-    webhooks.worker.start();
-    cleanup.push(async () => {
-      await outbox.idle();
-      await webhooks.worker.stop();
-    });
-    // Alerts are told after the answer: facts a crash kept from being told are found again (the last hour at start).
-    let alertsCheckedAt = new Date(Date.now() - 3_600_000);
-    const alertSweep = setInterval(() => {
-      const since = new Date(alertsCheckedAt.getTime() - 60_000);
-      alertsCheckedAt = new Date();
-      catchUpAlerts(services.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
-    }, 30_000);
-    alertSweep.unref();
-    cleanup.push(() => clearInterval(alertSweep));
-
-    // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
-    await services.idempotency.releaseOwn();
-    const recovered = (await services.payments.recover(new Date(), { own: true })) + (await services.approvals.recover());
-    if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
-    const sweep = setInterval(
-      () => {
-        services.approvals.expire().catch((err: unknown) => logger.error({ err }, "approval expiry failed"));
-        // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
-        services.payments.recover().catch((err: unknown) => logger.error({ err }, "payment recovery failed"));
-      },
-      Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
-    );
-    sweep.unref();
-    cleanup.push(() => clearInterval(sweep));
-
-    const indexer = new Indexer({
-      chain,
-      store,
-      chainId: config.chainId,
-      confirmations: config.confirmations,
-      startBlock: config.factoryDeployBlock,
-      logger,
-      onConfirmed: (events) => alertChainEvents(services.ctx, events),
-    });
-    // One indexer at a time across the instances sharing the database: the lease's holder indexes, the others wait.
-    const indexerLease = new LeaderLease(leases, `indexer:${config.chainId}`, config.lockLeaseMs);
-    // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
-    // catch-up over many blocks must not hold the API back; the loop does it.
-    if (config.embeddedChain && (await indexerLease.hold())) await indexer.syncOnce();
-    indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
-    cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
-
-    const app = createApp({
-      services,
-      logger,
-      webhooks: webhooks.service,
-      faucet: config.embeddedChain ? sandboxFaucet(chain) : undefined,
-    });
-    const server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.port, config.host, () => resolve(s));
-      s.once("error", reject);
-    });
-    server.requestTimeout = 120_000;
-    answerClientErrors(server);
-    answerConnect(server);
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-    urls.base = config.baseUrl ?? url;
-    urls.dashboard = config.dashboardUrl ?? urls.base;
-
+    const booted = await boot(loaded, opts, cleanup);
+    const wired = await wire(booted, logger, opts.clock);
+    const { indexer, indexerLease } = await startJobs(booted, wired, logger, cleanup);
+    const { server, url } = await listen(booted, wired, logger);
+    const { config, store, chain, embeddedChain, embeddedMongo, telemetry } = booted;
     let closed = false;
     return {
       url,
       config,
-      services,
+      services: wired.services,
       store,
       chain,
       indexer,
-      webhooks,
+      webhooks: wired.webhooks,
       indexerLease,
       embeddedChain,
       embeddedMongo,
@@ -299,16 +84,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       close: async (drainMs = Number.POSITIVE_INFINITY) => {
         if (closed) return;
         closed = true;
-        // Requests already running keep their handler; a new one on a kept-alive connection is refused.
-        server.removeAllListeners("request");
-        server.on("request", refuseWhileStopping);
-        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        let timer: NodeJS.Timeout | undefined;
-        const bound = Number.isFinite(drainMs) ? new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs))) : drained;
-        await Promise.race([drained, bound]);
-        clearTimeout(timer);
-        server.closeAllConnections();
+        await stopListening(server, drainMs);
         await undo();
       },
     };

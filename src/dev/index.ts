@@ -1,7 +1,7 @@
 /**
  * The sandbox's one door. Embedded mode (no RPC_URL, no MONGODB_URI) runs a local chain (Hardhat with USDC, Uniswap
  * and the contracts), an in-memory CongoDB with its index layer, and the dev faucet; everything for it lives in
- * src/dev/, and production code reaches it only through this file, from the one place that starts it (src/server.ts;
+ * src/dev/, and production code reaches it only through this file, from the one place that starts it (src/start/boot.ts;
  * test/util/layers.test.ts checks it). Nothing here is loaded for work the service does on a real chain.
  */
 import type { ChainClient } from "../chain/client";

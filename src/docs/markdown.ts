@@ -13,7 +13,7 @@ import {
 import { TOOLS } from "../mcp/tools";
 import { BLOCK_REASONS, ERROR_CODES, LEDGER_STATUSES } from "./errors";
 import { SchemaSet, refName, type JsonSchema } from "./jsonSchema";
-import { AUTH_MODES, type AnyOperation, openApiPath } from "../http/operation";
+import { AUTH_MODES, type AnyOperation, openApiPath } from "../api/operation";
 import { buildOpenApi, documented, errorsByStatus, type DocsContext } from "./openapi";
 
 const SAFE_INT = 9007199254740991;

@@ -1,6 +1,6 @@
 /** The OpenAPI 3.1 document, generated from the operation declarations and the shared zod schemas. */
 import type { z } from "zod";
-import { AUTH_MODES, type AnyOperation, type AuthMode, openApiPath } from "../http/operation";
+import { AUTH_MODES, type AnyOperation, type AuthMode, openApiPath } from "../api/operation";
 import { ErrorBody } from "../schemas/common";
 import type { ErrorCode } from "../errors";
 import { ERROR_CODES } from "./errors";

@@ -3,7 +3,7 @@ import { timingSafeEqual } from "node:crypto";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { rateLimited, unauthorized } from "../errors";
 import type { KeyService } from "../services/keys";
-import type { Middleware } from "./types";
+import type { Middleware } from "../api/types";
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);

@@ -4,22 +4,19 @@ import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import {
   AppError,
+  UNSUPPORTED_ENCODING,
   appError,
-  badRequest,
-  dependencyDown,
-  dependencyUnavailable,
   errorBody,
   httpError,
   notFound,
-  payloadTooLarge,
   rateLimited,
+  toAppError,
   unsupportedMediaType,
 } from "../errors";
 import { bearerToken } from "./auth";
-import type { Middleware } from "./types";
+import type { Middleware } from "../api/types";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
-const UNSUPPORTED_ENCODING = "Unsupported Content-Encoding: send gzip, deflate, br or none.";
 
 /** First middleware: request id, access log, and every error turned into { error, message, status }. */
 export function errorsAndLogging(logger: Logger): Middleware {
@@ -65,32 +62,6 @@ function emptyErrorAnswer(status: number, method: string, path: string, allow: s
   return httpError(status, status < 500 ? "Bad request." : "Something went wrong on our side.");
 }
 
-/** Maps errors from Koa, the body parser and the code into the interface's shape; internals are never shown. */
-export function toAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  // The store or the chain does not answer: 503, retryable (never a 500).
-  const down = dependencyDown(err);
-  if (down) return dependencyUnavailable(down);
-  const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
-  const status = e.status ?? e.statusCode;
-  if (status === 413 || e.type === "entity.too.large") return payloadTooLarge();
-  if (e.type === "encoding.unsupported") return unsupportedMediaType(UNSUPPORTED_ENCODING);
-  if (status === 415) return unsupportedMediaType();
-  // A body whose Content-Encoding does not decode (zlib's errors carry no status): the client's fault.
-  if (typeof (e as { code?: unknown }).code === "string" && /^(Z_|ERR_ZLIB|ERR_BROTLI|ERR__ERROR_)/.test((e as { code: string }).code)) {
-    return badRequest("The request body could not be decoded with its Content-Encoding.");
-  }
-  // co-body throws a SyntaxError with status 400 and no `expose` for bad JSON, non-object JSON and __proto__ keys.
-  if (e.type === "entity.parse.failed" || (status === 400 && (e.expose || err instanceof SyntaxError))) {
-    return badRequest("The request body is not valid JSON (an object is expected).");
-  }
-  if (status && status >= 400 && status < 500) {
-    // A client error from Koa or a parser: never a 500, and its message only when it is meant to be shown.
-    return httpError(status, e.expose && e.message ? e.message : "Bad request.");
-  }
-  return appError("internal");
-}
-
 function hasBody(ctx: { get(name: string): string }): boolean {
   return Number(ctx.get("Content-Length") || 0) > 0 || ctx.get("Transfer-Encoding") !== "";
 }
@@ -122,7 +93,10 @@ export function requireJsonBodies(exempt: (path: string) => boolean): Middleware
 export function rateLimit(pointsPerMinute: number, onRefused: () => void = () => undefined): Middleware {
   const limiter = new RateLimiterMemory({ points: pointsPerMinute, duration: 60 });
   return async function limitRate(ctx, next) {
-    if (ctx.path === "/health" || ctx.path.startsWith("/health/")) return next();
+    if (ctx.path === "/health" || ctx.path.startsWith("/health/")) {
+      await next();
+      return;
+    }
     const token = bearerToken(ctx.get("Authorization"));
     const key = token ? `k:${createHash("sha256").update(token).digest("hex")}` : `ip:${ctx.ip}`;
     try {

@@ -2,13 +2,9 @@
 import Router from "@koa/router";
 import bodyParser from "koa-bodyparser";
 import { z } from "zod";
-import { badRequest, forbidden, notFound, unauthorized } from "../errors";
-import type { AnyOperation, AuthMode, OperationDeps } from "./operation";
-import type { AppContext, AppState, Middleware } from "./types";
-
-export function formatIssues(error: z.ZodError): { path: string; message: string }[] {
-  return error.issues.map((i) => ({ path: i.path.join(".") || "(root)", message: i.message }));
-}
+import { badRequest, forbidden, formatIssues, notFound, unauthorized } from "../errors";
+import type { AnyOperation, AuthMode, OperationDeps } from "../api/operation";
+import type { AppContext, AppState, Middleware } from "../api/types";
 
 function parse(schema: z.ZodType, value: unknown, where: string): unknown {
   const result = schema.safeParse(value);
@@ -58,8 +54,9 @@ async function readInput(op: AnyOperation, ctx: AppContext): Promise<Record<stri
     input.body = parse(body, raw === undefined ? {} : raw, "request body");
   }
   if (params) {
-    const parsed = params.safeParse({ ...ctx.params });
-    if (!parsed.success) throw notFound(op.notFound?.(ctx.params) ?? `No ${op.method} ${ctx.path}.`);
+    const raw = ctx.params as Record<string, string>;
+    const parsed = params.safeParse({ ...raw });
+    if (!parsed.success) throw notFound(op.notFound?.(raw) ?? `No ${op.method} ${ctx.path}.`);
     input.params = parsed.data;
   }
   return input;

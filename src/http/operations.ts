@@ -1,5 +1,5 @@
 /** Every operation of the service, in the order the API reference lists them. */
-import type { AnyOperation } from "./operation";
+import type { AnyOperation } from "../api/operation";
 import { ACCOUNT_OPERATIONS } from "./routes/accounts";
 import { OWNER_OPERATIONS, PAUSE_OPERATION } from "./routes/controls";
 import { DASHBOARD_OPERATIONS } from "./routes/dashboard";

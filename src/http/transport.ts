@@ -3,7 +3,7 @@ import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { appError, errorBody } from "../errors";
-import type { Middleware } from "./types";
+import type { Middleware } from "../api/types";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 const ALLOW = [...METHODS].join(", ");

@@ -2,8 +2,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AppError, errorBody } from "../errors";
-import { toAppError } from "../http/middleware";
+import { AppError, errorBody, toAppError } from "../errors";
 
 /**
  * A successful result. The data is parsed with the tool's output schema, so clients get exactly what it documents,

@@ -6,11 +6,10 @@
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { appErrorOf, badRequest, forbidden, notFound } from "../errors";
-import { formatIssues } from "../http/mount";
+import { appErrorOf, badRequest, forbidden, formatIssues, notFound } from "../errors";
 import type { PayAnswer, PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 import type { AgentDoc } from "../store/documents";
 import { verifyMerchant } from "./merchant";
 import { errorResult, okResult, refusalResult } from "./results";

@@ -29,7 +29,7 @@ import type { ErrorBody } from "../schemas/common";
 import type { PayAnswer, PayOutcome } from "../schemas/payments";
 import type { IdempotencyDoc, PaymentDoc } from "../store/documents";
 import { PaymentLedger } from "./phases";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 
 const TTL_MS = 24 * 3600 * 1000;
 const WAIT_MAX_MS = 120_000;

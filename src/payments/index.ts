@@ -6,7 +6,7 @@ import type { ApprovalDecisionRequest, PayRequest } from "../schemas/payments";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 import type { SellerRequest } from "../x402/buyer";
 import type { ServiceContext } from "../services/context";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 import type { PolicyService } from "../services/policies";
 import { PolicyOps } from "../chain/policyOps";
 import { type ApprovedAnswer, approve, closeWaiting } from "./approve";

@@ -11,7 +11,7 @@ import type { PayAnswer, PayRequest } from "../schemas/payments";
 import type { AgentDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
 import { phaseTimer } from "../util/timer";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 import { type PaymentContext, type Room, fencesOf, ledgerBase, merchantOf } from "./context";
 import { noPolicyError } from "./decide";
 import { type ExecuteInput, execute } from "./execute";

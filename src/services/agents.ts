@@ -5,7 +5,7 @@ import type { AgentDoc } from "../store/documents";
 import { conflict, forbidden, notFound, unauthorized } from "../errors";
 import { LINK_AGENT_TYPES, serviceDomain } from "../chain/typedData";
 import type { GenesisRequest, LinkRequest } from "../schemas/accounts";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 import type { ServiceContext } from "./context";
 import { linkMac, linkMacValid } from "./linkMac";
 
@@ -151,7 +151,7 @@ export class AgentService {
         linkMacValid(this.ctx.config, agent.address, agent.ownerAddress, agent.linkMac) ||
         (await this.ctx.chain.isDeployed(agent.policyAddress)));
     if (linked) throw conflict(`Agent ${agent.address} is already linked to ${agent.ownerAddress}.`);
-    const digest = await this.ctx.signatures.verify({
+    await this.ctx.signatures.verifyAndConsume({
       kind: "LinkAgent",
       domain: serviceDomain(this.ctx.config.chainId),
       types: LINK_AGENT_TYPES,
@@ -160,7 +160,6 @@ export class AgentService {
       expectedSigner: input.ownerAddress,
       timestamp: input.timestamp,
     });
-    await this.ctx.signatures.consume("LinkAgent", digest);
     const result = await this.ctx.store.agents.updateOne(
       { address: agent.address, ownerAddress: agent.ownerAddress },
       {

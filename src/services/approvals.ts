@@ -10,7 +10,7 @@ import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { PaymentService } from "../payments";
 import type { ServiceContext } from "./context";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 import { alertApproval } from "./alerts";
 import { approvalView } from "./presenters";
 

@@ -24,7 +24,7 @@ export class ControlService {
     // The owner the contract checks: after a hand-over relayed by anyone else, the new owner's kill switch works before
     // the indexer has caught up (and the previous owner's is refused here, not by a reverted transaction).
     const owner = await this.onchainOwner(agent);
-    const digest = await this.ctx.signatures.verify({
+    await this.ctx.signatures.verifyAndConsume({
       kind: "SetPaused",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: SET_PAUSED_TYPES,
@@ -33,7 +33,6 @@ export class ControlService {
       expectedSigner: owner,
       timestamp: input.timestamp,
     });
-    await this.ctx.signatures.consume("SetPaused", digest);
     const policy = chain.policyAt(agent.policyAddress);
     // Not behind the agent's payment lock: the kill switch must not wait for a payment in progress.
     const { receipt } = await chain
@@ -60,7 +59,7 @@ export class ControlService {
       throw badRequest(`amount: at most ${decimals} decimals for this token.`);
     }
     if (amount <= 0n) throw badRequest("amount: must be greater than 0.");
-    const digest = await this.ctx.signatures.verify({
+    const check = {
       kind: "Withdraw",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: WITHDRAW_TYPES,
@@ -68,12 +67,14 @@ export class ControlService {
       signature: input.humanSignature,
       expectedSigner: owner,
       timestamp: input.timestamp,
+    };
+    // Too little in the wallet: refused before the signature is used, so the owner can send it again later.
+    await this.ctx.signatures.verifyAndConsume(check, async () => {
+      const balance: bigint = erc20 ? await erc20.balanceOf(agent.address) : await chain.provider.getBalance(agent.address);
+      if (balance < amount) {
+        throw appError("insufficient_funds", `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`);
+      }
     });
-    const balance: bigint = erc20 ? await erc20.balanceOf(agent.address) : await chain.provider.getBalance(agent.address);
-    if (balance < amount) {
-      throw appError("insufficient_funds", `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`);
-    }
-    await this.ctx.signatures.consume("Withdraw", digest);
     const wallet = chain.policyAt(agent.policyAddress);
     const { receipt } = await chain
       .sendAndWait((o) => wallet.withdraw(token, input.to, amount, input.timestamp, input.humanSignature, o))
@@ -102,7 +103,7 @@ export class ControlService {
     if (input.newOwner === agent.address || (await this.ctx.store.agents.findOne({ address: input.newOwner }))) {
       throw badRequest(`newOwner ${input.newOwner} is an agent wallet, which can never sign as owner; name the new owner's own wallet.`);
     }
-    const digest = await this.ctx.signatures.verify({
+    await this.ctx.signatures.verifyAndConsume({
       kind: "SetOwner",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: SET_OWNER_TYPES,
@@ -111,7 +112,6 @@ export class ControlService {
       expectedSigner: owner,
       timestamp: input.timestamp,
     });
-    await this.ctx.signatures.consume("SetOwner", digest);
     const { chain, store } = this.ctx;
     const wallet = chain.policyAt(agent.policyAddress);
     const { receipt } = await chain

@@ -6,12 +6,8 @@
 import { createHmac, hkdfSync, randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";
 import { revokeLiveKeys } from "../store/apiKeys";
+import type { Principal } from "../principal";
 import type { ApiKeyDoc } from "../store/documents";
-
-export type Principal =
-  | { role: "agent"; agentAddress: string; keyPrefix: string }
-  | { role: "owner"; ownerAddress: string; keyPrefix: string }
-  | { role: "registrar" };
 
 const hashKeys = new Map<string, Buffer>();
 

@@ -3,7 +3,7 @@ import type { Filter } from "mongodb";
 import type { LedgerStatus, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { explorerBase, paymentView } from "./presenters";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 
 export class LedgerService {
   constructor(private readonly ctx: ServiceContext) {}

@@ -9,7 +9,7 @@ import { badRequest, forbidden } from "../errors";
 import { ANY_PAYEE } from "../policy/allowlist";
 import type { MerchantQuoteRequest, MerchantQuoteResponse } from "../schemas/merchants";
 import type { Services } from ".";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 import { merchantOf } from "../payments/context";
 
 const MAX_ACCEPTS = 20;

@@ -22,7 +22,7 @@ import { type PolicyView, type SetLimitsRequest, SWAP_TWAP_SECONDS } from "../sc
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { type ReadResults, readOf } from "../chain/contracts";
-import type { Principal } from "./keys";
+import type { Principal } from "../principal";
 import { maskKey } from "./keys";
 import { linkMacValid } from "./linkMac";
 
@@ -328,7 +328,7 @@ export class PolicyService {
       minSwapRate: units(input.minSwapRate),
     };
     const storedCaps = Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, c.toString()]));
-    const digest = await this.ctx.signatures.verify({
+    const signed = {
       kind: "SetPolicy",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: SET_POLICY_TYPES,
@@ -336,11 +336,11 @@ export class PolicyService {
       signature: input.humanSignature,
       expectedSigner: owner,
       timestamp: input.timestamp,
-    });
+    };
 
     return this.ctx.agentLock.run(agent.address, async () => {
-      await this.ctx.gas.check(owner);
-      await this.ctx.signatures.consume("SetPolicy", digest);
+      // Past the owner's gas allowance nothing is sent, and the signature stays usable.
+      await this.ctx.signatures.verifyAndConsume(signed, () => this.ctx.gas.check(owner));
       // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
       await this.ctx.store.allowlists.updateOne(
         { root: policy.allowlistRoot },

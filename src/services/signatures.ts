@@ -31,7 +31,21 @@ export class SignatureService {
     private readonly now: () => number = () => Math.floor(Date.now() / 1000),
   ) {}
 
-  /** Throws 401 invalid_signature unless the timestamp is fresh and the expected signer signed the typed data. */
+  /**
+   * The one way an owner signature is accepted: verified (401 invalid_signature unless the timestamp is fresh and the
+   * expected signer signed the typed data), then `beforeUse` (a refusal there does nothing and leaves the signature
+   * usable), then marked used under its kind (a second use of the same signed message is refused).
+   */
+  async verifyAndConsume(check: TypedSignatureCheck, beforeUse?: () => Promise<void>): Promise<void> {
+    const digest = await this.verify(check);
+    if (beforeUse) await beforeUse();
+    await this.consume(check.kind, digest);
+  }
+
+  /**
+   * Throws 401 invalid_signature unless the timestamp is fresh and the expected signer signed the typed data. Only
+   * approvals still call it and consume() apart (its steps are being rewritten); everything else uses verifyAndConsume.
+   */
   async verify(check: TypedSignatureCheck): Promise<string> {
     this.checkTimestamp(check.timestamp);
     const digest = TypedDataEncoder.hash(check.domain, check.types, check.message);

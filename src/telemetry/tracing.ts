@@ -30,7 +30,7 @@ import {
   ATTR_SERVICE_VERSION,
   ATTR_URL_PATH,
 } from "@opentelemetry/semantic-conventions";
-import type { Middleware } from "../http/types";
+import type { Middleware } from "../api/types";
 
 /** Attribute names of the payment and its steps. */
 export const ATTR = {

@@ -1,7 +1,7 @@
 /** Owners' webhook endpoints: register (secret shown once), list, disable, the delivery log, a test event. */
 import { randomBytes } from "node:crypto";
 import { appError, conflict, forbidden, notFound } from "../errors";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 import { type CreateWebhookRequest, MAX_WEBHOOKS_PER_OWNER, TEST_EVENT_TYPE } from "../schemas/webhooks";
 import { privateAddressesOf } from "../x402/ssrf";
 import type { WebhookDeliveryDoc, WebhookEndpointDoc } from "./documents";

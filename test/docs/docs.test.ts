@@ -4,7 +4,7 @@ import Ajv2020 from "ajv/dist/2020";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { registeredRoutes, type RegisteredRoute } from "../../src/docs/routes";
 import { OPERATIONS } from "../../src/http/operations";
-import { openApiPath } from "../../src/http/operation";
+import { openApiPath } from "../../src/api/operation";
 import { documented } from "../../src/docs/openapi";
 import { BLOCK_REASONS, ERROR_CODES } from "../../src/docs/errors";
 import { REASON_TABLE } from "../../src/chain/reasons";

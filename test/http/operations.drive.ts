@@ -4,7 +4,7 @@
  */
 import type { Wallet } from "ethers";
 import { getAddress } from "ethers";
-import type { AnyOperation } from "../../src/http/operation";
+import type { AnyOperation } from "../../src/api/operation";
 import { ownerKey, siweVerify } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { fundedFacilitator, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";

@@ -9,7 +9,7 @@ import { expect } from "chai";
 import type { Wallet } from "ethers";
 import type { z } from "zod";
 import { documented, errorsByStatus, inputPart } from "../../src/docs/openapi";
-import type { AnyOperation } from "../../src/http/operation";
+import type { AnyOperation } from "../../src/api/operation";
 import { OPERATIONS } from "../../src/http/operations";
 import { ownerKey } from "../helpers/owner";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";

@@ -11,7 +11,7 @@ const ROOT = resolve(__dirname, "../..");
 const SRC = join(ROOT, "src");
 const DEV = join(SRC, "dev");
 /** The one file that starts the sandbox, and the one module it imports it through. */
-const SANDBOX_STARTER = "src/server.ts";
+const SANDBOX_STARTER = "src/start/boot.ts";
 const SANDBOX_DOOR = "src/dev/index.ts";
 
 function sourceFiles(dir: string): string[] {

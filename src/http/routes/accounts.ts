@@ -15,7 +15,7 @@ import {
   SiweVerifyResponse,
 } from "../../schemas/accounts";
 import { agentView } from "../../services/presenters";
-import { SIGNED, json, operation, reply } from "../operation";
+import { SIGNED, json, operation, reply } from "../../api/operation";
 
 export const ACCOUNT_OPERATIONS = [
   operation({

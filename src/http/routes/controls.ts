@@ -12,7 +12,7 @@ import {
   WithdrawRequest,
   WithdrawResponse,
 } from "../../schemas/owner";
-import { SIGNED, json, operation, reply } from "../operation";
+import { SIGNED, json, operation, reply } from "../../api/operation";
 
 /** The agent of the path; a malformed address answers 404 like an unknown one. */
 const AGENT_PATH = z.strictObject({ address: Address.meta({ description: "the agent" }) });

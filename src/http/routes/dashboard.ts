@@ -12,8 +12,8 @@ import { notFound } from "../../errors";
 import { AgentPublic, DashboardConfigResponse } from "../../schemas/dashboard";
 import { Address } from "../../schemas/common";
 import { explorerBase } from "../../services/presenters";
-import { html, json, operation, rawOperation, reply } from "../operation";
-import type { AppContext } from "../types";
+import { html, json, operation, rawOperation, reply } from "../../api/operation";
+import type { AppContext } from "../../api/types";
 
 /** Pages run only our own bundled script; API calls go to this origin; wallets' icons are data: URLs (EIP-6963). */
 const PAGE_CSP = [
@@ -77,7 +77,10 @@ const PAGE_OPERATIONS = PAGES.map((page) =>
     errors: [],
     serve: async ({ ctx, deps: { s } }, next) => {
       // /, /approvals and /ledger are REST endpoints too: only a browser's navigation (HTML first, no key) gets the page.
-      if (ctx.get("Authorization") || ctx.accepts("json", "html") !== "html") return next();
+      if (ctx.get("Authorization") || ctx.accepts("json", "html") !== "html") {
+        await next();
+        return;
+      }
       ctx.vary("Accept");
       securityHeaders(ctx);
       ctx.set("Cache-Control", "no-store");

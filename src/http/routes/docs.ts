@@ -1,17 +1,13 @@
 /** GET /skill.md, /references/api_docs.md and /openapi.json: generated on first request (the URLs are known then). */
-import { join } from "node:path";
 import { z } from "zod";
 import { buildApiDocs } from "../../docs/markdown";
 import { buildOpenApi } from "../../docs/openapi";
 import { buildSkill } from "../../docs/skill";
 import type { Services } from "../../services";
-import { PROJECT_ROOT } from "../../paths";
 import { ServiceIndex } from "../../schemas/serviceIndex";
-import { type OperationDeps, json, markdown, operation, rawOperation, reply } from "../operation";
-import type { AppContext } from "../types";
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const VERSION: string = require(join(PROJECT_ROOT, "package.json")).version;
+import { type OperationDeps, json, markdown, operation, rawOperation, reply } from "../../api/operation";
+import type { AppContext } from "../../api/types";
+import { VERSION } from "../../version";
 
 const caches = new WeakMap<Services, Map<string, string>>();
 
@@ -26,7 +22,7 @@ const urls = (s: Services, ctx: AppContext) => ({
 function once(s: Services, key: string, make: () => string): string {
   if (!s.ctx.urls.base) return make();
   let cache = caches.get(s);
-  if (!cache) caches.set(s, (cache = new Map()));
+  if (!cache) caches.set(s, (cache = new Map<string, string>()));
   let text = cache.get(key);
   if (text === undefined) cache.set(key, (text = make()));
   return text;
@@ -42,9 +38,10 @@ const document = (path: string, summary: string, response: { description: string
     input: z.object({}),
     responses: { 200: response },
     errors: [],
-    serve: async ({ ctx, deps }) => {
+    serve: ({ ctx, deps }) => {
       ctx.type = type;
       ctx.body = once(deps.s, key, () => render(key, urls(deps.s, ctx), deps));
+      return Promise.resolve();
     },
   });
 
@@ -80,9 +77,9 @@ export const DOC_OPERATIONS = [
     input: z.object({}),
     responses: { 200: json("the links", ServiceIndex) },
     errors: [],
-    handle: async ({ ctx, deps: { s } }) => {
+    handle: ({ ctx, deps: { s } }) => {
       const { baseUrl, dashboardUrl } = urls(s, ctx);
-      return reply(200, {
+      const links = {
         service: "SpendGate",
         version: VERSION,
         mode: s.ctx.config.embeddedChain ? "embedded" : "production",
@@ -93,7 +90,8 @@ export const DOC_OPERATIONS = [
         openapi: `${baseUrl}/openapi.json`,
         mcp: `${baseUrl}/mcp`,
         note: "Agents: read the skill file. Owners: open the dashboard in a browser. Every endpoint is in the API reference.",
-      } as const);
+      } as const;
+      return Promise.resolve(reply(200, links));
     },
   }),
 ];

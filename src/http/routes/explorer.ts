@@ -10,7 +10,7 @@ import { interfaceOf, parseLog, type ContractName } from "../../chain/contracts"
 import { notFound } from "../../errors";
 import { Address } from "../../schemas/common";
 import { ExplorerAddress, ExplorerTx } from "../../schemas/explorer";
-import { json, operation, reply } from "../operation";
+import { json, operation, reply } from "../../api/operation";
 
 const NOTE = "SpendGate's view of its embedded sandbox chain (not Base): nothing here exists on a public explorer.";
 const DECODERS: ContractName[] = ["SpendPolicy", "SpendPolicyFactory", "Usdc", "OperatorSet", "WETH9"];

@@ -5,7 +5,7 @@ import { OptionalAddressQuery } from "../../schemas/accounts";
 import { Address } from "../../schemas/common";
 import { fromBaseUnits } from "../../amounts";
 import { LimitsResponse, SetLimitsRequest, SetLimitsResponse, SwapPriceQuery, SwapPriceResponse } from "../../schemas/limits";
-import { SIGNED, json, operation, reply } from "../operation";
+import { SIGNED, json, operation, reply } from "../../api/operation";
 
 export const LIMIT_OPERATIONS = [
   operation({

@@ -13,7 +13,7 @@ import type { Services } from "../../services";
 import type { AgentDoc } from "../../store/documents";
 import { Address } from "../../schemas/common";
 import { JsonRpcMessage, JsonRpcResponse } from "../../schemas/system";
-import { json, operation, rawOperation } from "../operation";
+import { json, operation, rawOperation } from "../../api/operation";
 
 export const MCP_PATH = "/mcp";
 const MAX_BODY_BYTES = 256 * 1024;
@@ -208,7 +208,7 @@ export const MCP_OPERATIONS = [
       input: z.object({}),
       responses: {},
       errors: ["method_not_allowed"],
-      handle: async () => {
+      handle: () => {
         throw appError("method_not_allowed", "The MCP server is stateless: send JSON-RPC messages with POST /mcp.", {
           headers: { Allow: "POST" },
         });

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { MerchantQuoteRequest, MerchantQuoteResponse } from "../../schemas/merchants";
 import { quoteMerchant } from "../../services/merchantQuote";
-import { SELLER_ERRORS, json, operation, reply } from "../operation";
+import { SELLER_ERRORS, json, operation, reply } from "../../api/operation";
 
 export const MERCHANT_OPERATIONS = [
   operation({

@@ -7,8 +7,8 @@ import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { forbidden, unauthorized } from "../../errors";
 import { METRICS_PATH, bearerToken } from "../auth";
-import { rawOperation } from "../operation";
-import type { AppContext } from "../types";
+import { rawOperation } from "../../api/operation";
+import type { AppContext } from "../../api/types";
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 

@@ -20,7 +20,7 @@ import {
   PayResult,
   TransactionId,
 } from "../../schemas/payments";
-import { SELLER_ERRORS, SIGNED, json, operation, reply } from "../operation";
+import { SELLER_ERRORS, SIGNED, json, operation, reply } from "../../api/operation";
 
 /** The one place a payment's answer becomes HTTP: 200 approved, 202 pending, 422 blocked, or its error. */
 function payReply(answer: PayAnswer & { replayed: boolean }) {

@@ -5,7 +5,7 @@ import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { Services } from "../../services";
 import { explorerBase } from "../../services/presenters";
 import { AgentIntelSeller } from "../../x402/seller";
-import { json, rawOperation } from "../operation";
+import { json, rawOperation } from "../../api/operation";
 
 export const SELL_PATH = "/sell/agent-intel";
 

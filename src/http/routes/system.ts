@@ -5,7 +5,7 @@ import { unavailable, type AppError } from "../../errors";
 import type { Services } from "../../services";
 import { HealthResponse, LiveResponse, ReadyResponse, type ReadyChecks } from "../../schemas/system";
 import { VERSION, buildCommit } from "../../version";
-import { json, operation, reply } from "../operation";
+import { json, operation, reply } from "../../api/operation";
 
 /** The longest any one check of a health route waits: a dependency that hangs is reported, never waited for. */
 const CHECK_MS = 3_000;

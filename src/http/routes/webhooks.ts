@@ -11,7 +11,7 @@ import {
   WebhookIdParam,
   WebhooksResponse,
 } from "../../schemas/webhooks";
-import { json, operation, reply } from "../operation";
+import { json, operation, reply } from "../../api/operation";
 
 /** The webhook id of the path (a malformed one answers 404 like a missing one). */
 const WEBHOOK_PATH = z.strictObject({ id: WebhookIdParam.meta({ description: "the endpoint (whk_...)" }) });

@@ -1,14 +1,14 @@
 /**
  * One declaration per operation: method and path, auth mode, one zod schema for `{ params, query, body }`, the
  * responses and error codes it can give, and the handler, which receives the parsed input typed from that schema.
- * The router (mount.ts), validation, /openapi.json and /references/api_docs.md are all read from these declarations.
+ * The router (src/http/mount.ts), validation, /openapi.json and /references/api_docs.md are all read from these declarations.
  */
 import type { Next } from "koa";
 import type { z } from "zod";
 import type { ErrorCode } from "../errors";
 import type { FAUCET_TOKENS } from "../schemas/payments";
 import type { Services } from "../services";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 import type { WebhookService } from "../webhooks/endpoints";
 import type { AppContext } from "./types";
 

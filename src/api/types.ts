@@ -1,5 +1,5 @@
 import type { ParameterizedContext, Next } from "koa";
-import type { Principal } from "../services/keys";
+import type { Principal } from "../principal";
 
 export interface AppState {
   requestId: string;

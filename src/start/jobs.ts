@@ -1,0 +1,68 @@
+/**
+ * Background jobs: the webhook worker, the alert catch-up, the recovery of payments a previous run left (before any
+ * new one is taken) and its periodic sweep with approval expiry, and the chain indexer under its leader lease.
+ */
+import type { Logger } from "pino";
+import { Indexer } from "../indexer/indexer";
+import { alertChainEvents, catchUpAlerts } from "../services/alerts";
+import { LeaderLease } from "../store/leases";
+import type { Booted, Cleanup } from "./boot";
+import type { Wired } from "./wiring";
+
+export interface Jobs {
+  indexer: Indexer;
+  /** Whether this instance is the one indexing (several instances share the database). */
+  indexerLease: LeaderLease;
+}
+
+export async function startJobs({ config, store, chain }: Booted, wired: Wired, logger: Logger, cleanup: Cleanup): Promise<Jobs> {
+  const { services, webhooks, leases } = wired;
+  // Owner alerts: deliveries left pending by a previous run are sent as soon as the worker starts.
+  webhooks.worker.start();
+  cleanup.push(async () => {
+    await webhooks.outbox.idle();
+    await webhooks.worker.stop();
+  });
+  // Alerts are told after the answer: facts a crash kept from being told are found again (the last hour at start).
+  let alertsCheckedAt = new Date(Date.now() - 3_600_000);
+  const alertSweep = setInterval(() => {
+    const since = new Date(alertsCheckedAt.getTime() - 60_000);
+    alertsCheckedAt = new Date();
+    catchUpAlerts(services.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
+  }, 30_000);
+  alertSweep.unref();
+  cleanup.push(() => clearInterval(alertSweep));
+
+  // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
+  await services.idempotency.releaseOwn();
+  const recovered = (await services.payments.recover(new Date(), { own: true })) + (await services.approvals.recover());
+  if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
+  const sweep = setInterval(
+    () => {
+      services.approvals.expire().catch((err: unknown) => logger.error({ err }, "approval expiry failed"));
+      // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
+      services.payments.recover().catch((err: unknown) => logger.error({ err }, "payment recovery failed"));
+    },
+    Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
+  );
+  sweep.unref();
+  cleanup.push(() => clearInterval(sweep));
+
+  const indexer = new Indexer({
+    chain,
+    store,
+    chainId: config.chainId,
+    confirmations: config.confirmations,
+    startBlock: config.factoryDeployBlock,
+    logger,
+    onConfirmed: (events) => alertChainEvents(services.ctx, events),
+  });
+  // One indexer at a time across the instances sharing the database: the lease's holder indexes, the others wait.
+  const indexerLease = new LeaderLease(leases, `indexer:${config.chainId}`, config.lockLeaseMs);
+  // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
+  // catch-up over many blocks must not hold the API back; the loop does it.
+  if (config.embeddedChain && (await indexerLease.hold())) await indexer.syncOnce();
+  indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
+  cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
+  return { indexer, indexerLease };
+}
