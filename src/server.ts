@@ -22,6 +22,8 @@ import { connectStore, type Store } from "./store";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./store/embedded";
 import { startEmbeddedMongoThread } from "./store/embeddedThread";
 import { DistributedMutex, LeaderLease, Leases } from "./store/leases";
+import { Heartbeats } from "./store/heartbeats";
+import { takeOverDead } from "./services/failover";
 import { LocalWalletProvider } from "./wallets/provider";
 import { createFacilitator } from "./x402/facilitator";
 import { Indexer } from "./indexer/indexer";
@@ -38,6 +40,8 @@ export interface RunningService {
   store: Store;
   chain: ChainClient;
   indexer: Indexer;
+  /** This instance's heartbeat, and its view of which peers are dead. */
+  heartbeats: Heartbeats;
   webhooks: { service: WebhookService; outbox: WebhookOutbox; worker: WebhookWorker };
   /** Whether this instance is the one indexing (several instances share the database). */
   indexerLease: LeaderLease;
@@ -148,11 +152,17 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       factoryAddress: config.factoryAddress,
       usdcAddress: config.usdcAddress,
       pollingIntervalMs: embeddedChain ? 100 : 1_000,
+      rpcTimeoutMs: config.rpcTimeoutMs,
     });
     cleanup.push(() => chain.destroy());
 
     const { instanceId } = config;
-    const leases = new Leases(store, instanceId, opts.clock);
+    const heartbeats = new Heartbeats(store, instanceId, {
+      intervalMs: config.heartbeatMs,
+      staleMs: config.heartbeatStaleMs,
+      clock: opts.clock,
+    });
+    const leases = new Leases(store, instanceId, opts.clock, () => heartbeats.dead());
     const freed = await leases.releaseAllOf();
     if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
 
@@ -228,6 +238,10 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
     );
     sweep.unref();
     cleanup.push(() => clearInterval(sweep));
+    // A peer whose heartbeat went stale: its payments in flight are fenced on-chain and finished here at once.
+    heartbeats.onDead = (dead) => takeOverDead(services.ctx, () => services.settlement.recover(), dead);
+    await heartbeats.start();
+    cleanup.push(() => heartbeats.stop());
 
     const indexer = new Indexer({
       chain,
@@ -267,6 +281,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       store,
       chain,
       indexer,
+      heartbeats,
       webhooks,
       indexerLease,
       embeddedChain,

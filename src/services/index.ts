@@ -37,6 +37,7 @@ export function createServices(ctx: ServiceContext): Services {
     instanceId: ctx.instanceId,
     leaseMs: ctx.config.lockLeaseMs,
     clock: ctx.leases.clock,
+    isDead: (holder) => ctx.leases.isDead(holder),
   });
   settlement.afterRecovery = (payment) => idempotency.settleFromPayment(payment);
   const swaps = new SwapService(ctx);

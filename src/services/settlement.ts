@@ -350,6 +350,8 @@ export class SettlementService extends SettlementSteps {
       { leaseUntil: { $lt: now } },
       { leaseUntil: { $exists: false } },
       ...(opts.own ? [{ instanceId: this.ctx.instanceId }] : []),
+      // An instance whose heartbeat went stale: taken over at once, fenced on-chain first (src/services/failover.ts).
+      ...(this.ctx.leases.deadHolders().length ? [{ instanceId: { $in: [...this.ctx.leases.deadHolders()] } }] : []),
     ];
     const due = await this.ctx.store.payments.find({ phase: { $in: IN_FLIGHT }, $or: free }).toArray();
     let resolved = 0;
@@ -388,7 +390,7 @@ export class SettlementService extends SettlementSteps {
       if (delay === 50)
         this.ctx.logger.warn({ agentAddress, txnId: busy[0].txnId }, "took an agent's lock over: waiting for its payments in flight");
       const now = Date.now();
-      for (const doc of busy.filter((d) => !d.leaseUntil || d.leaseUntil.getTime() < now)) {
+      for (const doc of busy.filter((d) => !d.leaseUntil || d.leaseUntil.getTime() < now || this.ctx.leases.isDead(d.instanceId))) {
         await this.finishClaimed(doc, true).catch((err: unknown) =>
           this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve a payment"),
         );

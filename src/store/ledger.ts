@@ -57,8 +57,13 @@ export class LedgerWriter {
     return this.payments.updateOne({ txnId }, { $set: set, $setOnInsert: { txnId, createdAt } }, { upsert: true });
   }
 
+  /**
+   * Sets `set` on entry `txnId`. A final entry is only amended by the instance that finished it: a run that stalled and
+   * wakes up after another instance finished its payment (failover.ts) cannot put it back in flight.
+   */
   async update(txnId: string, set: LedgerUpdate): Promise<void> {
-    await this.payments.updateOne({ txnId }, { $set: set });
+    const open = [{ phase: { $ne: "done" as const } }, ...(set.instanceId ? [{ instanceId: set.instanceId }] : [])];
+    await this.payments.updateOne({ txnId, $or: open }, { $set: set });
   }
 
   /** update() that answers the entry as written, or null when there is none (for the alert of its final write). */
