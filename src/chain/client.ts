@@ -29,6 +29,8 @@ export interface ChainOptions {
   pollingIntervalMs?: number;
   /** Pause between two ticks of the receipt watch (receipts.ts). Default 50. */
   receiptPollMs?: number;
+  /** Time limit of one JSON-RPC request (RPC_TIMEOUT_MS); default ethers' 5 minutes. */
+  rpcTimeoutMs?: number;
 }
 
 /** What the service needs of a sent transaction: its hash (the receipt says the rest). */
@@ -135,7 +137,7 @@ export class ChainClient {
       // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
       cacheTimeout: -1,
       pollingInterval: options.pollingIntervalMs ?? 1_000,
-    });
+    }, options.rpcTimeoutMs);
     this.provider = provider;
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
     this.rpc = provider.raw;
