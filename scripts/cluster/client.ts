@@ -110,6 +110,8 @@ export interface PaymentResult {
   /** The instances it was sent to, in order (more than one when an instance died under it). */
   tried: string[];
   ms: number;
+  /** When (Date.now()) each 409 it was answered before its final answer came. */
+  conflictsAt: number[];
 }
 
 export interface StormOptions {
@@ -135,6 +137,7 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
       intent: `storm payment ${i}`,
     };
     const tried: string[] = [];
+    const conflictsAt: number[] = [];
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       const live = instances.filter((x) => x.alive);
@@ -146,10 +149,11 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
         // 409: the first request under this key is still being resolved (its instance died; an unsent payment of its
         // resolves only after its validBefore, MAX_PAYMENT_VALIDITY_SECONDS), or this run lost its lease: ask again.
         if (res.status === 409 && attempt < 480) {
+          conflictsAt.push(Date.now());
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
-        const r = { index: i, agent: agent.agentAddress, key, status: res.status, body: res.body, tried, ms: Date.now() - started };
+        const r = { index: i, agent: agent.agentAddress, key, status: res.status, body: res.body, tried, ms: Date.now() - started, conflictsAt };
         opts.onResult?.(r);
         return r;
       } catch {

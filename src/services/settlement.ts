@@ -355,12 +355,15 @@ export class SettlementService extends SettlementSteps {
     ];
     const due = await this.ctx.store.payments.find({ phase: { $in: IN_FLIGHT }, $or: free }).toArray();
     let resolved = 0;
-    for (const doc of due) {
-      await this.ctx.agentLock
-        .run(doc.agentAddress, () => this.finishClaimed(doc, !(opts.own && doc.instanceId === this.ctx.instanceId)))
-        .then((claimed) => (resolved += claimed ? 1 : 0))
-        .catch((err: unknown) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
-    }
+    // All at once: the agent lock serialises one agent's, and a dead instance's payments are final in one round.
+    await Promise.all(
+      due.map((doc) =>
+        this.ctx.agentLock
+          .run(doc.agentAddress, () => this.finishClaimed(doc, !(opts.own && doc.instanceId === this.ctx.instanceId)))
+          .then((claimed) => (resolved += claimed ? 1 : 0))
+          .catch((err: unknown) => this.ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment")),
+      ),
+    );
     return resolved;
   }
 
