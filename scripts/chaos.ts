@@ -53,6 +53,8 @@ async function main(): Promise<void> {
   const statuses: Record<string, number> = {};
   const results: PaymentResult[] = [];
   const faults: string[] = [];
+  /** The 409 answers by message (the start of it). */
+  const conflicts = new Map<string, number>();
   let stopping = false;
   try {
     console.log(`cluster up in ${((Date.now() - t0) / 1000).toFixed(1)} s; chain and store behind gates`);
@@ -99,7 +101,12 @@ async function main(): Promise<void> {
           });
           const body = (await res.json().catch(() => null)) as { retryable?: boolean } | null;
           statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-          if (res.status === 409) conflictsAt.push(Date.now());
+          if (res.status === 409) {
+            conflictsAt.push(Date.now());
+            const said = (body as { message?: unknown } | null)?.message;
+            const m = (typeof said === "string" ? said : "").slice(0, 90);
+            conflicts.set(m, (conflicts.get(m) ?? 0) + 1);
+          }
           // Final unless it says to retry: a 409 (another payment in flight), a 429, a 503 (a dependency down).
           if (!RETRY.has(res.status) && body?.retryable !== true) {
             results.push({ index: i, agent: agent.agentAddress, key, status: res.status, body, tried, ms: Date.now() - first, conflictsAt });
@@ -127,36 +134,39 @@ async function main(): Promise<void> {
         const victim = victims[Math.floor(Math.random() * victims.length)];
         const down = rand(1_000, 8_000);
         const newId = Math.random() < 0.5;
-        faults.push(`${stamp(started)} SIGKILL ${victim.name}, back in ${(down / 1000).toFixed(1)} s${newId ? " under a new INSTANCE_ID" : ""}`);
+        told(`${stamp(started)} SIGKILL ${victim.name}, back in ${(down / 1000).toFixed(1)} s${newId ? " under a new INSTANCE_ID" : ""}`);
         await cluster.kill(victim);
         await sleep(down);
         const name = newId ? `${victim.name.replace(/-r\d+$/, "")}-r${cluster.instances.length}` : victim.name;
         const back: Instance = await cluster.restart(victim, name);
-        faults.push(`${stamp(started)} ${back.name} up again`);
+        told(`${stamp(started)} ${back.name} up again`);
         return;
       }
       const which = kind < 0.75 ? "chain" : "store";
       const gate = which === "chain" ? chainGate : storeGate;
       if (Math.random() < 0.5) {
         const down = rand(2_000, 10_000);
-        faults.push(`${stamp(started)} ${which} dies for ${(down / 1000).toFixed(1)} s`);
+        told(`${stamp(started)} ${which} dies for ${(down / 1000).toFixed(1)} s`);
         await gate.close();
         await sleep(down);
         await gate.open();
       } else {
         const down = rand(2_000, 15_000);
-        faults.push(`${stamp(started)} ${which} hangs (SIGSTOP) for ${(down / 1000).toFixed(1)} s`);
+        told(`${stamp(started)} ${which} hangs (SIGSTOP) for ${(down / 1000).toFixed(1)} s`);
         cluster.signal(which, "SIGSTOP");
         await sleep(down);
         cluster.signal(which, "SIGCONT");
       }
     };
+    const told = (line: string) => {
+      faults.push(line);
+      console.log(line);
+    };
     const striking: Promise<void>[] = [];
     while (Date.now() - started < SECONDS * 1000) {
       await sleep(rand(0.3, 1.7) * FAULT_EVERY_MS);
       if (Date.now() - started >= SECONDS * 1000) break;
-      striking.push(strike().catch((err: unknown) => void faults.push(`fault failed: ${String(err)}`)));
-      console.log(faults.slice(-1)[0]);
+      striking.push(strike().catch((err: unknown) => told(`fault failed: ${String(err)}`)));
     }
     stopping = true;
     console.log(`${stamp(started)} faults stop; waiting for the payments in flight`);
@@ -167,7 +177,7 @@ async function main(): Promise<void> {
     // The last instance may have died with payments in flight: heartbeats pass them on within seconds.
     await sleep(10_000);
     const seconds = (Date.now() - started) / 1000;
-    for (const f of faults) console.log(`  ${f}`);
+    console.log(`${faults.length} fault events`);
 
     const report = await checkCluster(cluster, agents, results, { dailyBudget: 100_000n, funded });
     const lost = results.filter((r) => r.status === 0).length;
@@ -178,6 +188,7 @@ async function main(): Promise<void> {
     console.log(`ledger ${JSON.stringify(report.ledgerByStatus)}; USDC moved ${Number(report.usdcMoved) / 1e6}`);
     console.log(`5xx answers (before a retry got the final one): ${fiveXX.length ? fiveXX.map(([s, n]) => `${s}: ${n}`).join(", ") : "none"}`);
     console.log(`longest wait for a final answer: ${(longest / 1000).toFixed(1)} s`);
+    for (const [m, n] of conflicts) console.log(`  409 x${n}: ${m}`);
     const checks: [string, boolean][] = [
       [`budget overshoots: ${report.overshoots}`, report.overshoots === 0],
       [`double payments: ${report.doublePayments}`, report.doublePayments === 0],

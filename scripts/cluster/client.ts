@@ -39,8 +39,20 @@ async function call(url: string, method: string, path: string, body?: unknown, h
   return { status: res.status, body: parsed };
 }
 
-/** One agent, onboarded through `url`: genesis, link (owner-signed, with the activation code), first policy. */
+/** onboardAgent, tried again (a new agent each time) while a dependency answers 503 (a machine under heavy load). */
 export async function onboardAgent(url: string, chainId: number, policy: PolicyInput): Promise<ClusterAgent> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await onboardOnce(url, chainId, policy);
+    } catch (err) {
+      if (attempt >= 5 || !/: 503 /.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 2_000 * attempt));
+    }
+  }
+}
+
+/** One agent, onboarded through `url`: genesis, link (owner-signed, with the activation code), first policy. */
+async function onboardOnce(url: string, chainId: number, policy: PolicyInput): Promise<ClusterAgent> {
   const owner = Wallet.createRandom() as unknown as Wallet;
   const g = await call(url, "POST", "/wallet/genesis", {});
   if (g.status !== 201) throw new Error(`genesis: ${g.status} ${JSON.stringify(g.body)}`);

@@ -2,7 +2,9 @@
  * Instance heartbeats in the database, so that a dead instance's work passes to a live one in seconds, whatever its
  * INSTANCE_ID and whatever the lease lengths (LOCK_LEASE_MS, PAYMENT_LEASE_MS). Each instance bumps a counter in its own
  * document every HEARTBEAT_MS and reads everyone's. A peer is dead when its counter has not moved for HEARTBEAT_STALE_MS
- * as measured on this instance's own clock, so clocks of different machines never get compared. A peer seen for the
+ * as measured on this instance's own clock (so clocks of different machines never get compared) and over at least three
+ * of this instance's own completed turns (so a store that was down or hung for everyone does not make every peer look
+ * dead on the first reading after it). A peer seen for the
  * first time gets the full staleness bound before it can be judged (a new instance waits that long before taking over
  * from an instance that died before it started). An instance never judges itself; a peer that beats again is alive
  * again at once (it only stalled: see failover.ts for why that is safe).
@@ -31,6 +33,8 @@ export interface HeartbeatOptions {
   clock?: () => number;
 }
 
+/** A peer is judged dead only after this many of this instance's own turns without a beat of its. */
+const MIN_TURNS = 3;
 /** Documents not written for this long are removed (an instance id that never came back). */
 const PRUNE_AFTER_MS = 24 * 3600 * 1000;
 
@@ -39,13 +43,15 @@ export class Heartbeats {
   private readonly clock: () => number;
   private readonly staleMs: number;
   /** Each peer's last counter and when (on this clock) it was first seen at that value. */
-  private readonly seen = new Map<string, { beat: number; since: number }>();
+  private readonly seen = new Map<string, { beat: number; since: number; turn: number }>();
   private deadNow: readonly string[] = [];
   /** Dead peers whose work was found all finished (onDead answered true): not handed to onDead again. */
   private readonly cleared = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | null = null;
   private handing: Promise<void> | null = null;
+  /** This instance's completed turns (a beat written and the peers' read). */
+  private turns = 0;
   /**
    * Called after a tick that found dead peers whose work is not known to be finished; answers whether all of it is
    * (then those peers are not handed over again unless they beat again and die again).
@@ -102,7 +108,7 @@ export class Heartbeats {
   tick(): Promise<void> {
     if (this.ticking) return this.ticking;
     this.ticking = this.turn()
-      .catch(() => undefined) // the store is down: nobody is judged on this turn's reading, and nobody beats either
+      .catch(() => undefined) // the store is down: no turn, nobody judged (see `turns`)
       .finally(() => (this.ticking = null));
     return this.ticking;
   }
@@ -115,13 +121,16 @@ export class Heartbeats {
       { upsert: true },
     );
     const peers = await this.docs.find({ instance: { $ne: this.instance } }).toArray();
+    // Judged by time and by this instance's own turns: while the store is down or hangs, this instance's turns do not
+    // complete either, so a peer that could not beat meanwhile is not judged on the reading right after.
+    const turn = ++this.turns;
     const dead: string[] = [];
     for (const p of peers) {
       const last = this.seen.get(p.instance);
       if (!last || last.beat !== p.beat) {
-        this.seen.set(p.instance, { beat: p.beat, since: now });
+        this.seen.set(p.instance, { beat: p.beat, since: now, turn });
         this.cleared.delete(p.instance);
-      } else if (now - last.since >= this.staleMs) dead.push(p.instance);
+      } else if (now - last.since >= this.staleMs && turn - last.turn >= MIN_TURNS) dead.push(p.instance);
       if (now - p.at.getTime() > PRUNE_AFTER_MS) await this.docs.deleteOne({ instance: p.instance, beat: p.beat });
     }
     this.deadNow = dead;
