@@ -109,7 +109,16 @@ async function main(): Promise<void> {
           }
           // Final unless it says to retry: a 409 (another payment in flight), a 429, a 503 (a dependency down).
           if (!RETRY.has(res.status) && body?.retryable !== true) {
-            results.push({ index: i, agent: agent.agentAddress, key, status: res.status, body, tried, ms: Date.now() - first, conflictsAt });
+            results.push({
+              index: i,
+              agent: agent.agentAddress,
+              key,
+              status: res.status,
+              body,
+              tried,
+              ms: Date.now() - first,
+              conflictsAt,
+            });
             return;
           }
         } catch {
@@ -186,7 +195,9 @@ async function main(): Promise<void> {
     console.log(`${results.length} payments in ${seconds.toFixed(0)} s; final answers ${JSON.stringify(report.answers)}`);
     console.log(`every answer seen, retries included: ${JSON.stringify(statuses)}`);
     console.log(`ledger ${JSON.stringify(report.ledgerByStatus)}; USDC moved ${Number(report.usdcMoved) / 1e6}`);
-    console.log(`5xx answers (before a retry got the final one): ${fiveXX.length ? fiveXX.map(([s, n]) => `${s}: ${n}`).join(", ") : "none"}`);
+    console.log(
+      `5xx answers (before a retry got the final one): ${fiveXX.length ? fiveXX.map(([s, n]) => `${s}: ${n}`).join(", ") : "none"}`,
+    );
     console.log(`longest wait for a final answer: ${(longest / 1000).toFixed(1)} s`);
     for (const [m, n] of conflicts) console.log(`  409 x${n}: ${m}`);
     const checks: [string, boolean][] = [

@@ -131,7 +131,10 @@ async function main(): Promise<void> {
               `killed instance's payments in flight final within 15 s: ${takeover.payments.filter((p) => p.finalMs !== null && p.finalMs <= 15_000).length}/${takeover.payments.length} (longest ${(Math.max(0, ...takeover.payments.map((p) => p.finalMs ?? Infinity)) / 1000).toFixed(1)} s)`,
               takeover.payments.every((p) => p.finalMs !== null && p.finalMs <= 15_000),
             ],
-            [`requests answered 409 after recovery: ${takeover.conflictsAfter}`, takeover.recoveredAt !== null && takeover.conflictsAfter === 0],
+            [
+              `requests answered 409 after recovery: ${takeover.conflictsAfter}`,
+              takeover.recoveredAt !== null && takeover.conflictsAfter === 0,
+            ],
           ] as [string, boolean][])
         : []),
     ];

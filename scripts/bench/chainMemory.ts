@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     if (i % 500 === 0) {
       const s = sample();
       console.log(
-        `${i} blocks (${((Date.now() - t0) / 1000).toFixed(0)} s): rss ${s.rss.toFixed(0)} MiB (+${((s.rss - first.rss) * 1024 / i).toFixed(1)} KiB/block), heap ${s.heap.toFixed(0)} MiB (+${((s.heap - first.heap) * 1024 / i).toFixed(1)} KiB/block)`,
+        `${i} blocks (${((Date.now() - t0) / 1000).toFixed(0)} s): rss ${s.rss.toFixed(0)} MiB (+${(((s.rss - first.rss) * 1024) / i).toFixed(1)} KiB/block), heap ${s.heap.toFixed(0)} MiB (+${(((s.heap - first.heap) * 1024) / i).toFixed(1)} KiB/block)`,
       );
     }
   }

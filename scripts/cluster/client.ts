@@ -165,7 +165,16 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
-        const r = { index: i, agent: agent.agentAddress, key, status: res.status, body: res.body, tried, ms: Date.now() - started, conflictsAt };
+        const r = {
+          index: i,
+          agent: agent.agentAddress,
+          key,
+          status: res.status,
+          body: res.body,
+          tried,
+          ms: Date.now() - started,
+          conflictsAt,
+        };
         opts.onResult?.(r);
         return r;
       } catch {

@@ -131,13 +131,18 @@ export class ChainClient {
 
   constructor(readonly options: ChainOptions) {
     const network = Network.from(options.chainId);
-    const provider = new ImmediateJsonRpcProvider(options.rpcUrl, network, {
-      staticNetwork: network,
-      batchMaxCount: 1,
-      // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
-      cacheTimeout: -1,
-      pollingInterval: options.pollingIntervalMs ?? 1_000,
-    }, options.rpcTimeoutMs);
+    const provider = new ImmediateJsonRpcProvider(
+      options.rpcUrl,
+      network,
+      {
+        staticNetwork: network,
+        batchMaxCount: 1,
+        // ethers caches identical reads for 250 ms by default: a getCode just before a deployment would be stale.
+        cacheTimeout: -1,
+        pollingInterval: options.pollingIntervalMs ?? 1_000,
+      },
+      options.rpcTimeoutMs,
+    );
     this.provider = provider;
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);
     this.rpc = provider.raw;

@@ -76,7 +76,12 @@ export class Leases {
   async acquire(name: string, ttlMs: number, token: string = randomBytes(12).toString("hex")): Promise<HeldLease | null> {
     const now = new Date(this.clock());
     const dead = this.deadHolders();
-    const free = [{ until: { $lt: now } }, { holder: null }, { holder: this.holder, token }, ...(dead.length ? [{ holder: { $in: [...dead] } }] : [])];
+    const free = [
+      { until: { $lt: now } },
+      { holder: null },
+      { holder: this.holder, token },
+      ...(dead.length ? [{ holder: { $in: [...dead] } }] : []),
+    ];
     const take = () =>
       this.docs.findOneAndUpdate(
         { name, $or: free },
