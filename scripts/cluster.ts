@@ -1,11 +1,15 @@
 /**
  * npm run cluster: a standalone chain, one CongoDB server and CLUSTER_INSTANCES (3) SpendGate processes, each with its
  * own operator key; CLUSTER_AGENTS (20) agents make CLUSTER_PAYMENTS (500) concurrent payments spread over the
- * instances, to the instances' own /sell/agent-intel. With --kill, the last instance is SIGKILLed mid-storm and not
- * restarted. Prints what happened and checks it (budgets, double payments, stuck payments, every instance's ledger);
+ * instances, to the instances' own /sell/agent-intel. With --kill, the last instance is SIGKILLed mid-storm and never
+ * comes back: the time until each of its payments in flight was final on a survivor is printed (target 15 s, with the
+ * default leases: failover goes by heartbeats), and no request may be answered 409 once they all are. With
+ * --kill --restart-new-id, the killed instance is started again at once under a new INSTANCE_ID (a rescheduled
+ * container). Prints what happened and checks it (budgets, double payments, stuck payments, every instance's ledger);
  * exits 1 when a check fails. --keep leaves the cluster up until Ctrl-C.
  */
-import { startCluster } from "./cluster/cluster";
+import { startCluster, type Instance } from "./cluster/cluster";
+import { type Takeover, watchTakeover } from "./cluster/failover";
 import { fundAgents, onboardAgent, storm, type ClusterAgent, type PaymentResult } from "./cluster/client";
 import { checkCluster } from "./cluster/check";
 
@@ -17,11 +21,13 @@ const POLICY = { perTxLimit: "0.01", dailyBudget: "0.2", approvalThreshold: "0.0
 
 async function main(): Promise<void> {
   const kill = process.argv.includes("--kill");
+  const restartNewId = kill && process.argv.includes("--restart-new-id");
   const t0 = Date.now();
   const cluster = await startCluster({
     instances: INSTANCES,
-    // Short leases, so a killed instance's work passes to the survivors within seconds (defaults: 30 s and 180 s).
-    env: { LOCK_LEASE_MS: "2000", PAYMENT_LEASE_MS: "6000", MAX_PAYMENT_VALIDITY_SECONDS: "30", SELL_PRICE: "0.01" },
+    // The default leases (LOCK_LEASE_MS 30 s, PAYMENT_LEASE_MS 180 s): a killed instance's work passes on by heartbeats.
+    // RPC_TIMEOUT_MS raised from its 10 s: on a machine this loaded the chain process can take longer than that to answer.
+    env: { SELL_PRICE: "0.01", RPC_TIMEOUT_MS: process.env.RPC_TIMEOUT_MS ?? "30000" },
     log: (line) => console.log(line),
   });
   try {
@@ -47,6 +53,8 @@ async function main(): Promise<void> {
     const sellers = cluster.instances.slice(0, kill ? INSTANCES - 1 : INSTANCES).map((i) => `${i.url}/sell/agent-intel`);
     const victim = cluster.instances[INSTANCES - 1];
     let answered = 0;
+    type Killing = Promise<{ killedAt: number; watch: Awaited<ReturnType<typeof watchTakeover>>; restarted?: Instance }>;
+    let killing = null as Killing | null; // set from the storm's callback
     const started = Date.now();
     const results: PaymentResult[] = await storm({
       instances: cluster.instances,
@@ -56,9 +64,17 @@ async function main(): Promise<void> {
       maxAmount: "0.01",
       onResult: () => {
         answered++;
-        if (kill && answered === Math.floor(PAYMENTS / 5) && victim.alive) {
+        if (kill && answered === Math.floor(PAYMENTS / 5) && victim.alive && !killing) {
           console.log(`SIGKILL ${victim.name} after ${answered} answers`);
-          void cluster.kill(victim);
+          killing = (async () => {
+            await cluster.kill(victim);
+            const killedAt = Date.now();
+            const watch = await watchTakeover(cluster, victim.name, killedAt);
+            console.log(`${watch.payments.length} payments of ${victim.name} were in flight at the kill`);
+            const restarted = restartNewId ? await cluster.restart(victim, `${victim.name}-rescheduled`) : undefined;
+            if (restarted) console.log(`${victim.name} started again as ${restarted.name} ${Date.now() - killedAt} ms after the kill`);
+            return { killedAt, watch, restarted };
+          })();
         }
       },
     });
@@ -73,6 +89,23 @@ async function main(): Promise<void> {
     for (const inst of cluster.instances) {
       console.log(
         `  ${inst.name}: first sent ${results.filter((r) => r.tried[0] === inst.name).length}, ${inst.alive ? "alive" : "killed"}`,
+      );
+    }
+
+    let takeover: { payments: Takeover[]; recoveredAt: number | null; conflictsAfter: number } | null = null;
+    if (killing) {
+      const { killedAt, watch } = await killing;
+      const allFinal = await watch.allFinal;
+      const payments = await watch.done();
+      const recoveredAt = allFinal === null ? null : killedAt + allFinal;
+      const conflictsAfter = results.reduce((n, r) => n + r.conflictsAt.filter((t) => recoveredAt === null || t > recoveredAt).length, 0);
+      takeover = { payments, recoveredAt, conflictsAfter };
+      for (const p of payments)
+        console.log(
+          `  ${p.txnId} (${p.phase} at the kill): ${p.finalMs === null ? "NOT FINAL" : `final in ${(p.finalMs / 1000).toFixed(1)} s`}, ${p.status ?? "-"}, by ${p.finishedBy ?? "-"}`,
+        );
+      console.log(
+        `${victim.name}'s payments in flight: ${payments.length}, all final ${allFinal === null ? "NEVER (within 120 s)" : `${(allFinal / 1000).toFixed(1)} s after the kill`}; 409 answers before that: ${results.reduce((n, r) => n + r.conflictsAt.filter((t) => t > killedAt && (recoveredAt === null || t <= recoveredAt)).length, 0)}`,
       );
     }
 
@@ -92,6 +125,18 @@ async function main(): Promise<void> {
         `instances with an incomplete ledger: ${report.incompleteLedgers.length ? report.incompleteLedgers.join(", ") : "none"}`,
         report.incompleteLedgers.length === 0,
       ],
+      ...(takeover
+        ? ([
+            [
+              `killed instance's payments in flight final within 15 s: ${takeover.payments.filter((p) => p.finalMs !== null && p.finalMs <= 15_000).length}/${takeover.payments.length} (longest ${(Math.max(0, ...takeover.payments.map((p) => p.finalMs ?? Infinity)) / 1000).toFixed(1)} s)`,
+              takeover.payments.every((p) => p.finalMs !== null && p.finalMs <= 15_000),
+            ],
+            [
+              `requests answered 409 after recovery: ${takeover.conflictsAfter}`,
+              takeover.recoveredAt !== null && takeover.conflictsAfter === 0,
+            ],
+          ] as [string, boolean][])
+        : []),
     ];
     for (const [line, ok] of checks) console.log(`${ok ? "ok  " : "FAIL"} ${line}`);
     if (checks.some(([, ok]) => !ok)) process.exitCode = 1;

@@ -72,6 +72,9 @@ const EnvSchema = z.object({
     .regex(/^[A-Za-z0-9._:-]{1,64}$/, "must be 1-64 letters, digits, dots, dashes, colons or underscores")
     .optional(),
   LOCK_LEASE_MS: z.coerce.number().int().min(200).default(30_000),
+  HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
+  HEARTBEAT_STALE_MS: z.coerce.number().int().min(150).max(600_000).default(5_000),
+  RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   READY_MAX_INDEXER_LAG: z.coerce.number().int().min(0).default(1_000),
   GIT_COMMIT: z
     .string()
@@ -158,6 +161,12 @@ const ConfigSchema = EnvSchema.transform((e) => {
     instanceId: e.INSTANCE_ID,
     /** How long an instance's agent locks, idempotency keys and indexer lease last without renewal. */
     lockLeaseMs: e.LOCK_LEASE_MS,
+    /** How often an instance writes its heartbeat and reads its peers'. */
+    heartbeatMs: e.HEARTBEAT_MS,
+    /** A peer whose heartbeat did not move for this long (at least 3 beats) is dead: its work is taken over at once. */
+    heartbeatStaleMs: e.HEARTBEAT_STALE_MS,
+    /** Time limit of one JSON-RPC call: a node that never answers yields 503 unavailable, not a hang. */
+    rpcTimeoutMs: e.RPC_TIMEOUT_MS,
     /** GET /health/ready fails past this many blocks not yet indexed (0: the indexer is not checked). */
     readyMaxIndexerLag: e.READY_MAX_INDEXER_LAG,
     /** GIT_COMMIT; the health routes fall back to the source tree's `git rev-parse HEAD`. */

@@ -251,6 +251,20 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
     default: "`spendgate`",
     meaning: "the traces' `service.name`",
   },
+  HEARTBEAT_MS: {
+    default: "`1000`",
+    meaning: "how often an instance bumps its heartbeat in the database (collection `heartbeats`) and reads its peers'",
+  },
+  HEARTBEAT_STALE_MS: {
+    default: "`5000`",
+    meaning:
+      "a peer whose heartbeat has not moved for this long (measured on the reader's own clock; at least three beats) is dead, whatever its `INSTANCE_ID`: its agent locks and `Idempotency-Key`s are taken over at once, and its payments in flight are fenced on-chain (an unrecorded paymentId voided, an authorised one released) and finished by a live instance within seconds, without waiting for `PAYMENT_LEASE_MS`. A peer that was only stalled and beats again cannot send what was taken over (its commit's fencing token moved on; the contract refuses a voided or released paymentId). Too small a value makes a slow peer lose its payments in flight (failed, nothing paid)",
+  },
+  RPC_TIMEOUT_MS: {
+    default: "`10000`",
+    meaning:
+      "time limit of one JSON-RPC call to the chain node; a node that accepts the connection and never answers yields 503 `unavailable` (retryable) instead of a hang",
+  },
 };
 
 /** The README's configuration table, from CONFIG_DOCS in the schema's order. */

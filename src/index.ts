@@ -44,6 +44,9 @@ async function main(): Promise<void> {
     c.embeddedChain
       ? "  EMBEDDED MODE: a sandbox with a local chain and an in-memory database (each in its own thread). Nothing persists."
       : `  chain: ${redactUrl(c.rpcUrl)} (chain id ${c.chainId})`,
+    c.embeddedChain
+      ? "  memory:       the embedded chain keeps every block in memory (about 32 KiB a block, 0.1 MiB a payment: ~1 GiB per 10,000 payments); restart to reset it"
+      : "",
     `  API:          ${svc.services.ctx.urls.base}`,
     `  dashboard:    ${svc.services.ctx.urls.dashboard}`,
     `  MCP:          ${svc.services.ctx.urls.base}/mcp`,

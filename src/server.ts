@@ -15,6 +15,7 @@ import { listen, stopListening } from "./start/listen";
 import { wire, type Webhooks } from "./start/wiring";
 import type { Store } from "./store";
 import type { LeaderLease } from "./store/leases";
+import type { Heartbeats } from "./store/heartbeats";
 import type { Telemetry } from "./telemetry";
 
 export { storeUnreachable } from "./start/boot";
@@ -32,6 +33,8 @@ export interface RunningService {
   embeddedChain?: EmbeddedChain;
   /** The embedded store when it runs on this thread (its index layer's explain and stats are readable here). */
   embeddedMongo?: EmbeddedMongo;
+  /** This instance's heartbeat, and its view of which peers are dead. */
+  heartbeats: Heartbeats;
   /** This instance's metrics (GET /metrics) and traces (when an OTLP endpoint is configured). */
   telemetry: Telemetry;
   logger: Logger;
@@ -62,7 +65,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
   };
   try {
     const booted = await boot(loaded, opts, cleanup);
-    const wired = await wire(booted, logger, opts.clock);
+    const wired = await wire(booted, logger, cleanup, opts.clock);
     const { indexer, indexerLease } = await startJobs(booted, wired, logger, cleanup);
     const { server, url } = await listen(booted, wired, logger);
     const { config, store, chain, embeddedChain, embeddedMongo, telemetry } = booted;
@@ -78,6 +81,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       indexerLease,
       embeddedChain,
       embeddedMongo,
+      heartbeats: wired.heartbeats,
       telemetry,
       logger,
       server,

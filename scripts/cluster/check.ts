@@ -13,7 +13,7 @@ import type { ClusterAgent, PaymentResult } from "./client";
 export interface ClusterReport {
   requests: number;
   answers: Record<string, number>;
-  /** Requests without a final answer (approved 200, blocked 422 or failed 502). */
+  /** Requests without a final answer (approved 200, blocked 422 or failed 502, or 504 after the seller timed out). */
   unresolved: number;
   ledgerEntries: number;
   ledgerByStatus: Record<string, number>;
@@ -43,7 +43,8 @@ export async function checkCluster(
   try {
     const answers: Record<string, number> = {};
     for (const r of results) answers[r.status] = (answers[r.status] ?? 0) + 1;
-    const unresolved = results.filter((r) => ![200, 422, 502].includes(r.status)).length;
+    // 504: the seller timed out after the payment left; the chain decided it (released: failed, nothing paid).
+    const unresolved = results.filter((r) => ![200, 422, 502, 504].includes(r.status)).length;
     const docs = await store.payments.find({ agentAddress: { $in: agents.map((a) => a.agentAddress) } }).toArray();
     const ledgerByStatus: Record<string, number> = {};
     for (const d of docs) ledgerByStatus[d.status] = (ledgerByStatus[d.status] ?? 0) + 1;

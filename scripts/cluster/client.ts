@@ -39,8 +39,20 @@ async function call(url: string, method: string, path: string, body?: unknown, h
   return { status: res.status, body: parsed };
 }
 
-/** One agent, onboarded through `url`: genesis, link (owner-signed, with the activation code), first policy. */
+/** onboardAgent, tried again (a new agent each time) while a dependency answers 503 (a machine under heavy load). */
 export async function onboardAgent(url: string, chainId: number, policy: PolicyInput): Promise<ClusterAgent> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await onboardOnce(url, chainId, policy);
+    } catch (err) {
+      if (attempt >= 5 || !/: 503 /.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 2_000 * attempt));
+    }
+  }
+}
+
+/** One agent, onboarded through `url`: genesis, link (owner-signed, with the activation code), first policy. */
+async function onboardOnce(url: string, chainId: number, policy: PolicyInput): Promise<ClusterAgent> {
   const owner = Wallet.createRandom() as unknown as Wallet;
   const g = await call(url, "POST", "/wallet/genesis", {});
   if (g.status !== 201) throw new Error(`genesis: ${g.status} ${JSON.stringify(g.body)}`);
@@ -110,6 +122,8 @@ export interface PaymentResult {
   /** The instances it was sent to, in order (more than one when an instance died under it). */
   tried: string[];
   ms: number;
+  /** When (Date.now()) each 409 it was answered before its final answer came. */
+  conflictsAt: number[];
 }
 
 export interface StormOptions {
@@ -135,6 +149,7 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
       intent: `storm payment ${i}`,
     };
     const tried: string[] = [];
+    const conflictsAt: number[] = [];
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       const live = instances.filter((x) => x.alive);
@@ -146,10 +161,20 @@ export async function storm(opts: StormOptions): Promise<PaymentResult[]> {
         // 409: the first request under this key is still being resolved (its instance died; an unsent payment of its
         // resolves only after its validBefore, MAX_PAYMENT_VALIDITY_SECONDS), or this run lost its lease: ask again.
         if (res.status === 409 && attempt < 480) {
+          conflictsAt.push(Date.now());
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
-        const r = { index: i, agent: agent.agentAddress, key, status: res.status, body: res.body, tried, ms: Date.now() - started };
+        const r = {
+          index: i,
+          agent: agent.agentAddress,
+          key,
+          status: res.status,
+          body: res.body,
+          tried,
+          ms: Date.now() - started,
+          conflictsAt,
+        };
         opts.onResult?.(r);
         return r;
       } catch {

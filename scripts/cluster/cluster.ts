@@ -37,6 +37,13 @@ export interface Cluster {
   pids: { chain: number; store: number };
   /** SIGKILL: no shutdown, leases and in-flight payments left as a crash leaves them. */
   kill(instance: Instance): Promise<void>;
+  /**
+   * Starts `instance` again under INSTANCE_ID `name` (default: its own), with its operator and facilitator keys: a
+   * rescheduled container. The new instance is added to `instances`; the old entry stays (dead).
+   */
+  restart(instance: Instance, name?: string): Promise<Instance>;
+  /** Sends `signal` to the chain's or the store's process (chaos.ts: SIGSTOP and SIGCONT, a node that hangs). */
+  signal(which: "chain" | "store", signal: NodeJS.Signals): void;
   close(): Promise<void>;
 }
 
@@ -44,11 +51,20 @@ export interface ClusterOptions {
   instances?: number;
   /** Extra environment of every instance. */
   env?: Record<string, string>;
+  /** The addresses the instances use for the chain and the store instead of theirs (chaos.ts puts gates in between). */
+  via?: (direct: { rpcUrl: string; mongoUri: string }) => Promise<{ rpcUrl: string; mongoUri: string }>;
   log?: (line: string) => void;
 }
 
 /** Spawns `node --import tsx <script>` (not the tsx CLI, whose grandchild a kill would miss) and waits for `ready`. */
-function spawnNode(args: string[], env: Record<string, string>, ready: RegExp, output: string[], timeoutMs = 90_000) {
+function spawnNode(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  output: string[],
+  // CLUSTER_START_TIMEOUT_MS: a machine under heavy load may need longer.
+  timeoutMs = Number(process.env.CLUSTER_START_TIMEOUT_MS ?? 90_000),
+) {
   // CLUSTER_NODE_ARGS: more node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (refused in NODE_OPTIONS).
   const nodeArgs = (process.env.CLUSTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", ...args], {
@@ -117,12 +133,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     log(`chain ${chain.rpcUrl} (factory ${chain.addresses.factory}, operator set ${chain.addresses.operatorSet}); CongoDB ${mongoUri}`);
 
     const database = `cluster_${randomBytes(4).toString("hex")}`;
+    const seen = opts.via ? await opts.via({ rpcUrl: chain.rpcUrl, mongoUri }) : { rpcUrl: chain.rpcUrl, mongoUri };
     const shared = {
-      RPC_URL: chain.rpcUrl,
+      RPC_URL: seen.rpcUrl,
       CHAIN_ID: String(chain.chainId),
       FACTORY_ADDRESS: chain.addresses.factory,
       FACTORY_DEPLOY_BLOCK: String(chain.deployBlock),
-      MONGODB_URI: mongoUri,
+      MONGODB_URI: seen.mongoUri,
       MONGODB_DB: database,
       WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
       GENESIS_OPEN: "true",
@@ -134,30 +151,32 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       RATE_LIMIT_PER_MINUTE: "1000000",
       ...opts.env,
     };
-    const instances = await Promise.all(
-      operators.map(async (op, i) => {
-        const output: string[] = [];
-        const name = `instance-${i + 1}`;
-        const proc = spawnNode(
-          ["src/index.ts"],
-          {
-            ...shared,
-            PORT: "0",
-            INSTANCE_ID: name,
-            OPERATOR_PRIVATE_KEY: op.privateKey,
-            FACILITATOR_PRIVATE_KEY: facilitators[i].privateKey,
-          },
-          /SpendGate is running at (\S+)\n/,
-          output,
-        );
-        children.push(proc.child);
-        const url = (await proc.started)[1];
-        log(`${name} at ${url} (operator ${op.address})`);
-        const inst: Instance = { name, url, operator: op.address, child: proc.child, output, alive: true };
-        proc.child.once("exit", () => (inst.alive = false));
-        return inst;
-      }),
-    );
+    const keysOf = new Map<string, number>();
+    const startInstance = async (name: string, i: number): Promise<Instance> => {
+      const output: string[] = [];
+      const op = operators[i];
+      const proc = spawnNode(
+        ["src/index.ts"],
+        {
+          ...shared,
+          PORT: "0",
+          INSTANCE_ID: name,
+          OPERATOR_PRIVATE_KEY: op.privateKey,
+          FACILITATOR_PRIVATE_KEY: facilitators[i].privateKey,
+        },
+        /SpendGate is running at (\S+)\n/,
+        output,
+      );
+      children.push(proc.child);
+      const url = (await proc.started)[1];
+      log(`${name} at ${url} (operator ${op.address})`);
+      const inst: Instance = { name, url, operator: op.address, child: proc.child, output, alive: true };
+      keysOf.set(name, i);
+      proc.child.once("exit", () => (inst.alive = false));
+      return inst;
+    };
+    const instances = await Promise.all(operators.map((_, i) => startInstance(`instance-${i + 1}`, i)));
+    const procs = { chain: chainProc.child, store: mongoProc.child };
     return {
       chain,
       mongoUri,
@@ -167,6 +186,14 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       kill: async (inst) => {
         await stop(inst.child, "SIGKILL");
         inst.alive = false;
+      },
+      restart: async (inst, name = inst.name) => {
+        const started = await startInstance(name, keysOf.get(inst.name) ?? 0);
+        instances.push(started);
+        return started;
+      },
+      signal: (which, sig) => {
+        procs[which].kill(sig);
       },
       close: async () => {
         for (const c of children.reverse()) await stop(c);

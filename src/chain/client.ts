@@ -31,6 +31,8 @@ export interface ChainOptions {
   receiptPollMs?: number;
   /** Told of every JSON-RPC call and failure (the service's metrics). */
   rpcObserver?: RpcObserver;
+  /** Time limit of one JSON-RPC request (RPC_TIMEOUT_MS); default ethers' 5 minutes. */
+  rpcTimeoutMs?: number;
 }
 
 /** What the service needs of a sent transaction: its hash (the receipt says the rest). */
@@ -142,6 +144,7 @@ export class ChainClient {
         pollingInterval: options.pollingIntervalMs ?? 1_000,
       },
       options.rpcObserver,
+      options.rpcTimeoutMs,
     );
     this.provider = provider;
     this.operator = new Wallet(options.operatorPrivateKey, this.provider);

@@ -92,6 +92,8 @@ export interface IdempotencyOptions {
   leaseMs: number;
   /** The clock leases are measured with (tests inject one to play a stalled instance). */
   clock: () => number;
+  /** Whether a key's holder is judged dead by its stale heartbeat: its key is taken over at once, lease or not. */
+  isDead: (holder: string | undefined) => boolean;
 }
 
 /** What a key's run is given: its scope, and the key's fence, which its payment holds before sending anything. */
@@ -107,7 +109,12 @@ export class IdempotencyService {
     private readonly outcomeOf: OutcomeOf = () => Promise.resolve(null),
     opts: Partial<IdempotencyOptions> = {},
   ) {
-    this.opts = { instanceId: opts.instanceId ?? "local", leaseMs: opts.leaseMs ?? 30_000, clock: opts.clock ?? Date.now };
+    this.opts = {
+      instanceId: opts.instanceId ?? "local",
+      leaseMs: opts.leaseMs ?? 30_000,
+      clock: opts.clock ?? Date.now,
+      isDead: opts.isDead ?? (() => false),
+    };
   }
 
   private leaseUntil(): Date {
@@ -259,7 +266,7 @@ export class IdempotencyService {
       const legacy = doc.fence === undefined; // written before fencing: only the payments tell whether one began
       if (
         doc.leaseUntil &&
-        doc.leaseUntil.getTime() < this.opts.clock() &&
+        (doc.leaseUntil.getTime() < this.opts.clock() || this.opts.isDead(doc.holder)) &&
         !doc.txnId &&
         !(legacy && (await this.store.payments.findOne({ idempotencyScope: scope })))
       ) {

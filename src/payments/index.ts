@@ -31,6 +31,7 @@ export class PaymentService {
       instanceId: ctx.instanceId,
       leaseMs: ctx.config.lockLeaseMs,
       clock: ctx.leases.clock,
+      isDead: (holder) => ctx.leases.isDead(holder),
     });
     this.room = {
       ctx,

@@ -59,15 +59,25 @@ async function settleApproval(room: Room, txnId: string, approvalId: string): Pr
  */
 export async function recover(room: Room, now = new Date(), opts: { own?: boolean } = {}): Promise<number> {
   const { ctx } = room;
-  const free = [{ leaseUntil: { $lt: now } }, { leaseUntil: { $exists: false } }, ...(opts.own ? [{ instanceId: ctx.instanceId }] : [])];
+  const dead = ctx.leases.deadHolders();
+  const free = [
+    { leaseUntil: { $lt: now } },
+    { leaseUntil: { $exists: false } },
+    ...(opts.own ? [{ instanceId: ctx.instanceId }] : []),
+    // An instance whose heartbeat went stale: taken over at once, fenced on-chain first (failover.ts).
+    ...(dead.length ? [{ instanceId: { $in: [...dead] } }] : []),
+  ];
   const due = await ctx.store.payments.find({ phase: { $in: [...IN_FLIGHT] }, $or: free }).toArray();
   let resolved = 0;
-  for (const doc of due) {
-    await ctx.agentLock
-      .run(doc.agentAddress, () => finishClaimed(room, doc, !(opts.own && doc.instanceId === ctx.instanceId)))
-      .then((claimed) => (resolved += claimed ? 1 : 0))
-      .catch((err: unknown) => ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment"));
-  }
+  // All at once: the agent lock serialises one agent's, and a dead instance's payments are final in one round.
+  await Promise.all(
+    due.map((doc) =>
+      ctx.agentLock
+        .run(doc.agentAddress, () => finishClaimed(room, doc, !(opts.own && doc.instanceId === ctx.instanceId)))
+        .then((claimed) => (resolved += claimed ? 1 : 0))
+        .catch((err: unknown) => ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment")),
+    ),
+  );
   return resolved;
 }
 
@@ -99,7 +109,7 @@ export async function awaitQuiet(room: Room, agentAddress: string, waitMs = 120_
     if (delay === 50)
       ctx.logger.warn({ agentAddress, txnId: busy[0].txnId }, "took an agent's lock over: waiting for its payments in flight");
     const now = Date.now();
-    for (const doc of busy.filter((d) => !d.leaseUntil || d.leaseUntil.getTime() < now)) {
+    for (const doc of busy.filter((d) => !d.leaseUntil || d.leaseUntil.getTime() < now || ctx.leases.isDead(d.instanceId))) {
       await finishClaimed(room, doc, true).catch((err: unknown) =>
         ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve a payment"),
       );

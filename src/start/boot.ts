@@ -100,6 +100,7 @@ export async function boot(loaded: LoadedConfig, opts: BootOptions, cleanup: Cle
 
   const chain: ChainClient = new ChainClient({
     rpcObserver: telemetry.metrics,
+    rpcTimeoutMs: config.rpcTimeoutMs,
     rpcUrl: config.rpcUrl,
     chainId: config.chainId,
     operatorPrivateKey: config.operatorPrivateKey,

@@ -2,6 +2,9 @@
  * Wiring: the services and the webhook parts built over the booted store and chain, nothing started yet. Leases a
  * previous run under this instance id left are freed first.
  */
+import { Heartbeats } from "../store/heartbeats";
+import { takeOverDead } from "../payments/failover";
+import type { Cleanup } from "./boot";
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { createServices, type Services } from "../services";
@@ -29,11 +32,19 @@ export interface Wired {
   leases: Leases;
   /** The service's public URLs: filled in by listen when BASE_URL and DASHBOARD_URL are unset. */
   urls: { base: string; dashboard: string };
+  /** This instance's heartbeat, and its view of which peers are dead. */
+  heartbeats: Heartbeats;
 }
 
-export async function wire({ config, store, chain, telemetry }: Booted, logger: Logger, clock?: () => number): Promise<Wired> {
+export async function wire(
+  { config, store, chain, telemetry }: Booted,
+  logger: Logger,
+  cleanup: Cleanup,
+  clock?: () => number,
+): Promise<Wired> {
   const { instanceId } = config;
-  const leases = new Leases(store, instanceId, clock);
+  const heartbeats = new Heartbeats(store, instanceId, { intervalMs: config.heartbeatMs, staleMs: config.heartbeatStaleMs, clock });
+  const leases = new Leases(store, instanceId, clock, () => heartbeats.dead());
   const freed = await leases.releaseAllOf();
   if (freed) logger.warn({ instanceId, freed }, "freed the leases a previous run under this instance id left");
 
@@ -86,5 +97,9 @@ export async function wire({ config, store, chain, telemetry }: Booted, logger: 
       logger,
     ),
   };
-  return { services, webhooks, leases, urls };
+  // A peer whose heartbeat went stale: its payments in flight are fenced on-chain and finished here at once.
+  heartbeats.onDead = (dead) => takeOverDead(services.ctx, () => services.payments.recover(), dead);
+  await heartbeats.start();
+  cleanup.push(() => heartbeats.stop());
+  return { services, webhooks, leases, urls, heartbeats };
 }

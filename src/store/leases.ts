@@ -4,7 +4,8 @@
  * findOneAndUpdate whose filter says "free, expired or already mine": exactly one instance wins, on MongoDB and on
  * CongoDB alike (neither a unique index nor a transaction is needed). The holder renews it while it works; when the
  * holder dies, the lease expires and another instance takes it. An instance that restarts under the same id frees its
- * predecessor's leases at once (releaseAllOf).
+ * predecessor's leases at once (releaseAllOf), and a holder whose heartbeat went stale (heartbeats.ts) loses its
+ * leases at once, expired or not.
  *
  * Renewal keeps a lease alive; it cannot stop a holder that stalled past its lease (a GC pause, a frozen VM, a
  * partition from the database) from waking up and carrying on. So each acquisition gets a fencing token, `fence` (the
@@ -60,6 +61,8 @@ export class Leases {
     readonly holder: string,
     /** The clock leases are measured with (injected by tests to play a stalled instance). */
     readonly clock: () => number = Date.now,
+    /** Instances whose heartbeat is stale (heartbeats.ts): their leases are taken at once, expired or not. */
+    readonly deadHolders: () => readonly string[] = () => [],
   ) {
     this.docs = store.collection<LeaseDoc>("leases");
   }
@@ -72,9 +75,16 @@ export class Leases {
   /** tryAcquire, answering the acquisition with its fencing token, or null. */
   async acquire(name: string, ttlMs: number, token: string = randomBytes(12).toString("hex")): Promise<HeldLease | null> {
     const now = new Date(this.clock());
+    const dead = this.deadHolders();
+    const free = [
+      { until: { $lt: now } },
+      { holder: null },
+      { holder: this.holder, token },
+      ...(dead.length ? [{ holder: { $in: [...dead] } }] : []),
+    ];
     const take = () =>
       this.docs.findOneAndUpdate(
-        { name, $or: [{ until: { $lt: now } }, { holder: null }, { holder: this.holder, token }] },
+        { name, $or: free },
         { $set: { holder: this.holder, token, until: new Date(now.getTime() + ttlMs), updatedAt: now }, $inc: { fence: 1 } },
         { returnDocument: "before" },
       );
@@ -90,7 +100,8 @@ export class Leases {
     }
     if (!before) return null;
     const fence = (before.fence ?? 0) + 1;
-    const tookOver = before.holder !== null && before.token !== token && before.until.getTime() < now.getTime();
+    const tookOver =
+      before.holder !== null && before.token !== token && (before.until.getTime() < now.getTime() || dead.includes(before.holder));
     const hold = async () =>
       (await this.docs.updateOne({ name, holder: this.holder, token, fence }, { $set: { updatedAt: new Date(this.clock()) } }))
         .matchedCount === 1;
@@ -112,6 +123,11 @@ export class Leases {
       { name, holder: this.holder, token },
       { $set: { holder: null, token: null, until: FREE, updatedAt: new Date() } },
     );
+  }
+
+  /** Whether `instance` is judged dead by its stale heartbeat (its payments are taken over at once). */
+  isDead(instance: string | null | undefined): boolean {
+    return !!instance && instance !== this.holder && this.deadHolders().includes(instance);
   }
 
   /** Frees every lease this instance id holds: its predecessor under the same id died with them. */

@@ -12,9 +12,9 @@ export class ImmediateJsonRpcProvider extends JsonRpcProvider {
   /** The raw client its requests go through; the payment path also calls it directly (no ethers formatting). */
   readonly raw: RawRpc;
 
-  constructor(url: string, network?: Networkish, options?: JsonRpcApiProviderOptions, observer?: RpcObserver) {
+  constructor(url: string, network?: Networkish, options?: JsonRpcApiProviderOptions, observer?: RpcObserver, timeoutMs?: number) {
     super(url, network, options);
-    this.raw = new RawRpc(url, this, observer);
+    this.raw = new RawRpc(url, this, observer, timeoutMs);
   }
 
   override send(method: string, params: unknown[] | Record<string, unknown>): Promise<unknown> {

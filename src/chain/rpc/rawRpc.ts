@@ -9,8 +9,8 @@
  *
  * The errors stay ethers': a JSON-RPC error becomes the provider's own getRpcError for the same payload (the call
  * exception with its revert data, NONCE_EXPIRED for "nonce too low", ...), a non-2xx answer its SERVER_ERROR, a
- * connection failure the socket's error; a 429 is sent again with ethers' back-off, and a request times out as ethers'
- * does (TIMEOUT after 5 minutes).
+ * connection failure the socket's error; a 429 is sent again with ethers' back-off, and a request times out with
+ * ethers' TIMEOUT (after RPC_TIMEOUT_MS, 10 s by default; ethers' own default is 5 minutes).
  */
 import http from "node:http";
 import https from "node:https";
@@ -76,6 +76,11 @@ export class RawRpc {
     /** Its errors are the ones these calls throw. */
     private readonly provider: JsonRpcProvider,
     private readonly observer?: RpcObserver,
+    /**
+     * Time limit of one HTTP request to the node, whole (RPC_TIMEOUT_MS): a node that accepts the connection and never
+     * answers fails the call with ethers' TIMEOUT, which the API answers as 503 unavailable, instead of a hang.
+     */
+    private readonly timeoutMs = TIMEOUT_MS,
   ) {
     this.url = new URL(url);
     this.agent = this.url.protocol === "https:" ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
@@ -189,11 +194,13 @@ export class RawRpc {
           resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", body, retryAfter });
         });
       });
-      req.setTimeout(TIMEOUT_MS, () => {
+      // The whole call, not the socket's idle time: a node that trickles its answer is cut off too.
+      const timer = setTimeout(() => {
         const timeout: Error = makeError("request timeout", "TIMEOUT");
         req.destroy(timeout);
         reject(timeout);
-      });
+      }, this.timeoutMs);
+      req.on("close", () => clearTimeout(timer));
       req.on("error", reject);
       req.end(body);
     });
