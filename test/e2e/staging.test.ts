@@ -7,6 +7,7 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { expect } from "chai";
+import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from "undici";
 import { startChild, type Child } from "../../scripts/staging/processes";
 import { randomOwner, remoteStack } from "../helpers/stack";
 
@@ -34,8 +35,19 @@ function portFree(port: number): Promise<boolean> {
 describe("npm run staging: production mode against a local chain process and a store over the wire", function () {
   this.timeout(240_000);
   let staging: Child | undefined;
+  let dispatcher: Dispatcher | undefined;
+  before(() => {
+    // Idle connections dropped well before the service's 5 s keep-alive ends: on a loaded machine a POST sent on a
+    // socket the server is closing fails with "other side closed" (fetch retries only idempotent requests).
+    dispatcher = getGlobalDispatcher();
+    setGlobalDispatcher(new Agent({ keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 }));
+  });
   after(async () => {
+    if (dispatcher) setGlobalDispatcher(dispatcher);
     await staging?.stop(5_000);
+  });
+  afterEach(function () {
+    if (this.currentTest?.state === "failed" && staging) console.log(staging.tail().slice(-4000));
   });
 
   it("deploys, starts, and takes genesis, a policy and a payment through the service; SIGTERM stops everything", async () => {
