@@ -32,7 +32,7 @@ buildah bud --isolation chroot --layers --format docker --build-arg NODE_IMAGE="
   exit 1
 }
 t1=$(date +%s)
-echo "container check: built $TAG in $((t1 - t0)) s ($(buildah inspect --format '{{.OCIv1.Config.User}}' "$TAG") user, CMD $(buildah inspect --format '{{json .OCIv1.Config.Cmd}}' "$TAG"))"
+echo "container check: built $TAG in $((t1 - t0)) s ($(buildah inspect --format '{{.OCIv1.Config.User}}' "$TAG") user, CMD $(buildah inspect --format '{{.OCIv1.Config.Cmd}}' "$TAG"))"
 
 ctr="$(buildah from "$TAG")"
 buildah run --isolation chroot --env PORT="$PORT" --env HOST=127.0.0.1 "$ctr" -- node dist/src/index.js >"$log" 2>&1 &
