@@ -33,6 +33,9 @@ const config: HardhatUserConfig = {
       // wall clock (an hour after 3,500 blocks) and EIP-3009 validity windows failed. Blocks may share a second.
       allowBlocksWithSameTimestamp: true,
     },
+    // A local node (`npx hardhat node --port $CHAIN_PORT`, what `npm run staging` starts; compose.yaml's `chain`
+    // profile names it with LOCALHOST_RPC_URL): its unlocked accounts deploy.
+    localhost: { url: process.env.LOCALHOST_RPC_URL || `http://127.0.0.1:${process.env.CHAIN_PORT || 8545}`, chainId: 8453 },
     base: { url: process.env.BASE_RPC_URL ?? "https://mainnet.base.org", chainId: 8453, accounts },
     baseSepolia: { url: process.env.BASE_SEPOLIA_RPC_URL ?? "https://sepolia.base.org", chainId: 84532, accounts },
   },

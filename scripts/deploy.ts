@@ -11,24 +11,25 @@
  * the deployer), USDC_ADDRESS (default: Circle's USDC of Base or Base Sepolia), CONFIRMATIONS (default 2; 1 on
  * hardhat). Refuses to overwrite a record made on another chain id. The record also names the network's Uniswap v3
  * contracts (src/chain/addresses.ts), checked on-chain first; none on the hardhat dry run. On the in-process hardhat network it first puts
- * TestUSDC's code at the Base USDC address (a dry run).
+ * TestUSDC's code at the Base USDC address (a dry run). On `--network localhost` (a local node on CHAIN_PORT, default
+ * 8545, such as `npx hardhat node`; what `npm run staging` starts) it deploys from the node's first unlocked account
+ * unless DEPLOYER_PRIVATE_KEY is set, puts TestUSDC at the Base USDC address and Multicall3 at its canonical address
+ * when they hold no code there (hardhat_setCode), and records no Uniswap unless Base's addresses hold code (swaps off).
  */
 import hre from "hardhat";
-import { USDC_ADDRESSES } from "../src/chain/addresses";
+import { MULTICALL3_ADDRESS, USDC_ADDRESSES } from "../src/chain/addresses";
 import { deployFactory, verifyCommands } from "../src/chain/deploy";
 
 async function main(): Promise<void> {
-  if (hre.network.name !== "hardhat" && !process.env.DEPLOYER_PRIVATE_KEY) {
+  const local = hre.network.name === "hardhat" || hre.network.name === "localhost";
+  if (!local && !process.env.DEPLOYER_PRIVATE_KEY) {
     throw new Error(`set DEPLOYER_PRIVATE_KEY (and the network's RPC URL) to deploy to ${hre.network.name}`);
   }
   const confirmations = process.env.CONFIRMATIONS ? Number(process.env.CONFIRMATIONS) : undefined;
   if (confirmations !== undefined && !(Number.isInteger(confirmations) && confirmations >= 1)) {
     throw new Error(`CONFIRMATIONS must be a positive integer, got ${process.env.CONFIRMATIONS}`);
   }
-  if (hre.network.name === "hardhat") {
-    const testUsdc = await hre.artifacts.readArtifact("TestUSDC");
-    await hre.network.provider.request({ method: "hardhat_setCode", params: [USDC_ADDRESSES[8453], testUsdc.deployedBytecode] });
-  }
+  if (local) await placeTestContracts();
   const record = await deployFactory(hre, {
     operator: process.env.OPERATOR_ADDRESS || undefined,
     operators: process.env.OPERATOR_ADDRESSES ? process.env.OPERATOR_ADDRESSES.split(",").map((a) => a.trim()) : undefined,
@@ -38,8 +39,33 @@ async function main(): Promise<void> {
     log: (line) => console.log(line),
   });
   console.log(JSON.stringify(record, null, 2));
+  if (local) return;
   console.log("\nVerify every contract on the explorer (Etherscan v2 API: ETHERSCAN_API_KEY, one key for all chains) and on Sourcify:");
   for (const line of verifyCommands(record)) console.log(`  ${line}`);
+}
+
+/**
+ * A dry run or a local node: TestUSDC at the Base USDC address and Multicall3 at its canonical address, where nothing
+ * is yet (a second deploy to the same node keeps the balances). Never on a live network.
+ */
+async function placeTestContracts(): Promise<void> {
+  const chainId = Number(await hre.network.provider.request({ method: "eth_chainId" }));
+  const usdc = process.env.USDC_ADDRESS || USDC_ADDRESSES[chainId];
+  for (const [name, address] of [
+    ["TestUSDC", usdc],
+    ["Multicall3", MULTICALL3_ADDRESS],
+  ] as const) {
+    if (!address || (await hre.ethers.provider.getCode(address)) !== "0x") continue;
+    const artifact = await hre.artifacts.readArtifact(name);
+    try {
+      await hre.network.provider.request({ method: "hardhat_setCode", params: [address, artifact.deployedBytecode] });
+    } catch (err) {
+      throw new Error(
+        `no contract at ${address} on ${hre.network.name}, and the node refused hardhat_setCode to place ${name} there: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    if (hre.network.name !== "hardhat") console.log(`Placed ${name} (test code) at ${address} on ${hre.network.name}`);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -56,7 +56,7 @@ export interface DeployFactoryOptions {
   operators?: string[];
   /** Default: the first account of the network (DEPLOYER_PRIVATE_KEY on live networks). */
   deployer?: Signer;
-  /** Blocks to wait for. Default 1 on hardhat, 2 elsewhere. */
+  /** Blocks to wait for. Default 1 on hardhat and localhost, 2 elsewhere. */
   confirmations?: number;
   /** The USDC the agents pay with. Default: USDC_ADDRESSES[chainId] (Base, Base Sepolia); required elsewhere. */
   usdc?: string;
@@ -218,7 +218,8 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
   if ((opts.operator !== undefined || opts.operators?.length) && members.includes(owner)) {
     throw new Error(`operator ${owner} must not be the owner (FACTORY_OWNER, default: the deployer) of the OperatorSet and the factory`);
   }
-  const confirmations = opts.confirmations ?? (network === "hardhat" ? 1 : 2);
+  // A local node mines only when sent something: a second confirmation would never come.
+  const confirmations = opts.confirmations ?? (network === "hardhat" || network === "localhost" ? 1 : 2);
   const usdcAddress = opts.usdc ?? USDC_ADDRESSES[chainId];
   if (!usdcAddress) throw new Error(`no USDC address known for chain id ${chainId}: pass usdc (USDC_ADDRESS)`);
   const usdc = checkedAddress("usdc (USDC_ADDRESS)", usdcAddress);

@@ -19,7 +19,7 @@ export const UNISWAP_SOURCE = "https://docs.uniswap.org/contracts/v3/reference/d
 
 /**
  * The record for `chainId`, or null when no Uniswap is known for it or, on the in-process hardhat network, when
- * Base's addresses hold no code there (a dry run). On a live network, missing code is an error.
+ * Base's addresses hold no code there (a dry run, or a local node on `localhost`). On a live network, missing code is an error.
  */
 export async function uniswapRecord(opts: {
   provider: Provider;
@@ -43,7 +43,8 @@ export async function uniswapRecord(opts: {
     if ((await opts.provider.getCode(address)) === "0x") missing.push(`${name} ${address}`);
   }
   if (missing.length > 0) {
-    if (opts.network === "hardhat" && !opts.uniswap) return null;
+    // A dry run or a local node (staging) without Uniswap: swaps off. A live network must have it.
+    if ((opts.network === "hardhat" || opts.network === "localhost") && !opts.uniswap) return null;
     throw new Error(`no Uniswap v3 contract on ${opts.network} at: ${missing.join(", ")}`);
   }
   const factory = new Contract(addresses.factory, ["function getPool(address, address, uint24) view returns (address)"], opts.provider);

@@ -1,19 +1,8 @@
 /** GET /skill.md: the onboarding file agents follow, with this deployment's URLs filled in. */
+// The MCP client configuration (Claude / Cursor style `mcpServers`) has one home, the SDK's, shared with `spendgate onboard`.
+import { mcpClientConfig } from "../../packages/sdk/src/mcp";
 
 export const CONFIG_PATH = "~/.spendgate/config.json";
-
-/** The MCP client configuration (Claude / Cursor style `mcpServers`), shared by /skill.md and `spendgate onboard`. */
-export function mcpClientConfig(baseUrl: string, agentAddress = "<agentAddress>", apiKey = "<apiKey>") {
-  return {
-    mcpServers: {
-      spendgate: {
-        type: "http",
-        url: `${baseUrl}/mcp`,
-        headers: { Authorization: `Bearer ${apiKey}`, "X-Agent-Address": agentAddress },
-      },
-    },
-  };
-}
 
 export function buildSkill(baseUrl: string, dashboardUrl: string): string {
   const mcp = JSON.stringify(mcpClientConfig(baseUrl), null, 2);
@@ -169,7 +158,9 @@ that slippage. Otherwise, or if your WETH and ETH cannot cover it, the payment i
 Without MCP the same is \`POST ${baseUrl}/pay\` with \`Authorization: Bearer <apiKey>\` and
 \`{"agentAddress":"<agentAddress>","serviceUrl":"...","maxAmount":"...","intent":"..."}\` (200 approved, 202 pending, 422 blocked).
 
-Shortcut where the SpendGate repository is installed: \`npx spendgate onboard --base-url ${baseUrl}\` does steps 1 to 4
-and prints your activation link.
+Shortcut, inside a clone of the SpendGate repository or a project that has installed its SDK package
+(\`@spendgate/sdk\`, from the tarball your operator gives you; it is not on the npm registry): \`npx spendgate onboard
+--base-url ${baseUrl}\` does steps 1 to 4 and prints your activation link. Anywhere else do not run \`npx spendgate\`:
+npx would download whatever package of that name the registry holds.
 `;
 }
