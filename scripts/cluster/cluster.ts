@@ -45,12 +45,21 @@ export interface ClusterOptions {
   /** Extra environment of every instance. */
   env?: Record<string, string>;
   log?: (line: string) => void;
+  /** More node flags for one instance (by its name), e.g. --cpu-prof for the instance alone. */
+  instanceNodeArgs?: (name: string) => string[];
 }
 
 /** Spawns `node --import tsx <script>` (not the tsx CLI, whose grandchild a kill would miss) and waits for `ready`. */
-function spawnNode(args: string[], env: Record<string, string>, ready: RegExp, output: string[], timeoutMs = 90_000) {
+function spawnNode(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  output: string[],
+  extraArgs: string[] = [],
+  timeoutMs = 90_000,
+) {
   // CLUSTER_NODE_ARGS: more node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (refused in NODE_OPTIONS).
-  const nodeArgs = (process.env.CLUSTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const nodeArgs = [...(process.env.CLUSTER_NODE_ARGS ?? "").split(" ").filter(Boolean), ...extraArgs];
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -149,6 +158,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
           },
           /SpendGate is running at (\S+)\n/,
           output,
+          opts.instanceNodeArgs?.(name),
         );
         children.push(proc.child);
         const url = (await proc.started)[1];
