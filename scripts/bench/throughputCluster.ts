@@ -11,7 +11,7 @@
  * THROUGHPUT_SELLER=apart: the seller (/sell/agent-intel) is one more SpendGate process that takes no payments, so the
  * paying instances' CPU is the service's own (by default, with one instance, it also serves the seller's verify/settle).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JsonRpcProvider } from "ethers";
@@ -153,7 +153,10 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
 
 /** The profiled instance's profile, by window. */
 function printProfiles(dir: string, name: string, windows: ProfileWindow[]): void {
-  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  // The main thread's (the largest: tsx's module-hooks thread writes a small one of its own).
+  const file = readdirSync(dir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .sort((a, b) => statSync(join(dir, b)).size - statSync(join(dir, a)).size)[0];
   if (!file) {
     console.log(`\n(no CPU profile was written by ${name} in ${dir})`);
     return;
