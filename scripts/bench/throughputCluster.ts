@@ -4,13 +4,22 @@
  * `npm run cluster` starts them; this process only sends the payments, spread over the instances, to the instances'
  * own /sell/agent-intel. Prints the rate, latency, failures, each process's CPU seconds and memory at the end, and the
  * JSON-RPC calls the chain served per approved payment by method.
+ *
+ * THROUGHPUT_PROFILE (on unless "0"): the first instance runs under --cpu-prof (its profile in a temp dir, read when the
+ * cluster stops); each mode's window is then printed as the top 15 self-time functions and the CPU ms per approved
+ * payment by payment step (scripts/bench/cpuProfile.ts). The /proc CPU figures include the profiler's own cost.
+ * THROUGHPUT_SELLER=apart: the seller (/sell/agent-intel) is one more SpendGate process that takes no payments, so the
+ * paying instances' CPU is the service's own (by default, with one instance, it also serves the seller's verify/settle).
  */
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { JsonRpcProvider } from "ethers";
 import { startCluster, type Cluster } from "../cluster/cluster";
 import { fundAgents, onboardAgent, type ClusterAgent } from "../cluster/client";
 import { setBlockInterval } from "./mining";
 import { STATS_METHOD, formatStats, type RpcStats } from "./nodeStats";
+import { analyse, formatReport, profileClockNow, readProfile } from "./cpuProfile";
 
 export interface ThroughputOptions {
   agents: number;
@@ -21,6 +30,18 @@ export interface ThroughputOptions {
 
 const PAGE = 4096;
 const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
+const PROFILE = process.env.THROUGHPUT_PROFILE !== "0";
+const SELLER_APART = process.env.THROUGHPUT_SELLER === "apart";
+
+/** One mode's measured window on the profiled instance: the profile's clock and the payments it approved. */
+interface ProfileWindow {
+  label: string;
+  from: number;
+  to: number;
+  approved: number;
+  /** The profiled instance's CPU ms (/proc) per payment it approved in the window. */
+  cpuMsPerPayment: number;
+}
 const TICKS = 100; // USER_HZ on Linux
 
 /** CPU seconds (user + system) and resident memory of a process (or of one of its threads, `tid`), from /proc. */
@@ -49,32 +70,39 @@ async function send(
   return { status: res.status, body: (await res.json()) as { error?: string; reason?: string } };
 }
 
-async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o: ThroughputOptions): Promise<void> {
+async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o: ThroughputOptions): Promise<ProfileWindow> {
   const direct = new JsonRpcProvider(cluster.chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const interval = mode === "automine" ? 0 : Number(mode);
   await setBlockInterval(direct, interval);
-  const n = cluster.instances.length;
+  // With the seller apart, the last instance is the seller's and takes no payments.
+  const payers = SELLER_APART ? cluster.instances.slice(0, -1) : cluster.instances;
+  const n = payers.length;
   const processes = [
     { name: "chain", pid: cluster.pids.chain },
     { name: "store", pid: cluster.pids.store },
-    ...cluster.instances.map((i) => ({ name: i.name, pid: i.child.pid ?? 0 })),
+    ...cluster.instances.map((i) => ({
+      name: SELLER_APART && !payers.includes(i) ? `seller (${i.name})` : i.name,
+      pid: i.child.pid ?? 0,
+    })),
     { name: "client", pid: process.pid },
   ];
   const cpuBefore = processes.map((p) => usage(p.pid).cpu);
   const latencies: number[] = [];
   const failures = new Map<string, number>();
   let approved = 0;
-  const started = Date.now();
-  const deadline = started + o.seconds * 1000;
   const blocksBefore = await direct.getBlockNumber();
   await direct.send(STATS_METHOD, []);
+  const started = Date.now();
+  const from = profileClockNow();
+  const deadline = started + o.seconds * 1000;
+  let approvedFirst = 0; // approved by the profiled (first) instance
   await Promise.all(
     agents.flatMap((a, i) =>
       Array.from({ length: o.inFlight }, async (_, j) => {
         // Each agent's payments go to one instance (a load balancer routing on the agent): the per-agent lock then waits
         // in that process, not by polling its lease in the database. THROUGHPUT_SPREAD=1 spreads them instead.
-        const inst = cluster.instances[(SPREAD ? i + j : i) % n];
-        const seller = `${cluster.instances[(i + 1) % n].url}/sell/agent-intel`;
+        const inst = payers[(SPREAD ? i + j : i) % n];
+        const seller = `${SELLER_APART ? cluster.instances[n].url : payers[(i + 1) % n].url}/sell/agent-intel`;
         while (Date.now() < deadline) {
           const t = Date.now();
           const res = await send(inst.url, a, seller).catch((err: unknown) => ({
@@ -83,6 +111,7 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
           }));
           if (res.status === 200) {
             approved++;
+            if (inst === payers[0]) approvedFirst++;
             latencies.push(Date.now() - t);
           } else {
             const why = `${res.status} ${res.body.error ?? res.body.reason ?? ""}`.trim();
@@ -92,6 +121,7 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
       }),
     ),
   );
+  const to = profileClockNow();
   const elapsed = (Date.now() - started) / 1000;
   const served = (await direct.send(STATS_METHOD, [])) as RpcStats;
   const blocks = (await direct.getBlockNumber()) - blocksBefore;
@@ -116,12 +146,38 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
   console.log(`JSON-RPC served by the chain: ${formatStats(served, approved)}`);
   await setBlockInterval(direct, 0);
   direct.destroy();
+  const cpuMsPerPayment = ((usage(processes[2].pid).cpu - cpuBefore[2]) * 1000) / Math.max(1, approvedFirst);
+  const label = `${n} instance${n > 1 ? "s" : ""}${SELLER_APART ? " + seller apart" : ""}, ${interval ? `blocks every ${interval} ms` : "automine"}`;
+  return { label, from, to, approved: approvedFirst, cpuMsPerPayment };
+}
+
+/** The profiled instance's profile, by window. */
+function printProfiles(dir: string, name: string, windows: ProfileWindow[]): void {
+  // The main thread's (the largest: tsx's module-hooks thread writes a small one of its own).
+  const file = readdirSync(dir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .sort((a, b) => statSync(join(dir, b)).size - statSync(join(dir, a)).size)[0];
+  if (!file) {
+    console.log(`\n(no CPU profile was written by ${name} in ${dir})`);
+    return;
+  }
+  const profile = readProfile(join(dir, file));
+  for (const w of windows) {
+    console.log(`\n-- CPU profile of ${name} (--cpu-prof), ${w.label}: ${w.approved} payments approved by it`);
+    console.log(formatReport(analyse(profile, w), w.approved, w.cpuMsPerPayment));
+  }
 }
 
 export async function throughputProcesses(o: ThroughputOptions, instanceCounts: number[]): Promise<void> {
   process.env.CHAIN_RPC_STATS = "1"; // the chain process inherits it
   for (const instances of instanceCounts) {
-    const cluster = await startCluster({ instances, env: { SELL_PRICE: "0.01" } });
+    const profDir = PROFILE ? mkdtempSync(join(tmpdir(), "spendgate-prof-")) : "";
+    const cluster = await startCluster({
+      instances: instances + (SELLER_APART ? 1 : 0),
+      env: { SELL_PRICE: "0.01" },
+      instanceNodeArgs: (name) => (PROFILE && name === "instance-1" ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []),
+    });
+    const windows: ProfileWindow[] = [];
     try {
       const agents: ClusterAgent[] = [];
       for (let i = 0; i < o.agents; i += 10) {
@@ -144,9 +200,14 @@ export async function throughputProcesses(o: ThroughputOptions, instanceCounts: 
       console.log(
         `\n${o.agents} agents, ${o.inFlight} payments in flight each, ${o.seconds} s per mode; chain, CongoDB and ${instances} SpendGate process(es) apart`,
       );
-      for (const mode of o.modes) await runMode(cluster, agents, mode, o);
+      for (const mode of o.modes) windows.push(await runMode(cluster, agents, mode, o));
     } finally {
       await cluster.close();
+    }
+    if (PROFILE) {
+      printProfiles(profDir, "instance-1", windows);
+      if (process.env.THROUGHPUT_PROFILE_KEEP === "1") console.log(`(profile kept in ${profDir})`);
+      else rmSync(profDir, { recursive: true, force: true });
     }
   }
 }

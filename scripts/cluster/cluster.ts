@@ -54,6 +54,8 @@ export interface ClusterOptions {
   /** The addresses the instances use for the chain and the store instead of theirs (chaos.ts puts gates in between). */
   via?: (direct: { rpcUrl: string; mongoUri: string }) => Promise<{ rpcUrl: string; mongoUri: string }>;
   log?: (line: string) => void;
+  /** More node flags for one instance (by its name), e.g. --cpu-prof for the instance alone. */
+  instanceNodeArgs?: (name: string) => string[];
 }
 
 /** Spawns `node --import tsx <script>` (not the tsx CLI, whose grandchild a kill would miss) and waits for `ready`. */
@@ -62,11 +64,12 @@ function spawnNode(
   env: Record<string, string>,
   ready: RegExp,
   output: string[],
+  extraArgs: string[] = [],
   // CLUSTER_START_TIMEOUT_MS: a machine under heavy load may need longer.
   timeoutMs = Number(process.env.CLUSTER_START_TIMEOUT_MS ?? 90_000),
 ) {
   // CLUSTER_NODE_ARGS: more node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (refused in NODE_OPTIONS).
-  const nodeArgs = (process.env.CLUSTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const nodeArgs = [...(process.env.CLUSTER_NODE_ARGS ?? "").split(" ").filter(Boolean), ...extraArgs];
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -166,6 +169,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         },
         /SpendGate is running at (\S+)\n/,
         output,
+        opts.instanceNodeArgs?.(name) ?? [],
       );
       children.push(proc.child);
       const url = (await proc.started)[1];

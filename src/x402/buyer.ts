@@ -83,6 +83,10 @@ export function sellerOptions(
 
 const MAX_REDIRECTS = 3;
 const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
+const V1_CHAIN_IDS: Record<string, number> = Object.fromEntries(Object.entries(V1_NETWORKS).map(([id, name]) => [name, Number(id)]));
+
+/** Reads 402s and settlement headers: parsing only (no scheme, no signer), so one serves every request. */
+const READER = new x402HTTPClient(new x402Client());
 
 interface BodyResponse {
   headers: HeaderReader;
@@ -245,10 +249,9 @@ export function readQuote(res: SellerResponse, opts: Pick<BuyerOptions, "chainId
 
 /** The x402 payment requirement of a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body), every accepted payment in it. */
 export function readPaymentRequired(res: SellerResponse): PaymentRequired {
-  const http = new x402HTTPClient(new x402Client());
   let paymentRequired: PaymentRequired;
   try {
-    paymentRequired = http.getPaymentRequiredResponse((n) => res.headers.get(n), res.body);
+    paymentRequired = READER.getPaymentRequiredResponse((n) => res.headers.get(n), res.body);
   } catch {
     throw new SellerError("invalid_payment_required", "The seller's 402 carries no readable x402 payment requirement.");
   }
@@ -321,7 +324,10 @@ export function walletPayer(walletAddress: string, key: AgentSigner): AgentSigne
  */
 export async function signPayment(signer: AgentSigner, quote: Quote, maxValiditySeconds = 600): Promise<SignedPayment> {
   const client = new x402Client();
-  registerExactEvmScheme(client, { signer });
+  // The scheme for the quote's own network only (pickQuote chose it), not one v1 scheme per EVM network x402 knows.
+  const network = quote.version === 1 ? V1_CHAIN_IDS[quote.requirement.network] : undefined;
+  const networks = quote.version === 1 ? (network ? [`eip155:${network}`] : undefined) : [quote.requirement.network];
+  registerExactEvmScheme(client, { signer, networks: networks as `${string}:${string}`[] | undefined });
   client.setSpendControls(false); // the on-chain policy is the spend control
   const http = new x402HTTPClient(client);
   // The seller's JSON is typed, not checked: a string or a missing value must not widen the window.
@@ -348,7 +354,7 @@ export async function signPayment(signer: AgentSigner, quote: Quote, maxValidity
 /** The settlement the seller reports in PAYMENT-RESPONSE / X-PAYMENT-RESPONSE, if any. */
 export function readSettlement(res: SellerResponse): SettleResponse | null {
   try {
-    return new x402HTTPClient(new x402Client()).getPaymentSettleResponse((n) => res.headers.get(n));
+    return READER.getPaymentSettleResponse((n) => res.headers.get(n));
   } catch {
     return null;
   }

@@ -56,11 +56,9 @@ export function nodeHttpTransport(viem: Viem, url: string, opts: { timeout: numb
           const status = res.statusCode ?? 0;
           const ok = status >= 200 && status < 300;
           const text = Buffer.concat(chunks).toString("utf8");
-          const headers = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
           let data: JsonRpcAnswer;
           try {
-            data = JSON.parse(headers.get("Content-Type")?.startsWith("application/json") ? text : text || "{}") as JsonRpcAnswer;
+            data = JSON.parse(res.headers["content-type"]?.startsWith("application/json") ? text : text || "{}") as JsonRpcAnswer;
           } catch (err) {
             if (ok) {
               reject(new viem.HttpRequestError({ body, cause: err as Error, url }));
@@ -71,6 +69,9 @@ export function nodeHttpTransport(viem: Viem, url: string, opts: { timeout: numb
           const rpcError = data.error as { code?: unknown; message?: unknown } | undefined;
           if (!ok && !(typeof rpcError?.code === "number" && typeof rpcError.message === "string")) {
             const details = JSON.stringify(data.error) || res.statusMessage || "";
+            // The WHATWG Headers viem's error carries, built only for an error (not on every answer).
+            const headers = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
             reject(new viem.HttpRequestError({ body, details, headers, status, url }));
             return;
           }
