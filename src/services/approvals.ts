@@ -10,6 +10,7 @@ import type { ApprovalDecisionRequest } from "../schemas/payments";
 import type { ApprovalDoc } from "../store/documents";
 import type { PaymentService } from "../payments";
 import type { ServiceContext } from "./context";
+import type { TypedSignatureCheck } from "./signatures";
 import type { Principal } from "../principal";
 import { alertApproval } from "./alerts";
 import { approvalView } from "./presenters";
@@ -90,10 +91,11 @@ export class ApprovalService {
     return a;
   }
 
-  private async verifyDecision(a: ApprovalDoc, action: "approve" | "deny", input: ApprovalDecisionRequest): Promise<string> {
+  /** The owner's ApprovalDecision over exactly this approval, as the signature check reads it. */
+  private async decision(a: ApprovalDoc, action: "approve" | "deny", input: ApprovalDecisionRequest): Promise<TypedSignatureCheck> {
     const agent = await this.ctx.store.agents.findOne({ address: a.agentAddress });
     if (!agent || !a.ownerAddress) throw conflict(`Approval ${a.approvalId} has no agent or owner left to decide it.`);
-    return this.ctx.signatures.verify({
+    return {
       kind: "ApprovalDecision",
       domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
       types: APPROVAL_DECISION_TYPES,
@@ -109,13 +111,12 @@ export class ApprovalService {
       signature: input.humanSignature,
       expectedSigner: a.ownerAddress,
       timestamp: input.timestamp,
-    });
+    };
   }
 
   async deny(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
     const a = await this.load(principal, approvalId);
-    const digest = await this.verifyDecision(a, "deny", input);
-    await this.ctx.signatures.consume("ApprovalDecision", digest);
+    await this.ctx.signatures.verifyAndConsume(await this.decision(a, "deny", input));
     const now = new Date();
     const r = await this.ctx.store.approvals.updateOne({ approvalId, status: "pending" }, { $set: { status: "denied", resolvedAt: now } });
     if (r.modifiedCount !== 1) throw conflict(`Approval ${approvalId} was resolved meanwhile.`);
@@ -132,7 +133,8 @@ export class ApprovalService {
 
   async approve(principal: Principal, approvalId: string, input: ApprovalDecisionRequest) {
     const first = await this.load(principal, approvalId);
-    const digest = await this.verifyDecision(first, "approve", input);
+    // Verified now; used up only right before anything is sent (a price rise or a refusal first leaves it usable).
+    const digest = await this.ctx.signatures.verify(await this.decision(first, "approve", input));
     return this.payments.approve(first, input, () => this.ctx.signatures.consume("ApprovalDecision", digest));
   }
 }

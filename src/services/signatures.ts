@@ -43,8 +43,9 @@ export class SignatureService {
   }
 
   /**
-   * Throws 401 invalid_signature unless the timestamp is fresh and the expected signer signed the typed data. Only
-   * approvals still call it and consume() apart (its steps are being rewritten); everything else uses verifyAndConsume.
+   * Throws 401 invalid_signature unless the timestamp is fresh and the expected signer signed the typed data.
+   * An approval verifies first and consumes right before its payment is sent (src/payments/approve.ts); everything else
+   * uses verifyAndConsume.
    */
   async verify(check: TypedSignatureCheck): Promise<string> {
     this.checkTimestamp(check.timestamp);
