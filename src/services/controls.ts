@@ -72,7 +72,10 @@ export class ControlService {
     await this.ctx.signatures.verifyAndConsume(check, async () => {
       const balance: bigint = erc20 ? await erc20.balanceOf(agent.address) : await chain.provider.getBalance(agent.address);
       if (balance < amount) {
-        throw appError("insufficient_funds", `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`);
+        throw appError(
+          "insufficient_funds",
+          `The wallet holds ${formatUnits(balance, decimals)} of this token, less than ${input.amount}.`,
+        );
       }
     });
     const wallet = chain.policyAt(agent.policyAddress);
