@@ -58,7 +58,7 @@ export function lease(room: Room): Date {
 }
 
 /** A write on a payment in flight: it renews this instance's lease on it. */
-function inFlight(room: Room, set: LedgerUpdate): LedgerUpdate {
+export function inFlight(room: Room, set: LedgerUpdate): LedgerUpdate {
   return { ...set, updatedAt: new Date(), leaseUntil: lease(room), instanceId: room.ctx.instanceId };
 }
 

@@ -17,7 +17,7 @@ import type { Quote, SellerRequest, SignedPayment } from "../x402/buyer";
 import { verifyTransfer } from "../x402/verifyTransfer";
 import { swapView } from "../services/presenters";
 import { authorize, begin } from "./authorize";
-import { type Room, finish } from "./context";
+import { type Room, finish, inFlight } from "./context";
 import { blockedOutcome } from "./outcomes";
 import type { LedgerBase } from "./phases";
 import { resolveInFlight } from "./recover";
@@ -127,10 +127,12 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   }
   timer.mark("authorize");
   // Beside the facilitator's verify: recovery treats "authorizing" with its authorizeTxHash the same way.
-  const marked = room.ledger.move(txnId, ["authorizing"], "authorized", {
-    authorizeTxHash: result.txHash,
-    authorizeBlock: result.blockNumber,
-  });
+  const marked = room.ledger.move(
+    txnId,
+    ["authorizing"],
+    "authorized",
+    inFlight(room, { authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber }),
+  );
 
   const paid: Paid = {
     room,
