@@ -63,7 +63,8 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
     await page.locator("#policy-review-button").click();
     await page.locator("#policy-sign").click();
     await page.locator("#policy-result [data-state=deployed]").waitFor();
-    await page.locator("#done-step [data-state=deployed]").waitFor();
+    // Step 5 was already drawn for the policy before the change: wait until it shows the one read back after it.
+    await page.locator("#done-step", { hasText: "a per-payment limit of 3.25 USDC" }).waitFor();
     expect(wallet.typedSigned.at(-1)?.primaryType).to.equal("SetPolicy");
     // The result is what has focus (in view), not the end of the long form.
     expect(await page.evaluate(() => document.activeElement?.id)).to.equal("policy-result");
@@ -84,9 +85,9 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
     await page.locator("#policy-review-button").click();
     await page.locator("#policy-sign").click();
     await page.locator("#policy-result [data-state=deployed]").waitFor();
-    expect(await page.locator("#agent-step").textContent())
-      .to.include("(deployed)")
-      .and.not.include("not deployed yet");
+    // Step 1 is drawn again once the page has read the deployed policy back (GET /limits after the transaction).
+    await page.locator("#agent-step", { hasText: "(deployed)" }).waitFor();
+    expect(await page.locator("#agent-step").textContent()).to.not.include("not deployed yet");
     const limits = await s.api("GET", `/limits?address=${fresh.agentAddress}`, { key: fresh.apiKey });
     expect(limits.body.agents[0]).to.include({ deployed: true });
   });
