@@ -36,6 +36,8 @@ export const NOT_DRIVEN: Record<string, string> = {
   "POST /approvals/:id/approve 422": "a blocked or unsupported approved payment: test/e2e/payments.test.ts",
   "POST /approvals/:id/approve 504": "a seller slower than SELLER_TIMEOUT_MS at approval (not driven anywhere yet)",
   "POST /dev/faucet 404": "outside embedded mode only; this walk runs embedded",
+  "GET /metrics 401": "a wrong or missing METRICS_TOKEN (this walk sets none): test/api/metrics.test.ts",
+  "GET /metrics 403": "a forwarded or non-loopback scrape without METRICS_TOKEN: test/api/tracing.test.ts",
   "GET /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
   "POST /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
   "POST /webhooks 422": "embedded mode allows http and private receivers: test/webhooks/endpoints.test.ts",
