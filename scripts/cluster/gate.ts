@@ -4,8 +4,7 @@
  * MongoDB server restarted on its data directory comes back. (The embedded chain and CongoDB keep their state in
  * memory only, so their own processes cannot be restarted without starting from nothing.)
  */
-import { type Server, type Socket, connect, createServer } from "node:net";
-import type { AddressInfo } from "node:net";
+import { startTcpProxy } from "../../test/helpers/tcpProxy";
 
 export interface Gate {
   port: number;
@@ -14,42 +13,21 @@ export interface Gate {
   close(): Promise<void>;
 }
 
+/** The tests' TCP pass-through (test/helpers/tcpProxy.ts), as chaos.ts opens and closes it. */
 export async function startGate(targetHost: string, targetPort: number): Promise<Gate> {
-  const sockets = new Set<Socket>();
-  let server: Server | null = null;
-  let port = 0;
-  const track = (s: Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-    s.on("error", () => s.destroy());
-  };
-  const open = async () => {
-    if (server) return;
-    const s = createServer((client) => {
-      const upstream = connect(targetPort, targetHost);
-      track(client);
-      track(upstream);
-      client.on("close", () => upstream.destroy());
-      upstream.on("close", () => client.destroy());
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      s.once("error", reject);
-      s.listen(port, "127.0.0.1", () => resolve());
-    });
-    port = (s.address() as AddressInfo).port;
-    server = s;
-  };
-  await open();
+  const proxy = await startTcpProxy(targetHost, targetPort);
+  let open = true;
   return {
-    port,
-    isOpen: () => server !== null,
-    open,
+    port: proxy.port,
+    isOpen: () => open,
+    open: async () => {
+      if (open) return;
+      await proxy.start();
+      open = true;
+    },
     close: async () => {
-      const s = server;
-      server = null;
-      for (const sock of sockets) sock.destroy();
-      if (s) await new Promise<void>((r) => s.close(() => r()));
+      open = false;
+      await proxy.stop();
     },
   };
 }
