@@ -86,6 +86,7 @@ const EnvSchema = z.object({
   SELLER_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   // The contract refuses authorisations valid for more than an hour.
   MAX_PAYMENT_VALIDITY_SECONDS: z.coerce.number().int().min(30).max(3_600).default(600),
+  CHANNEL_DEPOSIT_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(10),
   SELL_PRICE: z
     .string()
     .regex(/^\d+(\.\d{1,6})?$/, "must be a USDC amount like 0.01")
@@ -177,6 +178,7 @@ const ConfigSchema = EnvSchema.transform((e) => {
     ownerGasAllowanceGwei: e.OWNER_GAS_ALLOWANCE_GWEI ?? (embeddedChain ? 1e12 : 1e7),
     sellerMaxBytes: e.SELLER_MAX_BYTES,
     maxPaymentValiditySeconds: e.MAX_PAYMENT_VALIDITY_SECONDS,
+    channelDepositRequests: e.CHANNEL_DEPOSIT_REQUESTS,
     sellPrice: e.SELL_PRICE,
     sellPayTo: e.SELL_PAY_TO,
     /** Time limit of one webhook delivery attempt. */

@@ -203,6 +203,11 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
     meaning:
       "the longest an agent's signed EIP-3009 authorisation stays valid, whatever the seller asks (30-3600; the contract refuses more than an hour)",
   },
+  CHANNEL_DEPOSIT_REQUESTS: {
+    default: "`10`",
+    meaning:
+      "a batch-settlement channel is opened (or topped up) with this many requests' price, or less when the policy would not allow that much in one deposit (each deposit is authorised on-chain like a payment and counts against the budgets until refunded)",
+  },
   SELL_PRICE: {
     default: "`0.01`",
     meaning: "price in USDC of `/sell/agent-intel`",

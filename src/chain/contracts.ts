@@ -16,13 +16,24 @@ import {
 } from "ethers";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { IERC20Metadata, Multicall3, OperatorSet, SpendPolicy, SpendPolicyFactory, TestUSDC, WETH9 } from "../../typechain-types";
+import type {
+  IERC20Metadata,
+  Multicall3,
+  OperatorSet,
+  SpendPolicy,
+  SpendPolicyFactory,
+  SpendPolicySchemes,
+  TestUSDC,
+  WETH9,
+} from "../../typechain-types";
 import type { TypedContractEvent, TypedContractMethod } from "../../typechain-types/common";
 import { decodeEvent, decodeParams, encodeParams } from "./rpc/abiCodec";
 import { PROJECT_ROOT } from "../paths";
 
 const ARTIFACTS = {
   SpendPolicy: "contracts/SpendPolicy.sol/SpendPolicy.json",
+  // The x402 schemes beyond exact, called on the agent's own address (SpendPolicy's fallback delegates them).
+  SpendPolicySchemes: "contracts/SpendPolicySchemes.sol/SpendPolicySchemes.json",
   SpendPolicyFactory: "contracts/SpendPolicyFactory.sol/SpendPolicyFactory.json",
   OperatorSet: "contracts/OperatorSet.sol/OperatorSet.json",
   // FiatToken v2.2's surface (ERC-20, EIP-3009, its events), which TestUSDC reproduces: the ABI of USDC on Base too.
@@ -35,6 +46,7 @@ const ARTIFACTS = {
 /** The type of each bound contract. */
 export interface Bindings {
   SpendPolicy: SpendPolicy;
+  SpendPolicySchemes: SpendPolicySchemes;
   SpendPolicyFactory: SpendPolicyFactory;
   OperatorSet: OperatorSet;
   Usdc: TestUSDC;

@@ -9,7 +9,7 @@ import type { AllowlistProof } from "../policy/allowlist";
 import type { Fence } from "../store/leases";
 import type { SignedPayment } from "../x402/buyer";
 import { type Room, lease, note } from "./context";
-import type { LedgerBase } from "./phases";
+import type { LedgerBase, LedgerUpdate } from "./phases";
 
 /**
  * Writes payment `txnId` down as "authorizing" (a new entry, or an approval's "quoted" one when `createdAt` is given)
@@ -30,7 +30,15 @@ import type { LedgerBase } from "./phases";
  */
 export async function begin(
   room: Room,
-  p: { txnId: string; base: LedgerBase & { createdAt?: Date }; amount: bigint; signed: SignedPayment; fences: Fence[] },
+  p: {
+    txnId: string;
+    base: LedgerBase & { createdAt?: Date };
+    amount: bigint;
+    signed: Pick<SignedPayment, "nonce" | "transfer">;
+    fences: Fence[];
+    /** What a scheme beyond exact records from the start (scheme.ts). */
+    extra?: LedgerUpdate;
+  },
 ): Promise<void> {
   const { txnId, base, signed } = p;
   const { transfer } = signed;
@@ -56,6 +64,7 @@ export async function begin(
       updatedAt: now,
       settledAt: null,
       onchain: { confirmed: false, blockNumber: null },
+      ...p.extra,
     },
     quoted,
     now,
@@ -82,19 +91,24 @@ export async function authorize(
   p: {
     txnId: string;
     base: LedgerBase;
-    signed: SignedPayment;
+    signed: Pick<SignedPayment, "nonce" | "transfer">;
     proof: AllowlistProof;
     approval?: OwnerApprovalInput;
     sent?: () => void;
+    /** The authorisation of a scheme beyond exact (authorizeCeiling, authorizeDeposit); authorizePayment otherwise. */
+    call?: (onSent: (hash: string) => Promise<void>) => Promise<AuthorizeResult>;
   },
 ): Promise<{ kind: "sent"; result: AuthorizeResult } | { kind: "failed"; error: AppError }> {
   const { txnId, base, signed } = p;
   try {
+    const onSent = (hash: string) => {
+      p.sent?.();
+      return note(room, txnId, "authorizing", { authorizeTxHash: hash }).then(() => undefined);
+    };
     const result = await room.ctx.telemetry.step("authorize", () =>
-      room.ops.authorize(base.policyAddress, signed.nonce, base.merchant, p.proof, signed.transfer, p.approval ?? NO_APPROVAL, (hash) => {
-        p.sent?.();
-        return note(room, txnId, "authorizing", { authorizeTxHash: hash }).then(() => undefined);
-      }),
+      p.call
+        ? p.call(onSent)
+        : room.ops.authorize(base.policyAddress, signed.nonce, base.merchant, p.proof, signed.transfer, p.approval ?? NO_APPROVAL, onSent),
     );
     return { kind: "sent", result };
   } catch (err) {

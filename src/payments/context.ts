@@ -5,9 +5,11 @@
 import { badRequest } from "../errors";
 import { normalizeHost } from "../policy/allowlist";
 import type { PolicyOps } from "../chain/policyOps";
+import type { SchemeOps } from "../chain/schemeOps";
 import type { AgentDoc, PaymentDoc, PaymentPhase } from "../store/documents";
 import type { Fence } from "../store/leases";
 import type { SellerRequest } from "../x402/buyer";
+import type { PaymentScheme } from "../schemas/payments";
 import type { ServiceContext } from "../services/context";
 import { alertPaymentDone } from "../services/alerts";
 import type { PolicyDecisions } from "./decide";
@@ -22,6 +24,8 @@ export interface Room {
   ledger: PaymentLedger;
   /** The policy contract's operations (authorise, release, void, reads). */
   ops: PolicyOps;
+  /** The wallet's operations for the x402 schemes beyond exact (ceilings, channel deposits, credits). */
+  schemes: SchemeOps;
   decisions: PolicyDecisions;
   swaps: SwapService;
   idempotency: IdempotencyService;
@@ -43,6 +47,8 @@ export interface PaymentContext {
   serviceUrl: string;
   intent: string;
   seller: SellerRequest;
+  /** The x402 schemes the caller allows, most preferred first (PayRequest.schemes; default all). */
+  schemes?: readonly PaymentScheme[];
   /** The agent lock and the Idempotency-Key the payment runs under: it commits to both before paying (authorize.ts). */
   fences?: { lock?: Fence; key?: Fence };
 }

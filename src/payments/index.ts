@@ -8,6 +8,7 @@ import type { SellerRequest } from "../x402/buyer";
 import type { ServiceContext } from "../services/context";
 import type { Principal } from "../principal";
 import type { PolicyService } from "../services/policies";
+import { SchemeOps } from "../chain/schemeOps";
 import { PolicyOps } from "../chain/policyOps";
 import { type ApprovedAnswer, approve, closeWaiting } from "./approve";
 import type { PaymentContext, Room } from "./context";
@@ -37,6 +38,7 @@ export class PaymentService {
       ctx,
       ledger: new PaymentLedger(ctx.store.payments),
       ops: new PolicyOps(ctx.chain),
+      schemes: new SchemeOps(ctx.chain),
       decisions: new PolicyDecisions(ctx, policies, swaps),
       swaps,
       idempotency,

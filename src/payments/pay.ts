@@ -12,6 +12,8 @@ import type { AgentDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
 import { phaseTimer } from "../util/timer";
 import type { Principal } from "../principal";
+import { pickQuote } from "../x402/pick";
+import { sellerOptions } from "../x402/buyer";
 import { type PaymentContext, type Room, fencesOf, ledgerBase, merchantOf } from "./context";
 import { noPolicyError } from "./decide";
 import { type ExecuteInput, execute } from "./execute";
@@ -22,6 +24,7 @@ import { quote } from "./quote";
 import { awaitQuiet } from "./recover";
 import { type Refusal, refuse } from "./refuse";
 import { type Blocked, type PaymentResult, answerOf, refused } from "./result";
+import { approvalNeedsExact, payScheme } from "./scheme";
 import { sign } from "./sign";
 import { type SwapCheck, swapForPayment } from "./swap";
 
@@ -70,6 +73,7 @@ export async function pay(
     serviceUrl,
     intent: input.intent,
     seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
+    ...(input.schemes ? { schemes: input.schemes } : {}),
   };
   return room.ctx.agentLock.run(agent.address, async (lock) => {
     if (lock.tookOver) await awaitQuiet(room, agent.address);
@@ -99,9 +103,18 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Pro
   const quoted = await step("quote", () => quote(room, pc));
   timer.mark("quote");
   if (quoted.kind === "refused") return quoted;
-  const q = quoted.quote;
+  let q = quoted.quote;
   if (!q) return refuse(room, pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
   if (q.amount > maxAmount) return refuse(room, pc, { amount: q.amount, reason: "max_amount_exceeded", proof: null });
+  if (q.scheme !== "exact") {
+    const paid = await payScheme(room, pc, q, admission);
+    if (paid !== "exact") return paid;
+    // Above the approval threshold: an owner approves one exact transfer, so the seller's exact offer, if any.
+    const exact = pickQuote(q.paymentRequired, { ...sellerOptions(room.ctx.config), payer: pc.agent.address, schemes: ["exact"] });
+    if (!exact) return approvalNeedsExact(q);
+    if (exact.amount > maxAmount) return refuse(room, pc, { amount: exact.amount, reason: "max_amount_exceeded", proof: null });
+    q = exact;
+  }
 
   // Signing overlaps any simulation left; a signature the policy refuses is dropped, never sent anywhere.
   const signed = step("sign", () => sign(room, pc.agent, q));

@@ -6,6 +6,7 @@
 import type { PaymentRequired } from "@x402/core/types";
 import { type AppError, appError, gatewayTimeout, transient, upstreamError } from "../errors";
 import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
+import type { PaymentScheme } from "../schemas/payments";
 import type { PaymentContext, Room } from "./context";
 import { type Refused, refused } from "./result";
 
@@ -22,7 +23,12 @@ export function sellerAppError(err: SellerError): AppError {
 }
 
 /** Asks the seller for its 402 without paying, as `payer` would pay it. */
-export async function sellerQuote(room: Room, seller: SellerRequest, payer: string): Promise<Quoted | Refused> {
+export async function sellerQuote(
+  room: Room,
+  seller: SellerRequest,
+  payer: string,
+  schemes?: readonly PaymentScheme[],
+): Promise<Quoted | Refused> {
   const opts = sellerOptions(room.ctx.config);
   let res;
   try {
@@ -47,7 +53,7 @@ export async function sellerQuote(room: Room, seller: SellerRequest, payer: stri
   }
   try {
     const paymentRequired = readPaymentRequired(res);
-    return { kind: "quoted", paymentRequired, quote: pickQuote(paymentRequired, { ...opts, payer }) };
+    return { kind: "quoted", paymentRequired, quote: pickQuote(paymentRequired, { ...opts, payer, schemes }) };
   } catch (err) {
     if (err instanceof SellerError) return refused(sellerAppError(err));
     throw err;
@@ -56,6 +62,6 @@ export async function sellerQuote(room: Room, seller: SellerRequest, payer: stri
 
 /** The seller's quote for the payment's agent; null when it offers no exact USDC payment on this chain. */
 export async function quote(room: Room, pc: PaymentContext): Promise<{ kind: "quote"; quote: Quote | null } | Refused> {
-  const q = await sellerQuote(room, pc.seller, pc.agent.address);
+  const q = await sellerQuote(room, pc.seller, pc.agent.address, pc.schemes);
   return q.kind === "refused" ? q : { kind: "quote", quote: q.quote };
 }

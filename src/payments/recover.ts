@@ -9,6 +9,8 @@ import type { PaymentDoc } from "../store/documents";
 import { type Room, lease, note } from "./context";
 import { IN_FLIGHT } from "./phases";
 import { pastValidity, release, voidUnsent } from "./release";
+import { resolveChannel } from "./channel";
+import { resolveUpto } from "./upto";
 
 /** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */
 const IN_FLIGHT_RETRY_S = 5;
@@ -21,6 +23,9 @@ export async function resolveInFlight(room: Room, txnId: string, stale = false):
   const { ctx, ops } = room;
   const doc = await ctx.store.payments.findOne({ txnId });
   if (!doc || doc.phase === "done" || doc.phase === "quoted" || !doc.paymentId) return;
+  // The schemes beyond exact are closed their own way (a ceiling's credit, a channel's voucher).
+  if (doc.scheme === "upto") return resolveUpto(room, doc);
+  if (doc.scheme === "batch-settlement") return resolveChannel(room, doc);
   let mined = doc.authorizeBlock != null;
   if (doc.authorizeTxHash) {
     const receipt = await ctx.chain.receiptOf(doc.authorizeTxHash, 30_000).catch(() => null);

@@ -12,7 +12,7 @@ import { type Refused, refused } from "./result";
 export async function send(
   room: Room,
   seller: SellerRequest,
-  signed: SignedPayment,
+  signed: Pick<SignedPayment, "headers">,
 ): Promise<{ kind: "answered"; res: SellerResponse } | (Refused & { detail: string })> {
   try {
     const res = await room.ctx.telemetry.step("send", () => requestSeller(seller, sellerOptions(room.ctx.config), signed.headers));

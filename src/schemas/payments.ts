@@ -4,6 +4,10 @@ import { parseUnits } from "ethers";
 import { MAX_JSON_DEPTH, jsonDepth } from "../util/bounded";
 import { Address, type ErrorBody, PaymentAmount, Signature, UnixTimestamp } from "./common";
 
+/** The x402 schemes SpendGate pays (docs/schemes.md). */
+export const PAYMENT_SCHEMES = ["batch-settlement", "upto", "exact"] as const;
+export type PaymentScheme = (typeof PAYMENT_SCHEMES)[number];
+
 export const PayRequest = z
   .strictObject({
     agentAddress: Address,
@@ -19,6 +23,16 @@ export const PayRequest = z
       .optional()
       .refine((v) => jsonDepth(v, MAX_JSON_DEPTH) <= MAX_JSON_DEPTH, `must be nested at most ${MAX_JSON_DEPTH} levels deep`)
       .meta({ description: "JSON body sent to the seller with POST" }),
+    schemes: z
+      .array(z.enum(PAYMENT_SCHEMES))
+      .min(1)
+      .max(PAYMENT_SCHEMES.length)
+      .refine((l) => new Set(l).size === l.length, "must not repeat a scheme")
+      .optional()
+      .meta({
+        description:
+          "the x402 schemes this payment may use, most preferred first (default batch-settlement, upto, exact): the first the seller offers is paid",
+      }),
   })
   .meta({ id: "PayRequest" });
 export type PayRequest = z.infer<typeof PayRequest>;
@@ -33,6 +47,15 @@ export const SwapInfo = z
     amountOut: z.string().meta({ description: "USDC bought: exactly the payment's shortfall", example: "2" }),
   })
   .meta({ id: "SwapInfo", description: "the swap that bought the USDC the wallet lacked before paying" });
+
+export const ChannelInfo = z
+  .object({
+    channelId: z.string().meta({ description: "the batch-settlement channel id (bytes32)" }),
+    cumulative: z.string().meta({ description: "what the channel's vouchers have charged in all, in USDC" }),
+    deposited: z.string().meta({ description: "what the wallet has deposited into the channel, in USDC" }),
+    depositTxHash: z.string().nullable().meta({ description: "the deposit this payment made (opening or topping up), if any" }),
+  })
+  .meta({ id: "ChannelInfo", description: "a batch-settlement channel as a voucher payment left it" });
 
 export const PayResult = z
   .object({
@@ -61,6 +84,9 @@ export const PayResult = z
       .optional()
       .meta({ description: "approved: the seller's HTTP status and body" }),
     swap: SwapInfo.optional().meta({ description: "approved: the swap that bought the missing USDC before paying, when there was one" }),
+    scheme: z.enum(PAYMENT_SCHEMES).optional().meta({ description: "approved: the x402 scheme paid (absent: exact)" }),
+    ceiling: z.string().optional().meta({ description: "upto: the ceiling signed, in USDC (amount is what the seller settled)" }),
+    channel: ChannelInfo.optional().meta({ description: "batch-settlement: the channel the voucher was paid from" }),
   })
   .meta({ id: "PayResult" });
 

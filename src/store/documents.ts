@@ -110,6 +110,56 @@ export interface AllowlistDoc {
 export type LedgerStatus = "approved" | "blocked" | "pending" | "denied" | "failed" | "expired" | "processing";
 export type PaymentPhase = "quoted" | "authorizing" | "authorized" | "done";
 
+/**
+ * A batch-settlement channel an agent's wallet pays through (src/payments/channel.ts): the wallet is its payer, the
+ * seller's payTo its receiver. Amounts in USDC base units. Written only under the agent's lock, each write a
+ * compare-and-set on `version`, so its voucher sequence never forks across instances or restarts.
+ */
+export interface ChannelDoc {
+  _id?: ObjectId;
+  /** bytes32, lower case. */
+  channelId: string;
+  agentAddress: string;
+  ownerAddress: string | null;
+  merchant: string;
+  /** The URL the channel was opened at: a cooperative refund asks the seller there. */
+  serviceUrl: string;
+  receiver: string;
+  /** ISpendPolicy.ChannelConfig, addresses checksummed. */
+  config: {
+    payer: string;
+    payerAuthorizer: string;
+    receiver: string;
+    receiverAuthorizer: string;
+    token: string;
+    withdrawDelay: number;
+    salt: string;
+  };
+  /** What the channel holds of the wallet's deposits as last seen (deposits landed, less refunds and withdrawals). */
+  balance: string;
+  /** What the seller has charged in all (the cumulative base of the next voucher). */
+  charged: string;
+  /** The highest maxClaimableAmount the wallet signed: the most the seller can ever claim. */
+  signed: string;
+  /** Every deposit authorised for the channel (its paymentId), and whether it was credited back. */
+  deposits: { paymentId: string; amount: string; txnId: string; credited: string | null }[];
+  /** open: vouchers are paid from it; closed: refunded and credited (a later payment opens it again with a deposit). */
+  status: "open" | "closed";
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A batch-settlement payment's place in its channel. */
+export interface PaymentChannelRef {
+  channelId: string;
+  /** The voucher's maxClaimableAmount: the channel's cumulative charge with this request (base units). */
+  cumulative: string;
+  /** The deposit this payment made first (base units), and its authorisation's paymentId; null for a voucher only. */
+  deposit: string | null;
+  depositPaymentId: string | null;
+}
+
 /** What every ledger entry has, whatever its phase. */
 interface PaymentFields {
   _id?: ObjectId;
@@ -154,6 +204,14 @@ interface PaymentFields {
   updatedAt: Date;
   settledAt: Date | null;
   onchain: { confirmed: boolean; blockNumber: number | null };
+  /** The x402 scheme paid (absent: exact, an EIP-3009 transfer whose nonce is the paymentId). docs/schemes.md. */
+  scheme?: "upto" | "batch-settlement";
+  /** upto: the ceiling signed and authorised (base units); `amount` is what the seller settled once done. */
+  ceiling?: string | null;
+  /** upto: the creditCeiling transaction that closed the ceiling and gave back what was not settled. */
+  creditTxHash?: string | null;
+  /** batch-settlement: the channel this payment's voucher (and deposit, if it made one) went to. */
+  channel?: PaymentChannelRef | null;
   /** The swap that bought this payment's USDC shortfall (SwapExecuted); amounts in base units (wei, USDC 6 decimals). */
   swap?: { txHash: string; tokenIn: "WETH" | "ETH"; amountIn: string; amountOut: string } | null;
 }

@@ -6,6 +6,7 @@ import type {
   ApiKeyDoc,
   ApprovalDoc,
   ChainEventDoc,
+  ChannelDoc,
   IdempotencyDoc,
   IndexerStateDoc,
   PaymentDoc,
@@ -28,6 +29,8 @@ export interface Store {
   usedSignatures: Collection<UsedSignatureDoc>;
   siweNonces: Collection<SiweNonceDoc>;
   payments: Collection<PaymentDoc>;
+  /** batch-settlement channels the agents' wallets pay through (src/payments/channel.ts). */
+  channels: Collection<ChannelDoc>;
   approvals: Collection<ApprovalDoc>;
   idempotency: Collection<IdempotencyDoc>;
   chainEvents: Collection<ChainEventDoc>;
@@ -67,6 +70,7 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { authorizeTxHash: 1 } },
     { key: { updatedAt: 1 } },
   ],
+  channels: [{ key: { channelId: 1 }, unique: true }, { key: { agentAddress: 1, status: 1 } }],
   approvals: [
     { key: { approvalId: 1 }, unique: true },
     { key: { ownerAddress: 1, status: 1, requestedAt: -1 } },
@@ -116,6 +120,7 @@ export async function connectStore(uri: string, dbName: string, extraIndexes: ty
     usedSignatures: db.collection<UsedSignatureDoc>("usedSignatures"),
     siweNonces: db.collection<SiweNonceDoc>("siweNonces"),
     payments: db.collection<PaymentDoc>("payments"),
+    channels: db.collection<ChannelDoc>("channels"),
     approvals: db.collection<ApprovalDoc>("approvals"),
     idempotency: db.collection<IdempotencyDoc>("idempotency"),
     chainEvents: db.collection<ChainEventDoc>("chainEvents"),

@@ -4,15 +4,18 @@
  * client, and send the paid request.
  */
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired, SettleResponse } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { getAddress, isAddress } from "../chain/rpc/checksum";
+import { getAddress } from "../chain/rpc/checksum";
 import { walletSignature } from "../chain/typedData";
 import { boundedJson } from "../util/bounded";
 import type { Config } from "../config";
 import type { AgentSigner } from "../wallets/provider";
 import { Agent, fetch as undiciFetch } from "undici";
+import { type Quote, V1_NETWORKS, pickQuote } from "./pick";
 import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
+
+export { type Quote, pickQuote } from "./pick";
 
 /** Connections to sellers resolve names through a lookup that refuses private addresses (no DNS rebinding). */
 const PUBLIC_ONLY = new Agent({ connect: { lookup: publicOnlyLookup } });
@@ -82,7 +85,6 @@ export function sellerOptions(
 }
 
 const MAX_REDIRECTS = 3;
-const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
 const V1_CHAIN_IDS: Record<string, number> = Object.fromEntries(Object.entries(V1_NETWORKS).map(([id, name]) => [name, Number(id)]));
 
 /** Reads 402s and settlement headers: parsing only (no scheme, no signer), so one serves every request. */
@@ -207,38 +209,6 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
   }
 }
 
-export interface Quote {
-  paymentRequired: PaymentRequired;
-  requirement: PaymentRequirements;
-  /** Price in token base units. */
-  amount: bigint;
-  version: 1 | 2;
-}
-
-/**
- * The x402 EVM client signs EIP-3009 (transferWithAuthorization) by default, and a Permit2 message when the
- * requirement's `extra.assetTransferMethod` says so. SpendGate settles EIP-3009 only (the nonce is its paymentId),
- * so a requirement naming any other transfer method is not one we can pay.
- */
-function signsEip3009(extra: unknown): boolean {
-  if (extra === undefined || extra === null || typeof extra !== "object") return true;
-  const method = (extra as { assetTransferMethod?: unknown }).assetTransferMethod;
-  return method === undefined || method === "eip3009";
-}
-
-/** USDC's EIP-712 domain name and version, which the signature needs (the x402 client throws without them). */
-function hasTokenDomain(extra: unknown): boolean {
-  const e = extra as { name?: unknown; version?: unknown } | null | undefined;
-  return (
-    typeof e?.name === "string" &&
-    e.name.length > 0 &&
-    e.name.length <= 100 &&
-    typeof e.version === "string" &&
-    e.version.length > 0 &&
-    e.version.length <= 20
-  );
-}
-
 /**
  * Reads a 402 (v2 PAYMENT-REQUIRED header or v1 JSON body) and picks exact / this chain / USDC / EIP-3009; null if
  * none fits.
@@ -259,35 +229,6 @@ export function readPaymentRequired(res: SellerResponse): PaymentRequired {
     throw new SellerError("invalid_payment_required", "The seller's 402 has no list of accepted payments.");
   }
   return paymentRequired;
-}
-
-/** The requirement SpendGate pays among those of a 402: exact / this chain / USDC / EIP-3009; null if none fits. */
-export function pickQuote(
-  paymentRequired: PaymentRequired,
-  opts: Pick<BuyerOptions, "chainId" | "usdcAddress"> & { payer?: string },
-): Quote | null {
-  const version = paymentRequired.x402Version === 1 ? 1 : 2;
-  const network = version === 1 ? V1_NETWORKS[opts.chainId] : `eip155:${opts.chainId}`;
-  for (const r of paymentRequired.accepts as unknown as Record<string, unknown>[]) {
-    if (!r || typeof r !== "object") continue;
-    const raw = version === 1 ? r.maxAmountRequired : r.amount;
-    if (r.scheme !== "exact" || r.network !== network) continue;
-    if (typeof r.asset !== "string" || r.asset.toLowerCase() !== opts.usdcAddress.toLowerCase()) continue;
-    if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw) || typeof r.payTo !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(r.payTo)) {
-      continue;
-    }
-    if (!signsEip3009(r.extra) || !hasTokenDomain(r.extra)) continue;
-    // A string or absent maxTimeoutSeconds would be concatenated into validBefore by the x402 client.
-    if (typeof r.maxTimeoutSeconds !== "number" || !Number.isSafeInteger(r.maxTimeoutSeconds) || r.maxTimeoutSeconds <= 0) continue;
-    const amount = BigInt(raw);
-    if (amount <= 0n || /^0x0{40}$/i.test(r.payTo)) continue; // nothing to pay, or to nobody: not a payment
-    // A mixed-case address whose EIP-55 checksum is wrong is a typo or a trick: nothing encodes it, so it is no payee.
-    if (!isAddress(r.payTo)) continue;
-    // To the paying wallet itself: moves nothing, and the policy refuses to authorise it (a reverted transaction).
-    if (opts.payer !== undefined && r.payTo.toLowerCase() === opts.payer.toLowerCase()) continue;
-    return { paymentRequired, requirement: r as unknown as PaymentRequirements, amount, version };
-  }
-  return null;
 }
 
 export interface SignedPayment {

@@ -31,7 +31,7 @@ describe("verifyTransfer: the signed payment's check before it leaves", function
       extra: USDC_EXTRA,
     } as PaymentRequirements;
     const paymentRequired = { x402Version: 2, resource: { url: "http://127.0.0.1/x" }, accepts: [requirement] } as PaymentRequired;
-    quote = { paymentRequired, requirement, amount: 1_000_000n, version: 2 };
+    quote = { paymentRequired, requirement, amount: 1_000_000n, version: 2, scheme: "exact" };
     const agent = (await s.svc.store.agents.findOne({ address: ag.agentAddress }))!;
     signed = await s.svc.services.payments.sign(agent, quote);
   });

@@ -1,0 +1,331 @@
+/**
+ * A `batch-settlement` payment (channels; docs/schemes.md). One channel per seller and terms, paid from the wallet
+ * alone (payerAuthorizer 0). The first payment deposits (authorizeDeposit on-chain: counted against every budget like a
+ * payment, to the seller's payee), later ones sign a voucher locally, with no chain round trip, until the deposit is
+ * spent; then a top-up deposit, authorised the same way. The wallet answers vouchers only for channels it deposited
+ * into this epoch, and the channel contract lets the seller claim at most what was deposited: a stolen server can
+ * sign vouchers, but cannot move more than the deposits the policy authorised. What comes back (a refund) is credited
+ * to the windows it was taken from (close.ts).
+ *
+ * The channel's document (ChannelDoc) is written under the agent's lock, each write a compare-and-set on its version,
+ * so the voucher sequence never forks across instances or restarts.
+ */
+import { randomBytes } from "node:crypto";
+import { fromBaseUnits } from "../amounts";
+import { AppError, appError, upstreamError } from "../errors";
+import type { AllowlistProof } from "../policy/allowlist";
+import type { PayApproved } from "../schemas/payments";
+import type { ChannelDoc, PaymentDoc } from "../store/documents";
+import { readSettlement } from "../x402/buyer";
+import { type ChannelPaymentSigned, channelOf, chargedOf, signDeposit, signVoucherPayment } from "../x402/channelPayment";
+import type { Quote } from "../x402/pick";
+import { schemeSigner } from "../x402/schemeSigner";
+import type { AgentSigner } from "../wallets/provider";
+import { authorize, begin } from "./authorize";
+import { type PaymentContext, type Room, fencesOf, finish, inFlight, ledgerBase } from "./context";
+import type { Admission } from "./decide";
+import { blockedOutcome, newTxnId } from "./outcomes";
+import { refuse } from "./refuse";
+import { type PaymentResult, refused } from "./result";
+import { send } from "./send";
+import { channelBalance, creditDeposit } from "./channelState";
+
+const NO_PAYMENT_ID = `0x${"0".repeat(64)}`;
+
+/** A channel payment as its steps see it. */
+interface ChannelRun {
+  room: Room;
+  pc: PaymentContext;
+  quote: Quote;
+  key: AgentSigner;
+  channel: ChannelDoc;
+  /** The voucher's cumulative: what the seller had charged plus this request's price. */
+  cumulative: bigint;
+}
+
+/** Pays `pc` through its seller's channel: a voucher, after a deposit when the channel lacks one. */
+export async function payChannel(
+  room: Room,
+  pc: PaymentContext,
+  quote: Quote,
+  admission: Admission & { status: "admitted" },
+): Promise<PaymentResult | "exact"> {
+  const { ctx } = room;
+  const key = await ctx.wallets.signer(pc.agent.signerAddress);
+  const { config, channelId } = channelOf(schemeSigner(pc.agent.address, key, NO_PAYMENT_ID), quote);
+  const now = new Date();
+  const fresh: ChannelDoc = {
+    channelId,
+    agentAddress: pc.agent.address,
+    ownerAddress: pc.agent.ownerAddress,
+    merchant: pc.merchant,
+    serviceUrl: pc.serviceUrl,
+    receiver: config.receiver,
+    config,
+    balance: "0",
+    charged: "0",
+    signed: "0",
+    deposits: [],
+    status: "open",
+    version: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const channel = (await ctx.store.channels.findOne({ channelId })) ?? fresh;
+  const cumulative = BigInt(channel.charged) + quote.amount;
+  const run: ChannelRun = { room, pc, quote, key, channel, cumulative };
+  if (channel.status === "open" && BigInt(channel.balance) >= cumulative) return voucher(run, null);
+
+  // A deposit: this many requests' worth, or only what this request needs when the policy would not allow that much.
+  const needed = cumulative - BigInt(channel.balance);
+  const wanted = quote.amount * BigInt(ctx.config.channelDepositRequests);
+  const payTo = quote.requirement.payTo;
+  let amount = wanted > needed ? wanted : needed;
+  let decision = await ctx.telemetry.step("decide", () => room.decisions.decide(pc.agent, pc.merchant, admission, amount, payTo));
+  if (decision.status !== "allow" && amount > needed) {
+    amount = needed;
+    decision = await room.decisions.decide(pc.agent, pc.merchant, admission, amount, payTo);
+  }
+  if (decision.status === "block") return refuse(room, pc, { amount, reason: decision.reason, proof: decision.proof, payTo });
+  if (decision.status === "requires_approval") return "exact";
+  const swap = await decision.swap;
+  if (swap.kind !== "none") {
+    const detail =
+      swap.kind === "refuse" ? swap.detail : "the wallet lacks the USDC, and swaps before paying are made for exact payments only";
+    return refuse(room, pc, { amount, reason: "insufficient_funds", proof: null, detail });
+  }
+  try {
+    await ctx.gas.check(pc.agent.ownerAddress);
+  } catch (err) {
+    if (err instanceof AppError) return refused(err);
+    throw err;
+  }
+  return deposit(run, amount, decision.proof);
+}
+
+/** Writes `set` on the channel while it is still at `run.channel`'s version; the channel as written. */
+async function advance(run: ChannelRun, set: Partial<ChannelDoc>, push?: ChannelDoc["deposits"][number]): Promise<ChannelDoc> {
+  const { channels } = run.room.ctx.store;
+  const c = run.channel;
+  const next = { ...set, version: c.version + 1, updatedAt: new Date() };
+  if (c.version === 0) {
+    // A new channel: inserted only where none has this id (another run of the agent would hold its lock).
+    const doc = { ...c, ...next, deposits: push ? [push] : [] };
+    const r = await channels.updateOne({ channelId: c.channelId }, { $setOnInsert: doc }, { upsert: true });
+    if (r.upsertedCount !== 1) throw appError("conflict", "This agent's channel changed while it paid; nothing was paid. Retry.");
+    return (run.channel = doc);
+  }
+  const r = await channels.updateOne(
+    { channelId: c.channelId, version: c.version },
+    { $set: next, ...(push ? { $push: { deposits: push } } : {}) },
+  );
+  if (r.matchedCount !== 1) throw appError("conflict", "This agent's channel changed while it paid; nothing was paid. Retry.");
+  return (run.channel = { ...c, ...next, deposits: push ? [...c.deposits, push] : c.deposits });
+}
+
+/** A voucher for `run.cumulative`, sent with the request (after `made`, the deposit this request made, if any). */
+async function voucher(run: ChannelRun, made: { txHash: string | null; amount: bigint } | null): Promise<PaymentResult> {
+  const { room, pc, quote } = run;
+  const txnId = newTxnId();
+  const base = ledgerBase(pc, null);
+  const c = run.channel;
+  // The sequence moves before the voucher exists: a crash after this never signs a lower cumulative as new.
+  await advance(run, { signed: maxOf(BigInt(c.signed), run.cumulative).toString() });
+  const ref = { channelId: c.channelId, cumulative: run.cumulative.toString(), deposit: null, depositPaymentId: null };
+  await begin(room, {
+    txnId,
+    base,
+    amount: quote.amount,
+    signed: {
+      nonce: `0x${randomBytes(32).toString("hex")}`,
+      transfer: { payTo: c.receiver, amount: quote.amount, validAfter: 0n, validBefore: 0n },
+    },
+    fences: fencesOf(pc),
+    extra: { scheme: "batch-settlement", channel: ref },
+  });
+  const signer = schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID);
+  const signed = await signVoucherPayment(signer, quote, c.config, c.channelId, run.cumulative);
+  return served(run, txnId, signed, ref, made);
+}
+
+/** A deposit of `amount` authorised on-chain with the request's voucher, then sent. */
+async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistProof): Promise<PaymentResult> {
+  const { room, pc, quote } = run;
+  const { ctx } = room;
+  const paymentId = `0x${randomBytes(32).toString("hex")}`;
+  const signer = schemeSigner(pc.agent.address, run.key, paymentId);
+  let signed: ChannelPaymentSigned & { deposit: { amount: bigint; validAfter: bigint; validBefore: bigint; nonceSalt: string } };
+  try {
+    signed = await signDeposit(signer, quote, run.channel.config, amount, run.cumulative, ctx.config.maxPaymentValiditySeconds);
+  } catch (err) {
+    return refused(
+      appError(
+        "unsupported_payment",
+        `The seller's batch-settlement requirement could not be signed (${(err as Error).message}); nothing was paid.`,
+      ),
+    );
+  }
+  const txnId = newTxnId();
+  const base = ledgerBase(pc, null);
+  const c = run.channel;
+  const d = signed.deposit;
+  const ref = { channelId: c.channelId, cumulative: run.cumulative.toString(), deposit: amount.toString(), depositPaymentId: paymentId };
+  const transfer = { payTo: c.receiver, amount, validAfter: d.validAfter, validBefore: d.validBefore };
+  await advance(
+    run,
+    { signed: maxOf(BigInt(c.signed), run.cumulative).toString(), status: "open" },
+    { paymentId, amount: amount.toString(), txnId, credited: null },
+  );
+  await begin(room, {
+    txnId,
+    base,
+    amount: quote.amount,
+    signed: { nonce: paymentId, transfer },
+    fences: fencesOf(pc),
+    extra: { scheme: "batch-settlement", channel: ref },
+  });
+  const sentOff = await authorize(room, {
+    txnId,
+    base,
+    signed: { nonce: paymentId, transfer },
+    proof,
+    call: (onSent) => room.schemes.authorizeDeposit(pc.agent.address, paymentId, pc.merchant, proof, c.config, d, undefined, onSent),
+  });
+  if (sentOff.kind === "failed") {
+    const doc = await ctx.store.payments.findOne({ txnId });
+    if (doc) await resolveChannel(room, doc).catch(() => undefined);
+    return refused(sentOff.error);
+  }
+  const { result } = sentOff;
+  await ctx.gas.charge(base.ownerAddress, result.receipt);
+  if (!result.authorized) {
+    await finish(room, txnId, ["authorizing"], {
+      status: "blocked",
+      reason: result.reason,
+      txHash: result.txHash,
+      onchain: { confirmed: false, blockNumber: result.blockNumber },
+    });
+    await advance(run, { deposits: run.channel.deposits.filter((x) => x.paymentId !== paymentId) });
+    const outcome = blockedOutcome({
+      reason: result.reason ?? "blocked",
+      txHash: result.txHash,
+      amount,
+      merchant: base.merchant,
+      intent: base.intent,
+      transactionId: txnId,
+    });
+    return { kind: "blocked", outcome };
+  }
+  await room.ledger.move(
+    txnId,
+    ["authorizing"],
+    "authorized",
+    inFlight(room, { authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber }),
+  );
+  return served(run, txnId, signed, ref, { txHash: null, amount });
+}
+
+/**
+ * Sends the paid request and finishes its entry from what the seller and the chain say. A deposit that did not land
+ * is closed on-chain (creditChannel kills its authorisation and credits it back); one that landed stays in the
+ * channel, held for later requests or a refund, even when this request was not served.
+ */
+async function served(
+  run: ChannelRun,
+  txnId: string,
+  signed: ChannelPaymentSigned,
+  ref: NonNullable<PaymentDoc["channel"]>,
+  made: { txHash: string | null; amount: bigint } | null,
+): Promise<PaymentResult> {
+  const { room, pc, quote } = run;
+  const sent = await send(room, pc.seller, signed);
+  const res = sent.kind === "answered" ? sent.res : null;
+  const settlement = res ? readSettlement(res) : null;
+  let landed = false;
+  if (ref.depositPaymentId) {
+    const onchain = await channelBalance(room, ref.channelId);
+    landed = onchain >= BigInt(run.channel.balance) + BigInt(ref.deposit ?? 0);
+    if (landed) await advance(run, { balance: onchain.toString() });
+    else await creditDeposit(room, run.channel, ref.depositPaymentId);
+  }
+  const ok = res !== null && res.status >= 200 && res.status < 300 && settlement?.success === true && (landed || !ref.depositPaymentId);
+  if (!ok) {
+    const why = sent.kind === "refused" ? sent.detail : (settlement?.errorReason ?? `HTTP ${res?.status}`);
+    const held = landed
+      ? " The deposit landed in the channel and stays there for later requests (or a refund)."
+      : ref.depositPaymentId
+        ? " The deposit did not land; its authorisation was closed on-chain and the budget credited back."
+        : "";
+    await finish(room, txnId, ["authorizing", "authorized"], {
+      status: "failed",
+      reason: "settlement_failed",
+      detail: `seller: ${why}`.slice(0, 300),
+    });
+    return refused(
+      upstreamError(`The seller did not accept the channel payment (${why.slice(0, 200)}); nothing was charged for this request.${held}`, {
+        reason: why.slice(0, 200),
+        ...(res ? { sellerStatus: res.status } : {}),
+      }),
+    );
+  }
+  const charged = chargedOf(settlement?.extra, quote.amount);
+  const total = BigInt(run.channel.charged) + charged;
+  await advance(run, { charged: total.toString() });
+  const depositTx = ref.depositPaymentId && settlement?.transaction ? settlement.transaction : (made?.txHash ?? null);
+  await finish(room, txnId, ["authorizing", "authorized"], {
+    status: "approved",
+    amount: charged.toString(),
+    txHash: depositTx,
+    settledAt: new Date(),
+    channel: { ...ref, cumulative: total.toString() },
+  });
+  const outcome: PayApproved = {
+    status: "approved",
+    txHash: depositTx,
+    amount: fromBaseUnits(charged),
+    currency: "USDC",
+    merchant: pc.merchant,
+    settledAt: new Date().toISOString(),
+    intent: pc.intent,
+    transactionId: txnId,
+    paymentId: ref.depositPaymentId,
+    authorizeTxHash: null,
+    scheme: "batch-settlement",
+    channel: {
+      channelId: ref.channelId,
+      cumulative: fromBaseUnits(total),
+      deposited: fromBaseUnits(run.channel.deposits.reduce((n, x) => n + BigInt(x.amount), 0n)),
+      depositTxHash: depositTx,
+    },
+    response: { status: res.status, body: res.body },
+  };
+  return { kind: "approved", outcome };
+}
+
+const maxOf = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/**
+ * Recovery of a channel payment left in flight. A deposit whose authorisation may still land is settled from the
+ * chain: landed (the channel holds it), or closed and credited back. The request's own outcome is unknown: it is
+ * failed, and the channel's charge is left where it was (the seller's next corrective 402 tells if it counted it).
+ */
+export async function resolveChannel(room: Room, doc: PaymentDoc): Promise<void> {
+  if (doc.phase === "done" || doc.phase === "quoted" || !doc.channel) return;
+  const ref = doc.channel;
+  const channel = await room.ctx.store.channels.findOne({ channelId: ref.channelId });
+  let detail = "interrupted after its voucher was signed; whether the seller counted it shows at the channel's next payment";
+  if (ref.depositPaymentId && channel) {
+    const onchain = await channelBalance(room, ref.channelId);
+    if (onchain >= BigInt(channel.balance) + BigInt(ref.deposit ?? 0)) {
+      await room.ctx.store.channels.updateOne(
+        { channelId: ref.channelId, version: channel.version },
+        { $set: { balance: onchain.toString(), version: channel.version + 1, updatedAt: new Date() } },
+      );
+      detail = "interrupted; its deposit landed in the channel (held for later requests or a refund)";
+    } else {
+      await creditDeposit(room, channel, ref.depositPaymentId);
+      detail = "interrupted; its deposit did not land: its authorisation was closed on-chain and the budget credited back";
+    }
+  }
+  await finish(room, doc.txnId, ["authorizing", "authorized"], { status: "failed", reason: "settlement_failed", detail });
+}

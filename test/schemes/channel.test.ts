@@ -1,0 +1,77 @@
+/**
+ * POST /pay to a `batch-settlement` seller built on the STOCK x402 packages (@x402/evm's batch-settlement server with
+ * its channel manager, and facilitator, over real HTTP): one deposit authorised on-chain under the policy, then
+ * vouchers signed locally, a top-up when the deposit is spent; the seller claims and settles.
+ */
+import { expect } from "chai";
+import { Wallet } from "ethers";
+import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
+import { stackPerFile, randomOwner } from "../helpers/stack";
+import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { spentToday } from "../helpers/payments";
+import { startBatchSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
+
+const USDC = 1_000_000n;
+const PRICE = 1_000n;
+
+describe("batch-settlement (channel) payments through POST /pay", () => {
+  const { s, keep } = stackPerFile({ CHANNEL_DEPOSIT_REQUESTS: "10" });
+  let facilitator: StockFacilitator;
+
+  before(async () => {
+    const key = Wallet.createRandom();
+    await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
+    facilitator = stockSchemeFacilitator(s.svc.config.rpcUrl, key.privateKey);
+  });
+
+  async function agentAndSeller(policy: Record<string, unknown> = {}) {
+    const seller = await startBatchSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, price: PRICE });
+    keep(seller);
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], ...policy });
+    await mintUsdc(s, a.agentAddress, 10n * USDC);
+    return { a, seller };
+  }
+
+  const pay = (a: { apiKey: string; agentAddress: string }, url: string, body: Record<string, unknown> = {}) =>
+    s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "0.01", intent: "per call", ...body },
+    });
+
+  it("opens a channel with one deposit, pays 25 requests with vouchers and two top-ups; the seller claims and settles", async () => {
+    const { a, seller } = await agentAndSeller();
+    const answers = [];
+    for (let i = 0; i < 25; i++) {
+      const res = await pay(a, seller.resource);
+      expect(res.status, `request ${i}: ${JSON.stringify(res.body)}`).to.equal(200);
+      answers.push(res.body);
+    }
+    expect(answers[0]).to.include({ status: "approved", scheme: "batch-settlement", amount: "0.001" });
+    expect(answers[0].channel.depositTxHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(answers[1].channel.depositTxHash).to.equal(null);
+    expect(answers[24].channel.cumulative).to.equal("0.025");
+    // Deposits of 10 requests each: 3 of them (0.03), counted against the budget when authorised.
+    const deposits = answers.filter((b) => b.channel.depositTxHash !== null);
+    expect(deposits).to.have.length(3);
+    expect(await spentToday(s, a.policyContract)).to.equal(30n * PRICE);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(10n * USDC - 30n * PRICE);
+    expect(await usdcBalance(s, BATCH_SETTLEMENT_ADDRESS)).to.be.greaterThanOrEqual(30n * PRICE);
+    const { settle } = await seller.manager.claimAndSettle();
+    expect(settle?.transaction).to.match(/^0x[0-9a-f]{64}$/);
+    expect(await usdcBalance(s, seller.payTo)).to.equal(25n * PRICE);
+    const entries = await s.svc.store.payments.find({ agentAddress: a.agentAddress }).toArray();
+    expect(entries.filter((e) => e.status === "approved" && e.scheme === "batch-settlement")).to.have.length(25);
+    const channel = await s.svc.store.channels.findOne({ agentAddress: a.agentAddress });
+    expect(channel).to.include({ charged: "25000", signed: "25000", balance: "30000", status: "open" });
+    expect(channel?.deposits).to.have.length(3);
+  });
+
+  it("blocks a deposit to a seller over the daily budget on-chain, before any voucher", async () => {
+    const { a, seller } = await agentAndSeller({ dailyBudget: "0.0005", perTxLimit: "0.0005" });
+    const res = await pay(a, seller.resource);
+    expect(res.status, JSON.stringify(res.body)).to.equal(422);
+    expect(res.body.status).to.equal("blocked");
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+    expect(seller.served).to.equal(0);
+  });
+});
