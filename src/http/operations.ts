@@ -1,6 +1,7 @@
 /** Every operation of the service, in the order the API reference lists them. */
 import type { AnyOperation } from "../api/operation";
 import { ACCOUNT_OPERATIONS } from "./routes/accounts";
+import { CHANNEL_OPERATIONS } from "./routes/channels";
 import { OWNER_OPERATIONS, PAUSE_OPERATION } from "./routes/controls";
 import { DASHBOARD_OPERATIONS } from "./routes/dashboard";
 import { DOC_OPERATIONS } from "./routes/docs";
@@ -24,6 +25,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   PAY_OPERATION,
   ...APPROVAL_OPERATIONS,
   ...LEDGER_OPERATIONS,
+  ...CHANNEL_OPERATIONS,
   FAUCET_OPERATION,
   ...EXPLORER_OPERATIONS,
   ...SELL_OPERATIONS,

@@ -12,6 +12,7 @@ import { SchemeOps } from "../chain/schemeOps";
 import { PolicyOps } from "../chain/policyOps";
 import { type ApprovedAnswer, approve, closeWaiting } from "./approve";
 import type { PaymentContext, Room } from "./context";
+import { closeChannel, listChannels } from "./close";
 import { PolicyDecisions } from "./decide";
 import { IdempotencyService } from "./idempotency";
 import { outcomeOf } from "./outcomes";
@@ -94,6 +95,16 @@ export class PaymentService {
 
   closeWaiting(txnId: string, status: "denied" | "expired", at: Date) {
     return closeWaiting(this.room, txnId, status, at);
+  }
+
+  /** The agent's batch-settlement channels (close.ts). */
+  channels(agent: AgentDoc) {
+    return listChannels(this.room, agent);
+  }
+
+  /** Refunds and credits back channel `channelId` of `agent`, under its lock (close.ts). */
+  closeChannel(agent: AgentDoc, channelId: string) {
+    return closeChannel(this.room, agent, channelId);
   }
 
   recover(now = new Date(), opts: { own?: boolean } = {}) {

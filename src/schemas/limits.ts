@@ -100,6 +100,10 @@ export const PolicyView = z
     allowlistRoot: z.string().meta({ description: "Merkle root of the allowlist, as stored on-chain" }),
     spentToday: z.string().meta({ description: "spent in the current UTC day, USDC" }),
     remainingDailyBudget: z.string(),
+    heldInChannels: z.string().meta({
+      description:
+        "USDC in the agent's open batch-settlement channels beyond what their vouchers charged: held, not spent (counted in the budgets until refunded and credited back; GET /agents/:address/channels)",
+    }),
     lastUpdated: z.number().int().nullable().meta({ description: "timestamp of the owner's last SetPolicy" }),
     hourlyBudget: z.string().meta({ description: 'most per UTC hour, USDC ("0" = none)' }),
     weeklyBudget: z.string().meta({ description: 'most per 7-day window, USDC ("0" = none)' }),

@@ -23,6 +23,7 @@ import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { type ReadResults, readOf } from "../chain/contracts";
 import type { Principal } from "../principal";
+import { heldInChannels } from "../store/channels";
 import { maskKey } from "./keys";
 import { linkMacValid } from "./linkMac";
 
@@ -263,6 +264,7 @@ export class PolicyService {
       allowlistRoot: p.allowlistRoot,
       spentToday: fromBaseUnits(p.spentToday),
       remainingDailyBudget: fromBaseUnits(remaining),
+      heldInChannels: fromBaseUnits(await heldInChannels(this.ctx.store.channels, agent.address)),
       lastUpdated: p.lastUpdated,
       hourlyBudget: fromBaseUnits(p.hourlyBudget),
       weeklyBudget: fromBaseUnits(p.weeklyBudget),

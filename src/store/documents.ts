@@ -143,6 +143,8 @@ export interface ChannelDoc {
   signed: string;
   /** Every deposit authorised for the channel (its paymentId), and whether it was credited back. */
   deposits: { paymentId: string; amount: string; txnId: string; credited: string | null }[];
+  /** Cooperative refunds the seller's facilitator made (refundWithSignature), USDC back to the wallet. */
+  refunds?: { amount: string; txHash: string | null; at: Date }[];
   /** open: vouchers are paid from it; closed: refunded and credited (a later payment opens it again with a deposit). */
   status: "open" | "closed";
   version: number;

@@ -64,6 +64,43 @@ describe("batch-settlement (channel) payments through POST /pay", () => {
     const channel = await s.svc.store.channels.findOne({ agentAddress: a.agentAddress });
     expect(channel).to.include({ charged: "25000", signed: "25000", balance: "30000", status: "open" });
     expect(channel?.deposits).to.have.length(3);
+
+    // Held, not spent: what the channel holds beyond the vouchers' charges.
+    const limits = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(limits.body.agents[0].heldInChannels).to.equal("0.005");
+    const listed = await s.api("GET", `/agents/${a.agentAddress}/channels`, { key: a.apiKey });
+    expect(listed.status, JSON.stringify(listed.body)).to.equal(200);
+    expect(listed.body.channels[0]).to.include({ status: "open", deposited: "0.03", charged: "0.025", claimed: "0.025", held: "0.005" });
+
+    // Closed: the seller refunds the 0.005 not charged to the wallet, and the wallet credits it back to the windows.
+    const closed = await s.api("POST", `/agents/${a.agentAddress}/channels/${channel?.channelId}/close`, { key: a.apiKey });
+    expect(closed.status, JSON.stringify(closed.body)).to.equal(200);
+    expect(closed.body).to.include({ status: "closed", refunded: "0.005", creditedNow: "0.005", held: "0" });
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(10n * USDC - 25n * PRICE);
+    expect(await spentToday(s, a.policyContract)).to.equal(25n * PRICE);
+    const after = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(after.body.agents[0].heldInChannels).to.equal("0");
+    // Closing again moves nothing and credits nothing twice.
+    const again = await s.api("POST", `/agents/${a.agentAddress}/channels/${channel?.channelId}/close`, { key: a.apiKey });
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
+    expect(again.body).to.include({ refunded: "0", creditedNow: "0" });
+    expect(await spentToday(s, a.policyContract)).to.equal(25n * PRICE);
+
+    // The next payment reopens the channel with a new deposit authorised under the policy.
+    const reopened = await pay(a, seller.resource);
+    expect(reopened.status, JSON.stringify(reopened.body)).to.equal(200);
+    expect(reopened.body.channel.depositTxHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(reopened.body.channel.cumulative).to.equal("0.026");
+  });
+
+  it("an unknown channel answers 404, and so does a malformed id (as every malformed path parameter does)", async () => {
+    const { a } = await agentAndSeller();
+    const unknown = await s.api("POST", `/agents/${a.agentAddress}/channels/0x${"ab".repeat(32)}/close`, { key: a.apiKey });
+    expect(unknown.status).to.equal(404);
+    expect(unknown.body.error).to.equal("not_found");
+    const bad = await s.api("POST", `/agents/${a.agentAddress}/channels/0x12/close`, { key: a.apiKey });
+    expect(bad.status).to.equal(404);
+    expect(bad.body.error).to.equal("not_found");
   });
 
   it("blocks a deposit to a seller over the daily budget on-chain, before any voucher", async () => {

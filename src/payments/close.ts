@@ -1,0 +1,138 @@
+/**
+ * Closing a batch-settlement channel: the seller is asked for a cooperative refund of what its vouchers did not
+ * charge (the stock client's refund: a zero-charge voucher with a refund request, which the seller's facilitator
+ * redeems with refundWithSignature; the USDC goes back to the wallet, the payer, and nowhere else), then each deposit
+ * is credited back on-chain (creditChannel: the wallet gives the windows exactly what came back, once). Run under the
+ * agent's lock, so no voucher is signed meanwhile. Money only ever returns to the wallet, so the agent may close its
+ * own channels as well as its owner.
+ */
+import { refundChannel, type ClientChannelStorage } from "@x402/evm/batch-settlement/client";
+import { fetch as undiciFetch } from "undici";
+import { fromBaseUnits } from "../amounts";
+import { appError, notFound } from "../errors";
+import type { AgentDoc, ChannelDoc } from "../store/documents";
+import { sellerDispatcher } from "../x402/buyer";
+import { schemeSigner } from "../x402/schemeSigner";
+import type { Room } from "./context";
+import { channelOnchain, creditDeposit } from "./channelState";
+
+const ZERO_SALT = `0x${"0".repeat(64)}` as const;
+const NO_AUTHORIZER = "0x0000000000000000000000000000000000000000" as const;
+
+/** A channel as GET /agents/:address/channels shows it (USDC decimal strings). */
+export function channelView(c: ChannelDoc, onchain?: { balance: bigint; totalClaimed: bigint }) {
+  const balance = onchain?.balance ?? BigInt(c.balance);
+  const charged = BigInt(c.charged);
+  const deposited = c.deposits.reduce((n, d) => n + BigInt(d.amount), 0n);
+  const credited = c.deposits.reduce((n, d) => n + BigInt(d.credited ?? 0), 0n);
+  return {
+    channelId: c.channelId,
+    merchant: c.merchant,
+    serviceUrl: c.serviceUrl,
+    receiver: c.receiver,
+    status: c.status,
+    deposited: fromBaseUnits(deposited),
+    balance: fromBaseUnits(balance),
+    charged: fromBaseUnits(charged),
+    claimed: onchain ? fromBaseUnits(onchain.totalClaimed) : null,
+    held: fromBaseUnits(c.status === "open" && balance > charged ? balance - charged : 0n),
+    credited: fromBaseUnits(credited),
+    deposits: c.deposits.map((d) => ({
+      paymentId: d.paymentId,
+      transactionId: d.txnId,
+      amount: fromBaseUnits(d.amount),
+      credited: d.credited === null ? null : fromBaseUnits(d.credited),
+    })),
+    refunds: (c.refunds ?? []).map((r) => ({ amount: fromBaseUnits(r.amount), txHash: r.txHash, at: r.at.toISOString() })),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+export async function listChannels(room: Room, agent: AgentDoc) {
+  const docs = await room.ctx.store.channels.find({ agentAddress: agent.address }).sort({ updatedAt: -1 }).limit(100).toArray();
+  const onchain = await Promise.all(docs.map((c) => channelOnchain(room, c.channelId).catch(() => undefined)));
+  return { channels: docs.map((c, i) => channelView(c, onchain[i])) };
+}
+
+/** Refunds what channel `channelId` holds beyond its charges and credits every deposit back; the channel as left. */
+export async function closeChannel(room: Room, agent: AgentDoc, channelId: string) {
+  const { ctx } = room;
+  const id = channelId.toLowerCase();
+  return ctx.agentLock.run(agent.address, async () => {
+    const c = await ctx.store.channels.findOne({ channelId: id, agentAddress: agent.address });
+    if (!c) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
+    const before = await channelOnchain(room, id);
+    let refund: { amount: bigint; txHash: string | null } | null = null;
+    let refundError: string | null = null;
+    if (before.balance > before.totalClaimed) {
+      try {
+        refund = await cooperativeRefund(room, agent, c);
+      } catch (err) {
+        refundError = (err as Error).message.slice(0, 300);
+      }
+    }
+    const after = await channelOnchain(room, id);
+    const now = await ctx.store.channels.findOne({ channelId: id });
+    if (!now) throw new Error(`channel ${id} vanished`);
+    await ctx.store.channels.updateOne(
+      { channelId: id, version: now.version },
+      {
+        $set: { balance: after.balance.toString(), version: now.version + 1, updatedAt: new Date() },
+        ...(refund ? { $push: { refunds: { amount: refund.amount.toString(), txHash: refund.txHash, at: new Date() } } } : {}),
+      },
+    );
+    // Every deposit not yet credited in full: the wallet credits what came back (and nothing for a deposit whose money
+    // is still in the channel, which stays counted).
+    let credited = 0n;
+    for (const d of (await ctx.store.channels.findOne({ channelId: id }))?.deposits ?? []) {
+      if (d.credited !== null && BigInt(d.credited) >= BigInt(d.amount)) continue;
+      const fresh = await ctx.store.channels.findOne({ channelId: id });
+      if (fresh) credited += await creditDeposit(room, fresh, d.paymentId);
+    }
+    const left = await ctx.store.channels.findOne({ channelId: id });
+    if (!left) throw new Error(`channel ${id} vanished`);
+    const closed = after.balance <= after.totalClaimed || after.balance <= BigInt(left.charged);
+    if (closed) {
+      await ctx.store.channels.updateOne(
+        { channelId: id, version: left.version },
+        { $set: { status: "closed", version: left.version + 1, updatedAt: new Date() } },
+      );
+    } else if (refundError) {
+      throw appError(
+        "upstream_error",
+        `The seller refused the refund (${refundError}); the channel still holds ${fromBaseUnits(after.balance - BigInt(left.charged))} USDC. Nothing else changed.`,
+      );
+    }
+    const final = await ctx.store.channels.findOne({ channelId: id });
+    return {
+      ...channelView(final ?? left, after),
+      refunded: fromBaseUnits(refund?.amount ?? 0n),
+      creditedNow: fromBaseUnits(credited),
+    };
+  });
+}
+
+/** The stock client's cooperative refund of everything not charged, signed by the wallet, through the seller rules. */
+async function cooperativeRefund(room: Room, agent: AgentDoc, c: ChannelDoc): Promise<{ amount: bigint; txHash: string | null }> {
+  const key = await room.ctx.wallets.signer(agent.signerAddress);
+  const records = new Map<string, { chargedCumulativeAmount?: string; balance?: string }>([
+    [c.channelId, { chargedCumulativeAmount: c.charged, balance: c.balance }],
+  ]);
+  const storage: ClientChannelStorage = {
+    get: (k) => Promise.resolve(records.get(k)),
+    set: (k, v) => Promise.resolve(void records.set(k, v)),
+    delete: (k) => Promise.resolve(void records.delete(k)),
+  };
+  const dispatcher = sellerDispatcher(room.ctx.config.allowPrivateSellers);
+  const guarded = ((url: string, init?: RequestInit) =>
+    undiciFetch(url, {
+      ...(init as object),
+      dispatcher,
+      redirect: "manual",
+      signal: AbortSignal.timeout(room.ctx.config.sellerTimeoutMs),
+    })) as unknown as typeof fetch;
+  const signer = schemeSigner(agent.address, key, ZERO_SALT);
+  const r = await refundChannel({ signer, storage, salt: ZERO_SALT, payerAuthorizer: NO_AUTHORIZER }, c.serviceUrl, { fetch: guarded });
+  if (!r.success) throw new Error(r.errorReason ?? "refund not settled");
+  return { amount: BigInt(r.amount ?? "0"), txHash: r.transaction || null };
+}
