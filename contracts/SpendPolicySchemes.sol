@@ -6,6 +6,7 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {IBatchSettlementChannels} from "./interfaces/x402/IBatchSettlementChannels.sol";
 import {ISpendPolicySchemes} from "./ISpendPolicySchemes.sol";
+import {OperatorCheck} from "./OperatorCheck.sol";
 import {PaymentRules} from "./PaymentRules.sol";
 import {X402Digests} from "./X402Digests.sol";
 
@@ -150,6 +151,25 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         credited = left < s.amount ? left : s.amount;
         if (left != 0) IERC20(_usdcToken).approve(PERMIT2, 0);
         _credit(paymentId, record, s, credited, left);
+    }
+
+    /// @inheritdoc ISpendPolicySchemes
+    function withdrawChannel(ChannelConfig calldata config) external onlyDelegated returns (uint256 amount) {
+        bytes32 channelId = _knownChannel(config);
+        (uint128 balance, uint128 claimed) = IBatchSettlementChannels(BATCH_SETTLEMENT).channels(channelId);
+        amount = balance - claimed;
+        IBatchSettlementChannels(BATCH_SETTLEMENT).initiateWithdraw(config, uint128(amount));
+        emit ChannelWithdrawal(channelId, msg.sender, amount, false);
+    }
+
+    /// @inheritdoc ISpendPolicySchemes
+    function finishChannelWithdraw(ChannelConfig calldata config) external onlyDelegated returns (uint256 paid) {
+        bytes32 channelId = _knownChannel(config);
+        (uint128 before, ) = IBatchSettlementChannels(BATCH_SETTLEMENT).channels(channelId);
+        IBatchSettlementChannels(BATCH_SETTLEMENT).finalizeWithdraw(config);
+        (uint128 left, ) = IBatchSettlementChannels(BATCH_SETTLEMENT).channels(channelId);
+        paid = before - left;
+        emit ChannelWithdrawal(channelId, msg.sender, paid, true);
     }
 
     /// @inheritdoc ISpendPolicySchemes
@@ -341,6 +361,18 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
             record >> RECORD_STATE_SHIFT == STATE_AUTHORIZED &&
             (record >> RECORD_EPOCH_SHIFT) & type(uint16).max == _epochOf(_operatorAndSpend) &&
             !IUSDCAuthorizations(_usdcToken).authorizationState(address(this), nonce);
+    }
+
+    /// @dev The id of `config` when the caller is the operator or the owner and the wallet authorised a deposit into
+    /// it (its config was checked then: payer this wallet, no payerAuthorizer, USDC). Either may pull the wallet's own
+    /// money back: the channel pays a withdrawal only to its payer, so the call moves nothing anywhere else.
+    function _knownChannel(ChannelConfig calldata config) private view returns (bytes32 channelId) {
+        // The operator first: it is who calls as a rule (the owner's slot is read only when it is not).
+        if (!OperatorCheck.isOperator(address(uint160(_operatorAndSpend)), msg.sender) && msg.sender != _owner) {
+            revert SpendPolicyNotOperatorOrOwner(msg.sender);
+        }
+        channelId = _channelId(config);
+        if (_channels[channelId].deposited == 0) revert SpendPolicyUnknownChannel(channelId);
     }
 
     function _checkTransferOf(Transfer memory t) private view {
