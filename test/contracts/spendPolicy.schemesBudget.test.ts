@@ -10,7 +10,8 @@ import {
   channelFixture,
   channelIdOf,
 } from "../helpers/schemesFixture";
-import { stockCeiling } from "../helpers/uptoFixture";
+import { type CeilingValues, stockCeiling } from "../helpers/uptoFixture";
+import { A, uptoSettleArgs } from "../helpers/x402SchemeContracts";
 
 const { ethers } = hre;
 
@@ -39,7 +40,8 @@ interface ChannelModel {
  * seller claims every unit its vouchers reach on the channel contract (the wallet signs vouchers of any amount: the
  * channel bounds them by its balance) and is paid out, settles ceilings for what it likes, and refunds at random.
  * After every step, the USDC that left the wallet is at most what the policy counts today, which is at most the daily
- * budget. Deposits, claims, refunds and withdrawals go through the sandbox's channel contract and ERC-3009 collector.
+ * budget. Deposits, claims, refunds and withdrawals go through the sandbox's channel contract and ERC-3009 collector,
+ * ceilings through its Permit2 and upto proxy.
  */
 describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
   for (const seed of [7, 2026]) {
@@ -58,7 +60,9 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
         return { config, id: channelIdOf(config), pending: null };
       });
       const deposits: string[] = [];
-      let ceiling: { id: string } | null = null;
+      let ceiling: { id: string; values: CeilingValues; signature: string } | null = null;
+      // The seller's facilitator settles ceilings through the sandbox's upto proxy (Permit2 asks the wallet's ERC-1271).
+      const upto = (await ethers.getContractAt("X402UptoPermit2Proxy", A.uptoPermit2Proxy)).connect(f.other);
       const tryTx = async (tx: Promise<{ wait: () => Promise<unknown> }>) => {
         try {
           await (await tx).wait();
@@ -118,12 +122,19 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
         } else if (action === "ceiling" && !ceiling) {
           const c = await stockCeiling(f, f.merchant.address, amount(), f.other.address);
           done = await tryTx(f.schemes.connect(f.operator).authorizeCeiling(c.id, CHANNEL_HOST, f.leaf, f.proof, c.ceiling, NO_APPROVAL));
-          if (done && (await f.policy.paymentState(c.id)) === 1n) ceiling = { id: c.id };
+          if (done && (await f.policy.paymentState(c.id)) === 1n) ceiling = { id: c.id, values: c.ceiling, signature: c.permit.signature };
         } else if (action === "settle" && ceiling) {
-          // The upto proxy pulls any part of the approved ceiling (at most the allowance, as Permit2 can).
-          const allowance = await f.token.allowance(f.agent, await f.permit2.getAddress());
-          const used = allowance - BigInt(Math.floor(next() * Number(allowance)));
-          done = used > 0n && (await tryTx(f.token.connect(f.permit2).transferFrom(f.agent, f.merchant.address, used)));
+          // The facilitator settles any part of the ceiling, once (Permit2's nonce), through the upto proxy.
+          const v = ceiling.values;
+          const permit = {
+            permitted: { token: f.tokenAddress, amount: v.amount },
+            spender: A.uptoPermit2Proxy,
+            nonce: v.nonce,
+            deadline: v.deadline,
+            witness: { to: v.payTo, facilitator: v.facilitator, validAfter: v.validAfter },
+          };
+          const used = v.amount - BigInt(Math.floor(next() * Number(v.amount)));
+          done = await tryTx(upto.settle(...uptoSettleArgs(permit, used, f.agent, ceiling.signature)));
         } else if (action === "creditCeiling" && ceiling) {
           done = await tryTx(f.schemes.connect(f.operator).creditCeiling(ceiling.id));
           if (done) ceiling = null;
@@ -138,7 +149,18 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
       }
       // The sequence exercised every kind of step (not only refusals).
       if (process.env.SCHEMES_BUDGET_VERBOSE) console.log(seed, counts);
-      for (const kind of ["deposit", "land", "claim", "refund", "withdraw", "finishWithdraw", "credit", "ceiling", "creditCeiling"]) {
+      for (const kind of [
+        "deposit",
+        "land",
+        "claim",
+        "refund",
+        "withdraw",
+        "finishWithdraw",
+        "credit",
+        "ceiling",
+        "settle",
+        "creditCeiling",
+      ]) {
         expect(counts[kind] ?? 0, `${kind} steps that went through`).to.be.greaterThan(0);
       }
       expect(await ethers.provider.getCode(BATCH_SETTLEMENT)).to.not.equal("0x");
