@@ -226,6 +226,10 @@ interface ISpendPolicy {
     error SpendPolicyNothingToCredit(bytes32 paymentId);
     /// @notice Only the wallet (SpendPolicy) runs this, by delegatecall.
     error SpendPolicySchemesOnly();
+    /// @notice The wallet never authorised a deposit into this channel (withdrawChannel, finishChannelWithdraw).
+    error SpendPolicyUnknownChannel(bytes32 channelId);
+    /// @notice Neither the operator (or a member of its OperatorSet) nor the owner.
+    error SpendPolicyNotOperatorOrOwner(address caller);
 
     // ---------------------------------------------------------------- events (the auditors' interface: fixed)
     /// @notice A payment was authorised: exactly one EIP-3009 transfer of `amount` USDC from `agent` to `payTo`,
@@ -324,6 +328,12 @@ interface ISpendPolicy {
         uint256 amount,
         uint256 returned
     );
+    /// @notice The wallet, as the channel's payer, started (`finalized` false: `amount` is the unclaimed balance it
+    /// asked for, WithdrawInitiated of the channel contract in the same transaction) or finished (`finalized` true:
+    /// `amount` is what the channel paid back to the wallet) its timed withdrawal from channel `channelId`, called by
+    /// `caller` (the operator or the owner). No budget changes here: creditChannel credits what came back, as for a
+    /// refund (SchemeCredited).
+    event ChannelWithdrawal(bytes32 indexed channelId, address indexed caller, uint256 amount, bool finalized);
     /// Owner actions: each event carries the owner's EIP-712 signature, so an auditor recovers the signer from the log
     /// itself. Every PolicyUpdated (the first included), every PausedSet with paused true, and every OperatorSet and
     /// OwnerSet with a timestamp other than 0 (not the deployment's) starts a new authorisation epoch (epoch()).

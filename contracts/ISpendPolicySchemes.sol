@@ -49,6 +49,20 @@ interface ISpendPolicySchemes {
     /// the Permit2 allowance left (ceiling minus what was settled), which it then sets to 0. Returns the credit.
     function creditCeiling(bytes32 paymentId) external returns (uint256 credited);
 
+    /// @notice Operator or owner. Starts the wallet's timed withdrawal (the channel contract's `initiateWithdraw`, as
+    /// the channel's payer) of everything unclaimed in channel `config`, one the wallet authorised a deposit into
+    /// (else SpendPolicyUnknownChannel): for a seller that never refunds. The seller may still claim vouchers during
+    /// the channel's `withdrawDelay`. Emits ChannelWithdrawal(finalized false); returns the amount asked for. Reverts
+    /// as the channel does: nothing unclaimed, or a withdrawal already pending. Works while paused (money only comes
+    /// back to the wallet).
+    function withdrawChannel(ISpendPolicy.ChannelConfig calldata config) external returns (uint256 amount);
+
+    /// @notice Operator or owner. Finishes the channel's pending withdrawal once its `withdrawDelay` has passed (the
+    /// channel contract's `finalizeWithdraw`): the channel pays what is still unclaimed of the amount asked for to the
+    /// wallet. Emits ChannelWithdrawal(finalized true) and returns what was paid back; creditChannel then credits it
+    /// to the budget windows like a refund.
+    function finishChannelWithdraw(ISpendPolicy.ChannelConfig calldata config) external returns (uint256 paid);
+
     /// @notice ERC-1271 for a channel Voucher (SpendPolicy.isValidSignature sends 129-byte signatures here):
     /// `signature` is channelId (32), maxClaimableAmount (32), then the signing key's r, s, v of `digest`. Valid when
     /// `digest` is that Voucher's under the channel contract's domain and the channel had a deposit authorised in the

@@ -4,9 +4,9 @@ pragma solidity 0.8.28;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {ChannelWithdrawals} from "./ChannelWithdrawals.sol";
 import {IBatchSettlementChannels} from "./interfaces/x402/IBatchSettlementChannels.sol";
 import {ISpendPolicySchemes} from "./ISpendPolicySchemes.sol";
-import {PaymentRules} from "./PaymentRules.sol";
 import {X402Digests} from "./X402Digests.sol";
 
 /// @title What the schemes need of USDC (FiatToken v2.2) beyond ERC-20.
@@ -17,7 +17,8 @@ interface IUSDCAuthorizations {
 
 /// @title x402 batch-settlement channels and upto ceilings for a SpendGate agent wallet.
 /// @notice Runs only by delegatecall from SpendPolicy (its fallback), on the wallet's storage: deployed once by the
-/// SpendPolicy implementation's constructor, it holds nothing itself. See ISpendPolicySchemes for each operation.
+/// SpendPolicy implementation's constructor, it holds nothing itself. See ISpendPolicySchemes for each operation; the
+/// payer's withdrawal from a channel is in its base, ChannelWithdrawals.
 /// @dev Why a stolen operator (or every server key, no owner key) can move no more than the policy allows:
 /// - Deposits and ceilings pass _evaluate and _useApproval, the same code as exact payments, and are charged with
 ///   _charge to the same windows; the wallet then signs exactly one digest for each (the ReceiveWithAuthorization to
@@ -29,9 +30,9 @@ interface IUSDCAuthorizations {
 /// - Credits need chain state: a channel's deposits minus its balance (the channel contract pays refunds and
 ///   withdrawals to the payer only), net of what was credited; a ceiling's Permit2 allowance left, which only the
 ///   wallet sets (to exactly one ceiling's amount) and only Permit2's transfers lower.
-contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
+contract SpendPolicySchemes is ChannelWithdrawals {
     // ---------------------------------------------------------------- constants (canonical x402 addresses on Base)
-    address public constant BATCH_SETTLEMENT = 0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003;
+    // BATCH_SETTLEMENT (the channel contract) is ChannelWithdrawals'.
     address public constant ERC3009_DEPOSIT_COLLECTOR = 0x4020806089470a89826cB9fB1f4059150b550004;
     address public constant PERMIT2 = 0x000000000022D473030F116dDEE9F6B43aC78BA3;
     address public constant UPTO_PROXY = 0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002;
@@ -65,7 +66,7 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
     }
 
     modifier onlyDelegated() {
-        if (address(this) == _self) revert SpendPolicySchemesOnly();
+        _checkDelegated();
         _;
     }
 
@@ -355,7 +356,11 @@ contract SpendPolicySchemes is PaymentRules, ISpendPolicySchemes {
         ) revert SpendPolicyInvalidTransfer();
     }
 
-    function _channelId(ChannelConfig calldata config) private view returns (bytes32) {
+    function _checkDelegated() internal view override {
+        if (address(this) == _self) revert SpendPolicySchemesOnly();
+    }
+
+    function _channelId(ChannelConfig calldata config) internal view override returns (bytes32) {
         return X402Digests.channelId(_batchSeparator, config);
     }
 

@@ -1,21 +1,33 @@
 /**
- * Gas of the wallet's x402 schemes (bench-gas.ts prints these rows): channel deposits (authorizeDeposit, the
- * collector redeeming the wallet's ReceiveWithAuthorization, a top-up, a credit after a refund), the ERC-1271 check of
- * a voucher, and upto ceilings (authorizeCeiling, creditCeiling after a partial settlement). The channel contract's
- * balance view is the test double at its canonical address until the sandbox channel contract lands; the collector
- * and Permit2 are impersonated (their own gas is not counted, only the wallet's and USDC's).
+ * Gas of the wallet's x402 schemes (bench-gas.ts prints these rows and checks those with a target): channel deposits
+ * (authorizeDeposit, the deposit landing through the ERC-3009 collector, a top-up, a credit after a refund), the
+ * ERC-1271 check of a voucher and a claim with it, the payer-forced withdrawal (withdrawChannel, finishChannelWithdraw
+ * after the channel's delay, the credit after it), and upto ceilings (authorizeCeiling, creditCeiling after a partial
+ * settlement). Channels run on the sandbox's channel contract and collector at their canonical addresses
+ * (src/dev/x402Schemes.ts); Permit2 is impersonated for the ceiling's settlement (only the wallet's and USDC's gas).
  */
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { type Signer, ZeroAddress, hexlify, randomBytes, toBeHex, zeroPadValue } from "ethers";
 import { walletSignature } from "../src/chain/typedData";
 import { allowlistRoot, leafStruct, proveMerchant } from "../src/policy/allowlist";
+import { placeX402SchemeContracts } from "../src/dev/x402Schemes";
 import { ALLOWLIST, DEFAULT_POLICY, NO_APPROVAL, deployAgentFor, paymentId, usdc } from "../test/helpers/policyFixture";
+import { signClaimBatch, signRefund } from "../test/helpers/x402SchemeContracts";
 import type { SpendPolicyFactory, TestUSDC } from "../typechain-types";
 
 const BATCH_SETTLEMENT = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
 const ERC3009_DEPOSIT_COLLECTOR = "0x4020806089470a89826cB9fB1f4059150b550004";
 const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+
+/**
+ * Targets of the payer-forced withdrawal (gasUsed per transaction, 21k and calldata included), measured at 73,401
+ * and 71,369 when written: the clone's and the fallback's delegatecalls, the channel id, the operator's and the
+ * channel's slots, one read of the channel contract's balance, then its own call (initiateWithdraw writes the pending
+ * withdrawal's slot; finalizeWithdraw clears it, lowers the balance and transfers the USDC back, and is read again to
+ * log what came back). About 2k of headroom each, as the other targets.
+ */
+export const WITHDRAW_TARGETS = { withdrawChannel: 75_500n, finishChannelWithdraw: 73_500n };
 
 async function gasOf(tx: Promise<{ wait: () => Promise<{ gasUsed: bigint } | null> }>): Promise<bigint> {
   const receipt = await (await tx).wait();
@@ -35,17 +47,13 @@ export async function schemeGasRows(o: {
   operator: Signer;
   owner: Signer;
   merchant: string;
-}): Promise<{ what: string; gas: bigint }[]> {
+}): Promise<{ what: string; gas: bigint; target?: bigint }[]> {
   const { ethers } = hre;
-  const rows: { what: string; gas: bigint }[] = [];
-  const double = await ethers.deployContract("ChannelBalancesDouble");
-  await hre.network.provider.send("hardhat_setCode", [BATCH_SETTLEMENT, await ethers.provider.getCode(await double.getAddress())]);
-  const channels = await ethers.getContractAt("ChannelBalancesDouble", BATCH_SETTLEMENT);
-  const [collector, permit2, channelContract] = await Promise.all([
-    actor(ERC3009_DEPOSIT_COLLECTOR),
-    actor(PERMIT2),
-    actor(BATCH_SETTLEMENT),
-  ]);
+  const rows: { what: string; gas: bigint; target?: bigint }[] = [];
+  await placeX402SchemeContracts(hre.network.provider);
+  const batch = (await ethers.getContractAt("X402BatchSettlement", BATCH_SETTLEMENT)).connect(o.operator);
+  const permit2 = await actor(PERMIT2);
+  const receiverAuthorizer = ethers.Wallet.createRandom();
 
   const payees = Object.fromEntries(ALLOWLIST.map((e) => [e, o.merchant]));
   const policy = { ...DEFAULT_POLICY, allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) };
@@ -60,48 +68,45 @@ export async function schemeGasRows(o: {
     payer: agent,
     payerAuthorizer: ZeroAddress,
     receiver: o.merchant,
-    receiverAuthorizer: ethers.Wallet.createRandom().address,
+    receiverAuthorizer: receiverAuthorizer.address,
     token: await o.token.getAddress(),
     withdrawDelay: 900,
     salt: hexlify(randomBytes(32)),
   };
   const channelId = await schemes.channelIdOf(config);
 
-  const deposit = async (what: string, amount: bigint, receiver = o.merchant) => {
+  type Deposit = {
+    id: string;
+    config: typeof config;
+    values: { amount: bigint; validAfter: bigint; validBefore: bigint; nonceSalt: string };
+  };
+  const deposit = async (what: string | null, amount: bigint, c: typeof config = config): Promise<Deposit> => {
     const values = { amount, validAfter: 0n, validBefore: BigInt(await time.latest()) + 600n, nonceSalt: hexlify(randomBytes(32)) };
     const id = paymentId();
-    const c = { ...config, receiver };
-    rows.push({ what, gas: await gasOf(schemes.authorizeDeposit(id, "api.example.com", leaf, proved.proof, c, values, NO_APPROVAL)) });
-    return { id, values };
+    const gas = await gasOf(schemes.authorizeDeposit(id, "api.example.com", leaf, proved.proof, c, values, NO_APPROVAL));
+    if (what) rows.push({ what, gas });
+    return { id, config: c, values };
   };
-  const land = async (
-    what: string,
-    d: { id: string; values: { amount: bigint; validAfter: bigint; validBefore: bigint; nonceSalt: string } },
-  ) => {
-    const digest = await schemes.depositDigest(channelId, d.values);
-    const nonce = ethers.keccak256(ethers.AbiCoder.defaultAbiCoder().encode(["bytes32", "bytes32"], [channelId, d.values.nonceSalt]));
-    const signature = walletSignature(d.id, agentKey.signingKey.sign(digest).serialized);
-    const tx = o.token
-      .connect(collector)
-      ["receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-        agent,
-        ERC3009_DEPOSIT_COLLECTOR,
-        d.values.amount,
-        d.values.validAfter,
-        d.values.validBefore,
-        nonce,
-        signature,
-      );
-    rows.push({ what, gas: await gasOf(tx) });
-    await (await o.token.connect(collector).transfer(BATCH_SETTLEMENT, d.values.amount)).wait();
+  /** The facilitator's channel deposit through the ERC-3009 collector, which redeems the wallet's authorisation. */
+  const land = async (what: string | null, d: Deposit) => {
+    const id = await schemes.channelIdOf(d.config);
+    const signature = walletSignature(d.id, agentKey.signingKey.sign(await schemes.depositDigest(id, d.values)).serialized);
+    const data = ethers.AbiCoder.defaultAbiCoder().encode(
+      ["uint256", "uint256", "uint256", "bytes"],
+      [d.values.validAfter, d.values.validBefore, BigInt(d.values.nonceSalt), signature],
+    );
+    const gas = await gasOf(batch.deposit(d.config, d.values.amount, ERC3009_DEPOSIT_COLLECTOR, data));
+    if (what) rows.push({ what, gas });
   };
 
   const first = await deposit("authorizeDeposit allowed, new channel, bound payee (proof 3)", usdc(2));
-  await land("USDC receiveWithAuthorization of a deposit from the agent wallet (ERC-1271)", first);
-  await deposit("authorizeDeposit blocked: payee_not_allowed (proof 3)", usdc(1), ethers.Wallet.createRandom().address);
+  await land("channel deposit through the ERC-3009 collector, new channel (wallet ERC-1271)", first);
+  await deposit("authorizeDeposit blocked: payee_not_allowed (proof 3)", usdc(1), {
+    ...config,
+    receiver: ethers.Wallet.createRandom().address,
+  });
   const topUp = await deposit("authorizeDeposit allowed, top-up of an open channel (proof 3)", usdc(1));
-  await land("USDC receiveWithAuthorization of a top-up (ERC-1271)", topUp);
-  await (await channels.setChannel(channelId, usdc(3), 0n)).wait();
+  await land("channel deposit through the ERC-3009 collector, top-up (wallet ERC-1271)", topUp);
 
   // A voucher's ERC-1271 check, as the channel contract makes it (the wallet calls itself, then delegatecalls).
   const amount = usdc(1);
@@ -122,11 +127,33 @@ export async function schemeGasRows(o: {
     data: wallet.interface.encodeFunctionData("isValidSignature", [voucherDigest, voucherSig]),
   });
   rows.push({ what: "isValidSignature of a voucher (eth_estimateGas, incl. 21k and calldata)", gas: voucherCall });
+  const claims = [{ voucher: { channel: config, maxClaimableAmount: amount }, signature: voucherSig, totalClaimed: amount }];
+  rows.push({
+    what: "channel claimWithSignature of 1 wallet voucher (receiver authorizer; wallet ERC-1271)",
+    gas: await gasOf(batch.claimWithSignature(claims, await signClaimBatch(receiverAuthorizer, claims))),
+  });
 
-  // The seller claimed 1 USDC; 2 come back; the credit reads the channel's balance.
-  await (await o.token.connect(channelContract).transfer(agent, usdc(2))).wait();
-  await (await channels.setChannel(channelId, usdc(1), usdc(1))).wait();
+  // The seller claimed 1 USDC; its authorizer refunds 2; the credit reads the channel's balance.
+  const refundSig = await signRefund(receiverAuthorizer, channelId, 0n, usdc(2));
+  await (await batch.refundWithSignature(config, usdc(2), 0n, refundSig)).wait();
   rows.push({ what: "creditChannel (refund of 2 USDC credited to the day)", gas: await gasOf(schemes.creditChannel(first.id)) });
+
+  // A seller that never refunds: the wallet withdraws as the payer, waits the delay, finishes, credits.
+  const stranded = { ...config, salt: hexlify(randomBytes(32)) };
+  const held = await deposit(null, usdc(2), stranded);
+  await land(null, held);
+  rows.push({
+    what: "withdrawChannel (initiateWithdraw of 2 USDC as the payer)",
+    gas: await gasOf(schemes.withdrawChannel(stranded)),
+    target: WITHDRAW_TARGETS.withdrawChannel,
+  });
+  await time.increase(stranded.withdrawDelay);
+  rows.push({
+    what: "finishChannelWithdraw (finalizeWithdraw: 2 USDC back)",
+    gas: await gasOf(schemes.finishChannelWithdraw(stranded)),
+    target: WITHDRAW_TARGETS.finishChannelWithdraw,
+  });
+  rows.push({ what: "creditChannel (withdrawal of 2 USDC credited)", gas: await gasOf(schemes.creditChannel(held.id)) });
 
   const ceiling = {
     payTo: o.merchant,

@@ -35,6 +35,17 @@ interface Row {
   what: string;
   gas: bigint;
   kind?: "allowed" | "blocked";
+  /** A row's own target (checked below with the others). */
+  target?: bigint;
+}
+
+/** EIP-170: the most runtime code a contract may have. */
+const MAX_CODE_SIZE = 24_576n;
+
+/** Runtime code size of a compiled contract, in bytes. */
+async function codeSize(name: string): Promise<bigint> {
+  const { deployedBytecode } = await hre.artifacts.readArtifact(name);
+  return BigInt((deployedBytecode.length - 2) / 2);
 }
 
 const TARGETS = {
@@ -253,13 +264,16 @@ async function main(): Promise<void> {
     ["settlement: agent wallet minus plain address", walletSettle - plainSettle, TARGETS.settlementDiff],
     ["settlement from the agent wallet (ERC-1271)", walletSettle, TARGETS.walletSettlement],
     ["authorizePayment allowed, every limit set (warm)", fullWarm.gas, TARGETS.allowedEveryLimit],
+    ...rows.filter((r) => r.target !== undefined).map((r): [string, bigint, bigint] => [r.what, r.gas, r.target!]),
+    ["SpendPolicy runtime size (bytes)", await codeSize("SpendPolicy"), MAX_CODE_SIZE],
+    ["SpendPolicySchemes runtime size (bytes)", await codeSize("SpendPolicySchemes"), MAX_CODE_SIZE],
   ];
   console.log("");
   let ok = true;
   for (const [what, gas, target] of checks) {
     const pass = gas <= target;
     ok &&= pass;
-    console.log(`${what.padEnd(50)} ${gas.toString().padStart(7)}  target <= ${target}  ${pass ? "PASS" : "FAIL"}`);
+    console.log(`${what.padEnd(60)} ${gas.toString().padStart(7)}  target <= ${target}  ${pass ? "PASS" : "FAIL"}`);
   }
   if (!ok) process.exitCode = 1;
 }

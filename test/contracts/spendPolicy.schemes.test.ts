@@ -5,7 +5,15 @@ import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { ZeroAddress } from "ethers";
 import { signVoucher } from "@x402/evm/batch-settlement/client";
 import { NO_APPROVAL, merchantHash, paymentId, usdc } from "../helpers/policyFixture";
-import { NETWORK, type Signed, channelConfig, channelFixture, channelIdOf, walletClientSigner } from "../helpers/schemesFixture";
+import {
+  BATCH_SETTLEMENT,
+  NETWORK,
+  type Signed,
+  channelConfig,
+  channelFixture,
+  channelIdOf,
+  walletClientSigner,
+} from "../helpers/schemesFixture";
 
 const { ethers } = hre;
 const MAGIC = "0x1626ba7e";
@@ -13,7 +21,11 @@ const INVALID = "0xffffffff";
 const HOST = "api.example.com";
 const BATCH = 1;
 
-/** Deposits into x402 batch-settlement channels and the vouchers the wallet signs for them. */
+/**
+ * Deposits into x402 batch-settlement channels and the vouchers the wallet signs for them, on the sandbox's channel
+ * contract and ERC-3009 collector: deposits land through the collector, the seller claims with the wallet's vouchers,
+ * refunds are the receiver authorizer's, and the wallet credits what came back.
+ */
 describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () {
   const fixture = channelFixture;
 
@@ -50,13 +62,16 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       expect(await f.schemes.channelIdOf(d.config)).to.equal(d.channelId);
     });
 
-    it("answers ERC-1271 for exactly the stock client's ReceiveWithAuthorization, which USDC then accepts once", async function () {
+    it("answers ERC-1271 for exactly the stock client's ReceiveWithAuthorization: the deposit lands in the channel once", async function () {
       const f = await loadFixture(fixture);
       const d = await f.deposit(usdc(2));
       await (await d.tx).wait();
       expect(await f.schemes.depositDigest(d.channelId, d.values)).to.equal(d.receive.digest);
       expect(await answer(f, d.receive)).to.equal(MAGIC);
-      await expect(d.land()).to.changeTokenBalances(f.token, [f.agent, f.collector], [-usdc(2), usdc(2)]);
+      const landed = d.land();
+      await expect(landed).to.emit(f.batch, "Deposited").withArgs(d.channelId, f.deployer.address, usdc(2), usdc(2));
+      await expect(landed).to.changeTokenBalances(f.token, [f.agent, BATCH_SETTLEMENT], [-usdc(2), usdc(2)]);
+      expect(await f.onChain(d.channelId)).to.deep.equal({ balance: usdc(2), totalClaimed: 0n });
       await expect(d.land()).to.be.reverted;
     });
 
@@ -131,6 +146,13 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
         expect(v.message).to.deep.equal({ channelId: d.channelId, maxClaimableAmount: BigInt(amount) });
         expect(await answer(f, v), amount).to.equal(MAGIC);
       }
+      // The seller claims with a voucher of a million USDC: the channel pays no more than the deposit.
+      await (await d.land()).wait();
+      await expect(f.claim(d.config, usdc(2) + 1n, usdc(1_000_000))).to.be.revertedWithCustomError(f.batch, "ClaimExceedsBalance");
+      await expect(f.claim(d.config, usdc(2), usdc(1_000_000)))
+        .to.emit(f.batch, "Claimed")
+        .withArgs(d.channelId, f.deployer.address, usdc(2), usdc(2));
+      await expect(f.settle()).to.changeTokenBalance(f.token, f.merchant, usdc(2));
     });
 
     it("answers no voucher of a channel it never funded, of a blocked channel, nor one whose amount or signer was changed", async function () {
@@ -159,6 +181,8 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       await f.setPaused(true);
       expect(await answer(f, v)).to.equal(INVALID);
       expect(await answer(f, d.receive)).to.equal(INVALID);
+      // Nor can the deposit land, so nothing is claimed from this channel while paused.
+      await expect(d.land()).to.be.reverted;
       const paused = await f.deposit(usdc(1), d.config);
       await expect(paused.tx).to.emit(f.schemes, "PaymentBlocked").withArgs(paused.id, f.agent, merchantHash(HOST), HOST, usdc(1), 4);
       await f.setPaused(false);
@@ -166,6 +190,14 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       const topUp = await f.deposit(usdc(1), d.config);
       await (await topUp.tx).wait();
       expect(await answer(f, v)).to.equal(MAGIC);
+      await (await topUp.land()).wait();
+      // A pause stops the channel accepting the wallet's vouchers: the seller's claim fails, then passes after a resume.
+      await f.setPaused(true);
+      await expect(f.claim(d.config, 7n)).to.be.revertedWithCustomError(f.batch, "InvalidSignature");
+      await f.setPaused(false);
+      const revive = await f.deposit(usdc(1), d.config);
+      await (await revive.tx).wait();
+      await expect(f.claim(d.config, 7n)).to.emit(f.batch, "Claimed");
     });
   });
 
@@ -175,14 +207,15 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       const d = await f.deposit(usdc(3));
       await (await d.tx).wait();
       await (await d.land()).wait();
-      await f.forward(usdc(3));
-      await f.channelHolds(d.channelId, usdc(3));
       await expect(f.schemes.connect(f.operator).creditChannel(d.id))
         .to.be.revertedWithCustomError(f.schemes, "SpendPolicyNothingToCredit")
         .withArgs(d.id);
-      // The seller claimed 1 USDC; the rest (2) is refunded to the wallet.
-      await f.refund(usdc(2));
-      await f.channelHolds(d.channelId, usdc(1), usdc(1));
+      // The seller claims 1 USDC with the wallet's voucher and is paid; its authorizer refunds the rest (2: a refund
+      // asked for more is capped at what is unclaimed).
+      await (await f.claim(d.config, usdc(1))).wait();
+      await (await f.settle()).wait();
+      await expect(f.refund(d.config, usdc(5))).to.changeTokenBalance(f.token, f.agent, usdc(2));
+      expect(await f.onChain(d.channelId)).to.deep.equal({ balance: usdc(1), totalClaimed: usdc(1) });
       await expect(f.schemes.connect(f.operator).creditChannel(d.id))
         .to.emit(f.schemes, "PaymentReleased")
         .withArgs(d.id, f.agent, usdc(2), usdc(1))
@@ -210,15 +243,12 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       const a0 = await f.deposit(usdc(2));
       await (await a0.tx).wait();
       await (await a0.land()).wait();
-      await f.forward(usdc(2));
-      await f.channelHolds(a0.channelId, usdc(2));
       const a1 = await f.deposit(usdc(1), a0.config);
       await (await a1.tx).wait();
       await (await f.schemes.connect(f.operator).creditChannel(a1.id)).wait();
       const b = await f.deposit(usdc(1), channelConfig(f.agent, f.merchant.address, f.tokenAddress), a1.id);
       await (await b.tx).wait();
-      await f.refund(usdc(1));
-      await f.channelHolds(a0.channelId, usdc(1));
+      await (await f.refund(a0.config, usdc(1))).wait();
       await expect(f.schemes.connect(f.operator).creditChannel(a0.id))
         .to.emit(f.schemes, "SchemeCredited")
         .withArgs(a0.id, BATCH, a0.channelId, usdc(1), usdc(2));
@@ -234,9 +264,8 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       const b = await f.deposit(usdc(2), a.config);
       await (await b.tx).wait();
       await (await b.land()).wait();
-      await f.forward(usdc(5));
-      await f.refund(usdc(2));
-      await f.channelHolds(a.channelId, usdc(3));
+      await (await f.refund(a.config, usdc(2))).wait();
+      expect(await f.onChain(a.channelId)).to.deep.equal({ balance: usdc(3), totalClaimed: 0n });
       await expect(f.schemes.connect(f.operator).creditChannel(a.id))
         .to.emit(f.schemes, "SchemeCredited")
         .withArgs(a.id, BATCH, a.channelId, usdc(2), usdc(2));

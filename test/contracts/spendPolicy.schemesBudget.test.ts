@@ -10,7 +10,8 @@ import {
   channelFixture,
   channelIdOf,
 } from "../helpers/schemesFixture";
-import { stockCeiling } from "../helpers/uptoFixture";
+import { type CeilingValues, stockCeiling } from "../helpers/uptoFixture";
+import { A, uptoSettleArgs } from "../helpers/x402SchemeContracts";
 
 const { ethers } = hre;
 
@@ -29,23 +30,25 @@ function random(seed: number): () => number {
 interface ChannelModel {
   config: ChannelConfigValues;
   id: string;
-  /** What the channel contract holds for the wallet (landed deposits minus refunds) and what the seller claimed. */
-  balance: bigint;
-  claimed: bigint;
-  pending: { land: () => Promise<unknown>; amount: bigint } | null;
+  /** The channel's latest authorised deposit, until a step tries to land it. */
+  pending: { land: () => Promise<{ wait: () => Promise<unknown> }> } | null;
 }
 
 /**
- * Budget B binds every scheme together: a stolen operator drives deposits, top-ups, ceilings and credits in any order
- * (naming any deposit to credit, crediting twice, crediting before anything came back), the seller claims every unit its
- * vouchers reach (the wallet signs vouchers of any amount: the channel bounds them by its balance), settles ceilings
- * for what it likes, and refunds at random. After every step, the USDC that left the wallet is at most what the
- * policy counts today, which is at most the daily budget.
+ * Budget B binds every scheme together: a stolen operator drives deposits, top-ups, ceilings, payer withdrawals and
+ * credits in any order (naming any deposit to credit, crediting twice, crediting before anything came back), the
+ * seller claims every unit its vouchers reach on the channel contract (the wallet signs vouchers of any amount: the
+ * channel bounds them by its balance) and is paid out, settles ceilings for what it likes, and refunds at random.
+ * After every step, the USDC that left the wallet is at most what the policy counts today, which is at most the daily
+ * budget. Deposits, claims, refunds and withdrawals go through the sandbox's channel contract and ERC-3009 collector,
+ * ceilings through its Permit2 and upto proxy.
  */
 describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
   for (const seed of [7, 2026]) {
     it(`holds outflow <= spentToday <= dailyBudget over 80 random steps (seed ${seed})`, async function () {
       const f = await loadFixture(channelFixture);
+      // A withdrawal waits the channel's delay (chain time moves 901 s each): start at the top of a UTC day.
+      await time.increaseTo((Math.floor((await time.latest()) / 86400) + 1) * 86400 + 60);
       const next = random(seed);
       const pick = <T>(xs: T[]): T => xs[Math.floor(next() * xs.length)];
       const amount = () => BigInt(1 + Math.floor(next() * 3)) * usdc(1) - BigInt(Math.floor(next() * 1000));
@@ -54,10 +57,12 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
       const day = Math.floor((await time.latest()) / 86400);
       const channels: ChannelModel[] = [0, 1, 2].map(() => {
         const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
-        return { config, id: channelIdOf(config), balance: 0n, claimed: 0n, pending: null };
+        return { config, id: channelIdOf(config), pending: null };
       });
       const deposits: string[] = [];
-      let ceiling: { id: string } | null = null;
+      let ceiling: { id: string; values: CeilingValues; signature: string } | null = null;
+      // The seller's facilitator settles ceilings through the sandbox's upto proxy (Permit2 asks the wallet's ERC-1271).
+      const upto = (await ethers.getContractAt("X402UptoPermit2Proxy", A.uptoPermit2Proxy)).connect(f.other);
       const tryTx = async (tx: Promise<{ wait: () => Promise<unknown> }>) => {
         try {
           await (await tx).wait();
@@ -69,50 +74,72 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
       const counts: Record<string, number> = {};
 
       for (let step = 0; step < 80; step++) {
-        const action = pick(["deposit", "deposit", "land", "claim", "refund", "credit", "credit", "ceiling", "settle", "creditCeiling"]);
+        const action = pick([
+          "deposit",
+          "deposit",
+          "land",
+          "land",
+          "claim",
+          "refund",
+          "withdraw",
+          "finishWithdraw",
+          "credit",
+          "credit",
+          "ceiling",
+          "settle",
+          "creditCeiling",
+        ]);
         const ch = pick(channels);
+        const held = await f.onChain(ch.id);
         let done = false;
         if (action === "deposit") {
           const d = await f.deposit(amount(), ch.config);
           done = await tryTx(d.tx);
           if (done && (await f.policy.paymentState(d.id)) === 1n) {
             deposits.push(d.id);
-            ch.pending = { land: d.land, amount: d.values.amount };
+            ch.pending = { land: d.land };
           }
         } else if (action === "land" && ch.pending) {
           const p = ch.pending;
           ch.pending = null;
-          done = await tryTx(p.land() as Promise<{ wait: () => Promise<unknown> }>);
-          if (done) {
-            await f.forward(p.amount);
-            ch.balance += p.amount;
-          }
-        } else if (action === "claim") {
-          // The seller claims with a voucher as high as it likes; the channel pays out no more than its balance.
-          ch.claimed = ch.balance;
-          done = true;
-        } else if (action === "refund" && ch.balance > ch.claimed) {
-          const r = ch.balance - ch.claimed - BigInt(Math.floor(next() * Number(ch.balance - ch.claimed)));
-          await f.refund(r);
-          ch.balance -= r;
-          done = true;
+          done = await tryTx(p.land());
+        } else if (action === "claim" && held.balance > held.totalClaimed) {
+          // The seller claims any part of what the channel holds, up to all of it, with a voucher of any amount the
+          // wallet signs, and is paid out; a claim past the balance fails on the channel contract.
+          const upTo = held.balance - BigInt(Math.floor(next() * 2 * Number(held.balance - held.totalClaimed))) / 2n;
+          done = !(await tryTx(f.claim(ch.config, held.balance + 1n))) && (await tryTx(f.claim(ch.config, upTo)));
+          if (done) await (await f.settle()).wait();
+        } else if (action === "refund" && held.balance > held.totalClaimed) {
+          const free = held.balance - held.totalClaimed;
+          done = await tryTx(f.refund(ch.config, free - BigInt(Math.floor(next() * Number(free)))));
+        } else if (action === "withdraw") {
+          done = await tryTx(f.schemes.connect(f.operator).withdrawChannel(ch.config));
+        } else if (action === "finishWithdraw" && (await f.batch.pendingWithdrawals(ch.id)).initiatedAt !== 0n) {
+          await time.increase(901);
+          done = await tryTx(f.schemes.connect(f.operator).finishChannelWithdraw(ch.config));
         } else if (action === "credit" && deposits.length > 0) {
           done = await tryTx(f.schemes.connect(f.operator).creditChannel(pick(deposits)));
         } else if (action === "ceiling" && !ceiling) {
           const c = await stockCeiling(f, f.merchant.address, amount(), f.other.address);
           done = await tryTx(f.schemes.connect(f.operator).authorizeCeiling(c.id, CHANNEL_HOST, f.leaf, f.proof, c.ceiling, NO_APPROVAL));
-          if (done && (await f.policy.paymentState(c.id)) === 1n) ceiling = { id: c.id };
+          if (done && (await f.policy.paymentState(c.id)) === 1n) ceiling = { id: c.id, values: c.ceiling, signature: c.permit.signature };
         } else if (action === "settle" && ceiling) {
-          // The upto proxy pulls any part of the approved ceiling (at most the allowance, as Permit2 can).
-          const allowance = await f.token.allowance(f.agent, await f.permit2.getAddress());
-          const used = allowance - BigInt(Math.floor(next() * Number(allowance)));
-          done = used > 0n && (await tryTx(f.token.connect(f.permit2).transferFrom(f.agent, f.merchant.address, used)));
+          // The facilitator settles any part of the ceiling, once (Permit2's nonce), through the upto proxy.
+          const v = ceiling.values;
+          const permit = {
+            permitted: { token: f.tokenAddress, amount: v.amount },
+            spender: A.uptoPermit2Proxy,
+            nonce: v.nonce,
+            deadline: v.deadline,
+            witness: { to: v.payTo, facilitator: v.facilitator, validAfter: v.validAfter },
+          };
+          const used = v.amount - BigInt(Math.floor(next() * Number(v.amount)));
+          done = await tryTx(upto.settle(...uptoSettleArgs(permit, used, f.agent, ceiling.signature)));
         } else if (action === "creditCeiling" && ceiling) {
           done = await tryTx(f.schemes.connect(f.operator).creditCeiling(ceiling.id));
           if (done) ceiling = null;
         }
         if (done) counts[action] = (counts[action] ?? 0) + 1;
-        await (await f.channels.setChannel(ch.id, ch.balance, ch.claimed)).wait();
 
         const outflow = start - (await f.token.balanceOf(f.agent));
         const spent = await f.policy.spentToday();
@@ -122,7 +149,18 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
       }
       // The sequence exercised every kind of step (not only refusals).
       if (process.env.SCHEMES_BUDGET_VERBOSE) console.log(seed, counts);
-      for (const kind of ["deposit", "land", "credit", "ceiling", "creditCeiling"]) {
+      for (const kind of [
+        "deposit",
+        "land",
+        "claim",
+        "refund",
+        "withdraw",
+        "finishWithdraw",
+        "credit",
+        "ceiling",
+        "settle",
+        "creditCeiling",
+      ]) {
         expect(counts[kind] ?? 0, `${kind} steps that went through`).to.be.greaterThan(0);
       }
       expect(await ethers.provider.getCode(BATCH_SETTLEMENT)).to.not.equal("0x");

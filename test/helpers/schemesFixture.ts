@@ -1,18 +1,21 @@
 /**
  * Builders for the wallet's x402 scheme tests (batch-settlement deposits and vouchers, upto ceilings): the agent
  * wallet as a stock @x402/evm client signer (every digest is the one the stock client computes, answered with the
- * wallet's signature formats), channel configs, and the chain actors the tests stand in for (the deposit collector,
- * Permit2, the channel contract's view) until the sandbox scheme contracts land.
+ * wallet's signature formats), channel configs, and a channel's life on the sandbox's own channel contract and
+ * ERC-3009 deposit collector (contracts/test/x402/, placed at their canonical addresses as the embedded chain places
+ * them): deposits landed by a facilitator, claims with vouchers the wallet answers, refunds the receiver authorizer
+ * signs, withdrawals. Permit2 is placed too, but the upto tests still pull as Permit2 (impersonated).
  */
 import hre from "hardhat";
-import { impersonateAccount, setBalance } from "@nomicfoundation/hardhat-network-helpers";
-import { type SigningKey, ZeroAddress, getAddress, hexlify, randomBytes, toBeHex, zeroPadValue } from "ethers";
+import { impersonateAccount, setBalance, time } from "@nomicfoundation/hardhat-network-helpers";
+import { AbiCoder, type SigningKey, ZeroAddress, getAddress, hexlify, randomBytes, toBeHex, zeroPadValue } from "ethers";
 import { hashTypedData, type TypedDataDefinition } from "viem";
 import type { ClientEvmSigner } from "@x402/evm";
-import { computeChannelId } from "@x402/evm/batch-settlement/client";
 import type { PaymentRequirements } from "@x402/core/types";
 import { walletSignature } from "../../src/chain/typedData";
-import { createBatchSettlementEIP3009DepositPayload } from "@x402/evm/batch-settlement/client";
+import { computeChannelId, createBatchSettlementEIP3009DepositPayload, signVoucher } from "@x402/evm/batch-settlement/client";
+import { placeX402SchemeContracts } from "../../src/dev/x402Schemes";
+import { signClaimBatch, signRefund } from "./x402SchemeContracts";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor } from "./policyFixture";
 
@@ -63,6 +66,27 @@ export function walletClientSigner(
   };
 }
 
+/**
+ * Runs `start` (a stock client call) with the client's clock at the chain's latest block: the stock clients read
+ * Date.now() synchronously before their first await for a payload's validity window, and the tests move chain time
+ * (a channel's withdraw delay), so the window must be the chain's, as it is against a live chain.
+ */
+export async function atChainTime<T>(start: () => Promise<T>): Promise<T> {
+  const now = (await time.latest()) * 1000;
+  const wallClock = Date.now;
+  Date.now = () => now;
+  let started: Promise<T>;
+  try {
+    started = start();
+  } finally {
+    Date.now = wallClock;
+  }
+  return started;
+}
+
+/** The receiver authorizer of every test channel (channelConfig's default): it signs the seller's claims and refunds. */
+export const RECEIVER_AUTHORIZER = ethers.Wallet.createRandom();
+
 export interface ChannelConfigValues {
   payer: string;
   payerAuthorizer: string;
@@ -84,7 +108,7 @@ export function channelConfig(
     payer,
     payerAuthorizer: ZeroAddress,
     receiver,
-    receiverAuthorizer: ethers.Wallet.createRandom().address,
+    receiverAuthorizer: RECEIVER_AUTHORIZER.address,
     token,
     withdrawDelay: 900,
     salt: hexlify(randomBytes(32)),
@@ -115,28 +139,28 @@ export function requirements(
   };
 }
 
-/** The schemes fixture: policyFixture, the channel contract's view at its canonical address, the actors as signers. */
+/**
+ * The schemes fixture: policyFixture, the sandbox scheme contracts at their canonical addresses (the channel contract
+ * as `batch`), and Permit2's address as a signer (the upto tests pull as Permit2 would).
+ */
 export async function schemesFixture() {
   const f = await policyFixture();
-  const double = await ethers.deployContract("ChannelBalancesDouble");
-  await hre.network.provider.send("hardhat_setCode", [BATCH_SETTLEMENT, await ethers.provider.getCode(await double.getAddress())]);
-  const channels = await ethers.getContractAt("ChannelBalancesDouble", BATCH_SETTLEMENT);
-  const actor = async (address: string) => {
-    await impersonateAccount(address);
-    await setBalance(address, 10n ** 18n);
-    return ethers.getSigner(address);
-  };
-  const collector = await actor(ERC3009_DEPOSIT_COLLECTOR);
-  const permit2 = await actor(PERMIT2);
-  const channelContract = await actor(BATCH_SETTLEMENT);
+  await placeX402SchemeContracts(hre.network.provider);
+  const batch = await ethers.getContractAt("X402BatchSettlement", BATCH_SETTLEMENT);
+  await impersonateAccount(PERMIT2);
+  await setBalance(PERMIT2, 10n ** 18n);
+  const permit2 = await ethers.getSigner(PERMIT2);
   const schemes = await ethers.getContractAt("SpendPolicySchemes", f.agent);
-  return { ...f, channels, collector, permit2, channelContract, schemes };
+  return { ...f, batch, permit2, schemes };
 }
+
+/** The largest voucher: the seller may ask the wallet for any cumulative amount; the channel bounds the claim. */
+export const MAX_VOUCHER = 2n ** 128n - 1n;
 
 /**
  * schemesFixture with the owner's payee pinned for api.example.com (only channels to the merchant may open), and
- * the actions of a channel's life: the stock client's deposit authorised by the operator and landed by the collector,
- * the channel's balance, a refund.
+ * the actions of a channel's life on the channel contract: the stock client's deposit authorised by the operator and
+ * landed by a facilitator (`deployer`) through the ERC-3009 collector, the seller's claims and refunds, settle.
  */
 export async function channelFixture() {
   const f = await schemesFixture();
@@ -144,6 +168,7 @@ export async function channelFixture() {
   const payees = { [CHANNEL_HOST]: f.merchant.address };
   await f.setPolicy({ allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) });
   const { leaf, proof } = proofFor(ALLOWLIST, CHANNEL_HOST, {}, "v3", payees);
+  const facilitator = f.batch.connect(f.deployer);
 
   /** The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator. */
   async function deposit(
@@ -154,40 +179,55 @@ export async function channelFixture() {
     const log: Signed[] = [];
     const signer = walletClientSigner(f.agent, f.agentKey, () => id, log);
     const req = requirements("batch-settlement", f.tokenAddress, config.receiver, amount);
-    const result = await createBatchSettlementEIP3009DepositPayload(signer, 2, req, config as never, amount.toString(), "1");
+    const result = await atChainTime(() =>
+      createBatchSettlementEIP3009DepositPayload(signer, 2, req, config as never, amount.toString(), "1"),
+    );
     const auth = (result.payload as { deposit: { authorization: { erc3009Authorization: Record<string, string> } } }).deposit.authorization
       .erc3009Authorization;
     const values = { amount, validAfter: BigInt(auth.validAfter), validBefore: BigInt(auth.validBefore), nonceSalt: auth.salt };
     const receive = log.find((s) => s.primaryType === "ReceiveWithAuthorization")!;
     const tx = f.schemes.connect(f.operator).authorizeDeposit(id, CHANNEL_HOST, leaf, proof, config, values, NO_APPROVAL);
     const channelId = channelIdOf(config);
-    /** The deposit collector redeems the wallet's ReceiveWithAuthorization, as the channel contract has it do. */
-    const land = async () =>
-      f.token
-        .connect(f.collector)
-        ["receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)"](
-          f.agent,
-          await f.collector.getAddress(),
-          amount,
-          values.validAfter,
-          values.validBefore,
-          receive.message.nonce as string,
-          receive.signature,
-        );
+    // What the stock facilitator sends: the channel's deposit through the ERC-3009 collector, which redeems the
+    // wallet's ReceiveWithAuthorization (the wallet answers ERC-1271) and hands the USDC to the channel.
+    const collectorData = AbiCoder.defaultAbiCoder().encode(
+      ["uint256", "uint256", "uint256", "bytes"],
+      [values.validAfter, values.validBefore, BigInt(auth.salt), auth.signature],
+    );
+    const land = () => facilitator.deposit(config, amount, ERC3009_DEPOSIT_COLLECTOR, collectorData);
     return { id, tx, config, channelId, values, receive, signer, log, land };
   }
 
-  /** The channel (its collector's USDC forwarded to it) now holds `balance`, `claimed` of it claimed. */
-  async function channelHolds(channelId: string, balance: bigint, claimed = 0n) {
-    await (await f.channels.setChannel(channelId, balance, claimed)).wait();
+  /**
+   * The seller's claim of `totalClaimed` (cumulative) on `config`, with the stock client's Voucher for `maxClaimable`
+   * signed through the wallet (payerAuthorizer 0: the channel asks the wallet's ERC-1271), the claim batch signed by
+   * the receiver authorizer and relayed by the facilitator.
+   */
+  async function claim(config: ChannelConfigValues, totalClaimed: bigint, maxClaimable: bigint = MAX_VOUCHER) {
+    const voucher = await signVoucher(
+      walletClientSigner(f.agent, f.agentKey, paymentId),
+      channelIdOf(config) as `0x${string}`,
+      maxClaimable.toString(),
+      NETWORK,
+    );
+    const rows = [{ voucher: { channel: config, maxClaimableAmount: maxClaimable }, signature: voucher.signature, totalClaimed }];
+    return facilitator.claimWithSignature(rows, await signClaimBatch(RECEIVER_AUTHORIZER, rows));
   }
 
-  /** The channel pays `amount` back to the wallet (a refund or a finalised withdrawal). */
-  async function refund(amount: bigint) {
-    await (await f.token.connect(f.channelContract).transfer(f.agent, amount)).wait();
+  /** The receiver authorizer's signed refund of `amount` of `config` (at the channel's refund nonce), relayed. */
+  async function refund(config: ChannelConfigValues, amount: bigint) {
+    const channelId = channelIdOf(config);
+    const signature = await signRefund(RECEIVER_AUTHORIZER, channelId, await f.batch.refundNonce(channelId), amount);
+    return facilitator.refundWithSignature(config, amount, await f.batch.refundNonce(channelId), signature);
   }
 
-  // The channel contract holds what the collector received (forwarded when a test needs it).
-  const forward = async (amount: bigint) => (await f.token.connect(f.collector).transfer(BATCH_SETTLEMENT, amount)).wait();
-  return { ...f, leaf, proof, payees, deposit, channelHolds, refund, forward };
+  /** Pays the seller everything claimed for it (the channel's USDC leaves to the receiver). */
+  const settle = () => facilitator.settle(f.merchant.address, f.tokenAddress);
+
+  /** The channel contract's [balance, totalClaimed] of `channelId`. */
+  const onChain = async (channelId: string) => {
+    const [balance, totalClaimed] = await f.batch.channels(channelId);
+    return { balance, totalClaimed };
+  };
+  return { ...f, leaf, proof, payees, deposit, claim, refund, settle, onChain };
 }

@@ -4,7 +4,7 @@
  */
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { paymentId } from "./policyFixture";
-import { type Signed, requirements, walletClientSigner } from "./schemesFixture";
+import { type Signed, atChainTime, requirements, walletClientSigner } from "./schemesFixture";
 
 export interface CeilingValues {
   payTo: string;
@@ -32,9 +32,8 @@ export async function stockCeiling(
   const id = paymentId();
   const log: Signed[] = [];
   const scheme = new UptoEvmScheme(walletClientSigner(f.agent, f.agentKey, () => id, log));
-  const result = await scheme.createPaymentPayload(
-    2,
-    requirements("upto", f.tokenAddress, payTo, amount, { facilitatorAddress: facilitator }),
+  const result = await atChainTime(() =>
+    scheme.createPaymentPayload(2, requirements("upto", f.tokenAddress, payTo, amount, { facilitatorAddress: facilitator })),
   );
   const a = (result.payload as { permit2Authorization: Permit2Authorization }).permit2Authorization;
   const ceiling = {
