@@ -13,7 +13,7 @@
 import { randomBytes } from "node:crypto";
 import { fromBaseUnits } from "../amounts";
 import { AppError, appError, upstreamError } from "../errors";
-import type { AllowlistProof } from "../policy/allowlist";
+import { type AllowlistProof, payeeAllowed } from "../policy/allowlist";
 import type { PayApproved } from "../schemas/payments";
 import type { ChannelDoc, PaymentDoc } from "../store/documents";
 import { readSettlement } from "../x402/buyer";
@@ -65,6 +65,7 @@ export async function payChannel(
     balance: "0",
     charged: "0",
     signed: "0",
+    epoch: admission.policy.epoch,
     deposits: [],
     status: "open",
     version: 0,
@@ -74,12 +75,18 @@ export async function payChannel(
   const channel = (await ctx.store.channels.findOne({ channelId })) ?? fresh;
   const cumulative = BigInt(channel.charged) + quote.amount;
   const run: ChannelRun = { room, pc, quote, key, channel, cumulative };
-  if (channel.status === "open" && BigInt(channel.balance) >= cumulative) return voucher(run, null);
+  const { policy, proof } = admission;
+  const payTo = quote.requirement.payTo;
+  // The policy as last read, before anything is signed: the wallet would refuse the voucher anyway (its epoch moves
+  // with a pause), but the seller is not asked to find out. The chain decides when this copy is stale.
+  if (policy.paused) return refuse(room, pc, { amount: quote.amount, reason: "policy_paused", proof });
+  if (!payeeAllowed(proof, payTo)) return refuse(room, pc, { amount: quote.amount, reason: "payee_not_allowed", proof, payTo });
+  // Vouchers only from a channel whose latest deposit was authorised in the wallet's current epoch.
+  if (channel.status === "open" && channel.epoch === policy.epoch && BigInt(channel.balance) >= cumulative) return voucher(run, null);
 
   // A deposit: this many requests' worth, or only what this request needs when the policy would not allow that much.
-  const needed = cumulative - BigInt(channel.balance);
+  const needed = cumulative > BigInt(channel.balance) ? cumulative - BigInt(channel.balance) : quote.amount;
   const wanted = quote.amount * BigInt(ctx.config.channelDepositRequests);
-  const payTo = quote.requirement.payTo;
   let amount = wanted > needed ? wanted : needed;
   let decision = await ctx.telemetry.step("decide", () => room.decisions.decide(pc.agent, pc.merchant, admission, amount, payTo));
   if (decision.status !== "allow" && amount > needed) {
@@ -100,7 +107,7 @@ export async function payChannel(
     if (err instanceof AppError) return refused(err);
     throw err;
   }
-  return deposit(run, amount, decision.proof);
+  return deposit(run, amount, decision.proof, decision.policy.epoch);
 }
 
 /** Writes `set` on the channel while it is still at `run.channel`'s version; the channel as written. */
@@ -149,7 +156,7 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
 }
 
 /** A deposit of `amount` authorised on-chain with the request's voucher, then sent. */
-async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistProof): Promise<PaymentResult> {
+async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistProof, epoch: number): Promise<PaymentResult> {
   const { room, pc, quote } = run;
   const { ctx } = room;
   const paymentId = `0x${randomBytes(32).toString("hex")}`;
@@ -173,7 +180,7 @@ async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistProof): 
   const transfer = { payTo: c.receiver, amount, validAfter: d.validAfter, validBefore: d.validBefore };
   await advance(
     run,
-    { signed: maxOf(BigInt(c.signed), run.cumulative).toString(), status: "open" },
+    { signed: maxOf(BigInt(c.signed), run.cumulative).toString(), status: "open", epoch },
     { paymentId, amount: amount.toString(), txnId, credited: null },
   );
   await begin(room, {

@@ -19,6 +19,18 @@ export async function payScheme(
   q: Quote,
   admission: Admission & { status: "admitted" },
 ): Promise<PaymentResult | "exact"> {
+  const paid = await payOther(room, pc, q, admission);
+  // A failed payment reads the policy again next time (a stale copy fails once, not in a loop).
+  if (paid !== "exact" && paid.kind === "refused") room.decisions.forget(pc.agent);
+  return paid;
+}
+
+async function payOther(
+  room: Room,
+  pc: PaymentContext,
+  q: Quote,
+  admission: Admission & { status: "admitted" },
+): Promise<PaymentResult | "exact"> {
   if (q.scheme === "batch-settlement") return payChannel(room, pc, q, admission);
   const payTo = q.requirement.payTo;
   const decision = await room.ctx.telemetry.step("decide", () => room.decisions.decide(pc.agent, pc.merchant, admission, q.amount, payTo));

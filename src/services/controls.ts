@@ -2,6 +2,7 @@
  * The owner's controls beyond the policy, each relayed on-chain with the owner's EIP-712 signature: the kill switch
  * (SetPaused), taking funds out of the agent's wallet (Withdraw) and handing ownership over (SetOwner).
  */
+import { policyChanged } from "../store/channels";
 import { ZeroAddress, formatUnits, getAddress, isError, parseUnits } from "ethers";
 import { bind } from "../chain/contracts";
 import { revertToAppError } from "../chain/errors";
@@ -39,6 +40,8 @@ export class ControlService {
       .sendAndWait((o) => policy.setPaused(input.paused, input.epoch ?? 0, input.timestamp, input.humanSignature, o))
       .catch((err: unknown) => revertToAppError(policy, err));
     await this.ctx.gas.charge(owner, receipt);
+    // Channel vouchers are paid without a simulation: every instance reads the pause before its next one.
+    await policyChanged(this.ctx.store, agent.address);
     this.ctx.logger.info({ agent: agent.address, paused: input.paused, txHash: receipt.hash }, "pause set");
     return { agentAddress: agent.address, paused: input.paused, policyContract: agent.policyAddress, txHash: receipt.hash };
   }

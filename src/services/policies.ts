@@ -23,7 +23,7 @@ import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { type ReadResults, readOf } from "../chain/contracts";
 import type { Principal } from "../principal";
-import { heldInChannels } from "../store/channels";
+import { heldInChannels, policyChanged } from "../store/channels";
 import { maskKey } from "./keys";
 import { linkMacValid } from "./linkMac";
 
@@ -376,7 +376,9 @@ export class PolicyService {
         )
         .catch((err: unknown) => revertToAppError(deployed ? wallet : chain.factory, err));
       await this.ctx.gas.charge(owner, receipt);
+      // Here and on every other instance: the next payment reads the new policy (and its new epoch) first.
       this.paymentCache.delete(agent.address);
+      await policyChanged(this.ctx.store, agent.address);
       const doc: PolicyDoc = {
         agentAddress: agent.address,
         policyAddress: getAddress(agent.policyAddress),

@@ -141,6 +141,11 @@ export interface ChannelDoc {
   charged: string;
   /** The highest maxClaimableAmount the wallet signed: the most the seller can ever claim. */
   signed: string;
+  /**
+   * The wallet's authorisation epoch when the channel's latest deposit was authorised: the wallet answers the channel's
+   * vouchers only while it is still the current one (a pause, a policy, operator or owner change starts a new epoch).
+   */
+  epoch: number;
   /** Every deposit authorised for the channel (its paymentId), and whether it was credited back. */
   deposits: { paymentId: string; amount: string; txnId: string; credited: string | null }[];
   /** Cooperative refunds the seller's facilitator made (refundWithSignature), USDC back to the wallet. */
