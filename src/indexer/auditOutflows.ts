@@ -146,7 +146,8 @@ export async function auditSettlements(
     if (!p) {
       // Not a paymentId: a channel deposit landing (the collector's nonce), or USDC no authorisation explains.
       const landing = await schemes.landDeposit(agent, log);
-      if (landing) explain(log.transactionHash).deposits.push(landing);
+      if (typeof landing === "string") report.inconsistencies.push(landing);
+      else if (landing) explain(log.transactionHash).deposits.push(landing);
       else report.inconsistencies.push(`${agent}: USDC moved under nonce ${e.args.nonce}, which its policy never authorised`);
       continue;
     }

@@ -222,9 +222,9 @@ export class SchemeAudit {
   /**
    * A USDC AuthorizationUsed of the wallet under a nonce that is no paymentId: a deposit landing if the channel
    * contract's Deposited of one of the wallet's channels follows in the same transaction. Returns the landing (for the
-   * outflow it explains) or null.
+   * outflow it explains), the anomaly when no authorised deposit of the channel explains it, or null (no deposit).
    */
-  async landDeposit(agent: string, used: Log): Promise<DepositLanding | null> {
+  async landDeposit(agent: string, used: Log): Promise<DepositLanding | string | null> {
     const landing = (this.landings.get(used.transactionHash.toLowerCase()) ?? []).find(
       (x) => !x.used && x.log.index > used.index && this.channels.has(keyOf(agent, x.channelId)),
     );
@@ -234,12 +234,7 @@ export class SchemeAudit {
     if (!ch) return null;
     const p = ch.entries.find((x) => x.p.scheme.moved === "0" && BigInt(x.p.amount) === landing.amount && before(x.opened, used))?.p;
     const where = `${agent} channel ${ch.c.channelId}`;
-    if (!p) {
-      this.report.inconsistencies.push(
-        `${where}: a deposit of ${landing.amount} landed in ${used.transactionHash}, which no authorised deposit of it explains`,
-      );
-      return null;
-    }
+    if (!p) return `${where}: a deposit of ${landing.amount} landed in ${used.transactionHash}, which no authorised deposit of it explains`;
     p.scheme.moved = p.amount;
     p.settleTx = used.transactionHash;
     if (p.status === "authorized") p.status = "settled";

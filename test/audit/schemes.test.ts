@@ -9,7 +9,7 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { Contract, JsonRpcProvider, JsonRpcSigner, Wallet, getAddress } from "ethers";
+import { Contract, JsonRpcProvider, JsonRpcSigner, Wallet, formatUnits, getAddress } from "ethers";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { X402_SCHEME_ADDRESSES } from "../../src/dev/x402Schemes";
@@ -17,10 +17,12 @@ import { ChainClient } from "../../src/chain/client";
 import { connectStore, type Store } from "../../src/store";
 import { Indexer } from "../../src/indexer/indexer";
 import { auditFromLogs } from "../../src/indexer/audit";
+import { ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import type { SpendPolicy, TestUSDC } from "../../typechain-types";
 import { quietLogger } from "../helpers/indexerFixture";
-import { deployAgentFor } from "../helpers/policyFixture";
-import { PolicedBatchScheme, PolicedUptoScheme, type PolicedWallet } from "../helpers/policedSchemes";
+import { ALLOWLIST, NO_APPROVAL, deployAgentFor, proofFor } from "../helpers/policyFixture";
+import { MERCHANT, PolicedBatchScheme, PolicedUptoScheme, type PolicedWallet } from "../helpers/policedSchemes";
+import { stockCeiling } from "../helpers/uptoFixture";
 import { payingFetch } from "../helpers/schemeBuyers";
 import { startBatchSeller, startUptoSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
 
@@ -157,6 +159,21 @@ describe("audit and indexer: x402 channel deposits and upto ceilings, from event
       },
     ]);
     expect(Object.values(a.days).at(-1)).to.equal((await policy.spentToday()).toString());
+
+    // The ledger held against it: a deposit that landed and a ceiling settled under are paid, credited since or not.
+    const ledger = a.payments.map((p, i) => ({
+      id: `txn_${i}`,
+      agentAddress: w.agent,
+      amount: formatUnits(p.amount, 6),
+      status: "approved",
+      reason: null,
+      txHash: p.settleTx,
+      paymentId: p.paymentId,
+      payTo: p.payTo,
+      authorizeTxHash: p.authorizeTx,
+      releaseTxHash: null,
+    }));
+    expect(ledgerDisagreements(report, ledger)).to.deep.equal([]);
   });
 
   it("the indexer stores SchemePayment and SchemeCredited in chainEvents, decoded", async function () {
@@ -202,6 +219,27 @@ describe("audit and indexer: x402 channel deposits and upto ceilings, from event
       (d1.amount + d2.amount - BigInt(REQUESTS) * PRICE).toString(),
       (CEILING - USED).toString(),
     ]);
+  });
+
+  it("a refused ceiling (over perTxLimit): PaymentBlocked named upto by its SchemePayment, nothing counted", async function () {
+    const spentBefore = await policy.spentToday();
+    const payee = Wallet.createRandom().address;
+    const c = await stockCeiling(
+      { agent: w.agent, agentKey: w.agentKey, tokenAddress: chain.addresses.usdc },
+      payee,
+      6_000_000n,
+      facilitator.address,
+    );
+    const { leaf, proof } = proofFor(ALLOWLIST, MERCHANT);
+    await (await w.schemes.connect(w.operator).authorizeCeiling(c.id, MERCHANT, leaf, proof, c.ceiling, NO_APPROVAL)).wait();
+    const report = await audit();
+    expect(report.inconsistencies).to.deep.equal([]);
+    const a = report.agents[w.agent];
+    expect(a.blocked.map((b) => [b.paymentId, b.reason, b.amount, b.scheme?.name])).to.deep.equal([
+      [c.id, "per_tx_limit_exceeded", "6000000", "upto"],
+    ]);
+    expect(a.payments.map((p) => p.paymentId)).to.not.include(c.id);
+    expect(Object.values(a.days).at(-1)).to.equal(spentBefore.toString());
   });
 
   it("still reports USDC no authorisation explains: to a stranger, to the collector with no deposit landing, to a credited ceiling's payee", async function () {
