@@ -19,6 +19,7 @@ import { Indexer } from "../../src/indexer/indexer";
 import { auditFromLogs } from "../../src/indexer/audit";
 import { ledgerDisagreements } from "../../src/indexer/ledgerAudit";
 import type { SpendPolicy, TestUSDC } from "../../typechain-types";
+import { auditOutput, runScript } from "../helpers/auditCli";
 import { quietLogger } from "../helpers/indexerFixture";
 import { ALLOWLIST, NO_APPROVAL, deployAgentFor, proofFor } from "../helpers/policyFixture";
 import { MERCHANT, PolicedBatchScheme, PolicedUptoScheme, type PolicedWallet } from "../helpers/policedSchemes";
@@ -41,6 +42,8 @@ describe("audit and indexer: x402 channel deposits and upto ceilings, from event
   let facilitator: StockFacilitator;
   const closers: (() => Promise<unknown>)[] = [];
 
+  const cli = () =>
+    runScript(["scripts/audit.ts", "--rpc", chain.rpcUrl, "--factory", chain.addresses.factory, "--from-block", String(chain.deployBlock)]);
   const audit = () =>
     auditFromLogs(hre.ethers.provider, { factory: chain.addresses.factory, usdc: chain.addresses.usdc, fromBlock: chain.deployBlock });
 
@@ -174,6 +177,11 @@ describe("audit and indexer: x402 channel deposits and upto ceilings, from event
       releaseTxHash: null,
     }));
     expect(ledgerDisagreements(report, ledger)).to.deep.equal([]);
+
+    // `npm run audit`, as an auditor runs it.
+    const run = await cli();
+    expect(run.code, run.stderr).to.equal(0);
+    expect(auditOutput(run.stdout).summary).to.match(/^audit: 1 agents, \d+ events, 0 anomalies$/);
   });
 
   it("the indexer stores SchemePayment and SchemeCredited in chainEvents, decoded", async function () {
@@ -267,6 +275,9 @@ describe("audit and indexer: x402 channel deposits and upto ceilings, from event
     }
     const report = await audit();
     const usdcAddress = getAddress(chain.addresses.usdc);
+    const run = await cli();
+    expect(run.code, run.stderr).to.equal(1);
+    expect(auditOutput(run.stdout).report.inconsistencies).to.deep.equal(report.inconsistencies);
     expect(report.inconsistencies).to.deep.equal([
       `7 USDC (${usdcAddress}) left ${w.agent} to ${thief} in ${sent[0]}: no authorised settlement, withdrawal or swap explains it`,
       `10000 USDC (${usdcAddress}) left ${w.agent} to ${X402_SCHEME_ADDRESSES.erc3009DepositCollector} in ${sent[1]}: no authorised settlement, withdrawal or swap explains it`,
