@@ -3,16 +3,18 @@
  * the factory, every payment decision, policy version, pause, owner, operator, withdrawal and day's spend, as JSON.
  *
  *   npm run audit -- --rpc https://mainnet.base.org --factory 0x... [--usdc 0x...] [--weth 0x...] [--from-block N]
- *     [--to-block N] [--swap-counterparties 0x...,0x...]
+ *     [--to-block N] [--swap-counterparties 0x...,0x...] [--x402-channel 0x...] [--deposit-collectors 0x...,0x...]
  *     [--ledger https://spendgate.example --key <owner or agent API key> [--agents 0x...,0x...]]
  *
  * Exit code 1 when the events contradict each other (`inconsistencies`: a spentToday that does not add up, USDC moved
  * under a nonce the policy never authorised, a settlement after a release or in another epoch, an epoch, leaf, cap or
  * payee the events do not bear out, an owner action not signed by the owner in force, a USDC or WETH transfer out of a
- * wallet that no authorised settlement, withdrawal or swap explains), or, with --ledger, when the service's ledger
+ * wallet that no authorised settlement, withdrawal, swap, channel deposit or open upto ceiling explains, a credit of
+ * more than came back), or, with --ledger, when the service's ledger
  * (every entry the key may read) disagrees with them (`ledgerDisagreements`). --agents names agents the ledger must
  * cover even if it has no entry of theirs. The JSON report is followed by a one-line summary (agents, events read,
- * anomalies).
+ * anomalies). --x402-channel and --deposit-collectors name the x402 batch-settlement channel contract and its deposit
+ * collectors where they are not at their canonical addresses.
  */
 import { JsonRpcProvider } from "ethers";
 import { USDC_ADDRESSES, WETH_ADDRESS } from "../src/chain/addresses";
@@ -45,6 +47,10 @@ async function main(): Promise<void> {
     usdc,
     weth: arg("weth") ?? WETH_ADDRESS,
     swapCounterparties: (arg("swap-counterparties") ?? "").split(",").filter(Boolean),
+    x402: {
+      batchSettlement: arg("x402-channel"),
+      depositCollectors: arg("deposit-collectors")?.split(",").filter(Boolean),
+    },
     fromBlock: Number(arg("from-block") ?? process.env.FACTORY_DEPLOY_BLOCK ?? 0),
     toBlock: toBlock === undefined ? undefined : Number(toBlock),
   });

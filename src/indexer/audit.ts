@@ -11,136 +11,22 @@ import { ZeroAddress, getAddress, zeroPadValue, type Log, type Provider } from "
 import { WETH_ADDRESS } from "../chain/addresses";
 import { eventTopic, parseEvent } from "../chain/contracts";
 import { BlockReason, reasonName } from "../chain/reasons";
-import { leafMatches } from "../policy/allowlist";
-import { emptyExplanations, explainOutflow, transferOf, type AuditOutflow, type TxExplanations } from "./auditOutflows";
-import { CONTRACT_OWNER, SignatureAuditor, type AuditSignature, type SignedEvent } from "./auditSignatures";
+import { ADDRESS_CHUNK, auditOperatorSets, day, logsOf, order } from "./auditLogs";
+import { auditOutflows, auditSettlements, emptyExplanations, type TxExplanations } from "./auditOutflows";
+import { replayRules } from "./auditRules";
+import { SchemeAudit, X402_CONTRACTS } from "./auditSchemes";
+import { CONTRACT_OWNER, SignatureAuditor, type SignedEvent } from "./auditSignatures";
+import {
+  POLICY_NUMBERS,
+  newAgent,
+  type AuditLeaf,
+  type AuditPayment,
+  type AuditReport,
+  type AuditAgent,
+  type EpochCause,
+} from "./auditTypes";
 
-/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: README, "The EIP-712 types owners sign"). */
-const POLICY_NUMBERS = [
-  "perTxLimit",
-  "dailyBudget",
-  "approvalThreshold",
-  "hourlyBudget",
-  "weeklyBudget",
-  "monthlyBudget",
-  "lifetimeBudget",
-  "maxPaymentsPerHour",
-  "validUntil",
-  "maxSwapSlippageBps",
-  "swapTwapSeconds",
-  "minSwapRate",
-] as const;
-
-/** Every event that starts a new authorisation epoch, as the audit rebuilds it (ISpendPolicy.sol, owner actions). */
-export type EpochCause = "PolicyUpdated" | "PausedSet" | "OperatorSet" | "OwnerSet";
-
-/** The allowlist leaf that admitted a payment (PaymentAuthorized's leafEntry, leafDailyCap, leafPayee). */
-export interface AuditLeaf {
-  entry: string;
-  dailyCap: string;
-  /** 0x0: any payee. */
-  payee: string;
-}
-
-export type AuditPaymentStatus = "authorized" | "settled" | "released" | "blocked";
-
-export interface AuditPayment {
-  paymentId: string;
-  status: AuditPaymentStatus;
-  merchant: string;
-  amount: string;
-  payTo: string | null;
-  /** The EIP-3009 transfer's validity (PaymentAuthorized): it may settle only strictly between the two. */
-  validAfter: number | null;
-  validBefore: number | null;
-  /** The authorisation epoch it was authorised in: it may settle only while the epoch is still that one. */
-  epoch: number | null;
-  /** The allowlist leaf that admitted it. */
-  leaf: AuditLeaf | null;
-  reason: string | null;
-  approvalId: string | null;
-  day: string;
-  authorizeTx: string;
-  /** The block of its PaymentAuthorized (or PaymentBlocked). */
-  authorizeBlock: number;
-  settleTx: string | null;
-  releaseTx: string | null;
-  /** The swap that bought this payment's USDC shortfall (SwapExecuted): tokenIn is WETH, or 0x0 for wrapped ETH. */
-  swap?: { txHash: string; tokenIn: string; amountIn: string; amountOut: string };
-}
-
-export interface AuditAgent {
-  agent: string;
-  deployTx: string;
-  owners: { owner: string; timestamp: number; txHash: string }[];
-  operators: { operator: string; timestamp: number; txHash: string }[];
-  /** Each signed policy: its version, every SetPolicy field (amounts and integers as decimal strings), when and where. */
-  policies: ({ version: number; allowlistRoot: string; timestamp: number; txHash: string } & Record<
-    (typeof POLICY_NUMBERS)[number],
-    string
-  >)[];
-  /** Each pause or resume; `epoch` is the one SetPaused named (for a resume, the epoch it resumed). */
-  pauses: { paused: boolean; epoch: number; timestamp: number; txHash: string }[];
-  withdrawals: { token: string; to: string; amount: string; timestamp: number; txHash: string }[];
-  /** Authorised payments by paymentId, in order. */
-  payments: AuditPayment[];
-  /** Refusals (a blocked paymentId reserves nothing, so each refusal is its own entry). */
-  blocked: AuditPayment[];
-  /** Payment ids voided before any authorisation of them landed (PaymentVoided): none can ever be authorised. */
-  voided: { paymentId: string; day: string; txHash: string }[];
-  /** UTC day (YYYY-MM-DD) -> spend at the end of the day's last event (authorised minus released that day). */
-  days: Record<string, string>;
-  /** The authorisation epoch rebuilt from events alone: 0 before the first policy, then one more for every
-   * PolicyUpdated, every PausedSet pausing and every OperatorSet and OwnerSet after deployment (16 bits, wrapping). */
-  epoch: number;
-  /** Each epoch started, by what and where. */
-  epochs: { epoch: number; cause: EpochCause; txHash: string }[];
-  /** Every allowlist leaf that admitted a payment: what it admitted in all, and each UTC day's spend counted against
-   * its entry's cap (capped leaves only, as the contract counts: a release does not give it back). */
-  leaves: (AuditLeaf & { payments: number; amount: string; days: Record<string, string> })[];
-  /** Every payee of an authorised payment: how many, how much, and the entries that named it as their payee (empty:
-   * paid only under leaves with payee 0, "any payee"). */
-  payees: Record<string, { payments: number; amount: string; namedBy: string[] }>;
-  /** The signer of every owner action, recovered from its event's signature. */
-  signatures: AuditSignature[];
-  /** Every USDC and WETH Transfer out of the wallet, with what explains it. */
-  outflows: AuditOutflow[];
-}
-
-/** A contract an agent's operator slot named (an OperatorSet): whoever it lets in relays for the agent. */
-export interface AuditOperatorSet {
-  address: string;
-  /** OwnershipTransferred: who adds and removes members. */
-  owners: { owner: string; txHash: string }[];
-  /** OperatorAdded / OperatorRemoved, in order. */
-  changes: { member: string; added: boolean; blockNumber: number; txHash: string }[];
-  /** The members after the last change read. */
-  members: string[];
-}
-
-export interface AuditReport {
-  factory: string;
-  fromBlock: number;
-  toBlock: number;
-  agents: Record<string, AuditAgent>;
-  /** Every operator an agent had that emitted OperatorSet membership events, by address. */
-  operatorSets: Record<string, AuditOperatorSet>;
-  /** Every place where the rebuilt state disagrees with what an event reported (empty when consistent): the
-   * anomalies. */
-  inconsistencies: string[];
-  /** What an auditor should know that is no anomaly (a contract owner's signature, a transfer of 0). */
-  notes: string[];
-  /** How many logs the audit read. */
-  events: number;
-}
-
-/** Blocks per eth_getLogs call: nodes cap the range (Base providers at 2,000 to 10,000 blocks). */
-const LOG_BLOCKS = 2000;
-/** Agents (addresses, or topics) per eth_getLogs call. */
-const ADDRESS_CHUNK = 100;
-
-const day = (ts: number) => new Date(ts * 1000).toISOString().slice(0, 10);
-const order = (a: Log, b: Log) => a.blockNumber - b.blockNumber || a.index - b.index;
+export type * from "./auditTypes";
 
 /** Rebuilds the history of every agent of `factory` from the logs of blocks fromBlock..toBlock. */
 export async function auditFromLogs(
@@ -152,6 +38,8 @@ export async function auditFromLogs(
     weth?: string;
     /** Addresses a swap may pay WETH to besides the pool seen paying USDC back (a router, a pool). */
     swapCounterparties?: string[];
+    /** The x402 channel contract and the deposit collectors (default: their canonical addresses, X402_CONTRACTS). */
+    x402?: { batchSettlement?: string; depositCollectors?: string[] };
     fromBlock: number;
     toBlock?: number;
     addressChunk?: number;
@@ -177,25 +65,7 @@ export async function auditFromLogs(
     const e = parseEvent("SpendPolicyFactory", log);
     if (e?.name !== "AgentDeployed") continue;
     const agent = getAddress(e.args.agent);
-    report.agents[agent] = {
-      agent,
-      deployTx: log.transactionHash,
-      owners: [],
-      operators: [],
-      policies: [],
-      pauses: [],
-      withdrawals: [],
-      payments: [],
-      blocked: [],
-      voided: [],
-      days: {},
-      epoch: 0,
-      epochs: [],
-      leaves: [],
-      payees: {},
-      signatures: [],
-      outflows: [],
-    };
+    report.agents[agent] = newAgent(agent, log.transactionHash);
   }
   report.events += deployed.length;
   const agents = Object.keys(report.agents);
@@ -256,6 +126,15 @@ export async function auditFromLogs(
     for (const x of epochStarts.get(agent) ?? []) if (x.block < block || (x.block === block && x.index < index)) epoch = x.epoch;
     return epoch;
   };
+  const batchSettlement = getAddress(opts.x402?.batchSettlement ?? X402_CONTRACTS.batchSettlement);
+  const schemes = new SchemeAudit(
+    report,
+    { epochAt, timestampOf },
+    {
+      batchSettlement,
+      depositCollectors: new Set((opts.x402?.depositCollectors ?? [X402_CONTRACTS.erc3009DepositCollector]).map((x) => getAddress(x))),
+    },
+  );
   for (const log of [...agentLogs].sort(order)) {
     const a = report.agents[getAddress(log.address)];
     const e = parseEvent("SpendPolicy", log);
@@ -477,16 +356,28 @@ export async function auditFromLogs(
           report.inconsistencies.push(`${a.agent}: PaymentReleased of unknown payment ${e.args.paymentId}`);
           break;
         }
-        p.status = "released";
-        p.releaseTx = log.transactionHash;
+        // A deposit's or ceiling's credit (SchemeCredited follows) gives back only what came back; a release, all of it.
+        if (schemes.isScheme(a.agent, p.paymentId)) schemes.onRelease(a.agent, p.paymentId, e.args.amount);
+        else {
+          if (e.args.amount !== BigInt(p.amount))
+            report.inconsistencies.push(`${a.agent} ${p.paymentId}: released ${e.args.amount} of ${p.amount}`);
+          p.status = "released";
+          p.releaseTx = log.transactionHash;
+        }
         // The contract gives the amount back only to the day it was authorised on, if that is today.
-        const rebuilt = p.day === today ? (spend.get(key) ?? 0n) - BigInt(p.amount) : (spend.get(key) ?? 0n);
+        const rebuilt = p.day === today ? (spend.get(key) ?? 0n) - e.args.amount : (spend.get(key) ?? 0n);
         spend.set(key, rebuilt);
         if (rebuilt !== e.args.spentToday)
           report.inconsistencies.push(`${a.agent} ${p.paymentId}: released, spentToday ${e.args.spentToday}, rebuilt ${rebuilt}`);
         a.days[today] = rebuilt.toString();
         break;
       }
+      case "SchemePayment":
+        schemes.onSchemePayment(a, log, e.args);
+        break;
+      case "SchemeCredited":
+        schemes.onSchemeCredited(a, log, e.args);
+        break;
     }
   }
   for (const [id, approval] of pendingApproval)
@@ -494,182 +385,13 @@ export async function auditFromLogs(
       `${id.split("|")[0]}: ApprovalUsed in ${approval.txHash} for payment ${id.split("|")[1]}, never authorised`,
     );
   await auditOperatorSets(provider, range, report, chunk);
-  for (const log of usedLogs) {
-    const e = parseEvent("Usdc", log);
-    if (e?.name !== "AuthorizationUsed") continue;
-    const agent = getAddress(e.args.authorizer);
-    const p = byId.get(`${agent}|${e.args.nonce}`);
-    if (!p) {
-      report.inconsistencies.push(`${agent}: USDC moved under nonce ${e.args.nonce}, which its policy never authorised`);
-      continue;
-    }
-    if (p.status === "released") report.inconsistencies.push(`${p.paymentId}: settled after its release`);
-    p.status = "settled";
-    p.settleTx = log.transactionHash;
-    explain(log.transactionHash).settlements.push({ agent, paymentId: p.paymentId, index: log.index, used: false });
-    // The wallet answers only for a payment of the current epoch, and USDC only strictly inside its validity.
-    const epoch = epochAt(agent, log.blockNumber, log.index);
-    if (epoch !== p.epoch)
-      report.inconsistencies.push(`${agent} ${p.paymentId}: settled under epoch ${epoch}, authorised under ${p.epoch}`);
-    const t = await timestampOf(log.blockNumber);
-    if (!(t > (p.validAfter ?? 0) && t < (p.validBefore ?? Infinity)))
-      report.inconsistencies.push(`${agent} ${p.paymentId}: settled at ${t}, outside its validity (${p.validAfter}, ${p.validBefore})`);
-  }
-  auditOutflows(
-    report,
-    outLogs,
-    inLogs,
-    explanations,
-    byId,
-    { usdc, weth },
-    new Set((opts.swapCounterparties ?? []).map((x) => getAddress(x))),
-  );
+  report.events += await schemes.readChannels(provider, range, chunk);
+  await auditSettlements(report, usedLogs, byId, schemes, explain, { epochAt, timestampOf });
+  await auditOutflows(report, outLogs, inLogs, explanations, byId, schemes, {
+    tokens: { usdc, weth },
+    counterparties: new Set((opts.swapCounterparties ?? []).map((x) => getAddress(x))),
+    depositTargets: new Set([...schemes.contracts.depositCollectors, batchSettlement]),
+  });
+  schemes.checkCredits();
   return report;
-}
-
-/**
- * The rules an authorised payment passed, replayed from its PaymentAuthorized and the policy in force: its leaf admits
- * its merchant, names its payTo (or payee 0), and its entry's daily cap holds the day's authorisations under it (counted
- * as the contract counts them: capped leaves only, a release gives nothing back); the policy was not paused, and the
- * amount is within perTxLimit and, unless the owner approved it, the approval threshold. Fills the leaf and payee summary.
- */
-function replayRules(
-  report: AuditReport,
-  a: AuditAgent,
-  p: AuditPayment & { payTo: string },
-  leaf: AuditLeaf,
-  policy: AuditAgent["policies"][number] | undefined,
-  entrySpend: Map<string, bigint>,
-  approved: boolean,
-): void {
-  const amount = BigInt(p.amount);
-  const where = `${a.agent} ${p.paymentId}`;
-  if (!leafMatches(leaf.entry, p.merchant))
-    report.inconsistencies.push(`${where}: leaf ${JSON.stringify(leaf.entry)} does not admit ${p.merchant}`);
-  if (leaf.payee !== ZeroAddress && leaf.payee !== p.payTo)
-    report.inconsistencies.push(`${where}: pays ${p.payTo}, but its leaf ${JSON.stringify(leaf.entry)} names payee ${leaf.payee}`);
-  if (leaf.dailyCap !== "0") {
-    const key = `${a.agent}|${p.day}|${leaf.entry}`;
-    const spent = (entrySpend.get(key) ?? 0n) + amount;
-    entrySpend.set(key, spent);
-    if (spent > BigInt(leaf.dailyCap))
-      report.inconsistencies.push(
-        `${where}: ${spent} authorised under ${JSON.stringify(leaf.entry)} on ${p.day}, past its cap ${leaf.dailyCap}`,
-      );
-  }
-  if (a.pauses.at(-1)?.paused) report.inconsistencies.push(`${where}: authorised while paused`);
-  if (policy && amount > BigInt(policy.perTxLimit))
-    report.inconsistencies.push(`${where}: ${amount} is above perTxLimit ${policy.perTxLimit} of policy ${policy.version}`);
-  if (policy && !approved && amount > BigInt(policy.approvalThreshold))
-    report.inconsistencies.push(`${where}: ${amount} is above the approval threshold ${policy.approvalThreshold} with no ApprovalUsed`);
-
-  let summary = a.leaves.find((l) => l.entry === leaf.entry && l.dailyCap === leaf.dailyCap && l.payee === leaf.payee);
-  if (!summary) a.leaves.push((summary = { ...leaf, payments: 0, amount: "0", days: {} }));
-  summary.payments++;
-  summary.amount = (BigInt(summary.amount) + amount).toString();
-  if (leaf.dailyCap !== "0") summary.days[p.day] = (entrySpend.get(`${a.agent}|${p.day}|${leaf.entry}`) ?? 0n).toString();
-  const payee = (a.payees[p.payTo] ??= { payments: 0, amount: "0", namedBy: [] });
-  payee.payments++;
-  payee.amount = (BigInt(payee.amount) + amount).toString();
-  if (leaf.payee === p.payTo && !payee.namedBy.includes(leaf.entry)) payee.namedBy.push(leaf.entry);
-}
-
-/** Every USDC and WETH Transfer out of an agent wallet, explained or reported (see auditOutflows.ts). */
-function auditOutflows(
-  report: AuditReport,
-  outLogs: Log[],
-  inLogs: Log[],
-  explanations: Map<string, TxExplanations>,
-  byId: Map<string, AuditPayment>,
-  tokens: { usdc: string; weth: string },
-  counterparties: ReadonlySet<string>,
-): void {
-  for (const log of inLogs) {
-    const x = explanations.get(log.transactionHash.toLowerCase());
-    const t = transferOf(log);
-    if (!x || x.swaps.length === 0 || !t || !report.agents[t.to]) continue;
-    x.usdcIn.push({ from: t.from, agent: t.to, amount: t.amount });
-  }
-  for (const log of [...outLogs].sort(order)) {
-    const t = transferOf(log);
-    const a = t && report.agents[t.from];
-    if (!t || !a) continue;
-    const address = getAddress(log.address);
-    const symbol = address === tokens.usdc ? "USDC" : address === tokens.weth ? "WETH" : null;
-    if (!symbol) continue;
-    const out = explainOutflow(
-      log,
-      t,
-      { symbol, address },
-      explanations.get(log.transactionHash.toLowerCase()),
-      (agent, paymentId) => byId.get(`${agent}|${paymentId}`),
-      counterparties,
-    );
-    a.outflows.push(out);
-    if (out.explainedBy) continue;
-    const what = `${out.amount} ${symbol} (${address}) left ${a.agent} to ${out.to} in ${out.txHash}`;
-    if (t.amount === 0n) report.notes.push(`${what}: moves nothing`);
-    else report.inconsistencies.push(`${what}: no authorised settlement, withdrawal or swap explains it`);
-  }
-}
-
-/**
- * The membership history of every operator the agents had: an operator slot may name an OperatorSet, whose owner
- * changes who relays without any event of the agent's own. An operator key (no code) emits nothing here.
- */
-async function auditOperatorSets(
-  provider: Provider,
-  range: { fromBlock: number; toBlock: number },
-  report: AuditReport,
-  chunk: number,
-): Promise<void> {
-  const operators = [...new Set(Object.values(report.agents).flatMap((a) => a.operators.map((o) => o.operator)))];
-  if (operators.length === 0) return;
-  const topics = [
-    [
-      eventTopic("OperatorSet", "OperatorAdded"),
-      eventTopic("OperatorSet", "OperatorRemoved"),
-      eventTopic("OperatorSet", "OwnershipTransferred"),
-    ],
-  ];
-  const logs: Log[] = [];
-  for (let i = 0; i < operators.length; i += chunk)
-    logs.push(...(await logsOf(provider, { ...range, address: operators.slice(i, i + chunk), topics })));
-  for (const log of logs.sort(order)) {
-    const e = parseEvent("OperatorSet", log);
-    if (!e) continue;
-    const address = getAddress(log.address);
-    const set = (report.operatorSets[address] ??= { address, owners: [], changes: [], members: [] });
-    if (e.name === "OwnershipTransferred") {
-      set.owners.push({ owner: getAddress(e.args.newOwner), txHash: log.transactionHash });
-    } else if (e.name === "OperatorAdded" || e.name === "OperatorRemoved") {
-      const member = getAddress(e.args.account);
-      const added = e.name === "OperatorAdded";
-      set.changes.push({ member, added, blockNumber: log.blockNumber, txHash: log.transactionHash });
-      set.members = added ? [...set.members, member] : set.members.filter((m) => m !== member);
-    }
-  }
-}
-
-type LogRange = { fromBlock: number; toBlock: number; address: string | string[]; topics?: (string | string[] | null)[] };
-
-/** eth_getLogs over a range of any length: LOG_BLOCKS at a time, and a range the node still refuses in halves. */
-async function logsOf(provider: Provider, filter: LogRange): Promise<Log[]> {
-  const logs: Log[] = [];
-  for (let a = filter.fromBlock; a <= filter.toBlock; a += LOG_BLOCKS) {
-    logs.push(...(await logsIn(provider, { ...filter, fromBlock: a, toBlock: Math.min(filter.toBlock, a + LOG_BLOCKS - 1) })));
-  }
-  return logs;
-}
-
-async function logsIn(provider: Provider, filter: LogRange): Promise<Log[]> {
-  const { fromBlock: from, toBlock: to } = filter;
-  try {
-    return await provider.getLogs(filter);
-  } catch (err) {
-    const message = String((err as { message?: unknown } | null)?.message ?? err);
-    if (to <= from || !/range|limit|too many|exceed|too large|size|results/i.test(message)) throw err;
-    const mid = Math.floor((from + to) / 2);
-    return [...(await logsIn(provider, { ...filter, toBlock: mid })), ...(await logsIn(provider, { ...filter, fromBlock: mid + 1 }))];
-  }
 }

@@ -7,11 +7,18 @@
  *   amount and payTo are the transfer's;
  * - withdrawal: the wallet's Withdrawn of that token, recipient and amount;
  * - swap: the wallet's SwapExecuted whose amountIn is the WETH sent, to the pool that paid its amountOut USDC into the
- *   wallet in that transaction (or a router or pool the auditor names).
+ *   wallet in that transaction (or a router or pool the auditor names);
+ * - deposit: an authorised channel deposit landing in that transaction (auditSchemes.ts), of that amount, to the
+ *   deposit collector (or the channel contract);
+ * - ceiling: an open upto ceiling to that payee with that much left (auditSchemes.ts; Permit2 leaves no other trace).
  */
 import { getAddress, type Log } from "ethers";
+import { parseEvent } from "../chain/contracts";
+import { order } from "./auditLogs";
+import type { Checks, DepositLanding, SchemeAudit } from "./auditSchemes";
+import type { AuditPayment, AuditReport } from "./auditTypes";
 
-export type OutflowExplanation = "settlement" | "withdrawal" | "swap";
+export type OutflowExplanation = "settlement" | "withdrawal" | "swap" | "deposit" | "ceiling";
 
 export interface AuditOutflow {
   txHash: string;
@@ -23,7 +30,7 @@ export interface AuditOutflow {
   amount: string;
   /** null: nothing explains it (an anomaly, unless the amount is 0). */
   explainedBy: OutflowExplanation | null;
-  /** The payment a settlement or a swap was for. */
+  /** The payment a settlement, a swap, a deposit or a ceiling was for. */
   paymentId?: string;
 }
 
@@ -34,9 +41,11 @@ export interface TxExplanations {
   swaps: { agent: string; paymentId: string; amountIn: bigint; amountOut: bigint; index: number; used: boolean }[];
   /** USDC Transfers into an agent wallet (a swap's pool pays its amountOut). */
   usdcIn: { from: string; agent: string; amount: bigint }[];
+  /** Channel deposits landing (USDC AuthorizationUsed under the collector's nonce, then the channel's Deposited). */
+  deposits: DepositLanding[];
 }
 
-export const emptyExplanations = (): TxExplanations => ({ settlements: [], withdrawals: [], swaps: [], usdcIn: [] });
+export const emptyExplanations = (): TxExplanations => ({ settlements: [], withdrawals: [], swaps: [], usdcIn: [], deposits: [] });
 
 /** A Transfer(address indexed, address indexed, uint256) log's parties and value (USDC's and WETH9's names differ). */
 export function transferOf(log: Pick<Log, "topics" | "data">): { from: string; to: string; amount: bigint } | null {
@@ -50,8 +59,9 @@ export function transferOf(log: Pick<Log, "topics" | "data">): { from: string; t
 
 /**
  * Explains one Transfer out of `agent` from the events of its transaction, consuming the explanation it uses (one
- * settlement, withdrawal or swap explains one transfer). `payment(agent, paymentId)` is the authorised payment's amount and
- * payTo; `counterparties` are addresses a swap may pay WETH to beyond the pool seen paying USDC back.
+ * settlement, withdrawal, swap or deposit explains one transfer). `payment(agent, paymentId)` is the authorised payment's
+ * amount and payTo; `counterparties` are addresses a swap may pay WETH to beyond the pool seen paying USDC back;
+ * `depositTargets` where a deposit's USDC goes (the deposit collectors, the channel contract).
  */
 export function explainOutflow(
   log: Log,
@@ -60,6 +70,7 @@ export function explainOutflow(
   tx: TxExplanations | undefined,
   payment: (agent: string, paymentId: string) => { amount: string; payTo: string | null } | undefined,
   counterparties: ReadonlySet<string>,
+  depositTargets: ReadonlySet<string> = new Set(),
 ): AuditOutflow {
   const out: AuditOutflow = {
     txHash: log.transactionHash,
@@ -85,6 +96,11 @@ export function explainOutflow(
       s.used = true;
       return { ...out, explainedBy: "settlement", paymentId: s.paymentId };
     }
+    const d = nearest(tx.deposits).find((x) => !x.used && x.agent === t.from && x.amount === t.amount && depositTargets.has(t.to));
+    if (d) {
+      d.used = true;
+      return { ...out, explainedBy: "deposit", paymentId: d.paymentId };
+    }
   }
   const w = nearest(tx.withdrawals).find(
     (x) => !x.used && x.agent === t.from && x.token === token.address && x.to === t.to && x.amount === t.amount,
@@ -107,4 +123,91 @@ export function explainOutflow(
     }
   }
   return out;
+}
+
+/**
+ * USDC's AuthorizationUsed of the wallets: an EIP-3009 settlement of an authorised payment (its nonce is the paymentId),
+ * in its epoch and strictly inside its validity, or a channel deposit landing under the collector's nonce
+ * (auditSchemes.ts); anything else moved USDC under a nonce no policy authorised. Records what explains the outflows.
+ */
+export async function auditSettlements(
+  report: AuditReport,
+  usedLogs: Log[],
+  byId: Map<string, AuditPayment>,
+  schemes: SchemeAudit,
+  explain: (txHash: string) => TxExplanations,
+  checks: Checks,
+): Promise<void> {
+  for (const log of [...usedLogs].sort(order)) {
+    const e = parseEvent("Usdc", log);
+    if (e?.name !== "AuthorizationUsed") continue;
+    const agent = getAddress(e.args.authorizer);
+    const p = byId.get(`${agent}|${e.args.nonce}`);
+    if (!p) {
+      // Not a paymentId: a channel deposit landing (the collector's nonce), or USDC no authorisation explains.
+      const landing = await schemes.landDeposit(agent, log);
+      if (typeof landing === "string") report.inconsistencies.push(landing);
+      else if (landing) explain(log.transactionHash).deposits.push(landing);
+      else report.inconsistencies.push(`${agent}: USDC moved under nonce ${e.args.nonce}, which its policy never authorised`);
+      continue;
+    }
+    if (p.scheme) report.inconsistencies.push(`${agent} ${p.paymentId}: USDC moved under the nonce of a ${p.scheme.name} payment`);
+    if (p.status === "released") report.inconsistencies.push(`${p.paymentId}: settled after its release`);
+    p.status = "settled";
+    p.settleTx = log.transactionHash;
+    explain(log.transactionHash).settlements.push({ agent, paymentId: p.paymentId, index: log.index, used: false });
+    // The wallet answers only for a payment of the current epoch, and USDC only strictly inside its validity.
+    const epoch = checks.epochAt(agent, log.blockNumber, log.index);
+    if (epoch !== p.epoch)
+      report.inconsistencies.push(`${agent} ${p.paymentId}: settled under epoch ${epoch}, authorised under ${p.epoch}`);
+    const t = await checks.timestampOf(log.blockNumber);
+    if (!(t > (p.validAfter ?? 0) && t < (p.validBefore ?? Infinity)))
+      report.inconsistencies.push(`${agent} ${p.paymentId}: settled at ${t}, outside its validity (${p.validAfter}, ${p.validBefore})`);
+  }
+}
+
+/** Every USDC and WETH Transfer out of an agent wallet, explained or reported (see auditOutflows.ts). */
+export async function auditOutflows(
+  report: AuditReport,
+  outLogs: Log[],
+  inLogs: Log[],
+  explanations: Map<string, TxExplanations>,
+  byId: Map<string, AuditPayment>,
+  schemes: SchemeAudit,
+  opts: { tokens: { usdc: string; weth: string }; counterparties: ReadonlySet<string>; depositTargets: ReadonlySet<string> },
+): Promise<void> {
+  const { tokens } = opts;
+  for (const log of inLogs) {
+    const x = explanations.get(log.transactionHash.toLowerCase());
+    const t = transferOf(log);
+    if (!x || x.swaps.length === 0 || !t || !report.agents[t.to]) continue;
+    x.usdcIn.push({ from: t.from, agent: t.to, amount: t.amount });
+  }
+  for (const log of [...outLogs].sort(order)) {
+    const t = transferOf(log);
+    const a = t && report.agents[t.from];
+    if (!t || !a) continue;
+    const address = getAddress(log.address);
+    const symbol = address === tokens.usdc ? "USDC" : address === tokens.weth ? "WETH" : null;
+    if (!symbol) continue;
+    const out = explainOutflow(
+      log,
+      t,
+      { symbol, address },
+      explanations.get(log.transactionHash.toLowerCase()),
+      (agent, paymentId) => byId.get(`${agent}|${paymentId}`),
+      opts.counterparties,
+      opts.depositTargets,
+    );
+    // USDC that Permit2 pulled for the upto proxy: an open ceiling to that payee with that much left.
+    if (!out.explainedBy && symbol === "USDC" && t.amount > 0n) {
+      const ceiling = await schemes.ceilingFor(a.agent, t, log);
+      if (ceiling) Object.assign(out, { explainedBy: "ceiling", paymentId: ceiling });
+    }
+    a.outflows.push(out);
+    if (out.explainedBy) continue;
+    const what = `${out.amount} ${symbol} (${address}) left ${a.agent} to ${out.to} in ${out.txHash}`;
+    if (t.amount === 0n) report.notes.push(`${what}: moves nothing`);
+    else report.inconsistencies.push(`${what}: no authorised settlement, withdrawal or swap explains it`);
+  }
 }

@@ -21,7 +21,13 @@ export const POLICY_EVENTS = [
   "OwnerSet",
   "Withdrawn",
   "SwapExecuted",
+  // x402 channel deposits and upto ceilings (SpendPolicySchemes, run on the wallet's address by delegatecall).
+  "SchemePayment",
+  "SchemeCredited",
 ] as const;
+
+/** The POLICY_EVENTS emitted at the agent's address with no `agent` argument. */
+const SCHEME_EVENTS = new Set(["SchemePayment", "SchemeCredited"]);
 
 type Args = ChainEventDoc["args"];
 
@@ -101,7 +107,16 @@ export function decode(log: Log, source: Source): Decoded | null {
       args[input.name] = plain(parsed.args[i], input.type);
     }
   });
-  const agent = typeof args.agent === "string" ? args.agent : typeof args.authorizer === "string" ? args.authorizer : null;
+  // SchemePayment and SchemeCredited name no agent: the wallet that emits them is the agent (SpendPolicySchemes runs
+  // on the agent's address by delegatecall).
+  const agent =
+    typeof args.agent === "string"
+      ? args.agent
+      : typeof args.authorizer === "string"
+        ? args.authorizer
+        : SCHEME_EVENTS.has(name)
+          ? getAddress(log.address)
+          : null;
   const paymentId = typeof args.paymentId === "string" ? args.paymentId : typeof args.nonce === "string" ? args.nonce : null;
   return {
     txHash: log.transactionHash.toLowerCase(),

@@ -23,6 +23,10 @@ export interface LedgerTransaction {
 }
 
 const same = (a: string | null | undefined, b: string | null | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase();
+/** Money left under it: settled, or a deposit that landed or a ceiling settled under, whether credited since or not. */
+const moved = (p: AuditPayment) => p.status === "settled" || (p.status === "credited" && p.scheme?.moved !== "0");
+/** Nothing left under it: released, or a deposit or ceiling credited in full before any of it moved. */
+const givenBack = (p: AuditPayment) => p.status === "released" || (p.status === "credited" && p.scheme?.moved === "0");
 
 /**
  * Every place where `ledger` and the chain disagree, for the agents in `ledger` and in `agents` (an agent with no
@@ -70,7 +74,7 @@ function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[], l
       const other = claimed.get(p.paymentId);
       if (other) problems.push(`${where}: payment ${p.paymentId} is also the settlement of ${other}`);
       claimed.set(p.paymentId, t.id);
-      if (p.status !== "settled") problems.push(`${where}: payment ${p.paymentId} is ${p.status} on-chain`);
+      if (!moved(p)) problems.push(`${where}: payment ${p.paymentId} is ${p.status} on-chain`);
       if (p.amount !== amount) problems.push(`${where}: amount ${amount}, authorised on-chain ${p.amount}`);
       if (!same(p.payTo, t.payTo)) problems.push(`${where}: payTo ${t.payTo}, authorised on-chain ${p.payTo}`);
       if (!same(p.settleTx, t.txHash)) problems.push(`${where}: txHash ${t.txHash}, settled on-chain in ${p.settleTx}`);
@@ -81,7 +85,7 @@ function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[], l
     } else if (t.status === "blocked" && t.txHash && !p) {
       const b = onchain.blocked.find((x) => same(x.authorizeTx, t.txHash) && x.amount === amount && x.reason === t.reason);
       if (!b) problems.push(`${where}: no PaymentBlocked of ${amount} for ${t.reason ?? "?"} in ${t.txHash}`);
-    } else if (p && t.status !== "processing" && p.status !== "released") {
+    } else if (p && t.status !== "processing" && !givenBack(p)) {
       // failed, blocked after its authorisation (a refused swap), pending, denied, expired: nothing may have stayed.
       problems.push(`${where}: payment ${p.paymentId} is ${p.status} on-chain`);
     } else if (p && t.releaseTxHash && !same(p.releaseTx, t.releaseTxHash)) {
