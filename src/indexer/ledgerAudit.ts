@@ -20,6 +20,10 @@ export interface LedgerTransaction {
   authorizeTxHash: string | null;
   releaseTxHash: string | null;
   swap?: { txHash: string } | null;
+  /** Absent: exact (a ledger from before the schemes). */
+  scheme?: string;
+  ceiling?: string;
+  channel?: { channelId: string; cumulative: string; deposit: string | null };
 }
 
 const same = (a: string | null | undefined, b: string | null | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase();
@@ -63,7 +67,14 @@ function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[], l
   const byId = new Map<string, AuditPayment>(onchain.payments.map((p) => [p.paymentId.toLowerCase(), p]));
   const claimed = new Map<string, string>(); // paymentId -> the entry that says it settled
   for (const t of entries) {
+    // A channel voucher is off-chain (the channel contract bounds it by the deposits): nothing of its own to hold.
+    if (t.scheme === "batch-settlement" && !t.paymentId) continue;
     const p = t.paymentId ? byId.get(t.paymentId.toLowerCase()) : undefined;
+    if (p && t.scheme && t.scheme !== "exact") {
+      problems.push(...schemeDisagreements(t, p, `${t.id} (${t.status}, ${onchain.agent})`));
+      claimed.set(p.paymentId, t.id);
+      continue;
+    }
     const amount = toBaseUnits(t.amount).toString();
     const where = `${t.id} (${t.status}, ${onchain.agent})`;
     if (t.status === "approved") {
@@ -103,6 +114,25 @@ function agentDisagreements(onchain: AuditAgent, entries: LedgerTransaction[], l
     if (!txs.has(b.authorizeTx.toLowerCase()) && !ids.has(b.paymentId.toLowerCase()))
       problems.push(`${onchain.agent}: ${b.reason ?? "blocked"} refusal of ${b.amount} in ${b.authorizeTx} is not in the ledger`);
   }
+  return problems;
+}
+
+/**
+ * A deposit's or a ceiling's entry against its on-chain authorisation: the scheme, the amount authorised (the
+ * deposit, the ceiling), and for a ceiling what the seller settled under it. A channel request whose deposit landed
+ * may have failed all the same: its deposit is held in the channel (the channel's own totals tell it).
+ */
+function schemeDisagreements(t: LedgerTransaction, p: AuditPayment, where: string): string[] {
+  const problems: string[] = [];
+  if (!p.scheme || p.scheme.name !== t.scheme) problems.push(`${where}: a ${t.scheme} entry, on-chain ${p.scheme?.name ?? "exact"}`);
+  const authorized = t.scheme === "upto" ? t.ceiling : t.channel?.deposit;
+  if (authorized === undefined || authorized === null || toBaseUnits(authorized).toString() !== p.amount)
+    problems.push(`${where}: ${t.scheme === "upto" ? "ceiling" : "deposit"} ${authorized ?? "none"}, authorised on-chain ${p.amount}`);
+  if (t.scheme === "upto" && t.status === "approved" && p.scheme && toBaseUnits(t.amount).toString() !== p.scheme.moved)
+    problems.push(`${where}: settled ${toBaseUnits(t.amount)}, on-chain ${p.scheme.moved} left under the ceiling`);
+  if (t.scheme === "upto" && t.status !== "approved" && t.status !== "processing" && p.scheme && p.scheme.moved !== "0")
+    problems.push(`${where}: ${p.scheme.moved} left under the ceiling on-chain`);
+  if (!same(p.authorizeTx, t.authorizeTxHash)) problems.push(`${where}: authorizeTxHash ${t.authorizeTxHash}, on-chain ${p.authorizeTx}`);
   return problems;
 }
 

@@ -213,6 +213,19 @@ export const LedgerEntry = z
     explorerUrl: z.string().nullable(),
     onchain: z.object({ confirmed: z.boolean(), blockNumber: z.number().int().nullable() }),
     swap: SwapInfo.nullable().meta({ description: "the swap that bought this payment's missing USDC (SwapExecuted), or null" }),
+    scheme: z.enum(PAYMENT_SCHEMES).meta({ description: "the x402 scheme paid (docs/schemes.md)" }),
+    ceiling: z.string().optional().meta({ description: "upto: the ceiling authorised on-chain, USDC (amount: what the seller settled)" }),
+    channel: z
+      .object({
+        channelId: z.string(),
+        cumulative: z.string().meta({ description: "the channel's cumulative charge with this request, USDC" }),
+        deposit: z
+          .string()
+          .nullable()
+          .meta({ description: "the deposit this request made first, USDC (paymentId is its authorisation's), or null" }),
+      })
+      .optional()
+      .meta({ description: "batch-settlement: the channel the voucher paid from (a voucher alone has no on-chain paymentId)" }),
     refusedPayTo: z
       .string()
       .optional()

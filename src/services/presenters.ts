@@ -43,6 +43,8 @@ export function explorerBase(ctx: { config: { explorerUrl?: string }; urls: { ba
 }
 
 export function paymentView(doc: PaymentDoc, explorerUrl: string) {
+  // A channel voucher has no on-chain paymentId (it is signed off-chain); a deposit's is its authorisation's.
+  const paymentId = doc.scheme === "batch-settlement" ? (doc.channel?.depositPaymentId ?? null) : doc.paymentId;
   return {
     id: doc.txnId,
     agentAddress: doc.agentAddress,
@@ -55,8 +57,8 @@ export function paymentView(doc: PaymentDoc, explorerUrl: string) {
     createdAt: doc.createdAt.toISOString(),
     reason: doc.reason,
     approvalId: doc.approvalId,
-    paymentId: doc.paymentId,
-    payTo: doc.paymentId ? doc.payTo : null,
+    paymentId,
+    payTo: paymentId ? doc.payTo : null,
     authorizeTxHash: doc.authorizeTxHash ?? null,
     releaseTxHash: doc.releaseTxHash ?? null,
     serviceUrl: doc.serviceUrl,
@@ -64,6 +66,17 @@ export function paymentView(doc: PaymentDoc, explorerUrl: string) {
     explorerUrl: doc.txHash ? `${explorerUrl}/tx/${doc.txHash}` : null,
     onchain: doc.onchain,
     swap: swapView(doc.swap),
+    scheme: doc.scheme ?? ("exact" as const),
+    ...(doc.ceiling ? { ceiling: fromBaseUnits(doc.ceiling) } : {}),
+    ...(doc.channel
+      ? {
+          channel: {
+            channelId: doc.channel.channelId,
+            cumulative: fromBaseUnits(doc.channel.cumulative),
+            deposit: doc.channel.deposit === null ? null : fromBaseUnits(doc.channel.deposit),
+          },
+        }
+      : {}),
     // A seller that moved its payTo: the owner's alert (payment.blocked) and the ledger name the new address.
     ...(doc.refusedPayTo ? { refusedPayTo: doc.refusedPayTo, ...(doc.pinnedPayee ? { pinnedPayee: doc.pinnedPayee } : {}) } : {}),
   };

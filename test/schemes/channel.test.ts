@@ -10,6 +10,7 @@ import { stackPerFile, randomOwner } from "../helpers/stack";
 import { mintUsdc, usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
 import { startBatchSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
+import { expectAuditClean } from "./auditFixture";
 
 const USDC = 1_000_000n;
 const PRICE = 1_000n;
@@ -91,6 +92,8 @@ describe("batch-settlement (channel) payments through POST /pay", () => {
     expect(reopened.status, JSON.stringify(reopened.body)).to.equal(200);
     expect(reopened.body.channel.depositTxHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(reopened.body.channel.cumulative).to.equal("0.026");
+    // An auditor reading only the chain explains every deposit and credit, and the ledger agrees with it.
+    await expectAuditClean(s, a.apiKey);
   });
 
   it("an unknown channel answers 404, and so does a malformed id (as every malformed path parameter does)", async () => {

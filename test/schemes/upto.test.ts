@@ -9,6 +9,7 @@ import { stackPerFile, randomOwner } from "../helpers/stack";
 import { mintUsdc, usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
 import { startUptoSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
+import { expectAuditClean } from "./auditFixture";
 
 const USDC = 1_000_000n;
 
@@ -55,6 +56,7 @@ describe("upto (metered) payments through POST /pay", () => {
     expect(again.status, JSON.stringify(again.body)).to.equal(200);
     expect(again.body.amount).to.equal("0.5");
     expect(await spentToday(s, a.policyContract)).to.equal(623_456n);
+    await expectAuditClean(s, a.apiKey);
   });
 
   it("blocks a ceiling over the per-transaction limit on-chain, and counts nothing", async () => {
