@@ -16,7 +16,7 @@ import { AppError, appError, upstreamError } from "../errors";
 import { type AllowlistProof, payeeAllowed } from "../policy/allowlist";
 import type { PayApproved } from "../schemas/payments";
 import type { ChannelDoc, PaymentDoc } from "../store/documents";
-import { readSettlement } from "../x402/buyer";
+import { type SellerResponse, readPaymentRequired, readSettlement } from "../x402/buyer";
 import { type ChannelPaymentSigned, channelOf, chargedOf, signDeposit, signVoucherPayment } from "../x402/channelPayment";
 import type { Quote } from "../x402/pick";
 import { schemeSigner } from "../x402/schemeSigner";
@@ -28,7 +28,7 @@ import { blockedOutcome, newTxnId } from "./outcomes";
 import { refuse } from "./refuse";
 import { type PaymentResult, refused } from "./result";
 import { send } from "./send";
-import { channelBalance, creditDeposit } from "./channelState";
+import { channelBalance, channelOnchain, creditDeposit } from "./channelState";
 
 const NO_PAYMENT_ID = `0x${"0".repeat(64)}`;
 
@@ -131,7 +131,7 @@ async function advance(run: ChannelRun, set: Partial<ChannelDoc>, push?: Channel
 }
 
 /** A voucher for `run.cumulative`, sent with the request (after `made`, the deposit this request made, if any). */
-async function voucher(run: ChannelRun, made: { txHash: string | null; amount: bigint } | null): Promise<PaymentResult> {
+async function voucher(run: ChannelRun, made: { txHash: string | null; amount: bigint } | null, resynced = false): Promise<PaymentResult> {
   const { room, pc, quote } = run;
   const txnId = newTxnId();
   const base = ledgerBase(pc, null);
@@ -152,7 +152,7 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   });
   const signer = schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID);
   const signed = await signVoucherPayment(signer, quote, c.config, c.channelId, run.cumulative);
-  return served(run, txnId, signed, ref, made);
+  return served(run, txnId, signed, ref, made, resynced);
 }
 
 /** A deposit of `amount` authorised on-chain with the request's voucher, then sent. */
@@ -243,11 +243,31 @@ async function served(
   signed: ChannelPaymentSigned,
   ref: NonNullable<PaymentDoc["channel"]>,
   made: { txHash: string | null; amount: bigint } | null,
+  resynced = false,
 ): Promise<PaymentResult> {
   const { room, pc, quote } = run;
   const sent = await send(room, pc.seller, signed);
   const res = sent.kind === "answered" ? sent.res : null;
   const settlement = res ? readSettlement(res) : null;
+  // The seller counts the channel otherwise (a voucher of an interrupted payment reached it, say): its corrective 402
+  // names its cumulative charge. Taken when it is one the wallet signed for (the seller could claim that much anyway),
+  // and the request is paid once more from there, once.
+  if (res?.status === 402 && !ref.depositPaymentId && !resynced) {
+    const base = await sellersCharge(room, res, run.channel);
+    if (base !== null && base !== BigInt(run.channel.charged)) {
+      await finish(room, txnId, ["authorizing", "authorized"], {
+        status: "failed",
+        reason: "settlement_failed",
+        detail: `the seller's channel had charged ${base}, not ${run.channel.charged}: resynchronised and paid again`,
+      });
+      await advance(run, { charged: base.toString() });
+      run.cumulative = base + quote.amount;
+      if (run.cumulative <= BigInt(run.channel.balance)) return voucher(run, made, true);
+      return refused(
+        upstreamError("The seller's channel had charged more than this service knew; the channel needs a new deposit: pay again."),
+      );
+    }
+  }
   let landed = false;
   if (ref.depositPaymentId) {
     const onchain = await channelBalance(room, ref.channelId);
@@ -310,6 +330,26 @@ async function served(
 }
 
 const maxOf = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/**
+ * The cumulative charge a seller's corrective 402 names for the channel (its `channelState.chargedCumulativeAmount`),
+ * when it is one the wallet can owe: at least what the seller claimed on-chain, at most the highest voucher signed.
+ */
+async function sellersCharge(room: Room, res: SellerResponse, channel: ChannelDoc): Promise<bigint | null> {
+  let accepts: unknown[];
+  try {
+    accepts = readPaymentRequired(res).accepts as unknown[];
+  } catch {
+    return null;
+  }
+  const offer = accepts.find((a) => (a as { scheme?: unknown } | null)?.scheme === "batch-settlement") as
+    { extra?: { channelState?: { chargedCumulativeAmount?: unknown } } } | undefined;
+  const raw = offer?.extra?.channelState?.chargedCumulativeAmount;
+  if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw)) return null;
+  const charged = BigInt(raw);
+  const { totalClaimed } = await channelOnchain(room, channel.channelId);
+  return charged >= totalClaimed && charged <= BigInt(channel.signed) ? charged : null;
+}
 
 /**
  * Recovery of a channel payment left in flight. A deposit whose authorisation may still land is settled from the

@@ -86,6 +86,11 @@ export interface SchemeSeller {
   /** Paid responses served (200) and settle responses seen (their `transaction`, "" for a voucher). */
   served: number;
   settlements: { transaction: string; amount?: string }[];
+  /**
+   * From now on, answers a paid request only once `until` resolves, after settling it (a buyer that dies meanwhile
+   * leaves a settled payment behind); resolves when the next one settled.
+   */
+  holdAfterSettlement(until: Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -125,7 +130,20 @@ async function serve(
   };
   const httpServer = new x402HTTPResourceServer(resourceServer, { "GET /*": route, "POST /*": route });
   await httpServer.initialize();
-  const seller: SchemeSeller = { url: "", resource: "", payTo, served: 0, settlements: [], close: () => Promise.resolve() };
+  let hold: Promise<void> | null = null;
+  const settledWaiters: (() => void)[] = [];
+  const seller: SchemeSeller = {
+    url: "",
+    resource: "",
+    payTo,
+    served: 0,
+    settlements: [],
+    holdAfterSettlement: (until) => {
+      hold = until;
+      return new Promise((resolve) => settledWaiters.push(resolve));
+    },
+    close: () => Promise.resolve(),
+  };
   const listener = await listen(async (req, res, url) => {
     await readBody(req);
     const context: HTTPRequestContext = { adapter: nodeAdapter(req, url), path: url.pathname, method: req.method ?? "GET" };
@@ -155,6 +173,8 @@ async function serve(
       return;
     }
     seller.settlements.push({ transaction: settled.transaction, amount: settled.amount });
+    for (const w of settledWaiters.splice(0)) w();
+    if (hold) await hold;
     seller.served++;
     sendJson(res, 200, { data: "paid content" }, settled.headers);
   });
