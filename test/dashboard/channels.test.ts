@@ -123,6 +123,11 @@ describe("dashboard channels in Chromium: held in channels, closing a channel fo
     const row = page.locator(`tr[data-channel="${paid.channel.channelId}"]`);
     await row.waitFor();
     expect((await row.locator("[data-field=held]").textContent())?.trim()).to.equal("0.009 USDC");
+    // On a phone the channels table scrolls inside its card; the page itself stays as wide as the screen.
+    await page.setViewportSize({ width: 390, height: 800 });
+    const width = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, view: window.innerWidth }));
+    expect(width.doc, "page wider than a 390 px screen").to.be.at.most(width.view);
+    await page.setViewportSize({ width: 1280, height: 900 });
     await row.getByRole("button", { name: /^Close channel \(refund\)/ }).click();
     const problem = page.locator("#alerts .problem[data-kind=api-upstream_error]");
     await problem.waitFor();
@@ -160,6 +165,11 @@ describe("dashboard channels in Chromium: held in channels, closing a channel fo
     expect(opened.name).to.equal("channel");
     expect(opened.detail).to.include("cumulative 0.001 USDC in channel").and.include("deposited 0.01 USDC first");
     expect(await seriousA11yViolations(page), "axe on /ledger with schemes").to.deep.equal([]);
+    // On a phone the ledger's table scrolls inside its card; the page itself stays as wide as the screen.
+    await page.setViewportSize({ width: 390, height: 800 });
+    const width = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, view: window.innerWidth }));
+    expect(width.doc, "ledger wider than a 390 px screen").to.be.at.most(width.view);
+    await page.setViewportSize({ width: 1280, height: 900 });
     const paidFromIt = await scheme(voucher.transactionId);
     expect(paidFromIt.detail).to.include("cumulative 0.002 USDC").and.not.include("deposited");
     expect(await entry(voucher.transactionId).locator("[data-field=voucher]").textContent()).to.include("off-chain voucher");

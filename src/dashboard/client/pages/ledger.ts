@@ -84,7 +84,7 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
     h("div", { class: "field" }, h("label", { for: "filter-size" }, "Entries per page"), sizeSelect),
     h("button", { type: "submit", id: "filter-apply" }, "Apply filters"),
   );
-  const tableWrap = h("div", { id: "ledger-entries" });
+  const tableWrap = h("div", { id: "ledger-entries", class: "table-scroll" });
   const pager = h("nav", { "aria-label": "Ledger pages", class: "pager" });
   const exportButton = h("button", { type: "button", id: "export-csv" }, "Download CSV");
   const chartWrap = h("div", { id: "chart" }, h("p", { class: "loading" }, "Adding up daily spend…"));
