@@ -22,8 +22,8 @@ export interface LedgerTransaction {
   swap?: { txHash: string } | null;
   /** Absent: exact (a ledger from before the schemes). */
   scheme?: string;
-  ceiling?: string;
-  channel?: { channelId: string; cumulative: string; deposit: string | null };
+  ceiling?: string | null;
+  channel?: { channelId: string; cumulative: string; deposit: string | null } | null;
 }
 
 const same = (a: string | null | undefined, b: string | null | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase();

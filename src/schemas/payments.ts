@@ -214,18 +214,19 @@ export const LedgerEntry = z
     onchain: z.object({ confirmed: z.boolean(), blockNumber: z.number().int().nullable() }),
     swap: SwapInfo.nullable().meta({ description: "the swap that bought this payment's missing USDC (SwapExecuted), or null" }),
     scheme: z.enum(PAYMENT_SCHEMES).meta({ description: "the x402 scheme paid (docs/schemes.md)" }),
-    ceiling: z.string().optional().meta({ description: "upto: the ceiling authorised on-chain, USDC (amount: what the seller settled)" }),
+    ceiling: z
+      .string()
+      .nullable()
+      .meta({ description: "upto: the ceiling signed and authorised, in USDC (amount is what the seller settled); else null" }),
     channel: z
       .object({
-        channelId: z.string(),
-        cumulative: z.string().meta({ description: "the channel's cumulative charge with this request, USDC" }),
-        deposit: z
-          .string()
-          .nullable()
-          .meta({ description: "the deposit this request made first, USDC (paymentId is its authorisation's), or null" }),
+        channelId: z.string().meta({ description: "the batch-settlement channel id (bytes32)" }),
+        cumulative: z.string().meta({ description: "the voucher's cumulative: what the channel's vouchers charged in all with it, USDC" }),
+        deposit: z.string().nullable().meta({ description: "the deposit this payment made first (opening or topping up), USDC" }),
+        depositPaymentId: z.string().nullable().meta({ description: "that deposit's authorisation (paymentId)" }),
       })
-      .optional()
-      .meta({ description: "batch-settlement: the channel the voucher paid from (a voucher alone has no on-chain paymentId)" }),
+      .nullable()
+      .meta({ description: "batch-settlement: the channel the voucher (and deposit, if any) went to; else null" }),
     refusedPayTo: z
       .string()
       .optional()

@@ -66,19 +66,26 @@ export function paymentView(doc: PaymentDoc, explorerUrl: string) {
     explorerUrl: doc.txHash ? `${explorerUrl}/tx/${doc.txHash}` : null,
     onchain: doc.onchain,
     swap: swapView(doc.swap),
-    scheme: doc.scheme ?? ("exact" as const),
-    ...(doc.ceiling ? { ceiling: fromBaseUnits(doc.ceiling) } : {}),
-    ...(doc.channel
-      ? {
-          channel: {
-            channelId: doc.channel.channelId,
-            cumulative: fromBaseUnits(doc.channel.cumulative),
-            deposit: doc.channel.deposit === null ? null : fromBaseUnits(doc.channel.deposit),
-          },
-        }
-      : {}),
+    ...schemeView(doc),
     // A seller that moved its payTo: the owner's alert (payment.blocked) and the ledger name the new address.
     ...(doc.refusedPayTo ? { refusedPayTo: doc.refusedPayTo, ...(doc.pinnedPayee ? { pinnedPayee: doc.pinnedPayee } : {}) } : {}),
+  };
+}
+
+/** How an entry was paid (docs/schemes.md): the scheme, an upto entry's ceiling, a voucher's place in its channel. */
+function schemeView(doc: PaymentDoc) {
+  const c = doc.channel;
+  return {
+    scheme: doc.scheme ?? ("exact" as const),
+    ceiling: doc.ceiling ? fromBaseUnits(doc.ceiling) : null,
+    channel: c
+      ? {
+          channelId: c.channelId,
+          cumulative: fromBaseUnits(c.cumulative),
+          deposit: c.deposit === null ? null : fromBaseUnits(c.deposit),
+          depositPaymentId: c.depositPaymentId,
+        }
+      : null,
   };
 }
 

@@ -23,6 +23,11 @@ const COLUMNS: [string, (t: LedgerItem) => string | number | boolean | null][] =
   ["swapTokenIn", (t) => t.swap?.tokenIn ?? null],
   ["swapAmountIn", (t) => t.swap?.amountIn ?? null],
   ["swapAmountOut", (t) => t.swap?.amountOut ?? null],
+  ["scheme", (t) => t.scheme ?? "exact"],
+  ["ceiling", (t) => t.ceiling ?? null],
+  ["channelId", (t) => t.channel?.channelId ?? null],
+  ["channelCumulative", (t) => t.channel?.cumulative ?? null],
+  ["channelDeposit", (t) => t.channel?.deposit ?? null],
 ];
 
 export function csvCell(value: string | number | boolean | null): string {

@@ -129,6 +129,9 @@ function describeApi(err: ApiError, doing: string): Problem {
     }
     case "blocked":
       return { ...base, title: "The payment was blocked on-chain", detail: err.message };
+    case "upstream_error":
+      // Another party (a seller, its facilitator) refused or did not answer: its message says what, and what stayed.
+      return { ...base, title: `Could not ${doing}`, detail: `${err.message} Try again later.` };
     default:
       if (err.status >= 500) {
         return {

@@ -21,6 +21,8 @@ export interface PolicyView {
   allowlistRoot: string;
   spentToday: string;
   remainingDailyBudget: string;
+  /** USDC held in open batch-settlement channels beyond what their vouchers charged (refundable, not spent). */
+  heldInChannels?: string;
   lastUpdated: number | null;
   hourlyBudget?: string;
   weeklyBudget?: string;
@@ -90,6 +92,12 @@ export interface LedgerItem {
   onchain: { confirmed: boolean; blockNumber: number | null };
   /** The swap that bought this payment's missing USDC before it was paid (amounts in token units). */
   swap?: { txHash: string; tokenIn: "WETH" | "ETH"; amountIn: string; amountOut: string } | null;
+  /** The x402 scheme paid (older entries: absent, exact). */
+  scheme?: "exact" | "upto" | "batch-settlement";
+  /** upto: the ceiling signed; `amount` is what the seller settled. */
+  ceiling?: string | null;
+  /** batch-settlement: the voucher's cumulative in its channel, and the deposit this payment made first (if any). */
+  channel?: { channelId: string; cumulative: string; deposit: string | null; depositPaymentId: string | null } | null;
 }
 
 export interface LedgerPage {
@@ -97,6 +105,34 @@ export interface LedgerPage {
   total: number;
   limit: number;
   offset: number;
+}
+
+/** A batch-settlement channel (GET /agents/:address/channels); amounts in USDC. */
+export interface ChannelView {
+  channelId: string;
+  merchant: string;
+  serviceUrl: string;
+  receiver: string;
+  status: "open" | "closed";
+  deposited: string;
+  balance: string;
+  /** What the seller's vouchers charged: money spent. */
+  charged: string;
+  /** Claimed on-chain by the seller (null: the chain did not answer). */
+  claimed: string | null;
+  /** Held, not spent: refundable by closing the channel. */
+  held: string;
+  credited: string;
+  deposits: { paymentId: string; transactionId: string; amount: string; credited: string | null }[];
+  /** Cooperative refunds the seller made to the wallet. */
+  refunds: { amount: string; txHash: string | null; at: string }[];
+  updatedAt: string;
+}
+
+/** POST /agents/:address/channels/:channelId/close: the channel as left, with what came back now. */
+export interface ClosedChannel extends ChannelView {
+  refunded: string;
+  creditedNow: string;
 }
 
 export interface SetLimitsResult {

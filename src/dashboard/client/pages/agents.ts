@@ -1,6 +1,7 @@
 /**
  * /agents: the owner's agents with their wallets (the contract that holds each agent's funds), on-chain policies,
- * balances, today's spend against the budget, the kill switch (SetPaused signed by the owner, relayed by POST
+ * balances, today's spend against the budget and what is held in payment channels (with the channels, each closable
+ * for a refund: agentChannels.ts), the kill switch (SetPaused signed by the owner, relayed by POST
  * /agents/:address/pause: payments stop at once) and an owner-signed withdrawal from the wallet.
  */
 import { api, freshChainTime } from "../api";
@@ -8,7 +9,8 @@ import type { App } from "../app";
 import { toUnits, tokenAmount, usdc } from "../amounts";
 import { dateTime, h, replace, time } from "../dom";
 import { nowSeconds, setPausedData, syncChainClock, withdrawData } from "../typed";
-import type { AgentSummary, Balance, PolicyView } from "../types";
+import type { AgentSummary, Balance, ChannelView, PolicyView } from "../types";
+import { channelsSection, heldLine, loadChannels } from "./agentChannels";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
   if (!app.session()) {
@@ -29,12 +31,13 @@ export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
         replace(list, h("p", null, "No agents are linked to your wallet yet. Open the activation link an agent gives you to link it."));
         return;
       }
-      const balances = await Promise.all(
-        agents.map((a) => api<Balance>("GET", `/wallet/balance?address=${a.address}`, { auth: "required" }).catch(() => null)),
-      );
+      const [balances, channels] = await Promise.all([
+        Promise.all(agents.map((a) => api<Balance>("GET", `/wallet/balance?address=${a.address}`, { auth: "required" }).catch(() => null))),
+        Promise.all(agents.map((a) => (a.deployed ? loadChannels(a) : Promise.resolve([])))),
+      ]);
       replace(
         list,
-        agents.map((a, i) => agentCard(app, a, policies.find((p) => p.address === a.address) ?? null, balances[i], load)),
+        agents.map((a, i) => agentCard(app, a, policies.find((p) => p.address === a.address) ?? null, balances[i], channels[i], load)),
       );
     } catch (err) {
       app.report(err, "load your agents");
@@ -49,6 +52,7 @@ function agentCard(
   a: AgentSummary,
   policy: PolicyView | null,
   balance: Balance | null,
+  channels: ChannelView[] | null,
   reload: () => Promise<void>,
 ): HTMLElement {
   const titleId = `agent-${a.address}-title`;
@@ -100,6 +104,7 @@ function agentCard(
     ),
     policy?.warning ? h("p", { class: "warn", "data-field": "warning", role: "note" }, policy.warning) : null,
     spend,
+    policy?.deployed ? heldLine(a, policy.heldInChannels) : null,
     h(
       "div",
       { class: "actions" },
@@ -116,6 +121,7 @@ function agentCard(
             : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
         )
       : null,
+    policy?.deployed ? channelsSection(app, a, channels, reload) : null,
     policy?.deployed ? withdrawForm(app, a, reload) : null,
   );
   return card;

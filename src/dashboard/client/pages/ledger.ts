@@ -1,6 +1,6 @@
 /**
  * /ledger: every payment attempt of the owner's agents, filtered by agent and status, page by page, each with its
- * on-chain links; a chart of daily spend against the budget; the filtered ledger as CSV, built in the page.
+ * scheme (exact, upto with its ceiling, channel voucher with its cumulative) and on-chain links; a chart of daily spend against the budget; the filtered ledger as CSV, built in the page.
  */
 import { api } from "../api";
 import type { App } from "../app";
@@ -84,7 +84,7 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
     h("div", { class: "field" }, h("label", { for: "filter-size" }, "Entries per page"), sizeSelect),
     h("button", { type: "submit", id: "filter-apply" }, "Apply filters"),
   );
-  const tableWrap = h("div", { id: "ledger-entries" });
+  const tableWrap = h("div", { id: "ledger-entries", class: "table-scroll" });
   const pager = h("nav", { "aria-label": "Ledger pages", class: "pager" });
   const exportButton = h("button", { type: "button", id: "export-csv" }, "Download CSV");
   const chartWrap = h("div", { id: "chart" }, h("p", { class: "loading" }, "Adding up daily spend…"));
@@ -147,7 +147,7 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
           h(
             "tr",
             null,
-            ["Date", "Agent", "Merchant", "Intent", "Amount", "Status", "On-chain"].map((c) => h("th", { scope: "col" }, c)),
+            ["Date", "Agent", "Merchant", "Intent", "Amount", "Scheme", "Status", "On-chain"].map((c) => h("th", { scope: "col" }, c)),
           ),
         ),
         h(
@@ -242,6 +242,9 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
 function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTableRowElement {
   const onchain: (Node | string)[] = [];
   if (t.txHash) onchain.push(app.txLink(t.txHash, t.status === "blocked" ? "PaymentBlocked transaction" : "Settlement transaction"));
+  else if (t.scheme === "batch-settlement" && t.status === "approved")
+    // A voucher moves nothing on-chain: the seller claims the channel's vouchers later, in one transaction.
+    onchain.push(h("span", { class: "muted", "data-field": "voucher" }, "off-chain voucher (the seller claims it later)"));
   else onchain.push(h("span", { class: "muted" }, "no transaction"));
   if (t.txHash)
     onchain.push(
@@ -273,6 +276,7 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
     h("td", null, t.merchant),
     h("td", { class: "intent" }, t.intent),
     h("td", { class: "num" }, usdc(t.amount)),
+    schemeCell(t),
     h(
       "td",
       null,
@@ -280,5 +284,24 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
       t.reason ? [h("br"), h("span", { class: "muted small" }, t.reason)] : null,
     ),
     h("td", null, onchain),
+  );
+}
+
+/** How the entry was paid: exact (one transfer), upto (settled of a signed ceiling) or a channel voucher. */
+function schemeCell(t: LedgerItem): HTMLTableCellElement {
+  const scheme = t.scheme ?? "exact";
+  const detail: string[] = [];
+  if (scheme === "upto" && t.ceiling) {
+    detail.push(t.status === "approved" ? `settled ${usdc(t.amount)} of ceiling ${usdc(t.ceiling)}` : `ceiling ${usdc(t.ceiling)}`);
+  }
+  if (scheme === "batch-settlement" && t.channel) {
+    detail.push(`cumulative ${usdc(t.channel.cumulative)} in channel ${t.channel.channelId.slice(0, 10)}…`);
+    if (t.channel.deposit !== null) detail.push(`deposited ${usdc(t.channel.deposit)} first`);
+  }
+  return h(
+    "td",
+    { "data-scheme": scheme },
+    h("span", { class: "badge", "data-field": "scheme" }, scheme === "batch-settlement" ? "channel" : scheme),
+    detail.length ? [h("br"), h("span", { class: "muted small", "data-field": "scheme-detail" }, detail.join("; "))] : null,
   );
 }
