@@ -40,6 +40,8 @@ export const NOT_DRIVEN: Record<string, string> = {
   "GET /metrics 403": "a forwarded or non-loopback scrape without METRICS_TOKEN: test/api/tracing.test.ts",
   "GET /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
   "POST /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
+  "POST /agents/:address/channels/:channelId/close 502":
+    "a seller that refuses the refund (the channel stays open): test/dashboard/channels.test.ts",
   "POST /webhooks 422": "embedded mode allows http and private receivers: test/webhooks/endpoints.test.ts",
   "POST /merchants/quote 422":
     "a seller without an x402 quote: the payment path's own quote code (POST /pay 422), not driven for this route",

@@ -14,7 +14,7 @@ export const CHANNEL_OPERATIONS = [
     input: z.object({ params: z.strictObject({ address: Address.meta({ description: "the agent" }) }) }),
     notFound: (p) => `Agent ${p.address} not found.`,
     responses: { 200: json("newest first, at most 100", ChannelsResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found"],
+    errors: ["unauthorized", "forbidden", "not_found"],
     handle: async ({ input, principal, deps: { s } }) =>
       reply(200, await s.payments.channels(await s.agents.authorize(principal, input.params.address))),
   }),
@@ -32,7 +32,7 @@ export const CHANNEL_OPERATIONS = [
     input: z.object({ params: ChannelIdParam }),
     notFound: (p) => `Agent ${p.address} not found.`,
     responses: { 200: json("the channel as closing left it", CloseChannelResponse) },
-    errors: ["bad_request", "unauthorized", "forbidden", "not_found", "upstream_error", "unavailable"],
+    errors: ["unauthorized", "forbidden", "not_found", "upstream_error", "unavailable"],
     handle: async ({ input, principal, deps: { s } }) =>
       reply(200, await s.payments.closeChannel(await s.agents.authorize(principal, input.params.address), input.params.channelId)),
   }),
