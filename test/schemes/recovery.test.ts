@@ -1,0 +1,101 @@
+/**
+ * An instance dies between a scheme payment's authorisation and its end: the recovery step (resolveInFlight, what
+ * the instance that takes the payment over runs; leases, locks and heartbeats are test/e2e/failover's) finishes it
+ * from the chain. An upto ceiling is closed on-chain (what the seller settled stays
+ * paid, the rest is credited back); a channel voucher's request is failed, and the seller's corrective 402 brings the
+ * channel's charge back in line at the next payment. The interrupted run, when it wakes, changes nothing more.
+ */
+import { expect } from "chai";
+import { Wallet } from "ethers";
+import { stackPerFile, randomOwner } from "../helpers/stack";
+import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { spentToday } from "../helpers/payments";
+import { startBatchSeller, startUptoSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
+import { resolveInFlight } from "../../src/payments/recover";
+import { expectAuditClean } from "./auditFixture";
+
+const USDC = 1_000_000n;
+
+describe("recovery of upto and channel payments", () => {
+  const { s, keep } = stackPerFile({ CHANNEL_DEPOSIT_REQUESTS: "10" });
+  let facilitator: StockFacilitator;
+
+  before(async () => {
+    const key = Wallet.createRandom();
+    await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
+    facilitator = stockSchemeFacilitator(s.svc.config.rpcUrl, key.privateKey);
+  });
+
+  /** The recovery step on the agent's one payment in flight, as the instance taking it over runs it. */
+  async function recoverInFlight(agentAddress: string) {
+    const inFlight = await s.svc.store.payments.find({ agentAddress, phase: { $in: ["authorizing", "authorized"] } }).toArray();
+    expect(inFlight).to.have.length(1);
+    await resolveInFlight(s.svc.services.payments.room, inFlight[0].txnId, true);
+  }
+
+  const pay = (a: { apiKey: string; agentAddress: string }, url: string) =>
+    s.api("POST", "/pay", {
+      key: a.apiKey,
+      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "1", intent: "interrupted" },
+    });
+
+  it("an upto ceiling settled before the crash: recovery closes it, the settled part stays paid, the rest is credited", async () => {
+    const seller = await startUptoSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, ceiling: 400_000n });
+    keep(seller);
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    seller.setUsage(150_000n);
+    let wake: () => void = () => undefined;
+    const settled = seller.holdAfterSettlement(new Promise<void>((r) => (wake = r)));
+    const running = pay(a, seller.resource);
+    await settled;
+    expect(await spentToday(s, a.policyContract), "the whole ceiling is counted while open").to.equal(400_000n);
+
+    await recoverInFlight(a.agentAddress);
+    const entry = (await s.svc.store.payments.findOne({ agentAddress: a.agentAddress, scheme: "upto" }))!;
+    expect(entry).to.include({ phase: "done", status: "approved", amount: "150000", ceiling: "400000" });
+    expect(await spentToday(s, a.policyContract)).to.equal(150_000n);
+    expect(await usdcBalance(s, seller.payTo)).to.equal(150_000n);
+
+    wake();
+    const res = await running;
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body).to.include({ amount: "0.15", transactionId: entry.txnId });
+    expect(await spentToday(s, a.policyContract), "credited once").to.equal(150_000n);
+    await expectAuditClean(s, a.apiKey);
+  });
+
+  it("a channel voucher the seller counted before the crash: failed by recovery, then the seller's 402 resynchronises", async () => {
+    const seller = await startBatchSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, price: 1_000n });
+    keep(seller);
+    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    expect((await pay(a, seller.resource)).status).to.equal(200); // the deposit, and the first voucher
+    let wake: () => void = () => undefined;
+    const counted = seller.holdAfterSettlement(new Promise<void>((r) => (wake = r)));
+    const running = pay(a, seller.resource);
+    await counted;
+    await recoverInFlight(a.agentAddress);
+    const interrupted = (await s.svc.store.payments.findOne({ agentAddress: a.agentAddress, status: "failed" }))!;
+    expect(interrupted).to.include({ phase: "done", scheme: "batch-settlement" });
+    void seller.holdAfterSettlement(Promise.resolve());
+    wake();
+    await running;
+    // What a process that died after sending the voucher leaves: its channel record without that voucher's charge.
+    const before = (await s.svc.store.channels.findOne({ agentAddress: a.agentAddress }))!;
+    await s.svc.store.channels.updateOne({ channelId: before.channelId }, { $set: { charged: "1000" }, $inc: { version: 1 } });
+
+    // The service's channel is one voucher behind the seller's: the next payment's voucher is corrected once.
+    const next = await pay(a, seller.resource);
+    expect(next.status, JSON.stringify(next.body)).to.equal(200);
+    expect(next.body.channel.cumulative).to.equal("0.003");
+    const channel = (await s.svc.store.channels.findOne({ agentAddress: a.agentAddress }))!;
+    expect(channel.charged).to.equal("3000");
+    const resync = await s.svc.store.payments.findOne({ agentAddress: a.agentAddress, detail: /resynchronised/ });
+    expect(resync, "the refused voucher's entry says why").to.not.equal(null);
+    const { settle } = await seller.manager.claimAndSettle();
+    expect(settle?.transaction).to.match(/^0x[0-9a-f]{64}$/);
+    expect(await usdcBalance(s, seller.payTo)).to.equal(3_000n);
+    await expectAuditClean(s, a.apiKey);
+  });
+});
