@@ -101,6 +101,18 @@ export class SchemeOps {
     return this.crediting(agent, "creditChannel", paymentId);
   }
 
+  /**
+   * withdrawChannel (start: the channel's timed withdrawal of everything unclaimed) or finishChannelWithdraw (after
+   * the channel's withdraw delay); money only comes back to the wallet. The receipt, for the gas.
+   */
+  async channelWithdrawal(agent: string, config: ChannelConfigInput, step: "start" | "finish"): Promise<TransactionReceipt> {
+    const c = this.at(agent);
+    const { receipt } = await this.chain.sendAndWait((o) =>
+      step === "start" ? c.withdrawChannel(config, o) : c.finishChannelWithdraw(config, o),
+    );
+    return receipt;
+  }
+
   /** The wallet's open upto ceiling (the zero hash: none). */
   async openCeiling(agent: string): Promise<string> {
     return this.at(agent, true).openCeiling();

@@ -8,7 +8,18 @@ import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import type { ChannelDoc } from "../store/documents";
 import type { Room } from "./context";
 
-const CHANNELS = new Interface(["function channels(bytes32 channelId) view returns (uint128 balance, uint128 totalClaimed)"]);
+const CHANNELS = new Interface([
+  "function channels(bytes32 channelId) view returns (uint128 balance, uint128 totalClaimed)",
+  "function pendingWithdrawals(bytes32 channelId) view returns (uint128 amount, uint40 initiatedAt)",
+]);
+
+/** The channel's pending timed withdrawal (amount 0: none) and when it was started (Unix seconds). */
+export async function pendingWithdrawal(room: Room, channelId: string): Promise<{ amount: bigint; initiatedAt: number }> {
+  const data = CHANNELS.encodeFunctionData("pendingWithdrawals", [channelId]);
+  const answer = await room.ctx.chain.provider.call({ to: BATCH_SETTLEMENT_ADDRESS, data });
+  const [amount, initiatedAt] = CHANNELS.decodeFunctionResult("pendingWithdrawals", answer) as unknown as [bigint, bigint];
+  return { amount, initiatedAt: Number(initiatedAt) };
+}
 
 /** The channel contract's `channels(channelId)`: its balance and what the receiver claimed. */
 export async function channelOnchain(room: Room, channelId: string): Promise<{ balance: bigint; totalClaimed: bigint }> {

@@ -9,12 +9,12 @@
 import { refundChannel, type ClientChannelStorage } from "@x402/evm/batch-settlement/client";
 import { fetch as undiciFetch } from "undici";
 import { fromBaseUnits } from "../amounts";
-import { appError, notFound } from "../errors";
+import { appError, conflict, notFound } from "../errors";
 import type { AgentDoc, ChannelDoc } from "../store/documents";
 import { sellerDispatcher } from "../x402/buyer";
 import { schemeSigner } from "../x402/schemeSigner";
 import type { Room } from "./context";
-import { channelOnchain, creditDeposit } from "./channelState";
+import { channelOnchain, creditDeposit, pendingWithdrawal } from "./channelState";
 
 const ZERO_SALT = `0x${"0".repeat(64)}` as const;
 const NO_AUTHORIZER = "0x0000000000000000000000000000000000000000" as const;
@@ -72,41 +72,95 @@ export async function closeChannel(room: Room, agent: AgentDoc, channelId: strin
       }
     }
     const after = await channelOnchain(room, id);
-    const now = await ctx.store.channels.findOne({ channelId: id });
-    if (!now) throw new Error(`channel ${id} vanished`);
-    await ctx.store.channels.updateOne(
-      { channelId: id, version: now.version },
-      {
-        $set: { balance: after.balance.toString(), version: now.version + 1, updatedAt: new Date() },
-        ...(refund ? { $push: { refunds: { amount: refund.amount.toString(), txHash: refund.txHash, at: new Date() } } } : {}),
-      },
-    );
-    // Every deposit not yet credited in full: the wallet credits what came back (and nothing for a deposit whose money
-    // is still in the channel, which stays counted).
-    let credited = 0n;
-    for (const d of (await ctx.store.channels.findOne({ channelId: id }))?.deposits ?? []) {
-      if (d.credited !== null && BigInt(d.credited) >= BigInt(d.amount)) continue;
-      const fresh = await ctx.store.channels.findOne({ channelId: id });
-      if (fresh) credited += await creditDeposit(room, fresh, d.paymentId);
-    }
-    const left = await ctx.store.channels.findOne({ channelId: id });
-    if (!left) throw new Error(`channel ${id} vanished`);
-    const closed = after.balance <= after.totalClaimed || after.balance <= BigInt(left.charged);
-    if (closed) {
-      await ctx.store.channels.updateOne(
-        { channelId: id, version: left.version },
-        { $set: { status: "closed", version: left.version + 1, updatedAt: new Date() } },
-      );
-    } else if (refundError) {
+    const { left, credited } = await creditBack(room, id, after, refund);
+    if (left.status !== "closed" && refundError) {
       throw appError(
         "upstream_error",
-        `The seller refused the refund (${refundError}); the channel still holds ${fromBaseUnits(after.balance - BigInt(left.charged))} USDC. Nothing else changed.`,
+        `The seller refused the refund (${refundError}); the channel still holds ${fromBaseUnits(after.balance - BigInt(left.charged))} USDC. Nothing else changed. A forced withdrawal returns it: POST /agents/${agent.address}/channels/${id}/withdraw.`,
       );
     }
-    const final = await ctx.store.channels.findOne({ channelId: id });
+    return { ...channelView(left, after), refunded: fromBaseUnits(refund?.amount ?? 0n), creditedNow: fromBaseUnits(credited) };
+  });
+}
+
+/**
+ * After money came back to the wallet (a refund, a withdrawal): the channel's balance as the chain has it, then
+ * creditChannel for every deposit not credited in full yet (nothing for a deposit whose money is still in the channel,
+ * which stays counted), and the channel closed when nothing of the wallet's is left in it beyond its charges.
+ */
+async function creditBack(
+  room: Room,
+  id: string,
+  after: { balance: bigint; totalClaimed: bigint },
+  refund: { amount: bigint; txHash: string | null } | null,
+): Promise<{ left: ChannelDoc; credited: bigint }> {
+  const { channels } = room.ctx.store;
+  const read = async () => {
+    const doc = await channels.findOne({ channelId: id });
+    if (!doc) throw new Error(`channel ${id} vanished`);
+    return doc;
+  };
+  const now = await read();
+  await channels.updateOne(
+    { channelId: id, version: now.version },
+    {
+      $set: { balance: after.balance.toString(), version: now.version + 1, updatedAt: new Date() },
+      ...(refund ? { $push: { refunds: { amount: refund.amount.toString(), txHash: refund.txHash, at: new Date() } } } : {}),
+    },
+  );
+  let credited = 0n;
+  for (const d of (await read()).deposits) {
+    if (d.credited !== null && BigInt(d.credited) >= BigInt(d.amount)) continue;
+    credited += await creditDeposit(room, await read(), d.paymentId);
+  }
+  const left = await read();
+  if (after.balance <= after.totalClaimed || after.balance <= BigInt(left.charged)) {
+    await channels.updateOne(
+      { channelId: id, version: left.version },
+      { $set: { status: "closed", version: left.version + 1, updatedAt: new Date() } },
+    );
+    return { left: await read(), credited };
+  }
+  return { left, credited };
+}
+
+/**
+ * The wallet's forced withdrawal from a channel whose seller does not refund: the first call starts the channel
+ * contract's timed withdrawal of everything unclaimed (the seller may still claim its vouchers meanwhile), a call
+ * after the channel's withdraw delay finishes it and credits back what came back. Money only returns to the wallet.
+ */
+export async function withdrawChannel(room: Room, agent: AgentDoc, channelId: string) {
+  const { ctx } = room;
+  const id = channelId.toLowerCase();
+  return ctx.agentLock.run(agent.address, async () => {
+    const c = await ctx.store.channels.findOne({ channelId: id, agentAddress: agent.address });
+    if (!c) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
+    const pending = await pendingWithdrawal(room, id);
+    const availableAt = (p: { initiatedAt: number }) => new Date((p.initiatedAt + c.config.withdrawDelay) * 1000).toISOString();
+    if (pending.amount === 0n) {
+      const before = await channelOnchain(room, id);
+      if (before.balance <= before.totalClaimed) throw conflict(`Channel ${id} holds nothing unclaimed: nothing to withdraw.`);
+      const receipt = await room.schemes.channelWithdrawal(agent.address, c.config, "start");
+      await ctx.gas.charge(agent.ownerAddress, receipt);
+      const started = await pendingWithdrawal(room, id);
+      return { state: "started" as const, amount: fromBaseUnits(started.amount), availableAt: availableAt(started), txHash: receipt.hash };
+    }
+    const block = await ctx.chain.provider.getBlock("latest");
+    if ((block?.timestamp ?? 0) < pending.initiatedAt + c.config.withdrawDelay) {
+      throw conflict(
+        `The withdrawal of ${fromBaseUnits(pending.amount)} USDC from channel ${id} can be finished from ${availableAt(pending)} on.`,
+      );
+    }
+    const receipt = await room.schemes.channelWithdrawal(agent.address, c.config, "finish");
+    await ctx.gas.charge(agent.ownerAddress, receipt);
+    const after = await channelOnchain(room, id);
+    const { left, credited } = await creditBack(room, id, after, null);
     return {
-      ...channelView(final ?? left, after),
-      refunded: fromBaseUnits(refund?.amount ?? 0n),
+      state: "finished" as const,
+      amount: fromBaseUnits(pending.amount),
+      availableAt: availableAt(pending),
+      txHash: receipt.hash,
+      channel: channelView(left, after),
       creditedNow: fromBaseUnits(credited),
     };
   });

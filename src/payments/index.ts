@@ -12,7 +12,7 @@ import { SchemeOps } from "../chain/schemeOps";
 import { PolicyOps } from "../chain/policyOps";
 import { type ApprovedAnswer, approve, closeWaiting } from "./approve";
 import type { PaymentContext, Room } from "./context";
-import { closeChannel, listChannels } from "./close";
+import { closeChannel, listChannels, withdrawChannel } from "./close";
 import { PolicyDecisions } from "./decide";
 import { IdempotencyService } from "./idempotency";
 import { outcomeOf } from "./outcomes";
@@ -100,6 +100,11 @@ export class PaymentService {
   /** The agent's batch-settlement channels (close.ts). */
   channels(agent: AgentDoc) {
     return listChannels(this.room, agent);
+  }
+
+  /** Starts or finishes the forced withdrawal of channel `channelId` of `agent` (close.ts). */
+  withdrawChannel(agent: AgentDoc, channelId: string) {
+    return withdrawChannel(this.room, agent, channelId);
   }
 
   /** Refunds and credits back channel `channelId` of `agent`, under its lock (close.ts). */

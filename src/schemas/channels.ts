@@ -37,3 +37,14 @@ export const CloseChannelResponse = ChannelView.extend({
   refunded: z.string().meta({ description: "what the seller refunded to the wallet now, USDC" }),
   creditedNow: z.string().meta({ description: "what the wallet credited back to the budget windows now, USDC" }),
 }).meta({ id: "CloseChannelResponse" });
+
+export const WithdrawChannelResponse = z
+  .object({
+    state: z.enum(["started", "finished"]).meta({ description: "started: the timed withdrawal runs; finished: paid back and credited" }),
+    amount: z.string().meta({ description: "what the withdrawal asked for: everything the seller had not claimed, USDC" }),
+    availableAt: z.string().meta({ description: "when it can be finished (the channel's withdraw delay after it started)" }),
+    txHash: z.string(),
+    channel: ChannelView.optional().meta({ description: "finished: the channel as left" }),
+    creditedNow: z.string().optional().meta({ description: "finished: what the wallet credited back to the budgets now, USDC" }),
+  })
+  .meta({ id: "WithdrawChannelResponse" });

@@ -42,6 +42,8 @@ export const NOT_DRIVEN: Record<string, string> = {
   "POST /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
   "POST /agents/:address/channels/:channelId/close 502":
     "a seller that refuses the refund (the channel stays open): test/dashboard/channels.test.ts",
+  "POST /agents/:address/channels/:channelId/withdraw 409":
+    "a withdrawal before the channel's delay, or of nothing: test/schemes/channelPolicy.test.ts",
   "POST /webhooks 422": "embedded mode allows http and private receivers: test/webhooks/endpoints.test.ts",
   "POST /merchants/quote 422":
     "a seller without an x402 quote: the payment path's own quote code (POST /pay 422), not driven for this route",

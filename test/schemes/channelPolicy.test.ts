@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { Wallet, TypedDataEncoder, toBeHex, zeroPadValue } from "ethers";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import { stackPerFile, randomOwner } from "../helpers/stack";
-import { mintUsdc } from "../helpers/sellers";
+import { mintUsdc, usdcBalance } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
 import { spentToday } from "../helpers/payments";
 import { stealAgentKey } from "../helpers/stealKey";
@@ -138,5 +138,35 @@ describe("the policy binds channel payments", () => {
     } finally {
       await c.close();
     }
+  });
+
+  it("a seller that never refunds: the close fails, the forced withdrawal starts, and after the delay finishes and credits", async () => {
+    const { a, seller } = await agentAndSeller();
+    for (let i = 0; i < 3; i++) expect((await pay(a, seller.resource)).status).to.equal(200);
+    const channel = (await s.svc.store.channels.findOne({ agentAddress: a.agentAddress }))!;
+    expect(await spentToday(s, a.policyContract)).to.equal(10_000n);
+    await seller.close(); // gone, its vouchers never claimed
+    const path = `/agents/${a.agentAddress}/channels/${channel.channelId}`;
+    const close = await s.api("POST", `${path}/close`, { key: a.apiKey });
+    expect(close.status, JSON.stringify(close.body)).to.equal(502);
+    expect(close.body.message).to.include("/withdraw");
+
+    const started = await s.api("POST", `${path}/withdraw`, { key: a.apiKey });
+    expect(started.status, JSON.stringify(started.body)).to.equal(200);
+    expect(started.body).to.include({ state: "started", amount: "0.01" });
+    const early = await s.api("POST", `${path}/withdraw`, { key: a.apiKey });
+    expect(early.status, JSON.stringify(early.body)).to.equal(409);
+    expect(early.body.error).to.equal("conflict");
+
+    await s.svc.chain.provider.send("evm_increaseTime", [channel.config.withdrawDelay + 1]);
+    await s.svc.chain.provider.send("evm_mine", []);
+    const finished = await s.api("POST", `${path}/withdraw`, { key: a.apiKey });
+    expect(finished.status, JSON.stringify(finished.body)).to.equal(200);
+    expect(finished.body).to.include({ state: "finished", creditedNow: "0.01" });
+    expect(finished.body.channel).to.include({ status: "closed", held: "0" });
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+    expect(await usdcBalance(s, a.agentAddress)).to.equal(10n * USDC);
+    const again = await s.api("POST", `${path}/withdraw`, { key: a.apiKey });
+    expect(again.status).to.equal(409);
   });
 });

@@ -1,7 +1,7 @@
 /** batch-settlement channels: what each holds, and closing one (refund to the wallet, credited back to the budgets). */
 import { z } from "zod";
 import { Address } from "../../schemas/common";
-import { ChannelIdParam, ChannelsResponse, CloseChannelResponse } from "../../schemas/channels";
+import { ChannelIdParam, ChannelsResponse, CloseChannelResponse, WithdrawChannelResponse } from "../../schemas/channels";
 import { json, operation, reply } from "../../api/operation";
 
 export const CHANNEL_OPERATIONS = [
@@ -35,5 +35,23 @@ export const CHANNEL_OPERATIONS = [
     errors: ["unauthorized", "forbidden", "not_found", "upstream_error", "unavailable"],
     handle: async ({ input, principal, deps: { s } }) =>
       reply(200, await s.payments.closeChannel(await s.agents.authorize(principal, input.params.address), input.params.channelId)),
+  }),
+  operation({
+    method: "POST",
+    path: "/agents/:address/channels/:channelId/withdraw",
+    tag: "Payments",
+    summary: "Force a channel's money back when its seller does not refund: start the timed withdrawal, then finish it",
+    description:
+      "The first call starts the channel contract's timed withdrawal of everything the seller has not claimed (the " +
+      "wallet's withdrawChannel; the seller may still claim its vouchers during the channel's withdraw delay); a call " +
+      "after the delay finishes it (finishChannelWithdraw) and credits back what came back (creditChannel). 409 while " +
+      "the delay runs, or when nothing is left to withdraw. Money only returns to the wallet.",
+    auth: "either",
+    input: z.object({ params: ChannelIdParam }),
+    notFound: (p) => `Agent ${p.address} not found.`,
+    responses: { 200: json("started, or finished and credited", WithdrawChannelResponse) },
+    errors: ["unauthorized", "forbidden", "not_found", "conflict", "unavailable"],
+    handle: async ({ input, principal, deps: { s } }) =>
+      reply(200, await s.payments.withdrawChannel(await s.agents.authorize(principal, input.params.address), input.params.channelId)),
   }),
 ];
