@@ -272,7 +272,7 @@ async function served(
   if (ref.depositPaymentId) {
     const onchain = await channelBalance(room, ref.channelId);
     landed = onchain >= BigInt(run.channel.balance) + BigInt(ref.deposit ?? 0);
-    if (landed) await advance(run, { balance: onchain.toString() });
+    if (landed) await afterSend(run, { balance: onchain.toString() });
     else await creditDeposit(room, run.channel, ref.depositPaymentId);
   }
   const ok = res !== null && res.status >= 200 && res.status < 300 && settlement?.success === true && (landed || !ref.depositPaymentId);
@@ -297,7 +297,7 @@ async function served(
   }
   const charged = chargedOf(settlement?.extra, quote.amount);
   const total = BigInt(run.channel.charged) + charged;
-  await advance(run, { charged: total.toString() });
+  await afterSend(run, { charged: total.toString() });
   const depositTx = ref.depositPaymentId && settlement?.transaction ? settlement.transaction : (made?.txHash ?? null);
   await finish(room, txnId, ["authorizing", "authorized"], {
     status: "approved",
@@ -332,13 +332,30 @@ async function served(
 const maxOf = (a: bigint, b: bigint) => (a > b ? a : b);
 
 /**
+ * A channel write once the payment has left: when another instance took the payment over meanwhile (this one stalled
+ * past its lease), the channel is left as that one wrote it (the seller's corrective 402 reconciles the charge) and
+ * the answer still tells what the seller did.
+ */
+async function afterSend(run: ChannelRun, set: Partial<ChannelDoc>): Promise<void> {
+  try {
+    await advance(run, set);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    run.room.ctx.logger.warn(
+      { channelId: run.channel.channelId },
+      "a channel changed while its payment was with the seller; left as written",
+    );
+  }
+}
+
+/**
  * The cumulative charge a seller's corrective 402 names for the channel (its `channelState.chargedCumulativeAmount`),
  * when it is one the wallet can owe: at least what the seller claimed on-chain, at most the highest voucher signed.
  */
 async function sellersCharge(room: Room, res: SellerResponse, channel: ChannelDoc): Promise<bigint | null> {
   let accepts: unknown[];
   try {
-    accepts = readPaymentRequired(res).accepts as unknown[];
+    accepts = readPaymentRequired(res).accepts;
   } catch {
     return null;
   }

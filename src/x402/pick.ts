@@ -59,6 +59,13 @@ function anAddress(v: unknown): v is string {
   return typeof v === "string" && /^0x[0-9a-fA-F]{40}$/.test(v) && !/^0x0{40}$/i.test(v) && isAddress(v);
 }
 
+/**
+ * The channel contract's bounds on a channel's withdraw delay (the x402 batch-settlement specification): a seller
+ * asking for more would lock a deposit it does not refund for longer than the wallet's forced withdrawal may wait.
+ */
+const MIN_WITHDRAW_DELAY = 15 * 60;
+const MAX_WITHDRAW_DELAY = 30 * 24 * 3600;
+
 /** What each scheme needs beyond the common fields, read from the requirement's `extra`. */
 const SCHEME_RULES: Record<PaymentScheme, (extra: Record<string, unknown> | undefined) => boolean> = {
   exact: (extra) => signsEip3009(extra) && hasTokenDomain(extra),
@@ -73,8 +80,8 @@ const SCHEME_RULES: Record<PaymentScheme, (extra: Record<string, unknown> | unde
     (extra?.withdrawDelay === undefined ||
       (typeof extra.withdrawDelay === "number" &&
         Number.isSafeInteger(extra.withdrawDelay) &&
-        extra.withdrawDelay > 0 &&
-        extra.withdrawDelay < 2 ** 40)),
+        extra.withdrawDelay >= MIN_WITHDRAW_DELAY &&
+        extra.withdrawDelay <= MAX_WITHDRAW_DELAY)),
 };
 
 /** The requirement SpendGate pays among those of a 402: the first allowed scheme the seller offers; null if none fits. */
