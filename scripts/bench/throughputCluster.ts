@@ -2,8 +2,9 @@
  * bench:throughput in the production shape (THROUGHPUT_SHAPE=processes): the chain (scripts/chain.ts) and the store
  * (one CongoDB server) in their own processes and THROUGHPUT_INSTANCES (default "1,2") SpendGate processes, as
  * `npm run cluster` starts them; this process only sends the payments, spread over the instances, to the instances'
- * own /sell/agent-intel. Prints the rate, latency, failures, each process's CPU seconds and memory at the end, and the
- * JSON-RPC calls the chain served per approved payment by method.
+ * own /sell/agent-intel. Prints the rate, latency, failures, each process's CPU seconds (also per payment net of its
+ * idle rate, read for THROUGHPUT_IDLE_SECONDS before each window) and memory at the end, and the JSON-RPC calls the
+ * chain served per approved payment by method.
  *
  * THROUGHPUT_PROFILE (on unless "0"): the first instance runs under --cpu-prof (its profile in a temp dir, read when the
  * cluster stops); each mode's window is then printed as the top 15 self-time functions and the CPU ms per approved
@@ -32,6 +33,8 @@ const PAGE = 4096;
 const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
 const PROFILE = process.env.THROUGHPUT_PROFILE !== "0";
 const SELLER_APART = process.env.THROUGHPUT_SELLER === "apart";
+/** Seconds each process's idle CPU is read for, before each mode's window. */
+const IDLE_S = Number(process.env.THROUGHPUT_IDLE_SECONDS ?? 3);
 
 /** One mode's measured window on the profiled instance: the profile's clock and the payments it approved. */
 interface ProfileWindow {
@@ -86,6 +89,12 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
     })),
     { name: "client", pid: process.pid },
   ];
+  // Each process's CPU while no payment runs (the indexer's polls, heartbeats, the chain's own timers), over IDLE_S:
+  // subtracted as a rate, it leaves the CPU the payments themselves cost, which a loaded machine's lower rate of
+  // payments would otherwise inflate (the same background is shared among fewer payments).
+  const idleFrom = processes.map((p) => usage(p.pid).cpu);
+  await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+  const idleRate = processes.map((p, k) => (usage(p.pid).cpu - idleFrom[k]) / IDLE_S);
   const cpuBefore = processes.map((p) => usage(p.pid).cpu);
   const latencies: number[] = [];
   const failures = new Map<string, number>();
@@ -139,7 +148,8 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
       .map((p, k) => {
         const u = usage(p.pid);
         const cpu = u.cpu - cpuBefore[k];
-        return `${p.name} ${cpu.toFixed(1)} s (${((cpu * 1000) / Math.max(1, approved)).toFixed(1)} ms a payment), rss ${u.rssMiB.toFixed(0)} MiB`;
+        const net = Math.max(0, cpu - idleRate[k] * elapsed);
+        return `${p.name} ${cpu.toFixed(1)} s (${((cpu * 1000) / Math.max(1, approved)).toFixed(1)} ms a payment, ${((net * 1000) / Math.max(1, approved)).toFixed(1)} net of idle), rss ${u.rssMiB.toFixed(0)} MiB`;
       })
       .join("; ")}`,
   );

@@ -51,6 +51,8 @@ export interface HeldLease extends Fence {
 const FREE = new Date(0);
 const WAIT_FIRST_MS = 5;
 const WAIT_MAX_MS = 100;
+/** Times in a row a DistributedMutex hands a key's lease to the next task in its process before freeing it. */
+const HAND_OVERS = 8;
 
 export class Leases {
   private readonly docs: Collection<LeaseDoc>;
@@ -145,9 +147,19 @@ export class Leases {
    * Runs `task` while holding `name`, waiting (backing off) for it; renews the lease every third of `ttlMs` while the
    * task runs and frees it after.
    */
-  async withLease<T>(name: string, ttlMs: number, task: (lease: HeldLease) => Promise<T>): Promise<T> {
+  async withLease<T>(
+    name: string,
+    ttlMs: number,
+    task: (lease: HeldLease) => Promise<T>,
+    /**
+     * `token`: the acquisition to take the lease again with (one handed over by the task before, still this holder's
+     * unless it ran out); `keep`: asked when the task ends, whether the lease stays held (handed to the next task).
+     */
+    handOver: { token?: string; keep?: (lease: HeldLease) => boolean } = {},
+  ): Promise<T> {
     let lease: HeldLease | null = null;
-    for (let delay = WAIT_FIRST_MS; !(lease = await this.acquire(name, ttlMs)); delay = Math.min(delay * 2, WAIT_MAX_MS)) {
+    const token = handOver.token;
+    for (let delay = WAIT_FIRST_MS; !(lease = await this.acquire(name, ttlMs, token)); delay = Math.min(delay * 2, WAIT_MAX_MS)) {
       await new Promise((r) => setTimeout(r, delay));
     }
     const held = lease;
@@ -162,7 +174,7 @@ export class Leases {
       return await task(held);
     } finally {
       clearInterval(heartbeat);
-      await this.release(name, held.token).catch(() => undefined);
+      if (!handOver.keep?.(held)) await this.release(name, held.token).catch(() => undefined);
     }
   }
 }
@@ -173,6 +185,10 @@ export class Leases {
  */
 export class DistributedMutex {
   private readonly local = new KeyedMutex();
+  /** Tasks per key waiting in this process for the one running. */
+  private readonly queued = new Map<string, number>();
+  /** Per key, the lease a finished task handed to the next one here (its token), and how many handed it on in a row. */
+  private readonly kept = new Map<string, { token: string; turns: number }>();
 
   constructor(
     private readonly leases: Leases,
@@ -183,18 +199,37 @@ export class DistributedMutex {
   /**
    * Runs `task` holding the key, and answers with its result as soon as it ends: the lease is freed after that (the
    * next task for the key in this process still waits for it), so a caller's answer does not wait for one more store
-   * round trip.
+   * round trip. When another task for the key waits here, the lease is handed to it instead of freed and taken again:
+   * it takes it with the same token (a new fence all the same, so every task's fence is its own), one store round trip
+   * instead of two. At most HAND_OVERS times in a row, so another instance waiting for the key gets its turn.
    */
   run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
+    this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
     return new Promise<T>((resolve, reject) => {
       this.local
-        .run(key, () =>
-          this.leases.withLease(`${this.prefix}:${key.toLowerCase()}`, this.ttlMs, (lease) => {
-            const done = task(lease);
-            done.then(resolve, reject);
-            return done;
-          }),
-        )
+        .run(key, () => {
+          const left = (this.queued.get(key) ?? 1) - 1;
+          if (left > 0) this.queued.set(key, left);
+          else this.queued.delete(key);
+          const handed = this.kept.get(key);
+          this.kept.delete(key);
+          const turns = handed ? handed.turns + 1 : 0;
+          const keep = (lease: HeldLease) => {
+            if (!this.queued.has(key) || turns >= HAND_OVERS) return false;
+            this.kept.set(key, { token: lease.token, turns });
+            return true;
+          };
+          return this.leases.withLease(
+            `${this.prefix}:${key.toLowerCase()}`,
+            this.ttlMs,
+            (lease) => {
+              const done = task(lease);
+              done.then(resolve, reject);
+              return done;
+            },
+            { token: handed?.token, keep },
+          );
+        })
         // The outcome went to the caller already (a task's failure, or a lease never taken, below).
         .catch((err: unknown) => reject(err as Error));
     });

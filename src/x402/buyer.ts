@@ -11,7 +11,9 @@ import { walletSignature } from "../chain/typedData";
 import { boundedJson } from "../util/bounded";
 import type { Config } from "../config";
 import type { AgentSigner } from "../wallets/provider";
-import { Agent, fetch as undiciFetch } from "undici";
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import { Agent, request as undiciRequest } from "undici";
 import { type Quote, V1_NETWORKS, pickQuote } from "./pick";
 import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
 
@@ -90,30 +92,36 @@ const V1_CHAIN_IDS: Record<string, number> = Object.fromEntries(Object.entries(V
 /** Reads 402s and settlement headers: parsing only (no scheme, no signer), so one serves every request. */
 const READER = new x402HTTPClient(new x402Client());
 
-interface BodyResponse {
-  headers: HeaderReader;
-  body: ReadableStream<Uint8Array> | null;
+/** Response headers as undici's request hands them (lower-case names), read as fetch's Headers reads them. */
+function headerReader(raw: IncomingHttpHeaders): HeaderReader {
+  return {
+    get: (name) => {
+      const v = raw[name.toLowerCase()];
+      return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
+    },
+  };
 }
 
-async function readLimited(res: BodyResponse, maxBytes: number): Promise<string> {
-  const declared = Number(res.headers.get("content-length") ?? 0);
+/** Drops a response body unread (its connection is closed); destroying it unread is no error of anyone's. */
+function discard(body: Readable): void {
+  body.on("error", () => undefined).destroy();
+}
+
+async function readLimited(headers: HeaderReader, body: Readable, maxBytes: number): Promise<string> {
+  const declared = Number(headers.get("content-length") ?? 0);
   if (declared > maxBytes) {
-    await res.body?.cancel();
+    discard(body);
     throw new SellerError("seller_response_too_large", `The seller's response is larger than ${maxBytes} bytes.`);
   }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    total += chunk.byteLength;
     if (total > maxBytes) {
-      await reader.cancel();
+      discard(body);
       throw new SellerError("seller_response_too_large", `The seller's response is larger than ${maxBytes} bytes.`);
     }
-    chunks.push(value);
+    chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");
 }
@@ -154,58 +162,70 @@ export async function requestSeller(req: SellerRequest, opts: BuyerOptions, head
         throw new SellerError("unsafe_seller_address", `The seller's host ${url.hostname} resolves to a private address; refused.`);
       }
     }
-    let res: Awaited<ReturnType<typeof undiciFetch>>;
+    // undici's request, not its fetch: the same pool and connect rules at a fraction of the CPU (no WHATWG Request,
+    // Headers and streams around each request). The time limit covers the answer and its body, as fetch's signal did;
+    // its timer is cleared once they are read (AbortSignal.timeout's would still fire, and build its error, later).
+    const abort = new AbortController();
+    const timer = setTimeout(
+      () => abort.abort(new DOMException(`The seller did not answer within ${opts.timeoutMs} ms.`, "TimeoutError")),
+      opts.timeoutMs,
+    );
     try {
-      res = await undiciFetch(url, {
-        dispatcher: opts.allowPrivate ? ANY_ADDRESS : PUBLIC_ONLY,
-        method: req.method,
-        headers: { Accept: "application/json", ...(body !== undefined ? { "Content-Type": "application/json" } : {}), ...headers },
-        body,
-        redirect: "manual",
-        signal: AbortSignal.timeout(opts.timeoutMs),
-      });
-    } catch (err) {
-      const e = err as { name?: string; cause?: { code?: string } };
-      if (e.name === "TimeoutError" || e.name === "AbortError") {
-        throw new SellerError("seller_timeout", `The seller did not answer within ${opts.timeoutMs} ms.`);
-      }
-      if (e.cause?.code === "EPRIVATEADDRESS") {
-        throw new SellerError("unsafe_seller_address", `The seller's host ${url.hostname} resolves to a private address; refused.`);
-      }
-      throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin} (${describeCause(err)}).`);
-    }
-    const location = res.headers.get("location");
-    if (res.status >= 300 && res.status < 400 && location) {
-      await res.body?.cancel();
-      let next: URL;
+      let res: Awaited<ReturnType<typeof undiciRequest>>;
       try {
-        next = new URL(location, url);
-      } catch {
-        throw new SellerError("seller_redirect_refused", "The seller redirected to an address that is not a URL.");
+        res = await undiciRequest(url, {
+          dispatcher: opts.allowPrivate ? ANY_ADDRESS : PUBLIC_ONLY,
+          method: req.method,
+          headers: { accept: "application/json", ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+          body,
+          signal: abort.signal,
+        });
+      } catch (err) {
+        const e = err as { name?: string; code?: string; cause?: { code?: string } };
+        if (e.name === "TimeoutError" || e.name === "AbortError") {
+          throw new SellerError("seller_timeout", `The seller did not answer within ${opts.timeoutMs} ms.`);
+        }
+        if ((e.code ?? e.cause?.code) === "EPRIVATEADDRESS") {
+          throw new SellerError("unsafe_seller_address", `The seller's host ${url.hostname} resolves to a private address; refused.`);
+        }
+        throw new SellerError("seller_unreachable", `Could not reach the seller at ${url.origin} (${describeCause(err)}).`);
       }
-      // Never from https down to http: the payment header would then travel in clear.
-      const downgrade = url.protocol === "https:" && next.protocol !== "https:";
-      if (next.host !== originalHost || !/^https?:$/.test(next.protocol) || downgrade || hop >= MAX_REDIRECTS) {
-        throw new SellerError(
-          "seller_redirect_refused",
-          `The seller redirected to ${next.protocol}//${next.host}; only up to ${MAX_REDIRECTS} redirects on the same host are followed.`,
-        );
+      const resHeaders = headerReader(res.headers);
+      const location = resHeaders.get("location");
+      if (res.statusCode >= 300 && res.statusCode < 400 && location) {
+        discard(res.body);
+        let next: URL;
+        try {
+          next = new URL(location, url);
+        } catch {
+          throw new SellerError("seller_redirect_refused", "The seller redirected to an address that is not a URL.");
+        }
+        // Never from https down to http: the payment header would then travel in clear.
+        const downgrade = url.protocol === "https:" && next.protocol !== "https:";
+        if (next.host !== originalHost || !/^https?:$/.test(next.protocol) || downgrade || hop >= MAX_REDIRECTS) {
+          throw new SellerError(
+            "seller_redirect_refused",
+            `The seller redirected to ${next.protocol}//${next.host}; only up to ${MAX_REDIRECTS} redirects on the same host are followed.`,
+          );
+        }
+        url = next;
+        continue;
       }
-      url = next;
-      continue;
+      let text: string;
+      try {
+        text = await readLimited(resHeaders, res.body, opts.maxBytes);
+      } catch (err) {
+        if (err instanceof SellerError) throw err;
+        const e = err as { name?: string };
+        if (e.name === "TimeoutError" || e.name === "AbortError") {
+          throw new SellerError("seller_timeout", `The seller did not finish answering within ${opts.timeoutMs} ms.`);
+        }
+        throw new SellerError("seller_unreachable", "The seller's response broke off.");
+      }
+      return { status: res.statusCode, headers: resHeaders, body: parseBody(text, resHeaders.get("content-type")), url: url.toString() };
+    } finally {
+      clearTimeout(timer);
     }
-    let text: string;
-    try {
-      text = await readLimited(res as unknown as BodyResponse, opts.maxBytes);
-    } catch (err) {
-      if (err instanceof SellerError) throw err;
-      const e = err as { name?: string };
-      if (e.name === "TimeoutError" || e.name === "AbortError") {
-        throw new SellerError("seller_timeout", `The seller did not finish answering within ${opts.timeoutMs} ms.`);
-      }
-      throw new SellerError("seller_unreachable", "The seller's response broke off.");
-    }
-    return { status: res.status, headers: res.headers, body: parseBody(text, res.headers.get("content-type")), url: url.toString() };
   }
 }
 
@@ -302,6 +322,6 @@ export function readSettlement(res: SellerResponse): SettleResponse | null {
 }
 
 function describeCause(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (err as Error).message ?? "network error";
+  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  return e.cause?.code ?? e.cause?.message ?? e.code ?? e.message ?? "network error";
 }
