@@ -8,7 +8,9 @@ import { type AppError, LeaseLostError, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { Fence } from "../store/leases";
 import type { SignedPayment } from "../x402/buyer";
-import { type Room, lease, note } from "./context";
+import { type Room, finish, inFlight, lease, note } from "./context";
+import { blockedOutcome } from "./outcomes";
+import type { Blocked } from "./result";
 import type { LedgerBase, LedgerUpdate } from "./phases";
 
 /**
@@ -117,4 +119,37 @@ export async function authorize(
     await room.ctx.gas.charge(base.ownerAddress, await room.ctx.chain.receiptOfFailure(err));
     return { kind: "failed", error: upstreamError("The payment could not be authorised on-chain; nothing was paid. Try again.") };
   }
+}
+
+/** An authorisation the contract blocked (PaymentBlocked): the entry is finished "blocked" with its reason; the answer. */
+export async function blockedOnchain(
+  room: Room,
+  p: { txnId: string; base: LedgerBase; amount: bigint; result: AuthorizeResult },
+): Promise<Blocked> {
+  const { txnId, base, result } = p;
+  await finish(room, txnId, ["authorizing"], {
+    status: "blocked",
+    reason: result.reason,
+    txHash: result.txHash,
+    onchain: { confirmed: false, blockNumber: result.blockNumber },
+  });
+  const outcome = blockedOutcome({
+    reason: result.reason ?? "blocked",
+    txHash: result.txHash,
+    amount: p.amount,
+    merchant: base.merchant,
+    intent: base.intent,
+    transactionId: txnId,
+  });
+  return { kind: "blocked", outcome };
+}
+
+/** The authorisation landed: the entry moves to "authorized" with its transaction and block (its lease renewed). */
+export function markAuthorized(room: Room, txnId: string, result: AuthorizeResult): Promise<boolean> {
+  return room.ledger.move(
+    txnId,
+    ["authorizing"],
+    "authorized",
+    inFlight(room, { authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber }),
+  );
 }

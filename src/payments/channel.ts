@@ -21,10 +21,10 @@ import { type ChannelPaymentSigned, channelOf, chargedOf, signDeposit, signVouch
 import type { Quote } from "../x402/pick";
 import { schemeSigner } from "../x402/schemeSigner";
 import type { AgentSigner } from "../wallets/provider";
-import { authorize, begin } from "./authorize";
-import { type PaymentContext, type Room, fencesOf, finish, inFlight, ledgerBase } from "./context";
+import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
+import { type PaymentContext, type Room, fencesOf, finish, ledgerBase } from "./context";
 import type { Admission } from "./decide";
-import { blockedOutcome, newTxnId } from "./outcomes";
+import { newTxnId } from "./outcomes";
 import { refuse } from "./refuse";
 import { type PaymentResult, refused } from "./result";
 import { send } from "./send";
@@ -206,29 +206,11 @@ async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistProof, e
   const { result } = sentOff;
   await ctx.gas.charge(base.ownerAddress, result.receipt);
   if (!result.authorized) {
-    await finish(room, txnId, ["authorizing"], {
-      status: "blocked",
-      reason: result.reason,
-      txHash: result.txHash,
-      onchain: { confirmed: false, blockNumber: result.blockNumber },
-    });
+    const blocked = await blockedOnchain(room, { txnId, base, amount, result });
     await advance(run, { deposits: run.channel.deposits.filter((x) => x.paymentId !== paymentId) });
-    const outcome = blockedOutcome({
-      reason: result.reason ?? "blocked",
-      txHash: result.txHash,
-      amount,
-      merchant: base.merchant,
-      intent: base.intent,
-      transactionId: txnId,
-    });
-    return { kind: "blocked", outcome };
+    return blocked;
   }
-  await room.ledger.move(
-    txnId,
-    ["authorizing"],
-    "authorized",
-    inFlight(room, { authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber }),
-  );
+  await markAuthorized(room, txnId, result);
   return served(run, txnId, signed, ref, { txHash: null, amount });
 }
 

@@ -16,9 +16,9 @@ import type { SellerRequest } from "../x402/buyer";
 import { readSettlement } from "../x402/buyer";
 import type { Quote } from "../x402/pick";
 import { type SignedCeiling, signCeiling } from "../x402/uptoPayment";
-import { authorize, begin } from "./authorize";
-import { type PaymentContext, type Room, fencesOf, finish, inFlight, ledgerBase } from "./context";
-import { blockedOutcome, newTxnId } from "./outcomes";
+import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
+import { type PaymentContext, type Room, fencesOf, finish, ledgerBase } from "./context";
+import { newTxnId } from "./outcomes";
 import { voidUnsent } from "./release";
 import { type PaymentResult, refused } from "./result";
 import { send } from "./send";
@@ -84,29 +84,8 @@ export async function payUpto(room: Room, pc: PaymentContext, input: UptoInput):
   }
   const { result } = sentOff;
   await ctx.gas.charge(base.ownerAddress, result.receipt);
-  if (!result.authorized) {
-    await finish(room, txnId, ["authorizing"], {
-      status: "blocked",
-      reason: result.reason,
-      txHash: result.txHash,
-      onchain: { confirmed: false, blockNumber: result.blockNumber },
-    });
-    const outcome = blockedOutcome({
-      reason: result.reason ?? "blocked",
-      txHash: result.txHash,
-      amount: c.amount,
-      merchant: base.merchant,
-      intent: base.intent,
-      transactionId: txnId,
-    });
-    return { kind: "blocked", outcome };
-  }
-  await room.ledger.move(
-    txnId,
-    ["authorizing"],
-    "authorized",
-    inFlight(room, { authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber }),
-  );
+  if (!result.authorized) return blockedOnchain(room, { txnId, base, amount: c.amount, result });
+  await markAuthorized(room, txnId, result);
   const answered = await sendCeiling(room, pc.seller, signed);
   // Whatever the seller did, the ceiling is closed now: what it settled stays counted, the rest comes back.
   const closed = await closeCeiling(room, txnId, answered.detail, answered.settlementTx);
