@@ -6,8 +6,10 @@
  *   - Base-like: blocks every 2000 ms and every 200 ms (interval mining, as Base and its flashblocks), with a latency
  *     of BENCH_RPC_LATENCY_MS (30) on every JSON-RPC call (target on 2 s blocks: at most one block + 150 ms slower).
  * Every JSON-RPC call of both sides (SpendGate, its facilitator and the seller's) goes through one loopback proxy that
- * adds the latency and counts the calls; "block waits" are the transactions a payment had to wait for. Then the MCP
- * read tools' p50 and GET /ledger's p95 with 100,000 entries (scripts/bench/reads.ts).
+ * adds the latency and counts the calls; "block waits" are the transactions a payment had to wait for. Then, in the same
+ * modes, the other schemes (scripts/bench/schemes.ts; BENCH_SCHEMES=0 skips them): batch-settlement vouchers through
+ * POST /pay vs the stock batch-settlement client on one stock seller, and upto vs exact. Then the MCP read tools' p50
+ * and GET /ledger's p95 with 100,000 entries (scripts/bench/reads.ts).
  * BENCH_MODES=automine,2000,200 picks modes; BENCH_RUNS (60) / BENCH_RUNS_BLOCKS (12) the payments per side. The chain
  * runs in its own thread as `npm start` runs it (both sides use the same chain; BENCH_CHAIN=inprocess puts it on this one).
  */
@@ -24,24 +26,14 @@ import { swapLatency } from "./bench-swap";
 import { setBlockInterval } from "./bench/mining";
 import { startRpcProxy } from "./bench/rpcProxy";
 import { benchReads } from "./bench/reads";
+import { CHANNEL_DEPOSIT_BENCH, schemeLatency } from "./bench/schemes";
+import { ROW_HEADER, interleavedPairs, row, stats } from "./bench/sampling";
 
 const WARMUP = 3;
 const RUNS = Number(process.env.BENCH_RUNS ?? 60);
 const RUNS_BLOCKS = Number(process.env.BENCH_RUNS_BLOCKS ?? 12);
 const LATENCY = Number(process.env.BENCH_RPC_LATENCY_MS ?? 30);
 const MODES = (process.env.BENCH_MODES ?? "automine,2000,200").split(",").map((m) => m.trim());
-
-function stats(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
-  return { median: q(0.5), p95: q(0.95), min: sorted[0], max: sorted[sorted.length - 1] };
-}
-
-interface Sample {
-  ms: number;
-  rpc: number;
-  blockWaits: number;
-}
 
 async function main(): Promise<void> {
   const chain = process.env.BENCH_CHAIN === "inprocess" ? await startEmbeddedChain() : await startEmbeddedChainThread();
@@ -51,7 +43,11 @@ async function main(): Promise<void> {
   // API_KEY_CACHE_MS=0 measures the reads with every call reading its key from the store.
   const keyMemory: Record<string, string> =
     process.env.API_KEY_CACHE_MS === undefined ? {} : { API_KEY_CACHE_MS: process.env.API_KEY_CACHE_MS };
-  const s = await startStack({ RATE_LIMIT_PER_MINUTE: "1000000", ...keyMemory }, { embeddedChain: { ...chain, rpcUrl: proxy.url } });
+  // Channel deposits of CHANNEL_DEPOSIT_BENCH requests, so the scheme section measures vouchers (exact is unaffected).
+  const s = await startStack(
+    { RATE_LIMIT_PER_MINUTE: "1000000", CHANNEL_DEPOSIT_REQUESTS: String(CHANNEL_DEPOSIT_BENCH), ...keyMemory },
+    { embeddedChain: { ...chain, rpcUrl: proxy.url } },
+  );
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
   const agent = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "1000", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
   await mintUsdc(s, agent.agentAddress, 1_000_000_000n);
@@ -74,14 +70,6 @@ async function main(): Promise<void> {
     if (res.status !== 200) throw new Error(`bare x402 fetch answered ${res.status}`);
     await res.text();
   };
-  const timed = async (fn: () => Promise<void>): Promise<Sample> => {
-    const before = proxy.total();
-    const sent = proxy.counts.get("eth_sendRawTransaction") ?? 0;
-    const t = process.hrtime.bigint();
-    await fn();
-    const ms = Number(process.hrtime.bigint() - t) / 1e6;
-    return { ms, rpc: proxy.total() - before, blockWaits: (proxy.counts.get("eth_sendRawTransaction") ?? 0) - sent };
-  };
   const methodsOf = async (fn: () => Promise<void>) => {
     const before = new Map(proxy.counts);
     await fn();
@@ -93,7 +81,6 @@ async function main(): Promise<void> {
   };
   // The indexer's polling is no part of a payment: it is paused so the proxy counts only the two sides' calls.
   await s.svc.indexer.stop();
-  const fmt = (n: number) => n.toFixed(1).padStart(7);
   const summary: string[] = [];
   const logSpans = new Map<string, [number, number]>();
   for (const mode of MODES) {
@@ -107,31 +94,12 @@ async function main(): Promise<void> {
       await viaSpendGate();
       await bare();
     }
-    const a: Sample[] = [];
-    const b: Sample[] = [];
     // On interval blocks how long a payment waits depends on when in the block interval it starts. Each pair starts at
     // one random point of the interval, the same for both sides (a new block seen, then the pause, not timed), so the
     // two are compared at the same arrival phase: the difference then shows what SpendGate adds, not which side was
     // luckier with the block clock (with independent random phases, 20 pairs moved the median difference by +-300 ms).
-    const atPhase = async (phase: number, fn: () => Promise<void>) => {
-      if (interval) {
-        const start = await direct.getBlockNumber();
-        while ((await direct.getBlockNumber()) === start) await new Promise((r) => setTimeout(r, 5));
-        await new Promise((r) => setTimeout(r, phase));
-      }
-      return timed(fn);
-    };
-    for (let i = 0; i < runs; i++) {
-      const phase = Math.random() * interval;
-      // Alternate which goes first so neither benefits from the other's warm caches.
-      if (i % 2 === 0) {
-        a.push(await atPhase(phase, viaSpendGate));
-        b.push(await atPhase(phase, bare));
-      } else {
-        b.push(await atPhase(phase, bare));
-        a.push(await atPhase(phase, viaSpendGate));
-      }
-    }
+    // Alternate which goes first so neither benefits from the other's warm caches.
+    const [a, b] = await interleavedPairs(direct, proxy, interval, runs, viaSpendGate, bare);
     if (process.env.BENCH_METHODS === "1") {
       console.log(`  SpendGate calls: ${await methodsOf(viaSpendGate)}`);
       console.log(`  bare calls:      ${await methodsOf(bare)}`);
@@ -142,13 +110,9 @@ async function main(): Promise<void> {
     const where = process.env.BENCH_CHAIN === "inprocess" ? "chain on this thread" : "chain in its own thread";
     const title = `${interval ? `blocks every ${interval} ms, ${latency} ms on every JSON-RPC call` : "automine, no added RPC latency"} (${where})`;
     console.log(`\n== ${title}: ${runs} payments each, interleaved, after ${WARMUP} warm-up rounds`);
-    console.log(`                       median      p95      min      max   (ms)   RPC calls  block waits (median per payment)`);
-    console.log(
-      `SpendGate POST /pay  ${fmt(sg.median)}  ${fmt(sg.p95)}  ${fmt(sg.min)}  ${fmt(sg.max)}        ${String(stats(a.map((y) => y.rpc)).median).padStart(4)}  ${String(stats(a.map((y) => y.blockWaits)).median).padStart(11)}`,
-    );
-    console.log(
-      `bare @x402/fetch     ${fmt(x.median)}  ${fmt(x.p95)}  ${fmt(x.min)}  ${fmt(x.max)}        ${String(stats(b.map((y) => y.rpc)).median).padStart(4)}  ${String(stats(b.map((y) => y.blockWaits)).median).padStart(11)}`,
-    );
+    console.log(ROW_HEADER);
+    console.log(row("SpendGate POST /pay", a));
+    console.log(row("bare @x402/fetch", b));
     if (interval) {
       const paired = stats(a.map((y, i) => y.ms - b[i].ms));
       console.log(`SpendGate - bare, pair by pair (same phase): median ${paired.median.toFixed(0)} ms, p95 ${paired.p95.toFixed(0)} ms`);
@@ -177,6 +141,11 @@ async function main(): Promise<void> {
     `rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`,
   );
   await swapLatency(s, seller, stats);
+  if (process.env.BENCH_SCHEMES !== "0") {
+    const schemes = await schemeLatency(s, proxy, direct, { modes: MODES, latency: LATENCY, runs: RUNS, runsBlocks: RUNS_BLOCKS });
+    console.log(`
+schemes summary: ${schemes.join("; ")}`);
+  }
   if (process.env.BENCH_READS !== "0") await benchReads(s, agent);
   await seller.close();
   await s.close();

@@ -15,6 +15,8 @@ import {
 } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
+import { ExactEvmScheme as ExactFacilitatorScheme } from "@x402/evm/exact/facilitator";
+import { ExactEvmScheme as ExactServerScheme } from "@x402/evm/exact/server";
 import { BatchSettlementEvmScheme as BatchFacilitatorScheme } from "@x402/evm/batch-settlement/facilitator";
 import { BatchSettlementChannelManager, BatchSettlementEvmScheme as BatchServerScheme } from "@x402/evm/batch-settlement/server";
 import { UptoEvmScheme as UptoFacilitatorScheme } from "@x402/evm/upto/facilitator";
@@ -34,7 +36,7 @@ export interface StockFacilitator {
   receiverAuthorizer: `0x${string}`;
 }
 
-/** The stock facilitator with the upto and batch-settlement EVM schemes, sending from its own funded key. */
+/** The stock facilitator with the upto, batch-settlement and exact EVM schemes, sending from its own funded key. */
 export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): StockFacilitator {
   const chain = defineChain({
     id: 8453,
@@ -68,6 +70,7 @@ export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): Stoc
   const facilitator = new x402Facilitator();
   facilitator.register(NETWORK, new UptoFacilitatorScheme(signer));
   facilitator.register(NETWORK, new BatchFacilitatorScheme(signer, authorizer));
+  facilitator.register(NETWORK, new ExactFacilitatorScheme(signer));
   return {
     address: client.account.address,
     receiverAuthorizer: authorizer.address,
@@ -91,6 +94,8 @@ export interface SchemeSeller {
    * leaves a settled payment behind); resolves when the next one settled.
    */
   holdAfterSettlement(until: Promise<void>): Promise<void>;
+  /** How long the seller's handler took on each request it answered (402s included), in ms, in arrival order. */
+  handlerMs: number[];
   close(): Promise<void>;
 }
 
@@ -138,6 +143,7 @@ async function serve(
     payTo,
     served: 0,
     settlements: [],
+    handlerMs: [],
     holdAfterSettlement: (until) => {
       hold = until;
       return new Promise((resolve) => settledWaiters.push(resolve));
@@ -145,6 +151,8 @@ async function serve(
     close: () => Promise.resolve(),
   };
   const listener = await listen(async (req, res, url) => {
+    const started = performance.now();
+    res.once("finish", () => seller.handlerMs.push(performance.now() - started));
     await readBody(req);
     const context: HTTPRequestContext = { adapter: nodeAdapter(req, url), path: url.pathname, method: req.method ?? "GET" };
     const result = await httpServer.processHTTPRequest(context);
@@ -198,6 +206,13 @@ export async function startUptoSeller(opts: { facilitator: FacilitatorClient; us
       usage = units;
     },
   });
+}
+
+/** An exact seller in the same shape (stock x402ResourceServer with @x402/evm's exact server scheme), for comparisons. */
+export async function startExactSeller(opts: { facilitator: FacilitatorClient; usdc: string; price: bigint }): Promise<SchemeSeller> {
+  const resourceServer = new x402ResourceServer(opts.facilitator);
+  resourceServer.register(NETWORK, new ExactServerScheme());
+  return serve(resourceServer, "exact", Wallet.createRandom().address, opts.price, opts.usdc, { ...USDC_EXTRA }, () => undefined);
 }
 
 /** A batch-settlement seller whose receiver authorizer is its facilitator's; `manager` claims, settles and refunds. */
