@@ -14,7 +14,7 @@ import { TOOLS } from "../mcp/tools";
 import { BLOCK_REASONS, ERROR_CODES, LEDGER_STATUSES } from "./errors";
 import { SchemaSet, refName, type JsonSchema } from "./jsonSchema";
 import { AUTH_MODES, type AnyOperation, openApiPath } from "../api/operation";
-import { buildOpenApi, documented, errorsByStatus, type DocsContext } from "./openapi";
+import { buildOpenApi, documented, errorsByStatus, type DocsContext, type OpenApiOperation } from "./openapi";
 
 const SAFE_INT = 9007199254740991;
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
@@ -22,9 +22,10 @@ const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 function typeLabel(js: JsonSchema): string {
   const name = refName(js);
   if (name) return `[${name}](#${name.toLowerCase()})`;
-  if (js.anyOf || js.oneOf) return (js.anyOf ?? js.oneOf).map(typeLabel).join(" or ");
+  const alternatives = js.anyOf ?? js.oneOf;
+  if (alternatives) return alternatives.map(typeLabel).join(" or ");
   if (js.const !== undefined) return JSON.stringify(js.const);
-  if (js.enum) return js.enum.map((v: unknown) => JSON.stringify(v)).join(" | ");
+  if (js.enum) return js.enum.map((v) => JSON.stringify(v)).join(" | ");
   if (Array.isArray(js.type)) return js.type.join(" or ");
   if (js.type === "array") return `array of ${js.items ? typeLabel(js.items) : "any"}`;
   if (js.type === "object" && !js.properties && js.additionalProperties) return "object (map)";
@@ -55,9 +56,9 @@ interface Row {
 /** One row per field; inline objects and arrays of inline objects are flattened (a.b, a[].b). */
 function fieldRows(js: JsonSchema, set: SchemaSet, prefix = ""): Row[] {
   const obj = set.resolve(js);
-  const required = new Set<string>(obj.required ?? []);
+  const required = new Set(obj.required ?? []);
   const rows: Row[] = [];
-  for (const [name, raw] of Object.entries<JsonSchema>(obj.properties ?? {})) {
+  for (const [name, raw] of Object.entries(obj.properties ?? {})) {
     const full = prefix + name;
     const notes = [raw.description, constraints(raw)].filter(Boolean).join("; ");
     rows.push({ name: full, type: typeLabel(raw), required: required.has(name), notes });
@@ -75,13 +76,13 @@ function rowsTable(rows: Row[]): string {
   return lines.join("\n") + "\n";
 }
 
-function routeSection(route: AnyOperation, op: JsonSchema, set: SchemaSet): string {
+function routeSection(route: AnyOperation, op: OpenApiOperation, set: SchemaSet): string {
   const out: string[] = [`### \`${route.method} ${route.path}\``, "", route.summary + ".", ""];
   if (route.description) out.push(route.description, "");
   out.push(`- Auth: ${AUTH_MODES[route.auth]}.`);
   if (route.signature) out.push(`- Signed by the owner: \`${route.signature}\` (see [EIP-712 signing](#eip-712-signing)).`);
   out.push("");
-  const params = (op.parameters ?? []) as JsonSchema[];
+  const params = op.parameters ?? [];
   for (const where of ["path", "query", "header"]) {
     const list = params.filter((p) => p.in === where);
     if (!list.length) continue;
@@ -93,14 +94,14 @@ function routeSection(route: AnyOperation, op: JsonSchema, set: SchemaSet): stri
     }
     out.push("");
   }
-  const body = op.requestBody?.content?.["application/json"]?.schema as JsonSchema | undefined;
+  const body = op.requestBody?.content["application/json"]?.schema;
   if (body) {
     const name = refName(body);
     out.push(`Request body (JSON${name ? `, [${name}](#${name.toLowerCase()})` : ""}):`, "", rowsTable(fieldRows(body, set)));
   }
   out.push("Responses:", "", "| status | body | meaning |", "|---|---|---|");
   for (const [status, r] of Object.entries(route.responses)) {
-    const schema = op.responses[status]?.content?.[r.contentType ?? "application/json"]?.schema as JsonSchema | undefined;
+    const schema = op.responses[status]?.content?.[r.contentType ?? "application/json"]?.schema;
     const shown = schema?.oneOf ? schema.oneOf[0] : schema;
     const body = shown ? typeLabel(shown) : (r.contentType ?? "(none)");
     const headers = r.headers

@@ -8,6 +8,51 @@ import { SchemaSet, type JsonSchema } from "./jsonSchema";
 
 type RouteDoc = AnyOperation;
 
+/** The OpenAPI 3.1 objects this generator writes (and the markdown generator reads back). */
+export interface MediaType {
+  schema: JsonSchema;
+}
+
+export interface OpenApiParameter {
+  name: string;
+  in: "path" | "query" | "header";
+  required: boolean;
+  description?: string;
+  schema: JsonSchema;
+}
+
+export interface OpenApiHeader {
+  description: string;
+  schema: JsonSchema;
+}
+
+export interface OpenApiResponse {
+  description: string;
+  content?: Record<string, MediaType>;
+  headers?: Record<string, OpenApiHeader>;
+}
+
+export interface OpenApiOperation {
+  operationId: string;
+  tags: string[];
+  summary: string;
+  description: string;
+  security: Record<string, string[]>[];
+  "x-error-codes": ErrorCode[];
+  responses: Record<string, OpenApiResponse>;
+  parameters?: OpenApiParameter[];
+  requestBody?: { required: boolean; content: Record<string, MediaType> };
+}
+
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  servers: { url: string }[];
+  tags: { name: string }[];
+  paths: Record<string, Record<string, OpenApiOperation>>;
+  components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, Record<string, string>> };
+}
+
 /** The documented operations, in declaration order (pages an API operation shares a path with are left out). */
 export const documented = (ops: readonly AnyOperation[]) => ops.filter((op) => !op.hidden);
 
@@ -52,12 +97,12 @@ export function operationId(route: RouteDoc): string {
   return route.method.toLowerCase() + words.join("");
 }
 
-function parameters(route: RouteDoc, set: SchemaSet): JsonSchema[] {
-  const out: JsonSchema[] = [];
+function parameters(route: RouteDoc, set: SchemaSet): OpenApiParameter[] {
+  const out: OpenApiParameter[] = [];
   const params = inputPart(route, "params");
   const query = inputPart(route, "query");
   if (params) {
-    for (const [name, schema] of Object.entries<JsonSchema>(set.convert(params, "input").properties ?? {})) {
+    for (const [name, schema] of Object.entries(set.convert(params, "input").properties ?? {})) {
       const { description, ...rest } = schema;
       out.push({ name, in: "path", required: true, description, schema: rest });
     }
@@ -65,7 +110,7 @@ function parameters(route: RouteDoc, set: SchemaSet): JsonSchema[] {
   if (query) {
     const q = set.convert(query, "input");
     const required = new Set<string>(q.required ?? []);
-    for (const [name, schema] of Object.entries<JsonSchema>(q.properties ?? {})) {
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
       const { description, ...rest } = schema;
       out.push({ name, in: "query", required: required.has(name), ...(description ? { description } : {}), schema: rest });
     }
@@ -76,10 +121,10 @@ function parameters(route: RouteDoc, set: SchemaSet): JsonSchema[] {
   return out;
 }
 
-function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonSchema {
-  const responses: Record<string, JsonSchema> = {};
+function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): OpenApiOperation {
+  const responses: Record<string, OpenApiResponse> = {};
   for (const [status, r] of Object.entries(route.responses)) {
-    const res: JsonSchema = { description: r.description };
+    const res: OpenApiResponse = { description: r.description };
     if (r.schema) res.content = { [r.contentType ?? "application/json"]: { schema: set.convert(r.schema, "output") } };
     else if (r.contentType) res.content = { [r.contentType]: { schema: { type: "string" } } };
     if (r.headers)
@@ -92,10 +137,10 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
     if (existing) {
       // e.g. 422 on POST /pay: a blocked payment result, or an error body
       const content = existing.content?.["application/json"];
-      existing.description = `${String(existing.description)}; errors: ${text}`;
+      existing.description = `${existing.description}; errors: ${text}`;
       if (content) content.schema = { oneOf: [content.schema, errorRef] };
     } else {
-      const headers =
+      const headers: Record<string, OpenApiHeader> | undefined =
         status === 429 || status === 503
           ? { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } }
           : status === 405
@@ -104,7 +149,7 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
       responses[status] = { description: text, content: { "application/json": { schema: errorRef } }, ...(headers ? { headers } : {}) };
     }
   }
-  const op: JsonSchema = {
+  const op: OpenApiOperation = {
     operationId: operationId(route),
     tags: [route.tag],
     summary: route.summary,
@@ -122,11 +167,11 @@ function operation(route: RouteDoc, set: SchemaSet, errorRef: JsonSchema): JsonS
   return op;
 }
 
-export function buildOpenApi(ctx: DocsContext, operations: readonly AnyOperation[]): JsonSchema {
+export function buildOpenApi(ctx: DocsContext, operations: readonly AnyOperation[]): OpenApiDocument {
   const routes = documented(operations);
   const set = new SchemaSet();
   const errorRef = set.convert(ErrorBody, "output");
-  const paths: Record<string, Record<string, JsonSchema>> = {};
+  const paths: Record<string, Record<string, OpenApiOperation>> = {};
   for (const route of routes) {
     const p = openApiPath(route.path);
     paths[p] ??= {};

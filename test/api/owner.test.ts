@@ -1,10 +1,10 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Wallet, getAddress, parseEther, toBeHex, ZeroAddress } from "ethers";
-import { LINK_AGENT_TYPES, SET_OWNER_TYPES, WITHDRAW_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
+import { LINK_AGENT_TYPES, WITHDRAW_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
 import { stackPerFile, randomOwner } from "../helpers/stack";
-import { linkedAgent, ownerKey } from "../helpers/owner";
+import { handOver, linkedAgent, ownerKey } from "../helpers/owner";
 import { mintUsdc, usdcBalance } from "../helpers/sellers";
 import { documentCounts, expectErrorShape } from "../helpers/store";
 
@@ -178,16 +178,7 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     // The previous owner takes an agent key just before handing over, to keep paying under the new owner's policy.
     const kept = await s.api("POST", `/agents/${a.agentAddress}/key`, { key });
     expect(kept.status).to.equal(201);
-    const timestamp = s.now();
-    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
-      agent: a.agentAddress,
-      newOwner: heir.address,
-      timestamp,
-    });
-    const res = await s.api("POST", `/agents/${a.agentAddress}/owner`, {
-      key,
-      body: { newOwner: heir.address, timestamp, humanSignature },
-    });
+    const res = await handOver(s, owner, a.agentAddress, heir.address, key);
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body).to.include({ agentAddress: a.agentAddress, ownerAddress: heir.address });
     expect(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).owner()).to.equal(heir.address);
@@ -215,14 +206,7 @@ describe("owner powers over the agent wallet: POST /agents/:address/withdraw and
     const other = await s.genesis();
     const key = await ownerKey(s, owner);
     for (const newOwner of [a.agentAddress, other.agentAddress]) {
-      const timestamp = s.now();
-      const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
-        agent: a.agentAddress,
-        newOwner,
-        timestamp,
-      });
-      const res = await s.api("POST", `/agents/${a.agentAddress}/owner`, { key, body: { newOwner, timestamp, humanSignature } });
-      expectErrorShape(res, 400, "bad_request");
+      expectErrorShape(await handOver(s, owner, a.agentAddress, newOwner, key), 400, "bad_request");
     }
     expect(await s.svc.chain.policyAt(a.agentAddress, s.svc.chain.provider).owner()).to.equal(owner.address);
     expect((await s.api("GET", `/limits?address=${a.agentAddress}`, { key })).status).to.equal(200);

@@ -10,19 +10,11 @@ import { ERC1271Wallet__factory, OperatorSet__factory } from "../../typechain-ty
 import { auditFromLogs, type AuditAgent } from "../../src/indexer/audit";
 import { CONTRACT_OWNER, SignatureAuditor } from "../../src/indexer/auditSignatures";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
-import {
-  LINK_AGENT_TYPES,
-  SET_OPERATOR_TYPES,
-  SET_OWNER_TYPES,
-  WITHDRAW_TYPES,
-  policyDomain,
-  serviceDomain,
-} from "../../src/chain/typedData";
+import { LINK_AGENT_TYPES, SET_OPERATOR_TYPES, WITHDRAW_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
-import { ledgerEntry } from "../../src/payments/phases";
-import { auditOutput, runAudit } from "../helpers/auditCli";
-import { approvalDecision } from "../helpers/payments";
-import { ownerKey, setOperatorOnChain } from "../helpers/owner";
+import { auditOptions, auditOutput, auditStack, runAudit } from "../helpers/auditCli";
+import { approvalDecision, inFlightEntry } from "../helpers/payments";
+import { handOver, ownerKey, setOperatorOnChain } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 
@@ -104,11 +96,7 @@ describe("audit from events alone", () => {
     expect(withdrawn.status, JSON.stringify(withdrawn.body)).to.equal(200);
     expect((await pay(b, cheap.resource)).status).to.equal(200);
 
-    const report = await auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     const audited: AuditAgent = report.agents[a.agentAddress];
     expect(audited.owners.map((o) => o.owner)).to.deep.equal([getAddress(owner.address)]);
@@ -311,11 +299,7 @@ describe("audit from events alone", () => {
     const deployed = await s.api("POST", "/limits", { key: agent.apiKey, body: await s.policyBody(signer, agent.agentAddress, policy) });
     expect(deployed.status, JSON.stringify(deployed.body)).to.equal(201);
 
-    const report = await auditFromLogs(chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     const audited = report.agents[agent.agentAddress];
     // The wallet's key recovers, not the wallet: the contract checked it by ERC-1271 when it accepted the policy.
@@ -351,16 +335,7 @@ describe("audit from events alone", () => {
     // The indexer past the deployment's OwnerSet first: a run that links it after the hand-over gives the agent back
     // to the first owner until the next run (ledgerLinks followOwner reads only up to that event's block).
     await s.svc.indexer.syncOnce();
-    const timestamp = s.now();
-    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
-      agent: a.agentAddress,
-      newOwner: heir.address,
-      timestamp,
-    });
-    const handedOver = await s.api("POST", `/agents/${a.agentAddress}/owner`, {
-      key,
-      body: { newOwner: heir.address, timestamp, humanSignature },
-    });
+    const handedOver = await handOver(s, owner, a.agentAddress, heir.address, key);
     expect(handedOver.status, JSON.stringify(handedOver.body)).to.equal(200);
     const heirKey = await ownerKey(s, heir);
     const pause = await s.signPause(heir, a.agentAddress, true);
@@ -370,11 +345,7 @@ describe("audit from events alone", () => {
     });
     expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
 
-    const report = await auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     const audited = report.agents[a.agentAddress];
     expect(audited.owners.map((o) => o.owner)).to.deep.equal([owner.address, heir.address]);
@@ -396,26 +367,13 @@ describe("audit from events alone", () => {
     const txnId = `txn_${randomBytes(12).toString("hex")}`;
     const paymentId = "0x" + randomBytes(32).toString("hex");
     // What a run killed between its commit and its authorisation leaves, its lease run out.
-    const base = {
-      agentAddress: c.agentAddress,
-      ownerAddress: null,
-      policyAddress: c.policyContract,
-      merchant: "127.0.0.1",
-      serviceUrl: "http://127.0.0.1/x",
-      currency: "USDC" as const,
-      intent: "left by a dead run",
-      approvalId: null,
-    };
-    const fields = { amount: USDC.toString(), status: "processing" as const, phase: "authorizing" as const, paymentId };
-    await s.svc.store.payments.insertOne(ledgerEntry(txnId, base, { ...fields, leaseUntil: new Date(Date.now() - 1), instanceId: "gone" }));
+    await s.svc.store.payments.insertOne(
+      inFlightEntry(txnId, c, USDC, { paymentId, leaseUntil: new Date(Date.now() - 1), instanceId: "gone" }),
+    );
     expect(await s.svc.services.payments.recover()).to.equal(1);
     const doc = (await s.svc.store.payments.findOne({ txnId }))!;
     expect(doc).to.include({ status: "failed", reason: "not_authorized" });
-    const report = await auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     const audited = report.agents[c.agentAddress];
     expect(audited.payments).to.deep.equal([]);
@@ -437,11 +395,7 @@ describe("audit from events alone", () => {
     const added = await (await set.addOperator(intruder)).wait();
     const removed = await (await set.removeOperator(intruder)).wait();
 
-    const report = await auditFromLogs(chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     expect(report.agents[c.agentAddress].operators.map((o) => o.operator)).to.deep.equal([chain.operator.address, setAddress]);
     const audited = report.operatorSets[setAddress];
@@ -455,7 +409,7 @@ describe("audit from events alone", () => {
   });
 
   it("audits through a node that caps eth_getLogs ranges (as Base nodes do): the same report, no failure", async () => {
-    const opts = { factory: s.svc.config.factoryAddress, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock };
+    const opts = auditOptions(s);
     const full = await auditFromLogs(s.svc.chain.provider, opts);
     expect(full.toBlock - full.fromBlock).to.be.greaterThan(MAX_LOG_BLOCKS);
     const capped = new CappedLogsProvider(s.svc.config.rpcUrl);
@@ -469,7 +423,7 @@ describe("audit from events alone", () => {
   });
 
   it("audits many agents through a node that caps the addresses and topics of one eth_getLogs", async () => {
-    const opts = { factory: s.svc.config.factoryAddress, usdc: s.svc.config.usdcAddress, fromBlock: s.svc.config.factoryDeployBlock };
+    const opts = auditOptions(s);
     const full = await auditFromLogs(s.svc.chain.provider, opts);
     expect(Object.keys(full.agents).length).to.be.greaterThan(3);
     const capped = new CappedLogsProvider(s.svc.config.rpcUrl, 5);

@@ -4,9 +4,8 @@
  * as an owner reads it, and by `npm run audit -- --ledger`.
  */
 import { expect } from "chai";
-import { auditFromLogs } from "../../src/indexer/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
-import { auditOutput, runAudit } from "../helpers/auditCli";
+import { auditOutput, auditStack, runAudit } from "../helpers/auditCli";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";
 import { stackPerFile, randomOwner } from "../helpers/stack";
@@ -15,13 +14,6 @@ const USDC = 1_000_000n;
 
 describe("audit: the ledger against the chain", () => {
   const { s, keep } = stackPerFile();
-
-  const audit = () =>
-    auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
 
   it("agrees with an untouched ledger, and names each entry a stolen database rewrote or dropped", async () => {
     const facilitator = await fundedFacilitator(s);
@@ -46,7 +38,7 @@ describe("audit: the ledger against the chain", () => {
     await pay(broken.resource, 502); // authorised, then released
     const failed = (await s.svc.store.payments.findOne({ agentAddress: a.agentAddress, status: "failed" }))!.txnId;
 
-    const report = await audit();
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     expect(ledgerDisagreements(report, await fetchLedger(s.url, key))).to.deep.equal([]);
 
@@ -90,7 +82,7 @@ describe("audit: the ledger against the chain", () => {
     const ledgerBlock = await s.svc.chain.provider.getBlockNumber();
     const snapshot = await fetchLedger(s.url, key);
     await pay(tooDear.resource, 422);
-    const later = await audit();
+    const later = await auditStack(s);
     expect(ledgerDisagreements(later, snapshot, [], ledgerBlock)).to.have.members(problems);
     expect(ledgerDisagreements(later, snapshot)).to.have.length(problems.length + 1);
   });
@@ -122,7 +114,7 @@ describe("audit: the ledger against the chain", () => {
     expect(second.txHash).to.not.equal(first.txHash); // another amount: its own PaymentBlocked
     expect(again).to.include({ txHash: second.txHash, duplicateOf: second.txnId }); // identical: shared
 
-    const blocked = (await audit()).agents[a.agentAddress].blocked;
+    const blocked = (await auditStack(s)).agents[a.agentAddress].blocked;
     expect(blocked.map((b) => [b.amount, b.reason, b.authorizeTx])).to.deep.equal([
       ["6000000", "per_tx_limit_exceeded", first.txHash],
       ["7000000", "per_tx_limit_exceeded", second.txHash],

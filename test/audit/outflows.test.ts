@@ -7,8 +7,7 @@ import { expect } from "chai";
 import { Contract, JsonRpcProvider, JsonRpcSigner, Wallet, getAddress } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { poolAddress } from "../../src/chain/uniswapMath";
-import { auditFromLogs } from "../../src/indexer/audit";
-import { auditOutput, runAudit } from "../helpers/auditCli";
+import { auditOutput, auditStack, runAudit } from "../helpers/auditCli";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../helpers/sellers";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 
@@ -16,13 +15,6 @@ const USDC = 1_000_000n;
 
 describe("audit: every outflow of a wallet explained", () => {
   const { s, keep } = stackPerFile();
-
-  const audit = () =>
-    auditFromLogs(s.svc.chain.provider, {
-      factory: s.svc.config.factoryAddress,
-      usdc: s.svc.config.usdcAddress,
-      fromBlock: s.svc.config.factoryDeployBlock,
-    });
 
   it("a swap before settlement: its WETH to the pool is explained by SwapExecuted, the USDC by the settlement", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 2n * USDC });
@@ -37,7 +29,7 @@ describe("audit: every outflow of a wallet explained", () => {
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
     expect(paid.body.swap, JSON.stringify(paid.body)).to.be.an("object");
 
-    const report = await audit();
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal([]);
     const audited = report.agents[a.agentAddress];
     const [payment] = audited.payments;
@@ -58,7 +50,7 @@ describe("audit: every outflow of a wallet explained", () => {
       body: { agentAddress: a.agentAddress, serviceUrl: seller.resource, maxAmount: "2", intent: "a real payment" },
     });
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
-    expect((await audit()).inconsistencies).to.deep.equal([]);
+    expect((await auditStack(s)).inconsistencies).to.deep.equal([]);
 
     // What no policy allows: the wallet's own key, as only a dev chain can lend it.
     const thief = getAddress(Wallet.createRandom().address);
@@ -83,7 +75,7 @@ describe("audit: every outflow of a wallet explained", () => {
       `2500000 USDC (${getAddress(s.svc.config.usdcAddress)}) left ${a.agentAddress} to ${thief} in ${usdcTx}: no authorised settlement, withdrawal or swap explains it`,
       `50000000000000000 WETH (${getAddress(WETH_ADDRESS)}) left ${a.agentAddress} to ${thief} in ${wethTx}: no authorised settlement, withdrawal or swap explains it`,
     ];
-    const report = await audit();
+    const report = await auditStack(s);
     expect(report.inconsistencies).to.deep.equal(expected);
     expect(report.agents[a.agentAddress].outflows.map((o) => [o.token, o.to, o.amount, o.explainedBy])).to.deep.equal([
       ["USDC", getAddress(seller.payTo), "1000000", "settlement"],

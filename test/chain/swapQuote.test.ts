@@ -1,25 +1,21 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { JsonRpcProvider, type Contract } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap, readTwapTick } from "../../src/chain/swapQuote";
-import { createPool, fundTrader, uniswapAt } from "../helpers/uniswap";
+import { createPool, fundTrader, swapExactIn, swapExactOut, uniswapAt, wethForUsdc } from "../helpers/uniswap";
+import { embeddedChainPerFile } from "../helpers/embeddedChain";
 
 const USDC = (n: bigint) => n * 10n ** 6n;
 const ETH = (n: bigint) => n * 10n ** 18n;
 
 describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Uniswap v3", function () {
-  let chain: EmbeddedChain;
+  const chain = embeddedChainPerFile();
   let provider: JsonRpcProvider;
   let harness: Contract;
   let snapshot: string;
 
-  let clean: string;
-
   before(async function () {
-    chain = await startEmbeddedChain();
-    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
     provider = new JsonRpcProvider(chain.rpcUrl, chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
     harness = (await hre.ethers.deployContract("SwapBoundHarness")) as unknown as Contract;
     const [trader, attacker] = await hre.ethers.getSigners();
@@ -32,24 +28,11 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
   afterEach(async function () {
     await hre.network.provider.request({ method: "evm_revert", params: [snapshot] });
   });
-  after(async function () {
+  after(function () {
     provider?.destroy();
-    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
-    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
-    await chain?.close();
   });
 
-  const request = (amountOut: bigint, over: Partial<{ fee: number; twapSeconds: number; maxSlippageBps: number }> = {}) => ({
-    factory: chain.addresses.uniswap.factory,
-    quoterV2: chain.addresses.uniswap.quoterV2,
-    tokenIn: WETH_ADDRESS,
-    tokenOut: chain.addresses.usdc,
-    fee: UNISWAP_POOL_FEE,
-    amountOut,
-    twapSeconds: 1800,
-    maxSlippageBps: 50,
-    ...over,
-  });
+  const request = (amountOut: bigint, over: Parameters<typeof wethForUsdc>[2] = {}) => wethForUsdc(chain, amountOut, over);
 
   it("quotes what SwapRouter02 then spends, under the same bound the contract computes", async function () {
     const r = await quoteSwap(provider, request(USDC(1_234n)));
@@ -72,14 +55,11 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
     const u = uniswapAt(chain.addresses.uniswap, trader);
     const before = await u.weth.balanceOf(trader.address);
     await (
-      await u.router.exactOutputSingle({
-        tokenIn: WETH_ADDRESS,
+      await swapExactOut(u.router, {
         tokenOut: chain.addresses.usdc,
-        fee: UNISWAP_POOL_FEE,
         recipient: trader.address,
         amountOut: USDC(1_234n),
         amountInMaximum: r.quote.maxAmountIn,
-        sqrtPriceLimitX96: 0,
       })
     ).wait();
     expect(before - (await u.weth.balanceOf(trader.address))).to.equal(r.quote.amountIn);
@@ -88,17 +68,7 @@ describe("off-chain swap quote (QuoterV2 + the TWAP bound) on the embedded Unisw
   it("refuses with swap_slippage_exceeded after the price is pushed (sandwich), naming both amounts", async function () {
     const [, attacker] = await hre.ethers.getSigners();
     const u = uniswapAt(chain.addresses.uniswap, attacker);
-    await (
-      await u.router.exactInputSingle({
-        tokenIn: WETH_ADDRESS,
-        tokenOut: chain.addresses.usdc,
-        fee: UNISWAP_POOL_FEE,
-        recipient: attacker.address,
-        amountIn: ETH(300n),
-        amountOutMinimum: 0,
-        sqrtPriceLimitX96: 0,
-      })
-    ).wait();
+    await (await swapExactIn(u.router, { tokenOut: chain.addresses.usdc, recipient: attacker.address, amountIn: ETH(300n) })).wait();
     const r = await quoteSwap(provider, request(USDC(1_000n)));
     expect(r.ok).to.equal(false);
     if (r.ok || r.reason !== "swap_slippage_exceeded")

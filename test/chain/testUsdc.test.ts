@@ -4,22 +4,15 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { Signature, TypedDataEncoder, Wallet, type TypedDataField } from "ethers";
+import { Signature, TypedDataEncoder, Wallet } from "ethers";
+import { PERMIT_TYPES, RECEIVE_TYPES } from "../helpers/x402SchemeContracts";
 
 const { ethers } = hre;
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
 const DOMAIN = { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC };
-const AUTH_FIELDS: TypedDataField[] = [
-  { name: "from", type: "address" },
-  { name: "to", type: "address" },
-  { name: "value", type: "uint256" },
-  { name: "validAfter", type: "uint256" },
-  { name: "validBefore", type: "uint256" },
-  { name: "nonce", type: "bytes32" },
-];
-const TRANSFER_TYPES = { TransferWithAuthorization: AUTH_FIELDS };
-const RECEIVE_TYPES = { ReceiveWithAuthorization: AUTH_FIELDS };
+/** EIP-3009's two authorisations share their fields. */
+const TRANSFER_TYPES = { TransferWithAuthorization: RECEIVE_TYPES.ReceiveWithAuthorization };
 const CANCEL_TYPES = {
   CancelAuthorization: [
     { name: "authorizer", type: "address" },
@@ -238,16 +231,7 @@ describe("TestUSDC at the Base USDC address", function () {
     const { usdc, relayer, alice } = await loadFixture(fixture);
     const deadline = BigInt(await time.latest()) + 3600n;
     const permit = { owner: alice.address, spender: relayer.address, value: 77n, nonce: 0n, deadline };
-    const types = {
-      Permit: [
-        { name: "owner", type: "address" },
-        { name: "spender", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "nonce", type: "uint256" },
-        { name: "deadline", type: "uint256" },
-      ],
-    };
-    const sig = Signature.from(await alice.signTypedData(DOMAIN, types, permit));
+    const sig = Signature.from(await alice.signTypedData(DOMAIN, PERMIT_TYPES, permit));
     await usdc["permit(address,address,uint256,uint256,uint8,bytes32,bytes32)"](
       alice.address,
       relayer.address,

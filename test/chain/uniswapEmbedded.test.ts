@@ -1,30 +1,23 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Contract, JsonRpcProvider, ZeroAddress } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { readTwapTick } from "../../src/chain/swapQuote";
 import { quoteAtTick } from "../../src/chain/uniswapMath";
-import { fundTrader, uniswapAt } from "../helpers/uniswap";
+import { fundTrader, swapExactOut, uniswapAt } from "../helpers/uniswap";
+import { embeddedChainPerFile } from "../helpers/embeddedChain";
 
 describe("embedded chain: real Uniswap v3", function () {
-  let chain: EmbeddedChain;
+  const chain = embeddedChainPerFile();
   let provider: JsonRpcProvider;
   let startedAt: number;
 
-  let clean: string;
-
-  before(async function () {
-    chain = await startEmbeddedChain();
-    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
+  before(function () {
     startedAt = Math.floor(Date.now() / 1000);
     provider = new JsonRpcProvider(chain.rpcUrl, chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
   });
-  after(async function () {
+  after(function () {
     provider?.destroy();
-    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
-    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
-    await chain?.close();
   });
 
   it("ends its start-up with the chain's clock on the wall clock (EIP-3009 windows come from the wall clock)", async function () {
@@ -88,14 +81,11 @@ describe("embedded chain: real Uniswap v3", function () {
     const pool = u.pool(chain.addresses.uniswap.usdcWethPool);
     const before: bigint = (await pool.slot0()).sqrtPriceX96;
     await (
-      await u.router.exactOutputSingle({
-        tokenIn: WETH_ADDRESS,
+      await swapExactOut(u.router, {
         tokenOut: chain.addresses.usdc,
-        fee: UNISWAP_POOL_FEE,
         recipient: trader.address,
         amountOut: 5_000n * 10n ** 6n,
         amountInMaximum: 10n ** 19n,
-        sqrtPriceLimitX96: 0,
       })
     ).wait();
     const after: bigint = (await pool.slot0()).sqrtPriceX96;

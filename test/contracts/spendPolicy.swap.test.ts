@@ -2,41 +2,28 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { ZeroAddress } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
-import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
+import { WETH_ADDRESS } from "../../src/chain/addresses";
 import { NO_SWAPS } from "../../src/chain/deploy";
 import { quoteSwap } from "../../src/chain/swapQuote";
-import { SWAP_POLICY, ETH, swapFixture, revertKeepingClock } from "../helpers/swapFixture";
+import { SWAP_POLICY, ETH, swapFixture } from "../helpers/swapFixture";
+import { embeddedChainPerFile } from "../helpers/embeddedChain";
+import { wethForUsdc } from "../helpers/uniswap";
 import { DEFAULT_POLICY, deploySchemes, nextTimestamp, signSetPaused, signTransfer, usdc } from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
 describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortfall, on the real Uniswap v3", function () {
-  let chain: EmbeddedChain;
-  let clean: string;
-
-  before(async function () {
-    chain = await startEmbeddedChain();
-    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
-  });
-  after(async function () {
-    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
-    if (clean) await revertKeepingClock(clean);
-    await chain?.close();
-  });
+  const chain = embeddedChainPerFile({ keepClock: true });
 
   const fixture = () => swapFixture(chain);
   const quote = (amountOut: bigint) =>
-    quoteSwap(ethers.provider, {
-      factory: chain.addresses.uniswap.factory,
-      quoterV2: chain.addresses.uniswap.quoterV2,
-      tokenIn: WETH_ADDRESS,
-      tokenOut: chain.addresses.usdc,
-      fee: UNISWAP_POOL_FEE,
-      amountOut,
-      twapSeconds: Number(SWAP_POLICY.swapTwapSeconds),
-      maxSlippageBps: Number(SWAP_POLICY.maxSwapSlippageBps),
-    });
+    quoteSwap(
+      ethers.provider,
+      wethForUsdc(chain, amountOut, {
+        twapSeconds: Number(SWAP_POLICY.swapTwapSeconds),
+        maxSlippageBps: Number(SWAP_POLICY.maxSwapSlippageBps),
+      }),
+    );
 
   it("buys exactly the shortfall with WETH at QuoterV2's price, within the TWAP bound, leaves no allowance, and the payment settles", async function () {
     const f = await loadFixture(fixture);

@@ -2,28 +2,17 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, mine, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { Contract } from "ethers";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { maxAmountIn, meanTick, poolAddress, quoteAtTick, MAX_TICK, MIN_TICK } from "../../src/chain/uniswapMath";
-import { HIGH_TOKEN, createPool, fundTrader, uniswapAt } from "../helpers/uniswap";
+import { HIGH_TOKEN, createPool, fundTrader, quoteExactOut, swapExactIn, swapExactOut, uniswapAt } from "../helpers/uniswap";
+import { embeddedChainPerFile } from "../helpers/embeddedChain";
 
 const { ethers } = hre;
 const USDC = (n: bigint) => n * 10n ** 6n;
 const ETH = (n: bigint) => n * 10n ** 18n;
 
 describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap v3 pool", function () {
-  let chain: EmbeddedChain;
-  let clean: string;
-
-  before(async function () {
-    chain = await startEmbeddedChain();
-    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
-  });
-  after(async function () {
-    // Later test files share Hardhat's network and its default accounts: leave them as we found them.
-    if (clean) await hre.network.provider.request({ method: "evm_revert", params: [clean] });
-    await chain?.close();
-  });
+  const chain = embeddedChainPerFile();
 
   async function fixture() {
     const [trader, attacker, lp] = await ethers.getSigners();
@@ -79,30 +68,12 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     const { trader, a, usdc, harness, u } = await loadFixture(fixture);
     for (const amountOut of [USDC(5n), USDC(5_000n)]) {
       const [bound] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, 1800, 50);
-      const quoted = (
-        await u.quoter.quoteExactOutputSingle.staticCall({
-          tokenIn: WETH_ADDRESS,
-          tokenOut: usdc,
-          amount: amountOut,
-          fee: UNISWAP_POOL_FEE,
-          sqrtPriceLimitX96: 0,
-        })
-      ).amountIn;
+      const quoted = await quoteExactOut(u.quoter, usdc, amountOut);
       expect(quoted).to.be.lte(bound);
       const wethBefore = await u.weth.balanceOf(trader.address);
       const usdcToken = await ethers.getContractAt("TestUSDC", usdc);
       const usdcBefore = await usdcToken.balanceOf(trader.address);
-      await (
-        await u.router.exactOutputSingle({
-          tokenIn: WETH_ADDRESS,
-          tokenOut: usdc,
-          fee: UNISWAP_POOL_FEE,
-          recipient: trader.address,
-          amountOut,
-          amountInMaximum: bound,
-          sqrtPriceLimitX96: 0,
-        })
-      ).wait();
+      await (await swapExactOut(u.router, { tokenOut: usdc, recipient: trader.address, amountOut, amountInMaximum: bound })).wait();
       const spent = wethBefore - (await u.weth.balanceOf(trader.address));
       expect(spent).to.equal(quoted);
       expect(spent).to.be.lte(bound);
@@ -115,40 +86,12 @@ describe("SwapBound (TWAP bound of an exactOutput swap) against the real Uniswap
     const amountOut = USDC(2_000n);
     const [before] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, 1800, 100);
     // The front-run: dump WETH for USDC, so WETH buys less USDC.
-    await (
-      await u.router.connect(attacker).getFunction("exactInputSingle")({
-        tokenIn: WETH_ADDRESS,
-        tokenOut: usdc,
-        fee: UNISWAP_POOL_FEE,
-        recipient: attacker.address,
-        amountIn: ETH(300n),
-        amountOutMinimum: 0,
-        sqrtPriceLimitX96: 0,
-      })
-    ).wait();
+    await (await swapExactIn(u.router.connect(attacker), { tokenOut: usdc, recipient: attacker.address, amountIn: ETH(300n) })).wait();
     const [bound] = await harness.maxAmountIn(a.factory, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE, amountOut, 1800, 100);
     expect(bound).to.be.lte(before + before / 1000n); // the TWAP barely moves within one block
-    const quoted = (
-      await u.quoter.quoteExactOutputSingle.staticCall({
-        tokenIn: WETH_ADDRESS,
-        tokenOut: usdc,
-        amount: amountOut,
-        fee: UNISWAP_POOL_FEE,
-        sqrtPriceLimitX96: 0,
-      })
-    ).amountIn;
+    const quoted = await quoteExactOut(u.quoter, usdc, amountOut);
     expect(quoted > bound, `spot ${quoted} vs bound ${bound}`).to.equal(true);
-    await expect(
-      u.router.exactOutputSingle({
-        tokenIn: WETH_ADDRESS,
-        tokenOut: usdc,
-        fee: UNISWAP_POOL_FEE,
-        recipient: trader.address,
-        amountOut,
-        amountInMaximum: bound,
-        sqrtPriceLimitX96: 0,
-      }),
-    ).to.be.reverted;
+    await expect(swapExactOut(u.router, { tokenOut: usdc, recipient: trader.address, amountOut, amountInMaximum: bound })).to.be.reverted;
   });
 
   it("rounds the mean tick toward negative infinity for negative ticks, as OracleLibrary", async function () {

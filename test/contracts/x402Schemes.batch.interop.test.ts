@@ -7,14 +7,13 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { Wallet } from "ethers";
 import { BatchSettlementEvmScheme, computeChannelId } from "@x402/evm/batch-settlement/client";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { X402_SCHEME_ADDRESSES } from "../../src/dev/x402Schemes";
 import type { TestUSDC, X402BatchSettlement } from "../../typechain-types";
 import { contractBuyer, eoaBuyer, payingFetch, type Buyer } from "../helpers/schemeBuyers";
-import { NETWORK, startBatchSeller, stockSchemeFacilitator, type BatchSeller, type StockFacilitator } from "../helpers/schemeSellers";
+import { NETWORK, startBatchSeller, fundedStockSchemeFacilitator, type BatchSeller, type StockFacilitator } from "../helpers/schemeSellers";
 
 const PRICE = 1_000n; // 0.001 USDC a request
 const REQUESTS = 25; // not a multiple of the deposit the stock parties size (10 requests), so some is left to refund
@@ -30,9 +29,7 @@ describe("x402 sandbox contracts with the stock batch-settlement client, server 
     chain = await startEmbeddedChain();
     usdc = await hre.ethers.getContractAt("TestUSDC", chain.addresses.usdc);
     batch = await hre.ethers.getContractAt("X402BatchSettlement", X402_SCHEME_ADDRESSES.batchSettlement);
-    const key = Wallet.createRandom();
-    await hre.network.provider.request({ method: "hardhat_setBalance", params: [key.address, "0x3635C9ADC5DEA00000"] });
-    facilitator = stockSchemeFacilitator(chain.rpcUrl, key.privateKey);
+    facilitator = await fundedStockSchemeFacilitator(chain.rpcUrl);
   });
   after(async function () {
     for (const s of sellers) await s.close();

@@ -6,14 +6,13 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { Wallet } from "ethers";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { X402_SCHEME_ADDRESSES } from "../../src/dev/x402Schemes";
 import type { TestUSDC } from "../../typechain-types";
 import { contractBuyer, eoaBuyer, payingFetch, type Buyer } from "../helpers/schemeBuyers";
-import { startUptoSeller, stockSchemeFacilitator, type StockFacilitator, type UptoSeller } from "../helpers/schemeSellers";
+import { startUptoSeller, fundedStockSchemeFacilitator, type StockFacilitator, type UptoSeller } from "../helpers/schemeSellers";
 
 const CEILING = 500_000n; // 0.50 USDC signed
 const USED = 123_456n; // what the request used
@@ -27,9 +26,7 @@ describe("x402 sandbox contracts with the stock upto client, server and facilita
   before(async function () {
     chain = await startEmbeddedChain();
     usdc = await hre.ethers.getContractAt("TestUSDC", chain.addresses.usdc);
-    const key = Wallet.createRandom();
-    await hre.network.provider.request({ method: "hardhat_setBalance", params: [key.address, "0x3635C9ADC5DEA00000"] });
-    facilitator = stockSchemeFacilitator(chain.rpcUrl, key.privateKey);
+    facilitator = await fundedStockSchemeFacilitator(chain.rpcUrl);
   });
   after(async function () {
     for (const s of sellers) await s.close();

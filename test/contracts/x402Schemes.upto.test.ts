@@ -10,6 +10,7 @@ import { Signature, Wallet } from "ethers";
 import {
   A,
   BASE_USDC,
+  PERMIT_TYPES,
   USDC_DOMAIN,
   placeSchemeFixture,
   signUpto,
@@ -155,19 +156,13 @@ describe("x402 sandbox: Permit2 and the upto proxy", function () {
     const sig = await signUpto(carol, p);
     const deadline = p.deadline;
     const permitSig = Signature.from(
-      await carol.signTypedData(
-        USDC_DOMAIN,
-        {
-          Permit: [
-            { name: "owner", type: "address" },
-            { name: "spender", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "nonce", type: "uint256" },
-            { name: "deadline", type: "uint256" },
-          ],
-        },
-        { owner: carol.address, spender: A.permit2, value: CEILING, nonce: 0n, deadline },
-      ),
+      await carol.signTypedData(USDC_DOMAIN, PERMIT_TYPES, {
+        owner: carol.address,
+        spender: A.permit2,
+        value: CEILING,
+        nonce: 0n,
+        deadline,
+      }),
     );
     const eip2612 = { value: CEILING, deadline, r: permitSig.r, s: permitSig.s, v: permitSig.v };
     await expect(

@@ -1,18 +1,12 @@
 import { expect } from "chai";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
-import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { withSeller, mintUsdc, usdcBalance } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("POST /pay under concurrency and retries", () => {
-  const { s, keep } = stackPerFile();
-  let seller: TestSeller;
-
-  before(async () => {
-    seller = await stackSeller(s, USDC);
-    keep(seller);
-  });
+  const { s, seller } = withSeller(stackPerFile(), USDC);
 
   const payBody = (agentAddress: string, intent: string) => ({ agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent });
 

@@ -4,7 +4,7 @@ import { toBaseUnits } from "../../src/amounts";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { stackPerFile, randomOwner } from "../helpers/stack";
-import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
+import { withSeller, mintUsdc } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
@@ -14,15 +14,12 @@ const USDC = 1_000_000n;
  * owner's own wallet, would): the cache is stale, and the decision must read the chain again before refusing.
  */
 describe("policy decision with a stale cached policy (indexer behind)", () => {
-  const { s, keep } = stackPerFile();
-  let seller: TestSeller;
+  const { s, seller } = withSeller(stackPerFile(), USDC);
   let owner: Wallet;
 
   before(async () => {
-    seller = await stackSeller(s, USDC);
     owner = randomOwner();
     await s.svc.indexer.stop();
-    keep(seller);
   });
 
   const pay = (a: { agentAddress: string; apiKey: string }) =>

@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
-import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { withSeller, mintUsdc, usdcBalance } from "../helpers/sellers";
 import { listen } from "../helpers/sellerServer";
 
 const USDC = 1_000_000n;
@@ -42,16 +42,13 @@ async function startLyingSeller(target: string, opts: { settle: boolean; claim: 
 
 describe("a seller that names another transaction as its settlement", function () {
   this.timeout(60_000);
-  const { s, keep } = stackPerFile();
-  let seller: TestSeller;
+  const { s, seller } = withSeller(stackPerFile(), USDC);
   /** A mined transaction that is no settlement of anything: a USDC mint. */
   let unrelatedTx: string;
 
   before(async () => {
-    seller = await stackSeller(s, USDC);
     const { receipt } = await s.svc.chain.sendAndWait((o) => s.svc.chain.usdc.connect(s.svc.chain.operator).mint(seller.payTo, 1n, o));
     unrelatedTx = receipt.hash;
-    keep(seller);
   });
 
   async function agent() {

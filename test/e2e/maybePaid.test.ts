@@ -6,6 +6,7 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import { payingAgent, fundedFacilitator, startMisbehavingSeller, usdcBalance, type MisbehaviourMode } from "../helpers/sellers";
+import { inFlightEntry } from "../helpers/payments";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
 
@@ -97,33 +98,9 @@ describe("maybe paid: outcomes after the payment header left", () => {
       createdAt: long,
       expiresAt: new Date(Date.now() + 3_600_000),
     });
-    await s.svc.store.payments.insertOne({
-      txnId: `txn_${randomBytes(12).toString("hex")}`,
-      agentAddress: a.agentAddress,
-      ownerAddress: null,
-      policyAddress: a.agentAddress,
-      merchant: "127.0.0.1",
-      serviceUrl: body.serviceUrl,
-      amount: USDC.toString(),
-      currency: "USDC",
-      intent: body.intent,
-      status: "processing",
-      phase: "authorizing",
-      reason: null,
-      paymentId: "0x" + randomBytes(32).toString("hex"),
-      approvalId: null,
-      txHash: null,
-      authorizeTxHash: null,
-      releaseTxHash: null,
-      payTo: null,
-      validBefore: null,
-      createdAt: long,
-      updatedAt: long,
-      settledAt: null,
-      onchain: { confirmed: false, blockNumber: null },
-      leaseUntil: new Date(0),
-      idempotencyScope: scope,
-    });
+    const inFlight = { paymentId: "0x" + randomBytes(32).toString("hex"), leaseUntil: new Date(0) };
+    const base = { policyAddress: a.agentAddress, serviceUrl: body.serviceUrl, intent: body.intent, idempotencyScope: scope };
+    await s.svc.store.payments.insertOne(inFlightEntry(`txn_${randomBytes(12).toString("hex")}`, a, USDC, inFlight, base, long));
     expect(await s.svc.services.payments.recover()).to.equal(1);
     const t0 = Date.now();
     const retry = await s.api("POST", "/pay", { key: a.apiKey, body, headers: { "Idempotency-Key": key } });

@@ -4,9 +4,8 @@ import { randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
 import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
-import { approvalDecision, spentToday } from "../helpers/payments";
+import { approvalDecision, inFlightEntry, spentToday } from "../helpers/payments";
 import { payingAgent, stackSeller, fundedFacilitator, startMisbehavingSeller, usdcBalance, type TestSeller } from "../helpers/sellers";
-import { ledgerEntry } from "../../src/payments/phases";
 import { normalizeAllowlist, proveMerchant } from "../../src/policy/allowlist";
 import { holdingSeller } from "../helpers/sellerHolding";
 
@@ -58,33 +57,9 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     const a = await agent();
     const txnId = `txn_${randomBytes(12).toString("hex")}`;
     const paymentId = "0x" + randomBytes(32).toString("hex");
-    const now = new Date();
-    await s.svc.store.payments.insertOne({
-      txnId,
-      agentAddress: a.agentAddress,
-      ownerAddress: null,
-      policyAddress: a.policyContract,
-      merchant: "127.0.0.1",
-      serviceUrl: "http://127.0.0.1/x",
-      amount: USDC.toString(),
-      currency: "USDC",
-      intent: "in flight elsewhere",
-      status: "processing",
-      phase: "authorizing",
-      reason: null,
-      paymentId,
-      approvalId: null,
-      txHash: null,
-      authorizeTxHash: null,
-      releaseTxHash: null,
-      payTo: null,
-      validBefore: null,
-      createdAt: now,
-      updatedAt: now,
-      settledAt: null,
-      onchain: { confirmed: false, blockNumber: null },
-      leaseUntil: new Date(Date.now() + 60_000),
-    });
+    await s.svc.store.payments.insertOne(
+      inFlightEntry(txnId, a, USDC, { paymentId, leaseUntil: new Date(Date.now() + 60_000) }, { intent: "in flight elsewhere" }),
+    );
     expect(await s.svc.services.payments.recover()).to.equal(0);
     expect((await s.svc.store.payments.findOne({ txnId }))!.phase).to.equal("authorizing");
     expect(await s.svc.services.payments.recover(new Date(Date.now() + 120_000))).to.equal(1);
@@ -101,26 +76,16 @@ describe("money safety: retries, outages, instances, runaway agents", () => {
     const paymentId = "0x" + randomBytes(32).toString("hex");
     const latest = (await s.svc.chain.provider.getBlock("latest"))!;
     const transfer = { payTo: Wallet.createRandom().address, amount: USDC, validAfter: 0n, validBefore: BigInt(latest.timestamp + 600) };
-    const base = {
-      agentAddress: a.agentAddress,
-      ownerAddress: null,
-      policyAddress: a.policyContract,
-      merchant: "127.0.0.1",
-      serviceUrl: "http://127.0.0.1/x",
-      currency: "USDC" as const,
-      intent: "authorised, then killed",
-      approvalId: null,
-    };
     const { payTo, validBefore } = transfer;
-    const fields = { amount: USDC.toString(), status: "processing" as const, phase: "authorizing" as const, paymentId, payTo };
     const inFlight = {
-      ...fields,
+      paymentId,
+      payTo,
       validAfter: 0,
       validBefore: Number(validBefore),
       leaseUntil: new Date(Date.now() - 1),
       instanceId: "gone",
     };
-    await s.svc.store.payments.insertOne(ledgerEntry(txnId, base, inFlight));
+    await s.svc.store.payments.insertOne(inFlightEntry(txnId, a, USDC, inFlight, { intent: "authorised, then killed" }));
     const proof = proveMerchant(normalizeAllowlist(["127.0.0.1"]).entries, "127.0.0.1")!;
     const authorized = await s.svc.services.payments.ops.authorize(a.policyContract, paymentId, "127.0.0.1", proof, transfer);
     expect(authorized.authorized).to.equal(true);

@@ -8,12 +8,10 @@ import { Wallet } from "ethers";
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { toFacilitatorEvmSigner } from "@x402/evm";
-import { createWalletClient, defineChain, http, publicActions, type Abi } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import type { Facilitator } from "../../src/x402/facilitator";
 import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { mintUsdc, startV1Seller, startV2Seller, usdcBalance } from "../helpers/sellers";
+import { stockFacilitatorSigner } from "../helpers/schemeSellers";
 
 const USDC = 1_000_000n;
 
@@ -21,28 +19,7 @@ const USDC = 1_000_000n;
 async function stockFacilitator(s: Stack): Promise<Facilitator> {
   const key = Wallet.createRandom();
   await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-  const rpc = s.svc.config.rpcUrl;
-  const chain = defineChain({
-    id: 8453,
-    name: "Base",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [rpc] } },
-  });
-  const client = createWalletClient({
-    account: privateKeyToAccount(key.privateKey as `0x${string}`),
-    chain,
-    transport: http(rpc, { retryCount: 0 }),
-  }).extend(publicActions);
-  const signer = toFacilitatorEvmSigner({
-    address: client.account.address,
-    readContract: (a) => client.readContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args ?? [] }),
-    verifyTypedData: (a) => client.verifyTypedData(a as Parameters<typeof client.verifyTypedData>[0]),
-    writeContract: (a) =>
-      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas }),
-    sendTransaction: (a) => client.sendTransaction({ to: a.to, data: a.data }),
-    waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
-    getCode: (a) => client.getCode({ address: a.address }),
-  });
+  const { signer } = stockFacilitatorSigner(s.svc.config.rpcUrl, key.privateKey);
   const facilitator = new x402Facilitator();
   registerExactEvmScheme(facilitator, { signer, networks: "eip155:8453" });
   return {

@@ -15,7 +15,7 @@ import { SwapService } from "../../src/payments/swap";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { approvalDecision, spentToday } from "../helpers/payments";
 import { ownerKey } from "../helpers/owner";
-import { stackSeller, startMisbehavingSeller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { withSeller, startMisbehavingSeller, usdcBalance } from "../helpers/sellers";
 import { fundTrader, uniswapAt, TOKEN_ABI } from "../helpers/uniswap";
 import { agentHeaders, callTool, mcpClient, textOf } from "../mcp/client";
 
@@ -24,14 +24,11 @@ const ETH = 10n ** 18n;
 const SWAPS_ON = { maxSwapSlippageBps: 100, swapTwapSeconds: 600 };
 
 describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 seller)", () => {
-  const { s, keep } = stackPerFile();
-  let seller: TestSeller;
+  const { s, seller } = withSeller(stackPerFile(), 2n * USDC);
   let owner: Wallet;
 
-  before(async () => {
-    seller = await stackSeller(s, 2n * USDC);
+  before(() => {
     owner = randomOwner();
-    keep(seller);
   });
 
   const uniswap = () => s.svc.embeddedChain!.addresses.uniswap;

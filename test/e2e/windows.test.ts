@@ -2,18 +2,12 @@ import { expect } from "chai";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { stackPerFile, randomOwner } from "../helpers/stack";
-import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { withSeller, mintUsdc, usdcBalance } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("POST /pay against the richer policy windows", () => {
-  const { s, keep } = stackPerFile();
-  let seller: TestSeller;
-
-  before(async () => {
-    seller = await stackSeller(s, USDC);
-    keep(seller);
-  });
+  const { s, seller } = withSeller(stackPerFile(), USDC);
 
   const payBody = (agentAddress: string, intent: string) => ({ agentAddress, serviceUrl: seller.resource, maxAmount: "1", intent });
 

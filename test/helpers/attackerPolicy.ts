@@ -7,6 +7,7 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, Signature, type Signer } from "ethers";
 import { NO_EXTRA_LIMITS, SET_OWNER_TYPES, SET_POLICY_TYPES, WITHDRAW_TYPES, walletSignature } from "../../src/chain/typedData";
+import { PERMIT_TYPES } from "./x402SchemeContracts";
 import { NO_APPROVAL, refusedOnChain, settleFromWallet, transferDigest, type Attempt, type Secrets, type Target } from "./attackerBase";
 
 const { ethers } = hre;
@@ -108,17 +109,14 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
         chainId: 8453n,
         verifyingContract: await token.getAddress(),
       };
-      const types = {
-        Permit: [
-          { name: "owner", type: "address" },
-          { name: "spender", type: "address" },
-          { name: "value", type: "uint256" },
-          { name: "nonce", type: "uint256" },
-          { name: "deadline", type: "uint256" },
-        ],
-      };
       const nonce = await token.nonces(agentAddress);
-      const digest = ethers.TypedDataEncoder.hash(domain, types, { owner: agentAddress, spender: thief, value: balance, nonce, deadline });
+      const digest = ethers.TypedDataEncoder.hash(domain, PERMIT_TYPES, {
+        owner: agentAddress,
+        spender: thief,
+        value: balance,
+        nonce,
+        deadline,
+      });
       const sig = walletSignature(paidId, s.agentKey.signingKey.sign(digest).serialized);
       await (
         await token.connect(s.operator)["permit(address,address,uint256,uint256,bytes)"](agentAddress, thief, balance, deadline, sig)

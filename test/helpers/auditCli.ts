@@ -1,6 +1,6 @@
 /** `npm run audit` as an auditor runs it (scripts/audit.ts in a child process), and its output read back. */
 import { spawn } from "node:child_process";
-import type { AuditReport } from "../../src/indexer/audit";
+import { auditFromLogs, type AuditReport } from "../../src/indexer/audit";
 import type { Stack } from "./stack";
 
 export interface AuditRun {
@@ -41,3 +41,13 @@ export function auditOutput(stdout: string): { report: AuditReport & { ledgerDis
   const summary = lines.pop() ?? "";
   return { report: JSON.parse(lines.join("\n")) as AuditReport & { ledgerDisagreements?: string[] }, summary };
 }
+
+/** What the audit needs to know of the stack's deployment: its factory, USDC and the factory's first block. */
+export const auditOptions = (s: Stack) => ({
+  factory: s.svc.config.factoryAddress,
+  usdc: s.svc.config.usdcAddress,
+  fromBlock: s.svc.config.factoryDeployBlock,
+});
+
+/** The audit of the stack's deployment read straight from its chain (`auditFromLogs`, as `npm run audit` does). */
+export const auditStack = (s: Stack): Promise<AuditReport> => auditFromLogs(s.svc.chain.provider, auditOptions(s));

@@ -1,7 +1,7 @@
 /** Owner helpers for API tests: Sign-In with Ethereum the way a wallet does it (EIP-4361, personal_sign). */
 import { Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
-import { SET_OPERATOR_TYPES, policyDomain } from "../../src/chain/typedData";
+import { SET_OPERATOR_TYPES, SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
 import type { ApiResponse, Stack } from "./stack";
 
 export interface SiweOverrides {
@@ -61,6 +61,17 @@ export async function linkedAgent(s: Stack, owner: Wallet, body: Record<string, 
   const res = await s.api("POST", "/agents/link", { body: await s.signLink(owner, agent.agentAddress) });
   if (res.status !== 200) throw new Error(`link failed: ${res.status} ${JSON.stringify(res.body)}`);
   return agent;
+}
+
+/** POST /agents/:address/owner: `owner` signs SetOwner handing the agent to `heir`, sent with the owner's key. */
+export async function handOver(s: Stack, owner: Wallet, agentAddress: string, heir: string, key: string): Promise<ApiResponse> {
+  const timestamp = s.now();
+  const humanSignature = await owner.signTypedData(policyDomain(8453, agentAddress), SET_OWNER_TYPES, {
+    agent: agentAddress,
+    newOwner: heir,
+    timestamp,
+  });
+  return s.api("POST", `/agents/${agentAddress}/owner`, { key, body: { newOwner: heir, timestamp, humanSignature } });
 }
 
 let operatorChanges = 0;

@@ -3,7 +3,36 @@ import type { Wallet } from "ethers";
 import { ZeroAddress, getAddress } from "ethers";
 import { APPROVAL_DECISION_TYPES, policyDomain } from "../../src/chain/typedData";
 import { toBaseUnits } from "../../src/amounts";
+import { ledgerEntry, type LedgerBase, type LedgerFields } from "../../src/payments/phases";
+import type { PaymentDoc } from "../../src/store/documents";
 import type { Stack } from "./stack";
+
+/**
+ * What a run killed between its commit and its authorisation leaves in the ledger, written as the service writes
+ * entries (ledgerEntry): `agent`'s payment of `amount` base units to 127.0.0.1, processing and authorizing, plus what
+ * `fields` says it already knew (its paymentId, its lease); `base` overrides the entry's base (its URL, intent, scope).
+ */
+export function inFlightEntry(
+  txnId: string,
+  agent: { agentAddress: string; policyContract: string },
+  amount: bigint,
+  fields: Omit<Partial<LedgerFields>, "amount">,
+  base: Partial<LedgerBase> = {},
+  now?: Date,
+): PaymentDoc {
+  const entryBase: LedgerBase = {
+    agentAddress: agent.agentAddress,
+    ownerAddress: null,
+    policyAddress: agent.policyContract,
+    merchant: "127.0.0.1",
+    serviceUrl: "http://127.0.0.1/x",
+    currency: "USDC",
+    intent: "left by a dead run",
+    approvalId: null,
+    ...base,
+  };
+  return ledgerEntry(txnId, entryBase, { status: "processing", phase: "authorizing", ...fields, amount: amount.toString() }, now);
+}
 
 /** The owner's ApprovalDecision signature body for approve or deny of an approval. */
 export async function approvalDecision(

@@ -5,14 +5,9 @@
  * x402HTTPResourceServer with the matching server schemes, over real HTTP on 127.0.0.1. Buyers are @x402/core's
  * x402Client with the stock client schemes, through @x402/fetch.
  */
+import hre from "hardhat";
 import { x402Facilitator } from "@x402/core/facilitator";
-import {
-  x402HTTPResourceServer,
-  x402ResourceServer,
-  type FacilitatorClient,
-  type HTTPAdapter,
-  type HTTPRequestContext,
-} from "@x402/core/server";
+import { x402HTTPResourceServer, x402ResourceServer, type FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme as ExactFacilitatorScheme } from "@x402/evm/exact/facilitator";
@@ -24,7 +19,8 @@ import { UptoEvmScheme as UptoServerScheme } from "@x402/evm/upto/server";
 import { Wallet } from "ethers";
 import { createWalletClient, defineChain, http, publicActions, type Abi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { USDC_EXTRA, header, listen, readBody, sendJson } from "./sellerServer";
+import { USDC_EXTRA, listen, sendJson } from "./sellerServer";
+import { settleX402Request } from "./sellerX402";
 
 export const NETWORK = "eip155:8453" as const;
 
@@ -36,8 +32,11 @@ export interface StockFacilitator {
   receiverAuthorizer: `0x${string}`;
 }
 
-/** The stock facilitator with the upto, batch-settlement and exact EVM schemes, sending from its own funded key. */
-export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): StockFacilitator {
+/**
+ * A stock facilitator's signer, as the x402 packages' documentation sets it up: @x402/evm's toFacilitatorEvmSigner on a
+ * plain viem wallet client for Base at `rpcUrl`, sending from `privateKey` (which must hold ETH for gas).
+ */
+export function stockFacilitatorSigner(rpcUrl: string, privateKey: string) {
   const chain = defineChain({
     id: 8453,
     name: "Base",
@@ -66,13 +65,26 @@ export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): Stoc
     waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
     getCode: (a) => client.getCode({ address: a.address }),
   });
+  return { signer, address: client.account.address };
+}
+
+/** stockSchemeFacilitator sending from a new key given 1,000 ETH on the in-process Hardhat network (served at `rpcUrl`). */
+export async function fundedStockSchemeFacilitator(rpcUrl: string): Promise<StockFacilitator> {
+  const key = Wallet.createRandom();
+  await hre.network.provider.request({ method: "hardhat_setBalance", params: [key.address, "0x3635C9ADC5DEA00000"] });
+  return stockSchemeFacilitator(rpcUrl, key.privateKey);
+}
+
+/** The stock facilitator with the upto and batch-settlement EVM schemes, sending from its own funded key. */
+export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): StockFacilitator {
+  const { signer, address } = stockFacilitatorSigner(rpcUrl, privateKey);
   const authorizer = privateKeyToAccount(Wallet.createRandom().privateKey as `0x${string}`);
   const facilitator = new x402Facilitator();
   facilitator.register(NETWORK, new UptoFacilitatorScheme(signer));
   facilitator.register(NETWORK, new BatchFacilitatorScheme(signer, authorizer));
   facilitator.register(NETWORK, new ExactFacilitatorScheme(signer));
   return {
-    address: client.account.address,
+    address,
     receiverAuthorizer: authorizer.address,
     client: {
       verify: (p: PaymentPayload, r: PaymentRequirements) => facilitator.verify(p, r),
@@ -106,17 +118,6 @@ export interface UptoSeller extends SchemeSeller {
 
 export interface BatchSeller extends SchemeSeller {
   manager: BatchSettlementChannelManager;
-}
-
-function nodeAdapter(req: import("node:http").IncomingMessage, url: URL): HTTPAdapter {
-  return {
-    getHeader: (name) => header(req, name),
-    getMethod: () => req.method ?? "GET",
-    getPath: () => url.pathname,
-    getUrl: () => url.toString(),
-    getAcceptHeader: () => header(req, "accept") ?? "",
-    getUserAgent: () => header(req, "user-agent") ?? "",
-  };
 }
 
 async function serve(
@@ -153,33 +154,8 @@ async function serve(
   const listener = await listen(async (req, res, url) => {
     const started = performance.now();
     res.once("finish", () => seller.handlerMs.push(performance.now() - started));
-    await readBody(req);
-    const context: HTTPRequestContext = { adapter: nodeAdapter(req, url), path: url.pathname, method: req.method ?? "GET" };
-    const result = await httpServer.processHTTPRequest(context);
-    if (result.type === "no-payment-required") {
-      sendJson(res, 405, { error: "method_not_allowed" });
-      return;
-    }
-    if (result.type === "payment-error") {
-      const { status, headers, body } = result.response;
-      sendJson(res, status, body ?? {}, headers);
-      return;
-    }
-    const settled = await httpServer.processSettlement(
-      result.paymentPayload,
-      result.paymentRequirements,
-      result.declaredExtensions,
-      { request: context },
-      result.beforeHandlerSettlement ? undefined : overrides(),
-      result.beforeHandlerSettlement,
-    );
-    if (!settled.success) {
-      sendJson(res, settled.response.status, settled.response.body ?? { error: settled.errorReason }, {
-        ...settled.response.headers,
-        ...settled.headers,
-      });
-      return;
-    }
+    const settled = await settleX402Request(httpServer, req, res, url, overrides);
+    if (!settled) return;
     seller.settlements.push({ transaction: settled.transaction, amount: settled.amount });
     for (const w of settledWaiters.splice(0)) w();
     if (hold) await hold;

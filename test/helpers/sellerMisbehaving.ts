@@ -5,7 +5,7 @@ import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { BASE_USDC } from "../../src/config";
 import type { Facilitator } from "../../src/x402/facilitator";
-import { USDC_EXTRA, header, listen, readBody, sendJson, type TestSeller } from "./sellerServer";
+import { USDC_EXTRA, header, listen, sellerHandle, readBody, sendJson, type TestSeller } from "./sellerServer";
 
 export type MisbehaviourMode =
   | "garbage402"
@@ -147,22 +147,18 @@ export async function startMisbehavingSeller(mode: MisbehaviourMode, opts: Misbe
     }
   });
 
-  return {
-    url: listener.url,
-    resource: `${listener.url}/resource`,
+  return sellerHandle(listener, {
     payTo,
     hits,
     settlements,
     paymentHeaders,
-    setPrice: (units) => {
-      price = units;
-    },
+    setPrice: (units) => (price = units),
     close: async () => {
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await listener.close();
     },
-  };
+  });
 }
 
 /** 402 with a valid challenge header, then `bytes` of body, chunked (no Content-Length), respecting backpressure. */

@@ -38,6 +38,14 @@ export interface SellerOptions {
 
 export const USDC_EXTRA = { name: "USD Coin", version: "2" };
 
+/** The handle of a seller listening at `listener`: its URLs and close() from the listener, the rest from the seller. */
+export function sellerHandle(
+  listener: { url: string; close: () => Promise<void> },
+  seller: Omit<TestSeller, "url" | "resource" | "close"> & Partial<Pick<TestSeller, "close">>,
+): TestSeller {
+  return { url: listener.url, resource: `${listener.url}/resource`, close: listener.close, ...seller };
+}
+
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
 
 export function header(req: IncomingMessage, name: string): string | undefined {

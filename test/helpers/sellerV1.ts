@@ -2,7 +2,7 @@
 import { Wallet } from "ethers";
 import { decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types";
-import { USDC_EXTRA, header, listen, readBody, sendJson, type SellerOptions, type TestSeller } from "./sellerServer";
+import { USDC_EXTRA, header, listen, sellerHandle, readBody, sendJson, type SellerOptions, type TestSeller } from "./sellerServer";
 
 const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
 
@@ -66,15 +66,5 @@ export async function startV1Seller(opts: SellerOptions): Promise<TestSeller> {
     sendJson(res, 200, { data: "paid content", payer: settled.payer }, { "X-PAYMENT-RESPONSE": encodePaymentResponseHeader(settled) });
   });
 
-  return {
-    url: listener.url,
-    resource: `${listener.url}/resource`,
-    payTo,
-    hits,
-    settlements,
-    setPrice: (units) => {
-      price = units;
-    },
-    close: listener.close,
-  };
+  return sellerHandle(listener, { payTo, hits, settlements, setPrice: (units) => (price = units) });
 }

@@ -9,8 +9,8 @@
  */
 import { Wallet } from "ethers";
 import { createInProcessFacilitator, type InProcessFacilitator } from "../../src/x402/facilitator";
-import type { ApiResponse, PolicyInput, Stack } from "./stack";
-import { randomOwner } from "./stack";
+import type { ApiResponse, PerFileStack, PolicyInput, Stack } from "./stack";
+import { randomOwner, startedInBefore } from "./stack";
 import type { SellerOptions, TestSeller } from "./sellerServer";
 import { startV2Seller } from "./sellerV2";
 import { startV1Seller } from "./sellerV1";
@@ -59,6 +59,22 @@ export async function stackSeller(
   const { version = 2, ...rest } = opts;
   const facilitator = rest.facilitator ?? (await fundedFacilitator(stack));
   return (version === 1 ? startV1Seller : startV2Seller)({ usdc: stack.svc.config.usdcAddress, price, ...rest, facilitator });
+}
+
+/**
+ * The file's stack with one stackSeller asking `price`: started in before() once the stack is up (before the file's own
+ * before hooks), closed with the stack's kept values. `seller` stands for the seller once started.
+ */
+export function withSeller(
+  file: PerFileStack,
+  price: bigint,
+  opts: Parameters<typeof stackSeller>[2] = {},
+): PerFileStack & { seller: TestSeller } {
+  let started: TestSeller | undefined;
+  before(async () => {
+    started = file.keep(await stackSeller(file.s, price, opts));
+  });
+  return { ...file, seller: startedInBefore(() => started, "withSeller: seller") };
 }
 
 export interface PayingAgent {

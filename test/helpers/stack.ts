@@ -228,20 +228,28 @@ export function stackPerFile(env: Record<string, string> = {}, opts: StartOption
     for (const x of kept) await x.close();
     await started?.close();
   });
-  const s = new Proxy({} as Stack, {
-    get(_target, key) {
-      if (key === "then") return undefined; // not a promise
-      if (!started) throw new Error(`stackPerFile: stack.${String(key)} read before the stack started`);
-      return Reflect.get(started, key) as unknown;
-    },
-  });
   return {
-    s,
+    s: startedInBefore(() => started, "stackPerFile: stack"),
     keep: (x, ...more) => {
       kept.push(x, ...more);
       return x;
     },
   };
+}
+
+/**
+ * A value that stands for the one a before() hook starts (`get` returns it once started): reading a field earlier throws,
+ * naming `what`. Lets a describe body hold `const x = …PerFile()` and its tests read `x.field`.
+ */
+export function startedInBefore<T extends object>(get: () => T | undefined, what: string): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      if (key === "then") return undefined; // not a promise
+      const started = get();
+      if (!started) throw new Error(`${what}.${String(key)} read before it started`);
+      return Reflect.get(started, key) as unknown;
+    },
+  });
 }
 
 export function randomOwner(): Wallet {

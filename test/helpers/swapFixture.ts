@@ -7,7 +7,7 @@
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, type Signer } from "ethers";
-import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
+import { WETH_ADDRESS } from "../../src/chain/addresses";
 import type { EmbeddedChain } from "../../src/dev/embeddedChain";
 import {
   ALLOWLIST,
@@ -22,7 +22,7 @@ import {
   usdc,
   type TransferValues,
 } from "./policyFixture";
-import { TOKEN_ABI, fundTrader, uniswapAt } from "./uniswap";
+import { TOKEN_ABI, fundTrader, swapExactIn, uniswapAt } from "./uniswap";
 
 const { ethers } = hre;
 
@@ -101,15 +101,7 @@ export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = S
   async function dumpWeth(amountIn: bigint) {
     const got = await token.balanceOf(trader.address);
     const trade = (tokenIn: string, tokenOut: string, amount: bigint) =>
-      u.router.exactInputSingle({
-        tokenIn,
-        tokenOut,
-        fee: UNISWAP_POOL_FEE,
-        recipient: trader.address,
-        amountIn: amount,
-        amountOutMinimum: 0,
-        sqrtPriceLimitX96: 0,
-      });
+      swapExactIn(u.router, { tokenIn, tokenOut, recipient: trader.address, amountIn: amount });
     await (await trade(WETH_ADDRESS, chain.addresses.usdc, amountIn)).wait();
     const bought = (await token.balanceOf(trader.address)) - got;
     return async () => {

@@ -1,7 +1,7 @@
 /** Uniswap v3 handles for tests on the embedded chain: the published artifacts' contracts, a trader, extra pools. */
 import hre from "hardhat";
-import { Contract, MaxUint256, getAddress, type Signer } from "ethers";
-import { WETH_ADDRESS } from "../../src/chain/addresses";
+import { Contract, MaxUint256, getAddress, type BaseContract, type ContractTransactionResponse, type Signer } from "ethers";
+import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { ARTIFACTS, uniswapArtifact } from "../../src/chain/uniswapArtifacts";
 import type { UniswapAddresses } from "../../src/dev/uniswap";
 import { poolAddress, sqrtPriceX96For } from "../../src/chain/uniswapMath";
@@ -100,4 +100,60 @@ export async function createPool(opts: {
   ).wait();
   await (await pool.increaseObservationCardinalityNext(20, { gasLimit: 5_000_000 })).wait();
   return address;
+}
+
+export interface SwapLeg {
+  /** Default: WETH. */
+  tokenIn?: string;
+  tokenOut: string;
+  recipient: string;
+}
+
+/** SwapRouter02 exactOutputSingle in the embedded pool's fee tier: exactly `amountOut` for at most `amountInMaximum`. */
+export function swapExactOut(
+  router: Pick<BaseContract, "getFunction">,
+  leg: SwapLeg & { amountOut: bigint; amountInMaximum: bigint },
+): Promise<ContractTransactionResponse> {
+  const { tokenIn = WETH_ADDRESS, ...rest } = leg;
+  return router.getFunction("exactOutputSingle")({ tokenIn, fee: UNISWAP_POOL_FEE, ...rest, sqrtPriceLimitX96: 0 });
+}
+
+/** SwapRouter02 exactInputSingle in the embedded pool's fee tier, with no minimum out (a sandwich's leg). */
+export function swapExactIn(
+  router: Pick<BaseContract, "getFunction">,
+  leg: SwapLeg & { amountIn: bigint },
+): Promise<ContractTransactionResponse> {
+  const { tokenIn = WETH_ADDRESS, ...rest } = leg;
+  return router.getFunction("exactInputSingle")({ tokenIn, fee: UNISWAP_POOL_FEE, ...rest, amountOutMinimum: 0, sqrtPriceLimitX96: 0 });
+}
+
+/** QuoterV2's spot price: the WETH that buys exactly `amountOut` of `tokenOut` in the embedded pool's fee tier now. */
+export async function quoteExactOut(quoter: Contract, tokenOut: string, amountOut: bigint): Promise<bigint> {
+  const quoted = (await quoter.getFunction("quoteExactOutputSingle").staticCall({
+    tokenIn: WETH_ADDRESS,
+    tokenOut,
+    amount: amountOut,
+    fee: UNISWAP_POOL_FEE,
+    sqrtPriceLimitX96: 0,
+  })) as { amountIn: bigint };
+  return quoted.amountIn;
+}
+
+/** The quoteSwap request for `amountOut` USDC bought with WETH in the embedded pool (TWAP 30 min, 0.5% unless `over`). */
+export function wethForUsdc(
+  chain: { addresses: { usdc: string; uniswap: UniswapAddresses } },
+  amountOut: bigint,
+  over: Partial<{ fee: number; twapSeconds: number; maxSlippageBps: number }> = {},
+) {
+  return {
+    factory: chain.addresses.uniswap.factory,
+    quoterV2: chain.addresses.uniswap.quoterV2,
+    tokenIn: WETH_ADDRESS,
+    tokenOut: chain.addresses.usdc,
+    fee: UNISWAP_POOL_FEE,
+    amountOut,
+    twapSeconds: 1800,
+    maxSlippageBps: 50,
+    ...over,
+  };
 }

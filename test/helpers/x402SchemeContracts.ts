@@ -111,6 +111,16 @@ export const CLAIM_BATCH_TYPES = {
     { name: "totalClaimed", type: "uint128" },
   ],
 };
+/** EIP-2612 permit (USDC's `permit`). */
+export const PERMIT_TYPES = {
+  Permit: [
+    { name: "owner", type: "address" },
+    { name: "spender", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+  ],
+};
 export const RECEIVE_TYPES = {
   ReceiveWithAuthorization: [
     { name: "from", type: "address" },

@@ -9,6 +9,9 @@ export async function mcpClient(baseUrl: string, headers: Record<string, string>
   return client;
 }
 
+/** The six tools an agent is given, by name in alphabetical order: none approves, denies or sets limits. */
+export const AGENT_TOOLS = ["get_balance", "get_limits", "get_payment", "list_transactions", "pay", "verify_merchant"];
+
 export const agentHeaders = (a: { apiKey: string; agentAddress: string }) => ({
   Authorization: `Bearer ${a.apiKey}`,
   "X-Agent-Address": a.agentAddress,

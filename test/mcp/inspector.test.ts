@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { expect } from "chai";
 import { startStack, randomOwner, type Stack } from "../helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { AGENT_TOOLS } from "./client";
 
 const run = promisify(execFile);
 // The package's launcher (bin mcp-inspector); with --cli it runs the Inspector's own MCP client.
@@ -53,14 +54,7 @@ describe("MCP Inspector CLI (a client we did not write) against the running serv
 
   it("tools/list answers the six tools", async () => {
     const out = await inspector("--method", "tools/list");
-    expect(out.tools.map((t: { name: string }) => t.name).sort()).to.deep.equal([
-      "get_balance",
-      "get_limits",
-      "get_payment",
-      "list_transactions",
-      "pay",
-      "verify_merchant",
-    ]);
+    expect(out.tools.map((t: { name: string }) => t.name).sort()).to.deep.equal(AGENT_TOOLS);
   });
 
   it("tools/call get_limits answers the agent's on-chain policy", async () => {

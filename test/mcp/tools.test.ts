@@ -6,7 +6,7 @@ import { expect } from "chai";
 import type { Stack } from "../helpers/stack";
 import { policyEvents } from "../helpers/payments";
 import { usdcBalance, type TestSeller } from "../helpers/sellers";
-import { agentHeaders, callTool, errorOf, textOf } from "./client";
+import { AGENT_TOOLS, agentHeaders, callTool, errorOf, textOf } from "./client";
 import { USDC, useToolsStack } from "./toolsFixture";
 
 describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 seller)", () => {
@@ -21,14 +21,7 @@ describe("MCP tool server at /mcp (SDK Client over HTTP, real chain and x402 sel
   it("lists exactly the six agent tools, each with input and output schemas; none approves, denies or sets limits", async () => {
     const c = await connect(agentHeaders(await agent()));
     const { tools } = await c.listTools();
-    expect(tools.map((t) => t.name).sort()).to.deep.equal([
-      "get_balance",
-      "get_limits",
-      "get_payment",
-      "list_transactions",
-      "pay",
-      "verify_merchant",
-    ]);
+    expect(tools.map((t) => t.name).sort()).to.deep.equal(AGENT_TOOLS);
     for (const t of tools) {
       expect(t.inputSchema.type, t.name).to.equal("object");
       expect(t.outputSchema?.type, t.name).to.equal("object");

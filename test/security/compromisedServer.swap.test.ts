@@ -5,24 +5,13 @@
  * on-chain; the one swap the policy allowed spent at most its bound.
  */
 import { expect } from "chai";
-import hre from "hardhat";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { runSwapAttacks, type SwapTarget } from "../helpers/attacker";
 import { ALLOWLIST, proofFor } from "../helpers/policyFixture";
-import { ETH, MERCHANT, SWAP_POLICY, swapFixture, revertKeepingClock } from "../helpers/swapFixture";
+import { ETH, MERCHANT, SWAP_POLICY, swapFixture } from "../helpers/swapFixture";
+import { embeddedChainPerFile } from "../helpers/embeddedChain";
 
 describe("compromised server (swaps): every secret of the service, and the swap bound still holds", function () {
-  let chain: EmbeddedChain;
-  let clean: string;
-
-  before(async function () {
-    chain = await startEmbeddedChain();
-    clean = (await hre.network.provider.request({ method: "evm_snapshot", params: [] })) as string;
-  });
-  after(async function () {
-    if (clean) await revertKeepingClock(clean);
-    await chain?.close();
-  });
+  const chain = embeddedChainPerFile({ keepClock: true });
 
   it("refuses on-chain every swap the policy does not allow, and loses nothing to the refused ones", async function () {
     const f = await swapFixture(chain);

@@ -3,9 +3,8 @@
  * owner, never to the one who handed the agent over.
  */
 import { expect } from "chai";
-import { SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
 import { stackPerFile, randomOwner } from "../helpers/stack";
-import { ownerKey } from "../helpers/owner";
+import { handOver, ownerKey } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { expectErrorShape } from "../helpers/store";
 import { listen } from "../helpers/sellerServer";
@@ -50,17 +49,8 @@ describe("a hand-over while a payment is in flight", () => {
       body: { agentAddress: a.agentAddress, serviceUrl: `${gated.url}/resource`, maxAmount: "5", intent: "in flight" },
     });
     await atSeller;
-    const timestamp = s.now();
-    const humanSignature = await owner.signTypedData(policyDomain(8453, a.agentAddress), SET_OWNER_TYPES, {
-      agent: a.agentAddress,
-      newOwner: heir.address,
-      timestamp,
-    });
-    const handOver = await s.api("POST", `/agents/${a.agentAddress}/owner`, {
-      key: ownerApiKey,
-      body: { newOwner: heir.address, timestamp, humanSignature },
-    });
-    expect(handOver.status, JSON.stringify(handOver.body)).to.equal(200);
+    const handedOver = await handOver(s, owner, a.agentAddress, heir.address, ownerApiKey);
+    expect(handedOver.status, JSON.stringify(handedOver.body)).to.equal(200);
     release();
     const res = await paying;
     expect(res.status, JSON.stringify(res.body)).to.equal(202);

@@ -9,21 +9,18 @@ import { MAX_PENDING_APPROVALS } from "../../src/payments";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
 import { expectErrorShape } from "../helpers/store";
-import { stackSeller, mintUsdc, type TestSeller } from "../helpers/sellers";
+import { withSeller, mintUsdc } from "../helpers/sellers";
 
 const USDC = 1_000_000n;
 
 describe("a stolen agent key against its owner's approval queue", () => {
-  const { s, keep } = stackPerFile();
-  let seller: TestSeller;
+  const { s, seller } = withSeller(stackPerFile(), USDC);
   let owner: Wallet;
   let ownerApiKey: string;
 
   before(async () => {
-    seller = await stackSeller(s, USDC);
     owner = randomOwner();
     ownerApiKey = await ownerKey(s, owner);
-    keep(seller);
   });
 
   async function agent() {

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { ownerKey } from "../helpers/owner";
-import { stackSeller, mintUsdc, startMisbehavingSeller, type TestSeller } from "../helpers/sellers";
+import { withSeller, stackSeller, mintUsdc, startMisbehavingSeller } from "../helpers/sellers";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../helpers/receiver";
 import { WEBHOOK_EVENT_TYPES } from "../../src/schemas/webhooks";
 import { alertPaymentDone, catchUpAlerts, reachedLevels } from "../../src/services/alerts";
@@ -9,14 +9,14 @@ import { alertPaymentDone, catchUpAlerts, reachedLevels } from "../../src/servic
 const USDC = 1_000_000n;
 
 describe("webhook events: each fact told once, from where it is decided, to the owner's subscribed endpoints", () => {
-  const { s, keep } = stackPerFile({ WEBHOOK_TIMEOUT_MS: "500", WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" });
+  const { s, keep, seller } = withSeller(
+    stackPerFile({ WEBHOOK_TIMEOUT_MS: "500", WEBHOOK_BACKOFF_BASE_MS: "20", WEBHOOK_POLL_MS: "50" }),
+    USDC,
+  );
   let receiver: Receiver;
-  let seller: TestSeller;
 
   before(async () => {
     receiver = await startReceiver();
-    seller = await stackSeller(s, USDC);
-    keep(seller);
     keep(receiver);
   });
 
@@ -40,17 +40,22 @@ describe("webhook events: each fact told once, from where it is decided, to the 
       key: a.apiKey,
       body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "5", intent: "events test" },
     });
-  const ofType = (rs: ReceivedRequest[], type: string) => rs.filter((r) => r.body.type === type);
-
-  it("payment.approved for each payment, budget.threshold at 80% and 100% of the day once each, then payment.blocked", async () => {
-    const o = await ownerWithEndpoint(["payment.approved", "payment.blocked", "budget.threshold"]);
-    const a = await onboard(o.owner, { dailyBudget: "5", perTxLimit: "5", approvalThreshold: "5" });
+  /** Five payments of `a`, each approved (200): their transaction ids. */
+  async function paidFiveTimes(a: { agentAddress: string; apiKey: string }): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const res = await pay(a);
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       ids.push(res.body.transactionId);
     }
+    return ids;
+  }
+  const ofType = (rs: ReceivedRequest[], type: string) => rs.filter((r) => r.body.type === type);
+
+  it("payment.approved for each payment, budget.threshold at 80% and 100% of the day once each, then payment.blocked", async () => {
+    const o = await ownerWithEndpoint(["payment.approved", "payment.blocked", "budget.threshold"]);
+    const a = await onboard(o.owner, { dailyBudget: "5", perTxLimit: "5", approvalThreshold: "5" });
+    const ids = await paidFiveTimes(a);
     const blocked = await pay(a);
     expect(blocked.status).to.equal(422);
     // The same refusal again within 60 s shares the first one's on-chain record and its alert.
@@ -93,12 +98,7 @@ describe("webhook events: each fact told once, from where it is decided, to the 
   it("budget.threshold for every limited window: a weekly cap under the daily budget is announced at 80% and 100%", async () => {
     const o = await ownerWithEndpoint(["budget.threshold", "payment.blocked"]);
     const a = await onboard(o.owner, { dailyBudget: "10", weeklyBudget: "5", perTxLimit: "5", approvalThreshold: "5" });
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const res = await pay(a);
-      expect(res.status, JSON.stringify(res.body)).to.equal(200);
-      ids.push(res.body.transactionId);
-    }
+    const ids = await paidFiveTimes(a);
     const blocked = await pay(a);
     expect(blocked.body).to.include({ status: "blocked", reason: "weekly_budget_exceeded" });
     await receiver.until(() => ofType(o.seen(), "payment.blocked").length === 1 && ofType(o.seen(), "budget.threshold").length === 2);
