@@ -75,7 +75,7 @@ export async function fundedStockSchemeFacilitator(rpcUrl: string): Promise<Stoc
   return stockSchemeFacilitator(rpcUrl, key.privateKey);
 }
 
-/** The stock facilitator with the upto and batch-settlement EVM schemes, sending from its own funded key. */
+/** The stock facilitator with the upto, batch-settlement and exact EVM schemes, sending from its own funded key. */
 export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): StockFacilitator {
   const { signer, address } = stockFacilitatorSigner(rpcUrl, privateKey);
   const authorizer = privateKeyToAccount(Wallet.createRandom().privateKey as `0x${string}`);
