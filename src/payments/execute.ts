@@ -16,9 +16,8 @@ import type { VerifyResponse } from "../x402/facilitator";
 import type { Quote, SellerRequest, SignedPayment } from "../x402/buyer";
 import { verifyTransfer } from "../x402/verifyTransfer";
 import { swapView } from "../services/presenters";
-import { authorize, begin } from "./authorize";
-import { type Room, finish, inFlight } from "./context";
-import { blockedOutcome } from "./outcomes";
+import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
+import { type Room, finish } from "./context";
 import type { LedgerBase } from "./phases";
 import { resolveInFlight } from "./recover";
 import { release } from "./release";
@@ -109,30 +108,11 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   const charged = ctx.gas.charge(base.ownerAddress, result.receipt);
   if (!result.authorized) {
     await charged;
-    await finish(room, txnId, ["authorizing"], {
-      status: "blocked",
-      reason: result.reason,
-      txHash: result.txHash,
-      onchain: { confirmed: false, blockNumber: result.blockNumber },
-    });
-    const outcome = blockedOutcome({
-      reason: result.reason ?? "blocked",
-      txHash: result.txHash,
-      amount: quote.amount,
-      merchant: base.merchant,
-      intent: base.intent,
-      transactionId: txnId,
-    });
-    return { kind: "blocked", outcome };
+    return blockedOnchain(room, { txnId, base, amount: quote.amount, result });
   }
   timer.mark("authorize");
   // Beside the facilitator's verify: recovery treats "authorizing" with its authorizeTxHash the same way.
-  const marked = room.ledger.move(
-    txnId,
-    ["authorizing"],
-    "authorized",
-    inFlight(room, { authorizeTxHash: result.txHash, authorizeBlock: result.blockNumber }),
-  );
+  const marked = markAuthorized(room, txnId, result);
 
   const paid: Paid = {
     room,

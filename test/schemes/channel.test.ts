@@ -4,40 +4,24 @@
  * vouchers signed locally, a top-up when the deposit is spent; the seller claims and settles.
  */
 import { expect } from "chai";
-import { Wallet } from "ethers";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
-import { stackPerFile, randomOwner } from "../helpers/stack";
-import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
-import { startBatchSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
-import { expectAuditClean } from "./auditFixture";
-
-const USDC = 1_000_000n;
+import { startBatchSeller } from "../helpers/schemeSellers";
+import { USDC, expectAuditClean, schemesPerFile } from "./fixture";
 const PRICE = 1_000n;
 
 describe("batch-settlement (channel) payments through POST /pay", () => {
-  const { s, keep } = stackPerFile({ CHANNEL_DEPOSIT_REQUESTS: "10" });
-  let facilitator: StockFacilitator;
-
-  before(async () => {
-    const key = Wallet.createRandom();
-    await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    facilitator = stockSchemeFacilitator(s.svc.config.rpcUrl, key.privateKey);
-  });
+  const { s, keep, facilitator, fundedAgent, pay } = schemesPerFile(
+    { CHANNEL_DEPOSIT_REQUESTS: "10" },
+    { maxAmount: "0.01", intent: "per call" },
+  );
 
   async function agentAndSeller(policy: Record<string, unknown> = {}) {
-    const seller = await startBatchSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, price: PRICE });
+    const seller = await startBatchSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, price: PRICE });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 10n * USDC);
-    return { a, seller };
+    return { a: await fundedAgent(policy), seller };
   }
-
-  const pay = (a: { apiKey: string; agentAddress: string }, url: string, body: Record<string, unknown> = {}) =>
-    s.api("POST", "/pay", {
-      key: a.apiKey,
-      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "0.01", intent: "per call", ...body },
-    });
 
   it("opens a channel with one deposit, pays 25 requests with vouchers and two top-ups; the seller claims and settles", async () => {
     const { a, seller } = await agentAndSeller();

@@ -7,43 +7,30 @@
 import { expect } from "chai";
 import { Wallet, TypedDataEncoder, toBeHex, zeroPadValue } from "ethers";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
-import { stackPerFile, randomOwner } from "../helpers/stack";
-import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { usdcBalance } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
 import { spentToday } from "../helpers/payments";
 import { stealAgentKey } from "../helpers/stealKey";
-import { startBatchSeller, startUptoSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
+import { startBatchSeller, startUptoSeller } from "../helpers/schemeSellers";
 import { agentHeaders, callTool, mcpClient, textOf } from "../mcp/client";
+import { USDC, schemesPerFile } from "./fixture";
 
-const USDC = 1_000_000n;
 const PRICE = 1_000n;
 const ENCRYPTION_KEY = "ab".repeat(32);
 const MAGIC = "0x1626ba7e";
 
 describe("the policy binds channel payments", () => {
-  const { s, keep } = stackPerFile({ CHANNEL_DEPOSIT_REQUESTS: "10", WALLET_ENCRYPTION_KEY: ENCRYPTION_KEY });
-  let facilitator: StockFacilitator;
-
-  before(async () => {
-    const key = Wallet.createRandom();
-    await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    facilitator = stockSchemeFacilitator(s.svc.config.rpcUrl, key.privateKey);
-  });
+  const { s, keep, facilitator, fundedAgent, pay } = schemesPerFile(
+    { CHANNEL_DEPOSIT_REQUESTS: "10", WALLET_ENCRYPTION_KEY: ENCRYPTION_KEY },
+    { maxAmount: "0.01", intent: "per call" },
+  );
 
   async function agentAndSeller(policy: Record<string, unknown> = {}) {
-    const seller = await startBatchSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, price: PRICE });
+    const seller = await startBatchSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, price: PRICE });
     keep(seller);
-    const owner = randomOwner();
-    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 10n * USDC);
-    return { a, seller, owner };
+    const a = await fundedAgent(policy);
+    return { a, seller, owner: a.owner };
   }
-
-  const pay = (a: { apiKey: string; agentAddress: string }, url: string) =>
-    s.api("POST", "/pay", {
-      key: a.apiKey,
-      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "0.01", intent: "per call" },
-    });
 
   /** A voucher of `channelId` for `cumulative` as a thief holding the agent's signing key would make it. */
   async function stolenVoucher(agentAddress: string, channelId: string, cumulative: bigint) {
@@ -129,7 +116,7 @@ describe("the policy binds channel payments", () => {
         expect(r.structuredContent).to.include({ status: "approved", scheme: "batch-settlement", amount: "0.001" });
       }
       expect(await s.svc.store.channels.findOne({ agentAddress: a.agentAddress })).to.include({ charged: "3000" });
-      const upto = await startUptoSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, ceiling: 5_000n });
+      const upto = await startUptoSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, ceiling: 5_000n });
       keep(upto);
       upto.setUsage(1_234n);
       const r = await callTool(c, "pay", { serviceUrl: upto.resource, maxAmount: "0.01", intent: "metered through MCP" });

@@ -6,25 +6,17 @@
  * channel's charge back in line at the next payment. The interrupted run, when it wakes, changes nothing more.
  */
 import { expect } from "chai";
-import { Wallet } from "ethers";
-import { stackPerFile, randomOwner } from "../helpers/stack";
-import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
-import { startBatchSeller, startUptoSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
+import { startBatchSeller, startUptoSeller } from "../helpers/schemeSellers";
 import { resolveInFlight } from "../../src/payments/recover";
-import { expectAuditClean } from "./auditFixture";
-
-const USDC = 1_000_000n;
+import { expectAuditClean, schemesPerFile } from "./fixture";
 
 describe("recovery of upto and channel payments", () => {
-  const { s, keep } = stackPerFile({ CHANNEL_DEPOSIT_REQUESTS: "10" });
-  let facilitator: StockFacilitator;
-
-  before(async () => {
-    const key = Wallet.createRandom();
-    await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    facilitator = stockSchemeFacilitator(s.svc.config.rpcUrl, key.privateKey);
-  });
+  const { s, keep, facilitator, fundedAgent, pay } = schemesPerFile(
+    { CHANNEL_DEPOSIT_REQUESTS: "10" },
+    { maxAmount: "1", intent: "interrupted" },
+  );
 
   /** The recovery step on the agent's one payment in flight, as the instance taking it over runs it. */
   async function recoverInFlight(agentAddress: string) {
@@ -33,17 +25,10 @@ describe("recovery of upto and channel payments", () => {
     await resolveInFlight(s.svc.services.payments.room, inFlight[0].txnId, true);
   }
 
-  const pay = (a: { apiKey: string; agentAddress: string }, url: string) =>
-    s.api("POST", "/pay", {
-      key: a.apiKey,
-      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "1", intent: "interrupted" },
-    });
-
   it("an upto ceiling settled before the crash: recovery closes it, the settled part stays paid, the rest is credited", async () => {
-    const seller = await startUptoSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, ceiling: 400_000n });
+    const seller = await startUptoSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, ceiling: 400_000n });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    const a = await fundedAgent();
     seller.setUsage(150_000n);
     let wake: () => void = () => undefined;
     const settled = seller.holdAfterSettlement(new Promise<void>((r) => (wake = r)));
@@ -66,10 +51,9 @@ describe("recovery of upto and channel payments", () => {
   });
 
   it("a channel voucher the seller counted before the crash: failed by recovery, then the seller's 402 resynchronises", async () => {
-    const seller = await startBatchSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, price: 1_000n });
+    const seller = await startBatchSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, price: 1_000n });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    const a = await fundedAgent();
     expect((await pay(a, seller.resource)).status).to.equal(200); // the deposit, and the first voucher
     let wake: () => void = () => undefined;
     const counted = seller.holdAfterSettlement(new Promise<void>((r) => (wake = r)));

@@ -4,38 +4,19 @@
  * the request used, and the rest is credited back to the budget windows (creditCeiling).
  */
 import { expect } from "chai";
-import { Wallet } from "ethers";
-import { stackPerFile, randomOwner } from "../helpers/stack";
-import { mintUsdc, usdcBalance } from "../helpers/sellers";
+import { usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
-import { startUptoSeller, stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
-import { expectAuditClean } from "./auditFixture";
-
-const USDC = 1_000_000n;
+import { startUptoSeller } from "../helpers/schemeSellers";
+import { USDC, expectAuditClean, schemesPerFile } from "./fixture";
 
 describe("upto (metered) payments through POST /pay", () => {
-  const { s, keep } = stackPerFile();
-  let facilitator: StockFacilitator;
-
-  before(async () => {
-    const key = Wallet.createRandom();
-    await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    facilitator = stockSchemeFacilitator(s.svc.config.rpcUrl, key.privateKey);
-  });
+  const { s, keep, facilitator, fundedAgent, pay } = schemesPerFile({}, { maxAmount: "1", intent: "metered" });
 
   async function agentAndSeller(ceiling: bigint, policy: Record<string, unknown> = {}) {
-    const seller = await startUptoSeller({ facilitator: facilitator.client, usdc: s.svc.config.usdcAddress, ceiling });
+    const seller = await startUptoSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, ceiling });
     keep(seller);
-    const a = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], ...policy });
-    await mintUsdc(s, a.agentAddress, 10n * USDC);
-    return { a, seller };
+    return { a: await fundedAgent(policy), seller };
   }
-
-  const pay = (a: { apiKey: string; agentAddress: string }, url: string, body: Record<string, unknown> = {}) =>
-    s.api("POST", "/pay", {
-      key: a.apiKey,
-      body: { agentAddress: a.agentAddress, serviceUrl: url, maxAmount: "1", intent: "metered", ...body },
-    });
 
   it("pays less than the ceiling: the seller gets what it settled, the rest is credited back on-chain", async () => {
     const { a, seller } = await agentAndSeller(500_000n);
