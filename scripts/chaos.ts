@@ -13,7 +13,8 @@
  * overshoots, double payments, lost requests (no final answer), payments stuck in flight, 5xx answers by status, and
  * the longest time any payment waited for its final answer. Exits 1 when an invariant fails.
  */
-import { startCluster, type Instance } from "./cluster/cluster";
+import { connectStore } from "../src/store";
+import { startCluster, type Cluster, type Instance } from "./cluster/cluster";
 import { fundAgents, onboardAgent, type ClusterAgent } from "./cluster/client";
 import { checkCluster } from "./cluster/check";
 import { startGate, type Gate } from "./cluster/gate";
@@ -55,6 +56,8 @@ async function main(): Promise<void> {
   const faults: string[] = [];
   /** The 409 answers by message (the start of it). */
   const conflicts = new Map<string, number>();
+  /** Each key's last 409 message: for a key left without a final answer, the payment it was waiting behind. */
+  const lastConflict = new Map<string, string>();
   let stopping = false;
   try {
     console.log(`cluster up in ${((Date.now() - t0) / 1000).toFixed(1)} s; chain and store behind gates`);
@@ -79,6 +82,9 @@ async function main(): Promise<void> {
       const tried: string[] = [];
       const conflictsAt: number[] = [];
       const first = Date.now();
+      // One body per key (a retry with another body is refused): the seller is one instance, at its address whether
+      // it is up or not (a restarted instance comes back at the same address; meanwhile the seller is unreachable).
+      const seller = `${cluster.instances[(i + 1) % INSTANCES].url}/sell/agent-intel`;
       for (let attempt = 0; Date.now() - first < 600_000; attempt++) {
         const sellers = live();
         const inst = sellers[(i + attempt) % Math.max(1, sellers.length)];
@@ -93,7 +99,7 @@ async function main(): Promise<void> {
             headers: { "Content-Type": "application/json", Authorization: `Bearer ${agent.apiKey}`, "Idempotency-Key": key },
             body: JSON.stringify({
               agentAddress: agent.agentAddress,
-              serviceUrl: `${sellers[(i + attempt + 1) % sellers.length].url}/sell/agent-intel`,
+              serviceUrl: seller,
               maxAmount: "0.01",
               intent: `chaos ${i}`,
             }),
@@ -106,6 +112,7 @@ async function main(): Promise<void> {
             const said = (body as { message?: unknown } | null)?.message;
             const m = (typeof said === "string" ? said : "").slice(0, 90);
             conflicts.set(m, (conflicts.get(m) ?? 0) + 1);
+            lastConflict.set(key, typeof said === "string" ? said : "");
           }
           // Final unless it says to retry: a 409 (another payment in flight), a 429, a 503 (a dependency down).
           if (!RETRY.has(res.status) && body?.retryable !== true) {
@@ -147,7 +154,16 @@ async function main(): Promise<void> {
         await cluster.kill(victim);
         await sleep(down);
         const name = newId ? `${victim.name.replace(/-r\d+$/, "")}-r${cluster.instances.length}` : victim.name;
-        const back: Instance = await cluster.restart(victim, name);
+        // As an orchestrator's restart policy does: an instance that fails to start (the store is down at that moment,
+        // and start-up fails fast) is started again a little later.
+        let back: Instance | null = null;
+        while (!back) {
+          back = await cluster.restart(victim, name).catch((err: unknown) => {
+            told(`${stamp(started)} ${name} failed to start (${String(err).split("\n").at(-2) ?? ""}); again in 2 s`);
+            return null;
+          });
+          if (!back) await sleep(2_000);
+        }
         told(`${stamp(started)} ${back.name} up again`);
         return;
       }
@@ -207,6 +223,12 @@ async function main(): Promise<void> {
       [`stuck in flight: ${report.stuck}`, report.stuck === 0],
       [`500 internal errors: ${statuses[500] ?? 0}`, (statuses[500] ?? 0) === 0],
     ];
+    if (lost)
+      await explainLost(
+        cluster,
+        results.filter((r) => r.status === 0),
+        lastConflict,
+      );
     for (const [line, ok] of checks) console.log(`${ok ? "ok  " : "FAIL"} ${line}`);
     if (checks.some(([, ok]) => !ok)) process.exitCode = 1;
   } finally {
@@ -218,6 +240,29 @@ async function main(): Promise<void> {
     await cluster.close();
     await chainGate.close();
     await storeGate.close();
+  }
+}
+
+/** For each key left without a final answer: the payment its last 409 named, its agent's lock and the heartbeats. */
+async function explainLost(cluster: Cluster, lost: PaymentResult[], lastConflict: Map<string, string>): Promise<void> {
+  const store = await connectStore(cluster.mongoUri, cluster.database);
+  const fields = ["phase", "status", "instanceId", "leaseUntil", "paymentId", "authorizeTxHash", "authorizeBlock", "createdAt"] as const;
+  try {
+    const beats = await store.collection("heartbeats").find({}).toArray();
+    console.log(`heartbeats: ${JSON.stringify(beats.map(({ _id, ...b }) => b))}`);
+    for (const r of lost) {
+      const txnId = /\((txn_[^)]+)\)/.exec(lastConflict.get(r.key) ?? "")?.[1];
+      const doc = txnId ? await store.payments.findOne({ txnId }) : null;
+      const lock = await store.collection("leases").findOne({ name: `agent:${r.agent.toLowerCase()}` });
+      const inFlight = await store.payments.countDocuments({ agentAddress: r.agent, phase: { $nin: ["done", "quoted"] } });
+      const named = doc ? Object.fromEntries(fields.map((k) => [k, doc[k]])) : null;
+      console.log(
+        `  lost ${r.key} (agent ${r.agent}, ${r.tried.length} tries, last on ${r.tried.at(-1) ?? "none"}): behind ${txnId ?? "?"} ${JSON.stringify(named)}; ` +
+          `lock ${JSON.stringify(lock)}; ${inFlight} of its payments in flight now`,
+      );
+    }
+  } finally {
+    await store.close();
   }
 }
 

@@ -4,7 +4,8 @@
  * and list_transactions, and a payment every SOAK_PAY_EVERY (50) requests, SOAK_CONCURRENCY (16) at a time, from
  * SOAK_AGENTS (10) agents. Samples the service process's RSS as it goes; target: under 512 MiB throughout. Exits 1
  * past it or on any 5xx. Not part of `npm test` (it takes minutes). SOAK_EMBEDDED=1 runs `npm start`'s embedded
- * mode instead, whose process also holds the Hardhat chain and CongoDB (their memory counts then).
+ * mode instead, whose process also holds the Hardhat chain and CongoDB (their memory counts then). SOAK_MINUTES
+ * runs for that long instead of SOAK_REQUESTS (issue 27: `npm start`'s memory at 5 and 30 minutes of payments).
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -17,6 +18,9 @@ const PAY_EVERY = Number(process.env.SOAK_PAY_EVERY ?? 50);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16);
 const AGENTS = Number(process.env.SOAK_AGENTS ?? 10);
 const LIMIT_MIB = 512;
+/** SOAK_MINUTES: run for this long instead of SOAK_REQUESTS, printing RSS and payments at each of SOAK_MARKS (minutes). */
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 0);
+const MARKS = (process.env.SOAK_MARKS ?? "1,5,10,15,20,25,30").split(",").map(Number);
 
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -112,6 +116,17 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
       const r = rssMiB(pid);
       peak = Math.max(peak, r);
     }, 250);
+    const deadline = MINUTES > 0 ? started + MINUTES * 60_000 : Infinity;
+    const more = () => (MINUTES > 0 ? Date.now() < deadline : next < REQUESTS);
+    const marks = MARKS.filter((m) => m <= MINUTES).map((m) =>
+      setTimeout(
+        () =>
+          console.log(
+            `MARK ${m} min: rss ${rssMiB(pid).toFixed(0)} MiB (peak ${peak.toFixed(0)}), ${next} requests, ${counts.get("pay") ?? 0} payments`,
+          ),
+        m * 60_000 - 500,
+      ),
+    );
     const progress = setInterval(() => {
       console.log(
         `  ${next} requests, ${((Date.now() - started) / 1000).toFixed(0)} s, rss ${rssMiB(pid).toFixed(0)} MiB (peak ${peak.toFixed(0)})`,
@@ -119,7 +134,7 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
     }, 15_000);
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
-        while (next < REQUESTS) {
+        while (more()) {
           const i = next++;
           const a = agents[i % agents.length];
           const auth = { Authorization: `Bearer ${a.apiKey}` };
@@ -150,11 +165,12 @@ async function run(url: string, pid: number, fund: (addresses: string[]) => Prom
     );
     clearInterval(sampler);
     clearInterval(progress);
+    marks.forEach(clearTimeout);
     const end = rssMiB(pid);
     peak = Math.max(peak, end);
     const seconds = (Date.now() - started) / 1000;
     console.log(
-      `${REQUESTS} requests in ${seconds.toFixed(0)} s (${(REQUESTS / seconds).toFixed(0)}/s): ${[...counts].map(([k, v]) => `${k} ${v}`).join(", ")}`,
+      `${next} requests in ${seconds.toFixed(0)} s (${(next / seconds).toFixed(0)}/s): ${[...counts].map(([k, v]) => `${k} ${v}`).join(", ")}`,
     );
     console.log(`errors: ${errors.size ? [...errors].map(([k, v]) => `${k}: ${v}`).join(", ") : "none"}`);
     console.log(

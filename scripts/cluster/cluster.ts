@@ -6,7 +6,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
+import { appendFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { Wallet } from "ethers";
 
 const ROOT = join(__dirname, "..", "..");
@@ -39,7 +40,8 @@ export interface Cluster {
   kill(instance: Instance): Promise<void>;
   /**
    * Starts `instance` again under INSTANCE_ID `name` (default: its own), with its operator and facilitator keys: a
-   * rescheduled container. The new instance is added to `instances`; the old entry stays (dead).
+   * rescheduled container, at the same address (a container behind its service's stable address). The new instance
+   * is added to `instances`; the old entry stays (dead).
    */
   restart(instance: Instance, name?: string): Promise<Instance>;
   /** Sends `signal` to the chain's or the store's process (chaos.ts: SIGSTOP and SIGCONT, a node that hangs). */
@@ -75,6 +77,10 @@ function spawnNode(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // CLUSTER_LOG_DIR: every process's output is appended to <dir>/<INSTANCE_ID or script>.log as well.
+  const logFile = process.env.CLUSTER_LOG_DIR
+    ? join(process.env.CLUSTER_LOG_DIR, `${env.INSTANCE_ID ?? basename(args[0], ".ts")}.log`)
+    : undefined;
   const started = new Promise<RegExpMatchArray>((resolve, reject) => {
     let text = "";
     const timer = setTimeout(
@@ -83,6 +89,7 @@ function spawnNode(
     );
     const watch = (chunk: Buffer) => {
       const s = chunk.toString();
+      if (logFile) appendFileSync(logFile, s);
       output.push(s);
       if (output.length > 200) output.splice(0, output.length - 200);
       text += s;
@@ -155,14 +162,14 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       ...opts.env,
     };
     const keysOf = new Map<string, number>();
-    const startInstance = async (name: string, i: number): Promise<Instance> => {
+    const startInstance = async (name: string, i: number, port = 0): Promise<Instance> => {
       const output: string[] = [];
       const op = operators[i];
       const proc = spawnNode(
         ["src/index.ts"],
         {
           ...shared,
-          PORT: "0",
+          PORT: String(port),
           INSTANCE_ID: name,
           OPERATOR_PRIVATE_KEY: op.privateKey,
           FACILITATOR_PRIVATE_KEY: facilitators[i].privateKey,
@@ -192,7 +199,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         inst.alive = false;
       },
       restart: async (inst, name = inst.name) => {
-        const started = await startInstance(name, keysOf.get(inst.name) ?? 0);
+        const started = await startInstance(name, keysOf.get(inst.name) ?? 0, Number(new URL(inst.url).port));
         instances.push(started);
         return started;
       },

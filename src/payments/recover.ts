@@ -14,6 +14,12 @@ import { resolveUpto } from "./upto";
 
 /** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */
 const IN_FLIGHT_RETRY_S = 5;
+/**
+ * How soon a payment recovery claimed but could not finish (the chain or the store out of reach, an authorisation
+ * still pending) may be tried again: the claim's lease is cut to this, not left at PAYMENT_LEASE_MS, during which
+ * nobody would try it and its agent's next payments would wait for it (awaitQuiet) and answer 409.
+ */
+export const RECOVERY_RETRY_MS = 2_000;
 
 /**
  * Resolves a payment left between authorise and settle from chain state. An authorisation still pending is left for a
@@ -91,7 +97,17 @@ async function finishClaimed(room: Room, doc: PaymentDoc, stale: boolean): Promi
   const { ctx } = room;
   // Claim it: of several recovering instances exactly one proceeds.
   if (!(await room.ledger.claim(doc, { leaseUntil: lease(room), instanceId: ctx.instanceId }))) return false;
-  await ctx.telemetry.step("recover", () => resolveInFlight(room, doc.txnId, stale), doc.txnId);
+  try {
+    await ctx.telemetry.step("recover", () => resolveInFlight(room, doc.txnId, stale), doc.txnId);
+  } finally {
+    // Not finished (a dependency failed, or the chain has not decided yet): tried again soon, by any instance.
+    await ctx.store.payments
+      .updateOne(
+        { txnId: doc.txnId, phase: { $in: [...IN_FLIGHT] }, instanceId: ctx.instanceId },
+        { $set: { leaseUntil: new Date(Date.now() + RECOVERY_RETRY_MS) } },
+      )
+      .catch(() => undefined);
+  }
   if (doc.approvalId) await settleApproval(room, doc.txnId, doc.approvalId);
   const done = await ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
   if (done) await room.idempotency.settleFromPayment(done);

@@ -37,13 +37,20 @@ export async function startJobs({ config, store, chain }: Booted, wired: Wired, 
   await services.idempotency.releaseOwn();
   const recovered = (await services.payments.recover(new Date(), { own: true })) + (await services.approvals.recover());
   if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
+  let sweeping: Promise<void> | null = null;
   const sweep = setInterval(
     () => {
       services.approvals.expire().catch((err: unknown) => logger.error({ err }, "approval expiry failed"));
-      // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up.
-      services.payments.recover().catch((err: unknown) => logger.error({ err }, "payment recovery failed"));
+      // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up; and those a
+      // recovery could not finish (a dependency was down) are tried again within seconds of it coming back.
+      // One sweep at a time: one that waits (for an agent's lock, a slow chain) is not joined by the next.
+      sweeping ??= services.payments
+        .recover()
+        .then(() => undefined)
+        .catch((err: unknown) => logger.error({ err }, "payment recovery failed"))
+        .finally(() => (sweeping = null));
     },
-    Math.min(30_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
+    Math.min(5_000, Math.max(1_000, Math.floor(config.paymentLeaseMs / 2))),
   );
   sweep.unref();
   cleanup.push(() => clearInterval(sweep));

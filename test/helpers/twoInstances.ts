@@ -22,6 +22,8 @@ export async function startTwoInstances(opts: {
   env: Record<string, string>;
   /** The JSON-RPC URL A uses instead of the chain's (a proxy that can hold A's calls), started once the chain is up. */
   rpcForA?: (chain: EmbeddedChain) => Promise<{ url: string; close(): Promise<void> }>;
+  /** The JSON-RPC URL B uses instead of the chain's (a pass-through that can be cut); the caller closes it. */
+  rpcForB?: (chain: EmbeddedChain) => Promise<string>;
 }): Promise<TwoInstances> {
   const keyB = Wallet.createRandom();
   const chain = await startEmbeddedChain({ operators: [keyB.address] });
@@ -42,7 +44,11 @@ export async function startTwoInstances(opts: {
     let skew = 0;
     const b = await startStack(
       { ...env, INSTANCE_ID: "inst-b" },
-      { embeddedChain: chain, operatorPrivateKey: keyB.privateKey, clock: () => Date.now() + skew },
+      {
+        embeddedChain: opts.rpcForB ? { ...chain, rpcUrl: await opts.rpcForB(chain) } : chain,
+        operatorPrivateKey: keyB.privateKey,
+        clock: () => Date.now() + skew,
+      },
     );
     const [stackA, proxy, store] = [a, rpc, mongo];
     return {
