@@ -73,13 +73,7 @@ export default defineConfig(
     // OpenAPI objects (src/docs/jsonSchema.ts, src/docs/openapi.ts), so the rest of src/ is clean under no-unsafe-*.
     // Not clean by nature: the Uniswap contracts and viem (no generated types: Uniswap periphery artifacts, viem's ESM
     // typings loaded from CommonJS), and the operator scripts, which print JSON as it comes.
-    files: [
-      "src/dev/uniswap.ts",
-      "src/chain/swapQuote.ts",
-      "src/chain/viem.ts",
-      "scripts/**/*.ts",
-      "hardhat.config.ts",
-    ],
+    files: ["src/dev/uniswap.ts", "src/chain/swapQuote.ts", "src/chain/viem.ts", "scripts/**/*.ts", "hardhat.config.ts"],
     rules: {
       "@typescript-eslint/no-unsafe-assignment": "off",
       "@typescript-eslint/no-unsafe-member-access": "off",

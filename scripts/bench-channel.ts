@@ -65,7 +65,9 @@ async function main(): Promise<void> {
   const elapsed = performance.now() - started;
   const v = stats(voucherMs);
   console.log(`\n${PAYMENTS} payments through POST /pay to one stock batch-settlement seller in ${(elapsed / 1000).toFixed(1)} s`);
-  console.log(`  deposit request ${depositMs.toFixed(1)} ms; vouchers: median ${v.median.toFixed(1)} ms, p95 ${v.p95.toFixed(1)} ms, max ${v.max.toFixed(1)} ms`);
+  console.log(
+    `  deposit request ${depositMs.toFixed(1)} ms; vouchers: median ${v.median.toFixed(1)} ms, p95 ${v.p95.toFixed(1)} ms, max ${v.max.toFixed(1)} ms`,
+  );
   console.log(`  channel ${channelId}, deposit ${usd(deposit)} (${DEPOSIT_REQUESTS} requests), charged ${usd(charged)}`);
   check("deposits (on-chain transactions) for all the payments", deposits, 1);
   check("paid requests the seller served", seller.served, PAYMENTS);
@@ -73,16 +75,26 @@ async function main(): Promise<void> {
   const doc = await s.svc.store.channels.findOne({ channelId });
   check("ledger: the channel's deposits", doc?.deposits.length, 1);
   check("ledger: the channel's charged (base units)", doc?.charged, charged);
-  const ledger = await s.svc.store.payments.countDocuments({ agentAddress: agent.agentAddress, status: "approved", scheme: "batch-settlement" });
+  const ledger = await s.svc.store.payments.countDocuments({
+    agentAddress: agent.agentAddress,
+    status: "approved",
+    scheme: "batch-settlement",
+  });
   check("ledger: approved batch-settlement payments", ledger, PAYMENTS);
-  check("spentToday after the payments (the deposit, counted when authorised)", usd(await spentToday(s, agent.policyContract)), usd(deposit));
+  check(
+    "spentToday after the payments (the deposit, counted when authorised)",
+    usd(await spentToday(s, agent.policyContract)),
+    usd(deposit),
+  );
   check("wallet balance after the payments", usd(await usdcBalance(s, agent.agentAddress)), usd(FUNDS - deposit));
   const held = await s.api("GET", `/limits?address=${agent.agentAddress}`, { key: agent.apiKey });
   check("GET /limits heldInChannels", held.body.agents?.[0]?.heldInChannels, fromBaseUnits(refund));
 
   console.log("\nthe seller claims and settles (BatchSettlementChannelManager.claimAndSettle):");
   const { claims, settle } = await seller.manager.claimAndSettle();
-  console.log(`  claims ${claims.length} (vouchers ${claims.reduce((n, c) => n + c.vouchers, 0)}), settle ${settle?.transaction ?? "none"}`);
+  console.log(
+    `  claims ${claims.length} (vouchers ${claims.reduce((n, c) => n + c.vouchers, 0)}), settle ${settle?.transaction ?? "none"}`,
+  );
   check("seller's balance after settle", usd(await usdcBalance(s, seller.payTo)), usd(charged));
 
   console.log("\nthe owner closes the channel (POST /agents/:address/channels/:channelId/close):");

@@ -62,10 +62,7 @@ export async function schemeLatency(s: Stack, proxy: RpcProxy, direct: JsonRpcPr
   // worth) before its depositMultiplier; its depositStrategy hook sets the same deposit as SpendGate's instead.
   const depositOf = (c: { requestAmount: string }) => (BigInt(c.requestAmount) * BigInt(CHANNEL_DEPOSIT_BENCH)).toString();
   const stockClient = new x402Client();
-  stockClient.register(
-    NETWORK,
-    new BatchSettlementEvmScheme(account, { rpcUrl: s.svc.config.rpcUrl, depositStrategy: depositOf }),
-  );
+  stockClient.register(NETWORK, new BatchSettlementEvmScheme(account, { rpcUrl: s.svc.config.rpcUrl, depositStrategy: depositOf }));
   const stockFetch = wrapFetchWithPayment(fetch, stockClient);
 
   const viaSpendGate = (seller: SchemeSeller, maxAmount: string) => async () => {
@@ -125,7 +122,9 @@ export async function schemeLatency(s: Stack, proxy: RpcProxy, direct: JsonRpcPr
     const onChain = seller.settlements.slice(2 * WARMUP).filter((x) => x.transaction !== "").length;
     if (onChain !== 0) throw new Error(`${onChain} measured channel requests sent a transaction: not all were vouchers`);
     console.log(`\n== batch-settlement, one stock seller, ${title}: ${runs} voucher payments each, interleaved`);
-    console.log(`   (deposits of ${CHANNEL_DEPOSIT_BENCH} requests x 0.001 USDC; the first request of each side deposited, then ${WARMUP - 1} warm-up rounds)`);
+    console.log(
+      `   (deposits of ${CHANNEL_DEPOSIT_BENCH} requests x 0.001 USDC; the first request of each side deposited, then ${WARMUP - 1} warm-up rounds)`,
+    );
     console.log(ROW_HEADER);
     console.log(row("SpendGate deposit", [sgDeposit]));
     console.log(row("stock deposit", [stockDeposit]));
