@@ -137,6 +137,8 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   const base = ledgerBase(pc, null);
   const c = run.channel;
   // The sequence moves before the voucher exists: a crash after this never signs a lower cumulative as new.
+  // What the wallet had signed before this voucher: the most a seller can have counted without it (the resync's bound).
+  const signedBefore = BigInt(c.signed);
   await advance(run, { signed: maxOf(BigInt(c.signed), run.cumulative).toString() });
   const ref = { channelId: c.channelId, cumulative: run.cumulative.toString(), deposit: null, depositPaymentId: null };
   await begin(room, {
@@ -152,7 +154,7 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   });
   const signer = schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID);
   const signed = await signVoucherPayment(signer, quote, c.config, c.channelId, run.cumulative);
-  return served(run, txnId, signed, ref, made, resynced);
+  return served(run, txnId, signed, ref, made, resynced ? null : signedBefore);
 }
 
 /** A deposit of `amount` authorised on-chain with the request's voucher, then sent. */
@@ -225,17 +227,18 @@ async function served(
   signed: ChannelPaymentSigned,
   ref: NonNullable<PaymentDoc["channel"]>,
   made: { txHash: string | null; amount: bigint } | null,
-  resynced = false,
+  /** A voucher alone, not yet resynchronised: the highest voucher signed before it. */
+  resyncBound: bigint | null = null,
 ): Promise<PaymentResult> {
   const { room, pc, quote } = run;
   const sent = await send(room, pc.seller, signed);
   const res = sent.kind === "answered" ? sent.res : null;
   const settlement = res ? readSettlement(res) : null;
   // The seller counts the channel otherwise (a voucher of an interrupted payment reached it, say): its corrective 402
-  // names its cumulative charge. Taken when it is one the wallet signed for (the seller could claim that much anyway),
-  // and the request is paid once more from there, once.
-  if (res?.status === 402 && !ref.depositPaymentId && !resynced) {
-    const base = await sellersCharge(room, res, run.channel);
+  // names its cumulative charge. Taken when the wallet signed that much before this voucher (the seller could claim it
+  // anyway), and the request is paid once more from there, once.
+  if (res?.status === 402 && !ref.depositPaymentId && resyncBound !== null) {
+    const base = await sellersCharge(room, res, resyncBound, run.channel.channelId);
     if (base !== null && base !== BigInt(run.channel.charged)) {
       await finish(room, txnId, ["authorizing", "authorized"], {
         status: "failed",
@@ -332,9 +335,11 @@ async function afterSend(run: ChannelRun, set: Partial<ChannelDoc>): Promise<voi
 
 /**
  * The cumulative charge a seller's corrective 402 names for the channel (its `channelState.chargedCumulativeAmount`),
- * when it is one the wallet can owe: at least what the seller claimed on-chain, at most the highest voucher signed.
+ * when it is one the wallet can owe: at least what the seller claimed on-chain, at most the highest voucher signed
+ * BEFORE this request's (a seller that counted this request's own voucher has been paid for it, and answering 402 then
+ * must not earn it a second voucher).
  */
-async function sellersCharge(room: Room, res: SellerResponse, channel: ChannelDoc): Promise<bigint | null> {
+async function sellersCharge(room: Room, res: SellerResponse, signedBefore: bigint, channelId: string): Promise<bigint | null> {
   let accepts: unknown[];
   try {
     accepts = readPaymentRequired(res).accepts;
@@ -346,8 +351,8 @@ async function sellersCharge(room: Room, res: SellerResponse, channel: ChannelDo
   const raw = offer?.extra?.channelState?.chargedCumulativeAmount;
   if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw)) return null;
   const charged = BigInt(raw);
-  const { totalClaimed } = await channelOnchain(room, channel.channelId);
-  return charged >= totalClaimed && charged <= BigInt(channel.signed) ? charged : null;
+  const { totalClaimed } = await channelOnchain(room, channelId);
+  return charged >= totalClaimed && charged <= signedBefore ? charged : null;
 }
 
 /**

@@ -9,6 +9,7 @@ import { expect } from "chai";
 import { usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
 import { startBatchSeller, startUptoSeller } from "../helpers/schemeSellers";
+import { listen, sendJson } from "../helpers/sellerServer";
 import { resolveInFlight } from "../../src/payments/recover";
 import { expectAuditClean, schemesPerFile } from "./fixture";
 
@@ -81,5 +82,31 @@ describe("recovery of upto and channel payments", () => {
     expect(settle?.transaction).to.match(/^0x[0-9a-f]{64}$/);
     expect(await usdcBalance(s, seller.payTo)).to.equal(3_000n);
     await expectAuditClean(s, a.apiKey);
+  });
+
+  it("a seller that serves a voucher and answers 402 claiming it counted it earns no second voucher", async () => {
+    const seller = await startBatchSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, price: 1_000n });
+    keep(seller);
+    const a = await fundedAgent();
+    expect((await pay(a, seller.resource)).status).to.equal(200); // the deposit and the first voucher: charged 1000
+    // In front of the real seller: once, it lets the real seller count the voucher, then answers a corrective 402 that
+    // names the charge including that very voucher, to be paid a second time for one request.
+    const probe = await fetch(seller.resource);
+    const required = JSON.parse(Buffer.from(probe.headers.get("PAYMENT-REQUIRED") ?? "", "base64").toString()) as {
+      accepts: { scheme: string; extra: Record<string, unknown> }[];
+    };
+    const front = await listen(async (req, res) => {
+      const paid = await fetch(seller.resource, { headers: { "payment-signature": String(req.headers["payment-signature"] ?? "") } });
+      await paid.arrayBuffer();
+      for (const offer of required.accepts) offer.extra.channelState = { chargedCumulativeAmount: "2000" };
+      const header = Buffer.from(JSON.stringify({ ...required, error: "cumulative_amount_mismatch" })).toString("base64");
+      sendJson(res, 402, { error: "cumulative_amount_mismatch" }, { "PAYMENT-REQUIRED": header });
+    });
+    keep(front);
+    const res = await pay(a, `${front.url}/resource`);
+    expect(res.status, JSON.stringify(res.body)).to.equal(502);
+    const channel = (await s.svc.store.channels.findOne({ agentAddress: a.agentAddress }))!;
+    expect(channel.signed, "one voucher for the one request").to.equal("2000");
+    expect(seller.served).to.equal(2);
   });
 });
