@@ -271,7 +271,9 @@ async function setPaused(
     if (chainTime !== undefined) syncChainClock(chainTime);
     // The contract takes an owner action only if it is dated after the last one (timestamps in whole seconds): a
     // resume clicked within the second of its pause is dated one second later, not refused.
-    const timestamp = Math.max(nowSeconds(), (lastSigned.get(a.address) ?? 0) + 1);
+    // And after the latest block: the contract keeps the later of a pause's timestamp and its block time, and a busy
+    // chain's block may be a second ahead of the clock this page reads from it.
+    const timestamp = Math.max(nowSeconds(), (chainTime ?? 0) + 1, (lastSigned.get(a.address) ?? 0) + 1);
     lastSigned.set(a.address, timestamp);
     const humanSignature = await wallet.signTypedData(
       owner,
