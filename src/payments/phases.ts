@@ -148,6 +148,11 @@ export class PaymentLedger {
     return claimed !== null;
   }
 
+  /** Shortens `instanceId`'s lease on entry `txnId` while it is still in flight (a recovery that could not finish it). */
+  async shortenLease(txnId: string, instanceId: string, leaseUntil: Date): Promise<void> {
+    await this.payments.updateOne({ txnId, phase: { $in: [...IN_FLIGHT] }, instanceId }, { $set: { leaseUntil } });
+  }
+
   /**
    * Undoes an entry whose commit failed (a lease was lost) before anything was sent: a new entry goes, an approved
    * one goes back to waiting for its approval ("authorizing" -> "quoted").

@@ -101,12 +101,7 @@ async function finishClaimed(room: Room, doc: PaymentDoc, stale: boolean): Promi
     await ctx.telemetry.step("recover", () => resolveInFlight(room, doc.txnId, stale), doc.txnId);
   } finally {
     // Not finished (a dependency failed, or the chain has not decided yet): tried again soon, by any instance.
-    await ctx.store.payments
-      .updateOne(
-        { txnId: doc.txnId, phase: { $in: [...IN_FLIGHT] }, instanceId: ctx.instanceId },
-        { $set: { leaseUntil: new Date(Date.now() + RECOVERY_RETRY_MS) } },
-      )
-      .catch(() => undefined);
+    await room.ledger.shortenLease(doc.txnId, ctx.instanceId, new Date(Date.now() + RECOVERY_RETRY_MS)).catch(() => undefined);
   }
   if (doc.approvalId) await settleApproval(room, doc.txnId, doc.approvalId);
   const done = await ctx.store.payments.findOne({ txnId: doc.txnId, phase: "done" });
