@@ -4,6 +4,7 @@
  * views the service reads. Receipts are decoded into what the payment's steps need.
  */
 import type { TransactionReceipt } from "ethers";
+import type { ChannelConfigFields } from "../store/documents";
 import type { ChainClient } from "./client";
 import { bind, parseEvent } from "./contracts";
 import { decodeRevert } from "./errors";
@@ -13,16 +14,8 @@ import { NO_APPROVAL, type AuthorizeResult, type OwnerApprovalInput } from "./po
 
 const AUTHORIZE_GAS_LIMIT = 400_000n;
 
-/** ISpendPolicy.ChannelConfig: a channel paid from the wallet alone (payer the wallet, payerAuthorizer 0). */
-export interface ChannelConfigInput {
-  payer: string;
-  payerAuthorizer: string;
-  receiver: string;
-  receiverAuthorizer: string;
-  token: string;
-  withdrawDelay: number;
-  salt: string;
-}
+/** ISpendPolicy.ChannelConfig (the channel document keeps the same fields). */
+export type ChannelConfigInput = ChannelConfigFields;
 
 /** ISpendPolicy.ChannelDeposit: one ERC-3009 deposit (nonce keccak256(abi.encode(channelId, nonceSalt))). */
 export interface ChannelDepositInput {

@@ -110,6 +110,17 @@ export interface AllowlistDoc {
 export type LedgerStatus = "approved" | "blocked" | "pending" | "denied" | "failed" | "expired" | "processing";
 export type PaymentPhase = "quoted" | "authorizing" | "authorized" | "done";
 
+/** ISpendPolicy.ChannelConfig: a channel paid from the wallet alone (payer the wallet, payerAuthorizer 0). */
+export interface ChannelConfigFields {
+  payer: string;
+  payerAuthorizer: string;
+  receiver: string;
+  receiverAuthorizer: string;
+  token: string;
+  withdrawDelay: number;
+  salt: string;
+}
+
 /**
  * A batch-settlement channel an agent's wallet pays through (src/payments/channel.ts): the wallet is its payer, the
  * seller's payTo its receiver. Amounts in USDC base units. Written only under the agent's lock, each write a
@@ -126,15 +137,7 @@ export interface ChannelDoc {
   serviceUrl: string;
   receiver: string;
   /** ISpendPolicy.ChannelConfig, addresses checksummed. */
-  config: {
-    payer: string;
-    payerAuthorizer: string;
-    receiver: string;
-    receiverAuthorizer: string;
-    token: string;
-    withdrawDelay: number;
-    salt: string;
-  };
+  config: ChannelConfigFields;
   /** What the channel holds of the wallet's deposits as last seen (deposits landed, less refunds and withdrawals). */
   balance: string;
   /** What the seller has charged in all (the cumulative base of the next voucher). */
