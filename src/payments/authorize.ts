@@ -40,6 +40,11 @@ export async function begin(
     fences: Fence[];
     /** What a scheme beyond exact records from the start (scheme.ts). */
     extra?: LedgerUpdate;
+    /**
+     * A write the payment needs before it commits (a channel's voucher sequence), made beside the entry's: when it
+     * fails, the entry is undone and its error thrown, with nothing committed or sent.
+     */
+    alongside?: Promise<unknown>;
   },
 ): Promise<void> {
   const { txnId, base, signed } = p;
@@ -47,7 +52,7 @@ export async function begin(
   const now = new Date();
   const { createdAt, ...baseFields } = base;
   const quoted = createdAt !== undefined;
-  const written = await room.ledger.begin(
+  const writing = room.ledger.begin(
     txnId,
     {
       ...baseFields,
@@ -71,6 +76,13 @@ export async function begin(
     quoted,
     now,
   );
+  const [entry, side] = await Promise.allSettled([writing, p.alongside]);
+  if (entry.status === "rejected") throw entry.reason;
+  const written = entry.value;
+  if (side.status === "rejected") {
+    if (written) await room.ledger.undoUncommitted(txnId, !quoted);
+    throw side.reason;
+  }
   // An approval whose entry is not waiting any more was finished by another run: nothing of this one is sent.
   if (!written) throw new LeaseLostError();
   if (!p.fences.length) return;

@@ -41,7 +41,12 @@ interface ChannelRun {
   channel: ChannelDoc;
   /** The voucher's cumulative: what the seller had charged plus this request's price. */
   cumulative: bigint;
+  /** The channel is this instance's copy (ChannelCopies), not yet confirmed by a write. */
+  fromCopy: boolean;
 }
+
+/** A copy of the channel failed its first write: another writer moved it. Nothing was signed or sent. */
+class StaleCopy extends Error {}
 
 /** Pays `pc` through its seller's channel: a voucher, after a deposit when the channel lacks one. */
 export async function payChannel(
@@ -49,6 +54,22 @@ export async function payChannel(
   pc: PaymentContext,
   quote: Quote,
   admission: Admission & { status: "admitted" },
+): Promise<PaymentResult | "exact"> {
+  try {
+    return await payFrom(room, pc, quote, admission, true);
+  } catch (err) {
+    // This instance's copy was behind: paid from the store's channel instead, from the start.
+    if (err instanceof StaleCopy) return payFrom(room, pc, quote, admission, false);
+    throw err;
+  }
+}
+
+async function payFrom(
+  room: Room,
+  pc: PaymentContext,
+  quote: Quote,
+  admission: Admission & { status: "admitted" },
+  copyFirst: boolean,
 ): Promise<PaymentResult | "exact"> {
   const { ctx } = room;
   const key = await ctx.wallets.signer(pc.agent.signerAddress);
@@ -72,9 +93,12 @@ export async function payChannel(
     createdAt: now,
     updatedAt: now,
   };
-  const channel = (await ctx.store.channels.findOne({ channelId })) ?? fresh;
+  const copy = copyFirst ? room.channelCopies.get(channelId) : undefined;
+  const stored = copy ? null : await ctx.store.channels.findOne({ channelId });
+  if (stored) room.channelCopies.keep(stored);
+  const channel = copy ?? stored ?? fresh;
   const cumulative = BigInt(channel.charged) + quote.amount;
-  const run: ChannelRun = { room, pc, quote, key, channel, cumulative };
+  const run: ChannelRun = { room, pc, quote, key, channel, cumulative, fromCopy: copy !== undefined };
   const { policy, proof } = admission;
   const payTo = quote.requirement.payTo;
   // The policy as last read, before anything is signed: the wallet would refuse the voucher anyway (its epoch moves
@@ -110,8 +134,26 @@ export async function payChannel(
   return deposit(run, amount, decision.proof, decision.policy.epoch);
 }
 
-/** Writes `set` on the channel while it is still at `run.channel`'s version; the channel as written. */
+/**
+ * Writes `set` on the channel while it is still at `run.channel`'s version; the channel as written (kept as this
+ * instance's copy). A copy's first write that finds another version throws StaleCopy (the payment starts again from
+ * the store); any other, a 409.
+ */
 async function advance(run: ChannelRun, set: Partial<ChannelDoc>, push?: ChannelDoc["deposits"][number]): Promise<ChannelDoc> {
+  try {
+    const written = await write(run, set, push);
+    run.room.channelCopies.keep(written);
+    return written;
+  } catch (err) {
+    run.room.channelCopies.drop(run.channel.channelId);
+    if (run.fromCopy && err instanceof AppError) throw new StaleCopy();
+    throw err;
+  } finally {
+    run.fromCopy = false;
+  }
+}
+
+async function write(run: ChannelRun, set: Partial<ChannelDoc>, push?: ChannelDoc["deposits"][number]): Promise<ChannelDoc> {
   const { channels } = run.room.ctx.store;
   const c = run.channel;
   const next = { ...set, version: c.version + 1, updatedAt: new Date() };
@@ -136,12 +178,16 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   const txnId = newTxnId();
   const base = ledgerBase(pc, null);
   const c = run.channel;
-  // The sequence moves before the voucher exists: a crash after this never signs a lower cumulative as new.
   // What the wallet had signed before this voucher: the most a seller can have counted without it (the resync's bound).
   const signedBefore = BigInt(c.signed);
-  await advance(run, { signed: maxOf(BigInt(c.signed), run.cumulative).toString() });
   const ref = { channelId: c.channelId, cumulative: run.cumulative.toString(), deposit: null, depositPaymentId: null };
+  // Signed locally beside the writes below; the voucher leaves this process only after the sequence has moved past it
+  // and the fences are committed, so a crash never leaves a voucher out that a later one could repeat.
+  const signing = signVoucherPayment(schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID), quote, c.config, c.channelId, run.cumulative);
+  signing.catch(() => undefined);
   await begin(room, {
+    // The sequence's write beside the entry's, both before the fences are committed and anything is sent.
+    alongside: advance(run, { signed: maxOf(BigInt(c.signed), run.cumulative).toString() }),
     txnId,
     base,
     amount: quote.amount,
@@ -152,8 +198,7 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
     fences: fencesOf(pc),
     extra: { scheme: "batch-settlement", channel: ref },
   });
-  const signer = schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID);
-  const signed = await signVoucherPayment(signer, quote, c.config, c.channelId, run.cumulative);
+  const signed = await signing;
   return served(run, txnId, signed, ref, made, resynced ? null : signedBefore);
 }
 
@@ -282,15 +327,19 @@ async function served(
   }
   const charged = chargedOf(settlement?.extra, quote.amount);
   const total = BigInt(run.channel.charged) + charged;
-  await afterSend(run, { charged: total.toString() });
   const depositTx = ref.depositPaymentId && settlement?.transaction ? settlement.transaction : (made?.txHash ?? null);
-  await finish(room, txnId, ["authorizing", "authorized"], {
-    status: "approved",
-    amount: charged.toString(),
-    txHash: depositTx,
-    settledAt: new Date(),
-    channel: { ...ref, cumulative: total.toString() },
-  });
+  // The channel's charge and the entry's outcome side by side: a crash between them that leaves the charge behind
+  // costs the next voucher one corrective 402 from the seller (resynchronised below), never a second payment.
+  await Promise.all([
+    afterSend(run, { charged: total.toString() }),
+    finish(room, txnId, ["authorizing", "authorized"], {
+      status: "approved",
+      amount: charged.toString(),
+      txHash: depositTx,
+      settledAt: new Date(),
+      channel: { ...ref, cumulative: total.toString() },
+    }),
+  ]);
   const outcome: PayApproved = {
     status: "approved",
     txHash: depositTx,
@@ -363,6 +412,7 @@ async function sellersCharge(room: Room, res: SellerResponse, signedBefore: bigi
 export async function resolveChannel(room: Room, doc: PaymentDoc): Promise<void> {
   if (doc.phase === "done" || doc.phase === "quoted" || !doc.channel) return;
   const ref = doc.channel;
+  room.channelCopies.drop(ref.channelId); // written below, not through a payment's copy
   const channel = await room.ctx.store.channels.findOne({ channelId: ref.channelId });
   let detail = "interrupted after its voucher was signed; whether the seller counted it shows at the channel's next payment";
   if (ref.depositPaymentId && channel) {

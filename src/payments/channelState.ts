@@ -42,6 +42,7 @@ export async function creditDeposit(room: Room, channel: ChannelDoc, paymentId: 
   const r = await room.schemes.creditChannel(channel.agentAddress, paymentId);
   if (r?.receipt) await ctx.gas.charge(channel.ownerAddress, r.receipt);
   const credited = r?.credited ?? 0n;
+  room.channelCopies.drop(channel.channelId); // written below, not through a payment's copy
   // Read again: the caller's copy may be older than the last write (all of them run under the agent's lock).
   const now = await ctx.store.channels.findOne({ channelId: channel.channelId });
   if (now) {

@@ -95,6 +95,7 @@ async function creditBack(
   refund: { amount: bigint; txHash: string | null } | null,
 ): Promise<{ left: ChannelDoc; credited: bigint }> {
   const { channels } = room.ctx.store;
+  room.channelCopies.drop(id); // written below, not through a payment's copy
   const read = async () => {
     const doc = await channels.findOne({ channelId: id });
     if (!doc) throw new Error(`channel ${id} vanished`);

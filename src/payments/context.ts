@@ -12,6 +12,7 @@ import type { SellerRequest } from "../x402/buyer";
 import type { PaymentScheme } from "../schemas/payments";
 import type { ServiceContext } from "../services/context";
 import { alertPaymentDone } from "../services/alerts";
+import type { ChannelCopies } from "./channelCopies";
 import type { PolicyDecisions } from "./decide";
 import type { IdempotencyService } from "./idempotency";
 import type { LedgerBase, LedgerUpdate, PaymentLedger } from "./phases";
@@ -29,6 +30,8 @@ export interface Room {
   decisions: PolicyDecisions;
   swaps: SwapService;
   idempotency: IdempotencyService;
+  /** This instance's copies of the channels it paid through (a voucher's first write checks them). */
+  channelCopies: ChannelCopies;
 }
 
 /** The merchant of a URL: its normalised host name. */

@@ -11,6 +11,7 @@ import type { PolicyService } from "../services/policies";
 import { SchemeOps } from "../chain/schemeOps";
 import { PolicyOps } from "../chain/policyOps";
 import { type ApprovedAnswer, approve, closeWaiting } from "./approve";
+import { ChannelCopies } from "./channelCopies";
 import type { PaymentContext, Room } from "./context";
 import { closeChannel, listChannels, withdrawChannel } from "./close";
 import { PolicyDecisions } from "./decide";
@@ -43,6 +44,7 @@ export class PaymentService {
       decisions: new PolicyDecisions(ctx, policies, swaps),
       swaps,
       idempotency,
+      channelCopies: new ChannelCopies(),
     };
   }
 

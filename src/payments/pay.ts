@@ -15,7 +15,7 @@ import type { Principal } from "../principal";
 import { pickQuote } from "../x402/pick";
 import { sellerOptions } from "../x402/buyer";
 import { type PaymentContext, type Room, fencesOf, ledgerBase, merchantOf } from "./context";
-import { noPolicyError } from "./decide";
+import { type Admission, noPolicyError } from "./decide";
 import { type ExecuteInput, execute } from "./execute";
 import { idempotencyCaller } from "./idempotency";
 import { newTxnId } from "./outcomes";
@@ -75,22 +75,34 @@ export async function pay(
     seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
     ...(input.schemes ? { schemes: input.schemes } : {}),
   };
+  // The policy (its change mark, or the chain on a miss) is read beside the lock's acquisition; after a wait for the
+  // lock it is read again, so what admits the payment is never older than EARLY_ADMISSION_MS before the lock was held.
+  // Not when another payment of the agent runs or waits here: this one waits for it, and would read twice.
+  const asked = performance.now();
+  const admitting = room.ctx.agentLock.busy(agent.address) ? undefined : observed(room.decisions.admit(agent, merchant, { fresh: false }));
   return room.ctx.agentLock.run(agent.address, async (lock) => {
     if (lock.tookOver) await awaitQuiet(room, agent.address);
-    return payLocked(room, { ...pc, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount));
+    const early = !lock.tookOver && performance.now() - asked <= EARLY_ADMISSION_MS ? admitting : undefined;
+    return payLocked(room, { ...pc, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount), early);
   });
 }
 
-async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Promise<PaymentResult> {
+/** How old the policy read beside the lock's acquisition may be when the lock is held (pay). */
+const EARLY_ADMISSION_MS = 25;
+
+async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admitted?: Promise<Admission>): Promise<PaymentResult> {
   const { ctx, decisions } = room;
   const timer = phaseTimer();
   const { step } = ctx.telemetry;
+  // An agent whose last payment to this seller went through an open channel is likely to pay a voucher, which needs
+  // neither the gas allowance nor the simulation at the ceiling: both wait for the seller's quote then.
+  const likelyVoucher =
+    room.channelCopies.likelyVoucher(pc.agent.address, pc.merchant) && (!pc.schemes || pc.schemes.includes("batch-settlement"));
   // The owner's gas allowance is read beside the policy and the quote; a 429 still comes only where it did (below,
   // before anything is signed or sent), and never for a payment refused before.
-  const gasChecked = ctx.gas.check(pc.agent.ownerAddress);
-  gasChecked.catch(() => undefined);
+  let gasChecked = likelyVoucher ? undefined : observed(ctx.gas.check(pc.agent.ownerAddress));
   // admit
-  const admission = await step("admit", () => decisions.admit(pc.agent, pc.merchant, { fresh: false }));
+  const admission = await step("admit", () => admitted ?? decisions.admit(pc.agent, pc.merchant, { fresh: false }));
   timer.mark("policy");
   if (admission.status === "no_policy") return refused(noPolicyError(pc.agent));
   await decisions.checkOperator(pc.agent, admission.policy, admission.status === "admitted" && admission.cached);
@@ -98,7 +110,7 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Pro
 
   // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
   // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
-  const atCeiling = decisions.atCeiling(pc.agent, pc.merchant, admission, maxAmount);
+  const atCeiling = likelyVoucher ? undefined : decisions.atCeiling(pc.agent, pc.merchant, admission, maxAmount);
   // quote
   const quoted = await step("quote", () => quote(room, pc));
   timer.mark("quote");
@@ -141,7 +153,7 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Pro
     timer,
     signed,
     fences: fencesOf(pc),
-    gasChecked,
+    gasChecked: (gasChecked ??= observed(ctx.gas.check(pc.agent.ownerAddress))),
     ...swap,
   });
   // A failed payment reads the policy (and the operator set) again next time: a stale copy (another operator, a key
@@ -151,6 +163,12 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint): Pro
     () => decisions.forget(pc.agent),
   );
   return paid;
+}
+
+/** `p`, whose rejection is handled where it is awaited (never unobserved before then). */
+function observed<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }
 
 /**

@@ -2,6 +2,11 @@
 export class KeyedMutex {
   private readonly tails = new Map<string, Promise<unknown>>();
 
+  /** Whether a task for `key` runs or waits here. */
+  busy(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
     const result = previous.then(task, task);

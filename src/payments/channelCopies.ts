@@ -1,0 +1,56 @@
+/**
+ * This instance's copies of the batch-settlement channels it paid through (each as last written or read here), so a
+ * voucher needs no read of its channel before its first write.
+ *
+ * A copy is a guess, never an authority: every write of a channel is a compare-and-set on its version (channel.ts), so
+ * a copy another writer has moved past (another instance's payment, a close, a credit, recovery) fails its first
+ * write, is dropped, and the payment reads the channel from the store and starts again, with nothing signed or sent.
+ * Writers here drop the copy too, so the common case costs no such retry.
+ */
+import type { ChannelDoc } from "../store/documents";
+
+const MAX_COPIES = 10_000;
+
+export class ChannelCopies {
+  private readonly copies = new Map<string, ChannelDoc>();
+  /** agent|merchant -> channelId of the open channels kept. */
+  private readonly open = new Map<string, string>();
+
+  get(channelId: string): ChannelDoc | undefined {
+    return this.copies.get(channelId);
+  }
+
+  /** Keeps `doc` as written or read (a new version of the channel, never an older one). */
+  keep(doc: ChannelDoc): void {
+    const known = this.copies.get(doc.channelId);
+    if (known && known.version > doc.version) return;
+    if (!known && this.copies.size >= MAX_COPIES) this.clear();
+    this.copies.set(doc.channelId, doc);
+    const key = pairOf(doc.agentAddress, doc.merchant);
+    if (doc.status === "open") this.open.set(key, doc.channelId);
+    else if (this.open.get(key) === doc.channelId) this.open.delete(key);
+  }
+
+  drop(channelId: string): void {
+    const doc = this.copies.get(channelId);
+    if (!doc) return;
+    this.copies.delete(channelId);
+    const key = pairOf(doc.agentAddress, doc.merchant);
+    if (this.open.get(key) === channelId) this.open.delete(key);
+  }
+
+  /**
+   * Whether the agent's last payment to `merchant` here went through an open channel: its next one is likely a voucher,
+   * so the payment path leaves out the reads only an exact payment uses until the seller's quote says which it is.
+   */
+  likelyVoucher(agentAddress: string, merchant: string): boolean {
+    return this.open.has(pairOf(agentAddress, merchant));
+  }
+
+  private clear(): void {
+    this.copies.clear();
+    this.open.clear();
+  }
+}
+
+const pairOf = (agentAddress: string, merchant: string) => `${agentAddress.toLowerCase()}|${merchant}`;

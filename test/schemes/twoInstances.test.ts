@@ -1,0 +1,79 @@
+/**
+ * One channel paid through two instances on one chain and one store. Each instance keeps a copy of the channels it paid
+ * through (src/payments/channelCopies.ts), so a voucher needs no read before its first write; a copy the other instance
+ * moved past must fail that write and the payment start again from the store: never a voucher signed from the stale
+ * copy (a repeated cumulative, a fork of the sequence), never a payment refused for it.
+ */
+import { expect } from "chai";
+import { Wallet } from "ethers";
+import { mintUsdc } from "../helpers/sellers";
+import { randomOwner } from "../helpers/stack";
+import { startBatchSeller, stockSchemeFacilitator, type BatchSeller } from "../helpers/schemeSellers";
+import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
+import { expectAuditClean } from "./fixture";
+
+const PRICE = 1_000n;
+
+describe("a channel paid through two instances", () => {
+  let two: TwoInstances;
+  let seller: BatchSeller;
+
+  before(async () => {
+    two = await startTwoInstances({ env: { CHANNEL_DEPOSIT_REQUESTS: "20" } });
+    const key = Wallet.createRandom();
+    await two.a.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
+    const facilitator = stockSchemeFacilitator(two.a.svc.config.rpcUrl, key.privateKey);
+    seller = await startBatchSeller({ facilitator: facilitator.client, usdc: two.a.svc.config.usdcAddress, price: PRICE });
+  });
+
+  after(async () => {
+    await seller?.close();
+    await two?.close();
+  });
+
+  it("takes turns on one voucher sequence: a copy the other instance moved past is read again, not used", async () => {
+    const { a: A, b: B } = two;
+    const agent = await A.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
+    await mintUsdc(A, agent.agentAddress, 10_000_000n);
+    const payVia = (s: typeof A) =>
+      s.api("POST", "/pay", {
+        key: agent.apiKey,
+        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
+      });
+    const stored = async () => (await A.svc.store.channels.findOne({ agentAddress: agent.agentAddress }))!;
+    const copyIn = (s: typeof A, channelId: string) => s.svc.services.payments.room.channelCopies.get(channelId);
+
+    const cumulatives: string[] = [];
+    for (const via of [A, B, A, A, B, A, B]) {
+      const before = await stored().catch(() => null);
+      // Where this instance paid before and the other one since, its copy is behind the store's channel.
+      const copy = before ? copyIn(via, before.channelId) : undefined;
+      if (copy && before) expect(copy.version <= before.version).to.equal(true);
+      const r = await payVia(via);
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+      cumulatives.push(r.body.channel.cumulative as string);
+    }
+    // One sequence: every voucher one price above the last, no cumulative twice.
+    expect(cumulatives).to.deep.equal(["0.001", "0.002", "0.003", "0.004", "0.005", "0.006", "0.007"]);
+    const channel = await stored();
+    expect(channel).to.include({ charged: (7n * PRICE).toString(), signed: (7n * PRICE).toString() });
+    expect(channel.deposits).to.have.length(1);
+    // A's copy is behind now (B paid last): it is used, fails its first write, and A pays from the store's channel.
+    expect(copyIn(A, channel.channelId)!.version).to.be.below(channel.version);
+    const again = await payVia(A);
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
+    expect(again.body.channel.cumulative).to.equal("0.008");
+    expect(copyIn(A, channel.channelId)!.version).to.equal((await stored()).version);
+
+    // Closed through B: A's copy still says open, and A's next payment deposits anew instead of signing a voucher.
+    const closed = await B.api("POST", `/agents/${agent.agentAddress}/channels/${channel.channelId}/close`, { key: agent.apiKey });
+    expect(closed.status, JSON.stringify(closed.body)).to.equal(200);
+    expect(copyIn(A, channel.channelId)!.status).to.equal("open");
+    const reopened = await payVia(A);
+    expect(reopened.status, JSON.stringify(reopened.body)).to.equal(200);
+    const after = await stored();
+    expect(after.status).to.equal("open");
+    expect(after.deposits).to.have.length(2);
+    await expectAuditClean(A, agent.apiKey);
+  });
+});
