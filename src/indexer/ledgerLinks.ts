@@ -6,6 +6,7 @@
 import { ZeroAddress } from "ethers";
 import type { Filter, ObjectId } from "mongodb";
 import type { Store } from "../store";
+import { policyChanged } from "../store/channels";
 import type { ChainEventDoc, PaymentDoc } from "../store/documents";
 import { LedgerWriter } from "../store/ledger";
 import { reassignAgentOwner } from "../store/owners";
@@ -22,7 +23,7 @@ const LEDGER_EVENTS = new Set([
   "AuthorizationUsed",
   "SwapExecuted",
 ]);
-/** Events that change what a policy decides: each bumps the agent's `policyChanges` counter (the payment path's cache). */
+/** Events that change what a policy decides: each moves the agent's `policySeq` (the payment path's cache; policyChanged). */
 const POLICY_CHANGE_EVENTS = new Set(["PolicyUpdated", "PausedSet", "OperatorSet", "OwnerSet"]);
 
 /** How far back (ms) the ledger reconciliation looks before the previous run, for clock skew between instances. */
@@ -62,11 +63,7 @@ export class LedgerLinker {
   /** Marks the ledger entries these (confirmed) events match `onchain.confirmed`, at their highest block. */
   async link(events: ChainEventDoc[]): Promise<number> {
     const changed = new Set(events.flatMap((e) => (POLICY_CHANGE_EVENTS.has(e.event) && e.agentAddress ? [e.agentAddress] : [])));
-    for (const agentAddress of changed) {
-      await this.store
-        .collection("policyChanges")
-        .updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
-    }
+    for (const agentAddress of changed) await policyChanged(this.store, agentAddress);
     // A hand-over relayed by anyone (the contract allows it): the service's owner follows the chain's.
     for (const agentAddress of new Set(events.flatMap((e) => (e.event === "OwnerSet" && e.agentAddress ? [e.agentAddress] : [])))) {
       await this.followOwner(agentAddress, Math.max(...events.filter((e) => e.event === "OwnerSet").map((e) => e.blockNumber)));

@@ -75,15 +75,18 @@ export async function pay(
     seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
     ...(input.schemes ? { schemes: input.schemes } : {}),
   };
-  // The policy (its change mark, or the chain on a miss) is read beside the lock's acquisition; after a wait for the
-  // lock it is read again, so what admits the payment is never older than EARLY_ADMISSION_MS before the lock was held.
+  // The policy (the cached copy while the agent's policySeq has not moved, the chain otherwise) is read beside the lock's
+  // acquisition; after a wait for the lock it is read again, so what admits the payment is never older than
+  // EARLY_ADMISSION_MS before the lock was held.
   // Not when another payment of the agent runs or waits here: this one waits for it, and would read twice.
   const asked = performance.now();
   const admitting = room.ctx.agentLock.busy(agent.address) ? undefined : observed(room.decisions.admit(agent, merchant, { fresh: false }));
   return room.ctx.agentLock.run(agent.address, async (lock) => {
     if (lock.tookOver) await awaitQuiet(room, agent.address);
     const early = !lock.tookOver && performance.now() - asked <= EARLY_ADMISSION_MS ? admitting : undefined;
-    return payLocked(room, { ...pc, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount), early);
+    // After a wait, the agent's document (its policy mark, policySeq) is read again too: a pause relayed meanwhile counts.
+    const current = early ? agent : ((await room.ctx.store.agents.findOne({ address: agent.address })) ?? agent);
+    return payLocked(room, { ...pc, agent: current, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount), early);
   });
 }
 

@@ -103,7 +103,7 @@ export type PolicyReadResults = ReadResults<ReturnType<PolicyService["policyRead
 export class PolicyService {
   private readonly allowlistCache = new Map<string, Allowlist>();
   private readonly proofCache = new Map<string, AllowlistProof | null>();
-  /** Deployed policies as last read, with the agent's policyChanges counter at that time. */
+  /** Deployed policies as last read, with the agent's policySeq at that time. */
   private readonly paymentCache = new Map<string, { policy: OnchainPolicy; seq: number }>();
 
   constructor(private readonly ctx: ServiceContext) {}
@@ -163,15 +163,13 @@ export class PolicyService {
 
   /**
    * The policy for the payment path without a chain read when nothing changed: cached per agent and read again once
-   * the indexer has recorded a PolicyUpdated, PausedSet, OperatorSet or OwnerSet of the agent (its `policyChanges`
-   * counter moved; any instance's indexer) or when `fresh`. The contract's simulation stays the authority: the payment
+   * the agent's `policySeq` moved (a pause or policy update relayed by any instance, or a PolicyUpdated, PausedSet,
+   * OperatorSet or OwnerSet any instance's indexer recorded; policyChanged) or when `fresh`. The mark is the one on
+   * `agent` as the caller read it (the payment path's document, read once per request). The contract's simulation stays the authority: the payment
    * path reads afresh before any refusal that a stale copy could have caused.
    */
   async forPayment(agent: AgentDoc, fresh = false): Promise<{ policy: OnchainPolicy; cached: boolean }> {
-    const mark = await this.ctx.store
-      .collection<{ agentAddress: string; seq: number }>("policyChanges")
-      .findOne({ agentAddress: agent.address });
-    const seq = mark?.seq ?? 0;
+    const seq = agent.policySeq ?? 0;
     const hit = this.paymentCache.get(agent.address);
     if (!fresh && hit && hit.seq === seq) return { policy: hit.policy, cached: true };
     const policy = await this.onchain(agent);

@@ -10,11 +10,10 @@ export async function heldInChannels(channels: Collection<ChannelDoc>, agentAddr
 }
 
 /**
- * Marks that agent `agentAddress`'s policy changed (a pause, a policy update it relayed): every instance's payment path
+ * Marks that agent `agentAddress`'s policy changed (a pause, a policy update this service relayed, or one the indexer
+ * saw on-chain): its `policySeq` moves, so every instance's payment path, which reads the agent's document anyway,
  * reads the policy again before its next payment, without waiting for the indexer to see the event.
  */
-export async function policyChanged(store: { collection: Store["collection"] }, agentAddress: string): Promise<void> {
-  await store
-    .collection("policyChanges")
-    .updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
+export async function policyChanged(store: Pick<Store, "agents">, agentAddress: string): Promise<void> {
+  await store.agents.updateOne({ address: agentAddress }, { $inc: { policySeq: 1 } });
 }

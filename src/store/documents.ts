@@ -42,6 +42,11 @@ export interface AgentDoc {
   linkMac?: string;
   createdAt: Date;
   linkedAt: Date | null;
+  /**
+   * Moves each time the agent's policy changes (a pause or policy update relayed here, a PolicyUpdated, PausedSet,
+   * OperatorSet or OwnerSet the indexer saw): the payment path's cached policy is read again (policyChanged).
+   */
+  policySeq?: number;
 }
 
 export interface WalletKeyDoc {

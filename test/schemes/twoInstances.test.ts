@@ -7,6 +7,7 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { mintUsdc } from "../helpers/sellers";
+import { ownerKey } from "../helpers/owner";
 import { randomOwner } from "../helpers/stack";
 import { startBatchSeller, stockSchemeFacilitator, type BatchSeller } from "../helpers/schemeSellers";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
@@ -75,5 +76,33 @@ describe("a channel paid through two instances", () => {
     expect(after.status).to.equal("open");
     expect(after.deposits).to.have.length(2);
     await expectAuditClean(A, agent.apiKey);
+  });
+
+  it("a pause relayed by one instance stops the other's next voucher, with no indexer to tell it", async () => {
+    const { a: A, b: B } = two;
+    await A.svc.indexer.stop();
+    await B.svc.indexer.stop();
+    const owner = randomOwner();
+    const agent = await A.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(A, agent.agentAddress, 10_000_000n);
+    const payVia = (s: typeof A) =>
+      s.api("POST", "/pay", {
+        key: agent.apiKey,
+        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
+      });
+    for (let i = 0; i < 2; i++) expect((await payVia(A)).status).to.equal(200);
+    // A holds the policy in its cache now; B relays the owner's pause.
+    const timestamp = B.now();
+    const { signature, epoch } = await B.signPause(owner, agent.agentAddress, true, timestamp);
+    const paused = await B.api("POST", `/agents/${agent.agentAddress}/pause`, {
+      key: await ownerKey(B, owner),
+      body: { paused: true, epoch, humanSignature: signature, timestamp },
+    });
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
+    const served = seller.served;
+    const refused = await payVia(A);
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(422);
+    expect(refused.body.reason).to.equal("policy_paused");
+    expect(seller.served).to.equal(served);
   });
 });
