@@ -4,6 +4,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { SigningKey, TypedDataEncoder, Wallet, concat, keccak256 } from "ethers";
+import { signDigest } from "../chain/ecdsa";
 import { getAddress } from "../chain/rpc/checksum";
 import type { Collection } from "mongodb";
 import type { WalletKeyDoc } from "../store/documents";
@@ -99,7 +100,7 @@ export class LocalWalletProvider implements WalletProvider {
           const { EIP712Domain: _ignored, ...rest } = types as Record<string, { name: string; type: string }[]>;
           // What Wallet.signTypedData signs, less its ENS lookups (a name where an address belongs fails to encode).
           const digest = keccak256(concat(["0x1901", domainHash(domain), encoderOf(rest).hash(message)]));
-          return key.sign(digest).serialized as `0x${string}`;
+          return signDigest(key, digest).serialized as `0x${string}`;
         }),
     };
   }

@@ -1,0 +1,81 @@
+/**
+ * secp256k1 signatures of 32-byte digests exactly as ethers' SigningKey.sign makes them (RFC 6979 nonces, low s, the
+ * same r, s and yParity): through libsecp256k1's native binding (the `secp256k1` package's prebuilt addon, about 40 µs
+ * a signature on this machine) when it loads, else through ethers itself (@noble/curves in JavaScript, about 370 µs).
+ * A payment makes two (the operator's authorisation and the agent's transfer or voucher). SECP256K1_NATIVE=0 turns
+ * the binding off. test/chain/ecdsa.test.ts holds the two byte for byte.
+ */
+import { SigningKey } from "ethers";
+
+/** What a signature is read as here: its parts and ethers' 65-byte serialisation. */
+export interface DigestSignature {
+  r: string;
+  s: string;
+  yParity: 0 | 1;
+  serialized: string;
+}
+
+interface NativeSecp256k1 {
+  ecdsaSign(msg32: Uint8Array, seckey: Uint8Array): { signature: Uint8Array; recid: number };
+}
+
+function loadNative(): NativeSecp256k1 | null {
+  if (process.env.SECP256K1_NATIVE === "0") return null;
+  try {
+    // Loaded only if present and built for this platform (an optional fast path, so not a static import).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require("secp256k1/bindings") as NativeSecp256k1;
+  } catch {
+    return null; // no prebuilt addon for this platform, and none built at install: ethers signs
+  }
+}
+
+const native = loadNative();
+/** The key's secret as bytes, per SigningKey (the binding takes bytes; ethers keeps hex). */
+const secrets = new WeakMap<SigningKey, Buffer>();
+
+function nativeSign(binding: NativeSecp256k1, key: SigningKey, digest: string): DigestSignature {
+  let secret = secrets.get(key);
+  if (!secret) {
+    secret = Buffer.from(key.privateKey.slice(2), "hex");
+    secrets.set(key, secret);
+  }
+  const msg = Buffer.from(digest.slice(2), "hex");
+  if (msg.length !== 32) throw new Error("a digest to sign is 32 bytes");
+  const { signature, recid } = binding.ecdsaSign(msg, secret);
+  const hex = Buffer.from(signature).toString("hex");
+  const yParity = recid === 1 ? 1 : 0;
+  return { r: `0x${hex.slice(0, 64)}`, s: `0x${hex.slice(64)}`, yParity, serialized: `0x${hex}${yParity ? "1c" : "1b"}` };
+}
+
+function ethersSign(key: SigningKey, digest: string): DigestSignature {
+  const sig = key.sign(digest);
+  return { r: sig.r, s: sig.s, yParity: sig.yParity, serialized: sig.serialized };
+}
+
+/** The binding is used only when it signs a known digest with a known key exactly as ethers does (checked once). */
+function agrees(): boolean {
+  if (!native) return false;
+  const key = new SigningKey(`0x${"4c".repeat(32)}`);
+  const digest = `0x${"a7".repeat(32)}`;
+  try {
+    return nativeSign(native, key, digest).serialized === ethersSign(key, digest).serialized;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether signatures go through the native binding. */
+export const nativeSigning = agrees();
+
+/**
+ * The curve's order n, as 64 lowercase hex digits. For a digest at or above it (a keccak output is, once in about
+ * 2^128) the two derive their RFC 6979 nonce from it differently: valid signatures both, but not the same bytes, so
+ * ethers signs those.
+ */
+const ORDER = "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141";
+
+/** `key`'s signature of `digest` (0x + 32 bytes). */
+export function signDigest(key: SigningKey, digest: string, useNative = nativeSigning): DigestSignature {
+  return useNative && native && digest.slice(2).toLowerCase() < ORDER ? nativeSign(native, key, digest) : ethersSign(key, digest);
+}
