@@ -2,8 +2,8 @@
  * secp256k1 signatures of 32-byte digests exactly as ethers' SigningKey.sign makes them (RFC 6979 nonces, low s, the
  * same r, s and yParity): through libsecp256k1's native binding (the `secp256k1` package's prebuilt addon, about 40 µs
  * a signature on this machine) when it loads, else through ethers itself (@noble/curves in JavaScript, about 370 µs).
- * A payment makes two (the operator's authorisation and the agent's transfer or voucher). SECP256K1_NATIVE=0 turns
- * the binding off. test/chain/ecdsa.test.ts holds the two byte for byte.
+ * A payment makes two (the operator's authorisation and the agent's transfer or voucher). test/chain/ecdsa.test.ts
+ * holds the two byte for byte.
  */
 import { SigningKey } from "ethers";
 
@@ -20,7 +20,6 @@ interface NativeSecp256k1 {
 }
 
 function loadNative(): NativeSecp256k1 | null {
-  if (process.env.SECP256K1_NATIVE === "0") return null;
   try {
     // Loaded only if present and built for this platform (an optional fast path, so not a static import).
     // eslint-disable-next-line @typescript-eslint/no-require-imports
