@@ -36,14 +36,15 @@ const secrets = new WeakMap<SigningKey, Buffer>();
 function nativeSign(binding: NativeSecp256k1, key: SigningKey, digest: string): DigestSignature {
   let secret = secrets.get(key);
   if (!secret) {
-    secret = Buffer.from(key.privateKey.slice(2), "hex");
+    secret = Buffer.alloc(32); // its own memory, not a slice of Node's shared pool
+    secret.write(key.privateKey.slice(2), "hex");
     secrets.set(key, secret);
   }
   const msg = Buffer.from(digest.slice(2), "hex");
   if (msg.length !== 32) throw new Error("a digest to sign is 32 bytes");
   const { signature, recid } = binding.ecdsaSign(msg, secret);
   const hex = Buffer.from(signature).toString("hex");
-  const yParity = recid === 1 ? 1 : 0;
+  const yParity = recid & 1 ? 1 : 0;
   return { r: `0x${hex.slice(0, 64)}`, s: `0x${hex.slice(64)}`, yParity, serialized: `0x${hex}${yParity ? "1c" : "1b"}` };
 }
 

@@ -100,13 +100,17 @@ async function payFrom(
   const cumulative = BigInt(channel.charged) + quote.amount;
   const run: ChannelRun = { room, pc, quote, key, channel, cumulative, fromCopy: copy !== undefined };
   const { policy, proof } = admission;
+  const voucherCovers = (c: ChannelDoc) => c.status === "open" && c.epoch === policy.epoch && BigInt(c.balance) >= cumulative;
+  // A copy decides only a voucher (checked by its first write); anything else (a deposit, and the policy's refusal,
+  // approval or 429 on the way to one) is decided on the store's channel, which another instance may have topped up.
+  if (copy && !voucherCovers(copy)) return payFrom(room, pc, quote, admission, false);
   const payTo = quote.requirement.payTo;
   // The policy as last read, before anything is signed: the wallet would refuse the voucher anyway (its epoch moves
   // with a pause), but the seller is not asked to find out. The chain decides when this copy is stale.
   if (policy.paused) return refuse(room, pc, { amount: quote.amount, reason: "policy_paused", proof });
   if (!payeeAllowed(proof, payTo)) return refuse(room, pc, { amount: quote.amount, reason: "payee_not_allowed", proof, payTo });
   // Vouchers only from a channel whose latest deposit was authorised in the wallet's current epoch.
-  if (channel.status === "open" && channel.epoch === policy.epoch && BigInt(channel.balance) >= cumulative) return voucher(run, null);
+  if (voucherCovers(channel)) return voucher(run, null);
 
   // A deposit: this many requests' worth, or only what this request needs when the policy would not allow that much.
   const needed = cumulative > BigInt(channel.balance) ? cumulative - BigInt(channel.balance) : quote.amount;

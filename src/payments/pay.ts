@@ -40,9 +40,12 @@ export async function payOnce(
   input: PayRequest,
   key?: string,
 ): Promise<PayAnswer & { replayed: boolean }> {
+  // `agent` was read by the caller just now; how long ago it is when the payment starts decides whether its policy
+  // mark may admit the payment (pay).
+  const agentReadAt = performance.now();
   const attempt = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
     try {
-      return answerOf(await pay(room, agent, input, scope, keyFence));
+      return answerOf(await pay(room, agent, input, scope, keyFence, agentReadAt));
     } catch (err) {
       // A lost lease paid nothing and is no answer to keep: the key is another run's, or free to run again.
       if (err instanceof AppError && !(err instanceof LeaseLostError)) return answerOf(refused(err));
@@ -62,6 +65,8 @@ export async function pay(
   input: PayRequest,
   idempotencyScope?: string,
   keyFence?: Fence,
+  /** When `agent` was read (performance.now()); unknown: read again before the payment is admitted. */
+  agentReadAt = -Infinity,
 ): Promise<PaymentResult> {
   const merchant = merchantOf(input.serviceUrl);
   // As URL parsing spells it (punycode host, no look-alike characters): what the owner reads is what is requested.
@@ -76,15 +81,16 @@ export async function pay(
     ...(input.schemes ? { schemes: input.schemes } : {}),
   };
   // The policy (the cached copy while the agent's policySeq has not moved, the chain otherwise) is read beside the lock's
-  // acquisition; after a wait for the lock it is read again, so what admits the payment is never older than
-  // EARLY_ADMISSION_MS before the lock was held.
-  // Not when another payment of the agent runs or waits here: this one waits for it, and would read twice.
-  const asked = performance.now();
-  const admitting = room.ctx.agentLock.busy(agent.address) ? undefined : observed(room.decisions.admit(agent, merchant, { fresh: false }));
+  // acquisition, from the agent's document as the request read it. Used only when that document and this read are at
+  // most EARLY_ADMISSION_MS old once the lock is held; otherwise (a wait for the lock or for an Idempotency-Key, a
+  // take-over) the document is read again and the payment admitted from it, so a pause relayed meanwhile counts.
+  // Not started when another payment of the agent runs or waits here: this one waits for it, and would read twice.
+  const recent = () => performance.now() - agentReadAt <= EARLY_ADMISSION_MS;
+  const admitting =
+    room.ctx.agentLock.busy(agent.address) || !recent() ? undefined : observed(room.decisions.admit(agent, merchant, { fresh: false }));
   return room.ctx.agentLock.run(agent.address, async (lock) => {
     if (lock.tookOver) await awaitQuiet(room, agent.address);
-    const early = !lock.tookOver && performance.now() - asked <= EARLY_ADMISSION_MS ? admitting : undefined;
-    // After a wait, the agent's document (its policy mark, policySeq) is read again too: a pause relayed meanwhile counts.
+    const early = admitting && !lock.tookOver && recent() ? admitting : undefined;
     const current = early ? agent : ((await room.ctx.store.agents.findOne({ address: agent.address })) ?? agent);
     return payLocked(room, { ...pc, agent: current, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount), early);
   });

@@ -14,6 +14,11 @@ export async function heldInChannels(channels: Collection<ChannelDoc>, agentAddr
  * saw on-chain): its `policySeq` moves, so every instance's payment path, which reads the agent's document anyway,
  * reads the policy again before its next payment, without waiting for the indexer to see the event.
  */
-export async function policyChanged(store: Pick<Store, "agents">, agentAddress: string): Promise<void> {
+export async function policyChanged(store: Pick<Store, "agents" | "collection">, agentAddress: string): Promise<void> {
   await store.agents.updateOne({ address: agentAddress }, { $inc: { policySeq: 1 } });
+  // The mark instances of the release before this one read (a `policyChanges` document per agent), kept moving so a
+  // rolling upgrade's older instances still see the change; nothing of this release reads it.
+  await store
+    .collection("policyChanges")
+    .updateOne({ agentAddress }, { $inc: { seq: 1 }, $set: { updatedAt: new Date() } }, { upsert: true });
 }

@@ -91,6 +91,7 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
   indexerState: [{ key: { name: 1, chainId: 1 }, unique: true }],
   gasUsage: [{ key: { ownerAddress: 1, day: 1 }, unique: true }],
   leases: [{ key: { name: 1 }, unique: true }, { key: { holder: 1 } }],
+  policyChanges: [{ key: { agentAddress: 1 }, unique: true }],
 };
 
 export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {

@@ -196,6 +196,11 @@ export class DistributedMutex {
     private readonly ttlMs: number,
   ) {}
 
+  /** Whether a task for `key` runs or waits in this process. */
+  busy(key: string): boolean {
+    return this.local.busy(key);
+  }
+
   /**
    * Runs `task` holding the key, and answers with its result as soon as it ends: the lease is freed after that (the
    * next task for the key in this process still waits for it), so a caller's answer does not wait for one more store
@@ -203,11 +208,6 @@ export class DistributedMutex {
    * it takes it with the same token (a new fence all the same, so every task's fence is its own), one store round trip
    * instead of two. At most HAND_OVERS times in a row, so another instance waiting for the key gets its turn.
    */
-  /** Whether a task for `key` runs or waits in this process. */
-  busy(key: string): boolean {
-    return this.local.busy(key);
-  }
-
   run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
     this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
     return new Promise<T>((resolve, reject) => {

@@ -10,10 +10,10 @@ export async function collectionNames(db: Db): Promise<string[]> {
 
 /**
  * Collections written in the background, not by requests: the indexer mirrors on-chain events as blocks arrive
- * (tests that compare counts check the chain itself instead); leases are the instances'
- * bookkeeping (the indexer's is renewed as it runs).
+ * (tests that compare counts check the chain itself instead) and moves the previous release's policy-change marks;
+ * leases are the instances' bookkeeping (the indexer's is renewed as it runs).
  */
-export const BACKGROUND_COLLECTIONS = ["chainEvents", "indexerState", "leases"];
+export const BACKGROUND_COLLECTIONS = ["chainEvents", "indexerState", "policyChanges", "leases"];
 
 /** Number of documents in every collection written by requests, by name. */
 export async function documentCounts(db: Db, exclude: string[] = BACKGROUND_COLLECTIONS): Promise<Record<string, number>> {

@@ -5,6 +5,7 @@
  * copy (a repeated cumulative, a fork of the sequence), never a payment refused for it.
  */
 import { expect } from "chai";
+import { pay } from "../../src/payments/pay";
 import { Wallet } from "ethers";
 import { mintUsdc } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
@@ -78,6 +79,36 @@ describe("a channel paid through two instances", () => {
     await expectAuditClean(A, agent.apiKey);
   });
 
+  it("a copy that shows the channel spent is not trusted with a deposit: the store's channel, topped up by the other instance, pays a voucher", async () => {
+    const { a: A, b: B } = two;
+    // Deposits of 20 requests (0.02); the day's budget holds two of them and nothing more.
+    const agent = await A.onboard(randomOwner(), {
+      allowlist: ["127.0.0.1"],
+      dailyBudget: "0.04",
+      perTxLimit: "0.03",
+      approvalThreshold: "0.03",
+    });
+    await mintUsdc(A, agent.agentAddress, 10_000_000n);
+    const payVia = (s: typeof A) =>
+      s.api("POST", "/pay", {
+        key: agent.apiKey,
+        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
+      });
+    for (let i = 0; i < 20; i++) expect((await payVia(A)).status).to.equal(200);
+    // B tops the channel up (0.02 more: the budget is spent); A's copy still shows it spent.
+    const topUp = await payVia(B);
+    expect(topUp.status, JSON.stringify(topUp.body)).to.equal(200);
+    const channel = (await A.svc.store.channels.findOne({ agentAddress: agent.agentAddress }))!;
+    expect(channel).to.include({ balance: "40000", charged: "21000" });
+    expect(A.svc.services.payments.room.channelCopies.get(channel.channelId)).to.include({ balance: "20000", charged: "20000" });
+    // A deposit decided on A's copy would be blocked (daily_budget_exceeded, recorded on-chain): the channel pays it.
+    const next = await payVia(A);
+    expect(next.status, JSON.stringify(next.body)).to.equal(200);
+    expect(next.body.channel.cumulative).to.equal("0.022");
+    expect((await A.svc.store.channels.findOne({ channelId: channel.channelId }))!.deposits).to.have.length(2);
+    await expectAuditClean(A, agent.apiKey);
+  });
+
   it("a pause relayed by one instance stops the other's next voucher, with no indexer to tell it", async () => {
     const { a: A, b: B } = two;
     await A.svc.indexer.stop();
@@ -91,6 +122,8 @@ describe("a channel paid through two instances", () => {
         body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
       });
     for (let i = 0; i < 2; i++) expect((await payVia(A)).status).to.equal(200);
+    // The agent's document as a request that then waited (for its Idempotency-Key, say) read it: before the pause.
+    const readBefore = (await A.svc.store.agents.findOne({ address: agent.agentAddress }))!;
     // A holds the policy in its cache now; B relays the owner's pause.
     const timestamp = B.now();
     const { signature, epoch } = await B.signPause(owner, agent.agentAddress, true, timestamp);
@@ -100,6 +133,16 @@ describe("a channel paid through two instances", () => {
     });
     expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
     const served = seller.served;
+    // A payment starting a minute after its document was read reads it again, and the pause's mark with it.
+    const request = {
+      agentAddress: agent.agentAddress,
+      serviceUrl: seller.resource,
+      maxAmount: "0.01",
+      intent: "two instances",
+      method: "GET" as const,
+    };
+    const late = await pay(A.svc.services.payments.room, readBefore, request, undefined, undefined, performance.now() - 60_000);
+    expect(late.kind === "blocked" && late.outcome.reason, JSON.stringify(late)).to.equal("policy_paused");
     const refused = await payVia(A);
     expect(refused.status, JSON.stringify(refused.body)).to.equal(422);
     expect(refused.body.reason).to.equal("policy_paused");
