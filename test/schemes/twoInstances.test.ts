@@ -28,6 +28,13 @@ describe("a channel paid through two instances", () => {
     seller = await startBatchSeller({ facilitator: facilitator.client, usdc: two.a.svc.config.usdcAddress, price: PRICE });
   });
 
+  /** POST /pay for `agent` to the seller, through the instance given. */
+  const payer = (agent: { apiKey: string; agentAddress: string }) => (via: TwoInstances["a"]) =>
+    via.api("POST", "/pay", {
+      key: agent.apiKey,
+      body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
+    });
+
   after(async () => {
     await seller?.close();
     await two?.close();
@@ -37,11 +44,7 @@ describe("a channel paid through two instances", () => {
     const { a: A, b: B } = two;
     const agent = await A.onboard(randomOwner(), { allowlist: ["127.0.0.1"] });
     await mintUsdc(A, agent.agentAddress, 10_000_000n);
-    const payVia = (s: typeof A) =>
-      s.api("POST", "/pay", {
-        key: agent.apiKey,
-        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
-      });
+    const payVia = payer(agent);
     const stored = async () => (await A.svc.store.channels.findOne({ agentAddress: agent.agentAddress }))!;
     const copyIn = (s: typeof A, channelId: string) => s.svc.services.payments.room.channelCopies.get(channelId);
 
@@ -89,11 +92,7 @@ describe("a channel paid through two instances", () => {
       approvalThreshold: "0.03",
     });
     await mintUsdc(A, agent.agentAddress, 10_000_000n);
-    const payVia = (s: typeof A) =>
-      s.api("POST", "/pay", {
-        key: agent.apiKey,
-        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
-      });
+    const payVia = payer(agent);
     for (let i = 0; i < 20; i++) expect((await payVia(A)).status).to.equal(200);
     // B tops the channel up (0.02 more: the budget is spent); A's copy still shows it spent.
     const topUp = await payVia(B);
@@ -116,11 +115,7 @@ describe("a channel paid through two instances", () => {
     const owner = randomOwner();
     const agent = await A.onboard(owner, { allowlist: ["127.0.0.1"] });
     await mintUsdc(A, agent.agentAddress, 10_000_000n);
-    const payVia = (s: typeof A) =>
-      s.api("POST", "/pay", {
-        key: agent.apiKey,
-        body: { agentAddress: agent.agentAddress, serviceUrl: seller.resource, maxAmount: "0.01", intent: "two instances" },
-      });
+    const payVia = payer(agent);
     for (let i = 0; i < 2; i++) expect((await payVia(A)).status).to.equal(200);
     // The agent's document as a request that then waited (for its Idempotency-Key, say) read it: before the pause.
     const readBefore = (await A.svc.store.agents.findOne({ address: agent.agentAddress }))!;
