@@ -3,6 +3,11 @@
  * records, payment authorisations and releases). Each is charged to the owner of the agent it was for, per UTC day,
  * against OWNER_GAS_ALLOWANCE_GWEI: past it, what the owner's agents ask of the operator is refused with 429 (the
  * kill switch, withdrawals and hand-overs are never refused: they protect the owner), so nobody drains the operator.
+ *
+ * The check before a payment reads the owner's total as the store last answered it here (a read, or this instance's
+ * own charge, which answers the new total) when that answer is at most USAGE_FRESH_MS old: a busy owner's payments
+ * then check without a store read. What other instances charged since that answer can go past the allowance by at
+ * most what they charge in USAGE_FRESH_MS, once; it is the operator's gas, and the next check sees it.
  */
 import type { TransactionReceipt } from "ethers";
 import type { Config } from "../config";
@@ -27,11 +32,22 @@ export function costOf(receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice">
   return { gasUsed: Number(receipt.gasUsed), costGwei: Number(receipt.gasUsed * (receipt.gasPrice ?? 0n)) / 1e9 };
 }
 
+/** How old the store's last answer of an owner's total may be for the check before a payment (see above). */
+const USAGE_FRESH_MS = 1_000;
+
 export class GasMeter {
+  /** Per owner, the day's total as the store last answered it here, and when (performance.now()). */
+  private readonly known = new Map<string, { day: string; costGwei: number; at: number }>();
+
   constructor(
     private readonly store: Store,
     private readonly config: Pick<Config, "ownerGasAllowanceGwei">,
   ) {}
+
+  private remember(ownerAddress: string, day: string, costGwei: number): void {
+    if (this.known.size >= 10_000) this.known.clear();
+    this.known.set(ownerAddress, { day, costGwei, at: performance.now() });
+  }
 
   private get usageDocs() {
     return this.store.collection<GasUsageDoc>("gasUsage");
@@ -42,6 +58,7 @@ export class GasMeter {
     const day = today();
     const doc = await this.usageDocs.findOne({ ownerAddress, day });
     const costGwei = doc?.costGwei ?? 0;
+    this.remember(ownerAddress, day, costGwei);
     const allowanceGwei = this.config.ownerGasAllowanceGwei;
     return {
       ownerAddress,
@@ -57,6 +74,8 @@ export class GasMeter {
   /** Throws 429 `gas_allowance_exceeded` (Retry-After: the next UTC day) once the owner's allowance is spent. */
   async check(ownerAddress: string | null): Promise<void> {
     if (!ownerAddress) return;
+    const k = this.known.get(ownerAddress);
+    if (k && k.day === today() && performance.now() - k.at <= USAGE_FRESH_MS && k.costGwei < this.config.ownerGasAllowanceGwei) return;
     const u = await this.usage(ownerAddress);
     if (u.costGwei < u.allowanceGwei) return;
     const now = new Date();
@@ -76,12 +95,16 @@ export class GasMeter {
   async charge(ownerAddress: string | null, receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice"> | null | undefined): Promise<void> {
     if (!ownerAddress || !receipt) return;
     const { gasUsed, costGwei } = costOf(receipt);
-    await this.usageDocs
-      .updateOne(
-        { ownerAddress, day: today() },
-        { $inc: { gasUsed, costGwei, transactions: 1 }, $set: { updatedAt: new Date() }, $setOnInsert: { ownerAddress, day: today() } },
-        { upsert: true },
+    const day = today();
+    const after = await this.usageDocs
+      .findOneAndUpdate(
+        { ownerAddress, day },
+        { $inc: { gasUsed, costGwei, transactions: 1 }, $set: { updatedAt: new Date() }, $setOnInsert: { ownerAddress, day } },
+        { upsert: true, returnDocument: "after", projection: { costGwei: 1 } },
       )
-      .catch(() => undefined);
+      .catch(() => null);
+    // The new total, other instances' charges included: the next check before a payment needs no read.
+    if (after) this.remember(ownerAddress, day, after.costGwei);
+    else this.known.delete(ownerAddress);
   }
 }

@@ -3,6 +3,7 @@ import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../
 import { ownerKey } from "../helpers/owner";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
+import { GasMeter } from "../../src/services/gas";
 
 const POLICY = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
 
@@ -63,5 +64,21 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
     expect((await s.api("GET", "/owner/gas", { key })).body.transactions).to.equal(2);
     expectErrorShape(await s.api("GET", "/owner/gas", { key: a.apiKey }), 403, "forbidden");
+  });
+
+  it("two instances' meters: an instance's own charge answers the day's total with the other's charges, and the next check refuses on it", async () => {
+    const owner = randomOwner().address;
+    const config = { ownerGasAllowanceGwei: 1_000 };
+    const [a, b] = [new GasMeter(s.svc.store, config), new GasMeter(s.svc.store, config)];
+    const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
+    await a.check(owner); // nothing spent: A knows 0
+    await b.charge(owner, receipt(1_500)); // B spends past the allowance
+    await a.charge(owner, receipt(1)); // A's own charge answers 1,501
+    const refused = await a.check(owner).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).to.include({ code: "gas_allowance_exceeded", status: 429 });
+    expect((await a.usage(owner)).transactions).to.equal(2);
   });
 });
