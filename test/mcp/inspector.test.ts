@@ -47,7 +47,9 @@ describe("MCP Inspector CLI (a client we did not write) against the running serv
         `X-Agent-Address: ${agent.agentAddress}`,
         ...method,
       ],
-      { env: { ...process.env, HOME: home }, timeout: 60_000 },
+      // Run from the CLI's own folder: it looks for its package.json at "../package.json" of the working directory
+      // first, so a package.json one level above the checkout (a monorepo, a scratch file) broke it.
+      { env: { ...process.env, HOME: home }, timeout: 60_000, cwd: dirname(INSPECTOR) },
     );
     return JSON.parse(stdout);
   }
