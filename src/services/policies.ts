@@ -165,8 +165,8 @@ export class PolicyService {
    * The policy for the payment path without a chain read when nothing changed: cached per agent and read again once
    * the agent's `policySeq` moved (a pause or policy update relayed by any instance, or a PolicyUpdated, PausedSet,
    * OperatorSet or OwnerSet any instance's indexer recorded; policyChanged) or when `fresh`. The mark is the one on
-   * `agent` as the caller read it (the payment path's document, read once per request). The contract's simulation stays the authority: the payment
-   * path reads afresh before any refusal that a stale copy could have caused.
+   * `agent` as the caller read it (the payment path's document, read once per request). The contract's simulation
+   * stays the authority: the payment path reads afresh before any refusal that a stale copy could have caused.
    */
   async forPayment(agent: AgentDoc, fresh = false): Promise<{ policy: OnchainPolicy; cached: boolean }> {
     const seq = agent.policySeq ?? 0;
