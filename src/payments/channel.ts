@@ -16,7 +16,7 @@ import { AppError, appError, upstreamError } from "../errors";
 import { type AllowlistProof, payeeAllowed } from "../policy/allowlist";
 import type { PayApproved } from "../schemas/payments";
 import type { ChannelDoc, PaymentDoc } from "../store/documents";
-import { type SellerResponse, readPaymentRequired, readSettlement } from "../x402/buyer";
+import { readSettlement } from "../x402/buyer";
 import { type ChannelPaymentSigned, channelOf, chargedOf, signDeposit, signVoucherPayment } from "../x402/channelPayment";
 import type { Quote } from "../x402/pick";
 import { schemeSigner } from "../x402/schemeSigner";
@@ -28,7 +28,7 @@ import { newTxnId } from "./outcomes";
 import { refuse } from "./refuse";
 import { type PaymentResult, refused } from "./result";
 import { send } from "./send";
-import { channelBalance, channelOnchain, creditDeposit } from "./channelState";
+import { channelBalance, creditDeposit, resolveChannel, sellersCharge } from "./channelState";
 
 const NO_PAYMENT_ID = `0x${"0".repeat(64)}`;
 
@@ -384,53 +384,4 @@ async function afterSend(run: ChannelRun, set: Partial<ChannelDoc>): Promise<voi
       "a channel changed while its payment was with the seller; left as written",
     );
   }
-}
-
-/**
- * The cumulative charge a seller's corrective 402 names for the channel (its `channelState.chargedCumulativeAmount`),
- * when it is one the wallet can owe: at least what the seller claimed on-chain, at most the highest voucher signed
- * BEFORE this request's (a seller that counted this request's own voucher has been paid for it, and answering 402 then
- * must not earn it a second voucher).
- */
-async function sellersCharge(room: Room, res: SellerResponse, signedBefore: bigint, channelId: string): Promise<bigint | null> {
-  let accepts: unknown[];
-  try {
-    accepts = readPaymentRequired(res).accepts;
-  } catch {
-    return null;
-  }
-  const offer = accepts.find((a) => (a as { scheme?: unknown } | null)?.scheme === "batch-settlement") as
-    { extra?: { channelState?: { chargedCumulativeAmount?: unknown } } } | undefined;
-  const raw = offer?.extra?.channelState?.chargedCumulativeAmount;
-  if (typeof raw !== "string" || !/^\d{1,30}$/.test(raw)) return null;
-  const charged = BigInt(raw);
-  const { totalClaimed } = await channelOnchain(room, channelId);
-  return charged >= totalClaimed && charged <= signedBefore ? charged : null;
-}
-
-/**
- * Recovery of a channel payment left in flight. A deposit whose authorisation may still land is settled from the
- * chain: landed (the channel holds it), or closed and credited back. The request's own outcome is unknown: it is
- * failed, and the channel's charge is left where it was (the seller's next corrective 402 tells if it counted it).
- */
-export async function resolveChannel(room: Room, doc: PaymentDoc): Promise<void> {
-  if (doc.phase === "done" || doc.phase === "quoted" || !doc.channel) return;
-  const ref = doc.channel;
-  room.channelCopies.drop(ref.channelId); // written below, not through a payment's copy
-  const channel = await room.ctx.store.channels.findOne({ channelId: ref.channelId });
-  let detail = "interrupted after its voucher was signed; whether the seller counted it shows at the channel's next payment";
-  if (ref.depositPaymentId && channel) {
-    const onchain = await channelBalance(room, ref.channelId);
-    if (onchain >= BigInt(channel.balance) + BigInt(ref.deposit ?? 0)) {
-      await room.ctx.store.channels.updateOne(
-        { channelId: ref.channelId, version: channel.version },
-        { $set: { balance: onchain.toString(), version: channel.version + 1, updatedAt: new Date() } },
-      );
-      detail = "interrupted; its deposit landed in the channel (held for later requests or a refund)";
-    } else {
-      await creditDeposit(room, channel, ref.depositPaymentId);
-      detail = "interrupted; its deposit did not land: its authorisation was closed on-chain and the budget credited back";
-    }
-  }
-  await finish(room, doc.txnId, ["authorizing", "authorized"], { status: "failed", reason: "settlement_failed", detail });
 }

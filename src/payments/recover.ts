@@ -9,7 +9,7 @@ import type { PaymentDoc } from "../store/documents";
 import { type Room, lease, note } from "./context";
 import { IN_FLIGHT } from "./phases";
 import { pastValidity, release, voidUnsent } from "./release";
-import { resolveChannel } from "./channel";
+import { resolveChannel } from "./channelState";
 import { resolveUpto } from "./upto";
 
 /** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */

@@ -19,12 +19,24 @@ export interface SignedCeiling {
   ceiling: CeilingInput;
 }
 
-interface Permit2Authorization {
-  permitted: { token: string; amount: string };
-  spender: string;
+/** The part of the stock upto payload's `permit2Authorization` that a Ceiling is read from. */
+export interface Permit2Authorization {
+  permitted: { amount: string };
   nonce: string;
   deadline: string;
   witness: { to: string; facilitator: string; validAfter: string };
+}
+
+/** The Ceiling the operator authorises for a signed Permit2 witness transfer: exactly what it lets the proxy move. */
+export function ceilingOf(a: Permit2Authorization): CeilingInput {
+  return {
+    payTo: getAddress(a.witness.to),
+    facilitator: getAddress(a.witness.facilitator),
+    amount: BigInt(a.permitted.amount),
+    nonce: BigInt(a.nonce),
+    deadline: BigInt(a.deadline),
+    validAfter: BigInt(a.witness.validAfter),
+  };
 }
 
 /** The requirement with the seller's validity capped at `maxValiditySeconds`. */
@@ -51,14 +63,7 @@ export async function signCeiling(
   (payload as { accepted?: unknown }).accepted = quote.requirement;
   const a = (payload.payload as { permit2Authorization?: Permit2Authorization }).permit2Authorization;
   if (!a?.witness || !a.permitted) throw new Error("the upto client produced a payload without a Permit2 authorisation");
-  const ceiling: CeilingInput = {
-    payTo: getAddress(a.witness.to),
-    facilitator: getAddress(a.witness.facilitator),
-    amount: BigInt(a.permitted.amount),
-    nonce: BigInt(a.nonce),
-    deadline: BigInt(a.deadline),
-    validAfter: BigInt(a.witness.validAfter),
-  };
+  const ceiling = ceilingOf(a);
   if (ceiling.amount !== quote.amount) throw new Error("the upto client signed another ceiling than quoted");
   if (ceiling.payTo.toLowerCase() !== quote.requirement.payTo.toLowerCase())
     throw new Error("the upto client signed another payee than quoted");

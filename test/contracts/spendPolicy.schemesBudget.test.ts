@@ -1,16 +1,11 @@
+import type { ChannelConfigFields } from "../../src/store/documents";
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { NO_APPROVAL, usdc } from "../helpers/policyFixture";
-import {
-  BATCH_SETTLEMENT,
-  CHANNEL_HOST,
-  type ChannelConfigValues,
-  channelConfig,
-  channelFixture,
-  channelIdOf,
-} from "../helpers/schemesFixture";
-import { type CeilingValues, stockCeiling } from "../helpers/uptoFixture";
+import { BATCH_SETTLEMENT, CHANNEL_HOST, channelConfig, channelFixture, channelIdOf } from "../helpers/schemesFixture";
+import type { CeilingInput } from "../../src/chain/schemeOps";
+import { stockCeiling } from "../helpers/uptoFixture";
 import { A, uptoSettleArgs } from "../helpers/x402SchemeContracts";
 
 const { ethers } = hre;
@@ -28,7 +23,7 @@ function random(seed: number): () => number {
 }
 
 interface ChannelModel {
-  config: ChannelConfigValues;
+  config: ChannelConfigFields;
   id: string;
   /** The channel's latest authorised deposit, until a step tries to land it. */
   pending: { land: () => Promise<{ wait: () => Promise<unknown> }> } | null;
@@ -60,7 +55,7 @@ describe("SpendPolicy x402 schemes: budget B is never exceeded", function () {
         return { config, id: channelIdOf(config), pending: null };
       });
       const deposits: string[] = [];
-      let ceiling: { id: string; values: CeilingValues; signature: string } | null = null;
+      let ceiling: { id: string; values: CeilingInput; signature: string } | null = null;
       // The seller's facilitator settles ceilings through the sandbox's upto proxy (Permit2 asks the wallet's ERC-1271).
       const upto = (await ethers.getContractAt("X402UptoPermit2Proxy", A.uptoPermit2Proxy)).connect(f.other);
       const tryTx = async (tx: Promise<{ wait: () => Promise<unknown> }>) => {

@@ -5,7 +5,8 @@ import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { ALLOWLIST, NO_APPROVAL, merchantHash, proofFor, usdc } from "../helpers/policyFixture";
 import { PERMIT2, schemesFixture } from "../helpers/schemesFixture";
-import { type CeilingValues, stockCeiling } from "../helpers/uptoFixture";
+import type { CeilingInput } from "../../src/chain/schemeOps";
+import { stockCeiling } from "../helpers/uptoFixture";
 
 const { ethers } = hre;
 const MAGIC = "0x1626ba7e";
@@ -68,7 +69,7 @@ describe("SpendPolicy x402 schemes: upto ceilings", function () {
     const f = await loadFixture(fixture);
     const c = await f.ceiling(usdc(3));
     await (await c.tx).wait();
-    const variants: Partial<CeilingValues>[] = [
+    const variants: Partial<CeilingInput>[] = [
       { amount: usdc(3) + 1n },
       { payTo: f.other.address },
       { facilitator: f.other.address },

@@ -4,6 +4,7 @@
  * settle, cooperative refunds with their nonce, and the payer's timed withdrawal; for EOA payers and an ERC-1271
  * payer whose vouchers are signed through the wallet (payerAuthorizer = 0).
  */
+import type { ChannelConfigFields } from "../../src/store/documents";
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
@@ -22,7 +23,6 @@ import {
   signRefund,
   signVoucher,
   voucherDigest,
-  type ChannelConfig,
   type VoucherClaim,
 } from "../helpers/x402SchemeContracts";
 
@@ -40,7 +40,7 @@ describe("x402 sandbox: batch-settlement channels and deposit collectors", funct
     await c.usdc.mint(payer.address, 100_000_000n);
     const wallet = await (await ethers.getContractFactory("Test1271Wallet")).deploy(relayer.address);
     await c.usdc.mint(await wallet.getAddress(), 100_000_000n);
-    const config = (p: string, overrides: Partial<ChannelConfig> = {}): ChannelConfig => ({
+    const config = (p: string, overrides: Partial<ChannelConfigFields> = {}): ChannelConfigFields => ({
       payer: p,
       payerAuthorizer: p === payer.address ? payer.address : ethers.ZeroAddress,
       receiver: receiver.address,
@@ -54,14 +54,14 @@ describe("x402 sandbox: batch-settlement channels and deposit collectors", funct
   }
   type F = Awaited<ReturnType<typeof fixture>>;
 
-  async function depositEoa(f: F, cfg: ChannelConfig, amount = DEPOSIT) {
+  async function depositEoa(f: F, cfg: ChannelConfigFields, amount = DEPOSIT) {
     const { data } = await erc3009Deposit(f.payer, cfg.payer, channelIdOf(cfg), amount, {
       validBefore: BigInt(await time.latest()) + 600n,
     });
     return f.batch.deposit(cfg, amount, A.erc3009DepositCollector, data);
   }
 
-  async function claimRow(f: F, cfg: ChannelConfig, ceiling: bigint, claimed: bigint, signer = f.payer): Promise<VoucherClaim> {
+  async function claimRow(f: F, cfg: ChannelConfigFields, ceiling: bigint, claimed: bigint, signer = f.payer): Promise<VoucherClaim> {
     return {
       voucher: { channel: cfg, maxClaimableAmount: ceiling },
       signature: await signVoucher(signer, channelIdOf(cfg), ceiling),

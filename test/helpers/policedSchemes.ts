@@ -4,6 +4,7 @@
  * upto ceiling leaves, the operator authorises it on-chain (authorizeDeposit / authorizeCeiling on the agent's address),
  * as the service does, so the seller's facilitator finds the wallet's ERC-1271 answer valid.
  */
+import { type Permit2Authorization, ceilingOf } from "../../src/x402/uptoPayment";
 import { ZeroAddress, type Signer, type SigningKey } from "ethers";
 import type { PaymentPayloadContext, PaymentPayloadResult, PaymentRequirements } from "@x402/core/types";
 import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
@@ -40,12 +41,7 @@ interface DepositPayload {
 }
 
 interface UptoPayload {
-  permit2Authorization: {
-    permitted: { amount: string };
-    nonce: string;
-    deadline: string;
-    witness: { to: string; facilitator: string; validAfter: string };
-  };
+  permit2Authorization: Permit2Authorization;
 }
 
 const { leaf, proof } = proofFor(ALLOWLIST, MERCHANT);
@@ -111,14 +107,7 @@ export class PolicedUptoScheme extends UptoEvmScheme {
     const id = (this.current.id = paymentId());
     const result = await super.createPaymentPayload(x402Version, requirements, context);
     const a = (result.payload as unknown as UptoPayload).permit2Authorization;
-    const ceiling = {
-      payTo: a.witness.to,
-      facilitator: a.witness.facilitator,
-      amount: BigInt(a.permitted.amount),
-      nonce: BigInt(a.nonce),
-      deadline: BigInt(a.deadline),
-      validAfter: BigInt(a.witness.validAfter),
-    };
+    const ceiling = ceilingOf(a);
     const tx = await this.w.schemes.connect(this.w.operator).authorizeCeiling(id, MERCHANT, leaf, proof, ceiling, NO_APPROVAL);
     const receipt = await tx.wait();
     const digest = await this.w.schemes.ceilingDigest(ceiling);

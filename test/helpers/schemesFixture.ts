@@ -13,6 +13,7 @@ import { hashTypedData, type TypedDataDefinition } from "viem";
 import type { ClientEvmSigner } from "@x402/evm";
 import type { PaymentRequirements } from "@x402/core/types";
 import { walletSignature } from "../../src/chain/typedData";
+import type { ChannelConfigFields } from "../../src/store/documents";
 import { computeChannelId, createBatchSettlementEIP3009DepositPayload, signVoucher } from "@x402/evm/batch-settlement/client";
 import { placeX402SchemeContracts } from "../../src/dev/x402Schemes";
 import { signClaimBatch, signRefund } from "./x402SchemeContracts";
@@ -87,23 +88,13 @@ export async function atChainTime<T>(start: () => Promise<T>): Promise<T> {
 /** The receiver authorizer of every test channel (channelConfig's default): it signs the seller's claims and refunds. */
 export const RECEIVER_AUTHORIZER = ethers.Wallet.createRandom();
 
-export interface ChannelConfigValues {
-  payer: string;
-  payerAuthorizer: string;
-  receiver: string;
-  receiverAuthorizer: string;
-  token: string;
-  withdrawDelay: number;
-  salt: string;
-}
-
 /** A channel from the wallet to `receiver`, as the stock client builds it (payerAuthorizer 0: the wallet signs). */
 export function channelConfig(
   payer: string,
   receiver: string,
   token: string,
-  over: Partial<ChannelConfigValues> = {},
-): ChannelConfigValues {
+  over: Partial<ChannelConfigFields> = {},
+): ChannelConfigFields {
   return {
     payer,
     payerAuthorizer: ZeroAddress,
@@ -116,7 +107,7 @@ export function channelConfig(
   };
 }
 
-export function channelIdOf(config: ChannelConfigValues): string {
+export function channelIdOf(config: ChannelConfigFields): string {
   return computeChannelId(config as Parameters<typeof computeChannelId>[0], NETWORK);
 }
 
@@ -173,7 +164,7 @@ export async function channelFixture() {
   /** The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator. */
   async function deposit(
     amount: bigint,
-    config: ChannelConfigValues = channelConfig(f.agent, f.merchant.address, f.tokenAddress),
+    config: ChannelConfigFields = channelConfig(f.agent, f.merchant.address, f.tokenAddress),
     id: string = paymentId(),
   ) {
     const log: Signed[] = [];
@@ -203,7 +194,7 @@ export async function channelFixture() {
    * signed through the wallet (payerAuthorizer 0: the channel asks the wallet's ERC-1271), the claim batch signed by
    * the receiver authorizer and relayed by the facilitator.
    */
-  async function claim(config: ChannelConfigValues, totalClaimed: bigint, maxClaimable: bigint = MAX_VOUCHER) {
+  async function claim(config: ChannelConfigFields, totalClaimed: bigint, maxClaimable: bigint = MAX_VOUCHER) {
     const voucher = await signVoucher(
       walletClientSigner(f.agent, f.agentKey, paymentId),
       channelIdOf(config) as `0x${string}`,
@@ -215,7 +206,7 @@ export async function channelFixture() {
   }
 
   /** The receiver authorizer's signed refund of `amount` of `config` (at the channel's refund nonce), relayed. */
-  async function refund(config: ChannelConfigValues, amount: bigint) {
+  async function refund(config: ChannelConfigFields, amount: bigint) {
     const channelId = channelIdOf(config);
     const signature = await signRefund(RECEIVER_AUTHORIZER, channelId, await f.batch.refundNonce(channelId), amount);
     return facilitator.refundWithSignature(config, amount, await f.batch.refundNonce(channelId), signature);

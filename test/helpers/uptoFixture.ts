@@ -3,24 +3,10 @@
  * (digest and the wallet's 97-byte signature) and the Ceiling the operator authorises for it.
  */
 import { UptoEvmScheme } from "@x402/evm/upto/client";
+import type { CeilingInput } from "../../src/chain/schemeOps";
+import { type Permit2Authorization, ceilingOf } from "../../src/x402/uptoPayment";
 import { paymentId } from "./policyFixture";
 import { type Signed, atChainTime, requirements, walletClientSigner } from "./schemesFixture";
-
-export interface CeilingValues {
-  payTo: string;
-  facilitator: string;
-  amount: bigint;
-  nonce: bigint;
-  deadline: bigint;
-  validAfter: bigint;
-}
-
-interface Permit2Authorization {
-  permitted: { amount: string };
-  nonce: string;
-  deadline: string;
-  witness: { to: string; facilitator: string; validAfter: string };
-}
 
 /** The stock upto client's payload for `amount` to `payTo` (facilitator `facilitator`), signed by the wallet. */
 export async function stockCeiling(
@@ -28,7 +14,7 @@ export async function stockCeiling(
   payTo: string,
   amount: bigint,
   facilitator: string,
-): Promise<{ id: string; ceiling: CeilingValues; permit: Signed }> {
+): Promise<{ id: string; ceiling: CeilingInput; permit: Signed }> {
   const id = paymentId();
   const log: Signed[] = [];
   const scheme = new UptoEvmScheme(walletClientSigner(f.agent, f.agentKey, () => id, log));
@@ -36,14 +22,7 @@ export async function stockCeiling(
     scheme.createPaymentPayload(2, requirements("upto", f.tokenAddress, payTo, amount, { facilitatorAddress: facilitator })),
   );
   const a = (result.payload as { permit2Authorization: Permit2Authorization }).permit2Authorization;
-  const ceiling = {
-    payTo: a.witness.to,
-    facilitator: a.witness.facilitator,
-    amount: BigInt(a.permitted.amount),
-    nonce: BigInt(a.nonce),
-    deadline: BigInt(a.deadline),
-    validAfter: BigInt(a.witness.validAfter),
-  };
+  const ceiling = ceilingOf(a);
   const permit = log.find((s) => s.primaryType === "PermitWitnessTransferFrom");
   if (!permit) throw new Error("the upto client signed no PermitWitnessTransferFrom");
   return { id, ceiling, permit };

@@ -6,6 +6,7 @@
 import hre from "hardhat";
 import { TypedDataEncoder, type Signer, type TypedDataField } from "ethers";
 import { placeX402SchemeContracts, X402_SCHEME_ADDRESSES } from "../../src/dev/x402Schemes";
+import type { ChannelConfigFields } from "../../src/store/documents";
 
 const { ethers } = hre;
 export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -133,17 +134,7 @@ export const RECEIVE_TYPES = {
 };
 export const USDC_DOMAIN = { name: "USD Coin", version: "2", chainId: CHAIN_ID, verifyingContract: BASE_USDC };
 
-export interface ChannelConfig {
-  payer: string;
-  payerAuthorizer: string;
-  receiver: string;
-  receiverAuthorizer: string;
-  token: string;
-  withdrawDelay: number;
-  salt: string;
-}
-
-export const channelIdOf = (c: ChannelConfig) => TypedDataEncoder.hash(BATCH_DOMAIN, CHANNEL_CONFIG_TYPES, c);
+export const channelIdOf = (c: ChannelConfigFields) => TypedDataEncoder.hash(BATCH_DOMAIN, CHANNEL_CONFIG_TYPES, c);
 export const voucherDigest = (channelId: string, maxClaimableAmount: bigint) =>
   TypedDataEncoder.hash(BATCH_DOMAIN, VOUCHER_TYPES, { channelId, maxClaimableAmount });
 export const signVoucher = (signer: Signer, channelId: string, maxClaimableAmount: bigint) =>
@@ -152,7 +143,7 @@ export const signRefund = (signer: Signer, channelId: string, nonce: bigint, amo
   signer.signTypedData(BATCH_DOMAIN, REFUND_TYPES, { channelId, nonce, amount });
 
 export interface VoucherClaim {
-  voucher: { channel: ChannelConfig; maxClaimableAmount: bigint };
+  voucher: { channel: ChannelConfigFields; maxClaimableAmount: bigint };
   signature: string;
   totalClaimed: bigint;
 }
