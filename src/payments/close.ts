@@ -56,11 +56,7 @@ export async function listChannels(room: Room, agent: AgentDoc) {
 
 /** Refunds what channel `channelId` holds beyond its charges and credits every deposit back; the channel as left. */
 export async function closeChannel(room: Room, agent: AgentDoc, channelId: string) {
-  const { ctx } = room;
-  const id = channelId.toLowerCase();
-  return ctx.agentLock.run(agent.address, async () => {
-    const c = await ctx.store.channels.findOne({ channelId: id, agentAddress: agent.address });
-    if (!c) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
+  return withOwnChannel(room, agent, channelId, async (c, id) => {
     const before = await channelOnchain(room, id);
     let refund: { amount: bigint; txHash: string | null } | null = null;
     let refundError: string | null = null;
@@ -132,10 +128,7 @@ async function creditBack(
  */
 export async function withdrawChannel(room: Room, agent: AgentDoc, channelId: string) {
   const { ctx } = room;
-  const id = channelId.toLowerCase();
-  return ctx.agentLock.run(agent.address, async () => {
-    const c = await ctx.store.channels.findOne({ channelId: id, agentAddress: agent.address });
-    if (!c) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
+  return withOwnChannel(room, agent, channelId, async (c, id) => {
     const pending = await pendingWithdrawal(room, id);
     const availableAt = (p: { initiatedAt: number }) => new Date((p.initiatedAt + c.config.withdrawDelay) * 1000).toISOString();
     if (pending.amount === 0n) {
@@ -164,6 +157,16 @@ export async function withdrawChannel(room: Room, agent: AgentDoc, channelId: st
       channel: channelView(left, after),
       creditedNow: fromBaseUnits(credited),
     };
+  });
+}
+
+/** Runs `task` under the agent's lock with its channel `channelId` (lower-cased as `id`); 404 when it has none so. */
+function withOwnChannel<T>(room: Room, agent: AgentDoc, channelId: string, task: (c: ChannelDoc, id: string) => Promise<T>): Promise<T> {
+  const id = channelId.toLowerCase();
+  return room.ctx.agentLock.run(agent.address, async () => {
+    const c = await room.ctx.store.channels.findOne({ channelId: id, agentAddress: agent.address });
+    if (!c) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
+    return task(c, id);
   });
 }
 
