@@ -1,9 +1,9 @@
-/** Spend policies: read from the agent's SpendPolicy contract, changed only with the owner's SetPolicy signature. */
-import { getAddress } from "ethers";
-import { fromBaseUnits, toBaseUnits } from "../amounts";
-import { revertToAppError } from "../chain/errors";
-import { NO_EXTRA_LIMITS, type PolicyFields, SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
-import { badRequest, conflict } from "../errors";
+/**
+ * Spend policies: read from the agent's SpendPolicy contract (and cached for the payment path), changed only with the
+ * owner's SetPolicy signature (policyUpdate.ts).
+ */
+import { fromBaseUnits } from "../amounts";
+import { NO_EXTRA_LIMITS, type PolicyFields } from "../chain/typedData";
 import {
   ANY_PAYEE,
   type AllowlistProof,
@@ -12,20 +12,16 @@ import {
   type EntryPayees,
   leafMatches,
   type LeafForm,
-  allowlistRoot,
   leafFormOf,
-  normalizeAllowlist,
-  normalizeAllowlistEntry,
   proveMerchant,
 } from "../policy/allowlist";
-import { type PolicyView, type SetLimitsRequest, SWAP_TWAP_SECONDS } from "../schemas/limits";
-import type { AgentDoc, PolicyDoc } from "../store/documents";
+import { type PolicyView, type SetLimitsRequest } from "../schemas/limits";
+import type { AgentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
 import { type ReadResults, readOf } from "../chain/contracts";
 import type { Principal } from "../principal";
-import { heldInChannels, policyChanged } from "../store/channels";
-import { maskKey } from "./keys";
-import { linkMacValid } from "./linkMac";
+import { heldInChannels } from "../store/channels";
+import { setPolicy } from "./policyUpdate";
 
 /** What the contract's spending() view counts now in each window (0 for a window with no limit). */
 export interface Spending {
@@ -295,131 +291,8 @@ export class PolicyService {
   }
 
   /** Deploys the agent's policy (first time) or updates it, with the owner's SetPolicy signature over every field. */
-  async set(principal: Principal, agent: AgentDoc, input: SetLimitsRequest) {
-    if (!agent.ownerAddress) {
-      throw conflict(`Agent ${agent.address} has no owner yet: link it first (POST /agents/link).`);
-    }
-    const owner = agent.ownerAddress;
-    const { entries, invalid } = normalizeAllowlist(input.allowlist);
-    if (invalid.length) throw badRequest(`Not host names: ${invalid.join(", ")}`, { invalidAllowlistEntries: invalid });
-    const twap = input.swapTwapSeconds ?? 0;
-    if (input.maxSwapSlippageBps && (twap < SWAP_TWAP_SECONDS.min || twap > SWAP_TWAP_SECONDS.max)) {
-      throw badRequest(
-        `With swaps on (maxSwapSlippageBps > 0), swapTwapSeconds must be ${SWAP_TWAP_SECONDS.min} to ${SWAP_TWAP_SECONDS.max}.`,
-        { field: "swapTwapSeconds" },
-      );
-    }
-    const caps = capsOf(entries, input.merchantCaps ?? {});
-    const payees = payeesOf(entries, input.payees ?? {});
-    const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));
-    const policy: PolicyFields = {
-      perTxLimit: toBaseUnits(input.perTxLimit),
-      dailyBudget: toBaseUnits(input.dailyBudget),
-      allowlistRoot: allowlistRoot(entries, caps, "v3", payees),
-      approvalThreshold: toBaseUnits(input.approvalThreshold),
-      hourlyBudget: units(input.hourlyBudget),
-      weeklyBudget: units(input.weeklyBudget),
-      monthlyBudget: units(input.monthlyBudget),
-      lifetimeBudget: units(input.lifetimeBudget),
-      maxPaymentsPerHour: BigInt(input.maxPaymentsPerHour ?? 0),
-      validUntil: BigInt(input.validUntil ?? 0),
-      maxSwapSlippageBps: BigInt(input.maxSwapSlippageBps ?? 0),
-      swapTwapSeconds: BigInt(input.swapTwapSeconds ?? 0),
-      minSwapRate: units(input.minSwapRate),
-    };
-    const storedCaps = Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, c.toString()]));
-    const signed = {
-      kind: "SetPolicy",
-      domain: policyDomain(this.ctx.config.chainId, agent.policyAddress),
-      types: SET_POLICY_TYPES,
-      message: { agent: agent.address, ...policy, timestamp: input.timestamp },
-      signature: input.humanSignature,
-      expectedSigner: owner,
-      timestamp: input.timestamp,
-    };
-
-    return this.ctx.agentLock.run(agent.address, async () => {
-      // Past the owner's gas allowance nothing is sent, and the signature stays usable.
-      await this.ctx.signatures.verifyAndConsume(signed, () => this.ctx.gas.check(owner));
-      // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
-      await this.ctx.store.allowlists.updateOne(
-        { root: policy.allowlistRoot },
-        { $setOnInsert: { root: policy.allowlistRoot, entries, caps: storedCaps, payees, createdAt: new Date() } },
-        { upsert: true },
-      );
-      const chain = this.ctx.chain;
-      const deployed = await chain.isDeployed(agent.policyAddress);
-      // The first deployment fixes the owner on-chain: an open agent's link must carry this service's MAC (a database
-      // write alone cannot re-link it); an owner-bound address admits no other owner whatever the database says.
-      if (!deployed && !agent.ownerBound && !linkMacValid(this.ctx.config, agent.address, owner, agent.linkMac)) {
-        throw conflict(
-          `Agent ${agent.address}'s link to ${owner} was not made by this service (no valid link MAC): nothing was deployed. Link it again with POST /agents/link.`,
-        );
-      }
-      const tuple = { ...policy };
-      const wallet = chain.policyAt(agent.policyAddress);
-      const { receipt } = await chain
-        .sendAndWait((overrides) =>
-          deployed
-            ? wallet.updatePolicy(tuple, input.timestamp, input.humanSignature, overrides)
-            : chain.factory.deployAgent(
-                agent.signerAddress,
-                owner,
-                agent.ownerBound === true,
-                tuple,
-                input.timestamp,
-                input.humanSignature,
-                overrides,
-              ),
-        )
-        .catch((err: unknown) => revertToAppError(deployed ? wallet : chain.factory, err));
-      await this.ctx.gas.charge(owner, receipt);
-      // Here and on every other instance: the next payment reads the new policy (and its new epoch) first.
-      this.paymentCache.delete(agent.address);
-      await policyChanged(this.ctx.store, agent.address);
-      const doc: PolicyDoc = {
-        agentAddress: agent.address,
-        policyAddress: getAddress(agent.policyAddress),
-        perTxLimit: policy.perTxLimit.toString(),
-        dailyBudget: policy.dailyBudget.toString(),
-        approvalThreshold: policy.approvalThreshold.toString(),
-        allowlist: entries,
-        allowlistRoot: policy.allowlistRoot,
-        extraLimits: Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, policy[k as keyof PolicyFields].toString()])),
-        merchantCaps: storedCaps,
-        payees,
-        timestamp: input.timestamp,
-        txHash: receipt.hash,
-        deployed: true,
-        updatedAt: new Date(),
-      };
-      await this.ctx.store.policies.updateOne({ agentAddress: agent.address }, { $set: doc }, { upsert: true });
-      this.ctx.logger.info({ agent: agent.address, txHash: receipt.hash, deployed: !deployed }, "policy set");
-      return {
-        status: "deployed" as const,
-        policyContract: agent.policyAddress,
-        txHash: receipt.hash,
-        agentAddress: agent.address,
-        apiKey: principal.role === "registrar" ? "" : maskKey(principal.keyPrefix),
-        perTxLimit: fromBaseUnits(policy.perTxLimit),
-        dailyBudget: fromBaseUnits(policy.dailyBudget),
-        allowlist: entries,
-        approvalThreshold: fromBaseUnits(policy.approvalThreshold),
-        allowlistRoot: policy.allowlistRoot,
-        timestamp: input.timestamp,
-        hourlyBudget: fromBaseUnits(policy.hourlyBudget),
-        weeklyBudget: fromBaseUnits(policy.weeklyBudget),
-        monthlyBudget: fromBaseUnits(policy.monthlyBudget),
-        lifetimeBudget: fromBaseUnits(policy.lifetimeBudget),
-        maxPaymentsPerHour: Number(policy.maxPaymentsPerHour),
-        validUntil: Number(policy.validUntil),
-        maxSwapSlippageBps: Number(policy.maxSwapSlippageBps),
-        swapTwapSeconds: Number(policy.swapTwapSeconds),
-        merchantCaps: Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, fromBaseUnits(c)])),
-        payees,
-        minSwapRate: fromBaseUnits(policy.minSwapRate),
-      };
-    });
+  set(principal: Principal, agent: AgentDoc, input: SetLimitsRequest) {
+    return setPolicy(this.ctx, this, principal, agent, input);
   }
 }
 
@@ -435,34 +308,4 @@ function openOverPinned(list: Allowlist): [string, string][] {
       .filter((w) => w !== p && (w === "*" || (p.startsWith("*.") ? p.endsWith(w.slice(1)) && p !== w : leafMatches(w, p))))
       .map((w) => [p, w] as [string, string]),
   );
-}
-
-/** Per-entry payees keyed by normalised entry (checksummed); each key must name an allowlist entry. Zero: any payee. */
-function payeesOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, string> {
-  const payees: Record<string, string> = {};
-  const unknown: string[] = [];
-  for (const [raw, address] of Object.entries(input)) {
-    const entry = normalizeAllowlistEntry(raw);
-    if (entry === null || !entries.includes(entry)) unknown.push(raw);
-    else if (getAddress(address) !== ANY_PAYEE) payees[entry] = getAddress(address);
-  }
-  if (unknown.length) {
-    throw badRequest(`payees names entries that are not in allowlist: ${unknown.join(", ")}`, { unknownPayees: unknown });
-  }
-  return payees;
-}
-
-/** Per-entry caps keyed by normalised entry; each key must name an allowlist entry. Zero caps are dropped. */
-function capsOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, bigint> {
-  const caps: Record<string, bigint> = {};
-  const unknown: string[] = [];
-  for (const [raw, amount] of Object.entries(input)) {
-    const entry = normalizeAllowlistEntry(raw);
-    if (entry === null || !entries.includes(entry)) unknown.push(raw);
-    else if (toBaseUnits(amount) > 0n) caps[entry] = toBaseUnits(amount);
-  }
-  if (unknown.length) {
-    throw badRequest(`merchantCaps names entries that are not in allowlist: ${unknown.join(", ")}`, { unknownMerchantCaps: unknown });
-  }
-  return caps;
 }
