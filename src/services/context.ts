@@ -27,7 +27,12 @@ export interface ServiceContext {
   /** Key of the agents' activation codes (derived from the wallet encryption key). */
   activationSecret: Buffer;
   /** Serialises work per agent (payments, policy changes) across instances; different agents run in parallel. */
-  agentLock: { run<T>(key: string, task: (lock: HeldLease) => Promise<T>): Promise<T>; busy(key: string): boolean };
+  agentLock: {
+    run<T>(key: string, task: (lock: HeldLease) => Promise<T>): Promise<T>;
+    busy(key: string): boolean;
+    /** Resolves once every run's lease is freed (each is freed after its answer). */
+    settled(): Promise<void>;
+  };
   /** This instance's id (INSTANCE_ID, default its operator address): in-flight payments carry it. */
   instanceId: string;
   /** Leases in the database, held under instanceId. */

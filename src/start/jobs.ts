@@ -22,6 +22,8 @@ export async function startJobs({ config, store, chain }: Booted, wired: Wired, 
   cleanup.push(async () => {
     await webhooks.outbox.idle();
     await webhooks.worker.stop();
+    // Payments answered just before the close free their agent locks after their answer: before the store closes.
+    await services.ctx.agentLock.settled();
   });
   // Alerts are told after the answer: facts a crash kept from being told are found again (the last hour at start).
   let alertsCheckedAt = new Date(Date.now() - 3_600_000);

@@ -174,7 +174,12 @@ export class Leases {
       return await task(held);
     } finally {
       clearInterval(heartbeat);
-      if (!handOver.keep?.(held)) await this.release(name, held.token).catch(() => undefined);
+      if (!handOver.keep?.(held)) {
+        // Freed in the next turn of the event loop: a caller answered from the task (DistributedMutex.run) has its
+        // answer written first, and this write's encoding does not delay it.
+        await new Promise((r) => setImmediate(r));
+        await this.release(name, held.token).catch(() => undefined);
+      }
     }
   }
 }
@@ -189,6 +194,8 @@ export class DistributedMutex {
   private readonly queued = new Map<string, number>();
   /** Per key, the lease a finished task handed to the next one here (its token), and how many handed it on in a row. */
   private readonly kept = new Map<string, { token: string; turns: number }>();
+  /** Runs whose caller has its answer but whose lease is not yet freed or handed on. */
+  private readonly finishing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly leases: Leases,
@@ -211,7 +218,7 @@ export class DistributedMutex {
   run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
     this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
     return new Promise<T>((resolve, reject) => {
-      this.local
+      const running: Promise<unknown> = this.local
         .run(key, () => {
           const left = (this.queued.get(key) ?? 1) - 1;
           if (left > 0) this.queued.set(key, left);
@@ -236,8 +243,15 @@ export class DistributedMutex {
           );
         })
         // The outcome went to the caller already (a task's failure, or a lease never taken, below).
-        .catch((err: unknown) => reject(err as Error));
+        .catch((err: unknown) => reject(err as Error))
+        .finally(() => this.finishing.delete(running));
+      this.finishing.add(running);
     });
+  }
+
+  /** Resolves once every run started so far has freed (or handed on) its lease, which happens after its answer. */
+  async settled(): Promise<void> {
+    while (this.finishing.size) await Promise.all([...this.finishing]);
   }
 }
 

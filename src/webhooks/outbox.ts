@@ -142,7 +142,10 @@ export class WebhookOutbox {
    * lost to a crash in between is told again by catchUpAlerts (src/services/alerts.ts).
    */
   later(work: () => Promise<unknown>): void {
-    const p: Promise<void> = work()
+    // Started once the current turn of the event loop is over: the caller's answer (written in this turn) goes out
+    // before the alert's first store command is even encoded.
+    const p: Promise<void> = new Promise<void>((started) => setImmediate(started))
+      .then(work)
       .then(() => undefined)
       .catch((err: unknown) => this.logger.error({ err }, "webhook alert failed"))
       .finally(() => this.pending.delete(p));

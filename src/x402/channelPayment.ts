@@ -31,6 +31,25 @@ export interface ChannelPaymentSigned {
  * seller and terms). Its id is the config's EIP-712 hash under the channel contract's domain.
  */
 export function channelOf(signer: ClientEvmSigner, quote: Quote): { config: ChannelConfigInput; channelId: string } {
+  // Every field buildChannelConfig and computeChannelId read: the same seller's terms give the same channel, which is
+  // derived (two EIP-712 hashes and five checksums) once per instance, not once per voucher.
+  const r = quote.requirement;
+  const extra = r.extra as { receiverAuthorizer?: unknown; withdrawDelay?: unknown } | undefined;
+  const delay = typeof extra?.withdrawDelay === "number" ? extra.withdrawDelay : null;
+  const key = JSON.stringify([signer.address, r.network, r.payTo, r.asset, String(extra?.receiverAuthorizer), delay]);
+  const known = derived.get(key);
+  if (known) return known;
+  const channel = deriveChannel(signer, quote);
+  Object.freeze(channel.config); // shared by every payment through the channel
+  if (derived.size >= MAX_DERIVED) derived.clear();
+  derived.set(key, channel);
+  return channel;
+}
+
+const MAX_DERIVED = 10_000;
+const derived = new Map<string, { config: ChannelConfigInput; channelId: string }>();
+
+function deriveChannel(signer: ClientEvmSigner, quote: Quote): { config: ChannelConfigInput; channelId: string } {
   const config = buildChannelConfig(
     { signer, storage: undefined as never, salt: ZERO_SALT, payerAuthorizer: NO_AUTHORIZER },
     quote.requirement,

@@ -49,13 +49,15 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
     expect(await Promise.all([0, 1, 2].map((i) => mutex.run("0xAgent", task(i))))).to.deep.equal([0, 1, 2]);
     expect(seen.map((l) => l.fence)).to.deep.equal([seen[0].fence, seen[0].fence + 1, seen[0].fence + 2]);
     expect(seen.every((l) => l.token === seen[0].token && !l.tookOver)).to.equal(true);
-    // Handed on twice, freed once, after the last.
+    // Handed on twice, freed once, after the last (after its answer).
+    await mutex.settled();
     expect(a.releases).to.equal(1);
     expect(await a.holderOf("agent:0xagent")).to.equal(null);
     // A task that comes alone afterwards takes the lease afresh.
     const alone = await mutex.run("0xAgent", (lease) => Promise.resolve(lease));
     expect(alone.token).to.not.equal(seen[0].token);
     expect(alone.fence).to.equal(seen[2].fence + 1);
+    await mutex.settled();
     expect(a.releases).to.equal(2);
   });
 
@@ -91,6 +93,7 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
     expect(order).to.have.length(16);
     expect(order).to.include("b");
     expect(most).to.equal(1);
+    await Promise.all([mutexA.settled(), mutexB.settled()]);
     expect(await a.holderOf("agent:0xbusy")).to.equal(null);
   });
 });
