@@ -126,13 +126,13 @@ export const TOOLS: AnyToolDef[] = [
     input: PayToolInput,
     output: PayOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: async ({ s, agent, principal }, input) => {
+    run: async ({ s, agent, principal, address }, input) => {
       // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay.
       if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
       const { idempotencyKey, ...fields } = input;
-      const doc = await agent();
-      const request: PayRequest = { agentAddress: doc.address, ...fields };
-      return payAnswer(await s.payments.payOnce(principal, doc, request, idempotencyKey));
+      // The agent's own key: its document is read beside the payment's first store step (as on POST /pay).
+      const request: PayRequest = { agentAddress: address, ...fields };
+      return payAnswer(await s.payments.payOnce(principal, agent(), request, idempotencyKey));
     },
   }),
   tool({

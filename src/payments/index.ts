@@ -64,7 +64,7 @@ export class PaymentService {
     return this.room.idempotency;
   }
 
-  payOnce(principal: Principal, agent: AgentDoc, input: PayRequest, key?: string) {
+  payOnce(principal: Principal, agent: AgentDoc | Promise<AgentDoc>, input: PayRequest, key?: string) {
     return payOnce(this.room, principal, agent, input, key);
   }
 

@@ -36,13 +36,15 @@ import { type SwapCheck, swapForPayment } from "./swap";
 export async function payOnce(
   room: Room,
   principal: Principal,
-  agent: AgentDoc,
+  /** `input.agentAddress`'s document, read by the caller just now, or its read under way (pay). */
+  agent: AgentDoc | Promise<AgentDoc>,
   input: PayRequest,
   key?: string,
 ): Promise<PayAnswer & { replayed: boolean }> {
-  // `agent` was read by the caller just now; how long ago it is when the payment starts decides whether its policy
-  // mark may admit the payment (pay).
+  // How long ago the document was read when the payment starts decides whether its policy mark may admit it (pay).
   const agentReadAt = performance.now();
+  // A read under way that fails is answered by the run that awaits it (none, when the key replays an answer).
+  if (agent instanceof Promise) void observed(agent);
   const attempt = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
     try {
       return answerOf(await pay(room, agent, input, scope, keyFence, agentReadAt));
@@ -54,24 +56,63 @@ export async function payOnce(
   };
   // One trace and one count per payment run (an answer replayed under its key is neither).
   const t = room.ctx.telemetry;
-  const run = (scope?: string, keyFence?: Fence) => t.payment(agent.address, "pay", () => attempt(scope, keyFence).then(t.counted));
+  const run = (scope?: string, keyFence?: Fence) => t.payment(input.agentAddress, "pay", () => attempt(scope, keyFence).then(t.counted));
   return key ? room.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
 }
 
-/** One payment of `agent`, under its agent lock. */
+/**
+ * One payment of the agent `input.agentAddress`, under its agent lock. `agent` is its document as the caller read it,
+ * or that read still under way: then it runs beside the lock's acquisition, and its time is when it ended.
+ */
 export async function pay(
   room: Room,
-  agent: AgentDoc,
+  agent: AgentDoc | Promise<AgentDoc>,
   input: PayRequest,
   idempotencyScope?: string,
   keyFence?: Fence,
-  /** When `agent` was read (performance.now()); unknown: read again before the payment is admitted. */
+  /** When a given `agent` was read (performance.now()); unknown: read again before the payment is admitted. */
   agentReadAt = -Infinity,
 ): Promise<PaymentResult> {
   const merchant = merchantOf(input.serviceUrl);
+  const read = observed(
+    agent instanceof Promise ? agent.then((doc) => ({ doc, at: performance.now() })) : Promise.resolve({ doc: agent, at: agentReadAt }),
+  );
+  // The policy (the cached copy while the agent's policySeq has not moved, the chain otherwise) is read beside the lock's
+  // acquisition, from the agent's document as the request read it. Used only when that document and this read are at
+  // most EARLY_ADMISSION_MS old once the lock is held; otherwise (a wait for the lock or for an Idempotency-Key, a
+  // take-over) the document is read again and the payment admitted from it, so a pause relayed meanwhile counts.
+  // Not started when another payment of the agent runs or waits here: this one waits for it, and would read twice.
+  const recent = (at: number) => performance.now() - at <= EARLY_ADMISSION_MS;
+  const admitting = room.ctx.agentLock.busy(input.agentAddress)
+    ? undefined
+    : observed(read.then(({ doc, at }) => (recent(at) ? room.decisions.admit(doc, merchant, { fresh: false }) : undefined)));
+  return room.ctx.agentLock.run(input.agentAddress, async (lock) => {
+    const { doc, at } = await read;
+    if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
+    if (lock.tookOver) await awaitQuiet(room, doc.address);
+    // Only when the document was recent at its arrival too: then `admitting` is that document's admission.
+    const early = admitting && !lock.tookOver && recent(at) ? (admitting as Promise<Admission>) : undefined;
+    const current = early ? doc : ((await room.ctx.store.agents.findOne({ address: doc.address })) ?? doc);
+    return payLocked(
+      room,
+      paymentContext(current, input, merchant, idempotencyScope, { lock, key: keyFence }),
+      toBaseUnits(input.maxAmount),
+      early,
+    );
+  });
+}
+
+/** The payment's context, for `agent` as admitted. */
+function paymentContext(
+  agent: AgentDoc,
+  input: PayRequest,
+  merchant: string,
+  idempotencyScope: string | undefined,
+  fences: PaymentContext["fences"],
+): PaymentContext {
   // As URL parsing spells it (punycode host, no look-alike characters): what the owner reads is what is requested.
   const serviceUrl = new URL(input.serviceUrl).href;
-  const pc: PaymentContext = {
+  return {
     agent,
     idempotencyScope,
     merchant,
@@ -79,21 +120,8 @@ export async function pay(
     intent: input.intent,
     seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
     ...(input.schemes ? { schemes: input.schemes } : {}),
+    fences,
   };
-  // The policy (the cached copy while the agent's policySeq has not moved, the chain otherwise) is read beside the lock's
-  // acquisition, from the agent's document as the request read it. Used only when that document and this read are at
-  // most EARLY_ADMISSION_MS old once the lock is held; otherwise (a wait for the lock or for an Idempotency-Key, a
-  // take-over) the document is read again and the payment admitted from it, so a pause relayed meanwhile counts.
-  // Not started when another payment of the agent runs or waits here: this one waits for it, and would read twice.
-  const recent = () => performance.now() - agentReadAt <= EARLY_ADMISSION_MS;
-  const admitting =
-    room.ctx.agentLock.busy(agent.address) || !recent() ? undefined : observed(room.decisions.admit(agent, merchant, { fresh: false }));
-  return room.ctx.agentLock.run(agent.address, async (lock) => {
-    if (lock.tookOver) await awaitQuiet(room, agent.address);
-    const early = admitting && !lock.tookOver && recent() ? admitting : undefined;
-    const current = early ? agent : ((await room.ctx.store.agents.findOne({ address: agent.address })) ?? agent);
-    return payLocked(room, { ...pc, agent: current, fences: { lock, key: keyFence } }, toBaseUnits(input.maxAmount), early);
-  });
 }
 
 /** How old the policy read beside the lock's acquisition may be when the lock is held (pay). */

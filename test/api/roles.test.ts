@@ -93,6 +93,19 @@ describe("keys and roles: agent keys, owner keys, missing and wrong keys", () =>
       expect((await s.api("POST", "/limits", { key: a2.apiKey, body })).status).to.equal(201);
     });
 
+    it("answers 403 to a payment for another agent, before taking that agent's lock or the Idempotency-Key", async () => {
+      const leases = s.svc.store.collection<{ name: string; fence?: number }>("leases");
+      const lockOfB = async () => (await leases.findOne({ name: `agent:${b1.agentAddress.toLowerCase()}` }))?.fence ?? 0;
+      const fence = await lockOfB();
+      const keys = await s.svc.store.idempotency.countDocuments({});
+      const body = { agentAddress: b1.agentAddress, serviceUrl: "https://api.example.com/data", maxAmount: "0.01", intent: "not mine" };
+      expectErrorShape(await s.api("POST", "/pay", { key: a1.apiKey, body }), 403, "forbidden");
+      expectErrorShape(await s.api("POST", "/pay", { key: a1.apiKey, body, headers: { "Idempotency-Key": "not-mine-1" } }), 403, "forbidden");
+      // An agent key pays without waiting for its own document (read beside its lock): never so for another agent's.
+      expect(await lockOfB()).to.equal(fence);
+      expect(await s.svc.store.idempotency.countDocuments({})).to.equal(keys);
+    });
+
     it("answers 403 for an agent that does not exist (same answer as not yours)", async () => {
       const res = await s.api("GET", `/wallet/balance?address=${randomOwner().address}`, { key: a1.apiKey });
       expectErrorShape(res, 403, "forbidden");

@@ -73,7 +73,11 @@ export const PAY_OPERATION = operation({
     ...SELLER_ERRORS,
   ],
   handle: async ({ input: { body }, principal, ctx, deps: { s } }) => {
-    const agent = await s.agents.authorize(principal, body.agentAddress);
+    // An agent key naming its own agent pays without waiting for its document: read beside the payment's first store
+    // step (its Idempotency-Key, or its agent lock), and checked as ever. Any other caller is checked first, so a key
+    // never takes another agent's lock.
+    const own = principal?.role === "agent" && principal.agentAddress === body.agentAddress;
+    const agent = own ? s.agents.authorize(principal, body.agentAddress) : await s.agents.authorize(principal, body.agentAddress);
     return payReply(await s.payments.payOnce(principal, agent, body, ctx.get("Idempotency-Key") || undefined));
   },
 });
