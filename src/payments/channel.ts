@@ -185,9 +185,12 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   // What the wallet had signed before this voucher: the most a seller can have counted without it (the resync's bound).
   const signedBefore = BigInt(c.signed);
   const ref = { channelId: c.channelId, cumulative: run.cumulative.toString(), deposit: null, depositPaymentId: null };
-  // Signed locally beside the writes below; the voucher leaves this process only after the sequence has moved past it
-  // and the fences are committed, so a crash never leaves a voucher out that a later one could repeat.
-  const signing = signVoucherPayment(schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID), quote, c.config, c.channelId, run.cumulative);
+  // Signed locally beside the writes below (started in the next turn of the event loop, once the writes are on their
+  // way to the store); the voucher leaves this process only after the sequence has moved past it and the fences are
+  // committed, so a crash never leaves a voucher out that a later one could repeat.
+  const signing = new Promise<void>((r) => setImmediate(r)).then(() =>
+    signVoucherPayment(schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID), quote, c.config, c.channelId, run.cumulative),
+  );
   signing.catch(() => undefined);
   await begin(room, {
     // The sequence's write beside the entry's, both before the fences are committed and anything is sent.
