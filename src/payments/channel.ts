@@ -188,8 +188,9 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   // Signed locally beside the writes below (started in the next turn of the event loop, once the writes are on their
   // way to the store); the voucher leaves this process only after the sequence has moved past it and the fences are
   // committed, so a crash never leaves a voucher out that a later one could repeat.
+  const cumulative = run.cumulative;
   const signing = new Promise<void>((r) => setImmediate(r)).then(() =>
-    signVoucherPayment(schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID), quote, c.config, c.channelId, run.cumulative),
+    signVoucherPayment(schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID), quote, c.config, c.channelId, cumulative),
   );
   signing.catch(() => undefined);
   await begin(room, {

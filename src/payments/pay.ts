@@ -41,13 +41,17 @@ export async function payOnce(
   input: PayRequest,
   key?: string,
 ): Promise<PayAnswer & { replayed: boolean }> {
-  // How long ago the document was read when the payment starts decides whether its policy mark may admit it (pay).
-  const agentReadAt = performance.now();
-  // A read under way that fails is answered by the run that awaits it (none, when the key replays an answer).
-  if (agent instanceof Promise) void observed(agent);
+  // When the document was read: now for one the caller read, or when its read under way ends (timed from here, so a
+  // wait for the Idempotency-Key counts); how long ago that is once the lock is held decides whether its policy mark
+  // may admit the payment (pay). A read that fails is answered by the run that awaits it (none when the key replays).
+  const read = observed(
+    agent instanceof Promise
+      ? agent.then((doc) => ({ doc, at: performance.now() }))
+      : Promise.resolve({ doc: agent, at: performance.now() }),
+  );
   const attempt = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
     try {
-      return answerOf(await pay(room, agent, input, scope, keyFence, agentReadAt));
+      return answerOf(await pay(room, read, input, scope, keyFence));
     } catch (err) {
       // A lost lease paid nothing and is no answer to keep: the key is another run's, or free to run again.
       if (err instanceof AppError && !(err instanceof LeaseLostError)) return answerOf(refused(err));
@@ -60,23 +64,24 @@ export async function payOnce(
   return key ? room.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
 }
 
+/** The agent's document as a request read it, and when (performance.now()). */
+export interface AgentRead {
+  doc: AgentDoc;
+  at: number;
+}
+
 /**
- * One payment of the agent `input.agentAddress`, under its agent lock. `agent` is its document as the caller read it,
- * or that read still under way: then it runs beside the lock's acquisition, and its time is when it ended.
+ * One payment of the agent `input.agentAddress`, under its agent lock. `read` is its document as the request read it,
+ * possibly still under way: it then runs beside the lock's acquisition.
  */
 export async function pay(
   room: Room,
-  agent: AgentDoc | Promise<AgentDoc>,
+  read: Promise<AgentRead>,
   input: PayRequest,
   idempotencyScope?: string,
   keyFence?: Fence,
-  /** When a given `agent` was read (performance.now()); unknown: read again before the payment is admitted. */
-  agentReadAt = -Infinity,
 ): Promise<PaymentResult> {
   const merchant = merchantOf(input.serviceUrl);
-  const read = observed(
-    agent instanceof Promise ? agent.then((doc) => ({ doc, at: performance.now() })) : Promise.resolve({ doc: agent, at: agentReadAt }),
-  );
   // The policy (the cached copy while the agent's policySeq has not moved, the chain otherwise) is read beside the lock's
   // acquisition, from the agent's document as the request read it. Used only when that document and this read are at
   // most EARLY_ADMISSION_MS old once the lock is held; otherwise (a wait for the lock or for an Idempotency-Key, a

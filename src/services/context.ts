@@ -30,7 +30,7 @@ export interface ServiceContext {
   agentLock: {
     run<T>(key: string, task: (lock: HeldLease) => Promise<T>): Promise<T>;
     busy(key: string): boolean;
-    /** Resolves once every run's lease is freed (each is freed after its answer). */
+    /** Resolves once the leases of the runs that have ended are freed (each is freed just after its answer). */
     settled(): Promise<void>;
   };
   /** This instance's id (INSTANCE_ID, default its operator address): in-flight payments carry it. */

@@ -20,10 +20,10 @@ export async function startJobs({ config, store, chain }: Booted, wired: Wired, 
   // Owner alerts: deliveries left pending by a previous run are sent as soon as the worker starts.
   webhooks.worker.start();
   cleanup.push(async () => {
+    // Payments answered just before the close free their agent locks (and start their alerts) after their answer.
+    await services.ctx.agentLock.settled();
     await webhooks.outbox.idle();
     await webhooks.worker.stop();
-    // Payments answered just before the close free their agent locks after their answer: before the store closes.
-    await services.ctx.agentLock.settled();
   });
   // Alerts are told after the answer: facts a crash kept from being told are found again (the last hour at start).
   let alertsCheckedAt = new Date(Date.now() - 3_600_000);

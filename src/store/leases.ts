@@ -56,6 +56,8 @@ const HAND_OVERS = 8;
 
 export class Leases {
   private readonly docs: Collection<LeaseDoc>;
+  /** Frees under way: withLease frees a lease just after its task ended. */
+  private readonly freeing = new Set<Promise<void>>();
 
   constructor(
     store: Store,
@@ -108,6 +110,13 @@ export class Leases {
       (await this.docs.updateOne({ name, holder: this.holder, token, fence }, { $set: { updatedAt: new Date(this.clock()) } }))
         .matchedCount === 1;
     return { name, token, fence, tookOver, hold };
+  }
+
+  /** Resolves once the frees of the tasks that have ended (withLease) are done: before the store closes, say. */
+  async settled(): Promise<void> {
+    // A task that has just ended starts its free in the turn it ends in: the frees of this turn are waited for too.
+    await new Promise((r) => setImmediate(r));
+    while (this.freeing.size) await Promise.all([...this.freeing]);
   }
 
   /** Extends a lease this acquisition still holds; false when it was lost. */
@@ -177,8 +186,9 @@ export class Leases {
       if (!handOver.keep?.(held)) {
         // Freed in the next turn of the event loop: a caller answered from the task (DistributedMutex.run) has its
         // answer written first, and this write's encoding does not delay it.
-        await new Promise((r) => setImmediate(r));
-        await this.release(name, held.token).catch(() => undefined);
+        const freeing = new Promise((r) => setImmediate(r)).then(() => this.release(name, held.token).catch(() => undefined));
+        this.freeing.add(freeing);
+        await freeing.finally(() => this.freeing.delete(freeing));
       }
     }
   }
@@ -194,8 +204,6 @@ export class DistributedMutex {
   private readonly queued = new Map<string, number>();
   /** Per key, the lease a finished task handed to the next one here (its token), and how many handed it on in a row. */
   private readonly kept = new Map<string, { token: string; turns: number }>();
-  /** Runs whose caller has its answer but whose lease is not yet freed or handed on. */
-  private readonly finishing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly leases: Leases,
@@ -218,7 +226,7 @@ export class DistributedMutex {
   run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
     this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
     return new Promise<T>((resolve, reject) => {
-      const running: Promise<unknown> = this.local
+      this.local
         .run(key, () => {
           const left = (this.queued.get(key) ?? 1) - 1;
           if (left > 0) this.queued.set(key, left);
@@ -243,15 +251,13 @@ export class DistributedMutex {
           );
         })
         // The outcome went to the caller already (a task's failure, or a lease never taken, below).
-        .catch((err: unknown) => reject(err as Error))
-        .finally(() => this.finishing.delete(running));
-      this.finishing.add(running);
+        .catch((err: unknown) => reject(err as Error));
     });
   }
 
-  /** Resolves once every run started so far has freed (or handed on) its lease, which happens after its answer. */
-  async settled(): Promise<void> {
-    while (this.finishing.size) await Promise.all([...this.finishing]);
+  /** Resolves once the leases of the runs that have ended are freed (each is freed just after its answer). */
+  settled(): Promise<void> {
+    return this.leases.settled();
   }
 }
 

@@ -5,7 +5,8 @@
  * copy (a repeated cumulative, a fork of the sequence), never a payment refused for it.
  */
 import { expect } from "chai";
-import { pay } from "../../src/payments/pay";
+import { idempotencyCaller, idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
+import { pay, payOnce } from "../../src/payments/pay";
 import { Wallet } from "ethers";
 import { mintUsdc } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
@@ -136,7 +137,31 @@ describe("a channel paid through two instances", () => {
       intent: "two instances",
       method: "GET" as const,
     };
-    const late = await pay(A.svc.services.payments.room, readBefore, request, undefined, undefined, performance.now() - 60_000);
+    // The same document given to a request that then waits for its Idempotency-Key (held by an instance that stopped):
+    // the wait counts towards its age, so the payment reads it again once it runs (it was not: a stale admission then
+    // sent a voucher the wallet refuses).
+    const room = A.svc.services.payments.room;
+    const principal = { role: "agent" as const, agentAddress: agent.agentAddress, keyPrefix: agent.apiKey.slice(0, 9) };
+    const scope = idempotencyScope(idempotencyCaller(principal), "paused-while-waiting");
+    const now = Date.now();
+    await A.svc.store.idempotency.insertOne({
+      scope,
+      requestHash: requestHashOf(request),
+      state: "in_progress",
+      response: null,
+      holder: "a-stopped-instance",
+      leaseUntil: new Date(now + 200),
+      fence: 1,
+      txnId: null,
+      createdAt: new Date(now),
+      expiresAt: new Date(now + 86_400_000),
+    });
+    const waited = await payOnce(room, principal, Promise.resolve(readBefore), request, "paused-while-waiting");
+    expect("outcome" in waited && waited.outcome.status === "blocked" && waited.outcome.reason, JSON.stringify(waited)).to.equal(
+      "policy_paused",
+    );
+    expect(seller.served).to.equal(served);
+    const late = await pay(A.svc.services.payments.room, Promise.resolve({ doc: readBefore, at: performance.now() - 60_000 }), request);
     expect(late.kind === "blocked" && late.outcome.reason, JSON.stringify(late)).to.equal("policy_paused");
     const refused = await payVia(A);
     expect(refused.status, JSON.stringify(refused.body)).to.equal(422);
