@@ -100,7 +100,11 @@ describe("keys and roles: agent keys, owner keys, missing and wrong keys", () =>
       const keys = await s.svc.store.idempotency.countDocuments({});
       const body = { agentAddress: b1.agentAddress, serviceUrl: "https://api.example.com/data", maxAmount: "0.01", intent: "not mine" };
       expectErrorShape(await s.api("POST", "/pay", { key: a1.apiKey, body }), 403, "forbidden");
-      expectErrorShape(await s.api("POST", "/pay", { key: a1.apiKey, body, headers: { "Idempotency-Key": "not-mine-1" } }), 403, "forbidden");
+      expectErrorShape(
+        await s.api("POST", "/pay", { key: a1.apiKey, body, headers: { "Idempotency-Key": "not-mine-1" } }),
+        403,
+        "forbidden",
+      );
       // An agent key pays without waiting for its own document (read beside its lock): never so for another agent's.
       expect(await lockOfB()).to.equal(fence);
       expect(await s.svc.store.idempotency.countDocuments({})).to.equal(keys);
