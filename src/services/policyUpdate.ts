@@ -155,30 +155,38 @@ export async function setPolicy(
 
 /** Per-entry payees keyed by normalised entry (checksummed); each key must name an allowlist entry. Zero: any payee. */
 function payeesOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, string> {
-  const payees: Record<string, string> = {};
-  const unknown: string[] = [];
-  for (const [raw, address] of Object.entries(input)) {
-    const entry = normalizeAllowlistEntry(raw);
-    if (entry === null || !entries.includes(entry)) unknown.push(raw);
-    else if (getAddress(address) !== ANY_PAYEE) payees[entry] = getAddress(address);
-  }
-  if (unknown.length) {
-    throw badRequest(`payees names entries that are not in allowlist: ${unknown.join(", ")}`, { unknownPayees: unknown });
-  }
-  return payees;
+  return perEntry(entries, input, "payees", "unknownPayees", (address) => (getAddress(address) !== ANY_PAYEE ? getAddress(address) : null));
 }
 
 /** Per-entry caps keyed by normalised entry; each key must name an allowlist entry. Zero caps are dropped. */
 function capsOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, bigint> {
-  const caps: Record<string, bigint> = {};
+  return perEntry(entries, input, "merchantCaps", "unknownMerchantCaps", (amount) =>
+    toBaseUnits(amount) > 0n ? toBaseUnits(amount) : null,
+  );
+}
+
+/**
+ * A per-entry setting (`field`) keyed by normalised allowlist entry, each value as `read` gives it (null: dropped);
+ * 400 naming every key that is no entry of the allowlist (in `details[unknownKey]`).
+ */
+function perEntry<T>(
+  entries: readonly string[],
+  input: Readonly<Record<string, string>>,
+  field: string,
+  unknownKey: string,
+  read: (value: string) => T | null,
+): Record<string, T> {
+  const out: Record<string, T> = {};
   const unknown: string[] = [];
-  for (const [raw, amount] of Object.entries(input)) {
+  for (const [raw, value] of Object.entries(input)) {
     const entry = normalizeAllowlistEntry(raw);
     if (entry === null || !entries.includes(entry)) unknown.push(raw);
-    else if (toBaseUnits(amount) > 0n) caps[entry] = toBaseUnits(amount);
+    else {
+      const v = read(value);
+      if (v !== null) out[entry] = v;
+    }
   }
-  if (unknown.length) {
-    throw badRequest(`merchantCaps names entries that are not in allowlist: ${unknown.join(", ")}`, { unknownMerchantCaps: unknown });
-  }
-  return caps;
+  if (unknown.length)
+    throw badRequest(`${field} names entries that are not in allowlist: ${unknown.join(", ")}`, { [unknownKey]: unknown });
+  return out;
 }

@@ -102,7 +102,11 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
       [{ maxSwapSlippageBps: 50, swapTwapSeconds: 30 }, /swapTwapSeconds must be 60 to 3600/],
       [{ maxSwapSlippageBps: 50, swapTwapSeconds: 0 }, /swapTwapSeconds must be 60 to 3600/],
       [{ swapTwapSeconds: 3_601 }, /swapTwapSeconds/],
-      [{ merchantCaps: { "shop.elsewhere.example": "1" } }, /not in allowlist/],
+      [{ merchantCaps: { "shop.elsewhere.example": "1" } }, /merchantCaps names entries that are not in allowlist.*unknownMerchantCaps/],
+      [
+        { payees: { "shop.elsewhere.example": "0x000000000000000000000000000000000000dEaD" } },
+        /payees names entries that are not in allowlist.*unknownPayees/,
+      ],
       [{ merchantCaps: { "api.example.com": "1.0000001" } }, /decimal/],
       [{ maxPaymentsPerHour: 65_536 }, /maxPaymentsPerHour/],
       [{ maxPaymentsPerHour: 1.5 }, /maxPaymentsPerHour/],
