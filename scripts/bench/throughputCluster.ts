@@ -35,6 +35,7 @@ const PROFILE = process.env.THROUGHPUT_PROFILE !== "0";
 const SELLER_APART = process.env.THROUGHPUT_SELLER === "apart";
 /** Seconds each process's idle CPU is read for, before each mode's window. */
 const IDLE_S = Number(process.env.THROUGHPUT_IDLE_SECONDS ?? 3);
+const WARMUP_S = Number(process.env.THROUGHPUT_WARMUP_SECONDS ?? 30);
 
 /** One mode's measured window on the profiled instance: the profile's clock and the payments it approved. */
 interface ProfileWindow {
@@ -73,12 +74,68 @@ async function send(
   return { status: res.status, body: (await res.json()) as { error?: string; reason?: string } };
 }
 
+type Instance = Cluster["instances"][number];
+type Sent = Awaited<ReturnType<typeof send>>;
+
+/** The instances that take payments: with the seller apart, the last instance is the seller's and takes none. */
+function payersOf(cluster: Cluster): Instance[] {
+  return SELLER_APART ? cluster.instances.slice(0, -1) : cluster.instances;
+}
+
+/** Keeps `inFlight` payments of every agent going until `deadline`, reporting each answer. */
+async function drive(
+  cluster: Cluster,
+  agents: ClusterAgent[],
+  inFlight: number,
+  deadline: number,
+  onResult: (inst: Instance, ms: number, res: Sent) => void,
+): Promise<void> {
+  const payers = payersOf(cluster);
+  const n = payers.length;
+  await Promise.all(
+    agents.flatMap((a, i) =>
+      Array.from({ length: inFlight }, async (_, j) => {
+        // Each agent's payments go to one instance (a load balancer routing on the agent): the per-agent lock then waits
+        // in that process, not by polling its lease in the database. THROUGHPUT_SPREAD=1 spreads them instead.
+        const inst = payers[(SPREAD ? i + j : i) % n];
+        const seller = `${SELLER_APART ? cluster.instances[n].url : payers[(i + 1) % n].url}/sell/agent-intel`;
+        while (Date.now() < deadline) {
+          const t = Date.now();
+          const res = await send(inst.url, a, seller).catch((err: unknown) => ({
+            status: 0,
+            body: { error: (err as Error).message, reason: undefined },
+          }));
+          onResult(inst, Date.now() - t, res);
+        }
+      }),
+    ),
+  );
+}
+
+/**
+ * THROUGHPUT_WARMUP_SECONDS (default 30, automine) of the same load before the first measured window, not counted: a
+ * SpendGate process serves payments for hours, and its first seconds are spent compiling (V8 optimises a function
+ * after it has run many times, on threads whose CPU counts against the process). Without it the window measures the
+ * JIT's warm-up as much as the payments. Prints the warm-up's own CPU per payment too.
+ */
+async function warmUp(cluster: Cluster, agents: ClusterAgent[], o: ThroughputOptions): Promise<void> {
+  if (WARMUP_S <= 0) return;
+  const first = payersOf(cluster)[0];
+  const pid = first.child.pid ?? 0;
+  const cpu0 = usage(pid).cpu;
+  let approved = 0;
+  await drive(cluster, agents, o.inFlight, Date.now() + WARMUP_S * 1000, (inst, _ms, res) => {
+    if (inst === first && res.status === 200) approved++;
+  });
+  const ms = ((usage(pid).cpu - cpu0) * 1000) / Math.max(1, approved);
+  console.log(`warm-up (not measured): ${WARMUP_S} s, automine; ${first.name} approved ${approved}, ${ms.toFixed(1)} ms of CPU a payment`);
+}
+
 async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o: ThroughputOptions): Promise<ProfileWindow> {
   const direct = new JsonRpcProvider(cluster.chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const interval = mode === "automine" ? 0 : Number(mode);
   await setBlockInterval(direct, interval);
-  // With the seller apart, the last instance is the seller's and takes no payments.
-  const payers = SELLER_APART ? cluster.instances.slice(0, -1) : cluster.instances;
+  const payers = payersOf(cluster);
   const n = payers.length;
   const processes = [
     { name: "chain", pid: cluster.pids.chain },
@@ -105,31 +162,16 @@ async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o
   const from = profileClockNow();
   const deadline = started + o.seconds * 1000;
   let approvedFirst = 0; // approved by the profiled (first) instance
-  await Promise.all(
-    agents.flatMap((a, i) =>
-      Array.from({ length: o.inFlight }, async (_, j) => {
-        // Each agent's payments go to one instance (a load balancer routing on the agent): the per-agent lock then waits
-        // in that process, not by polling its lease in the database. THROUGHPUT_SPREAD=1 spreads them instead.
-        const inst = payers[(SPREAD ? i + j : i) % n];
-        const seller = `${SELLER_APART ? cluster.instances[n].url : payers[(i + 1) % n].url}/sell/agent-intel`;
-        while (Date.now() < deadline) {
-          const t = Date.now();
-          const res = await send(inst.url, a, seller).catch((err: unknown) => ({
-            status: 0,
-            body: { error: (err as Error).message, reason: undefined },
-          }));
-          if (res.status === 200) {
-            approved++;
-            if (inst === payers[0]) approvedFirst++;
-            latencies.push(Date.now() - t);
-          } else {
-            const why = `${res.status} ${res.body.error ?? res.body.reason ?? ""}`.trim();
-            failures.set(why, (failures.get(why) ?? 0) + 1);
-          }
-        }
-      }),
-    ),
-  );
+  await drive(cluster, agents, o.inFlight, deadline, (inst, ms, res) => {
+    if (res.status === 200) {
+      approved++;
+      if (inst === payers[0]) approvedFirst++;
+      latencies.push(ms);
+    } else {
+      const why = `${res.status} ${res.body.error ?? res.body.reason ?? ""}`.trim();
+      failures.set(why, (failures.get(why) ?? 0) + 1);
+    }
+  });
   const to = profileClockNow();
   const elapsed = (Date.now() - started) / 1000;
   const served = (await direct.send(STATS_METHOD, [])) as RpcStats;
@@ -210,6 +252,7 @@ export async function throughputProcesses(o: ThroughputOptions, instanceCounts: 
       console.log(
         `\n${o.agents} agents, ${o.inFlight} payments in flight each, ${o.seconds} s per mode; chain, CongoDB and ${instances} SpendGate process(es) apart`,
       );
+      await warmUp(cluster, agents, o);
       for (const mode of o.modes) windows.push(await runMode(cluster, agents, mode, o));
     } finally {
       await cluster.close();
