@@ -6,6 +6,8 @@
  * idle rate, read for THROUGHPUT_IDLE_SECONDS before each window) and memory at the end, and the JSON-RPC calls the
  * chain served per approved payment by method.
  *
+ * THROUGHPUT_WARMUP_SECONDS (30): the same load first, not measured (warmUp).
+ *
  * THROUGHPUT_PROFILE (on unless "0"): the first instance runs under --cpu-prof (its profile in a temp dir, read when the
  * cluster stops); each mode's window is then printed as the top 15 self-time functions and the CPU ms per approved
  * payment by payment step (scripts/bench/cpuProfile.ts). The /proc CPU figures include the profiler's own cost.
