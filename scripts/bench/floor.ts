@@ -22,6 +22,7 @@ import { MongoClient } from "mongodb";
 import { Agent, request } from "undici";
 import { SigningKey, TypedDataEncoder, Wallet, concat, keccak256, randomBytes as ethersRandom } from "ethers";
 import { signDigest } from "../../src/chain/ecdsa";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 
 const ROOT = join(__dirname, "..", "..");
 const N = Number(process.env.FLOOR_OPS ?? 3000);
@@ -146,16 +147,7 @@ async function main(): Promise<void> {
   const digests = Array.from({ length: 64 }, () => `0x${Buffer.from(ethersRandom(32)).toString("hex")}`);
   await add("secp256k1 signature (src/chain/ecdsa.ts)", (i) => signDigest(key, digests[i % 64]));
   const domain = { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: `0x${"44".repeat(20)}` };
-  const types = {
-    TransferWithAuthorization: [
-      { name: "from", type: "address" },
-      { name: "to", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "validAfter", type: "uint256" },
-      { name: "validBefore", type: "uint256" },
-      { name: "nonce", type: "bytes32" },
-    ],
-  };
+  const types = TRANSFER_WITH_AUTHORIZATION_TYPES;
   const from = Wallet.createRandom().address;
   // Prepared once, as src/wallets/provider.ts keeps them: the types' encoder and the domain's hash.
   const encoder = TypedDataEncoder.from(types);
