@@ -126,11 +126,15 @@ async function warmUp(cluster: Cluster, agents: ClusterAgent[], o: ThroughputOpt
   const pid = first.child.pid ?? 0;
   const cpu0 = usage(pid).cpu;
   let approved = 0;
+  let failed = 0;
   await drive(cluster, agents, o.inFlight, Date.now() + WARMUP_S * 1000, (inst, _ms, res) => {
-    if (inst === first && res.status === 200) approved++;
+    if (res.status !== 200) failed++;
+    else if (inst === first) approved++;
   });
   const ms = ((usage(pid).cpu - cpu0) * 1000) / Math.max(1, approved);
-  console.log(`warm-up (not measured): ${WARMUP_S} s, automine; ${first.name} approved ${approved}, ${ms.toFixed(1)} ms of CPU a payment`);
+  console.log(
+    `warm-up (not measured): ${WARMUP_S} s, automine; ${first.name} approved ${approved}, ${ms.toFixed(1)} ms of CPU a payment; failures: ${failed}`,
+  );
 }
 
 async function runMode(cluster: Cluster, agents: ClusterAgent[], mode: string, o: ThroughputOptions): Promise<ProfileWindow> {
