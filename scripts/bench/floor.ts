@@ -3,8 +3,9 @@
  * through the libraries the service uses, with nothing of SpendGate's own around them: a store command (the mongodb
  * driver against one CongoDB server in another process), a JSON-RPC call (undici, to a server in another process), an
  * incoming request (Koa with its router, body parser and a zod schema, sent from another process), a signature
- * (src/chain/ecdsa.ts) and an EIP-712 digest (ethers, prepared as src/wallets/provider.ts does). Each is measured alone and warm, one at a time and 8 at once (the
- * throughput bench keeps about 100 payments in flight), as process CPU (user + system) per operation.
+ * (src/chain/ecdsa.ts) and an EIP-712 digest (ethers, prepared as src/wallets/provider.ts prepares it). Each is
+ * measured alone and warm, one at a time and 8 at once (the throughput bench keeps about 100 payments in flight), as
+ * process CPU (user + system) per operation.
  *
  * It then adds them up for the operations one approved exact payment makes (the counts below, read from the store's
  * command log and the service's own JSON-RPC counter on one payment): the least CPU a payment can cost the instance
@@ -27,12 +28,12 @@ import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 const ROOT = join(__dirname, "..", "..");
 const N = Number(process.env.FLOOR_OPS ?? 3000);
 
-/** One exact payment's operations on the paying instance (11 store commands, 6 JSON-RPC calls, ...). */
+/** One exact payment's operations on the paying instance (11 store commands, 5 JSON-RPC calls, ...). */
 const PAYMENT = {
   find: 3, // the API key, the agent; the owner's webhook endpoints after the answer
   findAndModify: 3, // the agent's lock, the gas charge, the outcome
   update: 5, // the entry, the lock's fence, the tx hash, the authorisation, the lock's release
-  rpc: 6, // 2 eth_call, eth_sendRawTransaction, 2 eth_getTransactionReceipt, eth_blockNumber
+  rpc: 5, // 2 eth_call, eth_sendRawTransaction, 2 eth_getTransactionReceipt
   outgoing: 2, // the seller's 402 and the paid request
   incoming: 1, // POST /pay
   signature: 2, // the operator's authorisation transaction and the agent's transfer authorisation
@@ -64,6 +65,13 @@ function child(args: string[], ready: RegExp): Promise<{ proc: ChildProcess; mat
     });
     proc.on("exit", (code) => reject(new Error(`${args.join(" ")} exited (${code}) before it was ready`)));
   });
+}
+
+/** Resolves when `proc` exits with 0. */
+function exited(proc: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) =>
+    proc.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`the load process exited with ${code}`)))),
+  );
 }
 
 /** A JSON-RPC-shaped server in its own process: answers every POST with a 32-byte result. */
@@ -134,7 +142,7 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/pay`;
   for (const conc of [1, 8]) {
     const c0 = process.cpuUsage();
-    await child(["-e", LOAD, url, String(conc), String(N + 300)], /$^/).catch(() => undefined);
+    await exited(spawn(process.execPath, ["-e", LOAD, url, String(conc), String(N + 300)], { cwd: ROOT, stdio: "inherit" }));
     const c = process.cpuUsage(c0);
     const perOp = (c.user + c.system) / (N + 300) / 1000;
     if (conc === 1) rows.push(["incoming request (Koa, router, body, zod)", perOp, 0]);
