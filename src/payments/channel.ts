@@ -11,6 +11,7 @@
  * so the voucher sequence never forks across instances or restarts.
  */
 import { randomBytes } from "node:crypto";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { fromBaseUnits } from "../amounts";
 import { AppError, appError, upstreamError } from "../errors";
 import { type AllowlistProof, payeeAllowed } from "../policy/allowlist";
@@ -189,7 +190,7 @@ async function voucher(run: ChannelRun, made: { txHash: string | null; amount: b
   // way to the store); the voucher leaves this process only after the sequence has moved past it and the fences are
   // committed, so a crash never leaves a voucher out that a later one could repeat.
   const cumulative = run.cumulative;
-  const signing = new Promise<void>((r) => setImmediate(r)).then(() =>
+  const signing = nextTurn().then(() =>
     signVoucherPayment(schemeSigner(pc.agent.address, run.key, NO_PAYMENT_ID), quote, c.config, c.channelId, cumulative),
   );
   signing.catch(() => undefined);

@@ -13,6 +13,7 @@
  * after writing down what it is about to do: see src/payments/authorize.ts (begin) for why that closes the window.
  */
 import { randomBytes } from "node:crypto";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Collection } from "mongodb";
 import type { Store } from "./index";
 import { KeyedMutex } from "../util/mutex";
@@ -115,7 +116,7 @@ export class Leases {
   /** Resolves once the frees of the tasks that have ended (withLease) are done: before the store closes, say. */
   async settled(): Promise<void> {
     // A task that has just ended starts its free in the turn it ends in: the frees of this turn are waited for too.
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
     while (this.freeing.size) await Promise.all([...this.freeing]);
   }
 
@@ -186,7 +187,7 @@ export class Leases {
       if (!handOver.keep?.(held)) {
         // Freed in the next turn of the event loop: a caller answered from the task (DistributedMutex.run) has its
         // answer written first, and this write's encoding does not delay it.
-        const freeing = new Promise((r) => setImmediate(r)).then(() => this.release(name, held.token).catch(() => undefined));
+        const freeing = nextTurn().then(() => this.release(name, held.token).catch(() => undefined));
         this.freeing.add(freeing);
         await freeing.finally(() => this.freeing.delete(freeing));
       }

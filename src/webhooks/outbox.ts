@@ -3,6 +3,7 @@
  * endpoint, written before anything is sent. The worker (worker.ts) sends what is due; an in-process enqueue wakes it.
  */
 import { randomBytes } from "node:crypto";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Collection } from "mongodb";
 import type { Logger } from "pino";
 import type { Store } from "../store";
@@ -144,7 +145,7 @@ export class WebhookOutbox {
   later(work: () => Promise<unknown>): void {
     // Started once the current turn of the event loop is over: the caller's answer (written in this turn) goes out
     // before the alert's first store command is even encoded.
-    const p: Promise<void> = new Promise<void>((started) => setImmediate(started))
+    const p: Promise<void> = nextTurn()
       .then(work)
       .then(() => undefined)
       .catch((err: unknown) => this.logger.error({ err }, "webhook alert failed"))
