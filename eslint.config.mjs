@@ -22,7 +22,8 @@ export default defineConfig(
     },
     linterOptions: { reportUnusedDisableDirectives: "error" },
     rules: {
-      "import-x/no-cycle": "error",
+      // Cycles among this project's own modules; not followed through node_modules (a third of the lint's time otherwise).
+      "import-x/no-cycle": ["error", { ignoreExternal: true }],
       // Amounts are bigint base units and counts are numbers: both read naturally in messages.
       "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true, allowBoolean: true }],
       // One-line callbacks (`() => server.close()`) are the project's idiom; void in statement position is still caught.
