@@ -4,7 +4,8 @@ pragma solidity 0.8.28;
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
-import {ISpendPolicy, ISpendPolicyFactory} from "./ISpendPolicy.sol";
+import {ISpendPolicy} from "./ISpendPolicy.sol";
+import {ISpendPolicyFactory} from "./ISpendPolicyFactory.sol";
 import {SpendPolicy} from "./SpendPolicy.sol";
 import {OperatorCheck} from "./OperatorCheck.sol";
 
