@@ -18,8 +18,8 @@
  */
 import { JsonRpcProvider } from "ethers";
 import { USDC_ADDRESSES, WETH_ADDRESS } from "../src/chain/addresses";
-import { auditFromLogs } from "../src/indexer/audit";
-import { fetchLedger, ledgerDisagreements } from "../src/indexer/ledgerAudit";
+import { auditFromLogs } from "../src/audit/audit";
+import { fetchLedger, ledgerDisagreements } from "../src/audit/ledgerAudit";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);

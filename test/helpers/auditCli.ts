@@ -1,6 +1,6 @@
 /** `npm run audit` as an auditor runs it (scripts/audit.ts in a child process), and its output read back. */
 import { spawn } from "node:child_process";
-import { auditFromLogs, type AuditReport } from "../../src/indexer/audit";
+import { auditFromLogs, type AuditReport } from "../../src/audit/audit";
 import type { Stack } from "./stack";
 
 export interface AuditRun {
