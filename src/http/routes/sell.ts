@@ -1,6 +1,7 @@
 /** GET|POST /sell/agent-intel: SpendGate as an x402 seller (public challenge, paid resource); logic in x402/seller. */
 import { z } from "zod";
 import { readOf } from "../../chain/contracts";
+import { networkOfChainId } from "../../chain/networks";
 import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { Services } from "../../services";
 import { explorerBase } from "../../services/presenters";
@@ -15,28 +16,30 @@ function sellerFor(s: Services): AgentIntelSeller {
   let seller = sellers.get(s);
   if (seller) return seller;
   const { config, chain, facilitator, logger } = s.ctx;
+  const network = networkOfChainId(config.chainId);
+  if (!network) throw new Error(`chain id ${config.chainId} is not a network of the table`);
   seller = new AgentIntelSeller(
-    {
-      chainId: config.chainId,
-      networkName: config.networkName,
-      usdcAddress: config.usdcAddress,
-      price: config.sellPrice,
-      // Unset SELL_PAY_TO: the operator's address, which the service controls on every deployment.
-      payTo: config.sellPayTo ?? chain.operator.address,
-      explorerUrl: explorerBase(s.ctx),
-    },
-    facilitator,
-    {
-      // Both through Multicall3, one call at one block (two calls before).
-      holdings: async (address) => {
-        const [usdc, eth] = await chain.readMany([
-          readOf(chain.usdc, "balanceOf", address),
-          readOf(chain.multicall, "getEthBalance", address),
-        ]);
-        if (usdc === null || eth === null) throw new Error(`could not read the holdings of ${address}`);
-        return { usdc, eth };
+    // Unset SELL_PAY_TO: the operator's address, which the service controls on every deployment.
+    { price: config.sellPrice, payTo: config.sellPayTo ?? chain.operator.address },
+    [
+      {
+        network,
+        usdcAddress: config.usdcAddress,
+        explorerUrl: explorerBase(s.ctx),
+        facilitator,
+        chain: {
+          // Both through Multicall3, one call at one block (two calls before).
+          holdings: async (address) => {
+            const [usdc, eth] = await chain.readMany([
+              readOf(chain.usdc, "balanceOf", address),
+              readOf(chain.multicall, "getEthBalance", address),
+            ]);
+            if (usdc === null || eth === null) throw new Error(`could not read the holdings of ${address}`);
+            return { usdc, eth };
+          },
+        },
       },
-    },
+    ],
     logger,
   );
   sellers.set(s, seller);
