@@ -11,11 +11,12 @@
  * - x402 v1 names: `@x402/evm` 2.27.0's `EVM_NETWORK_CHAIN_ID_MAP` (the same file); null where x402 v1 has no name
  *   (such a network is paid over x402 v2 only). CAIP-2 ids are `eip155:<chain id>`.
  * - WETH and Uniswap v3 (factory, SwapRouter02, QuoterV2, NonfungiblePositionManager): Uniswap's deployment pages
- *   (https://docs.uniswap.org/contracts/v3/reference/deployments/, files v3-base-deployments.mdx and
- *   v3-arbitrum-deployments.mdx of github.com/Uniswap/docs), whose "Wrapped Native Token" rows give WETH. Null where
+ *   (https://docs.uniswap.org/contracts/v3/reference/deployments/, files v3-base-deployments.mdx,
+ *   v3-arbitrum-deployments.mdx and v3-ethereum-deployments.mdx of github.com/Uniswap/docs), whose "Wrapped Native
+ *   Token" rows give WETH. Null where
  *   the network has no WETH/USDC route SpendGate swaps through: swaps before settlement are off there.
  * - Explorers, public RPCs and native currencies: each chain's own documentation (docs.base.org, docs.arbitrum.io,
- *   docs.celo.org, docs.polygon.technology, build.avax.network). The public RPC is only what a wallet is asked to add
+ *   docs.celo.org, docs.polygon.technology, build.avax.network; Ethereum's RPC is PublicNode's, listed on ethereum.org). The public RPC is only what a wallet is asked to add
  *   (`wallet_addEthereumChain`); the service itself uses RPC_URL / <NAME>_RPC_URL.
  */
 
@@ -160,8 +161,28 @@ export const NETWORKS = {
     publicRpcUrl: "https://forno.celo-sepolia.celo-testnet.org",
     nativeCurrency: { name: "Celo", symbol: "CELO", decimals: 18 },
   },
-  // Mainnets whose testnet USDC @x402/evm does not list (Polygon Amoy, Avalanche Fuji): no sandbox twin. Gas is POL
-  // and AVAX, WETH a bridged token: swaps off.
+  // Mainnets whose testnet USDC @x402/evm does not list (Ethereum Sepolia, Polygon Amoy, Avalanche Fuji). Ethereum's
+  // Uniswap and WETH: v3-ethereum-deployments.mdx; on Polygon and Avalanche gas is POL and AVAX and WETH a bridged
+  // token: swaps off.
+  ethereum: {
+    name: "ethereum",
+    displayName: "Ethereum",
+    chainId: 1,
+    caip2: "eip155:1",
+    x402V1: "ethereum",
+    testnet: false,
+    usdc: { address: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", name: "USD Coin", version: "2" },
+    weth: "0xC02aaA39b223FE8D0A0e5C4F27eAD9083C756Cc2",
+    uniswap: {
+      factory: "0x1F98431c8aD98523631AE4a59f267346ea31F984",
+      swapRouter02: "0x68b3465833fb72A70ecDF485E0e4C7bD8665Fc45",
+      quoterV2: "0x61fFE014bA17989E743c5F6cB21bF9697530B21e",
+      positionManager: "0xC36442b4a4522E871399CD717aBDD847Ab11FE88",
+    },
+    explorer: "https://etherscan.io",
+    publicRpcUrl: "https://ethereum-rpc.publicnode.com",
+    nativeCurrency: ETHER,
+  },
   polygon: {
     name: "polygon",
     displayName: "Polygon PoS",

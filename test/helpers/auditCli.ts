@@ -9,9 +9,10 @@ export interface AuditRun {
   stderr: string;
 }
 
-export function runScript(args: string[]): Promise<AuditRun> {
+/** `node --import tsx <args>` in a child process (with `env` in place of this process's environment when given). */
+export function runScript(args: string[], env?: NodeJS.ProcessEnv): Promise<AuditRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"], ...(env ? { env } : {}) });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
