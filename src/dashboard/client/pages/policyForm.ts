@@ -134,7 +134,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     // Version 3 leaves [entry, dailyCap, payee] for every entry (payee 0x0…0 = any address).
     const root = allowlistRoot(list, caps, "v3", payees);
     const data = setPolicyData(
-      app.config.chainId,
+      agent.chainId,
       agent.policyContract,
       agent.address,
       { ...amounts, ...extras, allowlistRoot: root },
@@ -155,7 +155,8 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
         { class: "facts" },
         [
           ["Agent", agent.address],
-          ["Policy contract", app.addressLink(agent.policyContract)],
+          ["Network", app.network(agent.network).chainName],
+          ["Policy contract", app.addressLink(agent.policyContract, agent.policyContract, agent.network)],
           ["Per-payment limit", usdcLine(amounts.perTxLimit)],
           ["Daily budget", usdcLine(amounts.dailyBudget)],
           ["Approval threshold", usdcLine(amounts.approvalThreshold)],
@@ -258,7 +259,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     button.disabled = true;
     button.textContent = "Waiting for your wallet…";
     try {
-      const { wallet, owner } = await app.signer();
+      const { wallet, owner } = await app.signer(agent.network);
       const humanSignature = await wallet.signTypedData(owner, p.data);
       button.textContent = current.deployed ? "Updating on-chain…" : "Deploying on-chain…";
       const res = await api<SetLimitsResult>("POST", "/limits", {
@@ -294,14 +295,14 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
             "p",
             null,
             "Contract: ",
-            app.addressLink(res.policyContract),
+            app.addressLink(res.policyContract, res.policyContract, agent.network),
             h("code", { class: "block", id: "deployed-contract" }, res.policyContract),
           ),
           h(
             "p",
             null,
             "Transaction: ",
-            app.txLink(res.txHash),
+            app.txLink(res.txHash, undefined, agent.network),
             res.txHash ? h("code", { class: "block", id: "deployed-tx" }, res.txHash) : null,
           ),
         ),
