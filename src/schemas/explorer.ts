@@ -25,7 +25,7 @@ export const ExplorerTx = z
 
 export const ExplorerAddress = z
   .object({
-    network: z.string().meta({ description: "the sandbox chain read (`?network=`, default the first)" }),
+    network: z.string().meta({ description: "the sandbox chain read (`?network=`; default an agent's network, else the first)" }),
     address: z.string(),
     contract: z.boolean().meta({ description: "whether code is deployed at the address" }),
     eth: z.string(),

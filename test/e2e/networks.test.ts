@@ -4,6 +4,8 @@
  * only another network refused with nothing moving; the ledger and /limits name the network; the audit passes on both.
  */
 import { expect } from "chai";
+import { randomBytes } from "node:crypto";
+import { ledgerEntry } from "../../src/payments/phases";
 import { Contract } from "ethers";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { RunningNetwork } from "../../src/server";
@@ -11,6 +13,7 @@ import { ownerKey, siweVerify } from "../helpers/owner";
 import { auditOutput, runScript } from "../helpers/auditCli";
 import { facilitatorOn, startNetworksSeller } from "../helpers/sellerNetworks";
 import { randomOwner, stackPerFile, type RemoteStack } from "../helpers/stack";
+import { agentHeaders, callTool, mcpClient } from "../mcp/client";
 
 const USDC = 1_000_000n;
 const PRICE = USDC / 100n; // 0.01
@@ -124,6 +127,56 @@ describe("two networks in one service: an agent on each, paid on its own chain",
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.response.body.payment).to.include({ network, status: "settled" });
     }
+  });
+
+  it("MCP: the agent's tools read and pay on its network (get_limits, get_balance, list_transactions, pay)", async function () {
+    const a = agents["base-sepolia"];
+    const client = await mcpClient(s.url, agentHeaders(a));
+    try {
+      expect((await callTool(client, "get_limits")).structuredContent).to.include({ network: "base-sepolia", deployed: true });
+      expect((await callTool(client, "get_balance")).structuredContent).to.include({ network: "base-sepolia", chainId: 84532 });
+      const paid = await callTool(client, "pay", { serviceUrl: `${s.url}/sell/agent-intel`, maxAmount: "0.05", intent: "over MCP" });
+      expect(paid.isError, JSON.stringify(paid.structuredContent)).to.not.equal(true);
+      expect(paid.structuredContent.response.body.payment).to.include({ network: "base-sepolia" });
+      const listed = (await callTool(client, "list_transactions", { limit: 50 })).structuredContent as {
+        transactions: { network: string }[];
+      };
+      expect(new Set(listed.transactions.map((t) => t.network))).to.deep.equal(new Set(["base-sepolia"]));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("recovers an interrupted payment on its own network's chain only: the other network's recovery leaves it alone", async function () {
+    const a = agents["base-sepolia"];
+    const txnId = `txn_${randomBytes(12).toString("hex")}`;
+    const base_ = { agentAddress: a.agentAddress, network: "base-sepolia", ownerAddress: owner.address, policyAddress: a.agentAddress };
+    await s.svc.store.payments.insertOne(
+      ledgerEntry(
+        txnId,
+        { ...base_, merchant: "127.0.0.1", serviceUrl: "http://127.0.0.1/x", currency: "USDC", intent: "interrupted", approvalId: null },
+        {
+          amount: "10000",
+          status: "processing",
+          phase: "authorizing",
+          paymentId: `0x${randomBytes(32).toString("hex")}`,
+          payTo: owner.address,
+          validAfter: 0,
+          validBefore: Math.floor(Date.now() / 1000) + 300,
+          // Its instance is gone: its lease ran out.
+          leaseUntil: new Date(0),
+          instanceId: "an-instance-that-stopped",
+        },
+      ),
+    );
+    await base.services.payments.recover();
+    expect(await s.svc.store.payments.findOne({ txnId })).to.include({ phase: "authorizing", instanceId: "an-instance-that-stopped" });
+    await sepolia.services.payments.recover();
+    const done = await s.svc.store.payments.findOne({ txnId });
+    expect(done).to.include({ phase: "done", status: "failed", reason: "not_authorized" });
+    // Voided on Base Sepolia's chain, where the agent's policy is.
+    expect(await sepolia.chain.provider.getTransactionReceipt(done!.voidTxHash!)).to.not.equal(null);
+    expect(await base.chain.provider.getTransactionReceipt(done!.voidTxHash!)).to.equal(null);
   });
 
   it("has the audit of each chain agree with the chain's events and with that network's ledger entries", async function () {

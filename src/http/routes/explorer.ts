@@ -2,7 +2,7 @@
  * /dev/explorer: the embedded sandbox's transactions and addresses, decoded (embedded mode only; 404 otherwise). A
  * sandbox chain has its network's chain id (8453 for base, like real Base), so the public explorer would show another
  * chain's data: explorer links point here instead (unless EXPLORER_URL is set). With several networks, a transaction
- * is looked for on each sandbox chain; an address is read on `?network=` (default the first).
+ * is looked for on each sandbox chain; an address is read on `?network=` (default: an agent's network, else the first).
  */
 import { formatEther, isHexString, type Log } from "ethers";
 import { z } from "zod";
@@ -100,7 +100,9 @@ export const EXPLORER_OPERATIONS = [
     auth: "none",
     input: z.object({
       params: z.object({ address: z.string().meta({ description: "0x address" }) }),
-      query: z.object({ network: z.string().optional().meta({ description: "the sandbox chain to read (default the first)" }) }),
+      query: z.object({
+        network: z.string().optional().meta({ description: "the sandbox chain to read (default: an agent's own network, else the first)" }),
+      }),
     }),
     responses: { 200: json("the address", ExplorerAddress) },
     errors: ["bad_request", "not_found"],
@@ -108,7 +110,8 @@ export const EXPLORER_OPERATIONS = [
       embeddedOnly(s.ctx.config.embeddedChain, "/dev/explorer/address/:address");
       const address = Address.safeParse(input.params.address);
       if (!address.success) throw notFound(`${input.params.address.slice(0, 80)} is not an address.`);
-      const on = networks.named(input.query.network);
+      // An agent's address is read on its own network's chain.
+      const on = input.query.network ? networks.named(input.query.network) : await networks.forAddress(address.data);
       const { provider, usdc } = on.ctx.chain;
       const [code, eth, units] = await Promise.all([
         provider.getCode(address.data),
