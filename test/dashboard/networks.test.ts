@@ -73,7 +73,7 @@ describe("dashboard in Chromium: an agent on another network than the first", ()
     expect(wallet.chainId).to.equal(84532);
     const linked = JSON.parse(wallet.typedSigned.at(-1)!.json) as { primaryType: string; domain: { chainId: number } };
     expect(linked).to.deep.include({ primaryType: "LinkAgent" });
-    expect(Number(linked.domain.chainId)).to.equal(84532);
+    expect(linked.domain.chainId).to.equal(84532);
     expect((await s.svc.store.agents.findOne({ address: agent.agentAddress }))?.ownerAddress).to.equal(wallet.address);
   });
 
@@ -87,7 +87,7 @@ describe("dashboard in Chromium: an agent on another network than the first", ()
     await page.getByRole("button", { name: "Review what you will sign" }).click();
     await page.locator("#review-typed-data").waitFor();
     const shown = JSON.parse((await page.locator("#review-typed-data").textContent())!) as { domain: { chainId: number } };
-    expect(Number(shown.domain.chainId)).to.equal(84532);
+    expect(shown.domain.chainId).to.equal(84532);
     await page.getByRole("button", { name: "Sign and deploy the policy" }).click();
     await page.locator("#policy-result [data-state=deployed]").waitFor();
     const [base, sepolia] = s.svc.networks;
