@@ -9,6 +9,7 @@ import { BASE_USDC } from "./chain/addresses";
 import { DEFAULT_NETWORK, type NetworkName } from "./chain/networks";
 import {
   NETWORK_ENV,
+  type EmbeddedChainParts,
   type NetworkSettings,
   type ResolvedNetwork,
   factoryFromDeployments,
@@ -16,11 +17,12 @@ import {
   networkFields,
   networkProblems,
   networkSettings,
+  resolveNetwork,
   selectedNetworks,
 } from "./configNetworks";
 
 export { BASE_USDC };
-export type { NetworkSettings, ResolvedNetwork };
+export type { EmbeddedChainParts, NetworkSettings, ResolvedNetwork };
 
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => v === "true" || v === "1" || v === "yes");
 const privateKey = z.string().refine((v): boolean => isHexString(v, 32), "must be a 0x-prefixed 32-byte hex private key");
@@ -329,15 +331,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, opts: LoadOp
   return deepFreeze({ ...config, ...flat, networkName: name, networks });
 }
 
-/** What an embedded chain hands over to the configuration (addresses and keys). */
-export interface EmbeddedChainParts {
-  rpcUrl: string;
-  addresses: { usdc: string; factory: string; uniswap: { quoterV2: string } | null };
-  deployBlock: number;
-  operator: { address: string; privateKey: string };
-  facilitator: { address: string; privateKey: string };
-}
-
 /** What an embedded run started before resolving its configuration. */
 export interface EmbeddedParts {
   /** The embedded chain of each network, in the configuration's order (started by this process or shared). */
@@ -346,34 +339,6 @@ export interface EmbeddedParts {
   operatorPrivateKey?: string;
   /** The embedded store and this run's own database in it. */
   store?: { uri: string; db: string };
-}
-
-/** One network completed by its embedded chain (if any); the names of what is still missing. */
-function resolveNetwork(
-  loaded: LoadedConfig,
-  n: NetworkSettings,
-  chain: EmbeddedChainParts | undefined,
-  ownOperator: string | undefined,
-): { network?: ResolvedNetwork; missing: string[] } {
-  const fromChain = chain && {
-    rpcUrl: chain.rpcUrl,
-    factoryAddress: chain.addresses.factory,
-    factoryDeployBlock: chain.deployBlock,
-    usdcAddress: chain.addresses.usdc,
-    uniswapQuoterV2: chain.addresses.uniswap?.quoterV2,
-    // Another instance on the same embedded chain brings its own key (a member of the chain's operator set).
-    operatorPrivateKey: ownOperator ?? chain.operator.privateKey,
-    facilitatorPrivateKey: loaded.facilitatorPrivateKey ?? chain.facilitator.privateKey,
-  };
-  const merged = { ...n, operatorPrivateKey: loaded.operatorPrivateKey, facilitatorPrivateKey: loaded.facilitatorPrivateKey, ...fromChain };
-  const { rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey } = merged;
-  const missing = Object.entries({ rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey })
-    .filter(([, v]) => v === undefined)
-    .map(([k]) => k);
-  if (rpcUrl === undefined || factoryAddress === undefined || factoryDeployBlock === undefined || operatorPrivateKey === undefined) {
-    return { missing };
-  }
-  return { network: { ...merged, rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey }, missing };
 }
 
 /**

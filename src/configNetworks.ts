@@ -172,3 +172,40 @@ export function networkFields(n: ResolvedNetwork) {
     facilitatorPrivateKey: n.facilitatorPrivateKey,
   };
 }
+
+/** What an embedded chain hands over to the configuration (addresses and keys). */
+export interface EmbeddedChainParts {
+  rpcUrl: string;
+  addresses: { usdc: string; factory: string; uniswap: { quoterV2: string } | null };
+  deployBlock: number;
+  operator: { address: string; privateKey: string };
+  facilitator: { address: string; privateKey: string };
+}
+
+/** One network completed by its embedded chain (if any); the names of what is still missing. */
+export function resolveNetwork(
+  loaded: { operatorPrivateKey?: string; facilitatorPrivateKey?: string },
+  n: NetworkSettings,
+  chain: EmbeddedChainParts | undefined,
+  ownOperator: string | undefined,
+): { network?: ResolvedNetwork; missing: string[] } {
+  const fromChain = chain && {
+    rpcUrl: chain.rpcUrl,
+    factoryAddress: chain.addresses.factory,
+    factoryDeployBlock: chain.deployBlock,
+    usdcAddress: chain.addresses.usdc,
+    uniswapQuoterV2: chain.addresses.uniswap?.quoterV2,
+    // Another instance on the same embedded chain brings its own key (a member of the chain's operator set).
+    operatorPrivateKey: ownOperator ?? chain.operator.privateKey,
+    facilitatorPrivateKey: loaded.facilitatorPrivateKey ?? chain.facilitator.privateKey,
+  };
+  const merged = { ...n, operatorPrivateKey: loaded.operatorPrivateKey, facilitatorPrivateKey: loaded.facilitatorPrivateKey, ...fromChain };
+  const { rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey } = merged;
+  const missing = Object.entries({ rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey })
+    .filter(([, v]) => v === undefined)
+    .map(([k]) => k);
+  if (rpcUrl === undefined || factoryAddress === undefined || factoryDeployBlock === undefined || operatorPrivateKey === undefined) {
+    return { missing };
+  }
+  return { network: { ...merged, rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey }, missing };
+}
