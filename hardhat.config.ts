@@ -2,6 +2,7 @@ import { subtask } from "hardhat/config";
 import { TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD } from "hardhat/builtin-tasks/task-names";
 import type { HardhatUserConfig } from "hardhat/config";
 import "@nomicfoundation/hardhat-toolbox";
+import { DEFAULT_NETWORK, NETWORKS, NETWORK_LIST, isNetworkName, rpcUrlKey } from "./src/chain/networks";
 
 // The compiler comes from the npm `solc` package (solc-js): Hardhat's own download fails offline.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -17,6 +18,10 @@ subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string
 });
 
 const accounts = process.env.DEPLOYER_PRIVATE_KEY ? [process.env.DEPLOYER_PRIVATE_KEY] : [];
+// The in-process network (tests, the embedded chain) and a local node (`npm run staging`) take the chain id of NETWORK
+// (or of the first of NETWORKS): a sandbox of that network. The embedded chain sets it again at each start.
+const sandbox = (process.env.NETWORKS?.split(",")[0] ?? process.env.NETWORK ?? DEFAULT_NETWORK).trim();
+const sandboxChainId = isNetworkName(sandbox) ? NETWORKS[sandbox].chainId : NETWORKS[DEFAULT_NETWORK].chainId;
 
 const config: HardhatUserConfig = {
   solidity: {
@@ -25,7 +30,7 @@ const config: HardhatUserConfig = {
   },
   networks: {
     hardhat: {
-      chainId: 8453,
+      chainId: sandboxChainId,
       // Payments of many agents in one test run: keep blocks free of the default limit.
       blockGasLimit: 60_000_000,
       initialBaseFeePerGas: 0,
@@ -35,9 +40,11 @@ const config: HardhatUserConfig = {
     },
     // A local node (`npx hardhat node --port $CHAIN_PORT`, what `npm run staging` starts; compose.yaml's `chain`
     // profile names it with LOCALHOST_RPC_URL): its unlocked accounts deploy.
-    localhost: { url: process.env.LOCALHOST_RPC_URL || `http://127.0.0.1:${process.env.CHAIN_PORT || 8545}`, chainId: 8453 },
-    base: { url: process.env.BASE_RPC_URL ?? "https://mainnet.base.org", chainId: 8453, accounts },
-    baseSepolia: { url: process.env.BASE_SEPOLIA_RPC_URL ?? "https://sepolia.base.org", chainId: 84532, accounts },
+    localhost: { url: process.env.LOCALHOST_RPC_URL || `http://127.0.0.1:${process.env.CHAIN_PORT || 8545}`, chainId: sandboxChainId },
+    // Every network of the table by its name (`npm run deploy -- --network base-sepolia`), on <NAME>_RPC_URL.
+    ...Object.fromEntries(
+      NETWORK_LIST.map((n) => [n.name, { url: process.env[rpcUrlKey(n.name)] ?? n.publicRpcUrl, chainId: n.chainId, accounts }]),
+    ),
   },
   // Etherscan's v2 API: one key for every chain (Basescan included); Sourcify needs none.
   etherscan: { apiKey: process.env.ETHERSCAN_API_KEY ?? "" },

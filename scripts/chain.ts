@@ -1,12 +1,14 @@
 /**
- * Starts the embedded chain on its own and keeps it up until Ctrl-C: Hardhat's network with chain id 8453, TestUSDC
- * at the Base USDC address, Multicall3, Uniswap v3 (WETH, SwapRouter02, QuoterV2, a USDC/WETH pool) and a
- * SpendPolicyFactory. Prints the RPC URL, chain id and addresses (never keys).
+ * Starts the embedded chain on its own and keeps it up until Ctrl-C: Hardhat's network with the chain id of NETWORK
+ * (default base, 8453), TestUSDC at that network's USDC address, Multicall3, Uniswap v3 where the network has it (WETH,
+ * SwapRouter02, QuoterV2, a USDC/WETH pool) and a SpendPolicyFactory. Prints the RPC URL, chain id and addresses
+ * (never keys).
  * `npx tsx scripts/chain.ts [--port N] [--operators 0xA,0xB] [--json]` (after `npx hardhat compile`).
  * --operators: more instance keys (funded); with them, an OperatorSet of the chain's operator and these is the factory's
  * default operator. --json: one more line, `CHAIN {...}`, for the cluster script to read. CHAIN_RPC_STATS=1: counts the
  * calls it serves by method (scripts/bench/nodeStats.ts).
  */
+import { DEFAULT_NETWORK, isNetworkName } from "../src/chain/networks";
 import { startEmbeddedChain } from "../src/dev/embeddedChain";
 import { exitOnSignal } from "./exitOnSignal";
 import { countCalls } from "./bench/nodeStats";
@@ -18,21 +20,25 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const o = process.argv.indexOf("--operators");
   const operators = o > 0 ? process.argv[o + 1].split(",").filter(Boolean) : undefined;
-  const chain = await startEmbeddedChain({ port, operators });
+  const network = process.env.NETWORK ?? DEFAULT_NETWORK;
+  if (!isNetworkName(network)) throw new Error(`NETWORK=${network} is not a network of the table`);
+  const chain = await startEmbeddedChain({ network, port, operators });
   if (process.env.CHAIN_RPC_STATS === "1") {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     countCalls((require("hardhat") as typeof import("hardhat")).network.provider);
   }
   console.log(`Embedded chain (sandbox: nothing persists) up in ${Math.round(performance.now() - t0)} ms`);
   console.log(`  JSON-RPC:     ${chain.rpcUrl}`);
-  console.log(`  chain id:     ${chain.chainId}`);
+  console.log(`  network:      ${chain.network} (chain id ${chain.chainId})`);
   console.log(`  USDC (test):  ${chain.addresses.usdc}`);
   console.log(`  Multicall3:   ${chain.addresses.multicall3}`);
   console.log(`  factory:      ${chain.addresses.factory} (block ${chain.deployBlock})`);
   const u = chain.addresses.uniswap;
-  console.log(`  WETH:         ${u.weth}`);
-  console.log(`  Uniswap v3:   factory ${u.factory}, SwapRouter02 ${u.swapRouter02}, QuoterV2 ${u.quoterV2}`);
-  console.log(`  USDC/WETH:    ${u.usdcWethPool} (0.05%)`);
+  if (u) {
+    console.log(`  WETH:         ${u.weth}`);
+    console.log(`  Uniswap v3:   factory ${u.factory}, SwapRouter02 ${u.swapRouter02}, QuoterV2 ${u.quoterV2}`);
+    console.log(`  USDC/WETH:    ${u.usdcWethPool} (0.05%)`);
+  } else console.log("  Uniswap v3:   none on this network (swaps off)");
   console.log(`  operator:     ${chain.operator.address}`);
   console.log(`  facilitator:  ${chain.facilitator.address}`);
   if (chain.addresses.operatorSet) console.log(`  operator set: ${chain.addresses.operatorSet}`);

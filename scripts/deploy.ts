@@ -3,21 +3,29 @@
  * deployments/<network>.json, then prints the verify command of every contract.
  *
  *   DEPLOYER_PRIVATE_KEY=0x... BASE_RPC_URL=https://... OPERATOR_ADDRESS=0x... \
- *     npx hardhat run scripts/deploy.ts --network base          (baseSepolia: BASE_SEPOLIA_RPC_URL)
+ *     npx hardhat run scripts/deploy.ts --network base
+ *
+ * Every network of the table (src/chain/networks.ts) is a Hardhat network of its name, on `<NAME>_RPC_URL` (default its
+ * public RPC): `--network base-sepolia` with BASE_SEPOLIA_RPC_URL writes deployments/base-sepolia.json, which the
+ * service reads for NETWORK=base-sepolia (and for that network of NETWORKS).
  *
  * Env: OPERATOR_ADDRESSES (comma-separated: one operator key per service instance, the members of the OperatorSet that
  * is the factory's defaultOperator) or OPERATOR_ADDRESS (one instance); required except on the hardhat network.
  * Add or remove an instance key later with scripts/operators.ts. FACTORY_OWNER (default:
- * the deployer), USDC_ADDRESS (default: Circle's USDC of Base or Base Sepolia), CONFIRMATIONS (default 2; 1 on
+ * the deployer), USDC_ADDRESS (default: Circle's USDC of the network, from the table), CONFIRMATIONS (default 2; 1 on
  * hardhat). Refuses to overwrite a record made on another chain id. The record also names the network's Uniswap v3
- * contracts (src/chain/addresses.ts), checked on-chain first; none on the hardhat dry run. On the in-process hardhat network it first puts
- * TestUSDC's code at the Base USDC address (a dry run). On `--network localhost` (a local node on CHAIN_PORT, default
- * 8545, such as `npx hardhat node`; what `npm run staging` starts) it deploys from the node's first unlocked account
- * unless DEPLOYER_PRIVATE_KEY is set, puts TestUSDC at the Base USDC address and Multicall3 at its canonical address
- * when they hold no code there (hardhat_setCode), and records no Uniswap unless Base's addresses hold code (swaps off).
+ * contracts (the network table's), checked on-chain first; none on the hardhat dry run. On the in-process hardhat network it
+ * first puts TestUSDC's code at the USDC address of the network whose chain id it has (a dry run; NETWORK picks it, default
+ * base). On `--network localhost` (a local node on CHAIN_PORT, default 8545, such as `npx hardhat node`; what `npm run
+ * staging` starts, with NETWORK's chain id) it deploys from the node's first unlocked account unless DEPLOYER_PRIVATE_KEY
+ * is set, puts TestUSDC at that network's USDC address (answering its EIP-712 name and version) and Multicall3 at its
+ * canonical address when they hold no code there (hardhat_setCode), and records no Uniswap unless the network's
+ * addresses hold code (swaps off).
  */
 import hre from "hardhat";
-import { MULTICALL3_ADDRESS, USDC_ADDRESSES } from "../src/chain/addresses";
+import { MULTICALL3_ADDRESS } from "../src/chain/addresses";
+import { networkOfChainId } from "../src/chain/networks";
+import { bind } from "../src/chain/contracts";
 import { deployFactory, verifyCommands } from "../src/chain/deploy";
 
 async function main(): Promise<void> {
@@ -46,12 +54,14 @@ async function main(): Promise<void> {
 }
 
 /**
- * A dry run or a local node: TestUSDC at the Base USDC address and Multicall3 at its canonical address, where nothing
- * is yet (a second deploy to the same node keeps the balances). Never on a live network.
+ * A dry run or a local node: TestUSDC at the USDC address of the network of the node's chain id (answering that
+ * network's EIP-712 name and version) and Multicall3 at its canonical address, where nothing is yet (a second deploy
+ * to the same node keeps the balances). Never on a live network.
  */
 async function placeTestContracts(): Promise<void> {
   const chainId = Number(await hre.network.provider.request({ method: "eth_chainId" }));
-  const usdc = process.env.USDC_ADDRESS || USDC_ADDRESSES[chainId];
+  const network = networkOfChainId(chainId);
+  const usdc = process.env.USDC_ADDRESS || network?.usdc.address;
   for (const [name, address] of [
     ["TestUSDC", usdc],
     ["Multicall3", MULTICALL3_ADDRESS],
@@ -64,6 +74,10 @@ async function placeTestContracts(): Promise<void> {
       throw new Error(
         `no contract at ${address} on ${hre.network.name}, and the node refused hardhat_setCode to place ${name} there: ${err instanceof Error ? err.message : String(err)}`,
       );
+    }
+    if (name === "TestUSDC" && network) {
+      const [signer] = await hre.ethers.getSigners();
+      await (await bind("Usdc", address, signer).setEip712Domain(network.usdc.name, network.usdc.version)).wait();
     }
     if (hre.network.name !== "hardhat") console.log(`Placed ${name} (test code) at ${address} on ${hre.network.name}`);
   }

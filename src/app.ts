@@ -2,6 +2,7 @@
 import Koa from "koa";
 import type { Logger } from "pino";
 import type { Services } from "./services";
+import type { NetworkServices } from "./services/networks";
 import { authenticate } from "./http/auth";
 import { errorsAndLogging, rateLimit, requireJsonBodies } from "./http/middleware";
 import { mountOperations } from "./http/mount";
@@ -13,17 +14,20 @@ import type { AppState } from "./api/types";
 import type { WebhookService } from "./webhooks/endpoints";
 
 export interface AppDeps {
+  /** The first network's services. */
   services: Services;
+  /** Every network's (a request for an agent is served by its network's). */
+  networks: NetworkServices;
   logger: Logger;
   webhooks: WebhookService;
-  /** The dev faucet, in embedded mode only (POST /dev/faucet answers 404 without it). */
-  faucet?: Faucet;
+  /** The dev faucet of each network, in embedded mode only (POST /dev/faucet answers 404 without them). */
+  faucets?: ReadonlyMap<string, Faucet>;
 }
 
 /** Paths that read their own bodies (x402 seller route, MCP) instead of the JSON parser. */
 const OWN_BODY = (path: string) => path.startsWith("/sell/") || path === "/mcp";
 
-export function createApp({ services, logger, webhooks, faucet }: AppDeps): Koa<AppState> {
+export function createApp({ services, networks, logger, webhooks, faucets }: AppDeps): Koa<AppState> {
   // Behind proxies, the client address is the one the last TRUSTED_PROXY_HOPS proxies saw (entries a client wrote
   // into X-Forwarded-For itself are further left and never read).
   const hops = services.ctx.config.trustedProxyHops;
@@ -43,7 +47,7 @@ export function createApp({ services, logger, webhooks, faucet }: AppDeps): Koa<
     ),
   );
   // Every route of the service, from its operation declaration (src/http/operations.ts), on one router.
-  const router = mountOperations(MOUNT_ORDER, { s: services, webhooks, operations: OPERATIONS, faucet });
+  const router = mountOperations(MOUNT_ORDER, { s: services, networks, webhooks, operations: OPERATIONS, faucets });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: false }));
   prepareDashboard(logger);

@@ -1,14 +1,28 @@
 /** Configuration: one zod schema over the environment, parsed once (every problem listed at once), resolved once into a frozen Config. */
 import { z } from "zod";
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { PROJECT_ROOT } from "./paths";
 import { computeAddress, isAddress, getAddress, isHexString } from "ethers";
 import { randomBytes } from "node:crypto";
 
-import { BASE_USDC, UNISWAP_ADDRESSES } from "./chain/addresses";
+import { BASE_USDC } from "./chain/addresses";
+import { DEFAULT_NETWORK, type NetworkName } from "./chain/networks";
+import {
+  NETWORK_ENV,
+  type EmbeddedChainParts,
+  type NetworkSettings,
+  type ResolvedNetwork,
+  factoryFromDeployments,
+  hasRpcUrls,
+  networkFields,
+  networkProblems,
+  networkSettings,
+  resolveNetwork,
+  selectedNetworks,
+} from "./configNetworks";
 
 export { BASE_USDC };
+export type { EmbeddedChainParts, NetworkSettings, ResolvedNetwork };
 
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => v === "true" || v === "1" || v === "yes");
 const privateKey = z.string().refine((v): boolean => isHexString(v, 32), "must be a 0x-prefixed 32-byte hex private key");
@@ -27,15 +41,14 @@ const EnvSchema = z.object({
   TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 
+  ...NETWORK_ENV,
   RPC_URL: url.optional(),
-  CHAIN_ID: z.coerce.number().int().positive().default(8453),
-  USDC_ADDRESS: address.default(BASE_USDC),
+  USDC_ADDRESS: address.optional(),
   FACTORY_ADDRESS: address.optional(),
   FACTORY_DEPLOY_BLOCK: z.coerce.number().int().min(0).optional(),
   OPERATOR_PRIVATE_KEY: privateKey.optional(),
   CONFIRMATIONS: z.coerce.number().int().min(0).max(64).optional(),
   EXPLORER_URL: url.optional(),
-  NETWORK_NAME: z.string().min(1).default("base"),
 
   MONGODB_URI: z
     .string()
@@ -112,9 +125,12 @@ const EnvSchema = z.object({
 export type EnvKey = keyof typeof EnvSchema.shape;
 export const ENV_KEYS = Object.keys(EnvSchema.shape) as readonly EnvKey[];
 
+type Env = z.output<typeof EnvSchema>;
+
 /** The service's view of the environment: names, defaults that depend on the mode, trimmed URLs. */
-const ConfigSchema = EnvSchema.transform((e) => {
-  const embeddedChain = !e.RPC_URL;
+function configOf(e: Env) {
+  // Embedded chains (one per network) unless the environment names JSON-RPC URLs (configNetworks.ts).
+  const embeddedChain = !hasRpcUrls(e);
   return {
     embeddedChain,
     embeddedStore: !e.MONGODB_URI,
@@ -126,18 +142,10 @@ const ConfigSchema = EnvSchema.transform((e) => {
     trustProxy: e.TRUST_PROXY,
     /** How many proxies in front of the service append to X-Forwarded-For (0: use the socket's address). */
     trustedProxyHops: e.TRUSTED_PROXY_HOPS ?? (e.TRUST_PROXY ? 1 : 0),
-    rpcUrl: e.RPC_URL,
-    chainId: e.CHAIN_ID,
-    usdcAddress: e.USDC_ADDRESS,
-    factoryAddress: e.FACTORY_ADDRESS,
-    factoryDeployBlock: e.FACTORY_DEPLOY_BLOCK,
-    /** QuoterV2 of swaps before settlement (Base's by default; the embedded one in embedded mode). */
-    uniswapQuoterV2: e.UNISWAP_QUOTER_V2 ?? UNISWAP_ADDRESSES[e.CHAIN_ID]?.quoterV2,
+    /** The networks run, in order: NETWORKS, else NETWORK, else base. */
+    networkNames: selectedNetworks(e),
     operatorPrivateKey: e.OPERATOR_PRIVATE_KEY,
     confirmations: e.CONFIRMATIONS ?? (embeddedChain ? 0 : 3),
-    /** Block explorer links; unset in embedded mode: the sandbox chain is on no public explorer (see explorerBase). */
-    explorerUrl: e.EXPLORER_URL?.replace(/\/+$/, "") ?? (embeddedChain ? undefined : "https://basescan.org"),
-    networkName: e.NETWORK_NAME,
     mongodbUri: e.MONGODB_URI,
     mongodbDb: e.MONGODB_DB,
     walletEncryptionKey: e.WALLET_ENCRYPTION_KEY,
@@ -201,7 +209,7 @@ const ConfigSchema = EnvSchema.transform((e) => {
     otlpHeaders: otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS ?? ""),
     serviceName: e.OTEL_SERVICE_NAME,
   };
-});
+}
 
 /** OTEL_EXPORTER_OTLP_HEADERS as the OpenTelemetry specification reads it: `k=v` pairs, values percent-decoded. */
 function otlpHeaders(list: string): Record<string, string> {
@@ -224,7 +232,10 @@ function otlpHeaders(list: string): Record<string, string> {
 /** Read-only all the way down (the values are strings, numbers, booleans and lists of strings). */
 export type Frozen<T> = { readonly [K in keyof T]: T[K] extends readonly (infer U)[] ? readonly U[] : T[K] };
 
-type Parsed = z.output<typeof ConfigSchema>;
+/** The first network's fields, flat on the configuration (each network's services see their own: networkView). */
+type NetworkFlat = Omit<NetworkSettings, "name"> & { networkName: NetworkName };
+
+type Parsed = ReturnType<typeof configOf> & NetworkFlat & { networks: NetworkSettings[] };
 
 /**
  * The environment, parsed. Complete with RPC_URL and MONGODB_URI; in embedded mode the chain and store parts come
@@ -238,11 +249,13 @@ interface Resolved {
   factoryAddress: string;
   factoryDeployBlock: number;
   operatorPrivateKey: string;
-  /** INSTANCE_ID, or the operator's address in lower case. */
+  /** INSTANCE_ID, or the first network's operator address in lower case. */
   instanceId: string;
   mongodbUri: string;
   /** WALLET_ENCRYPTION_KEY, or a random one for an embedded store (which forgets the keys anyway). */
   walletEncryptionKey: string;
+  /** Every network run, complete, in order; the flat chain fields are the first one's. */
+  networks: readonly ResolvedNetwork[];
 }
 
 /** The configuration every part of the running service reads: complete and frozen before anything starts. */
@@ -252,11 +265,11 @@ export type Config = Frozen<Omit<Parsed, keyof Resolved> & Resolved>;
  * Rules between variables. Checked on the raw strings, next to the schema and not inside it: zod skips an object's
  * refinements once a field fails, and every problem must be listed at once.
  */
-function crossFieldProblems(env: Record<string, string>): string[] {
-  const problems: string[] = [];
-  if (env.RPC_URL) {
+function crossFieldProblems(env: Record<string, string>, deploymentsDir: string): string[] {
+  const problems: string[] = networkProblems(env, deploymentsDir);
+  if (hasRpcUrls(env)) {
     for (const key of ["OPERATOR_PRIVATE_KEY", "FACTORY_ADDRESS", "FACTORY_DEPLOY_BLOCK"]) {
-      const hint = key.startsWith("FACTORY_") ? " (or deployments/<NETWORK_NAME>.json, written by scripts/deploy.ts)" : "";
+      const hint = key.startsWith("FACTORY_") ? " (or deployments/<network>.json of the first network, written by scripts/deploy.ts)" : "";
       if (!env[key]) problems.push(`${key}: is required when RPC_URL is set${hint}`);
     }
     if (!env.MONGODB_URI) {
@@ -288,94 +301,90 @@ export class ConfigError extends Error {
   }
 }
 
-/** FACTORY_ADDRESS and FACTORY_DEPLOY_BLOCK from deployments/<network>.json (written by scripts/deploy.ts). */
-function factoryFromDeployments(network: string): Record<string, string> {
-  const file = join(PROJECT_ROOT, "deployments", `${network}.json`);
-  if (!/^[A-Za-z0-9_-]+$/.test(network) || !existsSync(file)) return {};
-  try {
-    const record = JSON.parse(readFileSync(file, "utf8")) as { factory?: { address?: string; block?: number } };
-    const out: Record<string, string> = {};
-    if (record.factory?.address) out.FACTORY_ADDRESS = record.factory.address;
-    if (record.factory?.block !== undefined) out.FACTORY_DEPLOY_BLOCK = String(record.factory.block);
-    return out;
-  } catch {
-    return {};
-  }
+/** Where loadConfig reads deployment records (deployments/<network>.json). */
+export interface LoadOptions {
+  /** Default: <project root>/deployments. */
+  deploymentsDir?: string;
 }
 
 /** Parses the environment; throws ConfigError naming every problem. Empty strings count as unset. */
-export function loadConfig(source: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function loadConfig(source: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): LoadedConfig {
+  const deploymentsDir = opts.deploymentsDir ?? join(PROJECT_ROOT, "deployments");
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(source)) if (v !== undefined && v !== "") env[k] = v;
-  if (env.RPC_URL && !env.FACTORY_ADDRESS) Object.assign(env, factoryFromDeployments(env.NETWORK_NAME ?? "base"));
-  const parsed = ConfigSchema.safeParse(env);
+  // The first network's factory from its deployment record when the environment names none (production only).
+  const first = env.NETWORKS?.split(",")[0]?.trim() ?? env.NETWORK ?? DEFAULT_NETWORK;
+  if (hasRpcUrls(env) && !env.FACTORY_ADDRESS) {
+    const record = factoryFromDeployments(deploymentsDir, first);
+    if (record.address) env.FACTORY_ADDRESS = record.address;
+    if (record.block !== undefined) env.FACTORY_DEPLOY_BLOCK = String(record.block);
+  }
+  const parsed = EnvSchema.safeParse(env);
   const problems = [
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`)),
-    ...crossFieldProblems(env),
+    ...crossFieldProblems(env, deploymentsDir),
   ];
   if (!parsed.success || problems.length) throw new ConfigError(problems);
-  return deepFreeze(parsed.data);
+  const config = configOf(parsed.data);
+  const networks = networkSettings(parsed.data, deploymentsDir, config.embeddedChain);
+  const { name, ...flat } = networks[0];
+  return deepFreeze({ ...config, ...flat, networkName: name, networks });
 }
 
 /** What an embedded run started before resolving its configuration. */
 export interface EmbeddedParts {
-  /** The embedded chain this process started or shares (what of it the configuration takes). */
-  chain?: {
-    rpcUrl: string;
-    addresses: { usdc: string; factory: string; uniswap: { quoterV2: string } };
-    deployBlock: number;
-    operator: { address: string; privateKey: string };
-    facilitator: { address: string; privateKey: string };
-  };
-  /** With a shared embedded chain: this instance's own operator key (one of the chain's `operators`). */
+  /** The embedded chain of each network, in the configuration's order (started by this process or shared). */
+  chains?: readonly EmbeddedChainParts[];
+  /** With a shared embedded chain: this instance's own operator key on the first one (one of its `operators`). */
   operatorPrivateKey?: string;
   /** The embedded store and this run's own database in it. */
   store?: { uri: string; db: string };
 }
 
 /**
- * The one step from the parsed environment to the complete configuration: the embedded chain's addresses and keys
+ * The one step from the parsed environment to the complete configuration: the embedded chains' addresses and keys
  * and the embedded store replace what the environment left unset. Returns a new frozen value; `loaded` is not
  * touched. Throws ConfigError if a part is still missing (loadConfig's rules make that impossible from the environment).
  */
 export function resolveConfig(loaded: LoadedConfig, embedded: EmbeddedParts = {}): Config {
-  const { chain, store } = embedded;
-  const fromChain = chain && {
-    rpcUrl: chain.rpcUrl,
-    factoryAddress: chain.addresses.factory,
-    factoryDeployBlock: chain.deployBlock,
-    usdcAddress: chain.addresses.usdc,
-    uniswapQuoterV2: chain.addresses.uniswap.quoterV2,
-    // Another instance on the same embedded chain brings its own key (a member of the chain's operator set).
-    operatorPrivateKey: embedded.operatorPrivateKey ?? chain.operator.privateKey,
-    facilitatorPrivateKey: loaded.facilitatorPrivateKey ?? chain.facilitator.privateKey,
-  };
-  const merged = { ...loaded, ...fromChain, ...(store && { mongodbUri: store.uri, mongodbDb: store.db }) };
-  const { rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey, mongodbUri } = merged;
-  const missing = Object.entries({ rpcUrl, factoryAddress, factoryDeployBlock, operatorPrivateKey, mongodbUri })
-    .filter(([, v]) => v === undefined)
-    .map(([k]) => `${k}: unset, and no embedded ${k === "mongodbUri" ? "store" : "chain"} provides it`);
-  if (
-    rpcUrl === undefined ||
-    factoryAddress === undefined ||
-    factoryDeployBlock === undefined ||
-    operatorPrivateKey === undefined ||
-    mongodbUri === undefined
-  ) {
-    throw new ConfigError(missing);
-  }
+  const { store } = embedded;
+  const results = loaded.networks.map((n, i) =>
+    resolveNetwork(loaded, n, embedded.chains?.[i], i === 0 ? embedded.operatorPrivateKey : undefined),
+  );
+  const mongodbUri = store?.uri ?? loaded.mongodbUri;
+  // The first network's names as they were (rpcUrl, ...); another network's prefixed with its name.
+  const missing = [
+    ...results.flatMap((r, i) =>
+      r.missing.map((k) => `${i === 0 ? k : `networks.${loaded.networks[i].name}.${k}`}: unset, and no embedded chain provides it`),
+    ),
+    ...(mongodbUri === undefined ? ["mongodbUri: unset, and no embedded store provides it"] : []),
+  ];
+  const networks = results.map((r) => r.network).filter((n): n is ResolvedNetwork => n !== undefined);
+  if (missing.length || mongodbUri === undefined || networks.length !== results.length) throw new ConfigError(missing);
+  const { networkName, ...first } = networkFields(networks[0]);
   return deepFreeze({
-    ...merged,
-    rpcUrl,
-    factoryAddress,
-    factoryDeployBlock,
-    operatorPrivateKey,
+    ...loaded,
+    ...(store && { mongodbDb: store.db }),
+    ...first,
+    networkName,
+    networks,
     mongodbUri,
     // Instances sharing the database tell each other apart by this id; a restart under the same id takes over its
     // predecessor's leases and in-flight payments at once.
-    instanceId: loaded.instanceId ?? computeAddress(operatorPrivateKey).toLowerCase(),
+    instanceId: loaded.instanceId ?? computeAddress(first.operatorPrivateKey).toLowerCase(),
     walletEncryptionKey: loaded.walletEncryptionKey ?? randomBytes(32).toString("hex"),
   });
+}
+
+/**
+ * The configuration as the services of network `name` read it: that network's chain fields over the first one's
+ * (chain id, RPC, USDC, WETH, factory, quoter, explorer, keys). The same value for the first network.
+ */
+export function networkView(config: Config, name: NetworkName): Config {
+  const n = config.networks.find((x) => x.name === name);
+  if (!n) throw new Error(`network ${name} is not run by this service (${config.networks.map((x) => x.name).join(", ")})`);
+  if (n === config.networks[0]) return config;
+  return deepFreeze({ ...config, ...networkFields(n) });
 }
 
 function deepFreeze<T>(value: T): Frozen<T> {

@@ -3,6 +3,7 @@
  * test/docs/configTable.test.ts). Keyed by the config schema's own keys: a variable added to the schema without a line
  * here does not compile.
  */
+import { NETWORK_LIST, type RpcUrlKey, rpcUrlKey } from "./chain/networks";
 import type { EnvKey } from "./config";
 
 export interface ConfigDoc {
@@ -41,38 +42,51 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
     meaning:
       "how many proxies in front append to `X-Forwarded-For`: the client address (rate limits, failed-key counting) is the entry the last of them saw; entries a client wrote itself are never read",
   },
+  NETWORK: {
+    default: "`base`",
+    meaning:
+      "the network the service runs on, a name of the network table below (its chain id, USDC and its EIP-712 domain, WETH and Uniswap, explorer): the embedded chain of `npm start` and `npm run staging` takes its chain id and USDC address, production its addresses. Set `NETWORK` or `NETWORKS`, not both",
+  },
+  NETWORKS: {
+    default: "unset = `NETWORK` alone",
+    meaning:
+      "several networks in one service, comma-separated (`base,base-sepolia`); the first is an agent's default (`network` at genesis). Each needs its `<NAME>_RPC_URL` (or none of them: one embedded chain each); every network after the first takes its factory from `deployments/<name>.json`",
+  },
   RPC_URL: {
     default: "unset = embedded chain",
     meaning:
-      "JSON-RPC of the chain (Base mainnet in production); the payment path's calls made at the same moment go as one JSON-RPC batch; a node that refuses batches gets each call alone from then on",
+      "JSON-RPC of the (first) network's chain in production, which must answer that network's chain id; the payment path's calls made at the same moment go as one JSON-RPC batch; a node that refuses batches gets each call alone from then on",
   },
+  ...(Object.fromEntries(
+    NETWORK_LIST.map((n) => [
+      rpcUrlKey(n.name),
+      {
+        default: "unset",
+        meaning: `JSON-RPC of ${n.displayName} (chain id ${n.chainId}) when \`NETWORKS\` names \`${n.name}\`; also what \`npm run deploy -- --network ${n.name}\` sends to (default ${n.publicRpcUrl})`,
+      },
+    ]),
+  ) as Record<RpcUrlKey, ConfigDoc>),
   CHAIN_PORT: {
     default: "unset = a free port",
-    meaning: "embedded chain only: its JSON-RPC port on 127.0.0.1, fixed so that a wallet pointed at it keeps working across restarts",
-  },
-  CHAIN_ID: {
-    default: "`8453`",
-    meaning: "chain id the service signs for and checks",
-  },
-  NETWORK_NAME: {
-    default: "`base`",
-    meaning: "network name in x402 v1 and in `deployments/<name>.json`",
+    meaning:
+      "embedded chain only: its JSON-RPC port on 127.0.0.1, fixed so that a wallet pointed at it keeps working across restarts (with `NETWORKS`, the first network's chain; the others take free ports)",
   },
   USDC_ADDRESS: {
-    default: "Base USDC",
-    meaning: "the settlement token",
+    default: "the network's USDC (table below)",
+    meaning: "the settlement token of the (first) network",
   },
   FACTORY_ADDRESS: {
-    default: "from `deployments/<NETWORK_NAME>.json`",
-    meaning: "the `SpendPolicyFactory`",
+    default: "from `deployments/<network>.json`",
+    meaning: "the `SpendPolicyFactory` of the (first) network",
   },
   FACTORY_DEPLOY_BLOCK: {
     default: "from the deployment record",
-    meaning: "first block the indexer reads",
+    meaning: "first block the indexer reads on the (first) network",
   },
   UNISWAP_QUOTER_V2: {
-    default: "Base's (embedded: the embedded one)",
-    meaning: "the QuoterV2 that prices a swap before settlement (router, WETH and Uniswap factory are fixed in the contracts)",
+    default: "the network's (table below; embedded: the embedded one)",
+    meaning:
+      "the QuoterV2 that prices a swap before settlement on the (first) network (router, WETH and Uniswap factory are fixed in the contracts); none on a network without Uniswap in the table: swaps off there",
   },
   OPERATOR_PRIVATE_KEY: {
     default: "embedded: random",
@@ -84,8 +98,8 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
     meaning: "depth at which ledger entries count as confirmed",
   },
   EXPLORER_URL: {
-    default: "`https://basescan.org`; embedded: the service's own `/dev/explorer`",
-    meaning: "explorer links (`<EXPLORER_URL>/tx/<hash>`, `/address/<address>`)",
+    default: "the network's explorer (table below); embedded: the service's own `/dev/explorer`",
+    meaning: "explorer links of the (first) network (`<EXPLORER_URL>/tx/<hash>`, `/address/<address>`)",
   },
   MONGODB_URI: {
     default: "unset = embedded CongoDB",
@@ -276,4 +290,17 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
 export function configTable(keys: readonly EnvKey[]): string {
   const rows = keys.map((k) => `| \`${k}\` | ${CONFIG_DOCS[k].default} | ${CONFIG_DOCS[k].meaning} |`);
   return ["| variable | default | meaning |", "|---|---|---|", ...rows].join("\n");
+}
+
+/** The README's network table, from the code's (src/chain/networks.ts). */
+export function networkTable(): string {
+  const rows = NETWORK_LIST.map((n) => {
+    const swaps = n.uniswap && n.weth ? `WETH \`${n.weth}\`, SwapRouter02 \`${n.uniswap.swapRouter02}\`` : "off";
+    return `| \`${n.name}\` | ${n.displayName} | ${n.chainId} | \`${n.caip2}\` / ${n.x402V1 ? `\`${n.x402V1}\`` : "none"} | \`${n.usdc.address}\` "${n.usdc.name}" / "${n.usdc.version}" | ${swaps} | ${n.explorer} |`;
+  });
+  return [
+    "| `NETWORK` | network | chain id | x402 v2 / v1 | USDC, EIP-712 name / version | swaps (Uniswap v3) | explorer |",
+    "|---|---|---|---|---|---|---|",
+    ...rows,
+  ].join("\n");
 }

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError, loadConfig } from "./config";
-import { startService } from "./server";
+import { startService, type RunningNetwork } from "./server";
 import { redactUrl } from "./util/redact";
 
 /** `.env` of the working directory, when there is one; variables already set win over it. */
@@ -14,6 +14,26 @@ function loadEnvFile(): string | null {
   if (!existsSync(file)) return null;
   process.loadEnvFile(file);
   return file;
+}
+
+/** What the start-up banner says of one network. */
+function networkLines(n: RunningNetwork, embedded: boolean): string[] {
+  const c = n.config;
+  const e = n.embeddedChain;
+  const u = e?.addresses.uniswap;
+  return [
+    `  network:      ${n.name} (chain id ${c.chainId})${embedded ? ", a sandbox: not the real network" : ""}`,
+    `    chain RPC:  ${embedded ? c.rpcUrl : redactUrl(c.rpcUrl)}`,
+    `    USDC:       ${c.usdcAddress}`,
+    `    factory:    ${c.factoryAddress}`,
+    e ? `    multicall3: ${e.addresses.multicall3}` : "",
+    e
+      ? u
+        ? `    Uniswap v3: SwapRouter02 ${u.swapRouter02}, QuoterV2 ${u.quoterV2}, USDC/WETH 0.05% pool ${u.usdcWethPool} (WETH ${u.weth})`
+        : "    Uniswap v3: none on this network (swaps off)"
+      : "",
+    `    operator:   ${n.chain.operator.address}`,
+  ];
 }
 
 async function main(): Promise<void> {
@@ -30,10 +50,11 @@ async function main(): Promise<void> {
     throw err;
   }
   if (envFile) console.log(`Read the environment from ${envFile} (variables already set take precedence).`);
+  const names = config.networkNames.join(", ");
   console.log(
     config.embeddedChain
-      ? "Starting SpendGate in embedded mode: a local chain with USDC, Uniswap and the contracts, an in-memory database, then the API…"
-      : `Starting SpendGate: ${config.embeddedStore ? "the embedded database" : "MongoDB (MONGODB_URI)"}, the chain at ${redactUrl(config.rpcUrl ?? "")}, then the API…`,
+      ? `Starting SpendGate in embedded mode: a local chain of ${names} with USDC, Uniswap (where the network has it) and the contracts, an in-memory database, then the API…`
+      : `Starting SpendGate on ${names}: ${config.embeddedStore ? "the embedded database" : "MongoDB (MONGODB_URI)"}, the chain at ${redactUrl(config.rpcUrl ?? "")}, then the API…`,
   );
   // The embedded chain and store get threads of their own: their work stays off the service's event loop (2 cores).
   const svc = await startService(config, { chainThread: true, storeThread: true });
@@ -42,22 +63,15 @@ async function main(): Promise<void> {
     "",
     `SpendGate is running at ${svc.services.ctx.urls.base}`,
     c.embeddedChain
-      ? "  EMBEDDED MODE: a sandbox with a local chain and an in-memory database (each in its own thread). Nothing persists."
-      : `  chain: ${redactUrl(c.rpcUrl)} (chain id ${c.chainId})`,
+      ? "  EMBEDDED MODE: a sandbox with a local chain per network and an in-memory database (each in its own thread). Nothing persists."
+      : "",
     c.embeddedChain
       ? "  memory:       the embedded chain keeps every block in memory (about 32 KiB a block, 0.1 MiB a payment: ~1 GiB per 10,000 payments); restart to reset it"
       : "",
     `  API:          ${svc.services.ctx.urls.base}`,
     `  dashboard:    ${svc.services.ctx.urls.dashboard}`,
     `  MCP:          ${svc.services.ctx.urls.base}/mcp`,
-    `  chain RPC:    ${c.embeddedChain ? c.rpcUrl : "(configured RPC_URL)"}  chain id ${c.chainId}`,
-    `  USDC:         ${c.usdcAddress}`,
-    `  factory:      ${c.factoryAddress}`,
-    svc.embeddedChain ? `  multicall3:   ${svc.embeddedChain.addresses.multicall3}` : "",
-    svc.embeddedChain
-      ? `  Uniswap v3:   SwapRouter02 ${svc.embeddedChain.addresses.uniswap.swapRouter02}, QuoterV2 ${svc.embeddedChain.addresses.uniswap.quoterV2}, USDC/WETH 0.05% pool ${svc.embeddedChain.addresses.uniswap.usdcWethPool} (WETH ${svc.embeddedChain.addresses.uniswap.weth})`
-      : "",
-    `  operator:     ${svc.chain.operator.address}`,
+    ...svc.networks.flatMap((n) => networkLines(n, c.embeddedChain)),
     `  database:     ${c.embeddedStore ? "embedded (in memory)" : "MONGODB_URI"}`,
     "",
   ].filter((l) => l !== "");

@@ -9,8 +9,9 @@ import type { ChainClient } from "./chain/client";
 import type { Config, LoadedConfig } from "./config";
 import type { Indexer } from "./indexer/indexer";
 import type { Services } from "./services";
-import { boot, type BootOptions, type Cleanup, type EmbeddedChain, type EmbeddedMongo } from "./start/boot";
-import { startJobs } from "./start/jobs";
+import type { NetworkServices } from "./services/networks";
+import { boot, type BootOptions, type BootedNetwork, type Cleanup, type EmbeddedChain, type EmbeddedMongo } from "./start/boot";
+import { startJobs, type NetworkIndexer } from "./start/jobs";
 import { listen, stopListening } from "./start/listen";
 import { wire, type Webhooks } from "./start/wiring";
 import type { Store } from "./store";
@@ -20,10 +21,18 @@ import type { Telemetry } from "./telemetry";
 
 export { storeUnreachable } from "./start/boot";
 
+/** One network of the running service: its configuration, chain, services and indexer. */
+export type RunningNetwork = BootedNetwork & NetworkIndexer & { services: Services };
+
 export interface RunningService {
   url: string;
   config: Config;
+  /** The first network's services (and chain, indexer, embedded chain below). */
   services: Services;
+  /** Every network's services, and which serve an agent. */
+  networkServices: NetworkServices;
+  /** Every network run, the first one first. */
+  networks: readonly RunningNetwork[];
   store: Store;
   chain: ChainClient;
   indexer: Indexer;
@@ -66,7 +75,7 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
   try {
     const booted = await boot(loaded, opts, cleanup);
     const wired = await wire(booted, logger, cleanup, opts.clock);
-    const { indexer, indexerLease } = await startJobs(booted, wired, logger, cleanup);
+    const { indexer, indexerLease, indexers } = await startJobs(booted, wired, logger, cleanup);
     const { server, url } = await listen(booted, wired, logger);
     const { config, store, chain, embeddedChain, embeddedMongo, telemetry } = booted;
     let closed = false;
@@ -74,6 +83,8 @@ export async function startService(loaded: LoadedConfig, opts: StartOptions = {}
       url,
       config,
       services: wired.services,
+      networkServices: wired.networks,
+      networks: booted.networks.map((n, i) => ({ ...n, ...indexers[i], services: wired.networks.all[i] })),
       store,
       chain,
       indexer,

@@ -4,20 +4,22 @@ pragma solidity 0.8.28;
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 
-/// @title TestUSDC: a TEST token that behaves like Base USDC (FiatTokenV2_2) as far as x402 needs.
+/// @title TestUSDC: a TEST token that behaves like USDC (FiatTokenV2_2) as far as x402 needs.
 /// @notice TEST AND EMBEDDED MODE ONLY. Anyone can mint. Never deploy it to a real network.
-/// @dev The embedded chain places this runtime code at the real Base USDC address with `hardhat_setCode`, so the
-/// constructor never runs there. Hence: no constructor, no immutables, no initialised storage; name, symbol and
-/// version are constants and the EIP-712 domain separator is computed on every call from block.chainid and
-/// address(this), as FiatTokenV2_2 does. Revert messages are FiatToken's, because the x402 EVM facilitator maps them to reasons
+/// @dev The embedded chain places this runtime code at the real USDC address of the network it stands in for with
+/// `hardhat_setCode`, so the constructor never runs there. Hence: no constructor, no immutables, no initialised
+/// storage. Its EIP-712 name and version are Base USDC's ("USD Coin", "2") until setEip712Domain gives it another
+/// network's (Base Sepolia's USDC answers "USDC"), once; symbol and decimals are constants. The EIP-712 domain
+/// separator is computed on every call from the name, the version, block.chainid and address(this), as FiatTokenV2_2
+/// does (which reads its name from storage too). Revert messages are FiatToken's, because the x402 EVM facilitator maps them to reasons
 /// (authorization used/expired/not yet valid, invalid signature, transfer amount exceeds balance). Signatures are
 /// checked with OpenZeppelin SignatureChecker (ECDSA for EOAs, ERC-1271 for contracts), as in v2.2.
 contract TestUSDC {
     // ---------------------------------------------------------------- constants
-    string public constant name = "USD Coin";
     string public constant symbol = "USDC";
-    string public constant version = "2";
     uint8 public constant decimals = 6;
+    string private constant _DEFAULT_NAME = "USD Coin";
+    string private constant _DEFAULT_VERSION = "2";
 
     bytes32 private constant _EIP712_DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
@@ -47,6 +49,9 @@ contract TestUSDC {
     uint256 private _totalSupply;
     mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
     mapping(address => uint256) private _permitNonces;
+    // The EIP-712 name and version once setEip712Domain ran; empty: the defaults above.
+    string private _name;
+    string private _version;
 
     // ---------------------------------------------------------------- test faucet
     /// @notice TEST ONLY: mints `amount` base units to `to`, open to anyone (the embedded dev faucet uses it).
@@ -60,7 +65,26 @@ contract TestUSDC {
         return true;
     }
 
+    /// @notice TEST ONLY: the EIP-712 name and version this token signs under from now on (the embedded chain of a
+    /// network whose USDC answers other ones than Base's), once; both non-empty.
+    function setEip712Domain(string calldata newName, string calldata newVersion) external {
+        require(bytes(_name).length == 0 && bytes(_version).length == 0, "TestUSDC: EIP-712 domain already set");
+        require(bytes(newName).length != 0 && bytes(newVersion).length != 0, "TestUSDC: empty EIP-712 name or version");
+        _name = newName;
+        _version = newVersion;
+    }
+
     // ---------------------------------------------------------------- ERC-20
+    /// @notice The token's name, which is its EIP-712 domain name.
+    function name() public view returns (string memory) {
+        return bytes(_name).length == 0 ? _DEFAULT_NAME : _name;
+    }
+
+    /// @notice The EIP-712 domain version.
+    function version() public view returns (string memory) {
+        return bytes(_version).length == 0 ? _DEFAULT_VERSION : _version;
+    }
+
     /// @notice Total amount minted.
     function totalSupply() external view returns (uint256) {
         return _totalSupply;
@@ -218,8 +242,8 @@ contract TestUSDC {
             keccak256(
                 abi.encode(
                     _EIP712_DOMAIN_TYPEHASH,
-                    keccak256(bytes(name)),
-                    keccak256(bytes(version)),
+                    keccak256(bytes(name())),
+                    keccak256(bytes(version())),
                     block.chainid,
                     address(this)
                 )

@@ -1,10 +1,11 @@
 /**
  * `npm run staging:fund -- <address> [amount]`: mints test USDC (default 25) to an address on the staging chain
  * (127.0.0.1:CHAIN_PORT, default 8545), through TestUSDC's open `mint` sent from the node's first unlocked account.
- * Only a local node: TestUSDC is what `npm run deploy -- --network localhost` placed at the USDC address.
+ * Only a local node: TestUSDC is what `npm run deploy -- --network localhost` placed at the USDC address of the
+ * network of the node's chain id (NETWORK of `npm run staging`).
  */
 import { Contract, JsonRpcProvider, formatUnits, isAddress } from "ethers";
-import { BASE_USDC } from "../../src/chain/addresses";
+import { networkOfChainId } from "../../src/chain/networks";
 import { toBaseUnits } from "../../src/amounts";
 
 async function main(): Promise<void> {
@@ -14,10 +15,13 @@ async function main(): Promise<void> {
     process.exit(64);
   }
   const units = toBaseUnits(amount);
-  const provider = new JsonRpcProvider(`http://127.0.0.1:${process.env.CHAIN_PORT || 8545}`, 8453, { staticNetwork: true });
+  const provider = new JsonRpcProvider(`http://127.0.0.1:${process.env.CHAIN_PORT || 8545}`);
   try {
+    const chainId = Number((await provider.getNetwork()).chainId);
+    const at = process.env.USDC_ADDRESS || networkOfChainId(chainId)?.usdc.address;
+    if (!at) throw new Error(`chain id ${chainId} is no network of the table: set USDC_ADDRESS`);
     const usdc = new Contract(
-      process.env.USDC_ADDRESS || BASE_USDC,
+      at,
       ["function mint(address to, uint256 amount) returns (bool)", "function balanceOf(address) view returns (uint256)"],
       await provider.getSigner(0),
     );

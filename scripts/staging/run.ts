@@ -1,13 +1,14 @@
 /**
  * `npm run staging`: SpendGate in production mode on this machine, every part a process of its own:
  *
- *   1. a local chain, `hardhat node` on 127.0.0.1:CHAIN_PORT (default 8545; chain id 8453, automine);
+ *   1. a local chain, `hardhat node` on 127.0.0.1:CHAIN_PORT (default 8545; the chain id of NETWORK, default base's
+ *      8453; automine);
  *   2. a MongoDB-wire store (the embedded CongoDB served over TCP, scripts/cluster/mongo.ts), unless MONGODB_URI is set;
- *   3. `npm run deploy -- --network localhost`: TestUSDC at the Base USDC address, Multicall3, the OperatorSet and the
- *      factory (no Uniswap: swaps are off), recorded in deployments/localhost.json;
- *   4. the service with RPC_URL and MONGODB_URI set (production mode: `node --import tsx src/index.ts`, the code
- *      `npm start` runs; with `--dist`, `node dist/src/index.js` after `npm run build`), reading the factory from
- *      that record (NETWORK_NAME=localhost).
+ *   3. `npm run deploy -- --network localhost`: TestUSDC at the network's USDC address (with its EIP-712 domain),
+ *      Multicall3, the OperatorSet and the factory (no Uniswap: swaps are off), recorded in deployments/localhost.json;
+ *   4. the service with NETWORK, RPC_URL and MONGODB_URI set (production mode: `node --import tsx src/index.ts`, the
+ *      code `npm start` runs; with `--dist`, `node dist/src/index.js` after `npm run build`), with the factory of that
+ *      record.
  *
  * The operator and facilitator keys are random and funded with test ETH on that chain; WALLET_ENCRYPTION_KEY is random
  * unless set. Genesis is open and local (http, 127.0.0.1) sellers are allowed: it is a staging sandbox, nothing
@@ -18,7 +19,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Wallet } from "ethers";
-import { BASE_USDC } from "../../src/chain/addresses";
+import { DEFAULT_NETWORK, NETWORKS, isNetworkName } from "../../src/chain/networks";
 import { PROJECT_ROOT } from "../../src/paths";
 import { rpc, startChild, type Child } from "./processes";
 
@@ -42,6 +43,9 @@ async function main(): Promise<void> {
   if (!Number.isInteger(chainPort) || chainPort < 1 || chainPort > 65535)
     throw new Error(`CHAIN_PORT must be a port, got ${process.env.CHAIN_PORT}`);
   const rpcUrl = `http://127.0.0.1:${chainPort}`;
+  const name = process.env.NETWORK || DEFAULT_NETWORK;
+  if (!isNetworkName(name)) throw new Error(`NETWORK=${name} is not a network of the table`);
+  const network = NETWORKS[name];
   // What the service must not see: CHAIN_PORT is the embedded chain's (refused with RPC_URL set).
   const { CHAIN_PORT: _chainPort, ...env } = process.env;
   process.on("SIGINT", () => void stopAll(0));
@@ -52,7 +56,7 @@ async function main(): Promise<void> {
     void stopAll(1);
   };
 
-  console.log(`staging: 1/4 the chain (hardhat node) on ${rpcUrl}…`);
+  console.log(`staging: 1/4 the chain (hardhat node, a sandbox of ${network.displayName}, chain id ${network.chainId}) on ${rpcUrl}…`);
   const chain = startChild(
     "chain",
     process.execPath,
@@ -105,8 +109,8 @@ async function main(): Promise<void> {
     show: true,
     env: {
       ...env,
+      NETWORK: name,
       RPC_URL: rpcUrl,
-      NETWORK_NAME: "localhost",
       MONGODB_URI: mongodbUri,
       MONGODB_DB: env.MONGODB_DB || `staging_${randomBytes(4).toString("hex")}`,
       WALLET_ENCRYPTION_KEY: env.WALLET_ENCRYPTION_KEY || randomBytes(32).toString("hex"),
@@ -117,9 +121,9 @@ async function main(): Promise<void> {
       GENESIS_OPEN: env.GENESIS_OPEN || "true",
       ALLOW_PRIVATE_SELLERS: env.ALLOW_PRIVATE_SELLERS || "true",
       ALLOW_HTTP_SELLERS: env.ALLOW_HTTP_SELLERS || "true",
-      // The factory comes from deployments/localhost.json, which this run just wrote.
-      FACTORY_ADDRESS: "",
-      FACTORY_DEPLOY_BLOCK: "",
+      // The factory of deployments/localhost.json, which this run just wrote.
+      FACTORY_ADDRESS: record.factory.address,
+      FACTORY_DEPLOY_BLOCK: String(record.factory.block),
     },
   });
   children.push(service);
@@ -131,15 +135,15 @@ async function main(): Promise<void> {
       "",
       `STAGING ready in ${Date.now() - started} ms (production mode; a sandbox chain, nothing persists):`,
       `  service:      ${url}   (GET ${url}/health/ready)`,
-      `  chain:        ${rpcUrl}  chain id 8453 (a local node: not Base, whatever its id says)`,
+      `  chain:        ${rpcUrl}  chain id ${network.chainId} (a local node: not ${network.displayName}, whatever its id says)`,
       `  USDC (test):  ${record.usdc}`,
       `  factory:      ${record.factory.address}`,
       `  fund agent:   npm run staging:fund -- <agentAddress> [amount]${chainPort === 8545 ? "" : `   (with CHAIN_PORT=${chainPort})`}`,
       "Ctrl-C to stop.",
-      `STAGING ${JSON.stringify({ url, rpcUrl, chainId: 8453, usdc: record.usdc, factory: record.factory.address })}`,
+      `STAGING ${JSON.stringify({ url, rpcUrl, network: name, chainId: network.chainId, usdc: record.usdc, factory: record.factory.address })}`,
     ].join("\n"),
   );
-  if (record.usdc !== BASE_USDC) console.log(`  (USDC_ADDRESS set: the test USDC is at ${record.usdc})`);
+  if (record.usdc !== network.usdc.address) console.log(`  (USDC_ADDRESS set: the test USDC is at ${record.usdc})`);
 }
 
 main().catch((err: unknown) => {

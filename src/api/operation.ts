@@ -8,6 +8,7 @@ import type { z } from "zod";
 import type { ErrorCode } from "../errors";
 import type { FAUCET_TOKENS } from "../schemas/payments";
 import type { Services } from "../services";
+import type { NetworkServices } from "../services/networks";
 import type { Principal } from "../principal";
 import type { WebhookService } from "../webhooks/endpoints";
 import type { AppContext } from "./types";
@@ -67,13 +68,19 @@ export type ReplyOf<R extends Responses> = {
 /** The embedded dev faucet: gives `units` of `token` to `to`; answers the delivering transaction's hash. */
 export type Faucet = (to: string, token: keyof typeof FAUCET_TOKENS, units: bigint) => Promise<string>;
 
-/** What every handler can reach: the services, the webhook service, and the whole operation list (the docs need it). */
+/**
+ * What every handler can reach: the services (the first network's, and every network's: an agent's request goes to
+ * its network's), the webhook service, and the whole operation list (the docs need it).
+ */
 export interface OperationDeps {
+  /** The first network's services: what a request naming no agent uses (store reads, sign-in, system routes). */
   s: Services;
+  /** Every network's services; `networks.authorize(principal, address)` gives an agent with its network's. */
+  networks: NetworkServices;
   webhooks: WebhookService;
   operations: readonly AnyOperation[];
-  /** In embedded mode only: the sandbox's faucet (src/dev/, handed over by src/server.ts). */
-  faucet?: Faucet;
+  /** In embedded mode only: the sandbox's faucet of each network (src/dev/, handed over by src/server.ts). */
+  faucets?: ReadonlyMap<string, Faucet>;
 }
 
 export interface OperationRequest<A extends AuthMode, I extends InputSchema> {

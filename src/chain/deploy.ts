@@ -247,6 +247,9 @@ export function readDeploymentRecord(dir: string, network: string): DeploymentRe
 }
 
 function assertSameChain(dir: string, network: string, chainId: number): void {
+  // A `hardhat node` (localhost) is a new chain at every start, of whichever network it stands in for: its record is
+  // only ever the last run's (npm run staging with another NETWORK, say).
+  if (network === "localhost") return;
   const previous = readDeploymentRecord(dir, network);
   if (previous && previous.chainId !== chainId) {
     throw new DeploymentChainMismatchError(join(dir, `${network}.json`), previous.chainId, chainId);

@@ -152,8 +152,9 @@ export const REASON_TABLE = [
   {
     code: null,
     name: "unsupported_payment",
-    meaning: "the seller offers no exact USDC payment on this chain (not recorded on-chain)",
-    message: "The seller offers no exact USDC payment on this chain.",
+    meaning:
+      "the seller offers no USDC payment this agent can make on its own network (another network, another token, another scheme; not recorded on-chain)",
+    message: "The seller offers no USDC payment this agent can make on its network.",
   },
   {
     code: null,

@@ -1,10 +1,10 @@
 /**
- * The Uniswap v3 part of a deployment record: the addresses the wallet's swaps go through on that network (Base's
- * from addresses.ts, or explicit ones), each checked on-chain before the factory is deployed, and the USDC/WETH
+ * The Uniswap v3 part of a deployment record: the addresses the wallet's swaps go through on that network (the
+ * network table's, or explicit ones), each checked on-chain before the factory is deployed, and the USDC/WETH
  * 0.05% pool, derived from the factory and confirmed by its getPool.
  */
 import { Contract, ZeroAddress, getAddress, type Provider } from "ethers";
-import { UNISWAP_ADDRESSES, UNISWAP_POOL_FEE, WETH_ADDRESS, type UniswapDeployment } from "./addresses";
+import { UNISWAP_ADDRESSES, UNISWAP_POOL_FEE, WETH_ADDRESSES, type UniswapDeployment } from "./addresses";
 import { poolAddress } from "./uniswapMath";
 
 export interface UniswapRecord extends UniswapDeployment {
@@ -15,11 +15,11 @@ export interface UniswapRecord extends UniswapDeployment {
   source: string;
 }
 
-export const UNISWAP_SOURCE = "https://docs.uniswap.org/contracts/v3/reference/deployments/base-deployments";
+export const UNISWAP_SOURCE = "https://docs.uniswap.org/contracts/v3/reference/deployments/";
 
 /**
- * The record for `chainId`, or null when no Uniswap is known for it or, on the in-process hardhat network, when
- * Base's addresses hold no code there (a dry run, or a local node on `localhost`). On a live network, missing code is an error.
+ * The record for `chainId`, or null when no Uniswap (or no WETH) is known for it or, on the in-process hardhat network,
+ * when the table's addresses hold no code there (a dry run, or a local node on `localhost`). On a live network, missing code is an error.
  */
 export async function uniswapRecord(opts: {
   provider: Provider;
@@ -30,8 +30,9 @@ export async function uniswapRecord(opts: {
   weth?: string;
 }): Promise<UniswapRecord | null> {
   const known = opts.uniswap ?? UNISWAP_ADDRESSES[opts.chainId];
-  if (!known) return null;
-  const weth = getAddress(opts.weth ?? WETH_ADDRESS);
+  const wethAt = opts.weth ?? WETH_ADDRESSES[opts.chainId];
+  if (!known || !wethAt) return null;
+  const weth = getAddress(wethAt);
   const addresses = {
     factory: getAddress(known.factory),
     swapRouter02: getAddress(known.swapRouter02),

@@ -17,7 +17,7 @@ export const viemAccounts: ViemAccounts = require("viem/accounts");
 const { createWalletClient, defineChain, nonceManager, publicActions } = viem;
 const { privateKeyToAccount } = viemAccounts;
 
-import { MULTICALL3_ADDRESS } from "./addresses";
+import { MULTICALL3_ADDRESS, networkOfChainId } from "./networks";
 import { nodeHttpTransport } from "./rpc/rpcTransport";
 
 export interface TransportOptions {
@@ -30,13 +30,13 @@ export interface TransportOptions {
   timeout?: number;
 }
 
-/** A viem chain whose only RPC URL is `rpcUrl` (plus the canonical Multicall3, present on Base and embedded). */
+/** A viem chain whose only RPC URL is `rpcUrl` (plus the canonical Multicall3, on every network of the table and embedded). */
 export function viemChain(chainId: number, rpcUrl: string): Chain {
-  const names: Record<number, string> = { 8453: "Base", 84532: "Base Sepolia", 31337: "Hardhat" };
+  const known = networkOfChainId(chainId);
   return defineChain({
     id: chainId,
-    name: names[chainId] ?? `Chain ${chainId}`,
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    name: known?.displayName ?? `Chain ${chainId}`,
+    nativeCurrency: known?.nativeCurrency ?? { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
     contracts: { multicall3: { address: MULTICALL3_ADDRESS } },
   });

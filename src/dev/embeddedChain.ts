@@ -1,24 +1,30 @@
 /**
- * The embedded chain: Hardhat's in-process network (chain id 8453, automine) served as JSON-RPC on 127.0.0.1, with
- * TestUSDC's code at the real Base USDC address, Multicall3 at its canonical address, real Uniswap v3 (WETH9 at
- * Base's WETH address, a USDC/WETH 0.05% pool with an hour of TWAP history: src/dev/uniswap.ts) and a fresh
- * SpendPolicyFactory.
+ * The embedded chain of one network of the table (default Base): Hardhat's in-process network with that network's
+ * chain id (automine) served as JSON-RPC on 127.0.0.1, with TestUSDC's code at the network's USDC address answering its
+ * EIP-712 name and version, Multicall3 at its canonical address, real Uniswap v3 where the network has it (WETH9 at
+ * the network's WETH address, a USDC/WETH 0.05% pool with an hour of TWAP history: src/dev/uniswap.ts; none where it
+ * has none: swaps off there, as on the network) and a fresh SpendPolicyFactory.
  *
  * This runs the chain on the calling thread; `npm start` runs it in a worker thread of its own instead
  * (startEmbeddedChainThread in embeddedChainThread.ts, which calls this there), off the service's event loop. Tests that
  * use Hardhat directly (hre, network helpers, loadFixture) need it on their own thread, as here.
  *
  * Hardhat's runtime environment is a singleton per thread (per module instance), so there is one embedded chain per
- * thread at a time: a second start while one is running throws; after close() a new start resets the network
- * (hardhat_reset, which also forgets loadFixture snapshots) and begins again from genesis. Hardhat is loaded only when
+ * thread at a time (several networks: one thread each): a second start while one is running throws; after close() a
+ * new start resets the network (hardhat_reset, which also forgets loadFixture snapshots) and begins again from
+ * genesis. Hardhat takes the chain id from its configuration; the reset builds the provider with the network's
+ * (resetNetwork), and the close of a chain of another id than the configuration's resets back to it, so what runs
+ * next in the thread (a contract test's loadFixture) finds the chain the configuration says. Hardhat is loaded only when
  * this is called, so production (RPC_URL set) never loads it. Needs compiled artifacts (`npx hardhat compile`; `npm
  * start` does it).
  */
 import { Wallet } from "ethers";
+import { bind } from "../chain/contracts";
 import { join } from "node:path";
+import { isMainThread } from "node:worker_threads";
 import { PROJECT_ROOT } from "../paths";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
-import { BASE_USDC, MULTICALL3_ADDRESS } from "../chain/addresses";
+import { DEFAULT_NETWORK, MULTICALL3_ADDRESS, NETWORKS, type NetworkName } from "../chain/networks";
 import { FACTORY_SALT, deployFactoryContract, deployOperatorSet, swapConfigOf } from "../chain/deploy";
 import { placeX402SchemeContracts } from "./x402Schemes";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
@@ -31,9 +37,12 @@ export interface EmbeddedKey {
 export interface EmbeddedChain {
   /** http://127.0.0.1:<port> */
   rpcUrl: string;
-  /** 8453 */
+  /** The network it stands in for. */
+  network: NetworkName;
+  /** The network's chain id (8453 for base). */
   chainId: number;
-  addresses: { usdc: string; multicall3: string; factory: string; uniswap: UniswapAddresses; operatorSet?: string };
+  /** Uniswap: null on a network without it in the table (swaps off). */
+  addresses: { usdc: string; multicall3: string; factory: string; uniswap: UniswapAddresses | null; operatorSet?: string };
   /** Block of the factory deployment. */
   deployBlock: number;
   /** Random key, funded with ETH, the factory's defaultOperator. */
@@ -49,8 +58,31 @@ const FUNDING_WEI = 10n ** 22n; // 10 000 ETH each
 
 let running = false;
 
+export interface EmbeddedChainOptions {
+  /** The network of the table it stands in for (default base). */
+  network?: NetworkName;
+  /** 0 (default): a free port. */
+  port?: number;
+  host?: string;
+  /** More instance keys: an OperatorSet of them all becomes the factory's default operator. */
+  operators?: string[];
+  /**
+   * The key that deploys (and owns) the factory; default a random one. The same key on each embedded network of one
+   * service gives the same factory, implementation and agent addresses on all of them (the deterministic deployment).
+   */
+  deployerKey?: string;
+}
+
+/** The networks of the table with Uniswap (and so swaps) on them. */
+export type SwapNetwork = { [K in NetworkName]: (typeof NETWORKS)[K]["uniswap"] extends null ? never : K }[NetworkName];
+
+/** The embedded chain of a network with Uniswap: its addresses name it. */
+export type EmbeddedChainWithSwaps = EmbeddedChain & { addresses: { uniswap: UniswapAddresses } };
+
 /** Starts the embedded chain; `port` 0 (default) picks a free port. One per thread at a time (see above). */
-export async function startEmbeddedChain(opts: { port?: number; host?: string; operators?: string[] } = {}): Promise<EmbeddedChain> {
+export async function startEmbeddedChain(opts?: EmbeddedChainOptions & { network?: SwapNetwork }): Promise<EmbeddedChainWithSwaps>;
+export async function startEmbeddedChain(opts?: EmbeddedChainOptions): Promise<EmbeddedChain>;
+export async function startEmbeddedChain(opts: EmbeddedChainOptions = {}): Promise<EmbeddedChain> {
   if (running) {
     throw new Error(
       "startEmbeddedChain: an embedded chain is already running in this process (Hardhat's network is a " +
@@ -70,28 +102,37 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
       throw new Error(`startEmbeddedChain needs the in-process hardhat network, not "${hre.network.name}"`);
     }
     const provider = hre.network.provider;
-    await resetNetwork(hre, EMBEDDED_HISTORY_SECONDS);
+    const network = NETWORKS[opts.network ?? DEFAULT_NETWORK];
+    const usdc = network.usdc.address;
+    await resetNetwork(hre, EMBEDDED_HISTORY_SECONDS, network.chainId);
 
     const [usdcArtifact, multicallArtifact, wethArtifact] = await Promise.all([
       readArtifact(hre, "TestUSDC"),
       readArtifact(hre, "Multicall3"),
       readArtifact(hre, "WETH9"),
     ]);
-    await provider.request({ method: "hardhat_setCode", params: [BASE_USDC, usdcArtifact.deployedBytecode] });
+    await provider.request({ method: "hardhat_setCode", params: [usdc, usdcArtifact.deployedBytecode] });
     await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] });
     await placeX402SchemeContracts(provider); // x402 upto/batch-settlement contracts (sandbox stand-ins)
 
-    const [deployer, operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom(), Wallet.createRandom()];
+    const deployer = opts.deployerKey ? new Wallet(opts.deployerKey) : Wallet.createRandom();
+    const [operator, facilitator] = [Wallet.createRandom(), Wallet.createRandom()];
     for (const w of [deployer, operator, facilitator]) {
       await provider.request({ method: "hardhat_setBalance", params: [w.address, `0x${FUNDING_WEI.toString(16)}`] });
     }
     // Sent as eth_sendTransaction from an impersonated account: no local signing, a third of the start-up time.
-    const uniswap = await deployEmbeddedUniswap({
-      provider,
-      deployer: await hre.ethers.getImpersonatedSigner(deployer.address),
-      usdc: BASE_USDC,
-      weth9Code: wethArtifact.deployedBytecode,
-    });
+    const impersonated = await hre.ethers.getImpersonatedSigner(deployer.address);
+    // The network's USDC domain, exactly (Base Sepolia's USDC signs as "USDC", Base's as "USD Coin").
+    await (await bind("Usdc", usdc, impersonated).setEip712Domain(network.usdc.name, network.usdc.version)).wait();
+    const uniswap = network.weth
+      ? await deployEmbeddedUniswap({
+          provider,
+          deployer: impersonated,
+          usdc,
+          weth: network.weth,
+          weth9Code: wethArtifact.deployedBytecode,
+        })
+      : null;
     // With more instance keys (a cluster), an OperatorSet of all of them is the factory's default operator.
     let operatorSet: string | undefined;
     if (opts.operators?.length) {
@@ -106,7 +147,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
       deployer.connect(hre.ethers.provider),
       deployer.address,
       operatorSet ?? operator.address,
-      BASE_USDC,
+      usdc,
       1,
       swapConfigOf(uniswap),
       // Through the deterministic deployment proxy, as on a real network: the same factory and agent addresses on
@@ -118,13 +159,16 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
     server = (await hre.run(TASK_NODE_CREATE_SERVER, { hostname, port: opts.port ?? 0, provider })) as JsonRpcServer;
     const { port } = await server.listen();
     const chainId = Number(await provider.request({ method: "eth_chainId" }));
+    if (chainId !== network.chainId)
+      throw new Error(`the embedded chain of ${network.name} answers chain id ${chainId}, not ${network.chainId}`);
     const srv = server;
     let closed = false;
     return {
       rpcUrl: `http://${urlHost(hostname)}:${port}`,
+      network: network.name,
       chainId,
       addresses: {
-        usdc: BASE_USDC,
+        usdc,
         multicall3: MULTICALL3_ADDRESS,
         factory: deployed.address,
         uniswap,
@@ -139,6 +183,10 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
         closed = true;
         try {
           await srv.close();
+          // Back to the configuration's chain id for what runs next in this thread (see above); a worker thread ends.
+          if (isMainThread && chainId !== hre.config.networks.hardhat.chainId) {
+            await resetNetwork(hre, 0, hre.config.networks.hardhat.chainId);
+          }
         } finally {
           running = false;
         }
@@ -173,11 +221,12 @@ async function readArtifact(hre: HardhatRuntimeEnvironment, name: string) {
 /**
  * hardhat_reset through the network helpers when present, so loadFixture snapshots of earlier tests are dropped,
  * with the new genesis `secondsInThePast` before the wall clock (the Uniswap set-up then mines its price history
- * up to the wall clock). Hardhat has no RPC for a genesis date: this sets the in-process provider's `initialDate`
- * for this one reset (Hardhat 2.29's EDR wrapper keeps it in `_providerConfig`). Without that wrapper the chain
- * starts now and the pool's history is only as old as the chain.
+ * up to the wall clock) and chain id `chainId`. Hardhat has no RPC for either: this sets the in-process provider's
+ * `initialDate` for this one reset, and its `chainId` (Hardhat 2.29's EDR wrapper keeps both in `_providerConfig`,
+ * from which its hardhat_reset builds the new provider). Without that wrapper the chain starts now and the pool's
+ * history is only as old as the chain, and a chain id other than the configuration's is refused.
  */
-async function resetNetwork(hre: HardhatRuntimeEnvironment, secondsInThePast: number): Promise<void> {
+async function resetNetwork(hre: HardhatRuntimeEnvironment, secondsInThePast: number, chainId: number): Promise<void> {
   let helpers: { reset(): Promise<void> } | undefined;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -187,8 +236,18 @@ async function resetNetwork(hre: HardhatRuntimeEnvironment, secondsInThePast: nu
   }
   await hre.network.provider.request({ method: "eth_chainId" }); // the provider is created lazily
   const edr = edrWrapper(hre.network.provider);
+  if (!edr && chainId !== hre.config.networks.hardhat.chainId) {
+    throw new Error(
+      `this Hardhat has no provider configuration to set chain id ${chainId} in (it runs ${hre.config.networks.hardhat.chainId})`,
+    );
+  }
   const before = edr?._providerConfig.initialDate;
-  if (edr) edr._providerConfig.initialDate = BigInt(Math.floor(Date.now() / 1000) - secondsInThePast);
+  if (edr) {
+    edr._providerConfig.initialDate = BigInt(Math.floor(Date.now() / 1000) - secondsInThePast);
+    // Kept after the reset: a later one (loadFixture's, by the network helpers) stays on this chain until close().
+    edr._providerConfig.chainId = BigInt(chainId);
+    edr._providerConfig.networkId = BigInt(chainId);
+  }
   try {
     if (helpers) await helpers.reset();
     else await hre.network.provider.request({ method: "hardhat_reset", params: [] });
@@ -198,7 +257,7 @@ async function resetNetwork(hre: HardhatRuntimeEnvironment, secondsInThePast: nu
 }
 
 interface EdrWrapper {
-  _providerConfig: { initialDate?: bigint };
+  _providerConfig: { initialDate?: bigint; chainId: bigint; networkId: bigint };
 }
 
 function edrWrapper(provider: unknown, depth = 0): EdrWrapper | undefined {

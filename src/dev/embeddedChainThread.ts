@@ -8,13 +8,9 @@
 import { extname, join } from "node:path";
 import type { Worker } from "node:worker_threads";
 import { startInThread } from "../util/workerThread";
-import type { EmbeddedChain } from "./embeddedChain";
+import type { EmbeddedChain, EmbeddedChainOptions } from "./embeddedChain";
 
-export interface ChainThreadOptions {
-  port?: number;
-  host?: string;
-  operators?: string[];
-}
+export type ChainThreadOptions = EmbeddedChainOptions;
 
 /** What the chain's thread answers: everything but close(). */
 export type ChainThreadInfo = Omit<EmbeddedChain, "close">;

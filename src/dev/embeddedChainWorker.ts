@@ -5,7 +5,7 @@ import type { ChainThreadInfo, ChainThreadOptions } from "./embeddedChainThread"
 
 serveFromThread(async (opts: ChainThreadOptions) => {
   const chain = await startEmbeddedChain(opts);
-  const { rpcUrl, chainId, addresses, deployBlock, operator, facilitator, factoryOwner } = chain;
-  const info: ChainThreadInfo = { rpcUrl, chainId, addresses, deployBlock, operator, facilitator, factoryOwner };
+  const { rpcUrl, network, chainId, addresses, deployBlock, operator, facilitator, factoryOwner } = chain;
+  const info: ChainThreadInfo = { rpcUrl, network, chainId, addresses, deployBlock, operator, facilitator, factoryOwner };
   return { info, close: () => chain.close() };
 });

@@ -1,7 +1,7 @@
 /**
  * Real Uniswap v3 on the embedded chain, deployed from the published npm artifacts (v3-core's factory, v3-periphery's
- * NonfungiblePositionManager and QuoterV2, swap-router-contracts' SwapRouter02), with WETH9 at Base's WETH address
- * and a USDC/WETH 0.05% pool holding liquidity around 3,000 USDC per ETH and an hour of price history, so that a
+ * NonfungiblePositionManager and QuoterV2, swap-router-contracts' SwapRouter02), with WETH9 at the network's WETH
+ * address and a USDC/WETH 0.05% pool holding liquidity around 3,000 USDC per ETH and an hour of price history, so that a
  * TWAP over up to 30 minutes is there from the first block the service sees.
  *
  * The history is real: the chain starts an hour in the past (resetNetwork in embeddedChain.ts) and swaps are mined across that
@@ -59,28 +59,29 @@ async function send(tx: Promise<{ wait(): Promise<unknown> }>): Promise<void> {
 /**
  * Deploys the Uniswap v3 contracts and a 0.05% pool of `usdc` (TestUSDC, anyone may mint) and WETH, funds it from
  * `deployer` (which needs about 1,020 ETH), and writes the price history described above. `weth9Code` is WETH9's
- * runtime code, placed at Base's WETH address.
+ * runtime code, placed at `weth` (the network's WETH address; default Base's).
  */
 export async function deployEmbeddedUniswap(opts: {
   provider: EIP1193Provider;
   deployer: Signer;
   usdc: string;
+  weth?: string;
   weth9Code: string;
 }): Promise<UniswapAddresses> {
-  const { provider, deployer, usdc } = opts;
+  const { provider, deployer, usdc, weth: wethAddress = WETH_ADDRESS } = opts;
   const me = await deployer.getAddress();
-  await provider.request({ method: "hardhat_setCode", params: [WETH_ADDRESS, opts.weth9Code] });
+  await provider.request({ method: "hardhat_setCode", params: [wethAddress, opts.weth9Code] });
 
   const factory = await deploy(deployer, ARTIFACTS.factory, []);
   const factoryAddress = await factory.getAddress();
-  const npm = await deploy(deployer, ARTIFACTS.positionManager, [factoryAddress, WETH_ADDRESS, ZeroAddress]);
+  const npm = await deploy(deployer, ARTIFACTS.positionManager, [factoryAddress, wethAddress, ZeroAddress]);
   const npmAddress = await npm.getAddress();
   // No Uniswap v2 here: SwapRouter02's v2 functions revert against a factoryV2 without code.
-  const router = await deploy(deployer, ARTIFACTS.swapRouter02, [ZeroAddress, factoryAddress, npmAddress, WETH_ADDRESS]);
+  const router = await deploy(deployer, ARTIFACTS.swapRouter02, [ZeroAddress, factoryAddress, npmAddress, wethAddress]);
   const routerAddress = await router.getAddress();
-  const quoter = await deploy(deployer, ARTIFACTS.quoterV2, [factoryAddress, WETH_ADDRESS]);
+  const quoter = await deploy(deployer, ARTIFACTS.quoterV2, [factoryAddress, wethAddress]);
 
-  const weth = new Contract(WETH_ADDRESS, ERC20_ABI, deployer);
+  const weth = new Contract(wethAddress, ERC20_ABI, deployer);
   const usdcToken = new Contract(usdc, ERC20_ABI, deployer);
   const historyWeth = 20n * 10n ** 18n;
   await send(weth.deposit({ value: LIQUIDITY_WETH + historyWeth }));
@@ -90,18 +91,18 @@ export async function deployEmbeddedUniswap(opts: {
   }
 
   const sqrtPriceX96 = sqrtPriceX96For({
-    base: { address: WETH_ADDRESS, decimals: 18 },
+    base: { address: wethAddress, decimals: 18 },
     quote: { address: usdc, decimals: 6 },
     quotePerBase: EMBEDDED_ETH_PRICE_USDC,
   });
-  const [token0, token1] = BigInt(WETH_ADDRESS) < BigInt(usdc) ? [WETH_ADDRESS, usdc] : [usdc, WETH_ADDRESS];
+  const [token0, token1] = BigInt(wethAddress) < BigInt(usdc) ? [wethAddress, usdc] : [usdc, wethAddress];
   await send(npm.createAndInitializePoolIfNecessary(token0, token1, UNISWAP_POOL_FEE, sqrtPriceX96, GAS));
-  const poolAt = poolAddress(factoryAddress, WETH_ADDRESS, usdc, UNISWAP_POOL_FEE);
+  const poolAt = poolAddress(factoryAddress, wethAddress, usdc, UNISWAP_POOL_FEE);
   const pool = new Contract(poolAt, uniswapArtifact(ARTIFACTS.pool).abi, deployer);
   const tick = Number((await pool.slot0()).tick);
   const spacing = 10;
   const centre = Math.round(tick / spacing) * spacing;
-  const [amount0, amount1] = token0 === WETH_ADDRESS ? [LIQUIDITY_WETH, LIQUIDITY_USDC] : [LIQUIDITY_USDC, LIQUIDITY_WETH];
+  const [amount0, amount1] = token0 === wethAddress ? [LIQUIDITY_WETH, LIQUIDITY_USDC] : [LIQUIDITY_USDC, LIQUIDITY_WETH];
   await send(
     npm.mint(
       {
@@ -121,10 +122,10 @@ export async function deployEmbeddedUniswap(opts: {
     ),
   );
   await send(pool.increaseObservationCardinalityNext(OBSERVATION_CARDINALITY, GAS));
-  await writeHistory(provider, router, usdc, me);
+  await writeHistory(provider, router, usdc, wethAddress, me);
 
   return {
-    weth: WETH_ADDRESS,
+    weth: wethAddress,
     factory: factoryAddress,
     swapRouter02: routerAddress,
     quoterV2: await quoter.getAddress(),
@@ -137,7 +138,7 @@ export async function deployEmbeddedUniswap(opts: {
  * Small swaps both ways, spread from the pool's creation to the wall clock: each writes an observation, and the
  * last block lands on the wall clock. With a chain that did not start in the past, this just adds a few blocks.
  */
-async function writeHistory(provider: EIP1193Provider, router: Contract, usdc: string, me: string): Promise<void> {
+async function writeHistory(provider: EIP1193Provider, router: Contract, usdc: string, wethAddress: string, me: string): Promise<void> {
   const latest = async () =>
     Number(((await provider.request({ method: "eth_getBlockByNumber", params: ["latest", false] })) as { timestamp: string }).timestamp);
   const start = await latest();
@@ -151,8 +152,8 @@ async function writeHistory(provider: EIP1193Provider, router: Contract, usdc: s
     await send(
       router.exactInputSingle(
         {
-          tokenIn: buyEth ? usdc : WETH_ADDRESS,
-          tokenOut: buyEth ? WETH_ADDRESS : usdc,
+          tokenIn: buyEth ? usdc : wethAddress,
+          tokenOut: buyEth ? wethAddress : usdc,
           fee: UNISWAP_POOL_FEE,
           recipient: me,
           amountIn,

@@ -15,7 +15,7 @@ import { TOOLS } from "../mcp/tools";
 import { BLOCK_REASONS, ERROR_CODES, LEDGER_STATUSES } from "./errors";
 import { SchemaSet, refName, type JsonSchema } from "./jsonSchema";
 import { AUTH_MODES, type AnyOperation, openApiPath } from "../api/operation";
-import { buildOpenApi, documented, errorsByStatus, type DocsContext, type OpenApiOperation } from "./openapi";
+import { buildOpenApi, documented, errorsByStatus, onNetworks, type DocsContext, type OpenApiOperation } from "./openapi";
 
 const SAFE_INT = 9007199254740991;
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
@@ -125,18 +125,19 @@ function typesBlock(name: string, types: Record<string, { name: string; type: st
   return TypedDataEncoder.from(types).encodeType(primary) + (name ? `   ${name}` : "");
 }
 
-function signingSection(): string {
+function signingSection(ctx: DocsContext): string {
+  const chainId = ctx.networks[0].chainId;
   return [
     "## EIP-712 signing",
     "",
     "Owners sign with their own wallet; the agent's contract verifies, and the service asks the chain (OpenZeppelin",
     "SignatureChecker: EOAs, ERC-1271 wallets such as a Safe, EIP-7702 accounts) before relaying. Timestamps are Unix seconds",
     "within ±300 s of the server clock; every signature is single use. Amounts are USDC base units (6 decimals) as",
-    "uint256. Two domains:",
+    `uint256. \`chainId\` is the chain id of the agent's network (\`chainId\` in GET /wallet/agents): ${onNetworks(ctx)} here. Two domains:`,
     "",
-    `- policy domain: \`{ name: "${DOMAIN_NAME}", version: "${DOMAIN_VERSION}", chainId: 8453, verifyingContract: <the agent's address> }\``,
+    `- policy domain: \`{ name: "${DOMAIN_NAME}", version: "${DOMAIN_VERSION}", chainId: <the agent's chain id>, verifyingContract: <the agent's address> }\``,
     "  (the agent wallet is its SpendPolicy contract: `policyContract` in GET /limits equals `agentAddress`, known before deployment);",
-    `- service domain: \`{ name: "${DOMAIN_NAME}", version: "${DOMAIN_VERSION}", chainId: 8453 }\`.`,
+    `- service domain: \`{ name: "${DOMAIN_NAME}", version: "${DOMAIN_VERSION}", chainId: <the agent's chain id> }\`.`,
     "",
     "```",
     typesBlock("policy domain: POST /limits (deploy or update)", SET_POLICY_TYPES),
@@ -162,7 +163,7 @@ function signingSection(): string {
     "Example (ethers v6), signing a policy for POST /limits:",
     "",
     "```js",
-    'const domain = { name: "SpendGate", version: "1", chainId: 8453, verifyingContract: policyContract };',
+    `const domain = { name: "SpendGate", version: "1", chainId: ${chainId}, verifyingContract: policyContract }; // the agent's chain id`,
     `const types = ${JSON.stringify(SET_POLICY_TYPES)};`,
     "const timestamp = Math.floor(Date.now() / 1000);",
     'const ANY = "0x0000000000000000000000000000000000000000";',
@@ -244,6 +245,6 @@ export function buildApiDocs(ctx: DocsContext, operations: readonly AnyOperation
   out.push("", "## Block reasons", "", '`reason` of a blocked payment (POST /pay 422, `status: "blocked"`):', "");
   out.push(table("reason | meaning", Object.entries(BLOCK_REASONS)));
   out.push("## Ledger statuses", "", table("status | meaning", Object.entries(LEDGER_STATUSES)));
-  out.push(signingSection());
+  out.push(signingSection(ctx));
   return out.join("\n");
 }

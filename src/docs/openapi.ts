@@ -63,6 +63,13 @@ export interface DocsContext {
   baseUrl: string;
   dashboardUrl: string;
   version: string;
+  /** The networks the deployment runs, the first (an agent's default) first. */
+  networks: readonly { name: string; displayName: string; chainId: number }[];
+}
+
+/** "Base (chain id 8453)", or "Base (chain id 8453) or Base Sepolia (chain id 84532)": where the deployment pays. */
+export function onNetworks(ctx: Pick<DocsContext, "networks">): string {
+  return ctx.networks.map((n) => `${n.displayName} (chain id ${n.chainId})`).join(" or ");
 }
 
 /** Error codes a route can answer, grouped by HTTP status. */
@@ -183,7 +190,7 @@ export function buildOpenApi(ctx: DocsContext, operations: readonly AnyOperation
       title: "SpendGate API",
       version: ctx.version,
       description:
-        "Control plane for AI agents that pay: on-chain spend policies, x402 payments in USDC on Base (chain id 8453), " +
+        `Control plane for AI agents that pay: on-chain spend policies, x402 payments in USDC on ${onNetworks(ctx)}, ` +
         `approvals and a ledger. Errors: { error, message, status }. Markdown reference: ${ctx.baseUrl}/references/api_docs.md`,
     },
     servers: [{ url: ctx.baseUrl }],

@@ -1,19 +1,21 @@
 /** GET /skill.md: the onboarding file agents follow, with this deployment's URLs filled in. */
 // The MCP client configuration (Claude / Cursor style `mcpServers`) has one home, the SDK's, shared with `spendgate onboard`.
 import { mcpClientConfig } from "../../packages/sdk/src/mcp";
+import { onNetworks, type DocsContext } from "./openapi";
 
 export const CONFIG_PATH = "~/.spendgate/config.json";
 
-export function buildSkill(baseUrl: string, dashboardUrl: string): string {
+export function buildSkill(baseUrl: string, dashboardUrl: string, networks: Pick<DocsContext, "networks">): string {
   const mcp = JSON.stringify(mcpClientConfig(baseUrl), null, 2);
+  const names = networks.networks.map((n) => n.displayName).join(" or ");
   return `---
 name: spendgate
-description: Pay x402 sellers (HTTP 402) in USDC on Base through SpendGate, under a spend policy your human owner controls on-chain. Use it whenever a resource you need asks for payment.
+description: Pay x402 sellers (HTTP 402) in USDC on ${names} through SpendGate, under a spend policy your human owner controls on-chain. Use it whenever a resource you need asks for payment.
 ---
 
 # SpendGate onboarding for agents
 
-SpendGate gives you a wallet and pays x402 sellers for you, in USDC on Base (chain id 8453). Your wallet is a
+SpendGate gives you a wallet and pays x402 sellers for you, in USDC on ${onNetworks(networks)}. Your wallet is a
 contract that is also your spend policy: your human owner sets and signs the policy, and the wallet lets money out
 only for payments that policy authorised (or to your owner). Nobody, SpendGate included, can spend past it.
 

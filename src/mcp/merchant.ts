@@ -42,7 +42,10 @@ export async function verifyMerchant(s: Services, agent: AgentDoc, serviceUrl: s
         intent: "verify_merchant",
         seller: { url: serviceUrl, method: "GET" },
       });
-      if (!quote) quoteError = { error: "unsupported_payment", message: "The seller offers no exact USDC payment on this chain." };
+      if (!quote) {
+        const where = `${s.ctx.config.networkName} (eip155:${s.ctx.config.chainId}), this agent's network`;
+        quoteError = { error: "unsupported_payment", message: `The seller offers no USDC payment this agent can make on ${where}.` };
+      }
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       quoteError = { error: err.code, message: err.message };

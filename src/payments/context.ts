@@ -91,6 +91,7 @@ export async function finish(room: Room, txnId: string, from: readonly PaymentPh
 export function ledgerBase(pc: PaymentContext, approvalId: string | null): LedgerBase {
   return {
     agentAddress: pc.agent.address,
+    ...(pc.agent.network ? { network: pc.agent.network } : {}),
     ownerAddress: pc.agent.ownerAddress,
     policyAddress: pc.agent.policyAddress,
     merchant: pc.merchant,

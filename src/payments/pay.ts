@@ -158,7 +158,7 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
   timer.mark("quote");
   if (quoted.kind === "refused") return quoted;
   let q = quoted.quote;
-  if (!q) return refuse(room, pc, { amount: maxAmount, reason: "unsupported_payment", proof: null });
+  if (!q) return refuse(room, pc, { amount: maxAmount, reason: "unsupported_payment", proof: null, detail: quoted.detail });
   if (q.amount > maxAmount) return refuse(room, pc, { amount: q.amount, reason: "max_amount_exceeded", proof: null });
   if (q.scheme !== "exact") {
     const paid = await payScheme(room, pc, q, admission);

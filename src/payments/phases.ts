@@ -42,7 +42,16 @@ function assertMove(from: readonly (PaymentPhase | "new")[], to: PaymentPhase): 
 /** What an entry knows before any value moves: whose payment, to whom, why. */
 export type LedgerBase = Pick<
   PaymentDoc,
-  "agentAddress" | "ownerAddress" | "policyAddress" | "merchant" | "serviceUrl" | "currency" | "intent" | "approvalId" | "idempotencyScope"
+  | "agentAddress"
+  | "network"
+  | "ownerAddress"
+  | "policyAddress"
+  | "merchant"
+  | "serviceUrl"
+  | "currency"
+  | "intent"
+  | "approvalId"
+  | "idempotencyScope"
 >;
 
 /** The fields a write may change besides its phase: never the entry's id, when it was created, or its phase. */

@@ -6,6 +6,7 @@
 import type { PaymentRequired } from "@x402/core/types";
 import { type AppError, appError, gatewayTimeout, transient, upstreamError } from "../errors";
 import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
+import { noQuoteDetail } from "../x402/pick";
 import type { PaymentScheme } from "../schemas/payments";
 import type { PaymentContext, Room } from "./context";
 import { type Refused, refused } from "./result";
@@ -60,8 +61,12 @@ export async function sellerQuote(
   }
 }
 
-/** The seller's quote for the payment's agent; null when it offers no exact USDC payment on this chain. */
-export async function quote(room: Room, pc: PaymentContext): Promise<{ kind: "quote"; quote: Quote | null } | Refused> {
+/**
+ * The seller's quote for the payment's agent; null when it offers no USDC payment on the agent's network (`detail`
+ * then says which networks it does offer).
+ */
+export async function quote(room: Room, pc: PaymentContext): Promise<{ kind: "quote"; quote: Quote | null; detail?: string } | Refused> {
   const q = await sellerQuote(room, pc.seller, pc.agent.address, pc.schemes);
-  return q.kind === "refused" ? q : { kind: "quote", quote: q.quote };
+  if (q.kind === "refused") return q;
+  return { kind: "quote", quote: q.quote, ...(q.quote ? {} : { detail: noQuoteDetail(q.paymentRequired, room.ctx.config.chainId) }) };
 }

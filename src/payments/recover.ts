@@ -78,7 +78,8 @@ export async function recover(room: Room, now = new Date(), opts: { own?: boolea
     // An instance whose heartbeat went stale: taken over at once, fenced on-chain first (failover.ts).
     ...(dead.length ? [{ instanceId: { $in: [...dead] } }] : []),
   ];
-  const due = await ctx.store.payments.find({ phase: { $in: [...IN_FLIGHT] }, $or: free }).toArray();
+  // This network's payments only: another network's are finished from its own chain.
+  const due = await ctx.store.payments.find({ ...ctx.networkScope, phase: { $in: [...IN_FLIGHT] }, $or: free }).toArray();
   let resolved = 0;
   // All at once: the agent lock serialises one agent's, and a dead instance's payments are final in one round.
   await Promise.all(

@@ -176,7 +176,7 @@ function blockedAnswer(doc: PaymentDoc, replayed: boolean): PayBlocked {
       (doc.refusedPayTo
         ? ` (the seller asks to be paid at ${doc.refusedPayTo}; the owner named ${doc.pinnedPayee ?? "another payee"})`
         : "") +
-      (doc.reason === "insufficient_funds" && doc.detail ? ` (${doc.detail})` : "") +
+      ((doc.reason === "insufficient_funds" || doc.reason === "unsupported_payment") && doc.detail ? ` (${doc.detail})` : "") +
       (replayed ? " (the same refusal as moments ago: recorded on-chain once)" : ""),
   });
 }

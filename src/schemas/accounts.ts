@@ -6,6 +6,15 @@ export const GenesisRequest = z
   .strictObject({
     email: z.email().max(254).optional(),
     label: z.string().trim().min(1).max(100).optional(),
+    network: z
+      .string()
+      .regex(/^[a-z0-9-]{1,40}$/, "must be a network name like base-sepolia")
+      .optional()
+      .meta({
+        description:
+          "the network the agent lives on for good, one this service runs (GET /health lists them; default the first): its wallet, policy and payments are there",
+        example: "base-sepolia",
+      }),
   })
   .meta({ id: "GenesisRequest" });
 export type GenesisRequest = z.infer<typeof GenesisRequest>;
@@ -13,6 +22,8 @@ export type GenesisRequest = z.infer<typeof GenesisRequest>;
 export const GenesisResponse = z
   .object({
     agentAddress: z.string(),
+    network: z.string().meta({ description: "the network the agent lives on (a name of the network table)" }),
+    chainId: z.number().int().meta({ description: "its chain id: the chainId of every EIP-712 domain its owner signs" }),
     apiKey: z.string().meta({ description: "shown once; store it in ~/.spendgate/config.json" }),
     label: z.string(),
     createdAt: z.string(),
@@ -68,6 +79,8 @@ export const OptionalAddressQuery = z.strictObject({ address: Address.optional()
 
 export const AgentSummary = z.object({
   address: z.string(),
+  network: z.string().meta({ description: "the network the agent lives on (chosen at genesis)" }),
+  chainId: z.number().int().meta({ description: "its chain id: the chainId of every EIP-712 domain its owner signs" }),
   label: z.string(),
   createdAt: z.string(),
   ownerAddress: z.string().nullable(),
@@ -79,14 +92,15 @@ export const AgentsResponse = z.object({ agents: z.array(AgentSummary) }).meta({
 export const BalanceResponse = z
   .object({
     agentAddress: z.string(),
+    network: z.string().meta({ description: "the network the agent lives on" }),
     chainId: z.number().int(),
     blockNumber: z.number().int(),
     usdc: z.string(),
-    eth: z.string(),
+    eth: z.string().meta({ description: "the network's native coin (ETH on Base; CELO, POL or AVAX elsewhere)" }),
     weth: z
       .string()
       .nullable()
-      .meta({ description: "WETH at 0x4200000000000000000000000000000000000006 (Base's); null when that address holds no token" }),
+      .meta({ description: "WETH of the network (the network table's); null on a network without WETH (swaps off)" }),
     currency: z.literal("USDC"),
     dailyBudget: z.string(),
     spentToday: z.string(),

@@ -10,6 +10,7 @@ export const ExplorerEvent = z.object({
 
 export const ExplorerTx = z
   .object({
+    network: z.string().meta({ description: "the sandbox chain it is on (the network it stands in for)" }),
     hash: z.string(),
     status: z.enum(["success", "reverted"]),
     blockNumber: z.number().int(),
@@ -24,6 +25,7 @@ export const ExplorerTx = z
 
 export const ExplorerAddress = z
   .object({
+    network: z.string().meta({ description: "the sandbox chain read (`?network=`; default an agent's network, else the first)" }),
     address: z.string(),
     contract: z.boolean().meta({ description: "whether code is deployed at the address" }),
     eth: z.string(),

@@ -93,6 +93,7 @@ export const WindowView = z
 export const PolicyView = z
   .object({
     address: z.string().meta({ description: "the agent" }),
+    network: z.string().meta({ description: "the network the agent lives on (its policy is on that chain)" }),
     perTxLimit: z.string().meta({ description: "most one payment may be, USDC" }),
     dailyBudget: z.string().meta({ description: "most the agent may spend per UTC day, USDC" }),
     allowlist: z.array(z.string()).meta({ description: 'merchant hosts allowed ("*.domain" any subdomain, "*" any)' }),

@@ -195,6 +195,8 @@ export const LedgerEntry = z
   .object({
     id: z.string(),
     agentAddress: z.string(),
+    network: z.string().meta({ description: "the agent's network: the chain the payment was made on" }),
+    chainId: z.number().int().meta({ description: "its chain id (0 for a network this service no longer runs)" }),
     merchant: z.string(),
     amount: z.string(),
     currency: z.literal("USDC"),
@@ -256,6 +258,11 @@ const FAUCET_AMOUNT = /^(0|[1-9]\d{0,27})(\.\d{1,18})?$/;
 export const FaucetRequest = z
   .strictObject({
     agentAddress: Address,
+    network: z
+      .string()
+      .regex(/^[a-z0-9-]{1,40}$/, "must be a network name like base-sepolia")
+      .optional()
+      .meta({ description: "the sandbox chain to give on (default: the agent's network)" }),
     token: FaucetToken.default("USDC"),
     amount: z
       .string()

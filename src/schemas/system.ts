@@ -1,13 +1,26 @@
 /** Responses of the system routes and of SpendGate's own x402 seller route (documented, not validated). */
 import { z } from "zod";
 
+/** One network of the service, as the health routes see it. */
+export const NetworkHealth = z
+  .object({
+    name: z.string().meta({ description: "the network (a name of the network table)" }),
+    chainId: z.number().int(),
+    chain: z.enum(["ok", "unreachable"]).meta({ description: "its JSON-RPC answered its block number, on its chain id" }),
+    blockNumber: z.number().int().nullable(),
+    factory: z.string(),
+    usdc: z.string(),
+  })
+  .meta({ id: "NetworkHealth" });
+
 export const HealthResponse = z
   .object({
     status: z.enum(["ok", "degraded"]),
     mode: z.enum(["embedded", "production"]),
     store: z.enum(["ok", "unreachable"]),
-    chain: z.enum(["ok", "unreachable"]),
-    chainId: z.number().int(),
+    chain: z.enum(["ok", "unreachable"]).meta({ description: "every network's chain answers (each one: `networks`)" }),
+    networks: z.array(NetworkHealth).meta({ description: "every network the service runs, the first (an agent's default) first" }),
+    chainId: z.number().int().meta({ description: "the first network's (and blockNumber, factory, usdc)" }),
     blockNumber: z.number().int().nullable(),
     factory: z.string().nullable(),
     usdc: z.string(),
@@ -31,10 +44,12 @@ const Check = z.enum(["ok", "unreachable", "behind"]);
 export const ReadyChecks = z
   .object({
     store: Check.meta({ description: "the store answered a ping" }),
-    chain: Check.meta({ description: "the chain's JSON-RPC answered its block number, on the configured chain id" }),
-    indexer: Check.meta({ description: "the indexer is at most READY_MAX_INDEXER_LAG blocks behind the chain (ok when not checked)" }),
-    blockNumber: z.number().int().nullable(),
-    indexerLag: z.number().int().nullable().meta({ description: "blocks the indexer has still to read" }),
+    chain: Check.meta({ description: "every network's JSON-RPC answered its block number, on its chain id" }),
+    indexer: Check.meta({
+      description: "every network's indexer is at most READY_MAX_INDEXER_LAG blocks behind its chain (ok when not checked)",
+    }),
+    blockNumber: z.number().int().nullable().meta({ description: "the first network's" }),
+    indexerLag: z.number().int().nullable().meta({ description: "blocks the indexer furthest behind has still to read" }),
     maxIndexerLag: z.number().int().meta({ description: "READY_MAX_INDEXER_LAG (0: not checked)" }),
   })
   .meta({ id: "ReadyChecks" });

@@ -11,6 +11,8 @@ import { linkMac, linkMacValid } from "./linkMac";
 
 export interface GenesisResult {
   agentAddress: string;
+  network: string;
+  chainId: number;
   apiKey: string;
   label: string;
   createdAt: string;
@@ -80,6 +82,8 @@ export class AgentService {
     const now = new Date();
     const doc: AgentDoc = {
       address,
+      // This set of services is the chosen network's (NetworkServices): the agent lives there for good.
+      network: this.ctx.config.networkName,
       label: input.label ?? `agent-${address.slice(2, 8).toLowerCase()}`,
       email,
       registrationKey,
@@ -108,6 +112,8 @@ export class AgentService {
     const link = this.activationLink(address);
     return {
       agentAddress: address,
+      network: this.ctx.config.networkName,
+      chainId: this.ctx.config.chainId,
       apiKey,
       label: doc.label,
       createdAt: now.toISOString(),

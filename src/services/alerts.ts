@@ -6,7 +6,7 @@
 import { fromBaseUnits } from "../amounts";
 import type { ApprovalDoc, ChainEventDoc, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { approvalAlertView, explorerBase, paymentView } from "./presenters";
+import { approvalAlertView, paymentView, paymentWhere } from "./presenters";
 import { PolicyService, limitedWindows } from "./policies";
 
 const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
@@ -67,7 +67,7 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string, writt
   // On the payment path: an owner nobody listens for costs one small query, no chain read.
   const wanted = await ctx.webhooks.subscribed(doc.ownerAddress).catch(() => new Set<string>());
   if (wanted.has(type)) {
-    const data = paymentView(doc, explorerBase(ctx));
+    const data = paymentView(doc, paymentWhere(ctx, doc));
     if (
       await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
     )
@@ -152,7 +152,14 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
   const [payments, approvals] = await Promise.all([
     ctx.store.payments
       .find(
-        { ownerAddress: { $in: owners }, phase: "done", status: { $in: ["approved", "blocked", "failed"] }, updatedAt: { $gte: since } },
+        // This network's payments (their budget levels are read from its chain); every network's service runs this.
+        {
+          ...ctx.networkScope,
+          ownerAddress: { $in: owners },
+          phase: "done",
+          status: { $in: ["approved", "blocked", "failed"] },
+          updatedAt: { $gte: since },
+        },
         { projection: { txnId: 1, status: 1 } },
       )
       .limit(5_000)

@@ -43,7 +43,7 @@ export class AuthService {
     const valid = validateSiweMessage({ message: fields, domain: base.host, nonce: fields.nonce, time: new Date() });
     if (!valid || fields.uri.replace(/\/+$/, "") !== base.origin || fields.chainId !== this.ctx.config.chainId) {
       throw invalidSignature(
-        `The SIWE message must name domain ${base.host}, URI ${base.origin} and chain ${this.ctx.config.chainId}, and not be expired.`,
+        `The SIWE message must name domain ${base.host}, URI ${base.origin} and chain ${this.ctx.config.networks.map((n) => n.chainId).join(" or ")}, and not be expired.`,
       );
     }
     const address = getAddress(fields.address);

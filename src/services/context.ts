@@ -1,4 +1,5 @@
 /** What every service gets: config, store, chain, custody, and the shared helpers. */
+import type { Filter } from "mongodb";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/client";
 import type { Config } from "../config";
@@ -12,12 +13,27 @@ import type { SignatureService } from "./signatures";
 import type { WebhookOutbox } from "../webhooks/outbox";
 import type { Telemetry } from "../telemetry";
 
+export type NetworkScope = Pick<Filter<{ network?: string }>, "network">;
+
+/** The scope of network `name` of `config.networks` (see ServiceContext.networkScope). */
+export function networkScopeOf(config: Pick<Config, "networks">, name: string): NetworkScope {
+  // null matches a document without the field (MongoDB's $in); the driver's types know no null for an optional field.
+  return config.networks[0].name === name ? ({ network: { $in: [name, null] } } as unknown as NetworkScope) : { network: name };
+}
+
 export interface ServiceContext {
+  /** This network's view of the configuration (its chain id, RPC, USDC, factory...; src/config.ts networkView). */
   config: Config;
   /** Public URLs, resolved once the server listens. */
   urls: { base: string; dashboard: string };
   store: Store;
+  /** This network's chain. */
   chain: ChainClient;
+  /**
+   * The filter of this network's documents among those that name one (payments): `network` is this network, or,
+   * for the first network, absent (written before networks were recorded). Jobs that scan the store use it.
+   */
+  networkScope: NetworkScope;
   wallets: WalletProvider;
   keys: KeyService;
   facilitator: Facilitator;

@@ -2,14 +2,14 @@
 import type { Filter } from "mongodb";
 import type { LedgerStatus, PaymentDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
-import { explorerBase, paymentView } from "./presenters";
+import { paymentView, paymentWhere } from "./presenters";
 import type { Principal } from "../principal";
 
 export class LedgerService {
   constructor(private readonly ctx: ServiceContext) {}
 
   view(doc: PaymentDoc) {
-    return paymentView(doc, explorerBase(this.ctx));
+    return paymentView(doc, paymentWhere(this.ctx, doc));
   }
 
   /** Entries visible to the principal (its agent, or the owner's agents), filtered and paginated. */

@@ -60,7 +60,8 @@ export async function quoteMerchant(s: Services, principal: Principal, input: Me
   const pinnedPayee = proof && proof.payee !== ANY_PAYEE ? proof.payee : null;
   const payeeMatches = pinnedPayee && payTo ? pinnedPayee.toLowerCase() === payTo.toLowerCase() : null;
   let advice: string;
-  if (!payTo) advice = `${merchant} offers no exact USDC payment on this chain: SpendGate could not pay it, so there is no payee to pin.`;
+  if (!payTo)
+    advice = `${merchant} offers no USDC payment on ${s.ctx.config.networkName}, the agent's network: SpendGate could not pay it, so there is no payee to pin.`;
   else if (payeeMatches === true) advice = `${payTo} is already the pinned payee of ${proof?.leaf}: nothing to change.`;
   else if (payeeMatches === false) {
     advice = `${merchant} now asks to be paid at ${payTo}, but ${proof?.leaf} pins ${pinnedPayee}: payments are refused (payee_not_allowed) until the owner signs a policy with the new payee, if she trusts it.`;

@@ -244,6 +244,8 @@ export class PolicyService {
     ];
     return {
       address: agent.address,
+      // These services are the agent's network's (src/services/networks.ts).
+      network: this.ctx.config.networkName,
       perTxLimit: fromBaseUnits(p.perTxLimit),
       dailyBudget: fromBaseUnits(p.dailyBudget),
       allowlist: await this.allowlistFor(p.allowlistRoot),

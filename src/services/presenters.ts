@@ -6,10 +6,21 @@ import { formatEther } from "ethers";
 import { fromBaseUnits } from "../amounts";
 import type { AgentDoc, ApprovalDoc, PaymentDoc } from "../store/documents";
 
-/** An agent as GET /wallet/agents lists it; `deployed`: whether its wallet and policy contract are on-chain. */
-export function agentView(a: AgentDoc, deployed: boolean) {
+/** Where an agent or a payment lives: its network and chain id. */
+export interface NetworkRef {
+  network: string;
+  chainId: number;
+}
+
+/**
+ * An agent as GET /wallet/agents lists it; `where`: its network; `deployed`: whether its wallet and policy contract
+ * are on-chain (there).
+ */
+export function agentView(a: AgentDoc, where: NetworkRef, deployed: boolean) {
   return {
     address: a.address,
+    network: where.network,
+    chainId: where.chainId,
     label: a.label,
     createdAt: a.createdAt.toISOString(),
     ownerAddress: a.ownerAddress,
@@ -33,21 +44,39 @@ export function swapView(s: PaymentDoc["swap"] | undefined): SwapView | null {
   return { txHash: s.txHash, tokenIn: s.tokenIn, amountIn: formatEther(s.amountIn), amountOut: fromBaseUnits(s.amountOut) };
 }
 
-/** A ledger entry (GET /ledger, GET /payments/:id, MCP get_payment, payment webhooks). */
 /**
- * Where explorer links point: EXPLORER_URL, or in embedded mode the service's own view of its sandbox chain
- * (/dev/explorer/tx/<hash>): chain id 8453 is real Base's too, so basescan.org would show another chain's data.
+ * Where explorer links point: EXPLORER_URL (the network's explorer by default), or in embedded mode the service's own
+ * view of its sandbox chains (/dev/explorer/tx/<hash>): a sandbox has its network's chain id, so the public explorer
+ * would show another chain's data.
  */
 export function explorerBase(ctx: { config: { explorerUrl?: string }; urls: { base: string } }): string {
   return ctx.config.explorerUrl ?? `${ctx.urls.base}/dev/explorer`;
 }
 
-export function paymentView(doc: PaymentDoc, explorerUrl: string) {
+type NetworksOf = { config: { networks: readonly { name: string; chainId: number; explorerUrl?: string }[] }; urls: { base: string } };
+
+/** The network of a payment (its own, or the first network's for one from before networks were recorded) and its explorer. */
+export function paymentWhere(ctx: NetworksOf, doc: Pick<PaymentDoc, "network">): NetworkRef & { explorerUrl: string } {
+  const first = ctx.config.networks[0];
+  const n = ctx.config.networks.find((x) => x.name === (doc.network ?? first.name));
+  return {
+    network: doc.network ?? first.name,
+    // A network no longer run: its explorer unknown here (the chain id 0 says so).
+    chainId: n?.chainId ?? 0,
+    explorerUrl: explorerBase({ config: { explorerUrl: n?.explorerUrl }, urls: ctx.urls }),
+  };
+}
+
+/** A ledger entry (GET /ledger, GET /payments/:id, MCP get_payment, payment webhooks), on network `where`. */
+export function paymentView(doc: PaymentDoc, where: NetworkRef & { explorerUrl: string }) {
   // A channel voucher has no on-chain paymentId (it is signed off-chain); a deposit's is its authorisation's.
   const paymentId = doc.scheme === "batch-settlement" ? (doc.channel?.depositPaymentId ?? null) : doc.paymentId;
+  const { explorerUrl } = where;
   return {
     id: doc.txnId,
     agentAddress: doc.agentAddress,
+    network: where.network,
+    chainId: where.chainId,
     merchant: doc.merchant,
     amount: fromBaseUnits(doc.amount),
     currency: doc.currency,

@@ -1,16 +1,18 @@
 /**
  * Boot: the sandbox where the environment names no chain or store (the one place that starts it, through
- * src/dev/index.ts), the configuration resolved once and frozen, the store, and the chain client.
+ * src/dev/index.ts: one embedded chain per network), the configuration resolved once and frozen, the store, and one
+ * chain client per network (each checked to answer its network's chain id).
  */
 import { randomBytes } from "node:crypto";
 import { ChainClient } from "../chain/client";
+import type { NetworkName } from "../chain/networks";
 import { indexerLag } from "../indexer/indexer";
 import { Telemetry } from "../telemetry";
 import { VERSION } from "../version";
 import { webhookCollections } from "../webhooks/outbox";
-import { resolveConfig, type Config, type LoadedConfig } from "../config";
+import { networkView, resolveConfig, type Config, type LoadedConfig } from "../config";
 import type { Faucet } from "../api/operation";
-import { sandboxFaucet, startSandboxChain, startSandboxStore, type EmbeddedChain, type EmbeddedMongo } from "../dev";
+import { sandboxFaucet, startSandboxChains, startSandboxStore, type EmbeddedChain, type EmbeddedMongo } from "../dev";
 import { connectStore, type Store } from "../store";
 
 export type { EmbeddedChain, EmbeddedMongo } from "../dev";
@@ -19,7 +21,7 @@ export type { EmbeddedChain, EmbeddedMongo } from "../dev";
 export type Cleanup = (() => void | Promise<void>)[];
 
 export interface BootOptions {
-  /** Reuse a running embedded chain (tests share one per file). */
+  /** Reuse a running embedded chain for the first network (tests share one per file). */
   embeddedChain?: EmbeddedChain;
   /** Start the embedded chain in its own worker thread (`npm start`); by default in this thread. */
   chainThread?: boolean;
@@ -29,16 +31,28 @@ export interface BootOptions {
   operatorPrivateKey?: string;
 }
 
+/** One network of the service, booted: its view of the configuration and its chain. */
+export interface BootedNetwork {
+  name: NetworkName;
+  config: Config;
+  chain: ChainClient;
+  embeddedChain?: EmbeddedChain;
+  /** The dev faucet of its embedded chain, in embedded mode only. */
+  faucet?: Faucet;
+}
+
 export interface Booted {
   config: Config;
   /** This instance's metrics (GET /metrics) and traces (when an OTLP endpoint is configured). */
   telemetry: Telemetry;
   store: Store;
+  /** Every network run, the first one first. */
+  networks: readonly [BootedNetwork, ...BootedNetwork[]];
+  /** The first network's chain (and embedded chain, faucet). */
   chain: ChainClient;
   embeddedChain?: EmbeddedChain;
   /** The embedded store when it runs on this thread (its index layer's explain and stats are readable here). */
   embeddedMongo?: EmbeddedMongo;
-  /** The dev faucet, in embedded mode only. */
   faucet?: Faucet;
 }
 
@@ -57,16 +71,20 @@ export function storeUnreachable(err: unknown, uri: string, embedded: boolean): 
 }
 
 export async function boot(loaded: LoadedConfig, opts: BootOptions, cleanup: Cleanup): Promise<Booted> {
-  let embeddedChain = opts.embeddedChain;
-  if (loaded.embeddedChain && !embeddedChain) {
-    embeddedChain = await startSandboxChain({ port: loaded.chainPort ?? 0, thread: opts.chainThread ?? false });
-    const started = embeddedChain;
-    cleanup.push(() => started.close());
+  let embeddedChains: EmbeddedChain[] | undefined;
+  if (loaded.embeddedChain) {
+    const first = opts.embeddedChain;
+    embeddedChains = await startSandboxChains(loaded.networkNames, {
+      port: loaded.chainPort ?? 0,
+      thread: opts.chainThread ?? false,
+      first,
+    });
+    for (const started of embeddedChains) if (started !== first) cleanup.push(() => started.close());
   }
   const embeddedStore = loaded.embeddedStore ? await startSandboxStore({ thread: opts.storeThread ?? false }) : undefined;
   if (embeddedStore) cleanup.push(() => embeddedStore.stop());
   const config = resolveConfig(loaded, {
-    chain: embeddedChain,
+    chains: embeddedChains,
     operatorPrivateKey: opts.operatorPrivateKey,
     // Each embedded run gets its own database so runs never see each other's data.
     store: embeddedStore && { uri: embeddedStore.uri, db: `spendgate_${randomBytes(4).toString("hex")}` },
@@ -81,8 +99,15 @@ export async function boot(loaded: LoadedConfig, opts: BootOptions, cleanup: Cle
   const deliveries = webhookCollections(store).deliveries;
   const telemetry: Telemetry = new Telemetry(
     {
-      indexerLag: async (): Promise<number> =>
-        indexerLag(store, config.chainId, config.factoryDeployBlock, await chain.provider.getBlockNumber()),
+      // The network furthest behind.
+      indexerLag: async (): Promise<number> => {
+        const lags = await Promise.all(
+          networks.map(async (n) =>
+            indexerLag(store, n.config.chainId, n.config.factoryDeployBlock, await n.chain.provider.getBlockNumber()),
+          ),
+        );
+        return Math.max(...lags);
+      },
       webhookQueue: () => deliveries.countDocuments({ status: "pending" }),
     },
     config.otlpTracesUrl
@@ -98,17 +123,46 @@ export async function boot(loaded: LoadedConfig, opts: BootOptions, cleanup: Cle
   // Last to close: the spans of everything that stopped before it are sent.
   cleanup.push(() => telemetry.close());
 
-  const chain: ChainClient = new ChainClient({
-    rpcObserver: telemetry.metrics,
-    rpcTimeoutMs: config.rpcTimeoutMs,
-    rpcUrl: config.rpcUrl,
-    chainId: config.chainId,
-    operatorPrivateKey: config.operatorPrivateKey,
-    factoryAddress: config.factoryAddress,
-    usdcAddress: config.usdcAddress,
-    pollingIntervalMs: embeddedChain ? 100 : 1_000,
-  });
-  cleanup.push(() => chain.destroy());
-  const faucet = config.embeddedChain ? sandboxFaucet(chain) : undefined;
-  return { config, telemetry, store, chain, embeddedChain, embeddedMongo: embeddedStore?.mongo, faucet };
+  const networks = config.networks.map((n, i): BootedNetwork => {
+    const view = networkView(config, n.name);
+    const chain: ChainClient = new ChainClient({
+      rpcObserver: telemetry.metrics,
+      rpcTimeoutMs: view.rpcTimeoutMs,
+      rpcUrl: view.rpcUrl,
+      chainId: view.chainId,
+      operatorPrivateKey: view.operatorPrivateKey,
+      factoryAddress: view.factoryAddress,
+      usdcAddress: view.usdcAddress,
+      pollingIntervalMs: embeddedChains ? 100 : 1_000,
+    });
+    cleanup.push(() => chain.destroy());
+    const embeddedChain = embeddedChains?.[i];
+    return { name: n.name, config: view, chain, embeddedChain, faucet: embeddedChain ? sandboxFaucet(chain, view.wethAddress) : undefined };
+  }) as [BootedNetwork, ...BootedNetwork[]];
+  // A node of another chain would have every signature made for the wrong chain id: refused before anything starts.
+  await Promise.all(networks.map((n) => checkChainId(n)));
+  const [first] = networks;
+  return {
+    config,
+    telemetry,
+    store,
+    networks,
+    chain: first.chain,
+    embeddedChain: first.embeddedChain,
+    embeddedMongo: embeddedStore?.mongo,
+    faucet: first.faucet,
+  };
+}
+
+/** Refuses a network whose JSON-RPC answers another chain id than the network's (a node that does not answer is let be). */
+async function checkChainId(n: BootedNetwork): Promise<void> {
+  const answered: unknown = await n.chain.provider.send("eth_chainId", []).catch(() => null);
+  if (answered === null) return; // unreachable now: the health routes say so, and every call fails until it is back
+  const id = Number(answered);
+  if (id !== n.config.chainId) {
+    const key = n.config.networks[0].name === n.name ? "RPC_URL" : `the RPC URL of ${n.name}`;
+    throw new Error(
+      `${key} answers chain id ${id}, but network ${n.name} is chain ${n.config.chainId}: check NETWORK/NETWORKS and the URL.`,
+    );
+  }
 }

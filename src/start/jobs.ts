@@ -1,6 +1,7 @@
 /**
  * Background jobs: the webhook worker, the alert catch-up, the recovery of payments a previous run left (before any
- * new one is taken) and its periodic sweep with approval expiry, and the chain indexer under its leader lease.
+ * new one is taken) and its periodic sweep with approval expiry, and the chain indexer under its leader lease. The
+ * chain-bound ones run once per network (its own payments, its own chain, its own indexer cursor and lease).
  */
 import type { Logger } from "pino";
 import { Indexer } from "../indexer/indexer";
@@ -9,14 +10,20 @@ import { LeaderLease } from "../store/leases";
 import type { Booted, Cleanup } from "./boot";
 import type { Wired } from "./wiring";
 
-export interface Jobs {
+export interface NetworkIndexer {
   indexer: Indexer;
-  /** Whether this instance is the one indexing (several instances share the database). */
+  /** Whether this instance is the one indexing this chain (several instances share the database). */
   indexerLease: LeaderLease;
 }
 
-export async function startJobs({ config, store, chain }: Booted, wired: Wired, logger: Logger, cleanup: Cleanup): Promise<Jobs> {
+export interface Jobs extends NetworkIndexer {
+  /** Every network's indexer, the first one's first (also `indexer` and `indexerLease`). */
+  indexers: NetworkIndexer[];
+}
+
+export async function startJobs({ config, store, networks }: Booted, wired: Wired, logger: Logger, cleanup: Cleanup): Promise<Jobs> {
   const { services, webhooks, leases } = wired;
+  const every = wired.networks.all;
   // Owner alerts: deliveries left pending by a previous run are sent as soon as the worker starts.
   webhooks.worker.start();
   cleanup.push(async () => {
@@ -30,14 +37,16 @@ export async function startJobs({ config, store, chain }: Booted, wired: Wired, 
   const alertSweep = setInterval(() => {
     const since = new Date(alertsCheckedAt.getTime() - 60_000);
     alertsCheckedAt = new Date();
-    catchUpAlerts(services.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
+    for (const s of every) catchUpAlerts(s.ctx, since).catch((err: unknown) => logger.error({ err }, "webhook alert catch-up failed"));
   }, 30_000);
   alertSweep.unref();
   cleanup.push(() => clearInterval(alertSweep));
 
   // Nothing stays between authorise and settle: finish what a previous run left before taking new payments.
   await services.idempotency.releaseOwn();
-  const recovered = (await services.payments.recover(new Date(), { own: true })) + (await services.approvals.recover());
+  let recovered = 0;
+  for (const s of every) recovered += await s.payments.recover(new Date(), { own: true });
+  recovered += await services.approvals.recover();
   if (recovered) logger.warn({ recovered }, "resolved payments interrupted by a previous run");
   let sweeping: Promise<void> | null = null;
   const sweep = setInterval(
@@ -46,7 +55,7 @@ export async function startJobs({ config, store, chain }: Booted, wired: Wired, 
       // Payments whose instance stopped mid-way (lease expired) are finished here, not only at start-up; and those a
       // recovery could not finish (a dependency was down) are tried again within seconds of it coming back.
       // One sweep at a time: one that waits (for an agent's lock, a slow chain) is not joined by the next.
-      sweeping ??= services.payments
+      sweeping ??= wired.networks
         .recover()
         .then(() => undefined)
         .catch((err: unknown) => logger.error({ err }, "payment recovery failed"))
@@ -57,21 +66,25 @@ export async function startJobs({ config, store, chain }: Booted, wired: Wired, 
   sweep.unref();
   cleanup.push(() => clearInterval(sweep));
 
-  const indexer = new Indexer({
-    chain,
-    store,
-    chainId: config.chainId,
-    confirmations: config.confirmations,
-    startBlock: config.factoryDeployBlock,
-    logger,
-    onConfirmed: (events) => alertChainEvents(services.ctx, events),
+  const indexers = networks.map(({ config: view, chain }, i): NetworkIndexer => {
+    const indexer = new Indexer({
+      chain,
+      store,
+      chainId: view.chainId,
+      confirmations: view.confirmations,
+      startBlock: view.factoryDeployBlock,
+      logger: every.length > 1 ? logger.child({ network: view.networkName }) : logger,
+      onConfirmed: (events) => alertChainEvents(every[i].ctx, events),
+    });
+    // One indexer per chain across the instances sharing the database: the lease's holder indexes, the others wait.
+    return { indexer, indexerLease: new LeaderLease(leases, `indexer:${view.chainId}`, config.lockLeaseMs) };
   });
-  // One indexer at a time across the instances sharing the database: the lease's holder indexes, the others wait.
-  const indexerLease = new LeaderLease(leases, `indexer:${config.chainId}`, config.lockLeaseMs);
-  // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
-  // catch-up over many blocks must not hold the API back; the loop does it.
-  if (config.embeddedChain && (await indexerLease.hold())) await indexer.syncOnce();
-  indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
-  cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
-  return { indexer, indexerLease };
+  for (const { indexer, indexerLease } of indexers) {
+    // Embedded: catch up before serving (tests read the ledger's confirmations at once). Production: a first
+    // catch-up over many blocks must not hold the API back; the loop does it.
+    if (config.embeddedChain && (await indexerLease.hold())) await indexer.syncOnce();
+    indexer.start(config.embeddedChain ? 500 : 2000, () => indexerLease.hold());
+    cleanup.push(() => indexer.stop().then(() => indexerLease.release()));
+  }
+  return { ...indexers[0], indexers };
 }

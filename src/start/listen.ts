@@ -23,8 +23,15 @@ function refuseWhileStopping(_req: IncomingMessage, res: ServerResponse): void {
   res.end(body);
 }
 
-export async function listen({ config, faucet }: Booted, wired: Wired, logger: Logger): Promise<{ server: Server; url: string }> {
-  const app = createApp({ services: wired.services, logger, webhooks: wired.webhooks.service, faucet });
+export async function listen({ config, networks }: Booted, wired: Wired, logger: Logger): Promise<{ server: Server; url: string }> {
+  const faucets = new Map(networks.flatMap((n) => (n.faucet ? [[n.name, n.faucet] as const] : [])));
+  const app = createApp({
+    services: wired.services,
+    networks: wired.networks,
+    logger,
+    webhooks: wired.webhooks.service,
+    faucets: faucets.size ? faucets : undefined,
+  });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once("error", reject);

@@ -1,6 +1,7 @@
 /**
- * Wiring: the services and the webhook parts built over the booted store and chain, nothing started yet. Leases a
- * previous run under this instance id left are freed first.
+ * Wiring: the services and the webhook parts built over the booted store and chains, nothing started yet: one set of
+ * chain-bound services per network (its chain, facilitator and signature checks) sharing everything else (store,
+ * keys, custody, leases, locks, gas meter, webhooks). Leases a previous run under this instance id left are freed first.
  */
 import { Heartbeats } from "../store/heartbeats";
 import { takeOverDead } from "../payments/failover";
@@ -8,6 +9,8 @@ import type { Cleanup } from "./boot";
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { createServices, type Services } from "../services";
+import { networkScopeOf } from "../services/context";
+import { NetworkServices } from "../services/networks";
 import { GasMeter } from "../services/gas";
 import { KeyService } from "../services/keys";
 import { SignatureService } from "../services/signatures";
@@ -27,7 +30,10 @@ export interface Webhooks {
 }
 
 export interface Wired {
+  /** The first network's services. */
   services: Services;
+  /** Every network's, and which serves an agent. */
+  networks: NetworkServices;
   webhooks: Webhooks;
   leases: Leases;
   /** The service's public URLs: filled in by listen when BASE_URL and DASHBOARD_URL are unset. */
@@ -37,7 +43,7 @@ export interface Wired {
 }
 
 export async function wire(
-  { config, store, chain, telemetry }: Booted,
+  { config, store, networks: booted, telemetry }: Booted,
   logger: Logger,
   cleanup: Cleanup,
   clock?: () => number,
@@ -52,24 +58,11 @@ export async function wire(
   const urls = { base: config.baseUrl ?? "", dashboard: config.dashboardUrl ?? "" };
   await ensureWebhookIndexes(store);
   const outbox = new WebhookOutbox(store, logger);
-  const services = createServices({
-    config,
+  const shared = {
     urls,
     store,
-    chain,
     wallets: new LocalWalletProvider(store.walletKeys, walletKey),
     keys: new KeyService(store.apiKeys, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs }),
-    facilitator: createFacilitator({
-      url: config.facilitatorUrl,
-      rpcUrl: config.rpcUrl,
-      chainId: config.chainId,
-      privateKey: config.facilitatorPrivateKey,
-    }),
-    signatures: new SignatureService(
-      (signer, digest, signature) => chain.factory.isValidSignatureNow(signer, digest, signature),
-      store.usedSignatures,
-      config.signatureWindowSeconds,
-    ),
     gas: new GasMeter(store, config),
     activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
     agentLock: new DistributedMutex(leases, "agent", config.lockLeaseMs),
@@ -78,7 +71,29 @@ export async function wire(
     webhooks: outbox,
     telemetry,
     logger,
-  });
+  };
+  const all = booted.map(({ name, config: view, chain }) =>
+    createServices({
+      ...shared,
+      config: view,
+      chain,
+      networkScope: networkScopeOf(config, name),
+      facilitator: createFacilitator({
+        url: view.facilitatorUrl,
+        rpcUrl: view.rpcUrl,
+        chainId: view.chainId,
+        privateKey: view.facilitatorPrivateKey,
+      }),
+      // Owners' ERC-1271 and EIP-7702 signatures are checked on the network they sign for.
+      signatures: new SignatureService(
+        (signer, digest, signature) => chain.factory.isValidSignatureNow(signer, digest, signature),
+        store.usedSignatures,
+        view.signatureWindowSeconds,
+      ),
+    }),
+  ) as [Services, ...Services[]];
+  const networks = new NetworkServices(all);
+  const services = networks.first;
   const webhookRules = { allowHttp: config.allowHttpSellers, allowPrivate: config.allowPrivateSellers };
   const webhookKey = webhookSecretKey(walletKey);
   const webhooks = {
@@ -98,8 +113,8 @@ export async function wire(
     ),
   };
   // A peer whose heartbeat went stale: its payments in flight are fenced on-chain and finished here at once.
-  heartbeats.onDead = (dead) => takeOverDead(services.ctx, () => services.payments.recover(), dead);
+  heartbeats.onDead = (dead) => takeOverDead(services.ctx, () => networks.recover(), dead);
   await heartbeats.start();
   cleanup.push(() => heartbeats.stop());
-  return { services, webhooks, leases, urls, heartbeats };
+  return { services, networks, webhooks, leases, urls, heartbeats };
 }

@@ -24,6 +24,11 @@ export interface ApiKeyDoc {
 export interface AgentDoc {
   _id?: ObjectId;
   address: string;
+  /**
+   * The network the agent lives on (a name of the network table), chosen at genesis; absent on agents created before
+   * networks were recorded, which live on the service's first network.
+   */
+  network?: string;
   label: string;
   email: string | null;
   /** sha256 of (creator owner, email, label) when email or label is given: the natural key that makes genesis 409. */
@@ -182,6 +187,8 @@ interface PaymentFields {
   _id?: ObjectId;
   txnId: string;
   agentAddress: string;
+  /** The agent's network (absent: written before networks were recorded, the service's first network). */
+  network?: string;
   ownerAddress: string | null;
   policyAddress: string;
   merchant: string;

@@ -6,6 +6,7 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired, SettleResponse } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { chainIdOfX402Network } from "../chain/networks";
 import { getAddress } from "../chain/rpc/checksum";
 import { walletSignature } from "../chain/typedData";
 import { boundedJson } from "../util/bounded";
@@ -14,7 +15,7 @@ import type { AgentSigner } from "../wallets/provider";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { Agent, request as undiciRequest } from "undici";
-import { type Quote, V1_NETWORKS, pickQuote } from "./pick";
+import { type Quote, pickQuote } from "./pick";
 import { privateAddressesOf, publicOnlyLookup } from "./ssrf";
 
 export { type Quote, pickQuote } from "./pick";
@@ -87,7 +88,6 @@ export function sellerOptions(
 }
 
 const MAX_REDIRECTS = 3;
-const V1_CHAIN_IDS: Record<string, number> = Object.fromEntries(Object.entries(V1_NETWORKS).map(([id, name]) => [name, Number(id)]));
 
 /** Reads 402s and settlement headers: parsing only (no scheme, no signer), so one serves every request. */
 const READER = new x402HTTPClient(new x402Client());
@@ -286,7 +286,7 @@ export function walletPayer(walletAddress: string, key: AgentSigner): AgentSigne
 export async function signPayment(signer: AgentSigner, quote: Quote, maxValiditySeconds = 600): Promise<SignedPayment> {
   const client = new x402Client();
   // The scheme for the quote's own network only (pickQuote chose it), not one v1 scheme per EVM network x402 knows.
-  const network = quote.version === 1 ? V1_CHAIN_IDS[quote.requirement.network] : undefined;
+  const network = quote.version === 1 ? chainIdOfX402Network(quote.requirement.network) : undefined;
   const networks = quote.version === 1 ? (network ? [`eip155:${network}`] : undefined) : [quote.requirement.network];
   registerExactEvmScheme(client, { signer, networks: networks as `${string}:${string}`[] | undefined });
   client.setSpendControls(false); // the on-chain policy is the spend control

@@ -20,6 +20,7 @@ import type {
 import { toFacilitatorEvmSigner, type FacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import type { Abi } from "viem" with { "resolution-mode": "import" };
+import { chainIdOfX402Network } from "../chain/networks";
 import { viem, walletClientFor } from "../chain/viem";
 import { ReceiptWatcher } from "../chain/receipts";
 import { facilitatorSends } from "./facilitatorSends";
@@ -58,16 +59,7 @@ export interface InProcessFacilitatorConfig {
  */
 export const SETTLE_GAS_LIMIT = 500_000n;
 
-/** v1 network names for the chains we settle on; the in-process facilitator only settles on its own chain. */
-const V1_NETWORK_CHAIN_IDS: Record<string, number> = { base: 8453, "base-sepolia": 84532 };
-
 export const UNSUPPORTED_NETWORK = "invalid_network";
-
-function chainIdOfNetwork(network: string): number | undefined {
-  const m = /^eip155:(\d+)$/.exec(network);
-  if (m) return Number(m[1]);
-  return V1_NETWORK_CHAIN_IDS[network];
-}
 
 /** Runs sends one at a time so nonces are taken in order (estimation failures reset viem's nonce manager). */
 function serial() {
@@ -212,7 +204,7 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
 
   // registerExactEvmScheme also registers every v1 network name with the same signer; refuse other chains here so
   // a payload for another chain is never simulated or settled on ours.
-  const onOurChain = (req: AnyPaymentRequirements) => chainIdOfNetwork(req.network) === cfg.chainId;
+  const onOurChain = (req: AnyPaymentRequirements) => chainIdOfX402Network(req.network) === cfg.chainId;
   const payerOf = (payload: AnyPaymentPayload): string | undefined => {
     const auth = (payload.payload as { authorization?: { from?: unknown } }).authorization;
     return typeof auth?.from === "string" ? auth.from : undefined;
@@ -241,7 +233,7 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
     supported: () =>
       Promise.resolve().then(() => {
         const all = facilitator.getSupported();
-        const kinds = all.kinds.filter((k) => chainIdOfNetwork(k.network) === cfg.chainId);
+        const kinds = all.kinds.filter((k) => chainIdOfX402Network(k.network) === cfg.chainId);
         return { ...all, kinds: kinds as SupportedResponse["kinds"] };
       }),
   };

@@ -1,12 +1,11 @@
 /**
- * Which of a seller's x402 requirements SpendGate pays: USDC on this chain, in one of the schemes it supports
- * (docs/schemes.md), the caller's preference order first. Reading only: nothing is signed here.
+ * Which of a seller's x402 requirements SpendGate pays: USDC on the paying agent's network (its chain id), in one of
+ * the schemes it supports (docs/schemes.md), the caller's preference order first. Reading only: nothing is signed here.
  */
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { networkOfChainId, x402NetworkId } from "../chain/networks";
 import { isAddress } from "../chain/rpc/checksum";
 import { PAYMENT_SCHEMES, type PaymentScheme } from "../schemas/payments";
-
-export const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
 
 export interface Quote {
   paymentRequired: PaymentRequired;
@@ -84,10 +83,18 @@ const SCHEME_RULES: Record<PaymentScheme, (extra: Record<string, unknown> | unde
         extra.withdrawDelay <= MAX_WITHDRAW_DELAY)),
 };
 
+/** The x402 network id of chain `chainId` in protocol `version`: its CAIP-2 id, or its v1 name (null: v1 names none). */
+export function networkIdOf(chainId: number, version: 1 | 2): string | null {
+  const known = networkOfChainId(chainId);
+  if (known) return x402NetworkId(known, version);
+  return version === 2 ? `eip155:${chainId}` : null;
+}
+
 /** The requirement SpendGate pays among those of a 402: the first allowed scheme the seller offers; null if none fits. */
 export function pickQuote(paymentRequired: PaymentRequired, opts: PickOptions): Quote | null {
   const version = paymentRequired.x402Version === 1 ? 1 : 2;
-  const network = version === 1 ? V1_NETWORKS[opts.chainId] : `eip155:${opts.chainId}`;
+  const network = networkIdOf(opts.chainId, version);
+  if (network === null) return null;
   const fits = new Map<PaymentScheme, Quote>();
   for (const r of paymentRequired.accepts as unknown as Record<string, unknown>[]) {
     if (!r || typeof r !== "object") continue;
@@ -113,4 +120,26 @@ export function pickQuote(paymentRequired: PaymentRequired, opts: PickOptions): 
     if (q) return q;
   }
   return null;
+}
+
+/** A network id as a seller wrote it, fit to repeat in an answer (anything else is not named). */
+const SHOWN_NETWORK = /^[A-Za-z0-9:_.-]{1,64}$/;
+
+/**
+ * Why pickQuote found nothing, in words for the refusal: the agent's network and, when the seller offers none on it,
+ * the networks it does offer (at most five).
+ */
+export function noQuoteDetail(paymentRequired: PaymentRequired, chainId: number): string {
+  const version = paymentRequired.x402Version === 1 ? 1 : 2;
+  const ours = networkIdOf(chainId, version);
+  const name = networkOfChainId(chainId)?.name ?? `chain ${chainId}`;
+  const accepts = (Array.isArray(paymentRequired.accepts) ? paymentRequired.accepts : []) as unknown as { network?: unknown }[];
+  const offered = [
+    ...new Set(accepts.map((r) => (typeof r?.network === "string" && SHOWN_NETWORK.test(r.network) ? r.network : null))),
+  ].filter((n): n is string => n !== null);
+  if (ours === null) return `the agent pays on ${name}, which x402 v1 does not name, and the seller answered in x402 v1`;
+  if (!offered.includes(ours)) {
+    return `the agent pays on ${name} (${ours}) only, and the seller offers ${offered.length ? offered.slice(0, 5).join(", ") : "no network"}`;
+  }
+  return `the seller's offers on ${name} (${ours}) are not a USDC payment in a scheme this agent may use`;
 }

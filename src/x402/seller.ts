@@ -1,14 +1,16 @@
 /**
  * SpendGate as an x402 seller (GET|POST /sell/agent-intel): the challenge in both protocol versions, and a paid
- * request checked against exactly our requirement, verified and settled through our facilitator, answered with the
- * payer's portfolio read from chain. Refusals are 402 answers carrying the reason (x402 convention), never 500s; an
- * unreachable facilitator is a 502 (AppError upstream_error).
+ * request checked against exactly one of our requirements, verified and settled through that network's facilitator,
+ * answered with the payer's portfolio read from that network's chain. Refusals are 402 answers carrying the reason
+ * (x402 convention), never 500s; an unreachable facilitator is a 502 (AppError upstream_error).
  *
  * Wire choices:
- * - 402 body: v1 `{ x402Version: 1, error, accepts }` (network name "base"); header PAYMENT-REQUIRED: v2, base64
- *   JSON (network "eip155:8453"). Both advertise the same payment: exact, USDC, SELL_PRICE, one payTo.
- * - X-Service-Network is the network name (NETWORK_NAME, "base"), the same name as `agent.network` and
- *   `payment.network` in the paid resource; X-Service-Chain-Id carries the chain id (8453).
+ * - One requirement per network the service runs (its offers, the first one first): the v2 PAYMENT-REQUIRED header
+ *   (base64 JSON) names each by its CAIP-2 id ("eip155:8453"); the v1 JSON body `{ x402Version: 1, error, accepts }`
+ *   by its x402 v1 name ("base"), for the networks x402 v1 names. Each advertises exact, that network's USDC with its
+ *   own EIP-712 domain (the network table's: "USD Coin" on Base, "USDC" on Base Sepolia), SELL_PRICE and one payTo.
+ * - X-Service-Network is the first network's name ("base"), X-Service-Chain-Id its chain id; the paid resource's
+ *   `agent.network` and `payment.network` name the network that was paid on.
  * - payTo (X-Service-Receiver) is SELL_PAY_TO, or the operator's address when unset: an address the service
  *   controls on every deployment, in-process or remote facilitator alike.
  * - A payment is read from PAYMENT-SIGNATURE (v2 clients) or X-PAYMENT (v1 clients, and the interface's name); the
@@ -28,24 +30,29 @@ import type {
   SettleResponse,
 } from "@x402/core/types";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
+import type { Network } from "../chain/networks";
 import { upstreamError } from "../errors";
 import type { AnyPaymentPayload, AnyPaymentRequirements, Facilitator } from "./facilitator";
 
 export interface SellerConfig {
-  chainId: number;
-  /** Network name used in headers and the resource ("base"). */
-  networkName: string;
-  usdcAddress: string;
   /** Decimal USDC price ("0.01"). */
   price: string;
   payTo: string;
-  explorerUrl: string;
   description?: string;
 }
 
-/** What the seller reads from chain: the payer's USDC (base units) and ETH (wei), in one round trip. */
+/** What the seller reads from a chain: the payer's USDC (base units) and native coin (wei), in one round trip. */
 export interface SellerChain {
   holdings(address: string): Promise<{ usdc: bigint; eth: bigint }>;
+}
+
+/** The seller on one network: its USDC (USDC_ADDRESS may override the table's), explorer, facilitator and chain. */
+export interface SellerOffer {
+  network: Network;
+  usdcAddress: string;
+  explorerUrl: string;
+  facilitator: Facilitator;
+  chain: SellerChain;
 }
 
 export interface SellerRequest {
@@ -68,9 +75,6 @@ interface SellerLogger {
   error(obj: object, msg: string): void;
 }
 
-/** v1 network names by chain id (the x402 v1 wire names). */
-const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
-const USDC_EXTRA = { name: "USD Coin", version: "2" };
 const MAX_TIMEOUT_SECONDS = 300;
 const MAX_HEADER_CHARS = 8_192;
 
@@ -115,40 +119,40 @@ function authorizationOf(payload: AnyPaymentPayload): Authorization {
 
 const sameAddress = (a: unknown, b: string) => typeof a === "string" && a.toLowerCase() === b.toLowerCase();
 
+/** USDC's EIP-712 domain on an offer's network: what the buyer's signature is made under (the table's, exactly). */
+const usdcExtra = (o: SellerOffer) => ({ name: o.network.usdc.name, version: o.network.usdc.version });
+
 export class AgentIntelSeller {
   readonly price: bigint;
-  readonly v2Network: string;
-  readonly v1Network: string;
   /** EIP-3009 nonces being verified/settled right now: a concurrent copy is refused without a second settle. */
   private readonly inFlight = new Set<string>();
 
   constructor(
     readonly config: SellerConfig,
-    private readonly facilitator: Facilitator,
-    private readonly chain: SellerChain,
+    /** One per network, the first one first (the X-Service-* headers name it). */
+    private readonly offers: readonly [SellerOffer, ...SellerOffer[]],
     private readonly logger?: SellerLogger,
   ) {
     this.price = toBaseUnits(config.price);
-    this.v2Network = `eip155:${config.chainId}`;
-    this.v1Network = V1_NETWORKS[config.chainId] ?? config.networkName;
   }
 
-  requirementsV2(): PaymentRequirements {
+  requirementsV2(offer: SellerOffer = this.offers[0]): PaymentRequirements {
     return {
       scheme: "exact",
-      network: this.v2Network as PaymentRequirements["network"],
-      asset: this.config.usdcAddress,
+      network: offer.network.caip2,
+      asset: offer.usdcAddress,
       amount: this.price.toString(),
       payTo: this.config.payTo,
       maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-      extra: USDC_EXTRA,
+      extra: usdcExtra(offer),
     };
   }
 
-  requirementsV1(resourceUrl: string): PaymentRequirementsV1 {
+  /** The v1 requirement of an offer whose network x402 v1 names. */
+  requirementsV1(resourceUrl: string, offer: SellerOffer & { network: { x402V1: string } }): PaymentRequirementsV1 {
     return {
       scheme: "exact",
-      network: this.v1Network as PaymentRequirementsV1["network"],
+      network: offer.network.x402V1 as PaymentRequirementsV1["network"],
       maxAmountRequired: this.price.toString(),
       resource: resourceUrl,
       description: this.description,
@@ -156,13 +160,18 @@ export class AgentIntelSeller {
       outputSchema: {},
       payTo: this.config.payTo,
       maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-      asset: this.config.usdcAddress,
-      extra: USDC_EXTRA,
+      asset: offer.usdcAddress,
+      extra: usdcExtra(offer),
     };
   }
 
+  private get v1Offers() {
+    return this.offers.filter((o): o is SellerOffer & { network: { x402V1: string } } => o.network.x402V1 !== null);
+  }
+
   private get description(): string {
-    return this.config.description ?? "Agent intel: the paying agent's portfolio on Base, read from chain.";
+    const names = this.offers.map((o) => o.network.displayName).join(" or ");
+    return this.config.description ?? `Agent intel: the paying agent's portfolio on ${names}, read from chain.`;
   }
 
   /** The 402: v1 JSON body, v2 PAYMENT-REQUIRED header and the X-Service-* headers. */
@@ -171,20 +180,26 @@ export class AgentIntelSeller {
       x402Version: 2,
       error,
       resource: { url: resourceUrl, description: this.description, mimeType: "application/json" },
-      accepts: [this.requirementsV2()],
+      accepts: this.offers.map((o) => this.requirementsV2(o)),
     };
+    const first = this.offers[0];
     return {
       status: 402,
       headers: {
         "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2),
         "X-Service-Amount": fromBaseUnits(this.price),
-        "X-Service-Network": this.config.networkName,
-        "X-Service-Chain-Id": String(this.config.chainId),
-        "X-Service-Token": this.config.usdcAddress,
+        "X-Service-Network": first.network.name,
+        "X-Service-Chain-Id": String(first.network.chainId),
+        "X-Service-Token": first.usdcAddress,
         "X-Service-Receiver": this.config.payTo,
         "Cache-Control": "no-store",
       },
-      body: { x402Version: 1, error, ...(message ? { message } : {}), accepts: [this.requirementsV1(resourceUrl)] },
+      body: {
+        x402Version: 1,
+        error,
+        ...(message ? { message } : {}),
+        accepts: this.v1Offers.map((o) => this.requirementsV1(resourceUrl, o)),
+      },
     };
   }
 
@@ -195,14 +210,14 @@ export class AgentIntelSeller {
     const responseHeader = req.paymentSignature ? "PAYMENT-RESPONSE" : "X-PAYMENT-RESPONSE";
     let nonce: string | undefined;
     try {
-      const { payload, requirements, auth } = this.check(raw, req.resourceUrl);
+      const { offer, payload, requirements, auth } = this.check(raw, req.resourceUrl);
       nonce = auth.nonce.toLowerCase();
       if (this.inFlight.has(nonce)) {
         nonce = undefined;
         throw new Refusal("payment_in_progress", "This payment is already being settled by another request.");
       }
       this.inFlight.add(nonce);
-      return await this.settle(payload, requirements, auth, responseHeader);
+      return await this.settle(offer, payload, requirements, auth, responseHeader);
     } catch (err) {
       if (err instanceof Refusal) return this.challenge(req.resourceUrl, err.reason, err.message);
       throw err;
@@ -215,7 +230,7 @@ export class AgentIntelSeller {
   private check(
     raw: string,
     resourceUrl: string,
-  ): { payload: AnyPaymentPayload; requirements: AnyPaymentRequirements; auth: Authorization } {
+  ): { offer: SellerOffer; payload: AnyPaymentPayload; requirements: AnyPaymentRequirements; auth: Authorization } {
     if (raw.length > MAX_HEADER_CHARS) throw new Refusal("invalid_payload", "The payment header is too long.");
     let decoded: unknown;
     try {
@@ -224,15 +239,21 @@ export class AgentIntelSeller {
       throw new Refusal("invalid_payload", "The payment header is not base64-encoded x402 JSON.");
     }
     const version = (decoded as { x402Version?: unknown } | null)?.x402Version;
+    let offer: SellerOffer | undefined;
     let payload: AnyPaymentPayload;
     let requirements: AnyPaymentRequirements;
     if (version === 2 && isPaymentPayloadV2(decoded)) {
       const p = decoded as PaymentPayload;
       const a = p.accepted;
       if (a.scheme !== "exact") throw new Refusal("unsupported_scheme", `Only the exact scheme is accepted, not ${a.scheme}.`);
-      if (a.network !== this.v2Network) throw new Refusal("invalid_network", `Pay on ${this.v2Network}, not ${a.network}.`);
-      if (!sameAddress(a.asset, this.config.usdcAddress)) {
-        throw new Refusal("invalid_payment_requirements", `Pay in USDC (${this.config.usdcAddress}), not ${a.asset}.`);
+      offer = this.offers.find((o) => o.network.caip2 === a.network);
+      if (!offer)
+        throw this.otherNetwork(
+          this.offers.map((o) => o.network.caip2),
+          a.network,
+        );
+      if (!sameAddress(a.asset, offer.usdcAddress)) {
+        throw new Refusal("invalid_payment_requirements", `Pay in USDC (${offer.usdcAddress}), not ${a.asset}.`);
       }
       if (a.amount !== this.price.toString()) {
         throw new Refusal("invalid_payment_requirements", `The price is ${this.price} base units, not ${a.amount}.`);
@@ -241,13 +262,19 @@ export class AgentIntelSeller {
         throw new Refusal("invalid_payment_requirements", `Pay to ${this.config.payTo}, not ${a.payTo}.`);
       }
       payload = p;
-      requirements = this.requirementsV2();
+      requirements = this.requirementsV2(offer);
     } else if (version === 1 && isPaymentPayloadV1(decoded)) {
       const p = decoded as PaymentPayloadV1;
       if (p.scheme !== "exact") throw new Refusal("unsupported_scheme", `Only the exact scheme is accepted, not ${p.scheme}.`);
-      if (p.network !== this.v1Network) throw new Refusal("invalid_network", `Pay on ${this.v1Network}, not ${p.network}.`);
+      const v1 = this.v1Offers.find((o) => o.network.x402V1 === (p.network as string));
+      if (!v1)
+        throw this.otherNetwork(
+          this.v1Offers.map((o) => o.network.x402V1),
+          p.network,
+        );
+      offer = v1;
       payload = p;
-      requirements = this.requirementsV1(resourceUrl);
+      requirements = this.requirementsV1(resourceUrl, v1);
     } else if (version !== 1 && version !== 2) {
       throw new Refusal("invalid_x402_version", "The payment must be an x402 version 1 or 2 payload.");
     } else {
@@ -263,10 +290,15 @@ export class AgentIntelSeller {
     if (!sameAddress(auth.to, this.config.payTo)) {
       throw new Refusal("invalid_exact_evm_recipient_mismatch", `The authorization pays ${auth.to}, not ${this.config.payTo}.`);
     }
-    return { payload, requirements, auth };
+    return { offer, payload, requirements, auth };
+  }
+
+  private otherNetwork(ours: string[], theirs: string): Refusal {
+    return new Refusal("invalid_network", `Pay on ${ours.join(" or ") || "a network of x402 v2"}, not ${theirs}.`);
   }
 
   private async settle(
+    offer: SellerOffer,
     payload: AnyPaymentPayload,
     requirements: AnyPaymentRequirements,
     auth: Authorization,
@@ -274,11 +306,11 @@ export class AgentIntelSeller {
   ): Promise<SellerAnswer> {
     let settled: SettleResponse;
     try {
-      const verified = await this.facilitator.verify(payload, requirements);
+      const verified = await offer.facilitator.verify(payload, requirements);
       if (!verified.isValid) {
         throw new Refusal(verified.invalidReason ?? "invalid_payment", verified.invalidMessage ?? "The facilitator refused the payment.");
       }
-      settled = await this.facilitator.settle(payload, requirements);
+      settled = await offer.facilitator.settle(payload, requirements);
     } catch (err) {
       if (err instanceof Refusal) throw err;
       this.logger?.error({ err, payer: auth.from }, "seller: facilitator unreachable");
@@ -293,31 +325,31 @@ export class AgentIntelSeller {
       status: 200,
       headers: { [responseHeader]: encodePaymentResponseHeader(settled), "Cache-Control": "no-store" },
       body: {
-        agent: { address: payer, network: this.config.networkName, chainId: this.config.chainId },
-        portfolio: await this.portfolio(payer),
+        agent: { address: payer, network: offer.network.name, chainId: offer.network.chainId },
+        portfolio: await this.portfolio(offer, payer),
         payment: {
           status: "settled",
           txHash,
-          network: this.config.networkName,
+          network: offer.network.name,
           token: "USDC",
           amount: fromBaseUnits(this.price),
           payer,
-          explorer: `${this.config.explorerUrl}/tx/${txHash}`,
+          explorer: `${offer.explorerUrl}/tx/${txHash}`,
         },
       },
     };
   }
 
-  /** The payer's holdings after payment; USDC valued at 1 USD, ETH listed unpriced (no price oracle). */
-  private async portfolio(payer: string) {
+  /** The payer's holdings after payment; USDC valued at 1 USD, the native coin listed unpriced (no price oracle). */
+  private async portfolio(offer: SellerOffer, payer: string) {
     try {
-      const { usdc, eth } = await this.chain.holdings(payer);
+      const { usdc, eth } = await offer.chain.holdings(payer);
       const usdcDecimal = fromBaseUnits(usdc);
       return {
         totalValueUsd: usdcDecimal,
         tokens: [
-          { symbol: "USDC", address: this.config.usdcAddress, balance: usdcDecimal, valueUsd: usdcDecimal },
-          { symbol: "ETH", balance: formatEther(eth) },
+          { symbol: "USDC", address: offer.usdcAddress, balance: usdcDecimal, valueUsd: usdcDecimal },
+          { symbol: offer.network.nativeCurrency.symbol, balance: formatEther(eth) },
         ],
       };
     } catch (err) {

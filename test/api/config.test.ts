@@ -1,6 +1,9 @@
 import { expect } from "chai";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { computeAddress } from "ethers";
-import { ConfigError, loadConfig, resolveConfig } from "../../src/config";
+import { ConfigError, loadConfig, networkView, resolveConfig } from "../../src/config";
 
 const KEY_A = "0x" + "11".repeat(32);
 const KEY_B = "0x" + "22".repeat(32);
@@ -14,9 +17,12 @@ const PRODUCTION = {
   WALLET_ENCRYPTION_KEY: "44".repeat(32),
 };
 
+/** No deployment records: FACTORY_ADDRESS may otherwise come from deployments/<network>.json. */
+const NO_RECORDS = { deploymentsDir: mkdtempSync(join(tmpdir(), "spendgate-no-deployments-")) };
+
 function problemsOf(env: Record<string, string>): string[] {
   try {
-    loadConfig(env);
+    loadConfig(env, NO_RECORDS);
   } catch (err) {
     expect(err).to.be.instanceOf(ConfigError);
     return (err as ConfigError).problems;
@@ -29,7 +35,6 @@ describe("config: loadConfig over the environment", () => {
     const problems = problemsOf({
       PORT: "abc",
       RPC_URL: "https://rpc.example.com",
-      NETWORK_NAME: "no-deployment-file", // FACTORY_ADDRESS may come from deployments/<network>.json
       MONGODB_URI: "mongodb://db.example.com:27017",
       GENESIS_OPEN: "maybe",
     });
@@ -51,11 +56,11 @@ describe("config: loadConfig over the environment", () => {
 
   it("names every variable in the error's message so start-up output shows them all", () => {
     try {
-      loadConfig({ PORT: "70000", CHAIN_ID: "-1", BASE_URL: "ftp://x", OPERATOR_PRIVATE_KEY: "0x1234", USDC_ADDRESS: "0xnope" });
+      loadConfig({ PORT: "70000", NETWORK: "basel", BASE_URL: "ftp://x", OPERATOR_PRIVATE_KEY: "0x1234", USDC_ADDRESS: "0xnope" });
       expect.fail("accepted");
     } catch (err) {
       expect(err).to.be.instanceOf(ConfigError);
-      for (const name of ["PORT", "CHAIN_ID", "BASE_URL", "OPERATOR_PRIVATE_KEY", "USDC_ADDRESS"]) {
+      for (const name of ["PORT", "NETWORK", "BASE_URL", "OPERATOR_PRIVATE_KEY", "USDC_ADDRESS"]) {
         expect((err as Error).message).to.include(name);
       }
     }
@@ -64,7 +69,6 @@ describe("config: loadConfig over the environment", () => {
   it("reports the cross-field rules when the values themselves are fine", () => {
     const problems = problemsOf({
       RPC_URL: "https://rpc.example.com",
-      NETWORK_NAME: "no-deployment-file",
       OPERATOR_PRIVATE_KEY: KEY_A,
       FACILITATOR_PRIVATE_KEY: KEY_A,
     });
@@ -108,6 +112,63 @@ describe("config: loadConfig over the environment", () => {
 
   it("treats empty strings as unset", () => {
     expect(loadConfig({ RPC_URL: "", MONGODB_URI: "", GENESIS_OPEN: "" })).to.include({ embeddedChain: true, genesisOpen: true });
+  });
+});
+
+describe("config: networks (NETWORK, NETWORKS, <NAME>_RPC_URL)", () => {
+  it("runs base by default, NETWORK's chain id, USDC and explorer otherwise; the first network's fields are flat", () => {
+    expect(loadConfig({})).to.include({ networkName: "base", chainId: 8453, usdcAddress: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
+    const c = loadConfig({ ...PRODUCTION, NETWORK: "base-sepolia" }, NO_RECORDS);
+    expect(c).to.include({
+      networkName: "base-sepolia",
+      chainId: 84532,
+      usdcAddress: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+      explorerUrl: "https://sepolia.basescan.org",
+      uniswapQuoterV2: "0xC5290058841028F1614F3A6F0F5816cAd0df5E27",
+    });
+    expect(c.networks.map((n) => n.name)).to.deep.equal(["base-sepolia"]);
+    // Overrides apply to the (first) network; a network without Uniswap has no quoter (swaps off).
+    const celo = loadConfig({ ...PRODUCTION, NETWORK: "celo", USDC_ADDRESS: "0x" + "12".repeat(20) }, NO_RECORDS);
+    expect(celo).to.include({ chainId: 42220, usdcAddress: "0x" + "12".repeat(20), uniswapQuoterV2: undefined, wethAddress: null });
+  });
+
+  it("runs several networks, each on its <NAME>_RPC_URL, the others' factories from their deployment records", () => {
+    const dir = mkdtempSync(join(tmpdir(), "spendgate-deployments-"));
+    writeFileSync(join(dir, "base-sepolia.json"), JSON.stringify({ factory: { address: "0x" + "77".repeat(20), block: 42 } }));
+    const { RPC_URL: _rpc, ...rest } = PRODUCTION;
+    const env = {
+      ...rest,
+      NETWORKS: "base,base-sepolia",
+      BASE_RPC_URL: "https://base.example.com",
+      BASE_SEPOLIA_RPC_URL: "https://sep.example.com",
+    };
+    const c = resolveConfig(loadConfig(env, { deploymentsDir: dir }));
+    expect(c).to.include({ embeddedChain: false, networkName: "base", rpcUrl: "https://base.example.com", factoryDeployBlock: 24_000_000 });
+    expect(c.networks[1]).to.include({
+      name: "base-sepolia",
+      chainId: 84532,
+      rpcUrl: "https://sep.example.com",
+      factoryAddress: "0x" + "77".repeat(20),
+      factoryDeployBlock: 42,
+      operatorPrivateKey: KEY_A,
+    });
+    expect(networkView(c, "base-sepolia")).to.include({ chainId: 84532, rpcUrl: "https://sep.example.com", networkName: "base-sepolia" });
+    expect(networkView(c, "base")).to.equal(c);
+  });
+
+  it("names what is wrong with the networks, every problem at once", () => {
+    const { RPC_URL: _rpc, ...rest } = PRODUCTION;
+    const text = problemsOf({ ...rest, NETWORKS: "base,base-sepolia", BASE_RPC_URL: "https://base.example.com" }).join("\n");
+    expect(text)
+      .to.match(/^BASE_SEPOLIA_RPC_URL: is required for network base-sepolia/m)
+      .and.match(/^deployments\/base-sepolia\.json: /m);
+    expect(problemsOf({ NETWORKS: "base,solana" }).join("\n")).to.match(/^NETWORKS\.1: must name networks of the table/m);
+    expect(problemsOf({ NETWORKS: "base,base" }).join("\n")).to.match(/^NETWORKS: must not name a network twice/m);
+    expect(problemsOf({ NETWORK: "base", NETWORKS: "base-sepolia" }).join("\n")).to.match(/^NETWORK: set NETWORK .* not both/m);
+  });
+
+  it("leaves <NAME>_RPC_URL to the deploy script without NETWORKS: a single network runs on RPC_URL (embedded without it)", () => {
+    expect(loadConfig({ BASE_RPC_URL: "https://base.example.com" })).to.include({ embeddedChain: true, rpcUrl: undefined });
   });
 });
 
@@ -182,7 +243,7 @@ describe("config: resolveConfig, once, into a frozen value", () => {
 
   it("takes the embedded chain's addresses and keys in a new value, leaving the loaded one as it was", () => {
     const loaded = loadConfig({});
-    const config = resolveConfig(loaded, { chain, store: { uri: "mongodb://127.0.0.1:1", db: "spendgate_x" } });
+    const config = resolveConfig(loaded, { chains: [chain], store: { uri: "mongodb://127.0.0.1:1", db: "spendgate_x" } });
     expect(config).to.include({
       rpcUrl: chain.rpcUrl,
       factoryAddress: chain.addresses.factory,
@@ -202,7 +263,7 @@ describe("config: resolveConfig, once, into a frozen value", () => {
   it("keeps an instance's own operator key and the configured INSTANCE_ID on a shared embedded chain", () => {
     const own = "0x" + "99".repeat(32);
     const config = resolveConfig(loadConfig({ INSTANCE_ID: "inst-a", FACILITATOR_PRIVATE_KEY: KEY_B }), {
-      chain: { ...chain, facilitator: { address: chain.operator.address, privateKey: "0x" + "88".repeat(32) } },
+      chains: [{ ...chain, facilitator: { address: chain.operator.address, privateKey: "0x" + "88".repeat(32) } }],
       operatorPrivateKey: own,
       store: { uri: "mongodb://127.0.0.1:1", db: "d" },
     });

@@ -4,7 +4,7 @@
  * as an owner reads it, and by `npm run audit -- --ledger`.
  */
 import { expect } from "chai";
-import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
+import { fetchLedger, ledgerDisagreements } from "../../src/audit/ledgerAudit";
 import { auditOutput, auditStack, runAudit } from "../helpers/auditCli";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startMisbehavingSeller, startV2Seller } from "../helpers/sellers";

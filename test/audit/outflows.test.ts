@@ -33,7 +33,7 @@ describe("audit: every outflow of a wallet explained", () => {
     expect(report.inconsistencies).to.deep.equal([]);
     const audited = report.agents[a.agentAddress];
     const [payment] = audited.payments;
-    const pool = poolAddress(s.svc.embeddedChain!.addresses.uniswap.factory, WETH_ADDRESS, s.svc.config.usdcAddress, UNISWAP_POOL_FEE);
+    const pool = poolAddress(s.svc.embeddedChain!.addresses.uniswap!.factory, WETH_ADDRESS, s.svc.config.usdcAddress, UNISWAP_POOL_FEE);
     expect(audited.outflows.map((o) => [o.token, o.to, o.amount, o.explainedBy, o.paymentId])).to.deep.equal([
       ["WETH", pool, payment.swap!.amountIn, "swap", payment.paymentId],
       ["USDC", getAddress(seller.payTo), "2000000", "settlement", payment.paymentId],

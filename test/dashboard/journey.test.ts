@@ -114,7 +114,16 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     expect(wallet.typedSigned.map((t) => t.primaryType)).to.deep.equal(["LinkAgent"]);
     const code = new URL(agent.link).searchParams.get("code");
     const summary = (await s.api("GET", `/agents/${agent.agentAddress}?code=${code}`)).body;
-    expect(Object.keys(summary).sort()).to.deep.equal(["address", "createdAt", "deployed", "label", "ownerAddress", "policyContract"]);
+    expect(Object.keys(summary).sort()).to.deep.equal([
+      "address",
+      "chainId",
+      "createdAt",
+      "deployed",
+      "label",
+      "network",
+      "ownerAddress",
+      "policyContract",
+    ]);
     expect(summary).to.include({ ownerAddress: wallet.address, deployed: false });
     // Without the code, the public view does not tell who owns the agent.
     expect((await s.api("GET", `/agents/${agent.agentAddress}`)).body.ownerAddress).to.equal(null);

@@ -1,4 +1,7 @@
-/** The README's configuration table is generated from the config schema and src/configDocs.ts (npm run docs:config). */
+/**
+ * The README's configuration table is generated from the config schema and src/configDocs.ts, and its network table
+ * from src/chain/networks.ts (npm run docs:config).
+ */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -9,7 +12,9 @@ import { withConfigTable } from "../../scripts/docs-config";
 describe("README configuration table", () => {
   it("is what npm run docs:config generates from the schema (run it after changing src/config.ts or src/configDocs.ts)", () => {
     const readme = readFileSync(join(__dirname, "../../README.md"), "utf8");
-    expect(readme === withConfigTable(readme), "README.md's configuration table is stale: run npm run docs:config").to.equal(true);
+    expect(readme === withConfigTable(readme), "README.md's configuration or network table is stale: run npm run docs:config").to.equal(
+      true,
+    );
   });
 
   it("documents exactly the schema's variables, each with a default and a meaning", () => {

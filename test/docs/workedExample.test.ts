@@ -1,42 +1,14 @@
 /**
  * The README's worked example ("Worked example: pin a payee, sign the policy, pause and resume"), run as an owner would
- * run it: its one js block, written to a file and run by Node with the environment it names, against the sandbox.
+ * run it (test/helpers/readmeExample.ts) against the default sandbox; test/e2e/startNetwork.test.ts runs it on Base
+ * Sepolia's.
  */
-import { execFile } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { ownerKey } from "../helpers/owner";
+import { runReadmeExample } from "../helpers/readmeExample";
 import { stackPerFile } from "../helpers/stack";
-
-const ROOT = join(__dirname, "..", "..");
-
-/** The first js block under the README heading `heading`. */
-export function readmeBlock(heading: string): string {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const at = readme.indexOf(heading);
-  if (at < 0) throw new Error(`README has no "${heading}"`);
-  const block = /```js\n([\s\S]*?)```/.exec(readme.slice(at));
-  if (!block) throw new Error(`no js block under "${heading}"`);
-  return block[1];
-}
-
-/** Runs a README script with `env`, from a file inside the checkout (so `import "ethers"` resolves). */
-export async function runReadmeScript(name: string, script: string, env: Record<string, string>): Promise<string> {
-  const dir = join(ROOT, "test-output", "readme");
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${name}.mjs`);
-  writeFileSync(file, script);
-  try {
-    const { stdout } = await promisify(execFile)(process.execPath, [file], { env: { ...process.env, ...env }, timeout: 60_000 });
-    return stdout;
-  } finally {
-    rmSync(file, { force: true });
-  }
-}
 
 describe("the README's worked example", function () {
   const { s } = stackPerFile({ LOG_LEVEL: "silent" });
@@ -49,17 +21,15 @@ describe("the README's worked example", function () {
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
     const agent: string = created.body.agentAddress;
 
-    const out = await runReadmeScript(
-      "worked-example",
-      readmeBlock("#### Worked example: pin a payee, sign the policy, pause and resume"),
-      {
-        BASE: s.url,
-        OWNER_API_KEY: key,
-        OWNER_PRIVATE_KEY: owner.privateKey,
-        AGENT: agent,
-        SELLER_URL: `${s.url}/sell/agent-intel`,
-      },
-    );
+    const run = await runReadmeExample({
+      BASE: s.url,
+      OWNER_API_KEY: key,
+      OWNER_PRIVATE_KEY: owner.privateKey,
+      AGENT: agent,
+      SELLER_URL: `${s.url}/sell/agent-intel`,
+    });
+    expect(run.code, `${run.stderr}\n${run.stdout}`).to.equal(0);
+    const out = run.stdout;
     expect(out).to.match(/^policy deployed \[ '127\.0\.0\.1' \]/m);
     expect(out).to.match(/^paused at epoch \d+ true$/m);
     expect(out).to.match(/^resumed at epoch \d+ false$/m);

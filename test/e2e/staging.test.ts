@@ -8,7 +8,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { expect } from "chai";
 import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from "undici";
-import { startChild, type Child } from "../../scripts/staging/processes";
+import { rpc, startChild, type Child } from "../../scripts/staging/processes";
 import { randomOwner, remoteStack } from "../helpers/stack";
 
 const ROOT = join(__dirname, "..", "..");
@@ -32,7 +32,7 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-describe("npm run staging: production mode against a local chain process and a store over the wire", function () {
+describe("npm run staging (NETWORK=base-sepolia): production mode against a local chain process and a store over the wire", function () {
   this.timeout(240_000);
   let staging: Child | undefined;
   let dispatcher: Dispatcher | undefined;
@@ -52,7 +52,8 @@ describe("npm run staging: production mode against a local chain process and a s
 
   it("deploys, starts, and takes genesis, a policy and a payment through the service; SIGTERM stops everything", async () => {
     const [chainPort, port] = [await freePort(), await freePort()];
-    const env = { ...process.env, CHAIN_PORT: String(chainPort), PORT: String(port), LOG_LEVEL: "warn" };
+    // A sandbox of Base Sepolia: its chain id for the node, TestUSDC at its USDC address, the service on NETWORK.
+    const env = { ...process.env, NETWORK: "base-sepolia", CHAIN_PORT: String(chainPort), PORT: String(port), LOG_LEVEL: "warn" };
     const t0 = Date.now();
     staging = startChild("npm run staging", "npm", ["run", "staging"], { cwd: ROOT, env });
     const ready = JSON.parse((await staging.match(/STAGING (\{.*\})\n/, 180_000))[1]) as { url: string; rpcUrl: string; usdc: string };
@@ -62,14 +63,15 @@ describe("npm run staging: production mode against a local chain process and a s
     const out = staging.tail();
     expect(out)
       .to.include("npm run deploy -- --network localhost")
-      .and.include("Placed TestUSDC (test code) at 0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+      .and.include("Placed TestUSDC (test code) at 0x036CbD53842c5426634e7929541eC2318f3dCF7e");
+    expect(await rpc(ready.rpcUrl, "eth_chainId")).to.equal("0x14a34");
     expect(out).to.include("Uniswap v3: none on this network");
 
     const health = await fetch(`${ready.url}/health/ready`);
     expect(health.status).to.equal(200);
     expect(await (await fetch(`${ready.url}/health`)).json()).to.include({ mode: "production" });
 
-    const s = remoteStack(ready.url, 8453);
+    const s = remoteStack(ready.url, 84532);
     const agent = await s.onboard(randomOwner(), { allowlist: ["127.0.0.1"], perTxLimit: "1", dailyBudget: "5", approvalThreshold: "1" });
     const limits = await s.api("GET", "/limits", { key: agent.apiKey });
     expect(limits.body.agents[0]).to.include({ address: agent.agentAddress, deployed: true, perTxLimit: "1", dailyBudget: "5" });
@@ -85,7 +87,7 @@ describe("npm run staging: production mode against a local chain process and a s
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
     expect(paid.body).to.include({ status: "approved", amount: "0.01" });
     const ledger = await s.api("GET", "/ledger", { key: agent.apiKey });
-    expect(ledger.body.transactions[0]).to.include({ status: "approved" });
+    expect(ledger.body.transactions[0]).to.include({ status: "approved", network: "base-sepolia", chainId: 84532 });
     const totalMs = Date.now() - t0;
 
     staging.process.kill("SIGTERM");

@@ -33,7 +33,8 @@ describe("npm start (embedded mode, no setup)", function () {
 
   it("prints the API URL, the chain's RPC URL, chain id 8453 and the contract addresses, and says it is a sandbox", () => {
     expect(out).to.match(/EMBEDDED MODE/);
-    expect(out).to.match(/chain RPC:\s+http:\/\/127\.0\.0\.1:\d+\s+chain id 8453/);
+    expect(out).to.match(/network:\s+base \(chain id 8453\), a sandbox/);
+    expect(out).to.match(/chain RPC:\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(out).to.match(/USDC:\s+0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913/);
     expect(out).to.match(/factory:\s+0x[0-9a-fA-F]{40}/);
     expect(out).to.match(/multicall3:\s+0xcA11bde05977b3631167028862bE2a173976CA11/);

@@ -7,9 +7,9 @@ import hre from "hardhat";
 import { Contract, Transaction, Wallet } from "ethers";
 import { UNISWAP_POOL_FEE, WETH_ADDRESS } from "../../src/chain/addresses";
 import { quoteSwap } from "../../src/chain/swapQuote";
-import { auditFromLogs } from "../../src/indexer/audit";
-import { ledgerDisagreements } from "../../src/indexer/ledgerAudit";
-import { explorerBase, paymentView } from "../../src/services/presenters";
+import { auditFromLogs } from "../../src/audit/audit";
+import { ledgerDisagreements } from "../../src/audit/ledgerAudit";
+import { paymentView, paymentWhere } from "../../src/services/presenters";
 import { LedgerLinker } from "../../src/indexer/ledgerLinks";
 import { SwapService } from "../../src/payments/swap";
 import { stackPerFile, randomOwner } from "../helpers/stack";
@@ -31,7 +31,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
     owner = randomOwner();
   });
 
-  const uniswap = () => s.svc.embeddedChain!.addresses.uniswap;
+  const uniswap = () => s.svc.embeddedChain!.addresses.uniswap!;
   const weth = () => new Contract(WETH_ADDRESS, TOKEN_ABI, hre.ethers.provider);
   const balances = async (agent: string) => ({
     usdc: await usdcBalance(s, agent),
@@ -217,7 +217,7 @@ describe("POST /pay with a swap before settlement (real Uniswap v3, real x402 se
       .filter((b) => b.reason === "swap_slippage_exceeded");
     expect(refused).to.have.length(1);
     expect(payments.find((p) => p.paymentId === refused[0].paymentId)).to.include({ status: "released", merchant: "127.0.0.1" });
-    const ledger = (await s.svc.store.payments.find({}).toArray()).map((d) => paymentView(d, explorerBase(s.svc.services.ctx)));
+    const ledger = (await s.svc.store.payments.find({}).toArray()).map((d) => paymentView(d, paymentWhere(s.svc.services.ctx, d)));
     expect(ledgerDisagreements(report, ledger)).to.deep.equal([]);
   });
 

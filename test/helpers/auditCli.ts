@@ -1,6 +1,6 @@
 /** `npm run audit` as an auditor runs it (scripts/audit.ts in a child process), and its output read back. */
 import { spawn } from "node:child_process";
-import { auditFromLogs, type AuditReport } from "../../src/indexer/audit";
+import { auditFromLogs, type AuditReport } from "../../src/audit/audit";
 import type { Stack } from "./stack";
 
 export interface AuditRun {
@@ -9,9 +9,10 @@ export interface AuditRun {
   stderr: string;
 }
 
-export function runScript(args: string[]): Promise<AuditRun> {
+/** `node --import tsx <args>` in a child process (with `env` in place of this process's environment when given). */
+export function runScript(args: string[], env?: NodeJS.ProcessEnv): Promise<AuditRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"], ...(env ? { env } : {}) });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

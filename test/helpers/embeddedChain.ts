@@ -1,6 +1,6 @@
 /** One embedded chain (Hardhat's in-process network with the contracts and Uniswap deployed) per test file. */
 import hre from "hardhat";
-import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
+import { startEmbeddedChain, type EmbeddedChainWithSwaps } from "../../src/dev/embeddedChain";
 import { startedInBefore } from "./stack";
 import { revertKeepingClock } from "./swapFixture";
 
@@ -9,8 +9,8 @@ import { revertKeepingClock } from "./swapFixture";
  * test files share its default accounts; with `keepClock`, without moving its clock back), then closes the chain.
  * The value stands for the chain once it has started.
  */
-export function embeddedChainPerFile(opts: { keepClock?: boolean } = {}): EmbeddedChain {
-  let started: EmbeddedChain | undefined;
+export function embeddedChainPerFile(opts: { keepClock?: boolean } = {}): EmbeddedChainWithSwaps {
+  let started: EmbeddedChainWithSwaps | undefined;
   let clean: string | undefined;
   before(async function () {
     started = await startEmbeddedChain();

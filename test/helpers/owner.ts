@@ -2,7 +2,7 @@
 import { Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
 import { SET_OPERATOR_TYPES, SET_OWNER_TYPES, policyDomain } from "../../src/chain/typedData";
-import type { ApiResponse, Stack } from "./stack";
+import type { ApiResponse, RemoteStack, Stack } from "./stack";
 
 export interface SiweOverrides {
   domain?: string;
@@ -13,8 +13,8 @@ export interface SiweOverrides {
   expirationTime?: Date;
 }
 
-/** An EIP-4361 message for the stack's API (domain = its host, URI = its origin, chain 8453). */
-export function siweMessage(s: Stack, address: string, nonce: string, o: SiweOverrides = {}): string {
+/** An EIP-4361 message for the stack's API (domain = its host, URI = its origin, chain 8453 unless `o.chainId`). */
+export function siweMessage(s: Pick<RemoteStack, "url">, address: string, nonce: string, o: SiweOverrides = {}): string {
   const url = new URL(s.url);
   return createSiweMessage({
     domain: o.domain ?? url.host,
@@ -29,7 +29,7 @@ export function siweMessage(s: Stack, address: string, nonce: string, o: SiweOve
   });
 }
 
-export async function siweNonce(s: Stack, address: string): Promise<string> {
+export async function siweNonce(s: Pick<RemoteStack, "api">, address: string): Promise<string> {
   const res = await s.api("POST", "/auth/siwe/nonce", { body: { address } });
   if (res.status !== 200) throw new Error(`nonce failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.nonce;
@@ -37,7 +37,7 @@ export async function siweNonce(s: Stack, address: string): Promise<string> {
 
 /** Asks for a nonce, signs the message with `signer` (default: the owner) and posts it to /auth/siwe/verify. */
 export async function siweVerify(
-  s: Stack,
+  s: Pick<RemoteStack, "url" | "api">,
   owner: Wallet,
   opts: SiweOverrides & { signer?: Wallet; nonce?: string; key?: string } = {},
 ): Promise<ApiResponse & { message: string; signature: string }> {

@@ -2,9 +2,8 @@
 import { Wallet } from "ethers";
 import { decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types";
+import { networkOfChainId } from "../../src/chain/networks";
 import { USDC_EXTRA, header, listen, sellerHandle, readBody, sendJson, type SellerOptions, type TestSeller } from "./sellerServer";
-
-const V1_NETWORKS: Record<number, string> = { 8453: "base", 84532: "base-sepolia" };
 
 function v1Requirements(url: string, o: { network: string; price: bigint; payTo: string; usdc: string }): PaymentRequirementsV1 {
   return {
@@ -24,7 +23,7 @@ function v1Requirements(url: string, o: { network: string; price: bigint; payTo:
 /** A hand-written v1 seller: JSON 402 body, X-PAYMENT decoded and verified + settled through the facilitator. */
 export async function startV1Seller(opts: SellerOptions): Promise<TestSeller> {
   const chainId = opts.chainId ?? 8453;
-  const network = V1_NETWORKS[chainId] ?? `eip155:${chainId}`;
+  const network = networkOfChainId(chainId)?.x402V1 ?? `eip155:${chainId}`;
   const payTo = opts.payTo ?? Wallet.createRandom().address;
   let price = opts.price;
   const hits = { paid: 0, unpaid: 0 };

@@ -29,7 +29,7 @@ export interface ApiResponse<T = any> {
 }
 
 /** The API helpers of a stack, for a service at any URL (a child process, say). */
-export type RemoteStack = Omit<Stack, "svc" | "logs" | "close">;
+export type RemoteStack = Omit<Stack, "svc" | "logs" | "close" | "on">;
 
 export interface Stack {
   svc: RunningService;
@@ -58,6 +58,8 @@ export interface Stack {
   ): Promise<{ signature: string; timestamp: number; epoch: number }>;
   /** Genesis, link to `owner` and deploy a policy: a ready-to-pay agent. */
   onboard(owner: Wallet, policy?: Partial<PolicyInput>): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
+  /** The same helpers for agents of network `name` of the service: created there, signed for its chain id. */
+  on(name: string): RemoteStack;
   close(): Promise<void>;
 }
 
@@ -85,20 +87,26 @@ export async function startStack(env: Record<string, string> = {}, opts: StartOp
   const logger = pino({ level: "info" }, sink);
   const config = loadConfig({ PORT: "0", ...env });
   const svc = await startService(config, { logger, ...opts });
-  // What a resume must sign: the agent's current epoch, read from its contract (0 before deployment).
-  const epochOf = async (agent: string) =>
-    (await svc.chain.isDeployed(agent)) ? Number(await svc.chain.policyAt(agent, svc.chain.provider).epoch()) : 0;
-  return { ...remoteStack(svc.url, config.chainId, epochOf), svc, logs, close: () => svc.close() };
+  // What a resume must sign: the agent's current epoch, read from its contract on its network (0 before deployment).
+  const epochOn = (chain: RunningService["chain"]) => async (agent: string) =>
+    (await chain.isDeployed(agent)) ? Number(await chain.policyAt(agent, chain.provider).epoch()) : 0;
+  const on = (name: string): RemoteStack => {
+    const n = svc.networks.find((x) => x.name === name);
+    if (!n) throw new Error(`the stack runs no network ${name}`);
+    return remoteStack(svc.url, n.config.chainId, epochOn(n.chain), name);
+  };
+  return { ...remoteStack(svc.url, config.chainId, epochOn(svc.chain)), svc, logs, on, close: () => svc.close() };
 }
 
 /**
  * The same helpers against a service already running at `url` (signing for chain `chainId`); `epochOf` reads an agent's
- * authorisation epoch for signPause's resumes.
+ * authorisation epoch for signPause's resumes; `network`: genesis creates agents there (default the service's first).
  */
 export function remoteStack(
   url: string,
   chainId: number,
   epochOf: (agent: string) => Promise<number> = () => Promise.resolve(0),
+  network?: string,
 ): RemoteStack {
   const now = () => Math.floor(Date.now() / 1000);
 
@@ -136,7 +144,7 @@ export function remoteStack(
     api,
     now,
     async genesis(body = {}) {
-      const res = await api("POST", "/wallet/genesis", { body });
+      const res = await api("POST", "/wallet/genesis", { body: network ? { network, ...body } : body });
       if (res.status !== 201) throw new Error(`genesis failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { agentAddress: res.body.agentAddress, apiKey: res.body.apiKey };
     },

@@ -8,7 +8,7 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Contract, type Signer } from "ethers";
 import { WETH_ADDRESS } from "../../src/chain/addresses";
-import type { EmbeddedChain } from "../../src/dev/embeddedChain";
+import type { EmbeddedChainWithSwaps } from "../../src/dev/embeddedChain";
 import {
   ALLOWLIST,
   DEFAULT_POLICY,
@@ -41,7 +41,7 @@ export async function revertKeepingClock(snapshot: string): Promise<void> {
   await time.increaseTo(await nextTimestamp());
 }
 
-export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = SWAP_POLICY) {
+export async function swapFixture(chain: EmbeddedChainWithSwaps, policy: PolicyValues = SWAP_POLICY) {
   const [deployer, operator, owner, other, trader, merchant] = await ethers.getSigners();
   const a = chain.addresses.uniswap;
   const token = await ethers.getContractAt("TestUSDC", chain.addresses.usdc);

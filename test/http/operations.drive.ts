@@ -191,11 +191,13 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     observe(agent, await call(agent, { path: `/agents/${"0x" + "42".repeat(20)}` }), 404, "not_found");
   },
 
-  // The sandbox's explorer: a transaction the chain never saw, and something that is no address (404).
+  // The sandbox's explorer: a transaction the chain never saw, something that is no address (404), a network it does not run (400).
   async ({ ops, observe, call }) => {
     const tx = find(ops, "GET", "/dev/explorer/tx/:hash");
     observe(tx, await call(tx, { path: `/dev/explorer/tx/0x${"ab".repeat(32)}` }), 404, "not_found");
     const address = find(ops, "GET", "/dev/explorer/address/:address");
     observe(address, await call(address, { path: "/dev/explorer/address/0x12" }), 404, "not_found");
+    // A network this service does not run (400).
+    observe(address, await call(address, { path: `/dev/explorer/address/0x${"12".repeat(20)}?network=solana` }), 400, "bad_request");
   },
 ];

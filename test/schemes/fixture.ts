@@ -5,8 +5,8 @@
  */
 import { expect } from "chai";
 import { Wallet } from "ethers";
-import { auditFromLogs } from "../../src/indexer/audit";
-import { fetchLedger, ledgerDisagreements } from "../../src/indexer/ledgerAudit";
+import { auditFromLogs } from "../../src/audit/audit";
+import { fetchLedger, ledgerDisagreements } from "../../src/audit/ledgerAudit";
 import { mintUsdc } from "../helpers/sellers";
 import { stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
 import { type ApiResponse, randomOwner, stackPerFile, type Stack } from "../helpers/stack";

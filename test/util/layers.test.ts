@@ -1,6 +1,7 @@
 /**
  * The floor plan's rules, read from the source: the sandbox (src/dev/) is reached by production code only through its
- * one door (src/dev/index.ts), from the one place that starts it.
+ * one door (src/dev/index.ts), from the one place that starts it; the auditor's room (src/audit/) reads the chain's
+ * logs only, and the running service never reaches it.
  */
 import { expect } from "chai";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -13,6 +14,9 @@ const DEV = join(SRC, "dev");
 /** The one file that starts the sandbox, and the one module it imports it through. */
 const SANDBOX_STARTER = "src/start/boot.ts";
 const SANDBOX_DOOR = "src/dev/index.ts";
+const AUDIT = join(SRC, "audit");
+/** What the audit may read besides itself: the chain's bindings and types, the allowlist's leaves, amounts. */
+const AUDIT_READS = ["src/chain/", "src/policy/", "src/amounts.ts"];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -55,6 +59,21 @@ describe("layers: what may import what", function () {
     }
     expect(offenders, "imports of src/dev/ outside its door").to.deep.equal([]);
     expect(importsOf(join(ROOT, SANDBOX_STARTER)).map(rel)).to.include(SANDBOX_DOOR);
+  });
+
+  it("keeps the audit (src/audit/) to the chain's logs: it imports no room of the service, and no room of the service imports it", function () {
+    const offenders: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      const inAudit = file.startsWith(AUDIT + "/");
+      for (const target of importsOf(file)) {
+        const toAudit = target.startsWith(AUDIT + "/");
+        if (inAudit && !toAudit && !AUDIT_READS.some((allowed) => rel(target).startsWith(allowed)))
+          offenders.push(`${rel(file)} -> ${rel(target)}`);
+        if (!inAudit && toAudit) offenders.push(`${rel(file)} -> ${rel(target)}`);
+      }
+    }
+    expect(offenders, "imports across the audit's walls").to.deep.equal([]);
+    expect(sourceFiles(AUDIT).map(rel)).to.include("src/audit/audit.ts");
   });
 
   it("reads every kind of import the check looks for (static, type-only, re-export, require, dynamic import)", function () {

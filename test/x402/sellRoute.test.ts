@@ -10,6 +10,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fromBaseUnits } from "../../src/amounts";
 import { viemAccounts } from "../../src/chain/viem";
+import { NETWORKS } from "../../src/chain/networks";
 import { AppError } from "../../src/errors";
 import { createRemoteFacilitator } from "../../src/x402/facilitator";
 import { explorerBase } from "../../src/services/presenters";
@@ -314,18 +315,15 @@ describe("GET|POST /sell/agent-intel (SpendGate as an x402 seller)", function ()
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const { config, chain } = stack.svc;
-    const seller = new AgentIntelSeller(
+    const seller = new AgentIntelSeller({ price: config.sellPrice, payTo }, [
       {
-        chainId: 8453,
-        networkName: "base",
+        network: NETWORKS.base,
         usdcAddress: usdc,
-        price: config.sellPrice,
-        payTo,
         explorerUrl: explorerBase(stack.svc.services.ctx),
+        facilitator: createRemoteFacilitator({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 }),
+        chain: { holdings: async (a) => ({ usdc: await chain.usdc.balanceOf(a), eth: await chain.provider.getBalance(a) }) },
       },
-      createRemoteFacilitator({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 }),
-      { holdings: async (a) => ({ usdc: await chain.usdc.balanceOf(a), eth: await chain.provider.getBalance(a) }) },
-    );
+    ]);
     const buyer = await fundedBuyer();
     const before = await usdcBalance(stack, buyer.address);
     const err = await seller.handle({ resourceUrl: url, paymentSignature: await signV2(buyer) }).then(

@@ -1,7 +1,22 @@
 /** The page's side of the REST API: same origin, the owner key from the tab's session, errors as typed values. */
 
+/** One network the service runs: what signing for its agents and adding it to a wallet need. */
+export interface DashboardNetwork {
+  name: string;
+  chainId: number;
+  chainIdHex: string;
+  chainName: string;
+  rpcUrl: string | null;
+  explorerUrl: string;
+  usdcAddress: string;
+  nativeCurrency: { name: string; symbol: string; decimals: number };
+  chainTime: number | null;
+}
+
 export interface DashboardConfig {
   mode: "embedded" | "production";
+  /** Every network the service runs, the first (an agent's default) first; the chain fields below are the first's. */
+  networks: DashboardNetwork[];
   chainId: number;
   chainIdHex: string;
   chainName: string;

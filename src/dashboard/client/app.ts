@@ -4,11 +4,20 @@
  */
 import { getAddress } from "viem";
 import { createSiweMessage } from "viem/siwe";
-import { SignInRequiredError, api, getSession, onSessionChange, setSession, type DashboardConfig, type OwnerSession } from "./api";
+import {
+  SignInRequiredError,
+  api,
+  getSession,
+  onSessionChange,
+  setSession,
+  type DashboardConfig,
+  type DashboardNetwork,
+  type OwnerSession,
+} from "./api";
 import { announce, byId, h, replace, shortAddress } from "./dom";
 import { describe, type Problem } from "./errors";
 import { nowSeconds } from "./typed";
-import { Wallet, WalletMissingError, chainLabel, discoverWallets, type WalletEntry } from "./wallet";
+import { Wallet, WalletMissingError, WrongChainError, chainLabel, discoverWallets, type WalletEntry } from "./wallet";
 
 /** The owner closed the wallet picker: not an error, nothing to show. */
 export class CancelledError extends Error {
@@ -47,7 +56,7 @@ export class App {
     const wallet = new Wallet(entry, this.config);
     this.wallet = wallet;
     wallet.on("chainChanged", (id) => {
-      this.chainWarning = String(id).toLowerCase() === this.config.chainIdHex ? null : String(id);
+      this.chainWarning = this.served(String(id)) ? null : String(id);
       this.renderAccount();
     });
     wallet.on("accountsChanged", () => this.renderAccount());
@@ -64,19 +73,32 @@ export class App {
     const wallet = this.useWallet(entry);
     try {
       const chain = await wallet.chainId();
-      this.chainWarning = chain === this.config.chainIdHex ? null : chain;
+      this.chainWarning = this.served(chain) ? null : chain;
     } catch {
       this.chainWarning = null;
     }
     this.renderAccount();
   }
 
-  /** The wallet, on the right chain, with the signed-in owner's account selected: ready to sign for the owner. */
-  async signer(): Promise<{ wallet: Wallet; owner: string }> {
+  /** The network `name` as the service runs it (the agent's); the first network for a name it does not run. */
+  network(name?: string): DashboardNetwork {
+    return this.config.networks.find((n) => n.name === name) ?? this.config.networks[0];
+  }
+
+  /** Whether a wallet on chain `hex` is on a network the service runs. */
+  private served(hex: string): boolean {
+    return this.config.networks.some((n) => n.chainIdHex === hex.toLowerCase());
+  }
+
+  /**
+   * The wallet, on the chain of `network` (the agent's: its owner signs for it), with the signed-in owner's account
+   * selected: ready to sign for the owner.
+   */
+  async signer(network?: string): Promise<{ wallet: Wallet; owner: string }> {
     const session = this.session();
     if (!session) throw new SignInRequiredError();
     const wallet = await this.chooseWallet();
-    await wallet.ensureChain();
+    await wallet.ensureChain(this.network(network));
     this.chainWarning = null;
     this.renderAccount();
     await wallet.ensureAccount(session.ownerAddress);
@@ -89,7 +111,9 @@ export class App {
   async signIn(): Promise<OwnerSession> {
     const wallet = await this.chooseWallet(true);
     const address = getAddress(await wallet.connect());
-    await wallet.ensureChain();
+    // Signed for the network the wallet is on when the service runs it, else for the first (the wallet switches).
+    const on = await this.walletNetwork(wallet);
+    await wallet.ensureChain(on);
     this.chainWarning = null;
     const { nonce } = await api<{ nonce: string }>("POST", "/auth/siwe/nonce", { body: { address }, auth: false });
     const now = new Date(nowSeconds() * 1000); // the owner clock (browser or chain, the later), never the server's
@@ -97,7 +121,7 @@ export class App {
       domain: location.host,
       uri: location.origin,
       address,
-      chainId: this.config.chainId,
+      chainId: on.chainId,
       nonce,
       version: "1",
       statement: "Sign in to SpendGate to manage your agents' spending. This signature costs nothing and moves no funds.",
@@ -154,7 +178,9 @@ export class App {
         ),
       );
     } else if (problem.action === "switch-chain") {
-      actions.push(h("button", { type: "button", onclick: () => this.switchChain() }, `Switch to ${chainLabel(this.config.chainIdHex)}`));
+      // The chain the signature was for (the agent's network's), else the first network's.
+      const want = this.config.networks.find((n) => err instanceof WrongChainError && n.chainIdHex === err.expected) ?? this.network();
+      actions.push(h("button", { type: "button", onclick: () => this.switchChain(want.name) }, `Switch to ${chainLabel(want.chainIdHex)}`));
     } else if (problem.action === "reload") {
       actions.push(h("button", { type: "button", onclick: () => location.reload() }, "Reload the page"));
     }
@@ -177,26 +203,35 @@ export class App {
     announce(message);
   }
 
-  async switchChain(): Promise<void> {
+  /** The network of the service the wallet is on, or the first one. */
+  private async walletNetwork(wallet: Wallet): Promise<DashboardNetwork> {
+    const current = await wallet.chainId().catch(() => "");
+    return this.config.networks.find((n) => n.chainIdHex === current) ?? this.config.networks[0];
+  }
+
+  async switchChain(network?: string): Promise<void> {
     try {
       const wallet = await this.chooseWallet();
-      await wallet.ensureChain();
+      const target = this.network(network);
+      await wallet.ensureChain(target);
       this.chainWarning = null;
       this.clearAlerts();
       this.renderAccount();
-      announce(`Your wallet is on ${chainLabel(this.config.chainIdHex)}.`);
+      announce(`Your wallet is on ${chainLabel(target.chainIdHex)}.`);
     } catch (err) {
       this.report(err, "switch networks");
     }
   }
 
-  txLink(hash: string | null | undefined, text = "View transaction"): Node {
+  /** A link to a transaction on `network`'s explorer (default the first network's). */
+  txLink(hash: string | null | undefined, text = "View transaction", network?: string): Node {
     if (!hash) return document.createTextNode("no transaction");
-    return explorerLink(`${this.config.explorerUrl}/tx/${hash}`, text, hash);
+    return explorerLink(`${this.network(network).explorerUrl}/tx/${hash}`, text, hash);
   }
 
-  addressLink(address: string, text = address): Node {
-    return explorerLink(`${this.config.explorerUrl}/address/${address}`, text, address);
+  /** A link to an address on `network`'s explorer (default the first network's). */
+  addressLink(address: string, text = address, network?: string): Node {
+    return explorerLink(`${this.network(network).explorerUrl}/address/${address}`, text, address);
   }
 
   renderAccount(): void {

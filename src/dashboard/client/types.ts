@@ -1,6 +1,9 @@
 /** Shapes of the API answers the pages read (see src/schemas). */
 export interface AgentSummary {
   address: string;
+  /** The network it lives on: its owner signs for that chain (chainId). */
+  network: string;
+  chainId: number;
   label: string;
   createdAt: string;
   ownerAddress: string | null;
@@ -78,6 +81,8 @@ export interface ApprovalItem {
 export interface LedgerItem {
   id: string;
   agentAddress: string;
+  network: string;
+  chainId: number;
   merchant: string;
   amount: string;
   currency: string;

@@ -2,7 +2,8 @@
  * Injected wallets: discovery with EIP-6963 (several wallets side by side) and the legacy window.ethereum, the
  * network check and switch, and the two kinds of signatures the dashboard asks for (EIP-712 v4 and personal_sign).
  */
-import type { DashboardConfig } from "./api";
+import { networkOfChainId } from "../../chain/networks";
+import type { DashboardConfig, DashboardNetwork } from "./api";
 
 export interface Eip1193Provider {
   request(args: { method: string; params?: unknown }): Promise<unknown>;
@@ -72,21 +73,11 @@ export class WalletRequestError extends Error {
   }
 }
 
-export const CHAIN_NAMES: Record<number, string> = {
-  1: "Ethereum",
-  10: "OP Mainnet",
-  56: "BNB Chain",
-  137: "Polygon",
-  8453: "Base",
-  42161: "Arbitrum One",
-  84532: "Base Sepolia",
-  11155111: "Sepolia",
-};
-
 export function chainLabel(hex: string): string {
   try {
     const id = Number(BigInt(hex));
-    return CHAIN_NAMES[id] ? `${CHAIN_NAMES[id]} (chain ${id})` : `chain ${id}`;
+    const name = networkOfChainId(id)?.displayName;
+    return name ? `${name} (chain ${id})` : `chain ${id}`;
   } catch {
     return `chain ${hex}`;
   }
@@ -168,9 +159,12 @@ export class Wallet {
     return normaliseChainId(await this.request<unknown>("eth_chainId"));
   }
 
-  /** Makes sure the wallet is on the service's chain: switch, or add then switch; WrongChainError when it will not. */
-  async ensureChain(): Promise<void> {
-    const want = this.config.chainIdHex.toLowerCase();
+  /**
+   * Makes sure the wallet is on `network`'s chain (the agent's; default the service's first): switch, or add then
+   * switch; WrongChainError when it will not.
+   */
+  async ensureChain(network: DashboardNetwork = this.config.networks[0]): Promise<void> {
+    const want = network.chainIdHex.toLowerCase();
     const current = await this.chainId();
     if (current === want) return;
     try {
@@ -179,21 +173,23 @@ export class Wallet {
       const e = err as WalletRequestError;
       const unknownChain = e.code === 4902 || /unrecogni[sz]ed chain|unknown chain|not been added|try adding/i.test(e.message);
       if (!unknownChain) throw new WrongChainError(current, want, e.code === 4001 ? "rejected" : "unsupported");
-      if (!this.config.rpcUrl) throw new WrongChainError(current, want, "unknown");
-      await this.addChain(current, want);
+      if (!network.rpcUrl) throw new WrongChainError(current, want, "unknown");
+      await this.addChain(current, network, network.rpcUrl);
     }
     if ((await this.chainId()) !== want) throw new WrongChainError(current, want, "unchanged");
   }
 
-  private async addChain(current: string, want: string): Promise<void> {
+  /** wallet_addEthereumChain with the network table's data (name, public RPC, native coin, explorer). */
+  private async addChain(current: string, network: DashboardNetwork, rpcUrl: string): Promise<void> {
+    const want = network.chainIdHex.toLowerCase();
     try {
       await this.request("wallet_addEthereumChain", [
         {
           chainId: want,
-          chainName: this.config.chainName,
-          rpcUrls: [this.config.rpcUrl],
-          nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-          ...(this.config.mode === "production" ? { blockExplorerUrls: [this.config.explorerUrl] } : {}),
+          chainName: network.chainName,
+          rpcUrls: [rpcUrl],
+          nativeCurrency: network.nativeCurrency,
+          ...(this.config.mode === "production" ? { blockExplorerUrls: [network.explorerUrl] } : {}),
         },
       ]);
       // Most wallets switch after adding; the others are asked again.

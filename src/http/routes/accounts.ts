@@ -25,12 +25,14 @@ export const ACCOUNT_OPERATIONS = [
     summary: "Create an agent wallet and its API key",
     description:
       "Creates a wallet (the key stays encrypted on the server) and an agent API key, shown once. With an owner key the " +
-      "agent is created already linked. The same email and label again is 409. `message` holds the owner's activation link.",
+      "agent is created already linked. The same email and label again is 409 (on any network). `message` holds the owner's " +
+      "activation link. `network` chooses the network the agent lives on for good (default: the service's first; GET /health lists them).",
     auth: "registrar",
     input: z.object({ body: GenesisRequest }),
     responses: { 201: json("created", GenesisResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "conflict"],
-    handle: async ({ input, principal, deps: { s } }) => reply(201, await s.agents.genesis(principal, input.body)),
+    handle: async ({ input, principal, deps: { networks } }) =>
+      reply(201, await networks.named(input.body.network).agents.genesis(principal, input.body)),
   }),
   operation({
     method: "POST",
@@ -44,7 +46,9 @@ export const ACCOUNT_OPERATIONS = [
     input: z.object({ body: LinkRequest }),
     responses: { 200: json("linked", LinkResponse) },
     errors: ["bad_request", "forbidden", "not_found", "conflict", ...SIGNED],
-    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.agents.link(principal, input.body)),
+    // The owner signs LinkAgent for the agent's chain: its network's services check it.
+    handle: async ({ input, principal, deps: { networks } }) =>
+      reply(200, await (await networks.forAddress(input.body.agentAddress)).agents.link(principal, input.body)),
   }),
   operation({
     method: "GET",
@@ -66,11 +70,13 @@ export const ACCOUNT_OPERATIONS = [
     input: z.object({}),
     responses: { 200: json("the key's agent, or every agent linked to the owner", AgentsResponse) },
     errors: ["unauthorized", "forbidden"],
-    handle: async ({ principal, deps: { s } }) => {
+    handle: async ({ principal, deps: { s, networks } }) => {
       const agents = await s.agents.visible(principal);
-      const deployed = await Promise.all(agents.map((a) => s.ctx.chain.isDeployed(a.policyAddress)));
+      // Each on its own network's chain; an agent of a network this service no longer runs is left out.
+      const shown = agents.filter((a) => networks.get(networks.networkOf(a)));
+      const deployed = await Promise.all(shown.map((a) => networks.of(a).ctx.chain.isDeployed(a.policyAddress)));
       return reply(200, {
-        agents: agents.map((a, i) => agentView(a, deployed[i])),
+        agents: shown.map((a, i) => agentView(a, networks.whereOf(a), deployed[i])),
       });
     },
   }),
@@ -83,8 +89,10 @@ export const ACCOUNT_OPERATIONS = [
     input: z.object({ query: AddressQuery }),
     responses: { 200: json("balances", BalanceResponse) },
     errors: ["bad_request", "unauthorized", "forbidden"],
-    handle: async ({ input, principal, deps: { s } }) =>
-      reply(200, await s.wallet.balance(await s.agents.authorize(principal, input.query.address))),
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.query.address);
+      return reply(200, await s.wallet.balance(agent));
+    },
   }),
   operation({
     method: "POST",
@@ -103,13 +111,17 @@ export const ACCOUNT_OPERATIONS = [
     tag: "Owners",
     summary: "Owner sign-in, step 2: the signed SIWE message for an owner key",
     description:
-      "EIP-4361 message: domain = the API's host, URI = its origin, chain id 8453, the nonce from step 1; signed with personal_sign.",
+      "EIP-4361 message: domain = the API's host, URI = its origin, the chain id of a network the service runs (GET /health), the nonce from step 1; signed with personal_sign.",
     auth: "none",
     signature: "SIWE",
     input: z.object({ body: SiweVerifyRequest }),
     responses: { 200: json("the owner key (shown once) and its expiry", SiweVerifyResponse) },
     errors: ["bad_request", ...SIGNED],
-    handle: async ({ input: { body }, principal, deps: { s } }) =>
-      reply(200, await s.auth.verify(body.message, body.signature, { registrar: principal?.role === "registrar" })),
+    // Checked on the chain the message names (an owner's contract wallet answers there), if the service runs it.
+    handle: async ({ input: { body }, principal, deps: { networks } }) => {
+      const chainId = /^Chain ID: (\d{1,12})$/m.exec(body.message)?.[1];
+      const s = (chainId && networks.byChainId(Number(chainId))) || networks.first;
+      return reply(200, await s.auth.verify(body.message, body.signature, { registrar: principal?.role === "registrar" }));
+    },
   }),
 ];

@@ -15,8 +15,10 @@ export const CHANNEL_OPERATIONS = [
     notFound: (p) => `Agent ${p.address} not found.`,
     responses: { 200: json("newest first, at most 100", ChannelsResponse) },
     errors: ["unauthorized", "forbidden", "not_found"],
-    handle: async ({ input, principal, deps: { s } }) =>
-      reply(200, await s.payments.channels(await s.agents.authorize(principal, input.params.address))),
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.params.address);
+      return reply(200, await s.payments.channels(agent));
+    },
   }),
   operation({
     method: "POST",
@@ -33,8 +35,10 @@ export const CHANNEL_OPERATIONS = [
     notFound: (p) => `Agent ${p.address} not found.`,
     responses: { 200: json("the channel as closing left it", CloseChannelResponse) },
     errors: ["unauthorized", "forbidden", "not_found", "upstream_error", "unavailable"],
-    handle: async ({ input, principal, deps: { s } }) =>
-      reply(200, await s.payments.closeChannel(await s.agents.authorize(principal, input.params.address), input.params.channelId)),
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.params.address);
+      return reply(200, await s.payments.closeChannel(agent, input.params.channelId));
+    },
   }),
   operation({
     method: "POST",
@@ -51,7 +55,9 @@ export const CHANNEL_OPERATIONS = [
     notFound: (p) => `Agent ${p.address} not found.`,
     responses: { 200: json("started, or finished and credited", WithdrawChannelResponse) },
     errors: ["unauthorized", "forbidden", "not_found", "conflict", "unavailable"],
-    handle: async ({ input, principal, deps: { s } }) =>
-      reply(200, await s.payments.withdrawChannel(await s.agents.authorize(principal, input.params.address), input.params.channelId)),
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.params.address);
+      return reply(200, await s.payments.withdrawChannel(agent, input.params.channelId));
+    },
   }),
 ];

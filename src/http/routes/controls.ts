@@ -29,8 +29,10 @@ export const PAUSE_OPERATION = operation({
   notFound: agentNotFound,
   responses: { 200: json("the pause state on-chain", PauseResponse) },
   errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "unavailable", ...SIGNED],
-  handle: async ({ input, principal, deps: { s } }) =>
-    reply(200, await s.controls.setPaused(await s.agents.authorize(principal, input.params.address), input.body)),
+  handle: async ({ input, principal, deps: { networks } }) => {
+    const { agent, s } = await networks.authorize(principal, input.params.address);
+    return reply(200, await s.controls.setPaused(agent, input.body));
+  },
 });
 
 /** Moving funds out, keys and handing the agent over are the owner's alone (an owner key, and its signature where money moves). */
@@ -49,8 +51,10 @@ export const OWNER_OPERATIONS = [
     notFound: agentNotFound,
     responses: { 200: json("withdrawn on-chain", WithdrawResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found", "no_policy", "insufficient_funds", "withdraw_failed", ...SIGNED],
-    handle: async ({ input, principal, deps: { s } }) =>
-      reply(200, await s.controls.withdraw(await s.agents.authorize(principal, input.params.address), input.body)),
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.params.address);
+      return reply(200, await s.controls.withdraw(agent, input.body));
+    },
   }),
   // A leaked agent key: the owner revokes it and hands the agent a new one (shown once).
   operation({
@@ -115,7 +119,9 @@ export const OWNER_OPERATIONS = [
     notFound: agentNotFound,
     responses: { 200: json("the new owner, on-chain and in the service", SetOwnerResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found", "no_policy", ...SIGNED],
-    handle: async ({ input, principal, deps: { s } }) =>
-      reply(200, await s.controls.setOwner(await s.agents.authorize(principal, input.params.address), input.body)),
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.params.address);
+      return reply(200, await s.controls.setOwner(agent, input.body));
+    },
   }),
 ];

@@ -11,7 +11,9 @@ import { PAGES, renderBuildError, renderPage } from "../../dashboard/pages";
 import { notFound } from "../../errors";
 import { AgentPublic, DashboardConfigResponse } from "../../schemas/dashboard";
 import { Address } from "../../schemas/common";
-import { explorerBase } from "../../services/presenters";
+import { networkOfChainId } from "../../chain/networks";
+import type { Services } from "../../services";
+import { agentView, explorerBase } from "../../services/presenters";
 import { html, json, operation, rawOperation, reply } from "../../api/operation";
 import type { AppContext } from "../../api/types";
 
@@ -26,12 +28,6 @@ const PAGE_CSP = [
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join("; ");
-
-/** Chains a wallet can be asked to add with a public RPC (the service's own RPC URL may carry a provider key). */
-const PUBLIC_CHAINS: Record<number, { name: string; rpcUrl: string }> = {
-  8453: { name: "Base", rpcUrl: "https://mainnet.base.org" },
-  84532: { name: "Base Sepolia", rpcUrl: "https://sepolia.base.org" },
-};
 
 /** Start building now so the first page is quick; a failure is logged here and answered per request. */
 export function prepareDashboard(logger: Logger): void {
@@ -53,6 +49,26 @@ async function latestChainTime(provider: JsonRpcApiProvider): Promise<number | n
   );
   if (latest === null && pending === null) return null;
   return Math.max(latest ?? 0, pending ?? 0);
+}
+
+/** One network as the pages need it: to sign for its agents and to add it to a wallet (with its table's public RPC). */
+async function dashboardNetwork(s: Services) {
+  const { config } = s.ctx;
+  const known = networkOfChainId(config.chainId);
+  return {
+    name: config.networkName,
+    chainId: config.chainId,
+    chainIdHex: `0x${config.chainId.toString(16)}`,
+    chainName: config.embeddedChain
+      ? `SpendGate sandbox of ${known?.displayName ?? config.networkName} (chain id ${config.chainId})`
+      : (known?.displayName ?? `Chain ${config.chainId}`),
+    // Only an embedded chain's RPC is shown: in production the service's RPC may be a private endpoint with a key in it.
+    rpcUrl: config.embeddedChain ? config.rpcUrl : (known?.publicRpcUrl ?? null),
+    explorerUrl: explorerBase(s.ctx),
+    usdcAddress: config.usdcAddress,
+    nativeCurrency: known?.nativeCurrency ?? { name: "Ether", symbol: "ETH", decimals: 18 },
+    chainTime: await latestChainTime(s.ctx.chain.provider),
+  };
 }
 
 const securityHeaders = (ctx: AppContext) => {
@@ -126,27 +142,19 @@ export const DASHBOARD_OPERATIONS = [
     input: z.object({}),
     responses: { 200: { description: "the page config", schema: DashboardConfigResponse } },
     errors: [],
-    handle: async ({ deps: { s } }) => {
+    handle: async ({ deps: { s, networks } }) => {
       const { config } = s.ctx;
-      const known = PUBLIC_CHAINS[config.chainId];
-      const chainTime = await latestChainTime(s.ctx.chain.provider);
+      const all = await Promise.all(networks.all.map((n) => dashboardNetwork(n)));
+      const { name: _name, nativeCurrency: _native, ...first } = all[0];
       return reply(
         200,
         {
           mode: config.embeddedChain ? "embedded" : "production",
-          chainId: config.chainId,
-          chainIdHex: `0x${config.chainId.toString(16)}`,
-          chainName: config.embeddedChain
-            ? `SpendGate embedded chain (chain id ${config.chainId})`
-            : (known?.name ?? `Chain ${config.chainId}`),
-          // Only the embedded chain's RPC is shown: in production RPC_URL may be a private endpoint with a key in it.
-          rpcUrl: config.embeddedChain ? (config.rpcUrl ?? null) : (known?.rpcUrl ?? null),
-          explorerUrl: explorerBase(s.ctx),
+          networks: all,
+          ...first,
           baseUrl: s.ctx.urls.base,
-          usdcAddress: config.usdcAddress,
           signatureWindowSeconds: config.signatureWindowSeconds,
           serverTime: Math.floor(Date.now() / 1000),
-          chainTime,
         } as const,
         { "Cache-Control": "no-store" },
       );
@@ -171,7 +179,7 @@ export const DASHBOARD_OPERATIONS = [
     }),
     responses: { 200: json("the agent", AgentPublic) },
     errors: ["not_found"],
-    handle: async ({ input, principal: p, deps: { s } }) => {
+    handle: async ({ input, principal: p, deps: { s, networks } }) => {
       const address = Address.safeParse(input.params.address);
       const agent = address.success ? await s.ctx.store.agents.findOne({ address: address.data }) : null;
       if (!agent) throw notFound(`No agent with address ${input.params.address}. Check the activation link your agent gave you.`);
@@ -180,13 +188,11 @@ export const DASHBOARD_OPERATIONS = [
         s.agents.isActivationCode(agent.address, input.query.code ?? "") ||
         (p?.role === "agent" && p.agentAddress === agent.address) ||
         (p?.role === "owner" && p.ownerAddress === agent.ownerAddress);
+      // The agent's network: the chain its owner signs for and its contract lives on.
+      const on = networks.of(agent);
       return reply(200, {
-        address: agent.address,
-        label: agent.label,
-        createdAt: agent.createdAt.toISOString(),
+        ...agentView(agent, networks.whereOf(agent), await on.ctx.chain.isDeployed(agent.policyAddress)),
         ownerAddress: entitled ? agent.ownerAddress : null,
-        policyContract: agent.policyAddress,
-        deployed: await s.ctx.chain.isDeployed(agent.policyAddress),
       });
     },
   }),

@@ -1,7 +1,8 @@
 /** GET /skill.md, /references/api_docs.md and /openapi.json: generated on first request (the URLs are known then). */
 import { z } from "zod";
 import { buildApiDocs } from "../../docs/markdown";
-import { buildOpenApi } from "../../docs/openapi";
+import { buildOpenApi, type DocsContext } from "../../docs/openapi";
+import { NETWORKS } from "../../chain/networks";
 import { buildSkill } from "../../docs/skill";
 import type { Services } from "../../services";
 import { ServiceIndex } from "../../schemas/serviceIndex";
@@ -11,11 +12,12 @@ import { VERSION } from "../../version";
 
 const caches = new WeakMap<Services, Map<string, string>>();
 
-/** The deployment's URLs, or the request's origin before the service knows them. */
-const urls = (s: Services, ctx: AppContext) => ({
+/** The deployment's URLs (or the request's origin before the service knows them) and its networks. */
+const urls = (s: Services, ctx: AppContext): DocsContext => ({
   baseUrl: s.ctx.urls.base || ctx.origin,
   dashboardUrl: s.ctx.urls.dashboard || s.ctx.urls.base || ctx.origin,
   version: VERSION,
+  networks: s.ctx.config.networks.map((n) => ({ name: n.name, chainId: n.chainId, displayName: NETWORKS[n.name].displayName })),
 });
 
 /** Cached once the service knows its public URLs; never keyed by a client's Host header. */
@@ -45,8 +47,8 @@ const document = (path: string, summary: string, response: { description: string
     },
   });
 
-function render(key: string, u: ReturnType<typeof urls>, deps: OperationDeps): string {
-  if (key === "skill") return buildSkill(u.baseUrl, u.dashboardUrl);
+function render(key: string, u: DocsContext, deps: OperationDeps): string {
+  if (key === "skill") return buildSkill(u.baseUrl, u.dashboardUrl, u);
   if (key === "md") return buildApiDocs(u, deps.operations);
   return JSON.stringify(buildOpenApi(u, deps.operations), null, 2);
 }

@@ -1,18 +1,23 @@
 /**
- * /dev/explorer: the embedded sandbox's transactions and addresses, decoded (embedded mode only; 404 otherwise). The
- * sandbox chain has chain id 8453 like real Base, so a basescan.org link would show another chain's data: explorer
- * links point here instead (unless EXPLORER_URL is set).
+ * /dev/explorer: the embedded sandbox's transactions and addresses, decoded (embedded mode only; 404 otherwise). A
+ * sandbox chain has its network's chain id (8453 for base, like real Base), so the public explorer would show another
+ * chain's data: explorer links point here instead (unless EXPLORER_URL is set). With several networks, a transaction
+ * is looked for on each sandbox chain; an address is read on `?network=` (default: an agent's network, else the first).
  */
 import { formatEther, isHexString, type Log } from "ethers";
 import { z } from "zod";
 import { fromBaseUnits } from "../../amounts";
 import { interfaceOf, parseLog, type ContractName } from "../../chain/contracts";
 import { notFound } from "../../errors";
+import { NETWORKS } from "../../chain/networks";
 import { Address } from "../../schemas/common";
+import type { Services } from "../../services";
 import { ExplorerAddress, ExplorerTx } from "../../schemas/explorer";
 import { json, operation, reply } from "../../api/operation";
 
-const NOTE = "SpendGate's view of its embedded sandbox chain (not Base): nothing here exists on a public explorer.";
+/** The note of every answer: which real network the sandbox chain is not. */
+const note = (s: Services) =>
+  `SpendGate's view of its embedded sandbox chain (not ${NETWORKS[s.ctx.config.networkName].displayName}): nothing here exists on a public explorer.`;
 const DECODERS: ContractName[] = ["SpendPolicy", "SpendPolicyFactory", "Usdc", "OperatorSet", "WETH9"];
 
 /** Integers as decimal strings and nested results (the PolicyUpdated tuple) as plain objects. */
@@ -61,14 +66,20 @@ export const EXPLORER_OPERATIONS = [
     input: z.object({ params: z.object({ hash: z.string().meta({ description: "transaction hash" }) }) }),
     responses: { 200: json("the transaction", ExplorerTx) },
     errors: ["not_found"],
-    handle: async ({ input, deps: { s } }) => {
+    handle: async ({ input, deps: { s, networks } }) => {
       embeddedOnly(s.ctx.config.embeddedChain, "/dev/explorer/tx/:hash");
       const { hash } = input.params;
-      const { provider } = s.ctx.chain;
-      const receipt = isHexString(hash, 32) ? await provider.getTransactionReceipt(hash) : null;
-      if (!receipt) throw notFound(`No transaction ${hash.slice(0, 80)} on the sandbox chain (it forgets everything when it stops).`);
-      const block = await provider.getBlock(receipt.blockNumber);
+      const found = isHexString(hash, 32)
+        ? (await Promise.all(networks.all.map(async (n) => ({ n, receipt: await n.ctx.chain.provider.getTransactionReceipt(hash) })))).find(
+            (x) => x.receipt !== null,
+          )
+        : undefined;
+      if (!found?.receipt)
+        throw notFound(`No transaction ${hash.slice(0, 80)} on the sandbox chain (it forgets everything when it stops).`);
+      const { n, receipt } = found;
+      const block = await n.ctx.chain.provider.getBlock(receipt.blockNumber);
       return reply(200, {
+        network: n.ctx.config.networkName,
         hash: receipt.hash,
         status: receipt.status === 1 ? "success" : "reverted",
         blockNumber: receipt.blockNumber,
@@ -77,7 +88,7 @@ export const EXPLORER_OPERATIONS = [
         to: receipt.to,
         gasUsed: receipt.gasUsed.toString(),
         events: receipt.logs.map(decodeLog),
-        note: NOTE,
+        note: note(n),
       } as const);
     },
   }),
@@ -87,20 +98,34 @@ export const EXPLORER_OPERATIONS = [
     tag: "System",
     summary: "A sandbox address: its ETH and USDC, and whether it is a contract (embedded mode only)",
     auth: "none",
-    input: z.object({ params: z.object({ address: z.string().meta({ description: "0x address" }) }) }),
+    input: z.object({
+      params: z.object({ address: z.string().meta({ description: "0x address" }) }),
+      query: z.object({
+        network: z.string().optional().meta({ description: "the sandbox chain to read (default: an agent's own network, else the first)" }),
+      }),
+    }),
     responses: { 200: json("the address", ExplorerAddress) },
-    errors: ["not_found"],
-    handle: async ({ input, deps: { s } }) => {
+    errors: ["bad_request", "not_found"],
+    handle: async ({ input, deps: { s, networks } }) => {
       embeddedOnly(s.ctx.config.embeddedChain, "/dev/explorer/address/:address");
       const address = Address.safeParse(input.params.address);
       if (!address.success) throw notFound(`${input.params.address.slice(0, 80)} is not an address.`);
-      const { provider, usdc } = s.ctx.chain;
+      // An agent's address is read on its own network's chain.
+      const on = input.query.network ? networks.named(input.query.network) : await networks.forAddress(address.data);
+      const { provider, usdc } = on.ctx.chain;
       const [code, eth, units] = await Promise.all([
         provider.getCode(address.data),
         provider.getBalance(address.data),
         usdc.balanceOf(address.data),
       ]);
-      return reply(200, { address: address.data, contract: code !== "0x", eth: formatEther(eth), usdc: fromBaseUnits(units), note: NOTE });
+      return reply(200, {
+        network: on.ctx.config.networkName,
+        address: address.data,
+        contract: code !== "0x",
+        eth: formatEther(eth),
+        usdc: fromBaseUnits(units),
+        note: note(on),
+      });
     },
   }),
 ];

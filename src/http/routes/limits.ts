@@ -23,8 +23,11 @@ export const LIMIT_OPERATIONS = [
     headers: [{ name: "X-Owner-Address", required: false, description: "403 unless every agent answered is linked to this owner" }],
     responses: { 200: json("one entry per agent", LimitsResponse) },
     errors: ["bad_request", "unauthorized", "forbidden"],
-    handle: async ({ input: { query }, principal, ctx, deps: { s } }) => {
-      const agents = query.address ? [await s.agents.authorize(principal, query.address)] : await s.agents.visible(principal);
+    handle: async ({ input: { query }, principal, ctx, deps: { s, networks } }) => {
+      // Each agent's policy is read on its own network's chain; an agent of a network no longer run is left out.
+      const agents = query.address
+        ? [await s.agents.authorize(principal, query.address)]
+        : (await s.agents.visible(principal)).filter((a) => networks.get(networks.networkOf(a)));
       const ownerHeader = ctx.get("X-Owner-Address");
       if (ownerHeader) {
         const owner = Address.safeParse(ownerHeader);
@@ -33,7 +36,7 @@ export const LIMIT_OPERATIONS = [
           throw forbidden(`The agent is not linked to ${owner.data}.`);
         }
       }
-      return reply(200, { agents: await Promise.all(agents.map((a) => s.policies.view(a))) });
+      return reply(200, { agents: await Promise.all(agents.map((a) => networks.of(a).policies.view(a))) });
     },
   }),
   operation({
@@ -53,8 +56,8 @@ export const LIMIT_OPERATIONS = [
     input: z.object({ body: SetLimitsRequest }),
     responses: { 201: json("deployed or updated on-chain", SetLimitsResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "conflict", "unavailable", "gas_allowance_exceeded", ...SIGNED],
-    handle: async ({ input: { body }, principal, deps: { s } }) => {
-      const agent = await s.agents.authorize(principal, body.agentAddress);
+    handle: async ({ input: { body }, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, body.agentAddress);
       return reply(201, await s.policies.set(principal, agent, body));
     },
   }),
@@ -71,8 +74,8 @@ export const LIMIT_OPERATIONS = [
     notFound: (p) => `Agent ${p.address} not found.`,
     responses: { 200: json("the TWAP price, or null when there is none", SwapPriceResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found"],
-    handle: async ({ input, principal, deps: { s } }) => {
-      const agent = await s.agents.authorize(principal, input.params.address);
+    handle: async ({ input, principal, deps: { networks } }) => {
+      const { agent, s } = await networks.authorize(principal, input.params.address);
       const twap = await s.swaps.twapPrice(agent, input.query.twapSeconds);
       return reply(200, {
         agentAddress: agent.address,

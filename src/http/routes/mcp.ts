@@ -10,6 +10,7 @@ import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
 import { TOOLS, type ToolCaller } from "../../mcp/tools";
 import { UNKNOWN_KEY, bearerToken } from "../auth";
 import type { Services } from "../../services";
+import type { NetworkServices } from "../../services/networks";
 import type { AgentDoc } from "../../store/documents";
 import { Address } from "../../schemas/common";
 import { JsonRpcMessage, JsonRpcResponse } from "../../schemas/system";
@@ -32,17 +33,24 @@ async function readBody(req: IncomingMessage): Promise<string> {
 const servers = new McpServerPool();
 
 /**
- * Who the tools act for. An agent key naming its own agent is allowed without a read: agents are never deleted and an
- * agent key is issued only once its agent exists; the agent's document is read (and checked the same way) only by the
- * tools that need more than its address. Every other caller is checked against the agent's document first.
+ * Who the tools act for, and the services of its network. With one network, an agent key naming its own agent is
+ * allowed without a read: agents are never deleted and an agent key is issued only once its agent exists; the agent's
+ * document is read (and checked the same way, its network too) only by the tools that need more than its address.
+ * Every other caller, and any agent of a service of several networks, is checked against the agent's document first.
  */
-async function callerOf(s: Services, principal: ToolCaller["principal"], address: string): Promise<ToolCaller> {
-  if (principal.role === "agent" && principal.agentAddress === address) {
+async function callerOf(
+  networks: NetworkServices,
+  principal: ToolCaller["principal"],
+  address: string,
+): Promise<{ caller: ToolCaller; s: Services }> {
+  if (principal.role === "agent" && principal.agentAddress === address && networks.all.length === 1) {
+    const s = networks.first;
     let doc: Promise<AgentDoc> | undefined;
-    return { principal, address, agent: () => (doc ??= s.agents.authorize(principal, address)) };
+    const agent = () => (doc ??= s.agents.authorize(principal, address).then((a) => (networks.of(a), a)));
+    return { caller: { principal, address, agent }, s };
   }
-  const doc = await s.agents.authorize(principal, address);
-  return { principal, address: doc.address, agent: () => Promise.resolve(doc) };
+  const { agent: doc, s } = await networks.authorize(principal, address);
+  return { caller: { principal, address: doc.address, agent: () => Promise.resolve(doc) }, s };
 }
 
 /**
@@ -122,7 +130,7 @@ export const MCP_OPERATIONS = [
       406: json("JSON-RPC error: the Accept header must allow application/json and text/event-stream", JsonRpcResponse),
     },
     errors: ["bad_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type"],
-    serve: async ({ ctx, principal, deps: { s } }) => {
+    serve: async ({ ctx, principal, deps: { networks } }) => {
       if (!principal) throw unauthorized("The MCP server needs 'Authorization: Bearer <API key>' and 'X-Agent-Address: <agent address>'.");
       if (principal.role === "registrar") throw forbidden("The registration token cannot use the MCP server; use the agent's API key.");
       // An agent key names its one agent: the header may be left out. An owner key must say which agent.
@@ -131,7 +139,7 @@ export const MCP_OPERATIONS = [
         throw badRequest("With an owner key the MCP server needs the header 'X-Agent-Address: <agent address>' (an agent key needs none).");
       const address = Address.safeParse(header);
       if (!address.success) throw badRequest("X-Agent-Address must be a 0x-prefixed 20-byte address.");
-      const caller = await callerOf(s, principal, address.data);
+      const { caller, s } = await callerOf(networks, principal, address.data);
 
       const text = await readBody(ctx.req);
       let message: unknown;

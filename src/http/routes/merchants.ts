@@ -19,6 +19,10 @@ export const MERCHANT_OPERATIONS = [
     input: z.object({ body: MerchantQuoteRequest }),
     responses: { 200: json("the seller's accepted payments and the payee to pin", MerchantQuoteResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "payment_not_required", ...SELLER_ERRORS],
-    handle: async ({ input: { body }, principal, deps: { s } }) => reply(200, await quoteMerchant(s, principal, body)),
+    handle: async ({ input: { body }, principal, deps: { networks } }) => {
+      // The agent's network's services: the quote is read as that agent would pay it (on its chain).
+      const { s } = await networks.authorize(principal, body.agentAddress);
+      return reply(200, await quoteMerchant(s, principal, body));
+    },
   }),
 ];

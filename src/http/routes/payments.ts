@@ -1,7 +1,7 @@
 /** Payments, approvals, the ledger and the embedded dev faucet. */
 import { parseUnits } from "ethers";
 import { z } from "zod";
-import { appErrorOf, notFound } from "../../errors";
+import { appErrorOf, badRequest, notFound } from "../../errors";
 import { OptionalAddressQuery } from "../../schemas/accounts";
 import {
   ApprovalDecisionRequest,
@@ -72,13 +72,19 @@ export const PAY_OPERATION = operation({
     "too_many_pending_approvals",
     ...SELLER_ERRORS,
   ],
-  handle: async ({ input: { body }, principal, ctx, deps: { s } }) => {
-    // An agent key naming its own agent pays without waiting for its document: read beside the payment's first store
-    // step (its Idempotency-Key, or its agent lock), and checked as ever. Any other caller is checked first, so a key
-    // never takes another agent's lock.
+  handle: async ({ input: { body }, principal, ctx, deps: { networks } }) => {
+    const key = ctx.get("Idempotency-Key") || undefined;
+    // With one network, an agent key naming its own agent pays without waiting for its document: read beside the
+    // payment's first store step (its Idempotency-Key, or its agent lock), and checked as ever (its network too). Any
+    // other caller, and any agent of a service of several networks, is read first: its network's services pay.
     const own = principal?.role === "agent" && principal.agentAddress === body.agentAddress;
-    const agent = own ? s.agents.authorize(principal, body.agentAddress) : await s.agents.authorize(principal, body.agentAddress);
-    return payReply(await s.payments.payOnce(principal, agent, body, ctx.get("Idempotency-Key") || undefined));
+    if (own && networks.all.length === 1) {
+      const s = networks.first;
+      const agent = s.agents.authorize(principal, body.agentAddress).then((a) => (networks.of(a), a));
+      return payReply(await s.payments.payOnce(principal, agent, body, key));
+    }
+    const { agent, s } = await networks.authorize(principal, body.agentAddress);
+    return payReply(await s.payments.payOnce(principal, agent, body, key));
   },
 });
 
@@ -119,7 +125,9 @@ export const APPROVAL_OPERATIONS = [
       ...SIGNED,
       ...SELLER_ERRORS,
     ],
-    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.approvals.approve(principal, input.params.id, input.body)),
+    // The owner signs ApprovalDecision for the agent's chain, and the payment is made there: its network's services.
+    handle: async ({ input, principal, deps: { networks } }) =>
+      reply(200, await (await networks.forApproval(input.params.id)).approvals.approve(principal, input.params.id, input.body)),
   }),
   operation({
     method: "POST",
@@ -132,7 +140,8 @@ export const APPROVAL_OPERATIONS = [
     notFound: approvalNotFound,
     responses: { 200: json("denied; nothing moves", DenyResponse) },
     errors: ["bad_request", "unauthorized", "forbidden", "not_found", "conflict", ...SIGNED],
-    handle: async ({ input, principal, deps: { s } }) => reply(200, await s.approvals.deny(principal, input.params.id, input.body)),
+    handle: async ({ input, principal, deps: { networks } }) =>
+      reply(200, await (await networks.forApproval(input.params.id)).approvals.deny(principal, input.params.id, input.body)),
   }),
 ];
 
@@ -176,14 +185,18 @@ export const FAUCET_OPERATION = operation({
   tag: "System",
   summary: "Give an agent test USDC, ETH or WETH (embedded mode only)",
   description:
-    "`token` is USDC (minted, the default), ETH (sent by the operator) or WETH (wrapped and sent by the operator); " +
-    "`amount` is in that token's units. At most 1000000 USDC or 1000 ETH/WETH at a time. Outside embedded mode the route answers 404.",
+    "`token` is USDC (minted, the default), ETH (the network's native coin, sent by the operator) or WETH (wrapped and sent by the operator; " +
+    "400 on a network without WETH); `amount` is in that token's units. At most 1000000 USDC or 1000 ETH/WETH at a time. The chain is " +
+    "`network`'s, by default the agent's (the first network's for an address that is no agent). Outside embedded mode the route answers 404.",
   auth: "none",
   input: z.object({ body: FaucetRequest }),
   responses: { 200: json("given: the transaction that delivered it", FaucetResponse) },
   errors: ["bad_request", "not_found"],
-  handle: async ({ input: { body }, deps: { faucet } }) => {
-    if (!faucet) throw notFound("No route for POST /dev/faucet.");
+  handle: async ({ input: { body }, deps: { faucets, networks } }) => {
+    if (!faucets) throw notFound("No route for POST /dev/faucet.");
+    const network = body.network ?? (await networks.forAddress(body.agentAddress)).ctx.config.networkName;
+    const faucet = faucets.get(network);
+    if (!faucet) throw badRequest(`This sandbox runs no network ${network}: it runs ${[...faucets.keys()].join(", ")}.`);
     const units = parseUnits(body.amount, FAUCET_TOKENS[body.token].decimals);
     const txHash = await faucet(body.agentAddress, body.token, units);
     return reply(200, { agentAddress: body.agentAddress, amount: body.amount, currency: body.token, txHash });

@@ -1,32 +1,27 @@
 /** GET|POST /sell/agent-intel: SpendGate as an x402 seller (public challenge, paid resource); logic in x402/seller. */
 import { z } from "zod";
 import { readOf } from "../../chain/contracts";
+import { networkOfChainId } from "../../chain/networks";
 import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { Services } from "../../services";
 import { explorerBase } from "../../services/presenters";
-import { AgentIntelSeller } from "../../x402/seller";
+import type { NetworkServices } from "../../services/networks";
+import { AgentIntelSeller, type SellerOffer } from "../../x402/seller";
 import { json, rawOperation } from "../../api/operation";
 
 export const SELL_PATH = "/sell/agent-intel";
 
-/** One seller per service set, made on the first request. */
-const sellers = new WeakMap<Services, AgentIntelSeller>();
-function sellerFor(s: Services): AgentIntelSeller {
-  let seller = sellers.get(s);
-  if (seller) return seller;
-  const { config, chain, facilitator, logger } = s.ctx;
-  seller = new AgentIntelSeller(
-    {
-      chainId: config.chainId,
-      networkName: config.networkName,
-      usdcAddress: config.usdcAddress,
-      price: config.sellPrice,
-      // Unset SELL_PAY_TO: the operator's address, which the service controls on every deployment.
-      payTo: config.sellPayTo ?? chain.operator.address,
-      explorerUrl: explorerBase(s.ctx),
-    },
+/** The seller's offer on one network: its USDC, explorer, facilitator, and the payer's holdings read from its chain. */
+function offerOf(s: Services): SellerOffer {
+  const { config, chain, facilitator } = s.ctx;
+  const network = networkOfChainId(config.chainId);
+  if (!network) throw new Error(`chain id ${config.chainId} is not a network of the table`);
+  return {
+    network,
+    usdcAddress: config.usdcAddress,
+    explorerUrl: explorerBase(s.ctx),
     facilitator,
-    {
+    chain: {
       // Both through Multicall3, one call at one block (two calls before).
       holdings: async (address) => {
         const [usdc, eth] = await chain.readMany([
@@ -37,9 +32,23 @@ function sellerFor(s: Services): AgentIntelSeller {
         return { usdc, eth };
       },
     },
+  };
+}
+
+/** One seller per service, offering every network it runs (the first first), made on the first request. */
+const sellers = new WeakMap<NetworkServices, AgentIntelSeller>();
+function sellerFor(networks: NetworkServices): AgentIntelSeller {
+  let seller = sellers.get(networks);
+  if (seller) return seller;
+  const { config, chain, logger } = networks.first.ctx;
+  const [first, ...rest] = networks.all;
+  seller = new AgentIntelSeller(
+    // Unset SELL_PAY_TO: the operator's address, which the service controls on every deployment (one key on every network).
+    { price: config.sellPrice, payTo: config.sellPayTo ?? chain.operator.address },
+    [offerOf(first), ...rest.map(offerOf)],
     logger,
   );
-  sellers.set(s, seller);
+  sellers.set(networks, seller);
   return seller;
 }
 
@@ -51,7 +60,9 @@ export const SELL_OPERATIONS = (["GET", "POST"] as const).map((method) =>
     summary: `SpendGate as an x402 seller: the paying agent's portfolio (${method})`,
     description:
       "Unpaid: 402 with the v1 JSON body, the v2 PAYMENT-REQUIRED header and X-Service-Amount, X-Service-Network, " +
-      "X-Service-Chain-Id, X-Service-Token, X-Service-Receiver. Paid: verified and settled through x402, then the resource.",
+      "X-Service-Chain-Id, X-Service-Token, X-Service-Receiver. One requirement per network the service runs (v1: those x402 v1 names), " +
+      "each with its network's USDC and that token's EIP-712 domain; the headers name the first network. Paid: verified and settled " +
+      "through x402 on the network paid, then the resource.",
     auth: "x402",
     input: z.object({}),
     headers: [
@@ -69,8 +80,8 @@ export const SELL_OPERATIONS = (["GET", "POST"] as const).map((method) =>
       }),
     },
     errors: ["upstream_error"],
-    serve: async ({ ctx, deps: { s } }) => {
-      const answer = await sellerFor(s).handle({
+    serve: async ({ ctx, deps: { s, networks } }) => {
+      const answer = await sellerFor(networks).handle({
         resourceUrl: `${s.ctx.urls.base || ctx.origin}${SELL_PATH}`,
         paymentSignature: ctx.get("PAYMENT-SIGNATURE") || undefined,
         xPayment: ctx.get("X-PAYMENT") || undefined,

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { indexerLag } from "../../indexer/indexer";
 import { unavailable, type AppError } from "../../errors";
 import type { Services } from "../../services";
+import type { NetworkServices } from "../../services/networks";
 import { HealthResponse, LiveResponse, ReadyResponse, type ReadyChecks } from "../../schemas/system";
 import { VERSION, buildCommit } from "../../version";
 import { json, operation, reply } from "../../api/operation";
@@ -24,27 +25,50 @@ function build(s: Services) {
   return { version: VERSION, ...(commit ? { commit } : {}) };
 }
 
-/** The store's ping, and the chain's id and head, each bounded by CHECK_MS. */
-async function probe(s: Services) {
-  const [store, chain] = await Promise.allSettled([
-    within(s.ctx.store.ping()),
-    within(Promise.all([s.ctx.chain.provider.send("eth_chainId", []), s.ctx.chain.provider.getBlockNumber()])),
-  ]);
-  const chainOk = chain.status === "fulfilled" && Number(chain.value[0]) === s.ctx.config.chainId;
+/** A network's chain id and head, bounded by CHECK_MS. */
+async function probeChain(s: Services) {
+  const chain = await within(Promise.all([s.ctx.chain.provider.send("eth_chainId", []), s.ctx.chain.provider.getBlockNumber()])).then(
+    (v) => v,
+    () => null,
+  );
+  const c = s.ctx.config;
   return {
-    storeOk: store.status === "fulfilled",
-    chainOk,
-    blockNumber: chain.status === "fulfilled" ? chain.value[1] : null,
+    name: c.networkName,
+    chainId: c.chainId,
+    chain: chain !== null && Number(chain[0]) === c.chainId ? ("ok" as const) : ("unreachable" as const),
+    blockNumber: chain?.[1] ?? null,
+    factory: c.factoryAddress,
+    usdc: c.usdcAddress,
   };
 }
 
-async function readiness(s: Services): Promise<ReadyChecks> {
-  const { storeOk, chainOk, blockNumber } = await probe(s);
-  const maxIndexerLag = s.ctx.config.readyMaxIndexerLag;
+/** The store's ping, and every network's chain, each bounded by CHECK_MS. */
+async function probe(networks: NetworkServices) {
+  const [store, chains] = await Promise.all([
+    within(networks.first.ctx.store.ping()).then(
+      () => true,
+      () => false,
+    ),
+    Promise.all(networks.all.map((s) => probeChain(s))),
+  ]);
+  return { storeOk: store, chainOk: chains.every((c) => c.chain === "ok"), chains, blockNumber: chains[0].blockNumber };
+}
+
+async function readiness(networks: NetworkServices): Promise<ReadyChecks> {
+  const { storeOk, chainOk, chains, blockNumber } = await probe(networks);
+  const maxIndexerLag = networks.first.ctx.config.readyMaxIndexerLag;
   let lag: number | null = null;
-  const c = s.ctx.config;
-  if (storeOk && blockNumber !== null)
-    lag = await within(indexerLag(s.ctx.store, c.chainId, c.factoryDeployBlock, blockNumber)).catch(() => null);
+  if (storeOk && chains.every((c) => c.blockNumber !== null)) {
+    // The network furthest behind.
+    const lags = await Promise.all(
+      networks.all.map((s, i) =>
+        within(indexerLag(s.ctx.store, s.ctx.config.chainId, s.ctx.config.factoryDeployBlock, chains[i].blockNumber ?? 0)).catch(
+          () => null,
+        ),
+      ),
+    );
+    lag = lags.some((l) => l === null) ? null : Math.max(...(lags as number[]));
+  }
   const behind = maxIndexerLag > 0 && lag !== null && lag > maxIndexerLag;
   return {
     store: storeOk ? "ok" : "unreachable",
@@ -59,7 +83,7 @@ async function readiness(s: Services): Promise<ReadyChecks> {
 function notReady(checks: ReadyChecks): AppError {
   const failing = [
     checks.store !== "ok" ? "the store does not answer" : null,
-    checks.chain !== "ok" ? "the chain's JSON-RPC does not answer (or serves another chain)" : null,
+    checks.chain !== "ok" ? "a network's JSON-RPC does not answer (or serves another chain)" : null,
     checks.indexer !== "ok" ? `the indexer is ${checks.indexerLag} blocks behind the chain (more than ${checks.maxIndexerLag})` : null,
   ].filter((x) => x !== null);
   return unavailable(`Not ready: ${failing.join("; ")}.`, 5, checks);
@@ -76,17 +100,18 @@ export const SYSTEM_OPERATIONS = [
     input: z.object({}),
     responses: { 200: json("healthy", HealthResponse), 503: json("degraded: the store or the chain does not answer", HealthResponse) },
     errors: [],
-    handle: async ({ deps: { s } }) => {
-      const { storeOk, chainOk, blockNumber } = await probe(s);
+    handle: async ({ deps: { s, networks } }) => {
+      const { storeOk, chainOk, chains, blockNumber } = await probe(networks);
       const ok = storeOk && chainOk;
       const body = {
         status: ok ? "ok" : "degraded",
         mode: s.ctx.config.embeddedChain ? "embedded" : "production",
         store: storeOk ? "ok" : "unreachable",
         chain: chainOk ? "ok" : "unreachable",
+        networks: chains,
         chainId: s.ctx.config.chainId,
         blockNumber,
-        factory: s.ctx.config.factoryAddress ?? null,
+        factory: s.ctx.config.factoryAddress,
         usdc: s.ctx.config.usdcAddress,
         ...build(s),
       } as const;
@@ -113,14 +138,14 @@ export const SYSTEM_OPERATIONS = [
     tag: "System",
     summary: "Readiness: the store, the chain and the indexer are fit to serve",
     description:
-      `The store answers a ping, the chain its block number (on the configured chain id), and the indexer is at most READY_MAX_INDEXER_LAG blocks behind (0: not checked); each check waits at most ${CHECK_MS / 1000} s. ` +
+      `The store answers a ping, every network's chain its block number (on that network's chain id), and every network's indexer is at most READY_MAX_INDEXER_LAG blocks behind (0: not checked); each check waits at most ${CHECK_MS / 1000} s. ` +
       "Not ready: 503 `unavailable` (retryable, Retry-After) whose message names what fails and whose `details` are the checks.",
     auth: "none",
     input: z.object({}),
     responses: { 200: json("ready to serve", ReadyResponse) },
     errors: ["unavailable"],
-    handle: async ({ deps: { s } }) => {
-      const checks = await readiness(s);
+    handle: async ({ deps: { networks } }) => {
+      const checks = await readiness(networks);
       if (checks.store !== "ok" || checks.chain !== "ok" || checks.indexer !== "ok") throw notReady(checks);
       return reply(200, { status: "ready", ...checks } as const);
     },

@@ -144,7 +144,7 @@ async function closeChannel(
     const left = res.status === "open" ? ` The channel still holds ${usdc(res.held)}.` : "";
     app.notify(
       `Closed the channel of ${a.label} with ${c.merchant}: ${usdc(res.refunded)} refunded to the wallet, ${usdc(res.creditedNow)} credited back to the budgets.${left} `,
-      refund?.txHash && res.refunded !== "0" ? app.txLink(refund.txHash, "Refund transaction") : "",
+      refund?.txHash && res.refunded !== "0" ? app.txLink(refund.txHash, "Refund transaction", a.network) : "",
     );
   } catch (err) {
     app.report(err, "close the channel");

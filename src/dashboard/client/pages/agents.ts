@@ -60,7 +60,8 @@ function agentCard(
   const card = h("article", { class: "card agent", "data-agent": a.address, "aria-labelledby": titleId });
   const status = policy?.deployed ? (paused ? "Paused: every payment is blocked" : "Active") : "No policy yet";
   const facts: [string, Node | string][] = [
-    ["Wallet (holds the funds)", app.addressLink(a.address)],
+    ["Network", a.network],
+    ["Wallet (holds the funds)", app.addressLink(a.address, a.address, a.network)],
     ["Created", time(a.createdAt, dateTime(a.createdAt))],
     ["Status", h("span", { class: paused ? "badge danger" : policy?.deployed ? "badge ok" : "badge", "data-field": "status" }, status)],
   ];
@@ -196,20 +197,17 @@ async function withdraw(
   button.disabled = true;
   button.textContent = "Waiting for your wallet…";
   try {
-    const { wallet, owner } = await app.signer();
+    const { wallet, owner } = await app.signer(a.network);
     const timestamp = nowSeconds();
-    const token = w.token === "ETH" ? "0x0000000000000000000000000000000000000000" : app.config.usdcAddress;
-    const humanSignature = await wallet.signTypedData(
-      owner,
-      withdrawData(app.config.chainId, a.address, { token, to: w.to, amount }, timestamp),
-    );
+    const token = w.token === "ETH" ? "0x0000000000000000000000000000000000000000" : app.network(a.network).usdcAddress;
+    const humanSignature = await wallet.signTypedData(owner, withdrawData(a.chainId, a.address, { token, to: w.to, amount }, timestamp));
     button.textContent = "Withdrawing on-chain…";
     const res = await api<{ txHash: string; amount: string }>("POST", `/agents/${a.address}/withdraw`, {
       auth: "required",
       body: { token: w.token, to: w.to, amount: w.amount, humanSignature, timestamp },
     });
     await reload();
-    app.notify(`Withdrew ${res.amount} ${w.token} from ${a.label} to ${w.to}. `, app.txLink(res.txHash));
+    app.notify(`Withdrew ${res.amount} ${w.token} from ${a.label} to ${w.to}. `, app.txLink(res.txHash, undefined, a.network));
   } catch (err) {
     app.report(err, "withdraw");
     button.disabled = false;
@@ -260,7 +258,7 @@ async function setPaused(
   button.disabled = true;
   button.textContent = "Waiting for your wallet…";
   try {
-    const { wallet, owner } = await app.signer();
+    const { wallet, owner } = await app.signer(a.network);
     // The epoch is read now, not from the card: a resume must name the agent's current epoch (a pause, a policy,
     // operator or owner change since the card was drawn starts a new one), and the contract refuses any other.
     const current = await api<{ agents: PolicyView[] }>("GET", `/limits?address=${a.address}`, { auth: "required" });
@@ -277,7 +275,7 @@ async function setPaused(
     lastSigned.set(a.address, timestamp);
     const humanSignature = await wallet.signTypedData(
       owner,
-      setPausedData(app.config.chainId, a.policyContract, a.address, { paused, epoch }, timestamp),
+      setPausedData(a.chainId, a.policyContract, a.address, { paused, epoch }, timestamp),
     );
     button.textContent = paused ? "Pausing on-chain…" : "Resuming on-chain…";
     const res = await api<{ txHash: string }>("POST", `/agents/${a.address}/pause`, {
@@ -287,7 +285,7 @@ async function setPaused(
     await reload();
     app.notify(
       paused ? `${a.label} is paused: every payment is blocked on-chain. ` : `${a.label} is active again. `,
-      app.txLink(res.txHash),
+      app.txLink(res.txHash, undefined, a.network),
     );
     document.querySelector<HTMLElement>(`[data-agent="${a.address}"] [data-action]`)?.focus();
   } catch (err) {

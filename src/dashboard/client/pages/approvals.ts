@@ -86,7 +86,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
               { "data-approval": t.approvalId, "data-status": t.status },
               h("span", { class: `badge status-${t.status}` }, t.status),
               ` ${usdc(t.amount)} to ${t.merchant} for “${t.intent}”, ${age(t.createdAt)} `,
-              t.txHash ? app.txLink(t.txHash) : null,
+              t.txHash ? app.txLink(t.txHash, undefined, t.network) : null,
             ),
           )
         : h("li", { class: "muted" }, "Nothing decided yet."),
@@ -139,10 +139,11 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       if (!agent) throw new Error(`agent ${item.agentAddress} is not among your agents`);
       const amount = toUnits(item.amount);
       if (amount === null) throw new Error(`approval ${item.id} has an amount that is not a USDC amount: ${item.amount}`);
-      const { wallet, owner } = await app.signer();
+      // Signed for the agent's chain, where the payment is made.
+      const { wallet, owner } = await app.signer(agent.network);
       const timestamp = nowSeconds();
       const data = approvalDecisionData(
-        app.config.chainId,
+        agent.chainId,
         agent.policyContract,
         { action, approvalId: item.id, agent: item.agentAddress, merchant: item.merchant, payTo: item.payTo ?? ZERO_ADDRESS, amount },
         timestamp,
@@ -160,7 +161,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
           ? `Approved: ${usdc(item.amount)} paid to ${item.merchant} for “${item.intent}”. `
           : `Denied: ${usdc(item.amount)} to ${item.merchant} for “${item.intent}”. Nothing was paid.`;
       await loadDecided().catch(() => undefined);
-      app.notify(text, ...(action === "approve" ? [app.txLink(res.txHash)] : []));
+      app.notify(text, ...(action === "approve" ? [app.txLink(res.txHash, undefined, agent.network)] : []));
       syncEmpty();
       // Keep keyboard users in the table: the next decision, or the heading when none is left.
       (tbody.querySelector<HTMLButtonElement>("button") ?? document.getElementById("pending-title"))?.focus();

@@ -241,7 +241,8 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
 
 function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTableRowElement {
   const onchain: (Node | string)[] = [];
-  if (t.txHash) onchain.push(app.txLink(t.txHash, t.status === "blocked" ? "PaymentBlocked transaction" : "Settlement transaction"));
+  if (t.txHash)
+    onchain.push(app.txLink(t.txHash, t.status === "blocked" ? "PaymentBlocked transaction" : "Settlement transaction", t.network));
   else if (t.scheme === "batch-settlement" && t.status === "approved")
     // A voucher moves nothing on-chain: the seller claims the channel's vouchers later, in one transaction.
     onchain.push(h("span", { class: "muted", "data-field": "voucher" }, "off-chain voucher (the seller claims it later)"));
@@ -264,7 +265,7 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
         "span",
         { class: "small", "data-field": "swap" },
         `Swapped ${t.swap.amountIn} ${t.swap.tokenIn} for ${usdc(t.swap.amountOut)} first: `,
-        app.txLink(t.swap.txHash, "Swap transaction"),
+        app.txLink(t.swap.txHash, "Swap transaction", t.network),
       ),
     );
   }

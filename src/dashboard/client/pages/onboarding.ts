@@ -95,7 +95,8 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
         "dl",
         { class: "facts" },
         fact("Label", h("span", { "data-field": "label" }, agent.label)),
-        fact("Address", app.addressLink(agent.address)),
+        fact("Network", h("span", { "data-field": "network" }, app.network(agent.network).chainName)),
+        fact("Address", app.addressLink(agent.address, agent.address, agent.network)),
         fact("Created", time(agent.createdAt, dateTime(agent.createdAt))),
         fact("Owner", agent.ownerAddress ?? "not linked yet"),
         fact(
@@ -103,7 +104,7 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
           h(
             "span",
             null,
-            app.addressLink(agent.policyContract),
+            app.addressLink(agent.policyContract, agent.policyContract, agent.network),
             agent.deployed ? " (deployed)" : " (not deployed yet: its address is known in advance)",
           ),
         ),
@@ -169,7 +170,7 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
       const preview = h(
         "pre",
         { class: "typed", tabindex: 0, "aria-label": "LinkAgent typed data" },
-        JSON.stringify(linkAgentData(app.config.chainId, agent.address, session.ownerAddress, nowSeconds()), null, 2),
+        JSON.stringify(linkAgentData(agent.chainId, agent.address, session.ownerAddress, nowSeconds()), null, 2),
       );
       steps.link.body(
         h(
@@ -229,9 +230,10 @@ export async function onboardingPage(app: App, root: HTMLElement): Promise<void>
     button.disabled = true;
     button.textContent = "Waiting for your wallet…";
     try {
-      const { wallet, owner } = await app.signer();
+      // Signed for the agent's chain (its network's service domain).
+      const { wallet, owner } = await app.signer(state.agent.network);
       const timestamp = nowSeconds();
-      const data = linkAgentData(app.config.chainId, state.agent.address, owner, timestamp);
+      const data = linkAgentData(state.agent.chainId, state.agent.address, owner, timestamp);
       preview.textContent = JSON.stringify(data, null, 2);
       const ownerSignature = await wallet.signTypedData(owner, data);
       button.textContent = "Linking…";

@@ -149,7 +149,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     // Every entry in clear, sorted as the contract requires; the root is what the contract will derive from them.
     const merchants = merchantsOf(list, caps, payees, signedOffers);
     const root = allowlistRoot(list, caps, payees);
-    const data = setPolicyData(app.config.chainId, agent.policyContract, agent.address, { ...amounts, ...extras, merchants }, timestamp);
+    const data = setPolicyData(agent.chainId, agent.policyContract, agent.address, { ...amounts, ...extras, merchants }, timestamp);
     pending = { amounts, extras, caps, payees, list, signedOffers, root, timestamp, data };
     const usdcLine = (units: bigint) => `${fromUnits(units)} USDC (${units} base units)`;
     replace(
@@ -165,7 +165,8 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
         { class: "facts" },
         [
           ["Agent", agent.address],
-          ["Policy contract", app.addressLink(agent.policyContract)],
+          ["Network", app.network(agent.network).chainName],
+          ["Policy contract", app.addressLink(agent.policyContract, agent.policyContract, agent.network)],
           ["Per-payment limit", usdcLine(amounts.perTxLimit)],
           ["Daily budget", usdcLine(amounts.dailyBudget)],
           ["Approval threshold", usdcLine(amounts.approvalThreshold)],
@@ -278,7 +279,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     button.disabled = true;
     button.textContent = "Waiting for your wallet…";
     try {
-      const { wallet, owner } = await app.signer();
+      const { wallet, owner } = await app.signer(agent.network);
       const humanSignature = await wallet.signTypedData(owner, p.data);
       button.textContent = current.deployed ? "Updating on-chain…" : "Deploying on-chain…";
       const res = await api<SetLimitsResult>("POST", "/limits", {
@@ -315,14 +316,14 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
             "p",
             null,
             "Contract: ",
-            app.addressLink(res.policyContract),
+            app.addressLink(res.policyContract, res.policyContract, agent.network),
             h("code", { class: "block", id: "deployed-contract" }, res.policyContract),
           ),
           h(
             "p",
             null,
             "Transaction: ",
-            app.txLink(res.txHash),
+            app.txLink(res.txHash, undefined, agent.network),
             res.txHash ? h("code", { class: "block", id: "deployed-tx" }, res.txHash) : null,
           ),
         ),
