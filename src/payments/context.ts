@@ -12,7 +12,7 @@ import type { SellerRequest } from "../x402/buyer";
 import type { PaymentScheme } from "../schemas/payments";
 import type { ServiceContext } from "../services/context";
 import { alertPaymentDone } from "../services/alerts";
-import type { ChannelCopies } from "./channelCopies";
+import type { ChannelCopies } from "./schemes/channelCopies";
 import type { PolicyDecisions } from "./decide";
 import type { IdempotencyService } from "./idempotency";
 import type { LedgerBase, LedgerUpdate, PaymentLedger } from "./phases";

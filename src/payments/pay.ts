@@ -24,7 +24,7 @@ import { quote } from "./quote";
 import { awaitQuiet } from "./recover";
 import { type Refusal, refuse } from "./refuse";
 import { type Blocked, type PaymentResult, answerOf, refused } from "./result";
-import { approvalNeedsExact, payScheme } from "./scheme";
+import { approvalNeedsExact, payScheme } from "./schemes/scheme";
 import { sign } from "./sign";
 import { type SwapCheck, swapForPayment } from "./swap";
 

@@ -9,8 +9,8 @@ import type { PaymentDoc } from "../store/documents";
 import { type Room, lease, note } from "./context";
 import { IN_FLIGHT } from "./phases";
 import { pastValidity, release, voidUnsent } from "./release";
-import { resolveChannel } from "./channelState";
-import { resolveUpto } from "./upto";
+import { resolveChannel } from "./schemes/channelState";
+import { resolveUpto } from "./schemes/upto";
 
 /** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */
 const IN_FLIGHT_RETRY_S = 5;

@@ -127,7 +127,7 @@ export interface ChannelConfigFields {
 }
 
 /**
- * A batch-settlement channel an agent's wallet pays through (src/payments/channel.ts): the wallet is its payer, the
+ * A batch-settlement channel an agent's wallet pays through (src/payments/schemes/channel.ts): the wallet is its payer, the
  * seller's payTo its receiver. Amounts in USDC base units. Written only under the agent's lock, each write a
  * compare-and-set on `version`, so its voucher sequence never forks across instances or restarts.
  */

@@ -29,7 +29,7 @@ export interface Store {
   usedSignatures: Collection<UsedSignatureDoc>;
   siweNonces: Collection<SiweNonceDoc>;
   payments: Collection<PaymentDoc>;
-  /** batch-settlement channels the agents' wallets pay through (src/payments/channel.ts). */
+  /** batch-settlement channels the agents' wallets pay through (src/payments/schemes/channel.ts). */
   channels: Collection<ChannelDoc>;
   approvals: Collection<ApprovalDoc>;
   idempotency: Collection<IdempotencyDoc>;

@@ -1,6 +1,6 @@
 /**
  * One channel paid through two instances on one chain and one store. Each instance keeps a copy of the channels it paid
- * through (src/payments/channelCopies.ts), so a voucher needs no read before its first write; a copy the other instance
+ * through (src/payments/schemes/channelCopies.ts), so a voucher needs no read before its first write; a copy the other instance
  * moved past must fail that write and the payment start again from the store: never a voucher signed from the stale
  * copy (a repeated cumulative, a fork of the sequence), never a payment refused for it.
  */

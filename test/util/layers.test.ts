@@ -1,6 +1,7 @@
 /**
  * The floor plan's rules, read from the source: the sandbox (src/dev/) is reached by production code only through its
- * one door (src/dev/index.ts), from the one place that starts it.
+ * one door (src/dev/index.ts), from the one place that starts it; the x402 schemes beyond exact (src/payments/schemes/)
+ * are the payment room's own, imported from nowhere else.
  */
 import { expect } from "chai";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -13,6 +14,8 @@ const DEV = join(SRC, "dev");
 /** The one file that starts the sandbox, and the one module it imports it through. */
 const SANDBOX_STARTER = "src/start/boot.ts";
 const SANDBOX_DOOR = "src/dev/index.ts";
+const ROOM = join(SRC, "payments");
+const SCHEMES = join(ROOM, "schemes");
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -55,6 +58,19 @@ describe("layers: what may import what", function () {
     }
     expect(offenders, "imports of src/dev/ outside its door").to.deep.equal([]);
     expect(importsOf(join(ROOT, SANDBOX_STARTER)).map(rel)).to.include(SANDBOX_DOOR);
+  });
+
+  it("imports the schemes' folder (src/payments/schemes/) from the payment's room only", function () {
+    const offenders: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      if (file.startsWith(ROOM + "/")) continue;
+      for (const target of importsOf(file)) {
+        if (target === SCHEMES || target.startsWith(SCHEMES + "/")) offenders.push(`${rel(file)} -> ${rel(target)}`);
+      }
+    }
+    expect(offenders, "imports of src/payments/schemes/ from outside the payment's room").to.deep.equal([]);
+    // The folder holds the schemes' flows and their x402 glue (ARCHITECTURE.md).
+    expect(sourceFiles(SCHEMES).map(rel)).to.include.members(["src/payments/schemes/channel.ts", "src/payments/schemes/channelPayment.ts"]);
   });
 
   it("reads every kind of import the check looks for (static, type-only, re-export, require, dynamic import)", function () {

@@ -8,12 +8,12 @@
  */
 import { refundChannel, type ClientChannelStorage } from "@x402/evm/batch-settlement/client";
 import { fetch as undiciFetch } from "undici";
-import { fromBaseUnits } from "../amounts";
-import { appError, conflict, notFound } from "../errors";
-import type { AgentDoc, ChannelDoc } from "../store/documents";
-import { sellerDispatcher } from "../x402/buyer";
-import { schemeSigner } from "../x402/schemeSigner";
-import type { Room } from "./context";
+import { fromBaseUnits } from "../../amounts";
+import { appError, conflict, notFound } from "../../errors";
+import type { AgentDoc, ChannelDoc } from "../../store/documents";
+import { sellerDispatcher } from "../../x402/buyer";
+import { schemeSigner } from "./schemeSigner";
+import type { Room } from "../context";
 import { channelOnchain, creditDeposit, pendingWithdrawal } from "./channelState";
 
 const ZERO_SALT = `0x${"0".repeat(64)}` as const;
