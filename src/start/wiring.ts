@@ -58,7 +58,7 @@ export async function wire(
     store,
     chain,
     wallets: new LocalWalletProvider(store.walletKeys, walletKey),
-    keys: new KeyService(store.apiKeys, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs }),
+    keys: new KeyService(store.apiKeys, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs, clock }),
     facilitator: createFacilitator({
       url: config.facilitatorUrl,
       rpcUrl: config.rpcUrl,
