@@ -196,6 +196,7 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
     signed,
     fences: fencesOf(pc),
     gasChecked: (gasChecked ??= observed(ctx.gas.check(pc.agent.ownerAddress))),
+    usdcHeld: (await decision.usdc) ?? undefined,
     ...swap,
   });
   // A failed payment reads the policy (and the operator set) again next time: a stale copy (another operator, a key
