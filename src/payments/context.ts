@@ -87,6 +87,19 @@ export async function finish(room: Room, txnId: string, from: readonly PaymentPh
   return done;
 }
 
+/**
+ * A payment's outcome written at once, as a finished entry (a voucher's: vouchers.ts), unless another run wrote that
+ * payment's outcome first: the entry written, with its owner's alert, or null.
+ */
+export async function recordOutcome(room: Room, entry: PaymentDoc): Promise<PaymentDoc | null> {
+  if (!(await room.ledger.insertOnce(entry))) {
+    room.ctx.logger.warn({ txnId: entry.txnId }, "a payment's outcome was written by another run first; this one was dropped");
+    return null;
+  }
+  room.ctx.webhooks.later(() => alertPaymentDone(room.ctx, entry.txnId, entry));
+  return entry;
+}
+
 /** What the payment's ledger entry knows before any value moves. */
 export function ledgerBase(pc: PaymentContext, approvalId: string | null): LedgerBase {
   return {
