@@ -6,9 +6,11 @@
  * it), or `after` (it landed, and the process died before it heard so). Either way the service never gets the answer.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import type { EmbeddedChain } from "../../src/dev/embeddedChain";
 import { installEmbeddedIndexes } from "../../src/dev/congoIndexes";
 import { installSharedMingoOptions } from "../../src/dev/congoMingo";
 
@@ -67,6 +69,28 @@ export async function startTappedStore(): Promise<TappedStore> {
     uri: `mongodb://127.0.0.1:${port}`,
     trap: (match, when, act) => new Promise((sprang) => traps.push({ match, when, act, sprang })),
     stop: () => server.stop(),
+  };
+}
+
+/**
+ * The environment of a service process in production mode on the test's embedded chain and the store at `storeUri`
+ * (a database of its own named from `db`): every dependency named, sellers on 127.0.0.1 allowed.
+ */
+export function processEnv(chain: EmbeddedChain, storeUri: string, db: string): Record<string, string> {
+  return {
+    RPC_URL: chain.rpcUrl,
+    MONGODB_URI: storeUri,
+    MONGODB_DB: `${db}_${randomBytes(4).toString("hex")}`,
+    WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    OPERATOR_PRIVATE_KEY: chain.operator.privateKey,
+    FACTORY_ADDRESS: chain.addresses.factory,
+    FACTORY_DEPLOY_BLOCK: String(chain.deployBlock),
+    FACILITATOR_PRIVATE_KEY: chain.facilitator.privateKey,
+    GENESIS_OPEN: "true",
+    ALLOW_PRIVATE_SELLERS: "true",
+    ALLOW_HTTP_SELLERS: "true",
+    CONFIRMATIONS: "0",
+    LOG_LEVEL: "warn",
   };
 }
 

@@ -7,14 +7,20 @@
  * seller's claimed total, and the interrupted key answers what the ledger says.
  */
 import { expect } from "chai";
-import { randomBytes } from "node:crypto";
 import { Contract, JsonRpcProvider, Wallet } from "ethers";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import { toBaseUnits } from "../../src/amounts";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 import { connectStore } from "../../src/store";
 import { fundAgents, onboardAgent, type ClusterAgent } from "../../scripts/cluster/client";
-import { type ServiceProcess, type StoreWrite, type TappedStore, spawnService, startTappedStore } from "../helpers/killedService";
+import {
+  type ServiceProcess,
+  type StoreWrite,
+  type TappedStore,
+  processEnv,
+  spawnService,
+  startTappedStore,
+} from "../helpers/killedService";
 import {
   type BatchSeller,
   type StockFacilitator,
@@ -54,19 +60,7 @@ describe("kill -9 at a payment's write boundaries", function () {
     await provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
     facilitator = stockSchemeFacilitator(chain.rpcUrl, key.privateKey);
     env = {
-      RPC_URL: chain.rpcUrl,
-      MONGODB_URI: store.uri,
-      MONGODB_DB: `crash_${randomBytes(4).toString("hex")}`,
-      WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      OPERATOR_PRIVATE_KEY: chain.operator.privateKey,
-      FACTORY_ADDRESS: chain.addresses.factory,
-      FACTORY_DEPLOY_BLOCK: String(chain.deployBlock),
-      FACILITATOR_PRIVATE_KEY: chain.facilitator.privateKey,
-      GENESIS_OPEN: "true",
-      ALLOW_PRIVATE_SELLERS: "true",
-      ALLOW_HTTP_SELLERS: "true",
-      CONFIRMATIONS: "0",
-      LOG_LEVEL: "warn",
+      ...processEnv(chain, store.uri, "crash"),
       // The restarted process has the killed one's id: what that one left in flight is its own, resolved at start-up.
       INSTANCE_ID: "crash-test",
       CHANNEL_DEPOSIT_REQUESTS: "100",
@@ -83,8 +77,8 @@ describe("kill -9 at a payment's write boundaries", function () {
     await chain?.close();
   });
 
-  async function start(): Promise<ServiceProcess> {
-    const svc = await spawnService(env);
+  async function start(extra: Record<string, string> = {}): Promise<ServiceProcess> {
+    const svc = await spawnService({ ...env, ...extra });
     running.push(svc);
     return svc;
   }
@@ -166,9 +160,8 @@ describe("kill -9 at a payment's write boundaries", function () {
     return again;
   }
 
-  it("a voucher at the seller when the service died: the seller counted it, and after the restart it is approved", async () => {
-    const svc = await start();
-    const { a, seller } = await agentWithChannel(svc);
+  /** Kills `svc` while the voucher of a payment with key "interrupted" is at the seller, which counted it. */
+  async function killedAtTheSeller(svc: ServiceProcess, a: ClusterAgent, seller: BatchSeller): Promise<void> {
     let wake: () => void = () => undefined;
     const counted = seller.holdAfterSettlement(new Promise<void>((r) => (wake = r)));
     const interrupted = pay(svc, a, seller, "interrupted").catch(() => null);
@@ -176,6 +169,12 @@ describe("kill -9 at a payment's write boundaries", function () {
     await killed(svc);
     wake();
     await interrupted;
+  }
+
+  it("a voucher at the seller when the service died: the seller counted it, and after the restart it is approved", async () => {
+    const svc = await start();
+    const { a, seller } = await agentWithChannel(svc);
+    await killedAtTheSeller(svc, a, seller);
     const again = await expectAgreement(await start(), a, seller, "interrupted");
     expect(again.status, "counted by the seller: approved").to.equal(200);
   });
@@ -183,13 +182,7 @@ describe("kill -9 at a payment's write boundaries", function () {
   it("a voucher at the seller when the service died, claimed on-chain before the restart: approved from the claim at start-up", async () => {
     const svc = await start();
     const { a, seller } = await agentWithChannel(svc);
-    let wake: () => void = () => undefined;
-    const counted = seller.holdAfterSettlement(new Promise<void>((r) => (wake = r)));
-    const interrupted = pay(svc, a, seller, "interrupted").catch(() => null);
-    await counted;
-    await killed(svc);
-    wake();
-    await interrupted;
+    await killedAtTheSeller(svc, a, seller);
     await seller.manager.claimAndSettle();
     const restarted = await start();
     // Settled by recovery at start-up, from the seller's claim: its key answers with no other payment first.
@@ -206,13 +199,14 @@ describe("kill -9 at a payment's write boundaries", function () {
     seller: BatchSeller,
     match: (w: StoreWrite) => boolean,
     when: "before" | "after",
+    extra: Record<string, string> = {},
   ) {
     const trapped = store.trap(match, when, () => svc.child.kill("SIGKILL"));
     const interrupted = pay(svc, a, seller, "interrupted").catch(() => null);
     await trapped;
     await killed(svc);
     await interrupted;
-    return start();
+    return start(extra);
   }
 
   it("killed once a voucher's record is written, before it leaves: the seller never counted it, and it is failed", async () => {
@@ -228,6 +222,20 @@ describe("kill -9 at a payment's write boundaries", function () {
     expect(lost.map((e) => e.status)).to.deep.equal(["failed"]);
     expect(again.status, JSON.stringify(again.body)).to.equal(200);
     expect(again.body.transactionId).to.not.equal(lost[0].txnId);
+  });
+
+  it("killed once a voucher's record is written, the channel then spent: the seller's 402 to the top-up settles it, and the next pays", async () => {
+    // Deposits of 4 requests: the first and three vouchers spend 3 of them, the interrupted one the 4th.
+    const small = { CHANNEL_DEPOSIT_REQUESTS: "4" };
+    const svc = await start(small);
+    const { a, seller } = await agentWithChannel(svc);
+    const restarted = await killedAt(svc, a, seller, voucherRecorded, "after", small);
+    // Counting the voucher in doubt the channel is spent: the top-up's voucher names a base the seller corrects (it
+    // never counted that voucher), nothing lands, and the channel's charge is the seller's from then on.
+    const topUp = await pay(restarted, a, seller);
+    expect(topUp.status, JSON.stringify(topUp.body)).to.equal(502);
+    const again = await expectAgreement(restarted, a, seller, "interrupted");
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
   });
 
   it("killed after the seller answered, before the voucher's outcome is written: counted, and approved", async () => {

@@ -36,6 +36,8 @@ export async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistP
   const txnId = newTxnId();
   const base = ledgerBase(pc, null);
   const c = run.channel;
+  // What the wallet had signed before this request: the most a corrective 402 may name (channelVoucher.ts, served).
+  const signedBefore = BigInt(c.signed);
   const d = signed.deposit;
   const ref = { channelId: c.channelId, cumulative: run.cumulative.toString(), deposit: amount.toString(), depositPaymentId: paymentId };
   const transfer = { payTo: c.receiver, amount, validAfter: d.validAfter, validBefore: d.validBefore };
@@ -72,5 +74,5 @@ export async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistP
     return blocked;
   }
   await markAuthorized(room, txnId, result);
-  return served(run, txnId, signed, ref, { txHash: null, amount });
+  return served(run, txnId, signed, ref, { txHash: null, amount }, signedBefore);
 }

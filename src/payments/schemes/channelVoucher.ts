@@ -77,7 +77,7 @@ export async function served(
   signed: ChannelPaymentSigned,
   ref: NonNullable<PaymentDoc["channel"]>,
   made: { txHash: string | null; amount: bigint } | null,
-  /** A voucher alone, not yet resynchronised: the highest voucher signed before it. */
+  /** Not yet resynchronised: the highest voucher signed before this request's (the corrective 402's bound). */
   resyncBound: bigint | null = null,
   /** A voucher's record (absent for a deposit's payment, whose entry is in flight). */
   record?: ChannelVoucher,
@@ -88,28 +88,25 @@ export async function served(
   const settlement = res ? readSettlement(res) : null;
   // The seller counts the channel otherwise (a voucher of an interrupted payment reached it, or one in doubt did not):
   // its corrective 402 names its cumulative charge. Taken when the wallet signed that much before this voucher (the
-  // seller could claim it anyway), and the request is paid once more from there, once.
-  if (res?.status === 402 && record && resyncBound !== null) {
+  // seller could claim it anyway), and the request is paid once more from there, once. A deposit refused so is not
+  // paid again (nothing of it landed: credited back below), but the charge stands for the next payment.
+  if (res?.status === 402 && resyncBound !== null) {
     const base = await sellersCharge(room, res, resyncBound, run.channel.channelId);
     if (base !== null && base !== BigInt(run.channel.charged)) {
       await recordDoubts(room, run.channel, settleDoubts(run.doubts, base, true, "the seller's corrective 402"));
-      await recordVouchers(room, run.channel, [
-        [
-          record,
-          {
-            status: "failed",
-            detail: `the seller's channel had charged ${base}, not ${run.channel.charged}: resynchronised and paid again`,
-          },
-        ],
-      ]);
       run.doubts = [];
-      run.channel = { ...run.channel, charged: base.toString() };
-      run.cumulative = base + quote.amount;
-      if (run.cumulative <= BigInt(run.channel.balance)) return voucher(run, made, true, txnId);
-      await afterSend(run, { charged: base.toString(), unsettled: [] });
-      return refused(
-        upstreamError("The seller's channel had charged more than this service knew; the channel needs a new deposit: pay again."),
-      );
+      if (!record) await afterSend(run, { charged: base.toString(), unsettled: [] });
+      else {
+        const detail = `the seller's channel had charged ${base}, not ${run.channel.charged}: resynchronised and paid again`;
+        await recordVouchers(room, run.channel, [[record, { status: "failed", detail }]]);
+        run.channel = { ...run.channel, charged: base.toString() };
+        run.cumulative = base + quote.amount;
+        if (run.cumulative <= BigInt(run.channel.balance)) return voucher(run, made, true, txnId);
+        await afterSend(run, { charged: base.toString(), unsettled: [] });
+        return refused(
+          upstreamError("The seller's channel had charged more than this service knew; the channel needs a new deposit: pay again."),
+        );
+      }
     }
   }
   let landed = false;
