@@ -107,9 +107,9 @@ async function creditBack(
     if (!doc) throw new Error(`channel ${id} vanished`);
     return doc;
   };
-  const now = await read();
-  const { doubts } = await settledRead(room, now, read);
+  const { doubts } = await settledRead(room, await read(), read);
   const settled = settleDoubts(doubts, after.totalClaimed, final, final ? "the channel's final claim" : "its claim on-chain");
+  const now = await read();
   await recordDoubts(room, now, settled);
   const entries = await unsettledEntries(room.ctx.store.payments, [now]);
   await channels.updateOne(
@@ -193,9 +193,10 @@ function withOwnChannel<T>(room: Room, agent: AgentDoc, channelId: string, task:
     // before anything is asked of the seller, so a voucher from an older copy is refused its write and waits its turn.
     const { channel } = await settledRead(room, stored, read);
     room.channelCopies.drop(id);
-    const moved = await channels.updateOne({ channelId: id, version: stored.version }, { $set: { version: stored.version + 1 } });
+    const { version } = channel;
+    const moved = await channels.updateOne({ channelId: id, version }, { $set: { version: version + 1 } });
     if (moved.matchedCount !== 1) throw conflict("This agent's channel changed meanwhile (a payment); nothing was done. Retry.");
-    return task({ ...channel, version: stored.version + 1 }, id);
+    return task({ ...channel, version: version + 1 }, id);
   });
 }
 
