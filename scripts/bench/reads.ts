@@ -77,11 +77,7 @@ async function countOf(s: Stack, embedded: EmbeddedMongo | undefined, collection
 }
 
 /** `embedded`: the embedded store the service runs on, when the bench started it (its own otherwise). */
-export async function benchReads(
-  s: Stack,
-  agent: { agentAddress: string; apiKey: string },
-  embedded = s.svc.embeddedMongo,
-): Promise<void> {
+export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey: string }, embedded = s.svc.embeddedMongo): Promise<void> {
   // Measured as an agent's client sends it (a plain JSON-RPC POST on a kept-alive connection); the SDK Client beside it.
   const post = mcpPoster(s.url, agentHeaders(agent));
   const mcp = await mcpClient(s.url, agentHeaders(agent));
@@ -195,7 +191,9 @@ export async function benchReads(
   ];
   console.log(`indexes GET /ledger relies on, page 1 and total (${embedded ? "embedded CongoDB" : "MongoDB explain"}):`);
   for (const [what, filter] of ledgers)
-    console.log(`  ${what}: payments ${await indexOf(s, embedded, "payments", filter, newest)}; ${await countOf(s, embedded, "payments", filter)}`);
+    console.log(
+      `  ${what}: payments ${await indexOf(s, embedded, "payments", filter, newest)}; ${await countOf(s, embedded, "payments", filter)}`,
+    );
   const reads: [string, string, Filter<Document>][] = [
     ["API key of every request", "apiKeys", { hash: "0".repeat(64) }],
     ["agent of every request", "agents", { address: agent.agentAddress }],
