@@ -5,7 +5,7 @@
  */
 import { createHmac, hkdfSync, randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";
-import { revokeLiveKeys } from "../store/apiKeys";
+import { onKeysRevoked, revokeLiveKeys } from "../store/apiKeys";
 import type { Principal } from "../principal";
 import type { ApiKeyDoc } from "../store/documents";
 
@@ -77,6 +77,8 @@ export class KeyService {
   ) {
     this.cacheMs = opts.cacheMs ?? 0;
     this.now = opts.clock ?? Date.now;
+    // Whatever revokes a key in this process (a rotation here, a hand-over the indexer applies): forgotten at once.
+    onKeysRevoked(keys, () => this.forgetAll());
   }
 
   /** Issues a key and returns it in clear: the only time it exists outside the caller. */
