@@ -103,7 +103,7 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
   FACILITATOR_URL: {
     default: "unset = in-process",
     meaning:
-      "a remote x402 facilitator (`/verify`, `/settle`, `/supported`) for the service's own paid resource (`/sell/agent-intel`); payments the service makes are settled by the seller's facilitator and checked before they leave by simulating their settlement on `RPC_URL`",
+      "a remote x402 facilitator (`/verify`, `/settle`, `/supported`) for the service's own paid resource (`/sell/agent-intel`); payments the service makes are settled by the seller's facilitator and checked before they leave: their fields and the token's domain, and their settlement simulated on `RPC_URL` unless the chain has answered it already (the authorisation landed, the USDC read just before covers it)",
   },
   FACILITATOR_PRIVATE_KEY: {
     default: "embedded: random",
