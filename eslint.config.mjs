@@ -5,7 +5,20 @@ import tseslint from "typescript-eslint";
 import { importX, createNodeResolver } from "eslint-plugin-import-x";
 
 export default defineConfig(
-  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "dist/", "coverage/", "test-output/", "deployments/", "bin/"] },
+  {
+    ignores: [
+      "node_modules/",
+      "artifacts/",
+      "cache/",
+      "typechain-types/",
+      "dist/",
+      "**/dist/",
+      "coverage/",
+      "test-output/",
+      "deployments/",
+      "bin/",
+    ],
+  },
   {
     files: ["**/*.ts"],
     extends: [tseslint.configs.strictTypeChecked],

@@ -4,7 +4,7 @@ pragma solidity 0.8.28;
 import {IBatchSettlementChannels} from "./interfaces/x402/IBatchSettlementChannels.sol";
 import {ISpendPolicySchemes} from "./ISpendPolicySchemes.sol";
 import {OperatorCheck} from "./OperatorCheck.sol";
-import {PaymentRules} from "./PaymentRules.sol";
+import {SpendPolicyModule} from "./SpendPolicyModule.sol";
 
 /// @title The wallet's own way out of an x402 batch-settlement channel whose seller never refunds: the payer's timed
 /// withdrawal (ISpendPolicySchemes.withdrawChannel, finishChannelWithdraw).
@@ -12,7 +12,7 @@ import {PaymentRules} from "./PaymentRules.sol";
 /// channel contract pays a withdrawal to the channel's payer alone, and the wallet asks only for channels whose config
 /// it checked at a deposit (payer this wallet, no payerAuthorizer, USDC). No budget changes here: creditChannel then
 /// credits what came back with the same proof as after a refund (the channel's balance went down by it).
-abstract contract ChannelWithdrawals is PaymentRules, ISpendPolicySchemes {
+abstract contract ChannelWithdrawals is SpendPolicyModule, ISpendPolicySchemes {
     /// @notice The x402 batch-settlement channel contract (canonical address on Base; the sandbox's on the embedded chain).
     address public constant BATCH_SETTLEMENT = 0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003;
 
@@ -34,9 +34,6 @@ abstract contract ChannelWithdrawals is PaymentRules, ISpendPolicySchemes {
         paid = before - left;
         emit ChannelWithdrawal(channelId, msg.sender, paid, true);
     }
-
-    /// @dev Reverts unless running by delegatecall in a wallet (SpendPolicySchemes.onlyDelegated).
-    function _checkDelegated() internal view virtual;
 
     /// @dev The channel id of `config`: its EIP-712 hash under the channel contract's domain.
     function _channelId(ChannelConfig calldata config) internal view virtual returns (bytes32);

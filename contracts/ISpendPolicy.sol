@@ -12,10 +12,11 @@ pragma solidity 0.8.28;
 /// (4) an owner-signed EIP-712 `Withdraw`. (2) and (3) are ISpendPolicySchemes, served by SpendPolicySchemes through
 /// the wallet's fallback; they meet exactly the checks of (1), and what comes back is credited by `creditChannel` and
 /// `creditCeiling` as far as chain state proves it. Amounts are USDC base units (6 decimals). Merchants are
-/// normalised host names; the allowlist is the root of an OpenZeppelin StandardMerkleTree over [entry, dailyCap, payee]
-/// leaves (["string","uint256","address"]; roots signed earlier hold [entry, dailyCap] or [entry] leaves, which mean
-/// payee 0), each entry an exact host, "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant),
-/// and a payee other than 0 the only address a payment admitted by that leaf may pay. A zero root allows nothing.
+/// normalised host names. The owner signs the allowlist in clear (SetPolicy's Merchant[]: entry, daily cap, payee);
+/// the contract derives from those entries, and only from them, the root of an OpenZeppelin StandardMerkleTree over
+/// [entry, dailyCap, payee] leaves (["string","uint256","address"]) that payments prove against. Each entry is an exact host,
+/// "*.domain" (any subdomain of domain, not domain itself) or "*" (any merchant), and a payee other than 0 the only
+/// address a payment admitted by that leaf may pay. An empty list allows nothing.
 interface ISpendPolicy {
     // ---------------------------------------------------------------- types
     /// @notice What checkPayment decides.
@@ -60,15 +61,15 @@ interface ISpendPolicy {
         PayeeNotAllowed
     }
 
-    /// @notice The owner-signed policy (EIP-712 SetPolicy, fields in its order). Each amount fits in 64 bits,
+    /// @notice The policy as stored (policy()): SignedPolicy with the allowlist's root in place of its entries. Each
+    /// amount fits in 64 bits,
     /// maxPaymentsPerHour in 16, validUntil and swapTwapSeconds in 32, maxSwapSlippageBps is at most 10,000
     /// (SpendPolicyInvalidPolicy). Windows are fixed and aligned to the Unix epoch (UTC): hour = t / 3600,
     /// day = t / 86400, week = t / 604800, 30 days = t / 2592000. 0 means "no such limit" for the optional fields.
     /// @param perTxLimit the largest single payment
     /// @param dailyBudget the most that may be authorised per UTC day
-    /// @param allowlistRoot the StandardMerkleTree root of the allowed merchants (zero: none); leaves are
-    /// [entry, dailyCap, payee] (["string","uint256","address"]) or, for roots signed before payees existed,
-    /// [entry, dailyCap] (["string","uint256"]) or [entry] (["string"]), both meaning payee 0 (any payee)
+    /// @param allowlistRoot the StandardMerkleTree root of the allowed merchants (zero: none), derived by the contract
+    /// from the signed Merchant[] as [entry, dailyCap, payee] leaves (["string","uint256","address"])
     /// @param approvalThreshold payments above it need the owner's ApprovalDecision
     /// @param hourlyBudget the most per UTC hour (0: none)
     /// @param weeklyBudget the most per 7-day window (0: none)
@@ -97,9 +98,43 @@ interface ISpendPolicy {
         uint256 minSwapRate;
     }
 
+    /// @notice One allowlist entry as the owner signs it (EIP-712 `Merchant`, inside SetPolicy): a normalised host,
+    /// "*.domain" or "*"; its daily cap (USDC base units, 0: none; fits in 64 bits); its payee (0: any); and whether
+    /// the service must see the seller's signed offer before paying under it (x402 offer-receipt). The contract
+    /// enforces the first three; `requireSignedOffer` is a rule only the service keeps (a contract cannot verify a
+    /// seller's JWS), signed so that the owner's wallet shows it and an auditor reads it in PolicyUpdated.
+    struct Merchant {
+        string entry;
+        uint256 dailyCap;
+        address payee;
+        bool requireSignedOffer;
+    }
+
+    /// @notice The policy as the owner signs it (EIP-712 SetPolicy, version 4, fields in its order, without agent and
+    /// timestamp): Policy's fields with the allowlist in clear (`merchants`, at most MAX_MERCHANTS, in strictly
+    /// ascending byte order of entry) where Policy holds its root. The contract stores the root it derives from
+    /// `merchants` (Policy.allowlistRoot), so nobody can sign one list and have another enforced. A list where an entry
+    /// with payee 0 admits a pinned entry (`*.example.com` over a pinned `api.example.com`) is refused: it would undo
+    /// the pin (SpendPolicyMerchantOverlap).
+    struct SignedPolicy {
+        uint256 perTxLimit;
+        uint256 dailyBudget;
+        Merchant[] merchants;
+        uint256 approvalThreshold;
+        uint256 hourlyBudget;
+        uint256 weeklyBudget;
+        uint256 monthlyBudget;
+        uint256 lifetimeBudget;
+        uint256 maxPaymentsPerHour;
+        uint256 validUntil;
+        uint256 maxSwapSlippageBps;
+        uint256 swapTwapSeconds;
+        uint256 minSwapRate;
+    }
+
     /// @notice The allowlist leaf that admits a merchant: its entry ("host", "*.domain" or "*"), its daily cap (0: none)
-    /// and its payee (0: any). Proved against the root as [entry, dailyCap, payee]; a leaf with payee 0 is also proved
-    /// as [entry, dailyCap] and, with cap 0 too, as [entry] (roots signed before payees or caps existed).
+    /// and its payee (0: any), exactly as the owner signed it in a Merchant. Proved against the root as
+    /// [entry, dailyCap, payee].
     struct Leaf {
         string entry;
         uint256 dailyCap;
@@ -224,12 +259,23 @@ interface ISpendPolicy {
     error SpendPolicyUnknownSchemePayment(bytes32 paymentId);
     /// @notice Nothing of the channel's deposits came back that has not been credited already.
     error SpendPolicyNothingToCredit(bytes32 paymentId);
-    /// @notice Only the wallet (SpendPolicy) runs this, by delegatecall.
-    error SpendPolicySchemesOnly();
     /// @notice The wallet never authorised a deposit into this channel (withdrawChannel, finishChannelWithdraw).
     error SpendPolicyUnknownChannel(bytes32 channelId);
     /// @notice Neither the operator (or a member of its OperatorSet) nor the owner.
     error SpendPolicyNotOperatorOrOwner(address caller);
+    /// @notice A signed policy with more allowlist entries than MAX_MERCHANTS.
+    error SpendPolicyTooManyMerchants(uint256 count, uint256 max);
+    /// @notice Allowlist entry `index` is empty, or not strictly after the one before it in byte order (entries are
+    /// signed sorted, so each appears once).
+    error SpendPolicyMerchantsNotSorted(uint256 index);
+    /// @notice Allowlist entry `anyPayeeIndex` (payee 0: any payee) admits entry `pinnedIndex`, which names a payee:
+    /// the wildcard would let a payment under it pay anyone, undoing the pin.
+    error SpendPolicyMerchantOverlap(uint256 anyPayeeIndex, uint256 pinnedIndex);
+    /// @notice A channel whose withdrawDelay is outside MIN_WITHDRAW_DELAY..MAX_WITHDRAW_DELAY: a deposit there could
+    /// be locked away from the wallet's own withdrawal for longer than the policy allows.
+    error SpendPolicyWithdrawDelayOutOfRange(uint256 withdrawDelay);
+    /// @notice Only the wallet runs this, by delegatecall (SpendPolicySchemes and SpendPolicyUpdates hold no state).
+    error SpendPolicyDelegateOnly();
 
     // ---------------------------------------------------------------- events (the auditors' interface: fixed)
     /// @notice A payment was authorised: exactly one EIP-3009 transfer of `amount` USDC from `agent` to `payTo`,
@@ -277,13 +323,20 @@ interface ISpendPolicy {
     /// 13 swap_slippage_exceeded (emitted by swapForPayment for an authorised payment, whose merchant is then the one
     /// the operator names: auditors match it with PaymentAuthorized of the same paymentId; PaymentReleased follows),
     /// 14 payee_not_allowed
+    /// @param leafEntry the allowlist entry of the leaf the operator presented and the policy judged ("" when none was
+    /// presented, and for reason 13, where the judged leaf is in the PaymentAuthorized of the same paymentId)
+    /// @param leafDailyCap that leaf's daily cap (0: none, or no leaf)
+    /// @param leafPayee that leaf's payee (0: any, or no leaf)
     event PaymentBlocked(
         bytes32 indexed paymentId,
         address indexed agent,
         bytes32 indexed merchantHash,
         string merchant,
         uint256 amount,
-        BlockReason reason
+        BlockReason reason,
+        string leafEntry,
+        uint256 leafDailyCap,
+        address leafPayee
     );
     /// @notice An authorised payment that never settled was released: its transfer can never settle now, and its
     /// amount went back to every window it was counted in that is still current (hour, day, week, 30 days,
@@ -317,8 +370,12 @@ interface ISpendPolicy {
     /// permit's deadline). Auditors count these amounts like any payment until SchemeCredited gives some back.
     event SchemePayment(bytes32 indexed paymentId, Scheme indexed scheme, bytes32 indexed ref, bool authorized);
     /// @notice `amount` of deposit or ceiling `paymentId` came back to the wallet (a refunded or never-made channel
-    /// deposit, the unsettled part of a ceiling) and was credited to the windows it was taken from (PaymentReleased of
-    /// the same paymentId, just before, carries the day's spend after it). Once per paymentId: its record is gone.
+    /// deposit, the unsettled part of a ceiling) and was credited to the windows it was counted in, those still current
+    /// (PaymentReleased of the same paymentId, just before, carries the day's spend after it); money that comes back
+    /// after its window closed refills no window. Once per paymentId: its record is gone. A channel's credits only
+    /// draw on money that came back after the channel's latest deposit: each new deposit first settles what came back
+    /// before it (credited to the deposit before it, this event in the new deposit's transaction; any rest refills
+    /// nothing), so money from an earlier window can never refill a later one.
     /// @param returned for a channel, all of the channel's deposits that are back in the wallet (deposited minus the
     /// channel's balance); for a ceiling, the Permit2 allowance left
     event SchemeCredited(
@@ -338,8 +395,17 @@ interface ISpendPolicy {
     /// itself. Every PolicyUpdated (the first included), every PausedSet with paused true, and every OperatorSet and
     /// OwnerSet with a timestamp other than 0 (not the deployment's) starts a new authorisation epoch (epoch()).
 
-    /// @notice The owner signed (at `timestamp`) policy number `version` (1 for the first).
-    event PolicyUpdated(address indexed agent, uint256 indexed version, Policy policy, uint256 timestamp, bytes signature);
+    /// @notice The owner signed (at `timestamp`) policy number `version` (1 for the first): `policy` is exactly what
+    /// she signed (SetPolicy's fields, the allowlist in clear), `allowlistRoot` what the contract derived from its
+    /// merchants and now enforces. An auditor rebuilds the SetPolicy digest from this event alone.
+    event PolicyUpdated(
+        address indexed agent,
+        uint256 indexed version,
+        SignedPolicy policy,
+        bytes32 allowlistRoot,
+        uint256 timestamp,
+        bytes signature
+    );
     /// @notice The owner paused (every payment blocked, reason 4; every earlier authorisation dead) or resumed the
     /// agent, signed at `timestamp` with SetPaused's `epoch` (for a resume, the epoch it resumed).
     event PausedSet(address indexed agent, bool paused, uint256 epoch, uint256 timestamp, bytes signature);
@@ -392,8 +458,10 @@ interface ISpendPolicy {
     /// (PaymentReleased) and returns false, with nothing spent. Once per payment.
     function swapForPayment(bytes32 paymentId, string calldata merchant, Transfer calldata transfer) external returns (bool swapped);
 
-    /// @notice Anyone may relay: the owner's EIP-712 SetPolicy signature authorises the change.
-    function updatePolicy(Policy calldata policy, uint256 timestamp, bytes calldata signature) external;
+    /// @notice Anyone may relay: the owner's EIP-712 SetPolicy signature (version 4: the allowlist in clear) authorises
+    /// the change. The contract stores the allowlist root it derives from `policy.merchants`. Served by
+    /// SpendPolicyUpdates through the wallet's fallback.
+    function updatePolicy(SignedPolicy calldata policy, uint256 timestamp, bytes calldata signature) external;
 
     /// @notice Anyone may relay: the owner's EIP-712 SetPaused signature. A pause signed within the window always
     /// takes effect (whatever epoch it names) and starts a new epoch; a resume must be newer than every pause and

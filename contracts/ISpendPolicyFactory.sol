@@ -7,6 +7,15 @@ import {ISpendPolicy} from "./ISpendPolicy.sol";
 interface ISpendPolicyFactory {
     event AgentDeployed(address indexed agent, address indexed owner, address policy);
     event DefaultOperatorSet(address operator);
+    /// @notice The factory was configured for its network (once): its SpendPolicy implementation and that
+    /// implementation's token and modules.
+    event Configured(address implementation, address usdc, address schemes, address updates);
+
+    /// @notice configure was called already (the implementation is fixed).
+    error SpendPolicyFactoryConfigured(address implementation);
+    /// @notice configure's creation code is not SpendPolicy's as this factory was compiled with, or its constructor
+    /// reverted.
+    error SpendPolicyFactoryWrongImplementation();
 
     /// @notice The agent (wallet and policy) address of signing key `signer`, deployed or not. With `boundOwner` 0 it
     /// is an open agent's (any owner may be deployed there: the service checks its own record of the link); otherwise
@@ -22,7 +31,7 @@ interface ISpendPolicyFactory {
         address signer,
         address agentOwner,
         bool ownerBound,
-        ISpendPolicy.Policy calldata policy,
+        ISpendPolicy.SignedPolicy calldata policy,
         uint256 timestamp,
         bytes calldata signature
     ) external returns (address agent);

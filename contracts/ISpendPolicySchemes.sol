@@ -16,7 +16,11 @@ interface ISpendPolicySchemes {
     /// the wallet then answers ERC-1271 for exactly that ReceiveWithAuthorization, and for the channel's Vouchers
     /// (any cumulative amount: the channel contract bounds claims by its balance) while the epoch is the current one.
     /// Blocked: PaymentBlocked + SchemePayment(authorized false), no revert. Reverts for a reused paymentId, an
-    /// impossible deposit or channel, or while the channel's previous deposit authorisation is unused.
+    /// impossible deposit or channel (SpendPolicyInvalidChannel; a withdrawDelay outside MIN_WITHDRAW_DELAY..
+    /// MAX_WITHDRAW_DELAY: SpendPolicyWithdrawDelayOutOfRange), or while the channel's previous deposit authorisation
+    /// is unused. Before it is recorded, what came back from the channel since its previous deposit and is not credited
+    /// yet is settled: credited (as creditChannel would) to that previous deposit, at most its amount, and the rest
+    /// written off (it refills no window), so later credits draw only on money that comes back after this deposit.
     function authorizeDeposit(
         bytes32 paymentId,
         string calldata merchant,
@@ -40,8 +44,11 @@ interface ISpendPolicySchemes {
     ) external returns (bool authorized, ISpendPolicy.BlockReason reason);
 
     /// @notice Operator only. Credits deposit `paymentId` with what of its channel came back and is not credited yet:
-    /// (all deposits authorised for the channel) - (the channel's balance) - (credited before), at most the deposit's
-    /// amount. The channel's unused latest deposit authorisation, if any, dies first (it can never land, so it counts
+    /// (all deposits authorised for the channel) - (the channel's balance) - (credited or written off before), at most
+    /// the deposit's amount. Since every deposit settles what came back before it, this is money that came back after
+    /// the channel's latest deposit, so after `paymentId` was counted: it lowers only the windows `paymentId` was
+    /// counted in that are still current (the invariant: in every window, USDC out of the wallet less that window's
+    /// own credits stays within its budget). The channel's unused latest deposit authorisation, if any, dies first (it can never land, so it counts
     /// as come back). Once per deposit; returns the amount credited.
     function creditChannel(bytes32 paymentId) external returns (uint256 credited);
 
@@ -69,8 +76,9 @@ interface ISpendPolicySchemes {
     /// current epoch.
     function isValidVoucherSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4);
 
-    /// @notice A channel as the wallet counts it: deposits authorised (USDC base units), credited back, the epoch of
-    /// its latest deposit (vouchers are answered only while it is current) and that deposit's paymentId.
+    /// @notice A channel as the wallet counts it: deposits authorised (USDC base units), what came back and was settled
+    /// (credited to a deposit, or written off when a later deposit found it), the epoch of its latest deposit
+    /// (vouchers are answered only while it is current) and that deposit's paymentId.
     function channelState(
         bytes32 channelId
     ) external view returns (uint256 deposited, uint256 credited, uint256 epoch, bytes32 latestDeposit);

@@ -7,22 +7,14 @@ import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/Signa
 import {ISpendPolicy} from "./ISpendPolicy.sol";
 import {PaymentRules} from "./PaymentRules.sol";
 
-/// @title The owner's signed changes to a SpendGate agent: policy, pause, operator, owner, withdrawals.
+/// @title The owner's signed changes to a SpendGate agent: pause, operator, owner, withdrawals (the policy itself is
+/// SpendPolicyUpdates', run by delegatecall: its allowlist in clear does not fit in the wallet's code).
 /// @notice Anyone may relay each of them; each needs the owner's EIP-712 signature (EOA, ERC-1271 or EIP-7702),
 /// dated within SIGNATURE_WINDOW of the block time, and none is accepted twice.
 abstract contract OwnerControls is PaymentRules {
     using SafeERC20 for IERC20;
 
     // ---------------------------------------------------------------- constants
-    uint8 private constant KIND_SET_POLICY = 0;
-    uint8 private constant KIND_SET_PAUSED = 1;
-    uint8 private constant KIND_SET_OPERATOR = 2;
-    uint8 private constant KIND_SET_OWNER = 3;
-
-    bytes32 private constant SET_POLICY_TYPEHASH =
-        keccak256(
-            "SetPolicy(address agent,uint256 perTxLimit,uint256 dailyBudget,bytes32 allowlistRoot,uint256 approvalThreshold,uint256 hourlyBudget,uint256 weeklyBudget,uint256 monthlyBudget,uint256 lifetimeBudget,uint256 maxPaymentsPerHour,uint256 validUntil,uint256 maxSwapSlippageBps,uint256 swapTwapSeconds,uint256 minSwapRate,uint256 timestamp)"
-        );
     bytes32 private constant SET_PAUSED_TYPEHASH = keccak256("SetPaused(address agent,bool paused,uint256 epoch,uint256 timestamp)");
     bytes32 private constant SET_OPERATOR_TYPEHASH =
         keccak256("SetOperator(address agent,address operator,uint256 timestamp)");
@@ -31,11 +23,6 @@ abstract contract OwnerControls is PaymentRules {
         keccak256("Withdraw(address agent,address token,address to,uint256 amount,uint256 timestamp)");
 
     // ---------------------------------------------------------------- external
-    /// @inheritdoc ISpendPolicy
-    function updatePolicy(Policy calldata newPolicy, uint256 timestamp, bytes calldata signature) external {
-        _setPolicy(newPolicy, timestamp, signature);
-    }
-
     /// @inheritdoc ISpendPolicy
     /// @dev A pause is single-use by its digest and needs no ordering (nor a current epoch), so no resume (however far
     /// ahead it is dated) can lock a pause out; it starts a new epoch, so nothing authorised before it can settle. A
@@ -132,61 +119,5 @@ abstract contract OwnerControls is PaymentRules {
     /// @inheritdoc ISpendPolicy
     function domainSeparator() external view returns (bytes32) {
         return _domainSeparatorV4();
-    }
-
-    function _setPolicy(Policy calldata p, uint256 timestamp, bytes calldata signature) internal {
-        // Policy holds only static fields, so abi.encode lays them out in place: the EIP-712 encoding of SetPolicy.
-        _useOrderedSignature(
-            KIND_SET_POLICY,
-            timestamp,
-            keccak256(abi.encode(SET_POLICY_TYPEHASH, address(this), p, timestamp)),
-            signature
-        );
-        if (
-            (p.perTxLimit | p.dailyBudget | p.approvalThreshold | p.minSwapRate) > type(uint64).max ||
-            (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) > type(uint64).max ||
-            p.maxPaymentsPerHour > type(uint16).max ||
-            (p.validUntil | p.swapTwapSeconds) > type(uint32).max ||
-            p.maxSwapSlippageBps > 10_000
-        ) revert SpendPolicyInvalidPolicy();
-        Limits memory old = _limits;
-        bool windows = (p.hourlyBudget | p.weeklyBudget | p.monthlyBudget | p.lifetimeBudget) != 0;
-        _limits = Limits(
-            uint64(p.perTxLimit),
-            uint64(p.dailyBudget),
-            uint64(p.approvalThreshold),
-            old.paused,
-            windows,
-            uint16(p.maxPaymentsPerHour),
-            uint32(p.validUntil)
-        );
-        // Each fits in 64 bits (checked above).
-        if (windows || old.hasWindows) {
-            _windowLimits =
-                (p.hourlyBudget << L_HOUR_SHIFT) |
-                (p.weeklyBudget << L_WEEK_SHIFT) |
-                (p.monthlyBudget << L_MONTH_SHIFT) |
-                (p.lifetimeBudget << L_LIFETIME_SHIFT);
-        }
-        uint32 version = _extras.version + 1;
-        _extras = PolicyExtras(version, uint16(p.maxSwapSlippageBps), uint32(p.swapTwapSeconds), uint64(p.minSwapRate));
-        _allowlistRoot = p.allowlistRoot;
-        _bumpEpoch();
-        emit PolicyUpdated(address(this), version, p, timestamp, signature);
-    }
-
-    /// @dev Owner changes ordered by timestamp: newer than the last of its kind (so no older one can be replayed
-    /// over a newer one), near the block time, and signed by the owner. Records the timestamp.
-    function _useOrderedSignature(uint8 kind, uint256 timestamp, bytes32 structHash, bytes calldata signature) private {
-        uint256 last = kind == KIND_SET_POLICY ? _lastPolicyTimestamp : kind == KIND_SET_OPERATOR
-            ? _lastOperatorTimestamp
-            : _lastOwnerTimestamp;
-        if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
-        _checkWindow(timestamp, SIGNATURE_WINDOW);
-        _checkOwnerSignature(_ownerDigest(structHash), signature);
-        // Within the window, so far below 2^48.
-        if (kind == KIND_SET_POLICY) _lastPolicyTimestamp = uint48(timestamp);
-        else if (kind == KIND_SET_OPERATOR) _lastOperatorTimestamp = uint48(timestamp);
-        else _lastOwnerTimestamp = uint48(timestamp);
     }
 }

@@ -27,13 +27,25 @@ abstract contract PaymentRules is SpendPolicyState {
         }
     }
 
+    /// @dev PaymentBlocked with the leaf the operator presented (what the rules judged).
     function _blocked(
         bytes32 paymentId,
         string calldata merchant,
+        Leaf calldata leaf,
         uint256 amount,
         BlockReason reason
     ) internal returns (bool, BlockReason) {
-        emit PaymentBlocked(paymentId, address(this), keccak256(bytes(merchant)), merchant, amount, reason);
+        emit PaymentBlocked(
+            paymentId,
+            address(this),
+            keccak256(bytes(merchant)),
+            merchant,
+            amount,
+            reason,
+            leaf.entry,
+            leaf.dailyCap,
+            leaf.payee
+        );
         return (false, reason);
     }
 

@@ -28,7 +28,8 @@ interface IERC3009 {
 /// the address depends only on the factory and that key. Wallet signature formats: 97 bytes, paymentId (32) then the
 /// signing key's ECDSA signature (r, s, v) of the digest; 129 bytes (Vouchers), channelId (32), maxClaimableAmount
 /// (32), then r, s, v. Channel deposits and upto ceilings (ISpendPolicySchemes) run in SpendPolicySchemes by
-/// delegatecall from the fallback: this contract has no room left under the 24,576-byte limit.
+/// delegatecall from the fallback, and the owner's SetPolicy (the allowlist in clear) in SpendPolicyUpdates, by
+/// delegatecall from initialize and updatePolicy: this contract has no room left under the 24,576-byte limit.
 contract SpendPolicy is SpendPolicySwap, IERC1271 {
     // ---------------------------------------------------------------- immutables (shared by every clone)
     address private immutable _factory;
@@ -36,6 +37,8 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     bytes32 private immutable _usdcDomainSeparator;
     /// @dev Channel deposits, vouchers and upto ceilings (SpendPolicySchemes), run by delegatecall on this storage.
     address private immutable _schemes;
+    /// @dev The owner's signed policy, the allowlist in clear (SpendPolicyUpdates), run by delegatecall on this storage.
+    address private immutable _updates;
 
     // ---------------------------------------------------------------- modifiers
     modifier onlyOperator() {
@@ -48,14 +51,21 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     /// @param swap_ SwapRouter02, WETH and the Uniswap v3 factory of swaps before settlement (all zero: no swaps)
     /// @param schemes_ the SpendPolicySchemes deployed for `usdc_` (channel deposits, vouchers, upto ceilings); its code
     /// runs on each clone's storage, so it is fixed here, in the implementation
+    /// @param updates_ the SpendPolicyUpdates (the owner's SetPolicy, allowlist in clear), fixed here likewise
     /// @dev Only the implementation is constructed; its deployer (the factory) is the only account that initialises
     /// clones. The implementation itself is never initialised and holds nothing.
-    constructor(address usdc_, SwapConfig memory swap_, address schemes_) EIP712("SpendGate", "1") SpendPolicySwap(swap_) {
-        if (schemes_ == address(0)) revert SpendPolicyZeroAddress();
+    constructor(
+        address usdc_,
+        SwapConfig memory swap_,
+        address schemes_,
+        address updates_
+    ) EIP712("SpendGate", "1") SpendPolicySwap(swap_) {
+        if (schemes_ == address(0) || updates_ == address(0)) revert SpendPolicyZeroAddress();
         _factory = msg.sender;
         _usdc = usdc_;
         _usdcDomainSeparator = IERC3009(usdc_).DOMAIN_SEPARATOR();
         _schemes = schemes_;
+        _updates = updates_;
     }
 
     /// @notice ETH may be sent to the wallet; only the owner's Withdraw takes it out.
@@ -64,27 +74,19 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     /// @notice The x402 schemes beyond exact (ISpendPolicySchemes: authorizeDeposit, authorizeCeiling, creditChannel,
     /// creditCeiling and their views) run in SpendPolicySchemes, by delegatecall, on this wallet's storage.
     fallback() external {
-        address schemes = _schemes;
-        assembly ("memory-safe") {
-            calldatacopy(0, 0, calldatasize())
-            let ok := delegatecall(gas(), schemes, 0, calldatasize(), 0, 0)
-            returndatacopy(0, 0, returndatasize())
-            if iszero(ok) {
-                revert(0, returndatasize())
-            }
-            return(0, returndatasize())
-        }
+        _delegate(_schemes);
     }
 
     // ---------------------------------------------------------------- external
     /// @notice Factory only, once: sets the owner, the operator and the first policy, authorised by the owner's
-    /// SetPolicy signature whose domain is this (then predicted) address.
+    /// SetPolicy signature whose domain is this (then predicted) address. The policy is SpendPolicyUpdates' (this
+    /// call's calldata, forwarded by delegatecall).
     function initialize(
         address owner_,
         address operator_,
-        Policy calldata firstPolicy,
-        uint256 timestamp,
-        bytes calldata signature
+        SignedPolicy calldata,
+        uint256,
+        bytes calldata
     ) external {
         if (msg.sender != _factory) revert SpendPolicyUnauthorizedDeployer(msg.sender);
         if (_owner != address(0)) revert SpendPolicyAlreadyDeployed(address(this));
@@ -93,7 +95,13 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         _operatorAndSpend = uint160(operator_);
         emit OwnerSet(address(this), owner_, 0, "");
         emit OperatorSet(address(this), operator_, 0, "");
-        _setPolicy(firstPolicy, timestamp, signature);
+        _delegate(_updates);
+    }
+
+    /// @inheritdoc ISpendPolicy
+    /// @dev SpendPolicyUpdates' (this call's calldata, forwarded by delegatecall).
+    function updatePolicy(SignedPolicy calldata, uint256, bytes calldata) external {
+        _delegate(_updates);
     }
 
     /// @inheritdoc ISpendPolicy
@@ -113,7 +121,7 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
         if (reason == BlockReason.ApprovalRequired && _useApproval(paymentId, merchant, transfer.payTo, transfer.amount, ownerApproval)) {
             reason = BlockReason.None;
         }
-        if (reason != BlockReason.None) return _blocked(paymentId, merchant, transfer.amount, reason);
+        if (reason != BlockReason.None) return _blocked(paymentId, merchant, leaf, transfer.amount, reason);
         _record(paymentId, merchant, leaf, transfer, charge);
         return (true, BlockReason.None);
     }
@@ -220,6 +228,19 @@ contract SpendPolicy is SpendPolicySwap, IERC1271 {
     }
 
     // ---------------------------------------------------------------- internal
+    /// @dev Runs this call's calldata on `module`'s code, on this storage, and returns or reverts with its answer.
+    function _delegate(address module) private {
+        assembly ("memory-safe") {
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), module, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            if iszero(ok) {
+                revert(0, returndatasize())
+            }
+            return(0, returndatasize())
+        }
+    }
+
     /// @dev The record of an authorised payment whose nonce USDC has not used, checked against `transfer`'s digest.
     function _unsettledRecord(bytes32 paymentId, Transfer calldata transfer) private view returns (uint256 record) {
         record = _payments[paymentId];

@@ -19,7 +19,10 @@ import {OperatorCheck} from "./OperatorCheck.sol";
 /// the operator.
 contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     // ---------------------------------------------------------------- storage
-    address private immutable _implementation;
+    /// @dev keccak256 of SpendPolicy's creation code, as this factory was compiled with: configure deploys exactly that
+    /// code (its bytes come as calldata, since this factory's runtime code has no room for them).
+    bytes32 private immutable _implementationCodeHash;
+    address private _implementation;
     address private _defaultOperator;
 
     // ---------------------------------------------------------------- modifiers
@@ -29,46 +32,71 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     }
 
     // ---------------------------------------------------------------- constructor
-    /// @param initialOwner the factory's owner (sets the default operator)
+    /// @param initialOwner the factory's owner: configures it once, then sets the default operator
+    /// @dev Nothing chain-specific here: deployed through the deterministic deployer (CREATE2) with the same owner, the
+    /// factory has the same address on every network, and so (configure's first creation) has its implementation, and
+    /// so has every agent (signing key, and owner when bound) on every network its owner deploys it on.
+    constructor(address initialOwner) Ownable(initialOwner) {
+        _implementationCodeHash = keccak256(type(SpendPolicy).creationCode);
+    }
+
+    // ---------------------------------------------------------------- external
+    /// @notice Factory owner only, once: deploys the one SpendPolicy implementation with this network's contracts and
+    /// sets the default operator. Until then no agent can be deployed. The implementation is this factory's first
+    /// creation, so its address is the same on every network; its code is SpendPolicy's, checked against the hash this
+    /// factory computed from its own compiled copy (the owner chooses only the network's addresses).
+    /// @param creationCode SpendPolicy's creation code (without constructor arguments)
     /// @param defaultOperator_ the service's relayer (one key, or an OperatorSet): deploys agents, becomes their operator
-    /// @param usdc the EIP-3009 token the agents pay with (Base USDC)
-    /// @param swapRouter SwapRouter02 of swaps before settlement (Base's; zero with the next two: no swaps)
-    /// @param weth WETH9 (Base's predeploy)
+    /// @param usdc the EIP-3009 token the agents pay with (this network's USDC)
+    /// @param swapRouter SwapRouter02 of swaps before settlement (zero with the next two: no swaps)
+    /// @param weth WETH9
     /// @param uniswapFactory the Uniswap v3 factory whose USDC/WETH 0.05% pool bounds the price
     /// @param schemes SpendPolicySchemes deployed for `usdc` (x402 channels and upto ceilings; see SpendPolicy)
-    constructor(
-        address initialOwner,
+    /// @param updates SpendPolicyUpdates (the owner's SetPolicy, the allowlist in clear)
+    function configure(
+        bytes calldata creationCode,
         address defaultOperator_,
         address usdc,
         address swapRouter,
         address weth,
         address uniswapFactory,
-        address schemes
-    ) Ownable(initialOwner) {
-        _implementation = address(
-            new SpendPolicy(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory), schemes)
+        address schemes,
+        address updates
+    ) external onlyOwner {
+        if (_implementation != address(0)) revert SpendPolicyFactoryConfigured(_implementation);
+        if (keccak256(creationCode) != _implementationCodeHash) revert SpendPolicyFactoryWrongImplementation();
+        bytes memory initCode = bytes.concat(
+            creationCode,
+            abi.encode(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory), schemes, updates)
         );
+        address implementation_;
+        assembly ("memory-safe") {
+            implementation_ := create(0, add(initCode, 0x20), mload(initCode))
+        }
+        if (implementation_ == address(0)) revert SpendPolicyFactoryWrongImplementation();
+        _implementation = implementation_;
+        emit Configured(implementation_, usdc, schemes, updates);
         _setDefaultOperator(defaultOperator_);
     }
 
-    // ---------------------------------------------------------------- external
     /// @inheritdoc ISpendPolicyFactory
     function deployAgent(
         address signer,
         address agentOwner,
         bool ownerBound,
-        ISpendPolicy.Policy calldata firstPolicy,
-        uint256 timestamp,
-        bytes calldata signature
+        ISpendPolicy.SignedPolicy calldata,
+        uint256,
+        bytes calldata
     ) external onlyDefaultOperator returns (address agent) {
         if (signer == address(0)) revert ISpendPolicy.SpendPolicyZeroAddress();
+        address implementation_ = _implementation;
         bytes32 salt = _salt(signer, ownerBound ? agentOwner : address(0));
-        address predicted = Clones.predictDeterministicAddressWithImmutableArgs(_implementation, abi.encodePacked(signer), salt);
+        address predicted = Clones.predictDeterministicAddressWithImmutableArgs(implementation_, abi.encodePacked(signer), salt);
         if (predicted.code.length != 0) revert ISpendPolicy.SpendPolicyAlreadyDeployed(predicted);
-        agent = Clones.cloneDeterministicWithImmutableArgs(_implementation, abi.encodePacked(signer), salt);
+        agent = Clones.cloneDeterministicWithImmutableArgs(implementation_, abi.encodePacked(signer), salt);
         // The default operator (one key, or the OperatorSet of every instance) becomes the agent's, not the member that
         // relayed: any instance serves the agent.
-        SpendPolicy(payable(agent)).initialize(agentOwner, _defaultOperator, firstPolicy, timestamp, signature);
+        _initialize(agent, agentOwner, _defaultOperator);
         emit AgentDeployed(agent, agentOwner, agent);
     }
 
@@ -111,6 +139,31 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     }
 
     // ---------------------------------------------------------------- internal
+    /// @dev SpendPolicy.initialize(owner, operator, firstPolicy, timestamp, signature) on `agent`, its last three
+    /// arguments forwarded as deployAgent received them: its head is one word shorter than deployAgent's (two
+    /// addresses for three words), so the two offsets move by a word and the tail is copied as it is, not decoded and
+    /// encoded again (a fifth of a deployment's gas with five entries). Whatever the bytes, the wallet verifies the
+    /// owner's signature over exactly what it decodes, and deployAgent itself reads none of them.
+    function _initialize(address agent, address agentOwner, address operator_) private {
+        bytes4 selector = SpendPolicy.initialize.selector;
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            let tail := sub(calldatasize(), 0xc4)
+            mstore(ptr, selector)
+            mstore(add(ptr, 0x04), agentOwner)
+            mstore(add(ptr, 0x24), operator_)
+            mstore(add(ptr, 0x44), sub(calldataload(0x64), 0x20)) // firstPolicy's offset
+            mstore(add(ptr, 0x64), calldataload(0x84)) // timestamp
+            mstore(add(ptr, 0x84), sub(calldataload(0xa4), 0x20)) // signature's offset
+            calldatacopy(add(ptr, 0xa4), 0xc4, tail)
+            if iszero(call(gas(), agent, 0, ptr, add(0xa4, tail), 0, 0)) {
+                returndatacopy(ptr, 0, returndatasize())
+                revert(ptr, returndatasize())
+            }
+        }
+    }
+
+    /// @dev Before configure the default operator is 0, which no caller is: nothing can be deployed.
     function _checkDeployer() internal view {
         if (!OperatorCheck.isOperator(_defaultOperator, msg.sender)) {
             revert ISpendPolicy.SpendPolicyUnauthorizedDeployer(msg.sender);

@@ -2,7 +2,6 @@
 pragma solidity 0.8.28;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
-import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {ChannelWithdrawals} from "./ChannelWithdrawals.sol";
 import {IBatchSettlementChannels} from "./interfaces/x402/IBatchSettlementChannels.sol";
@@ -36,10 +35,14 @@ contract SpendPolicySchemes is ChannelWithdrawals {
     address public constant ERC3009_DEPOSIT_COLLECTOR = 0x4020806089470a89826cB9fB1f4059150b550004;
     address public constant PERMIT2 = 0x000000000022D473030F116dDEE9F6B43aC78BA3;
     address public constant UPTO_PROXY = 0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002;
+    /// @notice The shortest and longest withdrawDelay of a channel the wallet deposits into: the payer's own way out
+    /// (withdrawChannel) takes that long, so a stolen server cannot lock a deposit away for longer than a week (the
+    /// channel contract alone would allow 30 days).
+    uint256 public constant MIN_WITHDRAW_DELAY = 15 minutes;
+    uint256 public constant MAX_WITHDRAW_DELAY = 7 days;
 
 
     // ---------------------------------------------------------------- immutables
-    address private immutable _self;
     address private immutable _usdcToken;
     bytes32 private immutable _usdcSeparator;
     bytes32 private immutable _batchSeparator;
@@ -65,14 +68,8 @@ contract SpendPolicySchemes is ChannelWithdrawals {
         _;
     }
 
-    modifier onlyDelegated() {
-        _checkDelegated();
-        _;
-    }
-
     /// @param usdc_ the wallet's USDC (the channel token and the ceiling's permitted token)
-    constructor(address usdc_) EIP712("SpendGate", "1") {
-        _self = address(this);
+    constructor(address usdc_) {
         _usdcToken = usdc_;
         _usdcSeparator = IUSDCAuthorizations(usdc_).DOMAIN_SEPARATOR();
         _batchSeparator = X402Digests.batchSettlementSeparator(BATCH_SETTLEMENT);
@@ -91,7 +88,9 @@ contract SpendPolicySchemes is ChannelWithdrawals {
         OwnerApproval calldata ownerApproval
     ) external onlyDelegated onlyOperator returns (bool, BlockReason) {
         if (_payments[paymentId] != 0) revert SpendPolicyPaymentExists(paymentId);
-        return _authorizeDeposit(paymentId, merchant, leaf, proof, _planDeposit(config, deposit), ownerApproval);
+        Plan memory p = _planDeposit(config, deposit);
+        _settleReturned(p.rec.ref);
+        return _authorizeDeposit(paymentId, merchant, leaf, proof, p, ownerApproval);
     }
 
     /// @inheritdoc ISpendPolicySchemes
@@ -155,7 +154,7 @@ contract SpendPolicySchemes is ChannelWithdrawals {
 
     /// @inheritdoc ISpendPolicySchemes
     function isValidVoucherSignature(bytes32 digest, bytes calldata signature) external view returns (bytes4) {
-        if (signature.length != 129 || address(this) == _self) return ERC1271_INVALID;
+        if (signature.length != 129 || _isModuleItself()) return ERC1271_INVALID;
         bytes32 channelId = bytes32(signature[0:32]);
         uint256 amount = uint256(bytes32(signature[32:64]));
         Channel storage ch = _channels[channelId];
@@ -198,29 +197,6 @@ contract SpendPolicySchemes is ChannelWithdrawals {
         return _ceilingDigest(ceiling);
     }
 
-    // ---------------------------------------------------------------- the wallet's own functions
-    // SpendPolicy implements these; they are here only because this contract shares its storage layout and helpers
-    // (SpendPolicyState implements ISpendPolicy). They are never reached through the wallet: its own code answers them.
-    function authorizePayment(bytes32, string calldata, Leaf calldata, bytes32[] calldata, Transfer calldata, OwnerApproval calldata) external pure returns (bool, BlockReason) { revert SpendPolicySchemesOnly(); }
-    function releasePayment(bytes32, Transfer calldata) external pure { revert SpendPolicySchemesOnly(); }
-    function voidUnrecordedPayment(bytes32) external pure { revert SpendPolicySchemesOnly(); }
-    function swapForPayment(bytes32, string calldata, Transfer calldata) external pure returns (bool) { revert SpendPolicySchemesOnly(); }
-    function checkPayment(string calldata, Leaf calldata, bytes32[] calldata, address, uint256) external pure returns (Decision, BlockReason) { revert SpendPolicySchemesOnly(); }
-    function agent() external pure returns (address) { revert SpendPolicySchemesOnly(); }
-    function signingKey() external pure returns (address) { revert SpendPolicySchemesOnly(); }
-    function owner() external pure returns (address) { revert SpendPolicySchemesOnly(); }
-    function operator() external pure returns (address) { revert SpendPolicySchemesOnly(); }
-    function paused() external pure returns (bool) { revert SpendPolicySchemesOnly(); }
-    function updatePolicy(Policy calldata, uint256, bytes calldata) external pure { revert SpendPolicySchemesOnly(); }
-    function setPaused(bool, uint256, uint256, bytes calldata) external pure { revert SpendPolicySchemesOnly(); }
-    function setOperator(address, uint256, bytes calldata) external pure { revert SpendPolicySchemesOnly(); }
-    function setOwner(address, uint256, bytes calldata) external pure { revert SpendPolicySchemesOnly(); }
-    function withdraw(address, address, uint256, uint256, bytes calldata) external pure { revert SpendPolicySchemesOnly(); }
-    function lastTimestamp(uint8) external pure returns (uint256) { revert SpendPolicySchemesOnly(); }
-    function isValidOwnerSignature(bytes32, bytes calldata) external pure returns (bool) { revert SpendPolicySchemesOnly(); }
-    function domainSeparator() external pure returns (bytes32) { revert SpendPolicySchemesOnly(); }
-    function swapConfig() external pure returns (address, address, address) { revert SpendPolicySchemesOnly(); }
-
     // ---------------------------------------------------------------- internal
     /// @dev A deposit or ceiling checked and hashed: its transfer (payTo the receiver), its scheme record (ref: the
     /// channel id or the permit digest), the one digest the wallet will sign for it, and a deposit's ERC-3009 nonce.
@@ -239,6 +215,9 @@ contract SpendPolicySchemes is ChannelWithdrawals {
             config.receiver == address(0) ||
             config.receiver == address(this)
         ) revert SpendPolicyInvalidChannel();
+        if (config.withdrawDelay < MIN_WITHDRAW_DELAY || config.withdrawDelay > MAX_WITHDRAW_DELAY) {
+            revert SpendPolicyWithdrawDelayOutOfRange(config.withdrawDelay);
+        }
         p.transfer = Transfer(config.receiver, deposit.amount, deposit.validAfter, deposit.validBefore);
         _checkTransferOf(p.transfer);
         bytes32 channelId = _channelId(config);
@@ -250,6 +229,28 @@ contract SpendPolicySchemes is ChannelWithdrawals {
         }
         p.nonce = keccak256(abi.encode(channelId, deposit.nonceSalt));
         p.digest = _depositDigest(p.nonce, p.transfer);
+    }
+
+    /// @dev Before a deposit into a channel the wallet used before: what came back from it (deposited minus its
+    /// balance) beyond what was settled already came back before this deposit, so no later credit may draw on it (it
+    /// would refill this deposit's windows with money from earlier ones). It is credited to the channel's latest
+    /// deposit (at most that deposit's amount; the windows it was counted in, if still current), and the rest, money
+    /// that came back from deposits credited already, refills nothing. A new channel has nothing to settle (no call).
+    function _settleReturned(bytes32 channelId) private {
+        Channel storage ch = _channels[channelId];
+        uint256 deposited = ch.deposited;
+        if (deposited == 0) return;
+        (uint128 balance, ) = IBatchSettlementChannels(BATCH_SETTLEMENT).channels(channelId);
+        uint256 returned = deposited > balance ? deposited - balance : 0;
+        uint256 settled = ch.credited;
+        if (returned <= settled) return;
+        ch.credited = uint64(returned);
+        bytes32 latest = ch.latestDeposit;
+        // Its pending authorisation, if any, made _planDeposit revert: it landed or never will.
+        if (!_isChannelDeposit(latest, channelId)) return;
+        SchemeRecord memory s = _schemeRecords[latest];
+        uint256 amount = returned - settled;
+        _credit(latest, _payments[latest], s, amount < s.amount ? amount : s.amount, returned);
     }
 
     function _authorizeDeposit(
@@ -289,7 +290,7 @@ contract SpendPolicySchemes is ChannelWithdrawals {
             reason = BlockReason.None;
         }
         if (reason != BlockReason.None) {
-            _blocked(paymentId, merchant, t.amount, reason);
+            _blocked(paymentId, merchant, leaf, t.amount, reason);
             emit SchemePayment(paymentId, p.rec.scheme, p.rec.ref, false);
             return reason;
         }
@@ -354,10 +355,6 @@ contract SpendPolicySchemes is ChannelWithdrawals {
             t.validBefore > block.timestamp + MAX_VALIDITY ||
             t.validAfter >= t.validBefore
         ) revert SpendPolicyInvalidTransfer();
-    }
-
-    function _checkDelegated() internal view override {
-        if (address(this) == _self) revert SpendPolicySchemesOnly();
     }
 
     function _channelId(ChannelConfig calldata config) internal view override returns (bytes32) {

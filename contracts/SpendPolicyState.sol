@@ -20,6 +20,12 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
 
     bytes4 internal constant ERC1271_INVALID = 0xffffffff;
 
+    /// @dev Kinds of owner signature ordered by timestamp (lastTimestamp(kind)).
+    uint8 internal constant KIND_SET_POLICY = 0;
+    uint8 internal constant KIND_SET_PAUSED = 1;
+    uint8 internal constant KIND_SET_OPERATOR = 2;
+    uint8 internal constant KIND_SET_OWNER = 3;
+
     bytes32 internal constant APPROVAL_DECISION_TYPEHASH =
         keccak256(
             "ApprovalDecision(string action,string approvalId,address agent,string merchant,address payTo,uint256 amount,uint256 timestamp)"
@@ -142,7 +148,8 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
         Scheme scheme;
     }
 
-    /// @dev A channel the wallet deposited into: all deposits authorised, all credited back, the epoch of the latest
+    /// @dev A channel the wallet deposited into: all deposits authorised, all that came back and was settled (credited
+    /// to a deposit, or written off by a later deposit: SpendPolicySchemes._settleReturned), the epoch of the latest
     /// deposit (vouchers are answered only while it is current), and that deposit's paymentId and ERC-3009 nonce.
     struct Channel {
         uint64 deposited;
@@ -351,6 +358,21 @@ abstract contract SpendPolicyState is ISpendPolicy, EIP712 {
     /// @dev The word with the 64-bit field at `shift` set to `value` (which fits: callers check or saturate).
     function _setField(uint256 word, uint256 shift, uint256 value) internal pure returns (uint256) {
         return (word & ~(U64 << shift)) | (value << shift);
+    }
+
+    /// @dev Owner changes ordered by timestamp: newer than the last of its kind (so no older one can be replayed
+    /// over a newer one), near the block time, and signed by the owner. Records the timestamp.
+    function _useOrderedSignature(uint8 kind, uint256 timestamp, bytes32 structHash, bytes calldata signature) internal {
+        uint256 last = kind == KIND_SET_POLICY ? _lastPolicyTimestamp : kind == KIND_SET_OPERATOR
+            ? _lastOperatorTimestamp
+            : _lastOwnerTimestamp;
+        if (timestamp <= last) revert SpendPolicyStaleTimestamp(timestamp, last);
+        _checkWindow(timestamp, SIGNATURE_WINDOW);
+        _checkOwnerSignature(_ownerDigest(structHash), signature);
+        // Within the window, so far below 2^48.
+        if (kind == KIND_SET_POLICY) _lastPolicyTimestamp = uint48(timestamp);
+        else if (kind == KIND_SET_OPERATOR) _lastOperatorTimestamp = uint48(timestamp);
+        else _lastOwnerTimestamp = uint48(timestamp);
     }
 
     function _ownerDigest(bytes32 structHash) internal view returns (bytes32) {

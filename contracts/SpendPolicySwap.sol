@@ -109,7 +109,10 @@ abstract contract SpendPolicySwap is OwnerControls {
                 keccak256(bytes(merchant)),
                 merchant,
                 transfer.amount,
-                BlockReason.SwapSlippageExceeded
+                BlockReason.SwapSlippageExceeded,
+                "",
+                0,
+                address(0)
             );
             _release(paymentId, record, transfer.amount);
             return false;

@@ -10,7 +10,7 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { type Signer, ZeroAddress, hexlify, randomBytes, toBeHex, zeroPadValue } from "ethers";
 import { walletSignature } from "../src/chain/typedData";
-import { allowlistRoot, leafStruct, proveMerchant } from "../src/policy/allowlist";
+import { leafStruct, proveMerchant, merchantsOf } from "../src/policy/allowlist";
 import { placeX402SchemeContracts } from "../src/dev/x402Schemes";
 import { ALLOWLIST, DEFAULT_POLICY, NO_APPROVAL, deployAgentFor, paymentId, usdc } from "../test/helpers/policyFixture";
 import { signClaimBatch, signRefund } from "../test/helpers/x402SchemeContracts";
@@ -56,13 +56,13 @@ export async function schemeGasRows(o: {
   const receiverAuthorizer = ethers.Wallet.createRandom();
 
   const payees = Object.fromEntries(ALLOWLIST.map((e) => [e, o.merchant]));
-  const policy = { ...DEFAULT_POLICY, allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) };
+  const policy = { ...DEFAULT_POLICY, merchants: merchantsOf(ALLOWLIST, {}, payees) };
   const agentKey = ethers.Wallet.createRandom();
   const wallet = await deployAgentFor(o.factory, o.operator, agentKey.address, await o.owner.getAddress(), o.owner, policy);
   const agent = await wallet.getAddress();
   await (await o.token.mint(agent, usdc(100))).wait();
   const schemes = (await ethers.getContractAt("SpendPolicySchemes", agent)).connect(o.operator);
-  const proved = proveMerchant(ALLOWLIST, "api.example.com", {}, "v3", payees)!;
+  const proved = proveMerchant(ALLOWLIST, "api.example.com", {}, payees)!;
   const leaf = leafStruct(proved);
   const config = {
     payer: agent,
@@ -100,6 +100,7 @@ export async function schemeGasRows(o: {
   };
 
   const first = await deposit("authorizeDeposit allowed, new channel, bound payee (proof 3)", usdc(2));
+  rows[rows.length - 1].target = 205_000n;
   await land("channel deposit through the ERC-3009 collector, new channel (wallet ERC-1271)", first);
   await deposit("authorizeDeposit blocked: payee_not_allowed (proof 3)", usdc(1), {
     ...config,

@@ -14,6 +14,7 @@ import {
   DEFAULT_POLICY,
   NO_APPROVAL,
   deployAgentFor,
+  deployTestFactory,
   paymentId,
   proofFor,
   signTransfer,
@@ -80,15 +81,7 @@ async function walletPaymentWithSwap(o: {
   owner: Signer;
 }): Promise<{ what: string; gas: bigint }[]> {
   const { ethers } = hre;
-  const factory = await ethers.deployContract("SpendPolicyFactory", [
-    await o.deployer.getAddress(),
-    await o.operator.getAddress(),
-    o.usdc,
-    o.a.swapRouter02,
-    o.a.weth,
-    o.a.factory,
-    await (await ethers.deployContract("SpendPolicySchemes", [o.usdc])).getAddress(),
-  ]);
+  const factory = await deployTestFactory(o.deployer, await o.operator.getAddress(), o.usdc, [o.a.swapRouter02, o.a.weth, o.a.factory]);
   const agentKey = ethers.Wallet.createRandom();
   const policy = { ...DEFAULT_POLICY, maxSwapSlippageBps: 100n, swapTwapSeconds: 600n };
   const wallet = await deployAgentFor(factory, o.operator, agentKey.address, await o.owner.getAddress(), o.owner, policy);

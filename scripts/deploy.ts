@@ -34,6 +34,7 @@ async function main(): Promise<void> {
     operator: process.env.OPERATOR_ADDRESS || undefined,
     operators: process.env.OPERATOR_ADDRESSES ? process.env.OPERATOR_ADDRESSES.split(",").map((a) => a.trim()) : undefined,
     owner: process.env.FACTORY_OWNER || undefined,
+    salt: process.env.FACTORY_SALT || undefined,
     usdc: process.env.USDC_ADDRESS || undefined,
     confirmations,
     log: (line) => console.log(line),

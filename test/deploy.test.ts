@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import hre from "hardhat";
-import { Contract, Wallet, keccak256, toUtf8Bytes } from "ethers";
+import { Contract, Wallet, getAddress, keccak256, toUtf8Bytes } from "ethers";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,9 +12,12 @@ import {
   type DeploymentRecord,
   swapConfigOf,
 } from "../src/chain/deploy";
-import { USDC_ADDRESSES } from "../src/chain/addresses";
+import { DETERMINISTIC_DEPLOYER, USDC_ADDRESSES } from "../src/chain/addresses";
 
 const { ethers } = hre;
+
+/** A fresh CREATE2 salt: each deployment here is another factory (the same salt and deployer give the same one). */
+const randomSalt = () => ethers.hexlify(ethers.randomBytes(32));
 
 describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", function () {
   let dir: string;
@@ -35,7 +38,7 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     const [deployer] = await ethers.getSigners();
     const operator = Wallet.createRandom().address;
     const owner = Wallet.createRandom().address;
-    const record = await deployFactory(hre, { operator, owner, deploymentsDir: dir });
+    const record = await deployFactory(hre, { operator, owner, deploymentsDir: dir, salt: randomSalt() });
 
     const onDisk = JSON.parse(readFileSync(join(dir, "hardhat.json"), "utf8")) as DeploymentRecord;
     expect(onDisk).to.deep.equal(record);
@@ -60,16 +63,20 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
         ? [record.uniswap.swapRouter02, record.uniswap.weth, record.uniswap.factory]
         : [ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress],
     );
-    expect(record.factory.constructorArgs).to.deep.equal([owner, setAddress, usdc, ...none]);
-    expect(record.implementation.constructorArgs).to.deep.equal([usdc, none]);
+    // The factory's one argument is its deployer (who configures it, then hands it to the owner): with the deterministic
+    // deployment proxy, the same deployer gets the same factory address on every network.
+    expect(record.factory.constructorArgs).to.deep.equal([deployer.address]);
+    const [, , schemes, updates] = record.implementation.constructorArgs;
+    expect(record.implementation.constructorArgs).to.deep.equal([usdc, none, schemes, updates]);
     expect(readFileSync(join(dir, "hardhat.implementation-args.js"), "utf8")).to.equal(
-      `module.exports = ${JSON.stringify([usdc, none])};\n`,
+      `module.exports = ${JSON.stringify([usdc, none, schemes, updates])};\n`,
     );
     expect(new Date(record.deployedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
 
-    const receipt = await ethers.provider.getTransactionReceipt(record.factory.txHash);
-    expect(receipt?.contractAddress).to.equal(record.factory.address);
+    const receipt = await ethers.provider.getTransactionReceipt(record.factory.txHash!);
+    expect(receipt?.to).to.equal(getAddress(DETERMINISTIC_DEPLOYER.address));
     expect(receipt?.blockNumber).to.equal(record.factory.block);
+    expect(await ethers.provider.getCode(record.factory.address)).to.not.equal("0x");
     const factory = new Contract(
       record.factory.address,
       [
@@ -97,17 +104,27 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(record.abiHash).to.equal(keccak256(toUtf8Bytes(JSON.stringify(abis))));
     expect(verifyCommands(record)).to.deep.equal([
       `npx hardhat verify --network hardhat --contract contracts/OperatorSet.sol:OperatorSet ${setAddress} ${owner} '["${operator}"]'`,
-      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${owner} ${setAddress} ${usdc} ${none.join(" ")}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${deployer.address}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicySchemes.sol:SpendPolicySchemes ${schemes} ${usdc}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyUpdates.sol:SpendPolicyUpdates ${updates}`,
       `npx hardhat verify --network hardhat --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/hardhat.implementation-args.js ${record.implementation.address}`,
     ]);
   });
 
   it("defaults owner and operator to the deployer on the hardhat network and overwrites a record of the same chain", async function () {
     const [deployer] = await ethers.getSigners();
-    const first = await deployFactory(hre, { deploymentsDir: dir });
+    const first = await deployFactory(hre, { deploymentsDir: dir, salt: randomSalt() });
     expect(first.factory).to.include({ owner: deployer.address, defaultOperator: first.operatorSet.address });
     expect(first.operatorSet.members).to.deep.equal([deployer.address]);
-    const second = await deployFactory(hre, { deploymentsDir: dir });
+    // The same deployer and salt: the same factory, configured already (a clear refusal); another salt, another one.
+    let again: Error | undefined;
+    try {
+      await deployFactory(hre, { deploymentsDir: dir, salt: first.factory.salt });
+    } catch (err) {
+      again = err as Error;
+    }
+    expect(again?.message).to.match(/configured already/);
+    const second = await deployFactory(hre, { deploymentsDir: dir, salt: randomSalt() });
     expect(second.factory.address).to.not.equal(first.factory.address);
     expect(readDeploymentRecord(dir, "hardhat")?.factory.address).to.equal(second.factory.address);
   });
@@ -133,7 +150,7 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
 
   it("records one OperatorSet member per instance key", async function () {
     const keys = [Wallet.createRandom().address, Wallet.createRandom().address, Wallet.createRandom().address];
-    const record = await deployFactory(hre, { operators: keys, deploymentsDir: dir });
+    const record = await deployFactory(hre, { operators: keys, deploymentsDir: dir, salt: randomSalt() });
     expect(record.operatorSet.members).to.deep.equal(keys);
     const set = new Contract(
       record.operatorSet.address,

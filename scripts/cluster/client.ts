@@ -6,8 +6,7 @@
  */
 import { Contract, JsonRpcProvider, Wallet, getAddress } from "ethers";
 import { LINK_AGENT_TYPES, SET_POLICY_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
-import { allowlistRoot, normalizeAllowlist } from "../../src/policy/allowlist";
-import { toBaseUnits } from "../../src/amounts";
+import { buildSignedPolicy } from "../../src/policy/signedPolicy";
 import type { Instance } from "./cluster";
 
 export interface ClusterAgent {
@@ -74,23 +73,14 @@ async function onboardOnce(url: string, chainId: number, policy: PolicyInput): P
     ...(activationCode ? { activationCode } : {}),
   });
   if (link.status !== 200) throw new Error(`link: ${link.status} ${JSON.stringify(link.body)}`);
-  const { entries } = normalizeAllowlist(policy.allowlist);
-  const values: Record<string, unknown> = {
-    agent: agentAddress,
-    perTxLimit: toBaseUnits(policy.perTxLimit),
-    dailyBudget: toBaseUnits(policy.dailyBudget),
-    allowlistRoot: allowlistRoot(entries),
-    approvalThreshold: toBaseUnits(policy.approvalThreshold),
-    timestamp: ts(),
-  };
-  // Every other field of SetPolicy (the struct may grow) is left at 0: "no such limit".
-  const message = Object.fromEntries(SET_POLICY_TYPES.SetPolicy.map((f) => [f.name, values[f.name] ?? 0]));
+  const timestamp = ts();
+  const message = { agent: agentAddress, ...buildSignedPolicy(policy).policy, timestamp };
   const humanSignature = await owner.signTypedData(policyDomain(chainId, getAddress(agentAddress)), SET_POLICY_TYPES, message);
   const limits = await call(
     url,
     "POST",
     "/limits",
-    { agentAddress, ...policy, humanSignature, timestamp: values.timestamp },
+    { agentAddress, ...policy, humanSignature, timestamp },
     { Authorization: `Bearer ${apiKey}` },
   );
   if (limits.status !== 201) throw new Error(`limits: ${limits.status} ${JSON.stringify(limits.body)}`);

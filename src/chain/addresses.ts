@@ -8,6 +8,18 @@ export const USDC_ADDRESSES: Readonly<Record<number, string>> = {
 
 export const BASE_USDC = USDC_ADDRESSES[8453];
 
+/**
+ * The deterministic deployment proxy (github.com/Arachnid/deterministic-deployment-proxy): the same address on every
+ * EVM network (deployed by a one-time account; an OP Stack preinstall on Base and Base Sepolia). A call with data
+ * salt (32 bytes) then init code deploys that code with CREATE2 and answers its 20-byte address. Its runtime code is
+ * what the proxy's published deployment transaction creates; the embedded chain places it with hardhat_setCode.
+ */
+export const DETERMINISTIC_DEPLOYER = {
+  address: "0x4e59b44847b379578588920ca78fbf26c0b4956c",
+  runtimeCode:
+    "0x7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffe03601600081602082378035828234f58015156039578182fd5b8082525050506014600cf3",
+} as const;
+
 /** Multicall3, at the same address on Base, Base Sepolia and the embedded chain. */
 export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11" as const;
 

@@ -3,12 +3,24 @@
  * Used by scripts/deploy.ts (`npx hardhat run scripts/deploy.ts --network base`) and by its test on the in-process
  * network. The embedded chain uses deployFactoryContract only (it records nothing).
  */
-import { ContractFactory, ZeroAddress, getAddress, isAddress, keccak256, toUtf8Bytes, type Signer } from "ethers";
+import {
+  AbiCoder,
+  ContractFactory,
+  ZeroAddress,
+  ZeroHash,
+  concat,
+  getAddress,
+  getCreate2Address,
+  isAddress,
+  keccak256,
+  toUtf8Bytes,
+  type Signer,
+} from "ethers";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 
-import { USDC_ADDRESSES, type UniswapDeployment } from "./addresses";
+import { DETERMINISTIC_DEPLOYER, USDC_ADDRESSES, type UniswapDeployment } from "./addresses";
 import { bind } from "./contracts";
 import { uniswapRecord, type UniswapRecord } from "./uniswapRecord";
 
@@ -17,13 +29,17 @@ export interface DeploymentRecord {
   chainId: number;
   factory: {
     address: string;
-    txHash: string;
-    block: number;
+    /** Null when the deterministic deployment found the factory there already (deployed before, same code). */
+    txHash: string | null;
+    block: number | null;
     deployer: string;
     owner: string;
     /** The OperatorSet below: every instance key in it relays for every agent. */
     defaultOperator: string;
-    constructorArgs: [owner: string, defaultOperator: string, usdc: string, swapRouter: string, weth: string, uniswapFactory: string];
+    /** Its one argument: the deployer, who configures it (then hands it to `owner`). Through the deterministic
+     * deployment proxy with `salt`, so the same deployer and salt give the same factory on every network. */
+    constructorArgs: [configurer: string];
+    salt: string;
   };
   /** The instances' operator keys (OperatorSet; its owner adds and removes members, each change an event). */
   operatorSet: {
@@ -35,10 +51,14 @@ export interface DeploymentRecord {
     constructorArgs: [owner: string, members: string[]];
   };
   /**
-   * The one SpendPolicy implementation every agent's clone delegates to (deployed by the factory's constructor), with
-   * its swap configuration (SwapRouter02, WETH, Uniswap v3 factory; all zero where the network has no Uniswap).
+   * The one SpendPolicy implementation every agent's clone delegates to (the factory's first creation, by configure),
+   * with its swap configuration (SwapRouter02, WETH, Uniswap v3 factory; all zero where the network has no Uniswap)
+   * and its two modules (SpendPolicySchemes for `usdc`, SpendPolicyUpdates).
    */
-  implementation: { address: string; constructorArgs: [usdc: string, swap: [router: string, weth: string, uniswapFactory: string]] };
+  implementation: {
+    address: string;
+    constructorArgs: [usdc: string, swap: [router: string, weth: string, uniswapFactory: string], schemes: string, updates: string];
+  };
   usdc: string;
   /** Uniswap v3 for swaps before settlement (null where the network has none, e.g. a hardhat dry run). */
   uniswap: UniswapRecord | null;
@@ -64,6 +84,8 @@ export interface DeployFactoryOptions {
   uniswap?: UniswapDeployment;
   /** Where records go. Default: <project root>/deployments. */
   deploymentsDir?: string;
+  /** The factory's CREATE2 salt (FACTORY_SALT): the same deployer and salt give the same addresses on every network; another salt, another factory. */
+  salt?: string;
   log?: (line: string) => void;
 }
 
@@ -86,6 +108,23 @@ export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
   return keccak256(toUtf8Bytes(JSON.stringify({ SpendPolicyFactory: factory.abi, SpendPolicy: policy.abi })));
 }
 
+/** Deploys a contract of `name` with `args` from `deployer` and waits for `confirmations`; answers its address. */
+async function deployPlain(
+  hre: HardhatRuntimeEnvironment,
+  deployer: Signer,
+  name: string,
+  args: unknown[],
+  confirmations: number,
+): Promise<{ address: string; txHash: string; block: number }> {
+  const artifact = await hre.artifacts.readArtifact(name);
+  const contract = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(...args);
+  const tx = contract.deploymentTransaction();
+  if (!tx) throw new Error(`${name} deployment sent no transaction`);
+  const receipt = await tx.wait(confirmations);
+  if (!receipt || receipt.status !== 1) throw new Error(`${name} deployment failed (tx ${tx.hash})`);
+  return { address: await contract.getAddress(), txHash: tx.hash, block: receipt.blockNumber };
+}
+
 /** Deploys OperatorSet(owner, members) from `deployer` and waits for `confirmations`. */
 export async function deployOperatorSet(
   hre: HardhatRuntimeEnvironment,
@@ -94,13 +133,7 @@ export async function deployOperatorSet(
   members: string[],
   confirmations = 1,
 ): Promise<{ address: string; txHash: string; block: number }> {
-  const artifact = await hre.artifacts.readArtifact("OperatorSet");
-  const set = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, members);
-  const tx = set.deploymentTransaction();
-  if (!tx) throw new Error("OperatorSet deployment sent no transaction");
-  const receipt = await tx.wait(confirmations);
-  if (!receipt || receipt.status !== 1) throw new Error(`OperatorSet deployment failed (tx ${tx.hash})`);
-  return { address: await set.getAddress(), txHash: tx.hash, block: receipt.blockNumber };
+  return deployPlain(hre, deployer, "OperatorSet", [owner, members], confirmations);
 }
 
 /** The swap configuration of the implementation: SwapRouter02, WETH, Uniswap v3 factory (all zero: no swaps). */
@@ -119,17 +152,55 @@ export async function deploySchemesContract(
   usdc: string,
   confirmations = 1,
 ): Promise<string> {
-  const artifact = await hre.artifacts.readArtifact("SpendPolicySchemes");
-  const schemes = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(usdc);
-  const tx = schemes.deploymentTransaction();
-  if (!tx) throw new Error("SpendPolicySchemes deployment sent no transaction");
-  const receipt = await tx.wait(confirmations);
-  if (!receipt || receipt.status !== 1) throw new Error(`SpendPolicySchemes deployment failed (tx ${tx.hash})`);
-  return schemes.getAddress();
+  return (await deployPlain(hre, deployer, "SpendPolicySchemes", [usdc], confirmations)).address;
 }
 
-/** Deploys SpendPolicySchemes(usdc), then SpendPolicyFactory(owner, operator, usdc, router, weth, uniswapFactory,
- * schemes) from `deployer`, and waits for `confirmations`. */
+/**
+ * Deploys `initCode` through the deterministic deployment proxy with `salt` (CREATE2: the same address on every
+ * network for the same code and salt) and waits for `confirmations`. Where that address holds code already (the same
+ * init code, deployed before on this network), nothing is sent. On the in-process Hardhat network the proxy is placed
+ * first when missing.
+ */
+export async function deployDeterministic(
+  hre: HardhatRuntimeEnvironment,
+  deployer: Signer,
+  initCode: string,
+  salt: string,
+  confirmations = 1,
+): Promise<{ address: string; txHash: string | null; block: number | null }> {
+  const provider = hre.ethers.provider;
+  const proxy = getAddress(DETERMINISTIC_DEPLOYER.address);
+  if ((await provider.getCode(proxy)) === "0x") {
+    // A Hardhat node (in process, or `hardhat node` as localhost) starts without it; every public network has it.
+    if (!LOCAL_NETWORKS.includes(hre.network.name)) throw new Error(`no deterministic deployment proxy at ${proxy} on ${hre.network.name}`);
+    await provider.send("hardhat_setCode", [proxy, DETERMINISTIC_DEPLOYER.runtimeCode]);
+  }
+  const address = getCreate2Address(proxy, salt, keccak256(initCode));
+  if ((await provider.getCode(address)) !== "0x") return { address, txHash: null, block: null };
+  const tx = await deployer.sendTransaction({ to: proxy, data: concat([salt, initCode]) });
+  const receipt = await tx.wait(confirmations);
+  if (!receipt || receipt.status !== 1 || (await provider.getCode(address)) === "0x") {
+    throw new Error(`deterministic deployment to ${address} failed (tx ${tx.hash})`);
+  }
+  return { address, txHash: tx.hash, block: receipt.blockNumber };
+}
+
+/** The gas limit of SpendPolicyFactory.configure (it uses about 5.9M with swaps, 5.0M without). */
+const CONFIGURE_GAS = 10_000_000n;
+
+/** The salt of the factory's deterministic deployment: one factory per deployer (its only constructor argument). */
+export const FACTORY_SALT = ZeroHash;
+
+/** Hardhat's own networks: the deployment proxy is placed there with hardhat_setCode. */
+const LOCAL_NETWORKS = ["hardhat", "localhost"];
+
+/**
+ * Deploys SpendPolicySchemes(usdc) and SpendPolicyUpdates (the wallet's modules), then SpendPolicyFactory(deployer)
+ * and configures it (its implementation with `usdc`, `swap` and the modules; `operator` as default operator), then
+ * hands it to `owner` when that is another account. With `salt` the factory goes through the deterministic deployment
+ * proxy: the same deployer and salt give the same factory address, implementation address and agent addresses on
+ * every network. Without it (tests that need several factories on one chain), a plain deployment.
+ */
 export async function deployFactoryContract(
   hre: HardhatRuntimeEnvironment,
   deployer: Signer,
@@ -138,16 +209,34 @@ export async function deployFactoryContract(
   usdc: string,
   confirmations = 1,
   swap: SwapConfig = NO_SWAPS,
-): Promise<{ address: string; txHash: string; block: number; implementation: string }> {
+  salt?: string,
+): Promise<{ address: string; txHash: string | null; block: number | null; implementation: string; schemes: string; updates: string }> {
   const schemes = await deploySchemesContract(hre, deployer, usdc, confirmations);
+  const updates = (await deployPlain(hre, deployer, "SpendPolicyUpdates", [], confirmations)).address;
+  const configurer = getAddress(await deployer.getAddress());
   const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
-  const factory = await new ContractFactory(artifact.abi, artifact.bytecode, deployer).deploy(owner, operator, usdc, ...swap, schemes);
-  const tx = factory.deploymentTransaction();
-  if (!tx) throw new Error("SpendPolicyFactory deployment sent no transaction");
-  const receipt = await tx.wait(confirmations);
-  if (!receipt || receipt.status !== 1) throw new Error(`SpendPolicyFactory deployment failed (tx ${tx.hash})`);
-  const implementation = await bind("SpendPolicyFactory", await factory.getAddress(), deployer).implementation();
-  return { address: await factory.getAddress(), txHash: tx.hash, block: receipt.blockNumber, implementation };
+  const deployed =
+    salt === undefined
+      ? await deployPlain(hre, deployer, "SpendPolicyFactory", [configurer], confirmations)
+      : await deployDeterministic(
+          hre,
+          deployer,
+          concat([artifact.bytecode, AbiCoder.defaultAbiCoder().encode(["address"], [configurer])]),
+          salt,
+          confirmations,
+        );
+  const factory = bind("SpendPolicyFactory", deployed.address, deployer);
+  const { bytecode: creationCode } = await hre.artifacts.readArtifact("SpendPolicy");
+  if ((await factory.implementation()) !== ZeroAddress) {
+    throw new Error(
+      `SpendPolicyFactory at ${deployed.address} is configured already (deployed before with this salt): pass another salt (FACTORY_SALT) for another factory`,
+    );
+  }
+  // About 6M gas with swaps (the implementation and its SwapBound); Hardhat's estimate of the nested creations is three
+  // times that, past the 16.8M cap of a transaction.
+  await (await factory.configure(creationCode, operator, usdc, ...swap, schemes, updates, { gasLimit: CONFIGURE_GAS })).wait(confirmations);
+  if (getAddress(owner) !== configurer) await (await factory.transferOwnership(owner)).wait(confirmations);
+  return { ...deployed, implementation: await factory.implementation(), schemes, updates };
 }
 
 /** The record of `network` in `dir`, if any. */
@@ -172,10 +261,13 @@ function assertSameChain(dir: string, network: string, chainId: number): void {
 export function verifyCommands(record: DeploymentRecord): string[] {
   const [setOwner, members] = record.operatorSet.constructorArgs;
   const args = record.factory.constructorArgs.join(" ");
+  const [usdc, , schemes, updates] = record.implementation.constructorArgs;
   // A struct argument does not fit the command line: the implementation's go through --constructor-args (a module).
   return [
     `npx hardhat verify --network ${record.network} --contract contracts/OperatorSet.sol:OperatorSet ${record.operatorSet.address} ${setOwner} '${JSON.stringify(members)}'`,
     `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${args}`,
+    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicySchemes.sol:SpendPolicySchemes ${schemes} ${usdc}`,
+    `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicyUpdates.sol:SpendPolicyUpdates ${updates}`,
     `npx hardhat verify --network ${record.network} --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/${record.network}.implementation-args.js ${record.implementation.address}`,
   ];
 }
@@ -232,7 +324,8 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
   const operator = getAddress(set.address);
   log(`OperatorSet at ${operator} (block ${set.block}, tx ${set.txHash})`);
   const swap = swapConfigOf(uniswap);
-  const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations, swap);
+  const salt = opts.salt ?? FACTORY_SALT;
+  const deployed = await deployFactoryContract(hre, deployer, owner, operator, usdc, confirmations, swap, salt);
 
   const onChainOperator = await bind("SpendPolicyFactory", deployed.address, deployer).defaultOperator();
   if (getAddress(onChainOperator) !== operator) {
@@ -249,9 +342,13 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
       deployer: deployerAddress,
       owner,
       defaultOperator: operator,
-      constructorArgs: [owner, operator, usdc, ...swap],
+      constructorArgs: [deployerAddress],
+      salt,
     },
-    implementation: { address: getAddress(deployed.implementation), constructorArgs: [usdc, swap] },
+    implementation: {
+      address: getAddress(deployed.implementation),
+      constructorArgs: [usdc, swap, getAddress(deployed.schemes), getAddress(deployed.updates)],
+    },
     operatorSet: { address: operator, txHash: set.txHash, block: set.block, owner, members, constructorArgs: [owner, members] },
     usdc,
     uniswap,
@@ -265,7 +362,9 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
   writeFileSync(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
   renameSync(`${file}.tmp`, file);
   writeFileSync(join(dir, `${network}.implementation-args.js`), implementationArgsModule(record));
-  log(`SpendPolicyFactory at ${deployed.address} (block ${deployed.block}, tx ${deployed.txHash}); wrote ${file}`);
+  log(
+    `SpendPolicyFactory at ${deployed.address} (${deployed.txHash ? `block ${deployed.block}, tx ${deployed.txHash}` : "deployed before"}); wrote ${file}`,
+  );
   log(`SpendPolicy implementation at ${record.implementation.address}`);
   log(
     uniswap

@@ -7,12 +7,24 @@ import type { TypedDataDomain, TypedDataField } from "ethers";
 export const DOMAIN_NAME = "SpendGate";
 export const DOMAIN_VERSION = "1";
 
+/**
+ * One allowlist entry in clear, as the owner signs it inside SetPolicy (version 4): her wallet shows each entry, its
+ * daily cap and its payee, and the contract derives the allowlist's Merkle root from exactly these.
+ */
+export const MERCHANT_TYPE: TypedDataField[] = [
+  { name: "entry", type: "string" },
+  { name: "dailyCap", type: "uint256" },
+  { name: "payee", type: "address" },
+  { name: "requireSignedOffer", type: "bool" },
+];
+
+/** SetPolicy version 4: every policy field, the allowlist in clear (no root: the contract derives it). */
 export const SET_POLICY_TYPES: Record<string, TypedDataField[]> = {
   SetPolicy: [
     { name: "agent", type: "address" },
     { name: "perTxLimit", type: "uint256" },
     { name: "dailyBudget", type: "uint256" },
-    { name: "allowlistRoot", type: "bytes32" },
+    { name: "merchants", type: "Merchant[]" },
     { name: "approvalThreshold", type: "uint256" },
     { name: "hourlyBudget", type: "uint256" },
     { name: "weeklyBudget", type: "uint256" },
@@ -25,6 +37,7 @@ export const SET_POLICY_TYPES: Record<string, TypedDataField[]> = {
     { name: "minSwapRate", type: "uint256" },
     { name: "timestamp", type: "uint256" },
   ],
+  Merchant: MERCHANT_TYPE,
 };
 
 export const SET_PAUSED_TYPES: Record<string, TypedDataField[]> = {
@@ -115,7 +128,18 @@ export function serviceDomain(chainId: bigint | number): TypedDataDomain {
   return { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId };
 }
 
-/** The policy's fields as the contract's Policy tuple holds them (SetPolicy without agent and timestamp). */
+/** An allowlist entry as SetPolicy signs it (the contract's Merchant struct). */
+export interface MerchantFields {
+  entry: string;
+  /** USDC base units; 0: no cap of its own. */
+  dailyCap: bigint;
+  /** Checksummed; the zero address: any payee. */
+  payee: string;
+  /** The service pays under this entry only sellers that sign their offers (a rule the service keeps). */
+  requireSignedOffer: boolean;
+}
+
+/** The policy's fields as the contract's Policy tuple stores them (policy()): the allowlist as its root. */
 export interface PolicyFields {
   perTxLimit: bigint;
   dailyBudget: bigint;
@@ -131,6 +155,9 @@ export interface PolicyFields {
   swapTwapSeconds: bigint;
   minSwapRate: bigint;
 }
+
+/** The policy as the owner signs it (the contract's SignedPolicy: SetPolicy without agent and timestamp). */
+export type SignedPolicyFields = Omit<PolicyFields, "allowlistRoot"> & { merchants: MerchantFields[] };
 
 /** The optional fields of a policy, all "no such limit": what a policy that names none of them means. */
 export const NO_EXTRA_LIMITS = {

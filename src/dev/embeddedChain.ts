@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { PROJECT_ROOT } from "../paths";
 import type { HardhatRuntimeEnvironment, JsonRpcServer } from "hardhat/types";
 import { BASE_USDC, MULTICALL3_ADDRESS } from "../chain/addresses";
-import { deployFactoryContract, deployOperatorSet, swapConfigOf } from "../chain/deploy";
+import { FACTORY_SALT, deployFactoryContract, deployOperatorSet, swapConfigOf } from "../chain/deploy";
 import { placeX402SchemeContracts } from "./x402Schemes";
 import { EMBEDDED_HISTORY_SECONDS, deployEmbeddedUniswap, type UniswapAddresses } from "./uniswap";
 
@@ -109,6 +109,9 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
       BASE_USDC,
       1,
       swapConfigOf(uniswap),
+      // Through the deterministic deployment proxy, as on a real network: the same factory and agent addresses on
+      // every embedded network.
+      FACTORY_SALT,
     );
 
     const hostname = opts.host ?? "127.0.0.1";
@@ -127,7 +130,7 @@ export async function startEmbeddedChain(opts: { port?: number; host?: string; o
         uniswap,
         ...(operatorSet ? { operatorSet } : {}),
       },
-      deployBlock: deployed.block,
+      deployBlock: deployed.block ?? 0,
       operator: keyOf(operator),
       facilitator: keyOf(facilitator),
       factoryOwner: keyOf(deployer),

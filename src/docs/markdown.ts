@@ -1,4 +1,5 @@
 /** The API reference in markdown (GET /references/api_docs.md), generated from the same operation declarations as OpenAPI. */
+import { TypedDataEncoder } from "ethers";
 import {
   APPROVAL_DECISION_TYPES,
   DOMAIN_NAME,
@@ -118,9 +119,10 @@ function routeSection(route: AnyOperation, op: OpenApiOperation, set: SchemaSet)
   return out.join("\n");
 }
 
+/** The EIP-712 type string of the first (primary) type, structs it uses appended, as wallets and contracts hash it. */
 function typesBlock(name: string, types: Record<string, { name: string; type: string }[]>): string {
-  const [primary, fields] = Object.entries(types)[0];
-  return `${primary}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})` + (name ? `   ${name}` : "");
+  const [primary] = Object.keys(types);
+  return TypedDataEncoder.from(types).encodeType(primary) + (name ? `   ${name}` : "");
 }
 
 function signingSection(): string {
@@ -146,14 +148,16 @@ function signingSection(): string {
     typesBlock("service domain: POST /agents/link", LINK_AGENT_TYPES),
     "```",
     "",
-    "`allowlistRoot`: normalise each entry (trim, lower case, IDNA to ASCII, no trailing dot, no scheme, port or path;",
-    "`*.example.com` for any subdomain, `*` for any merchant), drop duplicates, then",
-    '`StandardMerkleTree.of(entries.map(e => [e, capOf(e)]), ["string", "uint256"]).root` (@openzeppelin/merkle-tree),',
-    "where `capOf(e)` is the entry's own daily cap in base units (`merchantCaps`; 0 = none); the empty list has root",
-    "`0x00…00` and allows nothing. Roots signed before per-entry caps (`StandardMerkleTree.of(entries.map(e => [e]),",
-    '["string"])`) stay valid, with no per-entry cap. In SetPolicy, 0 means "no such limit" for hourlyBudget,',
-    "weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour and validUntil; maxSwapSlippageBps 0 means no",
-    "swaps (see POST /pay). Owner sign-in (SIWE, EIP-4361) uses personal_sign, not EIP-712.",
+    "`merchants`: the allowlist in clear, one `Merchant` per entry: normalise each entry (trim, lower case, IDNA to ASCII,",
+    "no trailing dot, no scheme, port or path; `*.example.com` for any subdomain, `*` for any merchant), drop duplicates,",
+    "sort in byte order (the contract refuses another order), then give each its own daily cap in base units",
+    "(`merchantCaps`; 0 = none), its payee (`payees`; the zero address = any payee) and whether its sellers must sign their",
+    "offers (`requireSignedOffer`; a rule the service keeps). At most 64 entries; an entry with any payee may not admit a",
+    "pinned one (`*.example.com` over a pinned `api.example.com`: 400 here, refused by the contract too). The owner's",
+    "wallet shows every entry, cap and payee; the contract derives the Merkle root payments prove against from exactly",
+    'these (`allowlistRoot` in GET /limits). The empty list allows nothing. In SetPolicy, 0 means "no such limit" for',
+    "hourlyBudget, weeklyBudget, monthlyBudget, lifetimeBudget, maxPaymentsPerHour and validUntil; maxSwapSlippageBps 0",
+    "means no swaps (see POST /pay). Owner sign-in (SIWE, EIP-4361) uses personal_sign, not EIP-712.",
     "",
     "Example (ethers v6), signing a policy for POST /limits:",
     "",
@@ -161,13 +165,15 @@ function signingSection(): string {
     'const domain = { name: "SpendGate", version: "1", chainId: 8453, verifyingContract: policyContract };',
     `const types = ${JSON.stringify(SET_POLICY_TYPES)};`,
     "const timestamp = Math.floor(Date.now() / 1000);",
+    'const ANY = "0x0000000000000000000000000000000000000000";',
+    "const merchants = [...allowlist].sort().map((entry) => ({ entry, dailyCap: 0n, payee: payees[entry] ?? ANY, requireSignedOffer: false }));",
     "const message = {",
-    "  agent, perTxLimit: 5_000000n, dailyBudget: 20_000000n, allowlistRoot, approvalThreshold: 2_000000n,",
+    "  agent, perTxLimit: 5_000000n, dailyBudget: 20_000000n, merchants, approvalThreshold: 2_000000n,",
     "  hourlyBudget: 0n, weeklyBudget: 60_000000n, monthlyBudget: 0n, lifetimeBudget: 0n, maxPaymentsPerHour: 30n,",
-    "  validUntil: 0n, maxSwapSlippageBps: 0n, swapTwapSeconds: 0n, timestamp,",
+    "  validUntil: 0n, maxSwapSlippageBps: 0n, swapTwapSeconds: 0n, minSwapRate: 0n, timestamp,",
     "};",
     "const humanSignature = await owner.signTypedData(domain, types, message);",
-    '// POST /limits { agentAddress: agent, perTxLimit: "5", dailyBudget: "20", allowlist, approvalThreshold: "2",',
+    '// POST /limits { agentAddress: agent, perTxLimit: "5", dailyBudget: "20", allowlist, payees, approvalThreshold: "2",',
     '//   weeklyBudget: "60", maxPaymentsPerHour: 30, humanSignature, timestamp } (absent fields are 0)',
     "```",
     "",

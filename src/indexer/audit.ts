@@ -11,6 +11,7 @@ import { ZeroAddress, getAddress, zeroPadValue, type Log, type Provider } from "
 import { WETH_ADDRESS } from "../chain/addresses";
 import { eventTopic, parseEvent } from "../chain/contracts";
 import { BlockReason, reasonName } from "../chain/reasons";
+import { allowlistRoot } from "../policy/allowlist";
 import { ADDRESS_CHUNK, auditOperatorSets, day, logsOf, order } from "./auditLogs";
 import { auditOutflows, auditSettlements, emptyExplanations, type TxExplanations } from "./auditOutflows";
 import { replayRules } from "./auditRules";
@@ -20,6 +21,7 @@ import {
   POLICY_NUMBERS,
   newAgent,
   type AuditLeaf,
+  type AuditMerchant,
   type AuditPayment,
   type AuditReport,
   type AuditAgent,
@@ -184,13 +186,34 @@ export async function auditFromLogs(
           (typeof POLICY_NUMBERS)[number],
           string
         >;
-        const entry = { version: Number(e.args.version), ...numbers, allowlistRoot: p.allowlistRoot, ...at(e.args.timestamp) };
+        const merchants: AuditMerchant[] = p.merchants.map((m) => ({
+          entry: m.entry,
+          dailyCap: m.dailyCap.toString(),
+          payee: getAddress(m.payee),
+          requireSignedOffer: m.requireSignedOffer,
+        }));
+        const root = e.args.allowlistRoot;
+        const entry = { version: Number(e.args.version), ...numbers, merchants, allowlistRoot: root, ...at(e.args.timestamp) };
         a.policies.push(entry);
         policies.set(a.agent, entry);
         if (Number(e.args.version) !== a.policies.length)
           report.inconsistencies.push(`${a.agent}: policy version ${e.args.version} is number ${a.policies.length} seen`);
+        // The root the contract says it derived, recomputed from the signed entries with the OpenZeppelin library.
+        const rebuilt = allowlistRoot(
+          merchants.map((m) => m.entry),
+          Object.fromEntries(merchants.map((m) => [m.entry, BigInt(m.dailyCap)])),
+          Object.fromEntries(merchants.map((m) => [m.entry, m.payee])),
+        );
+        if (rebuilt !== root)
+          report.inconsistencies.push(`${a.agent}: policy ${e.args.version} stored root ${root}, its signed entries give ${rebuilt}`);
         const fields = Object.fromEntries(POLICY_NUMBERS.map((k) => [k, p[k] ?? 0n]));
-        await signed("PolicyUpdated", { ...fields, allowlistRoot: p.allowlistRoot, timestamp: e.args.timestamp }, e.args.signature);
+        const signedMerchants = p.merchants.map((m) => ({
+          entry: m.entry,
+          dailyCap: m.dailyCap,
+          payee: m.payee,
+          requireSignedOffer: m.requireSignedOffer,
+        }));
+        await signed("PolicyUpdated", { ...fields, merchants: signedMerchants, timestamp: e.args.timestamp }, e.args.signature);
         bump("PolicyUpdated");
         break;
       }
@@ -279,7 +302,9 @@ export async function auditFromLogs(
           validAfter: null,
           validBefore: null,
           epoch: null,
-          leaf: null,
+          leaf: e.args.leafEntry
+            ? { entry: e.args.leafEntry, dailyCap: e.args.leafDailyCap.toString(), payee: getAddress(e.args.leafPayee) }
+            : null,
           reason: reasonName(e.args.reason),
           approvalId: null,
           day: today,

@@ -6,8 +6,8 @@ import { leafMatches } from "../policy/allowlist";
 import type { AuditAgent, AuditLeaf, AuditPayment, AuditReport } from "./auditTypes";
 
 /**
- * The rules an authorised payment passed, replayed from its PaymentAuthorized and the policy in force: its leaf admits
- * its merchant, names its payTo (or payee 0), and its entry's daily cap holds the day's authorisations under it (counted
+ * The rules an authorised payment passed, replayed from its PaymentAuthorized and the policy in force: its leaf is one
+ * of the entries the owner signed (entry, cap and payee) and admits its merchant, names its payTo (or payee 0), and its entry's daily cap holds the day's authorisations under it (counted
  * as the contract counts them: capped leaves only, a release gives nothing back); the policy was not paused, and the
  * amount is within perTxLimit and, unless the owner approved it, the approval threshold. Fills the leaf and payee summary.
  */
@@ -22,6 +22,12 @@ export function replayRules(
 ): void {
   const amount = BigInt(p.amount);
   const where = `${a.agent} ${p.paymentId}`;
+  // The contract proves the leaf against the root it derived from the signed list: a leaf outside it means the root in
+  // force was not the one the owner signed (storage written behind the contract's back).
+  if (policy && !policy.merchants.some((m) => m.entry === leaf.entry && m.dailyCap === leaf.dailyCap && m.payee === leaf.payee))
+    report.inconsistencies.push(
+      `${where}: authorised under leaf ${JSON.stringify(leaf.entry)} (cap ${leaf.dailyCap}, payee ${leaf.payee}), which is not in the list the owner signed in policy ${policy.version}`,
+    );
   if (!leafMatches(leaf.entry, p.merchant))
     report.inconsistencies.push(`${where}: leaf ${JSON.stringify(leaf.entry)} does not admit ${p.merchant}`);
   if (leaf.payee !== ZeroAddress && leaf.payee !== p.payTo)

@@ -30,6 +30,11 @@ export interface AuditLeaf {
   payee: string;
 }
 
+/** An allowlist entry as the owner signed it (PolicyUpdated's merchants). */
+export interface AuditMerchant extends AuditLeaf {
+  requireSignedOffer: boolean;
+}
+
 /** "credited": a deposit or ceiling whose SchemeCredited gave back what came back (see AuditPayment.scheme). */
 export type AuditPaymentStatus = "authorized" | "settled" | "released" | "credited" | "blocked";
 
@@ -44,7 +49,7 @@ export interface AuditPayment {
   validBefore: number | null;
   /** The authorisation epoch it was authorised in: it may settle only while the epoch is still that one. */
   epoch: number | null;
-  /** The allowlist leaf that admitted it. */
+  /** The allowlist leaf that admitted it (for a refusal: the leaf the operator presented, if any). */
   leaf: AuditLeaf | null;
   reason: string | null;
   approvalId: string | null;
@@ -65,11 +70,15 @@ export interface AuditAgent {
   deployTx: string;
   owners: { owner: string; timestamp: number; txHash: string }[];
   operators: { operator: string; timestamp: number; txHash: string }[];
-  /** Each signed policy: its version, every SetPolicy field (amounts and integers as decimal strings), when and where. */
-  policies: ({ version: number; allowlistRoot: string; timestamp: number; txHash: string } & Record<
-    (typeof POLICY_NUMBERS)[number],
-    string
-  >)[];
+  /** Each signed policy: its version, every SetPolicy field (amounts and integers as decimal strings; the allowlist in
+   * clear, as the owner signed it), the root the contract derived from it, when and where. */
+  policies: ({
+    version: number;
+    merchants: AuditMerchant[];
+    allowlistRoot: string;
+    timestamp: number;
+    txHash: string;
+  } & Record<(typeof POLICY_NUMBERS)[number], string>)[];
   /** Each pause or resume; `epoch` is the one SetPaused named (for a resume, the epoch it resumed). */
   pauses: { paused: boolean; epoch: number; timestamp: number; txHash: string }[];
   withdrawals: { token: string; to: string; amount: string; timestamp: number; txHash: string }[];

@@ -2,11 +2,11 @@
  * Event decoding for the indexer: the events it reads from the factory, the SpendPolicy contracts and USDC, their
  * topics, and the decoding of a log into the plain JSON of a `chainEvents` document.
  */
-import { ZeroAddress, type Interface, type Log } from "ethers";
+import { ZeroAddress, type Interface, type Log, type ParamType } from "ethers";
 import { getAddress } from "../chain/rpc/checksum";
 import type { ChainClient } from "../chain/client";
 import { addressOf, eventTopic, parseLog } from "../chain/contracts";
-import type { ChainEventDoc } from "../store/documents";
+import type { ChainEventArg, ChainEventDoc } from "../store/documents";
 
 /** The SpendPolicy events indexed: the auditors' interface of contracts/ISpendPolicy.sol. */
 export const POLICY_EVENTS = [
@@ -102,7 +102,7 @@ export function decode(log: Log, source: Source): Decoded | null {
   parsed.fragment.inputs.forEach((input, i) => {
     // A tuple (PolicyUpdated's policy) is flattened into its fields: stored field names may not contain dots.
     if (input.baseType === "tuple" && input.components) {
-      input.components.forEach((c, j) => (args[c.name] = plain((parsed.args[i] as unknown[])[j], c.type)));
+      input.components.forEach((c, j) => (args[c.name] = argOf((parsed.args[i] as unknown[])[j], c)));
     } else {
       args[input.name] = plain(parsed.args[i], input.type);
     }
@@ -129,6 +129,20 @@ export function decode(log: Log, source: Source): Decoded | null {
     agentAddress: agent,
     paymentId,
   };
+}
+
+/** A tuple's field as stored: an array of structs (PolicyUpdated's merchants) as plain records, anything else plain. */
+function argOf(value: unknown, type: ParamType): ChainEventArg {
+  const fields = type.arrayChildren?.components;
+  if (type.baseType !== "array" || !fields) return plain(value, type.type);
+  return (value as unknown[][]).map((item) =>
+    Object.fromEntries(
+      fields.map((f, k) => {
+        const v = plain(item[k], f.type);
+        return [f.name, typeof v === "number" ? String(v) : v];
+      }),
+    ),
+  );
 }
 
 /** A decoded event argument as plain JSON: bigints as decimal strings, addresses checksummed, bytes lower case. */

@@ -22,6 +22,7 @@ const LEDGER_EVENTS = new Set([
   "PaymentVoided",
   "AuthorizationUsed",
   "SwapExecuted",
+  "SchemeCredited",
 ]);
 /** Events that change what a policy decides: each moves the agent's `policySeq` (the payment path's cache; policyChanged). */
 const POLICY_CHANGE_EVENTS = new Set(["PolicyUpdated", "PausedSet", "OperatorSet", "OwnerSet"]);
@@ -92,7 +93,7 @@ export class LedgerLinker {
       if (p.onchain?.confirmed && p.onchain.blockNumber !== null && p.onchain.blockNumber >= blockNumber) continue;
       confirmed.push({ id: p._id, blockNumber });
     }
-    return this.ledger.confirm(confirmed, swapsOf(events));
+    return this.ledger.confirm(confirmed, swapsOf(events), creditsOf(events));
   }
 
   /** Gives a known agent the owner of its latest OwnerSet up to `upTo` (confirmed now, or before), if it has another. */
@@ -197,10 +198,17 @@ function swapsOf(events: ChainEventDoc[]): Parameters<LedgerWriter["confirm"]>[1
       swap: {
         txHash: e.txHash,
         tokenIn: e.args.tokenIn === ZeroAddress ? ("ETH" as const) : ("WETH" as const),
-        amountIn: String(e.args.amountIn),
-        amountOut: String(e.args.amountOut),
+        amountIn: e.args.amountIn as string,
+        amountOut: e.args.amountOut as string,
       },
     }));
+}
+
+/** SchemeCredited gives its deposit's or ceiling's entry the credit's transaction (`creditTxHash`), once. */
+function creditsOf(events: ChainEventDoc[]): Parameters<LedgerWriter["confirm"]>[2] {
+  return events.flatMap((e) =>
+    e.event === "SchemeCredited" && e.paymentId ? [{ paymentId: e.paymentId, policyAddress: e.address, txHash: e.txHash }] : [],
+  );
 }
 
 /**

@@ -1,13 +1,13 @@
 /**
- * Merchant allowlist: normalisation, matching and the Merkle root the SpendPolicy contract stores.
- * Entries are normalised host names, "*.domain" (any subdomain of domain) or "*" (any merchant). Leaves are
- * [entry, dailyCap, payee] (["string","uint256","address"], cap in USDC base units, 0 = no cap of its own; payee the
- * only address a payment under that entry may pay, 0 = any). Roots signed before payees existed ("v2") have
- * [entry, dailyCap] leaves, and before caps ("v1") [entry] leaves; the contract accepts those too, as payee 0.
+ * Merchant allowlist: normalisation, matching, the entries as the owner signs them (SetPolicy's Merchant[]) and the
+ * Merkle root the SpendPolicy contract derives from them. Entries are normalised host names, "*.domain" (any subdomain
+ * of domain) or "*" (any merchant). Leaves are [entry, dailyCap, payee] (["string","uint256","address"], cap in USDC
+ * base units, 0 = no cap of its own; payee the only address a payment under that entry may pay, 0 = any).
  */
 import { domainToASCII } from "node:url";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { getAddress } from "ethers";
+import type { MerchantFields } from "../chain/typedData";
 
 export const EMPTY_ROOT = "0x" + "00".repeat(32);
 
@@ -73,26 +73,13 @@ export type EntryPayees = Readonly<Record<string, string>>;
 
 export const ANY_PAYEE = "0x0000000000000000000000000000000000000000";
 
-/** "v3": [entry, dailyCap, payee] leaves; "v2": [entry, dailyCap] (before payees); "v1": [entry] (before caps). */
-export type LeafForm = "v1" | "v2" | "v3";
-
 /** The payee of an entry as its leaf holds it (checksummed; the zero address for "any"). */
 export function payeeOf(payees: EntryPayees, entry: string): string {
   const p = payees[entry];
   return p ? getAddress(p) : ANY_PAYEE;
 }
 
-function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm, payees: EntryPayees): StandardMerkleTree<string[]> {
-  if (form === "v1")
-    return StandardMerkleTree.of(
-      entries.map((e) => [e]),
-      ["string"],
-    );
-  if (form === "v2")
-    return StandardMerkleTree.of(
-      entries.map((e) => [e, (caps[e] ?? 0n).toString()]),
-      ["string", "uint256"],
-    );
+function tree(entries: readonly string[], caps: EntryCaps, payees: EntryPayees): StandardMerkleTree<string[]> {
   return StandardMerkleTree.of(
     entries.map((e) => [e, (caps[e] ?? 0n).toString(), payeeOf(payees, e)]),
     ["string", "uint256", "address"],
@@ -100,30 +87,49 @@ function tree(entries: readonly string[], caps: EntryCaps, form: LeafForm, payee
 }
 
 /**
- * The root the contract stores: StandardMerkleTree over [entry, dailyCap, payee] leaves (["string","uint256","address"]),
- * or the older [entry, dailyCap] ("v2") and [entry] ("v1") forms; the empty list has root 0x00…00.
+ * The root the contract derives from the signed entries (SpendPolicyUpdates): StandardMerkleTree over [entry, dailyCap,
+ * payee] leaves (["string","uint256","address"]); the empty list has root 0x00…00. The leaves' order does not matter
+ * (the tree sorts their hashes).
  */
-export function allowlistRoot(
-  normalizedEntries: readonly string[],
-  caps: EntryCaps = {},
-  form: LeafForm = "v3",
-  payees: EntryPayees = {},
-): string {
-  return normalizedEntries.length === 0 ? EMPTY_ROOT : tree(normalizedEntries, caps, form, payees).root;
+export function allowlistRoot(normalizedEntries: readonly string[], caps: EntryCaps = {}, payees: EntryPayees = {}): string {
+  return normalizedEntries.length === 0 ? EMPTY_ROOT : tree(normalizedEntries, caps, payees).root;
 }
 
-/** Which leaf form `root` was built with from these entries, caps and payees, or null when it is none of them. */
-export function leafFormOf(
-  root: string,
+/** The most entries a signed policy may have (SpendPolicyUpdates.MAX_MERCHANTS). */
+export const MAX_MERCHANTS = 64;
+
+/**
+ * The allowlist as SetPolicy (version 4) signs it: the normalised entries in byte order (the order the contract
+ * requires: each entry once), each with its daily cap (base units, 0: none), its payee (the zero address: any) and
+ * whether the service must see a seller's signed offer before paying under it. The contract derives from exactly these
+ * the root allowlistRoot(entries, caps, "v3", payees) computes.
+ */
+export function merchantsOf(
   normalizedEntries: readonly string[],
   caps: EntryCaps = {},
   payees: EntryPayees = {},
-): LeafForm | null {
-  if (allowlistRoot(normalizedEntries, caps, "v3", payees) === root) return "v3";
-  if (Object.values(payees).some((p) => p && p !== ANY_PAYEE)) return null;
-  if (allowlistRoot(normalizedEntries, caps, "v2") === root) return "v2";
-  if (Object.values(caps).every((c) => c === 0n) && allowlistRoot(normalizedEntries, {}, "v1") === root) return "v1";
-  return null;
+  signedOffers: readonly string[] = [],
+): MerchantFields[] {
+  return [...normalizedEntries]
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .map((entry) => ({
+      entry,
+      dailyCap: caps[entry] ?? 0n,
+      payee: payeeOf(payees, entry),
+      requireSignedOffer: signedOffers.includes(entry),
+    }));
+}
+
+/**
+ * The pairs [open, pinned] where an entry with any payee admits an entry pinned to a payee (a payment "as" the pinned
+ * merchant could be proved with the open leaf and pay anyone): refused when a policy is built, by the service, the
+ * dashboard, the owner CLI and the contract (SpendPolicyMerchantOverlap), which all apply this rule.
+ */
+export function payeeOverlaps(normalizedEntries: readonly string[], payees: EntryPayees = {}): [string, string][] {
+  const pinned = normalizedEntries.filter((e) => payeeOf(payees, e) !== ANY_PAYEE);
+  return normalizedEntries
+    .filter((e) => e.startsWith("*") && payeeOf(payees, e) === ANY_PAYEE)
+    .flatMap((open) => pinned.filter((p) => leafMatches(open, p)).map((p) => [open, p] as [string, string]));
 }
 
 /** Whether an allowlist leaf admits a normalised merchant host (the contract applies the same rule). */
@@ -144,9 +150,9 @@ export function admittingEntry(normalizedEntries: readonly string[], merchant: s
 
 export interface AllowlistProof {
   leaf: string;
-  /** The leaf's daily cap (base units; 0: none, and always 0 for a v1 leaf): the Leaf's dailyCap. */
+  /** The leaf's daily cap (base units; 0: none): the Leaf's dailyCap. */
   cap: bigint;
-  /** The leaf's payee (checksummed; the zero address: any payee, and always so for v1 and v2 leaves). */
+  /** The leaf's payee (checksummed; the zero address: any payee). */
   payee: string;
   proof: string[];
 }
@@ -171,21 +177,13 @@ export function proveMerchant(
   normalizedEntries: readonly string[],
   merchant: string,
   caps: EntryCaps = {},
-  form: LeafForm = "v3",
   payees: EntryPayees = {},
 ): AllowlistProof | null {
   const leaf = admittingEntry(normalizedEntries, merchant);
   if (leaf === null) return null;
-  const t = tree(normalizedEntries, caps, form, payees);
+  const t = tree(normalizedEntries, caps, payees);
   for (const [i, value] of t.entries()) {
-    if (value[0] === leaf) {
-      return {
-        leaf,
-        cap: form === "v1" ? 0n : BigInt(value[1]),
-        payee: form === "v3" ? getAddress(value[2]) : ANY_PAYEE,
-        proof: t.getProof(i),
-      };
-    }
+    if (value[0] === leaf) return { leaf, cap: BigInt(value[1]), payee: getAddress(value[2]), proof: t.getProof(i) };
   }
   return null;
 }

@@ -70,6 +70,10 @@ export const SetLimitsRequest = z
       description:
         'daily cap per allowlist entry, USDC, e.g. { "api.weather.example": "2.00" }; each key must be in allowlist; "0" = no cap of its own',
     }),
+    requireSignedOffer: z.array(z.string().max(300)).max(500).optional().meta({
+      description:
+        "allowlist entries whose sellers must sign their offers (x402 offer-receipt): a seller that sends none is refused before anything is signed. Signed by the owner (Merchant.requireSignedOffer) but kept by the service only: the contract cannot verify a seller's signature",
+    }),
     humanSignature: Signature.meta({ description: "the owner's EIP-712 SetPolicy signature (see the API reference)" }),
     timestamp: UnixTimestamp,
   })
@@ -97,7 +101,9 @@ export const PolicyView = z
     deployed: z.boolean().meta({ description: "false until the owner sets the first policy" }),
     paused: z.boolean().meta({ description: "the owner's kill switch" }),
     ownerAddress: z.string().nullable(),
-    allowlistRoot: z.string().meta({ description: "Merkle root of the allowlist, as stored on-chain" }),
+    allowlistRoot: z
+      .string()
+      .meta({ description: "Merkle root of the allowlist, as the contract derived it from the entries the owner signed" }),
     spentToday: z.string().meta({ description: "spent in the current UTC day, USDC" }),
     remainingDailyBudget: z.string(),
     heldInChannels: z.string().meta({
@@ -117,6 +123,9 @@ export const PolicyView = z
     payees: z
       .record(z.string(), z.string())
       .meta({ description: "the payee each pinned allowlist entry may pay (entries absent here: any payee)" }),
+    requireSignedOffer: z
+      .array(z.string())
+      .meta({ description: "entries whose sellers must sign their offers (a rule the service keeps, not the contract)" }),
     minSwapRate: z.string().meta({ description: 'lowest swap price, USDC per 1 WETH ("0" = no floor)' }),
     epoch: z.number().int().meta({ description: "the authorisation epoch a resume signs (SetPaused.epoch)" }),
     warning: z.string().optional().meta({
@@ -164,6 +173,7 @@ export const SetLimitsResponse = z
     swapTwapSeconds: z.number().int(),
     merchantCaps: z.record(z.string(), z.string()),
     payees: z.record(z.string(), z.string()),
+    requireSignedOffer: z.array(z.string()),
     minSwapRate: z.string(),
   })
   .meta({ id: "SetLimitsResponse" });

@@ -218,6 +218,10 @@ export const LedgerEntry = z
       .string()
       .nullable()
       .meta({ description: "upto: the ceiling signed and authorised, in USDC (amount is what the seller settled); else null" }),
+    creditTxHash: z.string().nullable().meta({
+      description:
+        "upto and batch-settlement: the transaction that credited back what returned (creditCeiling, creditChannel, or a later deposit into the same channel settling it: SchemeCredited); null until then, and for exact",
+    }),
     channel: z
       .object({
         channelId: z.string().meta({ description: "the batch-settlement channel id (bytes32)" }),

@@ -5,14 +5,12 @@
 import { fromBaseUnits } from "../amounts";
 import { NO_EXTRA_LIMITS, type PolicyFields } from "../chain/typedData";
 import {
-  ANY_PAYEE,
   type AllowlistProof,
   EMPTY_ROOT,
   type EntryCaps,
   type EntryPayees,
-  leafMatches,
-  type LeafForm,
-  leafFormOf,
+  allowlistRoot,
+  payeeOverlaps,
   proveMerchant,
 } from "../policy/allowlist";
 import { type PolicyView, type SetLimitsRequest } from "../schemas/limits";
@@ -45,16 +43,15 @@ export interface OnchainPolicy extends PolicyFields {
   epoch: number;
 }
 
-/** An allowlist as the service keeps it: entries, per-entry caps and payees, and the leaf form its root was built with. */
+/** An allowlist as the service keeps it: entries and their per-entry caps and payees (what its root commits to). */
 export interface Allowlist {
   entries: string[];
   caps: EntryCaps;
   payees: EntryPayees;
-  form: LeafForm;
 }
 
 const NO_SPENDING: Spending = { hour: 0n, paymentsThisHour: 0n, day: 0n, week: 0n, month: 0n, lifetime: 0n };
-const EMPTY_ALLOWLIST: Allowlist = { entries: [], caps: {}, payees: {}, form: "v3" };
+const EMPTY_ALLOWLIST: Allowlist = { entries: [], caps: {}, payees: {} };
 
 const UNDEPLOYED: OnchainPolicy = {
   deployed: false,
@@ -186,7 +183,7 @@ export class PolicyService {
     return (await this.allowlistOf(root)).entries;
   }
 
-  /** Entries, caps, payees and leaf form behind an on-chain root ([entry, cap, payee] leaves, or an older form). */
+  /** Entries, caps and payees behind an on-chain root ([entry, cap, payee] leaves). */
   async allowlistOf(root: string): Promise<Allowlist> {
     if (root === EMPTY_ROOT) return EMPTY_ALLOWLIST;
     const cached = this.allowlistCache.get(root);
@@ -197,9 +194,8 @@ export class PolicyService {
     const payees: EntryPayees = doc.payees ?? {};
     // Content-addressed (the root is the hash of the entries, caps and payees), so a cached answer can never be stale,
     // and a database edit of a payee or cap only makes the proof fail on-chain.
-    const form = leafFormOf(root, doc.entries, caps, payees);
-    if (!form) throw new Error(`stored allowlist does not hash to ${root}`);
-    const list: Allowlist = { entries: doc.entries, caps, payees, form };
+    if (allowlistRoot(doc.entries, caps, payees) !== root) throw new Error(`stored allowlist does not hash to ${root}`);
+    const list: Allowlist = { entries: doc.entries, caps, payees };
     if (this.allowlistCache.size > 10_000) this.allowlistCache.clear();
     this.allowlistCache.set(root, list);
     return list;
@@ -215,7 +211,7 @@ export class PolicyService {
     const known = this.proofCache.get(key);
     if (known !== undefined) return known;
     const list = await this.allowlistOf(root);
-    const proof = proveMerchant(list.entries, merchant, list.caps, list.form, list.payees);
+    const proof = proveMerchant(list.entries, merchant, list.caps, list.payees);
     // A root whose list this store does not have (yet) answers "none", but is not kept.
     if (list === EMPTY_ALLOWLIST && root !== EMPTY_ROOT) return proof;
     if (this.proofCache.size > 10_000) this.proofCache.clear();
@@ -240,8 +236,9 @@ export class PolicyService {
             `This address already holds ${fromBaseUnits(early)} USDC but its policy is not deployed: until the owner sets the policy, nothing on-chain says who owns it. Fund an agent only after its policy is deployed.`,
           ]
         : []),
-      ...openOverPinned(list).map(
-        ([pinned, open]) =>
+      // Lists signed before the contract refused these (the signed-list version refuses them outright).
+      ...payeeOverlaps(list.entries, list.payees).map(
+        ([open, pinned]) =>
           `${pinned} is pinned to a payee, but ${open} also admits it with any payee: whoever holds the server's keys can pay anyone "as ${pinned}" under ${open}. Pin ${open} too, or remove it.`,
       ),
     ];
@@ -270,6 +267,7 @@ export class PolicyService {
       swapTwapSeconds: Number(p.swapTwapSeconds),
       merchantCaps: Object.fromEntries(capped.map(([e, c]) => [e, fromBaseUnits(c)])),
       payees: { ...list.payees },
+      requireSignedOffer: await this.signedOffers(agent, p.allowlistRoot),
       minSwapRate: fromBaseUnits(p.minSwapRate),
       epoch: p.epoch,
       ...(warnings.length ? { warning: warnings.join(" ") } : {}),
@@ -290,22 +288,20 @@ export class PolicyService {
     };
   }
 
+  /**
+   * The entries whose sellers must sign their offers, as the owner signed them with the policy in force (`root`): the
+   * service's record of her last SetPolicy, when it is the policy the chain holds.
+   */
+  async signedOffers(agent: AgentDoc, root: string): Promise<string[]> {
+    const doc = await this.ctx.store.policies.findOne(
+      { agentAddress: agent.address },
+      { projection: { allowlistRoot: 1, signedOffers: 1 } },
+    );
+    return doc?.allowlistRoot === root ? (doc.signedOffers ?? []) : [];
+  }
+
   /** Deploys the agent's policy (first time) or updates it, with the owner's SetPolicy signature over every field. */
   set(principal: Principal, agent: AgentDoc, input: SetLimitsRequest) {
     return setPolicy(this.ctx, this, principal, agent, input);
   }
-}
-
-/**
- * Pinned entries that a wildcard with any payee also admits ([pinned, wildcard]): the contract accepts any leaf that
- * admits the merchant, so an open "*.example.com" or "*" undoes the pin of "api.example.com" against a stolen server.
- */
-function openOverPinned(list: Allowlist): [string, string][] {
-  const pinned = list.entries.filter((e) => list.payees[e] && list.payees[e] !== ANY_PAYEE);
-  const open = list.entries.filter((e) => e.startsWith("*") && !(list.payees[e] && list.payees[e] !== ANY_PAYEE));
-  return pinned.flatMap((p) =>
-    open
-      .filter((w) => w !== p && (w === "*" || (p.startsWith("*.") ? p.endsWith(w.slice(1)) && p !== w : leafMatches(w, p))))
-      .map((w) => [p, w] as [string, string]),
-  );
 }

@@ -5,11 +5,11 @@
  * Every instance's payment path reads the new policy before its next payment (policyChanged).
  */
 import { getAddress } from "ethers";
-import { fromBaseUnits, toBaseUnits } from "../amounts";
+import { fromBaseUnits } from "../amounts";
 import { revertToAppError } from "../chain/errors";
-import { NO_EXTRA_LIMITS, type PolicyFields, SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
+import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../chain/typedData";
 import { badRequest, conflict } from "../errors";
-import { ANY_PAYEE, allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../policy/allowlist";
+import { type BuiltPolicy, PolicyRequestError, buildSignedPolicy } from "../policy/signedPolicy";
 import { type SetLimitsRequest, SWAP_TWAP_SECONDS } from "../schemas/limits";
 import type { AgentDoc, PolicyDoc } from "../store/documents";
 import type { ServiceContext } from "./context";
@@ -31,8 +31,6 @@ export async function setPolicy(
     throw conflict(`Agent ${agent.address} has no owner yet: link it first (POST /agents/link).`);
   }
   const owner = agent.ownerAddress;
-  const { entries, invalid } = normalizeAllowlist(input.allowlist);
-  if (invalid.length) throw badRequest(`Not host names: ${invalid.join(", ")}`, { invalidAllowlistEntries: invalid });
   const twap = input.swapTwapSeconds ?? 0;
   if (input.maxSwapSlippageBps && (twap < SWAP_TWAP_SECONDS.min || twap > SWAP_TWAP_SECONDS.max)) {
     throw badRequest(
@@ -40,24 +38,8 @@ export async function setPolicy(
       { field: "swapTwapSeconds" },
     );
   }
-  const caps = capsOf(entries, input.merchantCaps ?? {});
-  const payees = payeesOf(entries, input.payees ?? {});
-  const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));
-  const policy: PolicyFields = {
-    perTxLimit: toBaseUnits(input.perTxLimit),
-    dailyBudget: toBaseUnits(input.dailyBudget),
-    allowlistRoot: allowlistRoot(entries, caps, "v3", payees),
-    approvalThreshold: toBaseUnits(input.approvalThreshold),
-    hourlyBudget: units(input.hourlyBudget),
-    weeklyBudget: units(input.weeklyBudget),
-    monthlyBudget: units(input.monthlyBudget),
-    lifetimeBudget: units(input.lifetimeBudget),
-    maxPaymentsPerHour: BigInt(input.maxPaymentsPerHour ?? 0),
-    validUntil: BigInt(input.validUntil ?? 0),
-    maxSwapSlippageBps: BigInt(input.maxSwapSlippageBps ?? 0),
-    swapTwapSeconds: BigInt(input.swapTwapSeconds ?? 0),
-    minSwapRate: units(input.minSwapRate),
-  };
+  const built = buildPolicy(input);
+  const { policy, entries, caps, payees, signedOffers, root } = built;
   const storedCaps = Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, c.toString()]));
   const signed = {
     kind: "SetPolicy",
@@ -74,8 +56,8 @@ export async function setPolicy(
     await ctx.signatures.verifyAndConsume(signed, () => ctx.gas.check(owner));
     // Written before the transaction: whatever happens next, the root on-chain can be mapped back to its entries.
     await ctx.store.allowlists.updateOne(
-      { root: policy.allowlistRoot },
-      { $setOnInsert: { root: policy.allowlistRoot, entries, caps: storedCaps, payees, createdAt: new Date() } },
+      { root },
+      { $setOnInsert: { root, entries, caps: storedCaps, payees, createdAt: new Date() } },
       { upsert: true },
     );
     const chain = ctx.chain;
@@ -87,7 +69,7 @@ export async function setPolicy(
         `Agent ${agent.address}'s link to ${owner} was not made by this service (no valid link MAC): nothing was deployed. Link it again with POST /agents/link.`,
       );
     }
-    const tuple = { ...policy };
+    const tuple = { ...policy, merchants: policy.merchants.map((m) => ({ ...m })) };
     const wallet = chain.policyAt(agent.policyAddress);
     const { receipt } = await chain
       .sendAndWait((overrides) =>
@@ -115,10 +97,11 @@ export async function setPolicy(
       dailyBudget: policy.dailyBudget.toString(),
       approvalThreshold: policy.approvalThreshold.toString(),
       allowlist: entries,
-      allowlistRoot: policy.allowlistRoot,
-      extraLimits: Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, policy[k as keyof PolicyFields].toString()])),
+      allowlistRoot: root,
+      extraLimits: Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, policy[k as keyof typeof NO_EXTRA_LIMITS].toString()])),
       merchantCaps: storedCaps,
       payees,
+      signedOffers,
       timestamp: input.timestamp,
       txHash: receipt.hash,
       deployed: true,
@@ -136,7 +119,7 @@ export async function setPolicy(
       dailyBudget: fromBaseUnits(policy.dailyBudget),
       allowlist: entries,
       approvalThreshold: fromBaseUnits(policy.approvalThreshold),
-      allowlistRoot: policy.allowlistRoot,
+      allowlistRoot: root,
       timestamp: input.timestamp,
       hourlyBudget: fromBaseUnits(policy.hourlyBudget),
       weeklyBudget: fromBaseUnits(policy.weeklyBudget),
@@ -148,45 +131,18 @@ export async function setPolicy(
       swapTwapSeconds: Number(policy.swapTwapSeconds),
       merchantCaps: Object.fromEntries(Object.entries(caps).map(([e, c]) => [e, fromBaseUnits(c)])),
       payees,
+      requireSignedOffer: signedOffers,
       minSwapRate: fromBaseUnits(policy.minSwapRate),
     };
   });
 }
 
-/** Per-entry payees keyed by normalised entry (checksummed); each key must name an allowlist entry. Zero: any payee. */
-function payeesOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, string> {
-  return perEntry(entries, input, "payees", "unknownPayees", (address) => (getAddress(address) !== ANY_PAYEE ? getAddress(address) : null));
-}
-
-/** Per-entry caps keyed by normalised entry; each key must name an allowlist entry. Zero caps are dropped. */
-function capsOf(entries: readonly string[], input: Readonly<Record<string, string>>): Record<string, bigint> {
-  return perEntry(entries, input, "merchantCaps", "unknownMerchantCaps", (amount) =>
-    toBaseUnits(amount) > 0n ? toBaseUnits(amount) : null,
-  );
-}
-
-/**
- * A per-entry setting (`field`) keyed by normalised allowlist entry, each value as `read` gives it (null: dropped);
- * 400 naming every key that is no entry of the allowlist (in `details[unknownKey]`).
- */
-function perEntry<T>(
-  entries: readonly string[],
-  input: Readonly<Record<string, string>>,
-  field: string,
-  unknownKey: string,
-  read: (value: string) => T | null,
-): Record<string, T> {
-  const out: Record<string, T> = {};
-  const unknown: string[] = [];
-  for (const [raw, value] of Object.entries(input)) {
-    const entry = normalizeAllowlistEntry(raw);
-    if (entry === null || !entries.includes(entry)) unknown.push(raw);
-    else {
-      const v = read(value);
-      if (v !== null) out[entry] = v;
-    }
+/** The SetPolicy the request asks the owner to sign; a request no owner should sign is a 400 saying why. */
+function buildPolicy(input: SetLimitsRequest): BuiltPolicy {
+  try {
+    return buildSignedPolicy(input);
+  } catch (err) {
+    if (err instanceof PolicyRequestError) throw badRequest(err.message, err.details);
+    throw err;
   }
-  if (unknown.length)
-    throw badRequest(`${field} names entries that are not in allowlist: ${unknown.join(", ")}`, { [unknownKey]: unknown });
-  return out;
 }

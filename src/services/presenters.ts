@@ -78,6 +78,7 @@ function schemeView(doc: PaymentDoc) {
   return {
     scheme: doc.scheme ?? ("exact" as const),
     ceiling: doc.ceiling ? fromBaseUnits(doc.ceiling) : null,
+    creditTxHash: doc.creditTxHash ?? null,
     channel: c
       ? {
           channelId: c.channelId,

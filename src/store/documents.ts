@@ -74,6 +74,8 @@ export interface PolicyDoc {
   merchantCaps?: Record<string, string>;
   /** Per-entry payees (addresses) of the allowlist root, by entry. */
   payees?: Record<string, string>;
+  /** Entries whose sellers must sign their offers (SetPolicy's Merchant.requireSignedOffer; a rule the service keeps). */
+  signedOffers?: string[];
   timestamp: number; // the owner's signed timestamp
   txHash: string;
   deployed: boolean;
@@ -250,7 +252,11 @@ interface PaymentFields {
   scheme?: "upto" | "batch-settlement";
   /** upto: the ceiling signed and authorised (base units); `amount` is what the seller settled once done. */
   ceiling?: string | null;
-  /** upto: the creditCeiling transaction that closed the ceiling and gave back what was not settled. */
+  /**
+   * upto: the creditCeiling transaction that closed the ceiling and gave back what was not settled; batch-settlement: the
+   * transaction that credited back what returned of the deposit this payment made (SchemeCredited, recorded by the
+   * indexer: creditChannel, or a later deposit into the channel settling it).
+   */
   creditTxHash?: string | null;
   /** batch-settlement: the channel this payment's voucher (and deposit, if it made one) went to. */
   channel?: PaymentChannelRef | null;
@@ -333,6 +339,10 @@ export interface IdempotencyDoc {
   expiresAt: Date;
 }
 
+/** A decoded event argument as stored: integers as decimal strings; an array of structs (PolicyUpdated's merchants)
+ * as an array of plain records. */
+export type ChainEventArg = string | number | boolean | Record<string, string | boolean>[];
+
 export interface ChainEventDoc {
   _id?: ObjectId;
   chainId: number;
@@ -342,7 +352,7 @@ export interface ChainEventDoc {
   blockHash: string;
   address: string;
   event: string;
-  args: Record<string, string | number | boolean>;
+  args: Record<string, ChainEventArg>;
   agentAddress: string | null;
   paymentId: string | null;
   confirmed: boolean;

@@ -21,12 +21,13 @@ export class LedgerWriter {
   // ---------------------------------------------------------------- the indexer's writes
 
   /**
-   * Marks entries confirmed at `blockNumber` (unless already confirmed at that block or later), and records swaps the
-   * service has not written itself. Answers how many entries changed.
+   * Marks entries confirmed at `blockNumber` (unless already confirmed at that block or later), and records swaps and
+   * credits the service has not written itself. Answers how many entries changed.
    */
   async confirm(
     confirmed: { id: ObjectId; blockNumber: number }[],
     swaps: { paymentId: string; policyAddress: string; swap: NonNullable<PaymentDoc["swap"]> }[],
+    credits: { paymentId: string; policyAddress: string; txHash: string }[] = [],
   ): Promise<number> {
     const ops: AnyBulkWriteOperation<PaymentDoc>[] = [
       ...confirmed.map(({ id, blockNumber }) => ({
@@ -42,6 +43,19 @@ export class LedgerWriter {
         updateOne: {
           filter: { paymentId, policyAddress, $or: [{ swap: { $exists: false } }, { swap: null }] },
           update: { $set: { swap } },
+        },
+      })),
+      // A ceiling's entry by its paymentId, a deposit's by the entry that made it.
+      ...credits.map(({ paymentId, policyAddress, txHash }) => ({
+        updateMany: {
+          filter: {
+            policyAddress,
+            $and: [
+              { $or: [{ paymentId }, { "channel.depositPaymentId": paymentId }] },
+              { $or: [{ creditTxHash: { $exists: false } }, { creditTxHash: null }] },
+            ],
+          },
+          update: { $set: { creditTxHash: txHash } },
         },
       })),
     ];

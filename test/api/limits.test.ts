@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { type PolicyRequest, buildSignedPolicy } from "../../src/policy/signedPolicy";
 import { getAddress } from "ethers";
 import { EMPTY_ROOT, allowlistRoot, normalizeAllowlist } from "../../src/policy/allowlist";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
@@ -195,6 +196,69 @@ describe("spend limits: GET /limits and POST /limits (owner's SetPolicy signatur
     });
     expect(res.status).to.equal(201);
     expect((await onchain(res.body.policyContract)).allowlistRoot).to.equal(EMPTY_ROOT);
+  });
+
+  it("enforces only the list the owner signed: a server that swaps a payee gets 401, and straight to the contract a revert", async () => {
+    const owner = randomOwner();
+    const { agentAddress, apiKey } = await linkedAgent(s, owner);
+    const pinned = { ...POLICY, payees: { "api.example.com": "0x00000000000000000000000000000000000bee01" } };
+    const signed = await s.policyBody(owner, agentAddress, pinned);
+    const thief = "0x00000000000000000000000000000000000bad00";
+    // The page or the server puts its own payee in the request, with her signature over hers.
+    const swapped = { ...signed, payees: { "api.example.com": thief } };
+    expectErrorShape(await s.api("POST", "/limits", { key: apiKey, body: swapped }), 401);
+    // A stolen operator relays her signature with its own list straight to the factory: the contract refuses it too.
+    const { policy } = buildSignedPolicy(swapped as unknown as PolicyRequest);
+    const chain = s.svc.chain;
+    const agent = (await s.svc.store.agents.findOne({ address: agentAddress }))!;
+    const reverted = await chain
+      .sendAndWait((o) =>
+        chain.factory.deployAgent(
+          agent.signerAddress,
+          owner.address,
+          agent.ownerBound === true,
+          policy,
+          signed.timestamp as number,
+          signed.humanSignature as string,
+          o,
+        ),
+      )
+      .then(
+        () => false,
+        () => true,
+      );
+    expect(reverted).to.equal(true);
+    expect(await chain.isDeployed(agentAddress)).to.equal(false);
+    // Her own list, as she signed it, deploys.
+    expect((await s.api("POST", "/limits", { key: apiKey, body: signed })).status).to.equal(201);
+  });
+
+  it("refuses a list of more than 64 entries (400) before anything is signed or sent", async () => {
+    const owner = randomOwner();
+    const { agentAddress, apiKey } = await linkedAgent(s, owner);
+    const allowlist = Array.from({ length: 65 }, (_, i) => `host${i}.example.com`);
+    const body = await s.policyBody(owner, agentAddress, { ...POLICY, allowlist });
+    const counts = await documentCounts(s.svc.store.db);
+    const res = await s.api("POST", "/limits", { key: apiKey, body });
+    expectErrorShape(res, 400, "bad_request");
+    expect(res.body.message).to.include("at most 64");
+    expect(await documentCounts(s.svc.store.db)).to.deep.equal(counts);
+  });
+
+  it("signs and keeps the entries whose sellers must sign their offers, and GET /limits shows them", async () => {
+    const owner = randomOwner();
+    const { agentAddress, apiKey } = await linkedAgent(s, owner);
+    const body = await s.policyBody(owner, agentAddress, { ...POLICY, requireSignedOffer: ["API.example.com"] });
+    const res = await s.api("POST", "/limits", { key: apiKey, body });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    expect(res.body.requireSignedOffer).to.deep.equal(["api.example.com"]);
+    const view = (await s.api("GET", `/limits?address=${agentAddress}`, { key: apiKey })).body.agents[0];
+    expect(view.requireSignedOffer).to.deep.equal(["api.example.com"]);
+    // An entry not in the allowlist is refused.
+    const stray = await s.policyBody(owner, agentAddress, { ...POLICY, requireSignedOffer: ["elsewhere.example"] });
+    const refused = await s.api("POST", "/limits", { key: apiKey, body: stray });
+    expectErrorShape(refused, 400, "bad_request");
+    expect(refused.body.details.unknownRequireSignedOffer).to.deep.equal(["elsewhere.example"]);
   });
 
   it("refuses allowlist entries that are not host names (400) before anything is signed or sent", async () => {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { getAddress } from "ethers";
-import { SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
+import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { stackPerFile, randomOwner, type PolicyInput } from "../helpers/stack";
 import { linkedAgent } from "../helpers/owner";
@@ -143,17 +143,33 @@ describe("spend limits: the grown policy in POST /limits and GET /limits (window
     }
     const plain = { perTxLimit: "1", dailyBudget: "5", allowlist: ["api.example.com"], approvalThreshold: "1" };
     const timestamp = s.now();
-    const oldType = { SetPolicy: [...SET_POLICY_TYPES.SetPolicy.slice(0, 5), { name: "timestamp", type: "uint256" }] };
-    const humanSignature = await owner.signTypedData(policyDomain(8453, getAddress(agentAddress)), oldType, {
+    // The 4-field type, and version 3 (every field, the allowlist as a root): signatures over a root are refused.
+    const root = allowlistRoot(["api.example.com"]);
+    const rootField = { name: "allowlistRoot", type: "bytes32" };
+    const fourFields = {
+      SetPolicy: [
+        ...SET_POLICY_TYPES.SetPolicy.slice(0, 3),
+        rootField,
+        SET_POLICY_TYPES.SetPolicy[4],
+        { name: "timestamp", type: "uint256" },
+      ],
+    };
+    const version3 = { SetPolicy: SET_POLICY_TYPES.SetPolicy.map((f) => (f.name === "merchants" ? rootField : f)) };
+    const values = {
       agent: agentAddress,
       perTxLimit: 1_000_000n,
       dailyBudget: 5_000_000n,
-      allowlistRoot: allowlistRoot(["api.example.com"]),
+      allowlistRoot: root,
       approvalThreshold: 1_000_000n,
-      timestamp,
-    });
-    const res = await s.api("POST", "/limits", { key: apiKey, body: { agentAddress, ...plain, humanSignature, timestamp } });
-    expectErrorShape(res, 401);
+    };
+    const domain = policyDomain(8453, getAddress(agentAddress));
+    for (const humanSignature of [
+      await owner.signTypedData(domain, fourFields, { ...values, timestamp }),
+      await owner.signTypedData(domain, version3, { ...values, ...NO_EXTRA_LIMITS, timestamp }),
+    ]) {
+      const res = await s.api("POST", "/limits", { key: apiKey, body: { agentAddress, ...plain, humanSignature, timestamp } });
+      expectErrorShape(res, 401);
+    }
     expect(await s.svc.chain.isDeployed(getAddress(agentAddress))).to.equal(false);
   });
 });

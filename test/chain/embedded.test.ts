@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { Contract, JsonRpcProvider } from "ethers";
+import { Contract, JsonRpcProvider, getAddress } from "ethers";
+import { DETERMINISTIC_DEPLOYER } from "../../src/chain/addresses";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
 
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -83,7 +84,9 @@ describe("embedded chain", function () {
     const receipt = await provider.getTransactionReceipt(
       (await provider.getBlock(chain.deployBlock, true))?.prefetchedTransactions[0]?.hash ?? "",
     );
-    expect(receipt?.contractAddress).to.equal(chain.addresses.factory);
+    // Through the deterministic deployment proxy (the same factory address on every network), at deployBlock.
+    expect(receipt?.to).to.equal(getAddress(DETERMINISTIC_DEPLOYER.address));
+    expect(await provider.getCode(chain.addresses.factory)).to.not.equal("0x");
     for (const key of [chain.operator, chain.facilitator]) {
       expect(key.privateKey).to.match(/^0x[0-9a-f]{64}$/);
       expect(await provider.getBalance(key.address)).to.be.greaterThan(10n ** 18n);

@@ -41,7 +41,7 @@ describe("Uniswap v3 in the deployment record", function () {
   });
 
   it("records no Uniswap on a hardhat dry run without it, and refuses a live network where Base's addresses hold no code", async function () {
-    const record = await deployFactory(hre, { deploymentsDir: dir });
+    const record = await deployFactory(hre, { deploymentsDir: dir, salt: hre.ethers.hexlify(hre.ethers.randomBytes(32)) });
     expect(record.uniswap).to.equal(null);
     let error: Error | undefined;
     try {
@@ -62,7 +62,8 @@ describe("Uniswap v3 in the deployment record", function () {
       weth9Code: weth9.deployedBytecode,
     });
     const { factory, swapRouter02, quoterV2, positionManager } = a;
-    const record = await deployFactory(hre, { deploymentsDir: dir, uniswap: { factory, swapRouter02, quoterV2, positionManager } });
+    const salt = hre.ethers.hexlify(hre.ethers.randomBytes(32)); // another factory than the other tests deploy
+    const record = await deployFactory(hre, { deploymentsDir: dir, salt, uniswap: { factory, swapRouter02, quoterV2, positionManager } });
     expect(record.uniswap).to.deep.equal({
       weth: WETH_ADDRESS,
       factory,

@@ -1,21 +1,20 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, deploySchemes, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
-import { NO_SWAPS } from "../../src/chain/deploy";
+import { DEFAULT_POLICY, deployTestFactory, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
+import { FACTORY_SALT, NO_SWAPS, deployFactoryContract } from "../../src/chain/deploy";
+import { DETERMINISTIC_DEPLOYER } from "../../src/chain/addresses";
+import { allowlistRoot } from "../../src/policy/allowlist";
 
 const { ethers } = hre;
+
+/** The root the contract derives from DEFAULT_POLICY's signed entries. */
+const DEFAULT_ROOT = allowlistRoot(DEFAULT_POLICY.merchants.map((m) => m.entry));
 
 async function factoryFixture() {
   const [deployer, operator, owner, other, newOperator] = await ethers.getSigners();
   const token = await ethers.deployContract("TestUSDC");
-  const factory = await ethers.deployContract("SpendPolicyFactory", [
-    deployer.address,
-    operator.address,
-    await token.getAddress(),
-    ...NO_SWAPS,
-    await deploySchemes(await token.getAddress()),
-  ]);
+  const factory = await deployTestFactory(deployer, operator.address, await token.getAddress());
   const signer = ethers.Wallet.createRandom().address;
   const policyAt = (address: string) => ethers.getContractAt("SpendPolicy", address);
   /** The owner's first SetPolicy for the agent's predicted address. */
@@ -45,7 +44,7 @@ describe("SpendPolicyFactory", function () {
       .to.emit(factory, "AgentDeployed")
       .withArgs(predicted, owner.address, predicted)
       .and.to.emit(policy, "PolicyUpdated")
-      .withArgs(predicted, 1n, tuple, timestamp, signature)
+      .withArgs(predicted, 1n, tuple, DEFAULT_ROOT, timestamp, signature)
       .and.to.emit(policy, "OperatorSet")
       .withArgs(predicted, operator.address, 0n, "0x")
       .and.to.emit(policy, "OwnerSet")
@@ -159,6 +158,50 @@ describe("SpendPolicyFactory", function () {
     ).to.be.revertedWithCustomError(factory, "SpendPolicyUnauthorizedDeployer");
     await factory.connect(newOperator).deployAgent(second, owner.address, false, DEFAULT_POLICY, s2.timestamp, s2.signature);
     expect(await (await policyAt(s2.predicted)).operator()).to.equal(newOperator.address);
+  });
+
+  it("is configured once, by its owner, with SpendPolicy's own code: until then nothing can be deployed", async function () {
+    const { token, deployer, operator, other, owner } = await loadFixture(factoryFixture);
+    const bare = await ethers.deployContract("SpendPolicyFactory", [deployer.address]);
+    const { bytecode } = await hre.artifacts.readArtifact("SpendPolicy");
+    const { bytecode: other1271 } = await hre.artifacts.readArtifact("ERC1271Wallet");
+    const modules = [
+      await (await ethers.deployContract("SpendPolicySchemes", [await token.getAddress()])).getAddress(),
+      await (await ethers.deployContract("SpendPolicyUpdates")).getAddress(),
+    ] as const;
+    const args = [operator.address, await token.getAddress(), ...NO_SWAPS, ...modules] as const;
+    const signer = ethers.Wallet.createRandom().address;
+    const predicted = await bare.predictAgent(signer, ethers.ZeroAddress);
+    const timestamp = await nextTimestamp();
+    const signature = await signSetPolicy(owner, predicted, predicted, DEFAULT_POLICY, timestamp);
+    await expect(bare.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature))
+      .to.be.revertedWithCustomError(bare, "SpendPolicyUnauthorizedDeployer")
+      .withArgs(operator.address);
+    await expect(bare.connect(other).configure(bytecode, ...args)).to.be.revertedWithCustomError(bare, "OwnableUnauthorizedAccount");
+    // Any other code is refused, so the implementation is what the factory's own source says, on every network.
+    await expect(bare.configure(other1271, ...args)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
+    const expected = ethers.getCreateAddress({ from: await bare.getAddress(), nonce: 1 });
+    await expect(bare.configure(bytecode, ...args))
+      .to.emit(bare, "Configured")
+      .withArgs(expected, await token.getAddress(), ...modules);
+    expect(await bare.implementation()).to.equal(expected);
+    await expect(bare.configure(bytecode, ...args))
+      .to.be.revertedWithCustomError(bare, "SpendPolicyFactoryConfigured")
+      .withArgs(expected);
+  });
+
+  it("deploys through the deterministic proxy at an address set by the deployer alone: the same factory, implementation and agents on every network", async function () {
+    const { token, deployer, operator, owner } = await loadFixture(factoryFixture);
+    const usdcAddress = await token.getAddress();
+    const deployed = await deployFactoryContract(hre, deployer, owner.address, operator.address, usdcAddress, 1, NO_SWAPS, FACTORY_SALT);
+    const { bytecode } = await hre.artifacts.readArtifact("SpendPolicyFactory");
+    const initCode = ethers.concat([bytecode, ethers.AbiCoder.defaultAbiCoder().encode(["address"], [deployer.address])]);
+    // Nothing of this network (its USDC, its operator, the modules) enters the factory's address or the implementation's.
+    expect(deployed.address).to.equal(ethers.getCreate2Address(DETERMINISTIC_DEPLOYER.address, FACTORY_SALT, ethers.keccak256(initCode)));
+    expect(deployed.implementation).to.equal(ethers.getCreateAddress({ from: deployed.address, nonce: 1 }));
+    const factory = await ethers.getContractAt("SpendPolicyFactory", deployed.address);
+    expect(await factory.owner()).to.equal(owner.address);
+    expect(await factory.defaultOperator()).to.equal(operator.address);
   });
 
   it("isValidSignatureNow agrees with the contracts for EOA and ERC-1271 signers", async function () {

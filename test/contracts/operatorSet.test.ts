@@ -1,13 +1,12 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { NO_SWAPS } from "../../src/chain/deploy";
 import {
   ALLOWLIST,
   DEFAULT_POLICY,
   NO_APPROVAL,
   deployAgentFor,
-  deploySchemes,
+  deployTestFactory,
   paymentId,
   proofFor,
   transferOf,
@@ -22,13 +21,7 @@ async function setFixture() {
   const token = await ethers.deployContract("TestUSDC");
   const set = await ethers.deployContract("OperatorSet", [deployer.address, [instanceA.address, instanceB.address]]);
   const setAddress = await set.getAddress();
-  const factory = await ethers.deployContract("SpendPolicyFactory", [
-    deployer.address,
-    setAddress,
-    await token.getAddress(),
-    ...NO_SWAPS,
-    await deploySchemes(await token.getAddress()),
-  ]);
+  const factory = await deployTestFactory(deployer, setAddress, await token.getAddress());
   const policy = await deployAgentFor(factory, instanceA, ethers.Wallet.createRandom().address, owner.address, owner);
   const pay = async (from: typeof instanceA, amount = usdc(1)) => {
     const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
@@ -116,13 +109,7 @@ describe("OperatorSet: one operator key per service instance", function () {
     const { token, deployer, owner, stranger, instanceA } = await loadFixture(setFixture);
     const odd = await ethers.deployContract("OddOperatorSet");
     // The factory's check is the policies' check (OperatorCheck): a malformed "yes" lets nobody through.
-    const factory = await ethers.deployContract("SpendPolicyFactory", [
-      deployer.address,
-      await odd.getAddress(),
-      await token.getAddress(),
-      ...NO_SWAPS,
-      await deploySchemes(await token.getAddress()),
-    ]);
+    const factory = await deployTestFactory(deployer, await odd.getAddress(), await token.getAddress());
     for (const mode of [0, 1, 2, 3, 4]) {
       await (await odd.setMode(mode)).wait();
       await expect(deployAgentFor(factory, stranger, ethers.Wallet.createRandom().address, owner.address, owner), `mode ${mode}`)
@@ -130,13 +117,7 @@ describe("OperatorSet: one operator key per service instance", function () {
         .withArgs(stranger.address);
     }
     // An EOA in the operator slot answers a call with no data: a stranger does not pass either.
-    const eoaFactory = await ethers.deployContract("SpendPolicyFactory", [
-      deployer.address,
-      instanceA.address,
-      await token.getAddress(),
-      ...NO_SWAPS,
-      await deploySchemes(await token.getAddress()),
-    ]);
+    const eoaFactory = await deployTestFactory(deployer, instanceA.address, await token.getAddress());
     await expect(
       deployAgentFor(eoaFactory, stranger, ethers.Wallet.createRandom().address, owner.address, owner),
     ).to.be.revertedWithCustomError(eoaFactory, "SpendPolicyUnauthorizedDeployer");

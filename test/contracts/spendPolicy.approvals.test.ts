@@ -12,7 +12,7 @@ import {
   signApproval,
   usdc,
   transferOf,
-  merchantHash,
+  blockedArgs,
 } from "../helpers/policyFixture";
 
 /** Where the authorised transfers pay (any address but the wallet). */
@@ -68,7 +68,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
+      .withArgs(...blockedArgs(id, agent, MERCHANT, ABOVE, 5));
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
   });
 
@@ -79,7 +79,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
+      .withArgs(...blockedArgs(id, agent, MERCHANT, ABOVE, 5));
   });
 
   it("blocks a payment larger than the approved amount with reason 5 and leaves the approval unused", async function () {
@@ -88,7 +88,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc(4) + 1n, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, usdc(4) + 1n, 5);
+      .withArgs(...blockedArgs(id, agent, MERCHANT, usdc(4) + 1n, 5));
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
   });
 
@@ -109,7 +109,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
+      .withArgs(...blockedArgs(id, agent, MERCHANT, ABOVE, 5));
   });
 
   it("blocks with reason 5 for a deny decision signed by the owner", async function () {
@@ -137,7 +137,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(ABOVE, MERCHANT, { id, approval: stale, validBefore }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, await policy.agent(), merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
+      .withArgs(...blockedArgs(id, await policy.agent(), MERCHANT, ABOVE, 5));
   });
 
   it("blocks with reason 5 an approval dated more than an hour ahead", async function () {
@@ -159,7 +159,7 @@ describe("SpendPolicy owner approvals", function () {
     const id = paymentId();
     await expect(pay(usdc(6), MERCHANT, { id, approval }))
       .to.emit(policy, "PaymentBlocked")
-      .withArgs(id, agent, merchantHash(MERCHANT), MERCHANT, usdc(6), 2);
+      .withArgs(...blockedArgs(id, agent, MERCHANT, usdc(6), 2));
     expect(await policy.approvalUsed("apr_1")).to.equal(false);
   });
 
@@ -179,7 +179,7 @@ describe("SpendPolicy owner approvals", function () {
       const id = paymentId();
       await expect(pay(ABOVE, MERCHANT, { id, approval, target: walletPolicy }))
         .to.emit(walletPolicy, "PaymentBlocked")
-        .withArgs(id, agent2, merchantHash(MERCHANT), MERCHANT, ABOVE, 5);
+        .withArgs(...blockedArgs(id, agent2, MERCHANT, ABOVE, 5));
     });
   });
 

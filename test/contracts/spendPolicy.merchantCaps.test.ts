@@ -16,8 +16,8 @@ import {
   transferOf,
   usdc,
 } from "../helpers/policyFixture";
-import { policyDomain } from "../../src/chain/typedData";
-import { allowlistRoot } from "../../src/policy/allowlist";
+import { SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
+import { allowlistRoot, merchantsOf } from "../../src/policy/allowlist";
 import type { SpendPolicy } from "../../typechain-types";
 
 const DAY = 86_400;
@@ -40,7 +40,7 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
     const f = await loadFixture(policyFixture);
     const start = (Math.floor((await time.latest()) / DAY) + 1) * DAY;
     await time.increaseTo(start + 60);
-    await f.setPolicy({ ...LOOSE, allowlistRoot: allowlistRoot(ALLOWLIST, CAPS) });
+    await f.setPolicy({ ...LOOSE, merchants: merchantsOf(ALLOWLIST, CAPS) });
     return { ...f, start };
   }
 
@@ -64,28 +64,18 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
     expect(await policy.entrySpentToday("*.data.io")).to.equal(usdc(3));
   });
 
-  it("refuses a capped entry presented with another cap, with no cap or as a v1 leaf (reason 1)", async function () {
+  it("refuses a capped entry presented with another cap or with no cap (reason 1)", async function () {
     const { policy, operator } = await capped();
     const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com", CAPS);
-    const v1 = proofFor(ALLOWLIST, "api.example.com", {}, "v1");
     for (const [cap, p] of [
       [0n, proof],
       [usdc(1000), proof],
-      [0n, v1.proof],
     ] as const) {
       const tx = policy
         .connect(operator)
         .authorizePayment(paymentId(), "api.example.com", { ...leaf, dailyCap: cap }, p, await transferOf(1n, PAYEE), NO_APPROVAL);
       expect(await reasonOf(policy, tx)).to.equal(1);
     }
-  });
-
-  it("keeps accepting a v1 root ([entry] leaves) with no per-entry cap, and refuses a v2 leaf claimed under it", async function () {
-    const { policy, pay, setPolicy } = await capped();
-    await setPolicy({ ...LOOSE, allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v1") });
-    for (let i = 0; i < 3; i++) expect(await reasonOf(policy, pay(usdc(2), "api.example.com", { form: "v1" }))).to.equal(0);
-    expect(await reasonOf(policy, pay(usdc(2), "api.example.com", { caps: CAPS }))).to.equal(1);
-    expect(await reasonOf(policy, pay(usdc(2), "api.example.com"))).to.equal(1);
   });
 
   it("does not give an entry's cap back on release (the record keeps no entry): it can only block more", async function () {
@@ -97,11 +87,11 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
     expect(await reasonOf(policy, pay(1n, "api.example.com", { caps: CAPS }))).to.equal(12);
   });
 
-  it("accepts a SetPolicy signed over the grown type and refuses one signed over the old 4-field type", async function () {
+  it("accepts a SetPolicy signed over the allowlist in clear, and refuses one signed over a root (the 4-field or grown root type)", async function () {
     const { policy, policyAddress, agent, owner, other } = await loadFixture(policyFixture);
     const values = {
       ...LOOSE,
-      allowlistRoot: allowlistRoot(ALLOWLIST),
+      merchants: merchantsOf(ALLOWLIST),
       hourlyBudget: 0n,
       weeklyBudget: usdc(7),
       monthlyBudget: 0n,
@@ -122,17 +112,23 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
         { name: "timestamp", type: "uint256" },
       ],
     };
+    // Version 3: the same fields, the allowlist as a root the owner could not read.
+    const ROOT_TYPE = {
+      SetPolicy: SET_POLICY_TYPES.SetPolicy.map((f) => (f.name === "merchants" ? { name: "allowlistRoot", type: "bytes32" } : f)),
+    };
+    const root = allowlistRoot(ALLOWLIST);
     const ts = await nextTimestamp();
-    const oldSig = await owner.signTypedData(policyDomain(CHAIN_ID, policyAddress), OLD, {
-      agent,
-      ...LOOSE,
-      allowlistRoot: values.allowlistRoot,
-      timestamp: ts,
-    });
-    await expect(policy.connect(other).updatePolicy(values, ts, oldSig)).to.be.revertedWithCustomError(
-      policy,
-      "SpendPolicyInvalidSignature",
-    );
+    const domain = policyDomain(CHAIN_ID, policyAddress);
+    const { merchants: _signed, ...rest } = values;
+    for (const oldSig of [
+      await owner.signTypedData(domain, OLD, { agent, ...LOOSE, allowlistRoot: root, timestamp: ts }),
+      await owner.signTypedData(domain, ROOT_TYPE, { agent, ...rest, allowlistRoot: root, timestamp: ts }),
+    ]) {
+      await expect(policy.connect(other).updatePolicy(values, ts, oldSig)).to.be.revertedWithCustomError(
+        policy,
+        "SpendPolicyInvalidSignature",
+      );
+    }
     // Any field changed after signing breaks the signature (the swap fields too).
     const sig = await signSetPolicy(owner, policyAddress, agent, values, ts);
     await expect(policy.connect(other).updatePolicy({ ...values, maxSwapSlippageBps: 51n }, ts, sig)).to.be.revertedWithCustomError(
@@ -141,7 +137,7 @@ describe("SpendPolicy per-entry daily caps and the grown SetPolicy", function ()
     );
     await expect(policy.connect(other).updatePolicy(values, ts, sig))
       .to.emit(policy, "PolicyUpdated")
-      .withArgs(agent, 2n, policyTuple(values), ts, anyValue);
+      .withArgs(agent, 2n, policyTuple(values), root, ts, anyValue);
     hre;
   });
 });

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { allowlistRoot } from "../../src/policy/allowlist";
+import { allowlistRoot, merchantsOf } from "../../src/policy/allowlist";
 import { NO_EXTRA_LIMITS } from "../../src/chain/typedData";
 import {
   CHAIN_ID,
@@ -20,7 +20,7 @@ import {
 const NEW_POLICY: PolicyValues = {
   perTxLimit: usdc(50),
   dailyBudget: usdc(200),
-  allowlistRoot: allowlistRoot(["*.openai.com", "api.example.com"]),
+  merchants: merchantsOf(["*.openai.com", "api.example.com"]),
   approvalThreshold: usdc(25),
   ...NO_EXTRA_LIMITS,
 };
@@ -33,12 +33,12 @@ describe("SpendPolicy owner-signed changes", function () {
       const sig = await signSetPolicy(owner, policyAddress, agent, NEW_POLICY, ts);
       await expect(policy.connect(other).updatePolicy(NEW_POLICY, ts, sig))
         .to.emit(policy, "PolicyUpdated")
-        .withArgs(agent, 2n, policyTuple(NEW_POLICY), ts, anyValue);
+        .withArgs(agent, 2n, policyTuple(NEW_POLICY), allowlistRoot(["*.openai.com", "api.example.com"]), ts, anyValue);
       const stored = await policy.policy();
       expect([stored.perTxLimit, stored.dailyBudget, stored.allowlistRoot, stored.approvalThreshold]).to.deep.equal([
         NEW_POLICY.perTxLimit,
         NEW_POLICY.dailyBudget,
-        NEW_POLICY.allowlistRoot,
+        allowlistRoot(["*.openai.com", "api.example.com"]),
         NEW_POLICY.approvalThreshold,
       ]);
       expect(await policy.lastTimestamp(0)).to.equal(ts);
@@ -220,7 +220,7 @@ describe("SpendPolicy owner-signed changes", function () {
       const good = await signSetPolicy(walletSigner, address, agent2, NEW_POLICY, ts);
       await expect(walletPolicy.updatePolicy(NEW_POLICY, ts, good))
         .to.emit(walletPolicy, "PolicyUpdated")
-        .withArgs(agent2, 2n, policyTuple(NEW_POLICY), ts, anyValue);
+        .withArgs(agent2, 2n, policyTuple(NEW_POLICY), anyValue, ts, anyValue);
     });
 
     it("accepts a pause signed by the wallet's signer", async function () {

@@ -3,14 +3,17 @@ import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import hre from "hardhat";
 import type { ContractTransactionResponse } from "ethers";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { allowlistRoot, type EntryCaps } from "../../src/policy/allowlist";
+import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
+import { allowlistRoot, merchantsOf } from "../../src/policy/allowlist";
 import {
+  rootSlot,
   ALLOWLIST,
   ANY_PAYEE,
   DEFAULT_POLICY,
   NO_APPROVAL,
   deployAgentFor,
   leafOf,
+  blockedArgs,
   merchantHash,
   nextTimestamp,
   paymentId,
@@ -41,7 +44,7 @@ describe("SpendPolicy payees, epochs and owner-bound agents", function () {
     const Q = ethers.Wallet.createRandom().address;
     const payees = { [HOST]: P };
     const caps = { [HOST]: usdc(4) };
-    const root = allowlistRoot(ALLOWLIST, caps, "v3", payees);
+    const merchants = merchantsOf(ALLOWLIST, caps, payees);
     const settle = async (id: string, t: TransferValues) =>
       f.token
         .connect(f.other)
@@ -58,13 +61,13 @@ describe("SpendPolicy payees, epochs and owner-bound agents", function () {
       const t = f.transfers.get(id)!;
       return f.policy.isValidSignature(await f.policy.transferDigest(id, t), await signTransfer(f.agentKey, f.token, f.agent, id, t));
     };
-    return { ...f, P, Q, payees, caps, root, settle, walletAnswer };
+    return { ...f, P, Q, payees, caps, merchants, settle, walletAnswer };
   }
 
   describe("payees", function () {
     it("authorises a payment to the leaf's payee and reports the leaf (entry, cap, payee) in PaymentAuthorized", async function () {
-      const { policy, agent, pay, setPolicy, P, payees, caps, root } = await loadFixture(payeesFixture);
-      await setPolicy({ allowlistRoot: root });
+      const { policy, agent, pay, setPolicy, P, payees, caps, merchants } = await loadFixture(payeesFixture);
+      await setPolicy({ merchants });
       const id = paymentId();
       await expect(pay(1n, HOST, { id, payees, caps }))
         .to.emit(policy, "PaymentAuthorized")
@@ -73,21 +76,21 @@ describe("SpendPolicy payees, epochs and owner-bound agents", function () {
     });
 
     it("blocks a payment to another address with payee_not_allowed (14), without reverting or recording it", async function () {
-      const { policy, agent, pay, setPolicy, Q, payees, caps, root } = await loadFixture(payeesFixture);
-      await setPolicy({ allowlistRoot: root });
+      const { policy, agent, pay, setPolicy, Q, payees, caps, merchants } = await loadFixture(payeesFixture);
+      await setPolicy({ merchants });
       const id = paymentId();
       await expect(pay(1n, HOST, { id, payees, caps, transfer: await transferOf(1n, Q) }))
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(id, agent, merchantHash(HOST), HOST, 1n, 14);
+        .withArgs(...blockedArgs(id, agent, HOST, 1n, 14));
       expect(await policy.paymentState(id)).to.equal(0n);
       expect(await policy.spentToday()).to.equal(0n);
       expect(await policy.entrySpentToday(HOST)).to.equal(0n);
     });
 
-    it("refuses the pinned leaf claimed with payee 0, another payee, or as a v2 or v1 leaf (merchant_not_allowed, 1)", async function () {
-      const { policy, agent, operator, setPolicy, P, Q, payees, caps, root } = await loadFixture(payeesFixture);
-      await setPolicy({ allowlistRoot: root });
-      const { proof } = proofFor(ALLOWLIST, HOST, caps, "v3", payees);
+    it("refuses the pinned leaf claimed with payee 0 or another payee (merchant_not_allowed, 1)", async function () {
+      const { policy, agent, operator, setPolicy, P, Q, payees, caps, merchants } = await loadFixture(payeesFixture);
+      await setPolicy({ merchants });
+      const { proof } = proofFor(ALLOWLIST, HOST, caps, payees);
       const claims = [
         { leaf: leafOf(HOST, usdc(4), ANY_PAYEE), payTo: Q },
         { leaf: leafOf(HOST, usdc(4), Q), payTo: Q },
@@ -98,41 +101,38 @@ describe("SpendPolicy payees, epochs and owner-bound agents", function () {
         const id = paymentId();
         await expect(policy.connect(operator).authorizePayment(id, HOST, leaf, proof, await transferOf(1n, payTo), NO_APPROVAL))
           .to.emit(policy, "PaymentBlocked")
-          .withArgs(id, agent, merchantHash(HOST), HOST, 1n, 1);
+          .withArgs(...blockedArgs(id, agent, HOST, 1n, 1));
         expect(await policy.paymentState(id)).to.equal(0n);
       }
     });
 
-    it("still admits payments to any payee under an old v2 ([entry, cap]) or v1 ([entry]) root", async function () {
-      const { policy, agent, pay, setPolicy, Q, caps } = await loadFixture(payeesFixture);
-      for (const form of ["v2", "v1"] as const) {
-        const formCaps: EntryCaps = form === "v2" ? caps : {};
-        await setPolicy({ allowlistRoot: allowlistRoot(ALLOWLIST, formCaps, form) });
+    it("proves only [entry, cap, payee] leaves: an [entry, cap] or [entry] leaf in a root written behind its back admits nothing", async function () {
+      const { policy, agent, operator, P } = await loadFixture(payeesFixture);
+      const slot = await rootSlot(agent, allowlistRoot(ALLOWLIST));
+      // Roots of version 1 and 2 leaves (before payees and caps): no signed list can produce one any more.
+      for (const [values, types] of [
+        [ALLOWLIST.map((e) => [e, "0"]), ["string", "uint256"]],
+        [ALLOWLIST.map((e) => [e]), ["string"]],
+      ] as const) {
+        const tree = StandardMerkleTree.of(
+          values.map((v) => [...v]),
+          [...types],
+        );
+        await ethers.provider.send("hardhat_setStorageAt", [agent, slot, tree.root]);
+        const index = [...tree.entries()].find(([, v]) => v[0] === HOST)![0];
         const id = paymentId();
-        await expect(pay(1n, HOST, { id, form, caps: formCaps, transfer: await transferOf(1n, Q) }))
-          .to.emit(policy, "PaymentAuthorized")
-          .withArgs(
-            id,
-            agent,
-            merchantHash(HOST),
-            HOST,
-            Q,
-            1n,
-            anyValue,
-            anyValue,
-            anyValue,
-            anyValue,
-            HOST,
-            formCaps[HOST] ?? 0n,
-            ANY_PAYEE,
-          );
+        await expect(
+          policy.connect(operator).authorizePayment(id, HOST, leafOf(HOST), tree.getProof(index), await transferOf(1n, P), NO_APPROVAL),
+        )
+          .to.emit(policy, "PaymentBlocked")
+          .withArgs(...blockedArgs(id, agent, HOST, 1n, 1));
       }
     });
 
     it("makes checkPayment agree: Allow for the payee, Block with reason 14 for another address", async function () {
-      const { policy, setPolicy, P, Q, payees, caps, root } = await loadFixture(payeesFixture);
-      await setPolicy({ allowlistRoot: root });
-      const { leaf, proof } = proofFor(ALLOWLIST, HOST, caps, "v3", payees);
+      const { policy, setPolicy, P, Q, payees, caps, merchants } = await loadFixture(payeesFixture);
+      await setPolicy({ merchants });
+      const { leaf, proof } = proofFor(ALLOWLIST, HOST, caps, payees);
       expect(await policy.checkPayment(HOST, leaf, proof, P, 1n)).to.deep.equal([0n, 0n]);
       expect(await policy.checkPayment(HOST, leaf, proof, Q, 1n)).to.deep.equal([2n, 14n]);
       expect(await policy.checkPayment(HOST, leafOf(HOST, usdc(4)), proof, Q, 1n)).to.deep.equal([2n, 1n]);
@@ -148,7 +148,7 @@ describe("SpendPolicy payees, epochs and owner-bound agents", function () {
       const toQ = paymentId();
       await expect(pay(amount, HOST, { id: toQ, approval, transfer: await transferOf(amount, Q) }))
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(toQ, agent, merchantHash(HOST), HOST, amount, 5);
+        .withArgs(...blockedArgs(toQ, agent, HOST, amount, 5));
       expect(await policy.approvalUsed("appr-payto")).to.equal(false);
       const toP = paymentId();
       await expect(pay(amount, HOST, { id: toP, approval, transfer: await transferOf(amount, P) }))
@@ -225,8 +225,8 @@ describe("SpendPolicy payees, epochs and owner-bound agents", function () {
     });
 
     it("emits PaymentAuthorized with validAfter and the epoch (all 13 fields)", async function () {
-      const { policy, agent, pay, setPolicy, P, payees, caps, root } = await loadFixture(payeesFixture);
-      await setPolicy({ allowlistRoot: root });
+      const { policy, agent, pay, setPolicy, P, payees, caps, merchants } = await loadFixture(payeesFixture);
+      await setPolicy({ merchants });
       const now = BigInt(await time.latest());
       const transfer = { payTo: P, amount: usdc(2), validAfter: now - 30n, validBefore: now + 600n };
       const epoch = await policy.epoch();

@@ -1,6 +1,7 @@
 import { expect } from "chai";
+import { allowlistRoot } from "../../src/policy/allowlist";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, paymentId, policyFixture, transferOf, usdc } from "../helpers/policyFixture";
+import { ALLOWLIST, DEFAULT_POLICY, paymentId, policyFixture, transferOf, usdc } from "../helpers/policyFixture";
 
 const DAY = 86_400;
 
@@ -122,7 +123,7 @@ describe("SpendPolicy payment ids, release and access", function () {
       expect([p.perTxLimit, p.dailyBudget, p.allowlistRoot, p.approvalThreshold]).to.deep.equal([
         DEFAULT_POLICY.perTxLimit,
         DEFAULT_POLICY.dailyBudget,
-        DEFAULT_POLICY.allowlistRoot,
+        allowlistRoot(ALLOWLIST),
         DEFAULT_POLICY.approvalThreshold,
       ]);
       expect(await policy.lastTimestamp(0)).to.be.greaterThan(0n);

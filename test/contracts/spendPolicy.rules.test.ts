@@ -12,7 +12,7 @@ import {
   proofFor,
   usdc,
   transferOf,
-  merchantHash,
+  blockedArgs,
 } from "../helpers/policyFixture";
 import { ANY_PAYEE } from "../../src/policy/allowlist";
 
@@ -41,7 +41,7 @@ describe("SpendPolicy rules", function () {
       const amount = usdc(5) + 1n;
       await expect(pay(amount, "api.example.com", { id }))
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", amount, 2)
+        .withArgs(...blockedArgs(id, agent, "api.example.com", amount, 2))
         .and.not.to.emit(policy, "PaymentAuthorized");
       expect(await policy.paymentState(id)).to.equal(0n);
       expect(await policy.spentToday()).to.equal(0n);
@@ -62,7 +62,7 @@ describe("SpendPolicy rules", function () {
       const id = paymentId();
       await expect(pay(1n, "api.example.com", { id }))
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", 1n, 3);
+        .withArgs(...blockedArgs(id, agent, "api.example.com", 1n, 3));
       expect(await policy.spentToday()).to.equal(usdc(12));
     });
 
@@ -123,7 +123,7 @@ describe("SpendPolicy rules", function () {
       const amount = DEFAULT_POLICY.approvalThreshold + 1n;
       await expect(pay(amount, "api.example.com", { id }))
         .to.emit(policy, "PaymentBlocked")
-        .withArgs(id, agent, merchantHash("api.example.com"), "api.example.com", amount, 5);
+        .withArgs(...blockedArgs(id, agent, "api.example.com", amount, 5));
       expect(await policy.spentToday()).to.equal(0n);
     });
   });
@@ -141,7 +141,7 @@ describe("SpendPolicy rules", function () {
         const id = paymentId();
         await expect(pay(amount, merchant, { id }))
           .to.emit(policy, "PaymentBlocked")
-          .withArgs(id, agent, merchantHash(merchant), merchant, amount, 4);
+          .withArgs(...blockedArgs(id, agent, merchant, amount, 4));
       }
       const { leaf, proof } = proofFor(ALLOWLIST, "api.example.com");
       expect(await policy.checkPayment("api.example.com", leaf, proof, ANY_PAYEE, 1n)).to.deep.equal([Decision.Block, 4n]);

@@ -4,7 +4,7 @@ import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { ZeroAddress } from "ethers";
 import { signVoucher } from "@x402/evm/batch-settlement/client";
-import { NO_APPROVAL, merchantHash, paymentId, usdc } from "../helpers/policyFixture";
+import { NO_APPROVAL, blockedArgs, merchantHash, paymentId, usdc } from "../helpers/policyFixture";
 import {
   BATCH_SETTLEMENT,
   NETWORK,
@@ -81,7 +81,7 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       const d = await f.deposit(usdc(1), channelConfig(f.agent, stranger, f.tokenAddress));
       await expect(d.tx)
         .to.emit(f.schemes, "PaymentBlocked")
-        .withArgs(d.id, f.agent, merchantHash(HOST), HOST, usdc(1), 14)
+        .withArgs(...blockedArgs(d.id, f.agent, HOST, usdc(1), 14))
         .and.to.emit(f.schemes, "SchemePayment")
         .withArgs(d.id, BATCH, d.channelId, false);
       expect(await f.policy.spentToday()).to.equal(0n);
@@ -103,11 +103,15 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
     it("applies the per-payment limit and the daily budget to deposits as to payments", async function () {
       const f = await loadFixture(fixture);
       const big = await f.deposit(usdc(6));
-      await expect(big.tx).to.emit(f.schemes, "PaymentBlocked").withArgs(big.id, f.agent, merchantHash(HOST), HOST, usdc(6), 2);
+      await expect(big.tx)
+        .to.emit(f.schemes, "PaymentBlocked")
+        .withArgs(...blockedArgs(big.id, f.agent, HOST, usdc(6), 2));
       for (let i = 0; i < 4; i++) await (await (await f.deposit(usdc(3))).tx).wait();
       expect(await f.policy.spentToday()).to.equal(usdc(12));
       const over = await f.deposit(1n);
-      await expect(over.tx).to.emit(f.schemes, "PaymentBlocked").withArgs(over.id, f.agent, merchantHash(HOST), HOST, 1n, 3);
+      await expect(over.tx)
+        .to.emit(f.schemes, "PaymentBlocked")
+        .withArgs(...blockedArgs(over.id, f.agent, HOST, 1n, 3));
     });
 
     it("lets only the operator authorise, and only once per paymentId", async function () {
@@ -184,7 +188,9 @@ describe("SpendPolicy x402 schemes: channel deposits and vouchers", function () 
       // Nor can the deposit land, so nothing is claimed from this channel while paused.
       await expect(d.land()).to.be.reverted;
       const paused = await f.deposit(usdc(1), d.config);
-      await expect(paused.tx).to.emit(f.schemes, "PaymentBlocked").withArgs(paused.id, f.agent, merchantHash(HOST), HOST, usdc(1), 4);
+      await expect(paused.tx)
+        .to.emit(f.schemes, "PaymentBlocked")
+        .withArgs(...blockedArgs(paused.id, f.agent, HOST, usdc(1), 4));
       await f.setPaused(false);
       expect(await answer(f, v)).to.equal(INVALID);
       const topUp = await f.deposit(usdc(1), d.config);

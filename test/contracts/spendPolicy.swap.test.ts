@@ -8,7 +8,7 @@ import { quoteSwap } from "../../src/chain/swapQuote";
 import { SWAP_POLICY, ETH, swapFixture } from "../helpers/swapFixture";
 import { embeddedChainPerFile } from "../helpers/embeddedChain";
 import { wethForUsdc } from "../helpers/uniswap";
-import { DEFAULT_POLICY, deploySchemes, nextTimestamp, signSetPaused, signTransfer, usdc } from "../helpers/policyFixture";
+import { DEFAULT_POLICY, deployTestFactory, nextTimestamp, signSetPaused, signTransfer, usdc } from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
@@ -123,29 +123,25 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
     await expect(f.swap(id)).to.be.revertedWithCustomError(f.wallet, "SpendPolicyInvalidTransfer");
 
     const [deployer, operator] = await ethers.getSigners();
-    const plain = await ethers.deployContract("SpendPolicyFactory", [
-      deployer.address,
-      operator.address,
-      chain.addresses.usdc,
-      ...NO_SWAPS,
-      await deploySchemes(chain.addresses.usdc),
-    ]);
+    const plain = await deployTestFactory(deployer, operator.address, chain.addresses.usdc);
     const impl = await ethers.getContractAt("SpendPolicy", await plain.implementation());
     expect([...(await impl.swapConfig())]).to.deep.equal(NO_SWAPS);
     expect([...(await f.wallet.swapConfig())]).to.deep.equal([f.a.swapRouter02, WETH_ADDRESS, f.a.factory]);
     // All three or none: a half-configured implementation could not be trusted to bound anything.
-    const Factory = await ethers.getContractFactory("SpendPolicyFactory");
+    const bare = await ethers.deployContract("SpendPolicyFactory", [deployer.address]);
+    const { bytecode } = await hre.artifacts.readArtifact("SpendPolicy");
     await expect(
-      Factory.deploy(
-        deployer.address,
+      bare.configure(
+        bytecode,
         operator.address,
         chain.addresses.usdc,
         f.a.swapRouter02,
         ZeroAddress,
         f.a.factory,
-        await deploySchemes(chain.addresses.usdc),
+        await (await ethers.deployContract("SpendPolicySchemes", [chain.addresses.usdc])).getAddress(),
+        await (await ethers.deployContract("SpendPolicyUpdates")).getAddress(),
       ),
-    ).to.be.revertedWithCustomError(f.wallet, "SpendPolicyZeroAddress");
+    ).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
     expect(DEFAULT_POLICY.maxSwapSlippageBps).to.equal(0n);
   });
 });

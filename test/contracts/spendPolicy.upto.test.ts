@@ -2,8 +2,8 @@ import { expect } from "chai";
 import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { allowlistRoot } from "../../src/policy/allowlist";
-import { ALLOWLIST, NO_APPROVAL, merchantHash, proofFor, usdc } from "../helpers/policyFixture";
+import { merchantsOf } from "../../src/policy/allowlist";
+import { ALLOWLIST, NO_APPROVAL, blockedArgs, merchantHash, proofFor, usdc } from "../helpers/policyFixture";
 import { PERMIT2, schemesFixture } from "../helpers/schemesFixture";
 import type { CeilingInput } from "../../src/chain/schemeOps";
 import { stockCeiling } from "../helpers/uptoFixture";
@@ -19,8 +19,8 @@ describe("SpendPolicy x402 schemes: upto ceilings", function () {
   async function fixture() {
     const f = await schemesFixture();
     const payees = { [HOST]: f.merchant.address };
-    await f.setPolicy({ allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) });
-    const { leaf, proof } = proofFor(ALLOWLIST, HOST, {}, "v3", payees);
+    await f.setPolicy({ merchants: merchantsOf(ALLOWLIST, {}, payees) });
+    const { leaf, proof } = proofFor(ALLOWLIST, HOST, {}, payees);
     const facilitator = ethers.Wallet.createRandom().address;
 
     /** The stock client's ceiling of `amount` to `payTo`, authorised by the operator. */
@@ -135,11 +135,13 @@ describe("SpendPolicy x402 schemes: upto ceilings", function () {
     const stranger = await f.ceiling(usdc(1), f.other.address);
     await expect(stranger.tx)
       .to.emit(f.schemes, "PaymentBlocked")
-      .withArgs(stranger.id, f.agent, merchantHash(HOST), HOST, usdc(1), 14)
+      .withArgs(...blockedArgs(stranger.id, f.agent, HOST, usdc(1), 14))
       .and.to.emit(f.schemes, "SchemePayment")
       .withArgs(stranger.id, UPTO, stranger.permit.digest, false);
     const big = await f.ceiling(usdc(6));
-    await expect(big.tx).to.emit(f.schemes, "PaymentBlocked").withArgs(big.id, f.agent, merchantHash(HOST), HOST, usdc(6), 2);
+    await expect(big.tx)
+      .to.emit(f.schemes, "PaymentBlocked")
+      .withArgs(...blockedArgs(big.id, f.agent, HOST, usdc(6), 2));
     expect(await f.token.allowance(f.agent, PERMIT2)).to.equal(0n);
     const open = await f.ceiling(usdc(1));
     await (await open.tx).wait();
@@ -149,6 +151,8 @@ describe("SpendPolicy x402 schemes: upto ceilings", function () {
     await (await f.schemes.connect(f.operator).creditCeiling(open.id)).wait();
     expect(await f.policy.spentToday()).to.equal(0n);
     const paused = await f.ceiling(usdc(1));
-    await expect(paused.tx).to.emit(f.schemes, "PaymentBlocked").withArgs(paused.id, f.agent, merchantHash(HOST), HOST, usdc(1), 4);
+    await expect(paused.tx)
+      .to.emit(f.schemes, "PaymentBlocked")
+      .withArgs(...blockedArgs(paused.id, f.agent, HOST, usdc(1), 4));
   });
 });

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { ContractTransactionResponse } from "ethers";
-import { ALLOWLIST, paymentId, policyFixture, policyTuple, proofFor, usdc } from "../helpers/policyFixture";
+import { ALLOWLIST, paymentId, policyFixture, proofFor, storedTuple, usdc } from "../helpers/policyFixture";
 import { ANY_PAYEE } from "../../src/policy/allowlist";
 import type { SpendPolicy } from "../../typechain-types";
 
@@ -174,7 +174,7 @@ describe("SpendPolicy windows, velocity and expiry", function () {
       maxSwapSlippageBps: 10_000n,
       swapTwapSeconds: 2n ** 32n - 1n,
     });
-    expect([...(await policy.policy())]).to.deep.equal(policyTuple(values));
+    expect([...(await policy.policy())]).to.deep.equal(storedTuple(values));
     expect(await policy.policyVersion()).to.equal(2n);
   });
 

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import type { Page } from "playwright-core";
 import { SET_POLICY_TYPES } from "../../src/chain/typedData";
-import { allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
+import { allowlistRoot, merchantsOf, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
 import { ownerKey } from "../helpers/owner";
 import { stackSeller, mintUsdc, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { stackPerFile, randomOwner } from "../helpers/stack";
@@ -211,9 +211,13 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
       agent: agent.agentAddress,
       perTxLimit: "5000000",
       dailyBudget: "20000000",
-      allowlistRoot: root,
       approvalThreshold: "750000",
     });
+    // Every merchant, its cap and its payee, in the prompt itself (sorted as the contract requires), and no root.
+    expect(shown.message.merchants).to.deep.equal(
+      merchantsOf(expected, { "*.data.example.org": 2_500_000n }).map((m) => ({ ...m, dailyCap: m.dailyCap.toString() })),
+    );
+    expect(shown.message).to.not.have.property("allowlistRoot");
     expect(shown.message).to.include({
       hourlyBudget: "0",
       weeklyBudget: "60000000",

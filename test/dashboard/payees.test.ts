@@ -7,7 +7,7 @@
  */
 import { expect } from "chai";
 import type { Page } from "playwright-core";
-import { SET_PAUSED_TYPES, SET_POLICY_TYPES } from "../../src/chain/typedData";
+import { MERCHANT_TYPE, SET_PAUSED_TYPES, SET_POLICY_TYPES } from "../../src/chain/typedData";
 import { allowlistRoot } from "../../src/policy/allowlist";
 import { ownerKey } from "../helpers/owner";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
@@ -123,7 +123,7 @@ describe("dashboard payees in Chromium: quote, pin, sign, pay; approvals sign th
     expect(badWindow.body).to.include({ error: "bad_request", status: 400 });
   });
 
-  it("offers the payee the seller's quote names; the owner pins it; the v3 root and minSwapRate are signed and deployed", async () => {
+  it("offers the payee the seller's quote names; the owner pins it and signs it in clear with minSwapRate; the contract derives the root", async () => {
     await page.getByLabel("Per-payment limit (USDC)").fill("5");
     await page.getByLabel("Daily budget (USDC)").fill("20");
     await page.getByLabel("Approval threshold (USDC)").fill("2");
@@ -148,7 +148,7 @@ describe("dashboard payees in Chromium: quote, pin, sign, pay; approvals sign th
     await page.getByLabel("Lowest swap price (USDC per 1 WETH)").fill("1500.5");
     await page.getByRole("button", { name: "Review what you will sign" }).click();
 
-    const root = allowlistRoot(["127.0.0.1"], {}, "v3", { "127.0.0.1": seller.payTo });
+    const root = allowlistRoot(["127.0.0.1"], {}, { "127.0.0.1": seller.payTo });
     await page.locator("#review-root").waitFor();
     expect(await page.locator("#review-root").textContent()).to.equal(root);
     expect(await page.locator("#review-payees li").getAttribute("data-payee")).to.equal(seller.payTo);
@@ -156,7 +156,11 @@ describe("dashboard payees in Chromium: quote, pin, sign, pay; approvals sign th
     const shown = JSON.parse((await page.locator("#review-typed-data").textContent())!);
     policyContract = shown.domain.verifyingContract;
     expect(shown.types.SetPolicy.map((f: { name: string }) => f.name)).to.deep.equal(SET_POLICY_TYPES.SetPolicy.map((f) => f.name));
-    expect(shown.message).to.include({ allowlistRoot: root, minSwapRate: "1500500000", approvalThreshold: "2000000" });
+    expect(shown.message).to.include({ minSwapRate: "1500500000", approvalThreshold: "2000000" });
+    // The wallet is asked to sign the entry, its cap and its payee in clear: no root it could not check.
+    expect(shown.message).to.not.have.property("allowlistRoot");
+    expect(shown.types.Merchant).to.deep.equal(MERCHANT_TYPE);
+    expect(shown.message.merchants).to.deep.equal([{ entry: "127.0.0.1", dailyCap: "0", payee: seller.payTo, requireSignedOffer: false }]);
     // Dated by the owner's clock (browser or chain, the later): within seconds of now.
     expect(Math.abs(shown.message.timestamp - Math.floor(Date.now() / 1000))).to.be.below(30);
     expect(await page.locator("#clock-warning").count()).to.equal(0);

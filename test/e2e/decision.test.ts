@@ -2,7 +2,7 @@ import { expect } from "chai";
 import type { Wallet } from "ethers";
 import { toBaseUnits } from "../../src/amounts";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
-import { allowlistRoot } from "../../src/policy/allowlist";
+import { allowlistRoot, merchantsOf } from "../../src/policy/allowlist";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { withSeller, mintUsdc } from "../helpers/sellers";
 
@@ -40,7 +40,7 @@ describe("policy decision with a stale cached policy (indexer behind)", () => {
     const policy = {
       perTxLimit: toBaseUnits("5"),
       dailyBudget: toBaseUnits("20"),
-      allowlistRoot: root,
+      merchants: merchantsOf(allowlist),
       approvalThreshold: toBaseUnits("2"),
       ...NO_EXTRA_LIMITS,
     };

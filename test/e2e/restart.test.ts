@@ -15,7 +15,7 @@ import { loadConfig } from "../../src/config";
 import { startService, type RunningService } from "../../src/server";
 import { createInProcessFacilitator, type Facilitator } from "../../src/x402/facilitator";
 import { LINK_AGENT_TYPES, NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
-import { allowlistRoot } from "../../src/policy/allowlist";
+import { merchantsOf } from "../../src/policy/allowlist";
 import { type ServiceProcess, processEnv, spawnService } from "../helpers/killedService";
 
 const USDC = 1_000_000n;
@@ -129,7 +129,7 @@ describe("a service killed between authorise and settle", function () {
     const policy = {
       perTxLimit: 5n * USDC,
       dailyBudget: 20n * USDC,
-      allowlistRoot: allowlistRoot(["127.0.0.1"]),
+      merchants: merchantsOf(["127.0.0.1"]),
       approvalThreshold: 5n * USDC,
       ...NO_EXTRA_LIMITS,
     };

@@ -1,6 +1,4 @@
 import { expect } from "chai";
-import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
-import { allowlistRoot } from "../../src/policy/allowlist";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { withSeller, mintUsdc, usdcBalance } from "../helpers/sellers";
 
@@ -82,29 +80,5 @@ describe("POST /pay against the richer policy windows", () => {
       paymentsThisHour: 2,
       remaining: 0,
     });
-  });
-
-  it("keeps paying an agent whose policy has a v1 allowlist root ([entry] leaves, signed before per-entry caps)", async function () {
-    this.timeout(120_000);
-    const owner = randomOwner();
-    const a = await s.onboard(owner, { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
-    await mintUsdc(s, a.agentAddress, 5n * USDC);
-    // What a policy signed before caps holds: the v1 root, and the service's record of its entries (no caps).
-    const v1Root = allowlistRoot(["127.0.0.1", "localhost"], {}, "v1");
-    const values = { perTxLimit: USDC, dailyBudget: 20n * USDC, allowlistRoot: v1Root, approvalThreshold: USDC, ...NO_EXTRA_LIMITS };
-    const timestamp = s.now() + 2;
-    const signature = await owner.signTypedData(policyDomain(8453, a.policyContract), SET_POLICY_TYPES, {
-      agent: a.agentAddress,
-      ...values,
-      timestamp,
-    });
-    const policy = s.svc.chain.policyAt(a.policyContract);
-    await s.svc.chain.sendAndWait((o) => policy.updatePolicy(values, timestamp, signature, o));
-    await s.svc.store.allowlists.insertOne({ root: v1Root, entries: ["127.0.0.1", "localhost"], createdAt: new Date() });
-
-    const paid = await s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, "under a v1 root") });
-    expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
-    const view = (await s.api("GET", `/limits?address=${a.agentAddress}`, { key: a.apiKey })).body.agents[0];
-    expect(view).to.deep.include({ allowlistRoot: v1Root, allowlist: ["127.0.0.1", "localhost"], merchantCaps: {} });
   });
 });

@@ -168,7 +168,7 @@ export async function runAttacks(s: Secrets, target: Target): Promise<Attempt[]>
   const loose = {
     perTxLimit: balance,
     dailyBudget: balance,
-    allowlistRoot: ethers.ZeroHash,
+    merchants: [],
     approvalThreshold: balance,
     ...NO_EXTRA_LIMITS,
   };

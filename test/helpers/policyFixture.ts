@@ -8,7 +8,7 @@ import { anyValue } from "@nomicfoundation/hardhat-chai-matchers/withArgs";
 import type { Signer } from "ethers";
 import {
   NO_EXTRA_LIMITS,
-  type PolicyFields,
+  type SignedPolicyFields,
   APPROVAL_DECISION_TYPES,
   SET_OPERATOR_TYPES,
   SET_PAUSED_TYPES,
@@ -19,9 +19,9 @@ import {
   policyDomain,
   walletSignature,
 } from "../../src/chain/typedData";
-import { ANY_PAYEE, type EntryCaps, type EntryPayees, type LeafForm, allowlistRoot, proveMerchant } from "../../src/policy/allowlist";
+import { ANY_PAYEE, type EntryCaps, type EntryPayees, allowlistRoot, merchantsOf, proveMerchant } from "../../src/policy/allowlist";
 import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory, TestUSDC } from "../../typechain-types";
-import { NO_SWAPS } from "../../src/chain/deploy";
+import { NO_SWAPS, type SwapConfig, deployFactoryContract } from "../../src/chain/deploy";
 
 const { ethers } = hre;
 
@@ -52,6 +52,30 @@ export function authorizedArgs(id: unknown, agent: unknown, merchant: string, am
   ];
 }
 
+/**
+ * PaymentBlocked's nine arguments for `.withArgs(...)`: the payment id, agent, merchant (and its hash), amount and
+ * reason; the leaf the operator presented (entry, cap, payee) is anyValue.
+ */
+export function blockedArgs(id: unknown, agent: unknown, merchant: string, amount: unknown, reason: unknown): unknown[] {
+  return [id, agent, merchantHash(merchant), merchant, amount, reason, anyValue, anyValue, anyValue];
+}
+
+/**
+ * The storage slot of a wallet's allowlist root, found by its value (the layout starts with EIP712's): what a test that
+ * writes storage behind the contract's back (a forged root) needs.
+ */
+export async function rootSlot(
+  agent: string,
+  root: string,
+  provider: { getStorage(a: string, s: string): Promise<string> } = ethers.provider,
+): Promise<string> {
+  for (let i = 0; i < 16; i++) {
+    const slot = ethers.toQuantity(i);
+    if ((await provider.getStorage(agent, slot)) === root) return slot;
+  }
+  throw new Error(`no slot of ${agent} holds ${root}`);
+}
+
 /** USDC base units (6 decimals). */
 export function usdc(amount: string | number): bigint {
   return ethers.parseUnits(String(amount), 6);
@@ -60,22 +84,23 @@ export function usdc(amount: string | number): bigint {
 /** Five normalised entries: Merkle proofs of two or three hashes, as a real allowlist would have. */
 export const ALLOWLIST = ["api.example.com", "*.data.io", "weather.xyz", "news.example.org", "*.maps.dev"];
 
-export type PolicyValues = PolicyFields;
+/** A policy as the owner signs it (SetPolicy version 4: the allowlist in clear). */
+export type PolicyValues = SignedPolicyFields;
 
 export const DEFAULT_POLICY: PolicyValues = {
   perTxLimit: usdc(5),
   dailyBudget: usdc(12),
-  allowlistRoot: allowlistRoot(ALLOWLIST),
+  merchants: merchantsOf(ALLOWLIST),
   approvalThreshold: usdc(3),
   ...NO_EXTRA_LIMITS,
 };
 
-/** The Policy tuple in its ABI order (what PolicyUpdated carries). */
-export function policyTuple(p: PolicyValues): (bigint | string)[] {
+/** The SignedPolicy tuple in its ABI order (what PolicyUpdated carries), merchants as [entry, dailyCap, payee, flag]. */
+export function policyTuple(p: PolicyValues): unknown[] {
   return [
     p.perTxLimit,
     p.dailyBudget,
-    p.allowlistRoot,
+    p.merchants.map((m) => [m.entry, m.dailyCap, m.payee, m.requireSignedOffer]),
     p.approvalThreshold,
     p.hourlyBudget,
     p.weeklyBudget,
@@ -89,6 +114,16 @@ export function policyTuple(p: PolicyValues): (bigint | string)[] {
   ];
 }
 
+/** The Policy tuple policy() answers for a signed policy: its merchants as the root the contract derived. */
+export function storedTuple(p: PolicyValues): unknown[] {
+  const root = allowlistRoot(
+    p.merchants.map((m) => m.entry),
+    Object.fromEntries(p.merchants.map((m) => [m.entry, m.dailyCap])),
+    Object.fromEntries(p.merchants.map((m) => [m.entry, m.payee])),
+  );
+  return policyTuple(p).map((v, i) => (i === 2 ? root : v));
+}
+
 export interface Approval {
   approvalId: string;
   amount: bigint;
@@ -99,18 +134,20 @@ export interface Approval {
 /** The "no approval" argument of authorizePayment. */
 export const NO_APPROVAL: Approval = { approvalId: "", amount: 0n, timestamp: 0n, signature: "0x" };
 
-let lastIssued = 0n;
+/** Every timestamp issued, with the chain time it was issued at. */
+const issued: { at: bigint; value: bigint }[] = [];
 /**
- * A timestamp newer than the latest block's and than every one issued before (owner-signed changes must increase,
- * and blocks may share a second on this network).
+ * A timestamp newer than the latest block's and than every one issued at or before the chain's present time (owner-
+ * signed changes must increase, and blocks may share a second on this network). Ones issued at a later chain time
+ * were taken back with the chain (a fixture's snapshot restored): the contracts never saw them.
  */
 export async function nextTimestamp(): Promise<bigint> {
   const latest = BigInt(await time.latest()) + 1n;
-  // Far ahead of the chain only after a fixture snapshot took the chain back in time: start again a minute ahead of
-  // the chain (past whatever the snapshot's contracts accepted, well inside their 15-minute window).
-  if (lastIssued - latest > 600n) lastIssued = latest + 60n;
-  else lastIssued = latest > lastIssued ? latest : lastIssued + 1n;
-  return lastIssued;
+  while (issued.length && issued[issued.length - 1].at > latest) issued.pop();
+  const last = issued.reduce((m, x) => (x.value > m ? x.value : m), 0n);
+  const value = latest > last ? latest : last + 1n;
+  issued.push({ at: latest, value });
+  return value;
 }
 
 export async function signSetPolicy(
@@ -210,14 +247,8 @@ export interface LeafArg {
  * The leaf (entry, cap, payee) and proof the service would send; for a merchant no leaf admits, the merchant itself,
  * no cap, any payee and no proof.
  */
-export function proofFor(
-  entries: readonly string[],
-  merchant: string,
-  caps: EntryCaps = {},
-  form: LeafForm = "v3",
-  payees: EntryPayees = {},
-): LeafArg {
-  const p = proveMerchant(entries, merchant, caps, form, payees);
+export function proofFor(entries: readonly string[], merchant: string, caps: EntryCaps = {}, payees: EntryPayees = {}): LeafArg {
+  const p = proveMerchant(entries, merchant, caps, payees);
   if (!p) return { leaf: { entry: merchant, dailyCap: 0n, payee: ANY_PAYEE }, proof: [] };
   return { leaf: { entry: p.leaf, dailyCap: p.cap, payee: p.payee }, proof: p.proof };
 }
@@ -282,26 +313,28 @@ export async function deployAgentFor(
 }
 
 /**
+ * A configured SpendPolicyFactory over `usdc` (its modules deployed with it), owned by `deployer`, with `operator` as
+ * default operator: what src/chain/deploy.ts deploys, without the deterministic proxy (a test may want several).
+ */
+export async function deployTestFactory(
+  deployer: Signer,
+  operator: string,
+  usdcAddress: string,
+  swap: SwapConfig = NO_SWAPS,
+): Promise<SpendPolicyFactory> {
+  const deployed = await deployFactoryContract(hre, deployer, await deployer.getAddress(), operator, usdcAddress, 1, swap);
+  return ethers.getContractAt("SpendPolicyFactory", deployed.address);
+}
+
+/**
  * One factory over a TestUSDC, one agent (wallet + policy) with DEFAULT_POLICY over ALLOWLIST and 100 USDC, plus an
  * agent owned by an ERC-1271 wallet. `agentKey` is the agent's signing key (a random Wallet, as the service makes).
  */
-/** SpendPolicySchemes for `usdcAddress`: every factory's implementation needs one (channels and upto ceilings). */
-export async function deploySchemes(usdcAddress: string): Promise<string> {
-  return (await ethers.deployContract("SpendPolicySchemes", [usdcAddress])).getAddress();
-}
-
 export async function policyFixture() {
   const [deployer, operator, owner, other, walletSigner, merchant] = await ethers.getSigners();
   const token: TestUSDC = await ethers.deployContract("TestUSDC");
   const tokenAddress = await token.getAddress();
-  const schemes = await ethers.deployContract("SpendPolicySchemes", [tokenAddress]);
-  const factory = await ethers.deployContract("SpendPolicyFactory", [
-    deployer.address,
-    operator.address,
-    tokenAddress,
-    ...NO_SWAPS,
-    await schemes.getAddress(),
-  ]);
+  const factory = await deployTestFactory(deployer, operator.address, tokenAddress);
   const agentKey = ethers.Wallet.createRandom();
   const policy = await deployAgentFor(factory, operator, agentKey.address, owner.address, owner);
   const policyAddress = await policy.getAddress();
@@ -328,7 +361,6 @@ export async function policyFixture() {
       caps?: EntryCaps;
       /** Per-entry payees of `entries` (their root must be the policy's). */
       payees?: EntryPayees;
-      form?: LeafForm;
       target?: SpendPolicy;
       from?: Signer;
       transfer?: TransferValues;
@@ -336,7 +368,7 @@ export async function policyFixture() {
       validBefore?: bigint;
     } = {},
   ) {
-    const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost, opts.caps, opts.form, opts.payees);
+    const { leaf, proof } = proofFor(opts.entries ?? ALLOWLIST, merchantHost, opts.caps, opts.payees);
     const target = opts.target ?? policy;
     const transfer = opts.transfer ?? (await transferOf(amount, merchant.address));
     if (opts.validBefore !== undefined) transfer.validBefore = opts.validBefore;

@@ -17,7 +17,7 @@ import type { ChannelConfigFields } from "../../src/store/documents";
 import { computeChannelId, createBatchSettlementEIP3009DepositPayload, signVoucher } from "@x402/evm/batch-settlement/client";
 import { placeX402SchemeContracts } from "../../src/dev/x402Schemes";
 import { signClaimBatch, signRefund } from "./x402SchemeContracts";
-import { allowlistRoot } from "../../src/policy/allowlist";
+import { merchantsOf } from "../../src/policy/allowlist";
 import { ALLOWLIST, NO_APPROVAL, paymentId, policyFixture, proofFor } from "./policyFixture";
 
 const { ethers } = hre;
@@ -157,15 +157,19 @@ export async function channelFixture() {
   const f = await schemesFixture();
   // The owner pinned who api.example.com is paid: only channels to that receiver may be opened.
   const payees = { [CHANNEL_HOST]: f.merchant.address };
-  await f.setPolicy({ allowlistRoot: allowlistRoot(ALLOWLIST, {}, "v3", payees) });
-  const { leaf, proof } = proofFor(ALLOWLIST, CHANNEL_HOST, {}, "v3", payees);
+  await f.setPolicy({ merchants: merchantsOf(ALLOWLIST, {}, payees) });
+  const { leaf, proof } = proofFor(ALLOWLIST, CHANNEL_HOST, {}, payees);
   const facilitator = f.batch.connect(f.deployer);
 
-  /** The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator. */
+  /**
+   * The stock client's deposit payload for `config`, signed by the wallet, then authorised by the operator with the
+   * merchant's leaf (`proved`: another one, after a policy that caps the entry, say).
+   */
   async function deposit(
     amount: bigint,
     config: ChannelConfigFields = channelConfig(f.agent, f.merchant.address, f.tokenAddress),
     id: string = paymentId(),
+    proved: { leaf: typeof leaf; proof: string[] } = { leaf, proof },
   ) {
     const log: Signed[] = [];
     const signer = walletClientSigner(f.agent, f.agentKey, () => id, log);
@@ -177,7 +181,7 @@ export async function channelFixture() {
       .erc3009Authorization;
     const values = { amount, validAfter: BigInt(auth.validAfter), validBefore: BigInt(auth.validBefore), nonceSalt: auth.salt };
     const receive = log.find((s) => s.primaryType === "ReceiveWithAuthorization")!;
-    const tx = f.schemes.connect(f.operator).authorizeDeposit(id, CHANNEL_HOST, leaf, proof, config, values, NO_APPROVAL);
+    const tx = f.schemes.connect(f.operator).authorizeDeposit(id, CHANNEL_HOST, proved.leaf, proved.proof, config, values, NO_APPROVAL);
     const channelId = channelIdOf(config);
     // What the stock facilitator sends: the channel's deposit through the ERC-3009 collector, which redeems the
     // wallet's ReceiveWithAuthorization (the wallet answers ERC-1271) and hands the USDC to the channel.

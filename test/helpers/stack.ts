@@ -7,28 +7,20 @@ import { Wallet, getAddress } from "ethers";
 import pino from "pino";
 import { loadConfig } from "../../src/config";
 import { startService, type RunningService, type StartOptions } from "../../src/server";
-import { LINK_AGENT_TYPES, SET_POLICY_TYPES, SET_PAUSED_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
-import { allowlistRoot, normalizeAllowlist, normalizeAllowlistEntry } from "../../src/policy/allowlist";
-import { toBaseUnits } from "../../src/amounts";
+import {
+  LINK_AGENT_TYPES,
+  NO_EXTRA_LIMITS,
+  SET_POLICY_TYPES,
+  SET_PAUSED_TYPES,
+  type SignedPolicyFields,
+  policyDomain,
+  serviceDomain,
+} from "../../src/chain/typedData";
+import { type PolicyRequest, PolicyRequestError, buildSignedPolicy } from "../../src/policy/signedPolicy";
 
 /** POST /limits fields (decimal strings for amounts, integers for counts and seconds). */
-export interface PolicyInput {
-  perTxLimit: string;
-  dailyBudget: string;
-  allowlist: string[];
-  approvalThreshold: string;
-  hourlyBudget?: string;
-  weeklyBudget?: string;
-  monthlyBudget?: string;
-  lifetimeBudget?: string;
-  maxPaymentsPerHour?: number;
-  validUntil?: number;
-  maxSwapSlippageBps?: number;
-  swapTwapSeconds?: number;
-  merchantCaps?: Record<string, string>;
-  payees?: Record<string, string>;
-  minSwapRate?: string;
-}
+/** A POST /limits body's policy part (the builder's input type). */
+export type PolicyInput = PolicyRequest & { allowlist: string[] };
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -67,6 +59,19 @@ export interface Stack {
   /** Genesis, link to `owner` and deploy a policy: a ready-to-pay agent. */
   onboard(owner: Wallet, policy?: Partial<PolicyInput>): Promise<{ agentAddress: string; apiKey: string; policyContract: string }>;
   close(): Promise<void>;
+}
+
+/**
+ * The SetPolicy a POST /limits body asks the owner to sign (the shared builder); for a body the service must refuse
+ * (a test of its 400), an empty policy: the service answers before it checks any signature.
+ */
+function signablePolicy(policy: PolicyRequest): SignedPolicyFields {
+  try {
+    return buildSignedPolicy(policy).policy;
+  } catch (err) {
+    if (!(err instanceof PolicyRequestError)) throw err;
+    return { perTxLimit: 0n, dailyBudget: 0n, merchants: [], approvalThreshold: 0n, ...NO_EXTRA_LIMITS };
+  }
 }
 
 export async function startStack(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<Stack> {
@@ -149,31 +154,9 @@ export function remoteStack(
       return { agentAddress: agent, ownerAddress: owner.address, ownerSignature, timestamp, ...(activationCode ? { activationCode } : {}) };
     },
     async policyBody(owner, agent, policy, timestamp = now()) {
-      const { entries } = normalizeAllowlist(policy.allowlist);
-      const units = (v: string | undefined) => (v === undefined ? 0n : toBaseUnits(v));
-      const caps = Object.fromEntries(
-        Object.entries(policy.merchantCaps ?? {}).map(([e, c]) => [normalizeAllowlistEntry(e) ?? e, toBaseUnits(c)]),
-      );
       const humanSignature = await owner.signTypedData(policyDomain(chainId, policyAddressOf(agent)), SET_POLICY_TYPES, {
         agent,
-        perTxLimit: toBaseUnits(policy.perTxLimit),
-        dailyBudget: toBaseUnits(policy.dailyBudget),
-        allowlistRoot: allowlistRoot(
-          entries,
-          caps,
-          "v3",
-          Object.fromEntries(Object.entries(policy.payees ?? {}).map(([e, p]) => [normalizeAllowlistEntry(e) ?? e, p])),
-        ),
-        approvalThreshold: toBaseUnits(policy.approvalThreshold),
-        hourlyBudget: units(policy.hourlyBudget),
-        weeklyBudget: units(policy.weeklyBudget),
-        monthlyBudget: units(policy.monthlyBudget),
-        lifetimeBudget: units(policy.lifetimeBudget),
-        maxPaymentsPerHour: BigInt(policy.maxPaymentsPerHour ?? 0),
-        validUntil: BigInt(policy.validUntil ?? 0),
-        maxSwapSlippageBps: BigInt(policy.maxSwapSlippageBps ?? 0),
-        swapTwapSeconds: BigInt(policy.swapTwapSeconds ?? 0),
-        minSwapRate: units(policy.minSwapRate),
+        ...signablePolicy(policy),
         timestamp,
       });
       return { agentAddress: agent, ...policy, humanSignature, timestamp };

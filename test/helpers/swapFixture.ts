@@ -14,6 +14,7 @@ import {
   DEFAULT_POLICY,
   type PolicyValues,
   deployAgentFor,
+  deployTestFactory,
   nextTimestamp,
   paymentId,
   proofFor,
@@ -44,16 +45,7 @@ export async function swapFixture(chain: EmbeddedChain, policy: PolicyValues = S
   const [deployer, operator, owner, other, trader, merchant] = await ethers.getSigners();
   const a = chain.addresses.uniswap;
   const token = await ethers.getContractAt("TestUSDC", chain.addresses.usdc);
-  const schemes = await ethers.deployContract("SpendPolicySchemes", [chain.addresses.usdc]);
-  const factory = await ethers.deployContract("SpendPolicyFactory", [
-    deployer.address,
-    operator.address,
-    chain.addresses.usdc,
-    a.swapRouter02,
-    a.weth,
-    a.factory,
-    await schemes.getAddress(),
-  ]);
+  const factory = await deployTestFactory(deployer, operator.address, chain.addresses.usdc, [a.swapRouter02, a.weth, a.factory]);
   const agentKey = ethers.Wallet.createRandom();
   const wallet = await deployAgentFor(factory, operator, agentKey.address, owner.address, owner, policy);
   const agent = await wallet.getAddress();

@@ -6,12 +6,12 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Contract, ContractFactory, type Wallet, ZeroAddress, getAddress, id } from "ethers";
+import { Contract, type Wallet, ZeroAddress, getAddress, id } from "ethers";
 import { INDEXER_NAME } from "../../src/indexer/indexer";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
-import { allowlistRoot, leafStruct, proveMerchant } from "../../src/policy/allowlist";
+import { allowlistRoot, leafStruct, proveMerchant, merchantsOf } from "../../src/policy/allowlist";
 import { randomOwner, type Stack } from "../helpers/stack";
-import { NO_SWAPS, deploySchemesContract } from "../../src/chain/deploy";
+import { deployFactoryContract } from "../../src/chain/deploy";
 import hre from "hardhat";
 import { ALLOWLIST, NO_APPROVAL, PAY_TO, randomId, transferOf, useIndexerStack, type IndexerAgent } from "../helpers/indexerFixture";
 
@@ -53,10 +53,12 @@ describe("indexer", () => {
       perTxLimit: "5000000",
       dailyBudget: "1000000000",
       approvalThreshold: "2000000",
-      allowlistRoot: allowlistRoot(ALLOWLIST),
       // The grown SetPolicy's fields, flattened from the tuple like the first four.
       ...Object.fromEntries(Object.keys(NO_EXTRA_LIMITS).map((k) => [k, "0"])),
     });
+    // The allowlist as the owner signed it, entry by entry, and the root the contract derived from it.
+    expect(updated.args.merchants).to.deep.equal(merchantsOf(ALLOWLIST).map((m) => ({ ...m, dailyCap: m.dailyCap.toString() })));
+    expect(updated.args.allowlistRoot).to.equal(allowlistRoot(ALLOWLIST));
     expect(updated.args.timestamp).to.match(/^\d+$/);
     expect(updated.args.version).to.equal("1");
     // The owner's SetPolicy signature rides in the event (an auditor recovers the signer from the log).
@@ -105,7 +107,7 @@ describe("indexer", () => {
       leafPayee: ZeroAddress,
     });
     expect(authorized!.args.epoch).to.equal(String(await chain().policyAt(agent.policyContract, chain().provider).epoch()));
-    expect(BigInt(authorized!.args.spentToday) >= 1_500_000n).to.equal(true);
+    expect(BigInt(authorized!.args.spentToday as string) >= 1_500_000n).to.equal(true);
 
     const blocked = await store().chainEvents.findOne({ txHash: b.hash });
     expect(blocked).to.include({ event: "PaymentBlocked", paymentId: blockedId, agentAddress: agent.agentAddress, confirmed: true });
@@ -116,6 +118,10 @@ describe("indexer", () => {
       merchant: "localhost",
       amount: "6000000",
       reason: "2",
+      // The leaf the operator presented, which the policy judged.
+      leafEntry: "localhost",
+      leafDailyCap: "0",
+      leafPayee: ZeroAddress,
     });
 
     const released = await store().chainEvents.findOne({ txHash: r.hash });
@@ -124,7 +130,7 @@ describe("indexer", () => {
       paymentId: authorizedId,
       agent: agent.agentAddress,
       amount: "1500000",
-      spentToday: String(BigInt(authorized!.args.spentToday) - 1_500_000n),
+      spentToday: String(BigInt(authorized!.args.spentToday as string) - 1_500_000n),
     });
   });
 
@@ -151,15 +157,8 @@ describe("indexer", () => {
     const artifact = JSON.parse(
       readFileSync(join(__dirname, "..", "..", "artifacts", "contracts", "SpendPolicyFactory.sol", "SpendPolicyFactory.json"), "utf8"),
     );
-    const fake = await new ContractFactory(artifact.abi, artifact.bytecode, stranger).deploy(
-      stranger.address,
-      stranger.address,
-      chain().usdc.target,
-      ...NO_SWAPS,
-      await deploySchemesContract(hre, stranger, await chain().usdc.getAddress()),
-    );
-    await fake.waitForDeployment();
-    const fakeFactory = new Contract(await fake.getAddress(), artifact.abi, stranger);
+    const fake = await deployFactoryContract(hre, stranger, stranger.address, stranger.address, await chain().usdc.getAddress());
+    const fakeFactory = new Contract(fake.address, artifact.abi, stranger);
     const signerAddress = (await store().agents.findOne({ address: agent.agentAddress }))!.signerAddress;
     const fakePolicyAddress: string = getAddress(await fakeFactory.predictAgent(signerAddress, ZeroAddress));
     expect(fakePolicyAddress).to.not.equal(agent.policyContract);
@@ -168,7 +167,7 @@ describe("indexer", () => {
       agent: fakePolicyAddress,
       perTxLimit: 10n ** 9n,
       dailyBudget: 10n ** 12n,
-      allowlistRoot: allowlistRoot(ALLOWLIST),
+      merchants: merchantsOf(ALLOWLIST),
       approvalThreshold: 10n ** 9n,
       ...NO_EXTRA_LIMITS,
       timestamp,

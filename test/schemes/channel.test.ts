@@ -65,6 +65,13 @@ describe("batch-settlement (channel) payments through POST /pay", () => {
     expect(await spentToday(s, a.policyContract)).to.equal(25n * PRICE);
     const after = await s.api("GET", `/limits?address=${a.agentAddress}`, { key: a.apiKey });
     expect(after.body.agents[0].heldInChannels).to.equal("0");
+    // The ledger shows which deposit the refund was credited to, and in which transaction (SchemeCredited, indexed).
+    await s.svc.indexer.syncOnce();
+    const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}&limit=200`, { key: a.apiKey });
+    const credited = ledger.body.transactions.filter((t: { creditTxHash: string | null }) => t.creditTxHash !== null);
+    expect(credited).to.have.length(1);
+    expect(credited[0].channel.depositPaymentId).to.equal(channel?.deposits[0].paymentId);
+    expect(credited[0].creditTxHash).to.match(/^0x[0-9a-f]{64}$/);
     // Closing again moves nothing and credits nothing twice.
     const again = await s.api("POST", `/agents/${a.agentAddress}/channels/${channel?.channelId}/close`, { key: a.apiKey });
     expect(again.status, JSON.stringify(again.body)).to.equal(200);

@@ -31,6 +31,8 @@ describe("upto (metered) payments through POST /pay", () => {
     const entry = await s.svc.store.payments.findOne({ txnId: res.body.transactionId });
     expect(entry).to.include({ status: "approved", phase: "done", scheme: "upto", amount: "123456", ceiling: "500000" });
     expect(entry?.creditTxHash).to.match(/^0x[0-9a-f]{64}$/);
+    const listed = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
+    expect(listed.body.transactions[0]).to.include({ scheme: "upto", creditTxHash: entry?.creditTxHash });
     // A second payment opens a new ceiling: the first is closed.
     seller.setUsage(500_000n);
     const again = await pay(a, seller.resource);

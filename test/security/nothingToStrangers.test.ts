@@ -11,7 +11,7 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { Wallet, ZeroAddress, getAddress } from "ethers";
 import { NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain } from "../../src/chain/typedData";
-import { ANY_PAYEE, allowlistRoot, leafStruct, proveMerchant } from "../../src/policy/allowlist";
+import { ANY_PAYEE, leafStruct, proveMerchant, merchantsOf } from "../../src/policy/allowlist";
 import { drainWithinPolicy, runAttacks, type Secrets, type Target } from "../helpers/attacker";
 import { NO_APPROVAL, settleFromWallet } from "../helpers/attackerBase";
 import { ownerKey } from "../helpers/owner";
@@ -20,6 +20,7 @@ import { listen } from "../helpers/sellerServer";
 import { mintUsdc, startV2Seller, fundedFacilitator, usdcBalance, type TestSeller } from "../helpers/sellers";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
+import { expectErrorShape } from "../helpers/store";
 import { stealAgentKey } from "../helpers/stealKey";
 
 const USDC = 1_000_000n;
@@ -66,7 +67,7 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
     };
     const contract = await hre.ethers.getContractAt("SpendPolicy", a.agentAddress);
     const token = await hre.ethers.getContractAt("TestUSDC", s.svc.config.usdcAddress);
-    const proved = proveMerchant(["127.0.0.1"], "127.0.0.1", {}, "v3", { "127.0.0.1": seller.payTo })!;
+    const proved = proveMerchant(["127.0.0.1"], "127.0.0.1", {}, { "127.0.0.1": seller.payTo })!;
     const thief = Wallet.createRandom().address;
     const target: Target = {
       agent: contract,
@@ -308,17 +309,35 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
     }
   });
 
-  it("warns the owner in GET /limits when a wildcard with any payee also admits a pinned entry (it undoes the pin)", async () => {
-    const t = await pinnedAgent({ allowlist: ["127.0.0.1", "*"] });
-    const view = (await s.api("GET", "/limits", { key: t.a.apiKey })).body.agents[0];
-    expect(view.payees).to.deep.equal({ "127.0.0.1": getAddress(seller.payTo) });
-    expect(view.warning).to.include("127.0.0.1 is pinned to a payee, but * also admits it with any payee");
-    // And it is true: the stolen operator proves the open "*" leaf for 127.0.0.1 and pays itself.
-    const star = proveMerchant(["127.0.0.1", "*"], "anything.example", {}, "v3", { "127.0.0.1": seller.payTo })!;
-    expect(star.leaf).to.equal("*");
-    const merchant = { host: "127.0.0.1", leaf: leafStruct(star), proof: star.proof };
-    const drained = await drainWithinPolicy(t.secrets, { ...t.target, merchant }, USDC, 1);
-    expect(drained.moved).to.equal(USDC);
+  it("refuses a list where a wildcard with any payee admits a pinned entry (it would undo the pin): 400 naming both, and the contract refuses it too", async () => {
+    const t = await pinnedAgent();
+    const before = await t.contract.policy();
+    const policy = {
+      perTxLimit: "5",
+      dailyBudget: "12",
+      approvalThreshold: "5",
+      allowlist: ["127.0.0.1", "*"],
+      payees: { "127.0.0.1": seller.payTo },
+    };
+    const body = await s.policyBody(t.owner, t.a.agentAddress, policy);
+    const res = await s.api("POST", "/limits", { key: t.a.apiKey, body });
+    expectErrorShape(res, 400);
+    expect(res.body.message).to.include('"*" (any payee) also admits "127.0.0.1"');
+    expect(res.body.details.overlappingEntries).to.deep.equal([{ anyPayee: "*", pinned: "127.0.0.1" }]);
+    expect((await t.contract.policy()).allowlistRoot).to.equal(before.allowlistRoot);
+    // A stolen server relaying the owner's signature over that list straight to the contract gets nothing either.
+    const merchants = merchantsOf(["127.0.0.1", "*"], {}, { "127.0.0.1": seller.payTo });
+    const values = { ...NO_EXTRA_LIMITS, perTxLimit: 5n * USDC, dailyBudget: 12n * USDC, merchants, approvalThreshold: 5n * USDC };
+    const ts = BigInt(await time.latest()) + 1n;
+    const sig = await t.owner.signTypedData(policyDomain(8453, t.a.agentAddress), SET_POLICY_TYPES, {
+      agent: t.a.agentAddress,
+      ...values,
+      timestamp: ts,
+    });
+    const updates = await hre.ethers.getContractAt("SpendPolicyUpdates", t.a.agentAddress);
+    await expect(t.contract.connect(t.secrets.operator).updatePolicy(values, ts, sig))
+      .to.be.revertedWithCustomError(updates, "SpendPolicyMerchantOverlap")
+      .withArgs(0, 1);
   });
 
   it("cannot deploy an owner-first agent's address with another owner, even with the operator key", async () => {
@@ -339,7 +358,7 @@ describe("nothing to strangers: a stolen server pays only the payees the owner n
         ...NO_EXTRA_LIMITS,
         perTxLimit: 10n ** 12n,
         dailyBudget: 10n ** 12n,
-        allowlistRoot: allowlistRoot(["*"]),
+        merchants: merchantsOf(["*"]),
         approvalThreshold: 10n ** 12n,
       };
       const ts = BigInt(await time.latest()) + 1n;

@@ -8,19 +8,22 @@ import {
   DOMAIN_VERSION,
   LINK_AGENT_TYPES,
   NO_EXTRA_LIMITS,
-  type PolicyFields,
   SET_PAUSED_TYPES,
   SET_POLICY_TYPES,
+  type SignedPolicyFields,
   WITHDRAW_TYPES,
 } from "../../chain/typedData";
 
 type Field = { name: string; type: string };
 
+/** A value of the JSON message: uint256 as decimal strings, structs as records (SetPolicy's merchants). */
+type MessageValue = string | number | boolean | Record<string, string | boolean>[];
+
 export interface TypedData {
   types: Record<string, Field[]>;
   primaryType: string;
   domain: { name: string; version: string; chainId: number; verifyingContract?: string };
-  message: Record<string, string | number | boolean>;
+  message: Record<string, MessageValue>;
 }
 
 const SERVICE_DOMAIN_TYPE: Field[] = [
@@ -36,11 +39,12 @@ function typed(
   verifyingContract: string | null,
   message: TypedData["message"],
 ): TypedData {
-  const [primaryType, fields] = Object.entries(types)[0];
+  // The primary type first, then the structs it uses (SetPolicy's Merchant).
+  const [primaryType] = Object.keys(types);
   return {
     types: {
       EIP712Domain: verifyingContract ? POLICY_DOMAIN_TYPE : SERVICE_DOMAIN_TYPE,
-      [primaryType]: fields.map((f) => ({ name: f.name, type: f.type })),
+      ...Object.fromEntries(Object.entries(types).map(([name, fields]) => [name, fields.map((f) => ({ name: f.name, type: f.type }))])),
     },
     primaryType,
     domain: {
@@ -81,20 +85,32 @@ export function linkAgentData(chainId: number, agent: string, owner: string, tim
   return typed(LINK_AGENT_TYPES, chainId, null, { agent, owner, timestamp });
 }
 
-/** The signed policy: the four first fields, and any of the later ones (absent = 0, "no such limit"). */
-export type PolicyUnits = Pick<PolicyFields, "perTxLimit" | "dailyBudget" | "allowlistRoot" | "approvalThreshold"> & Partial<PolicyFields>;
+/** The signed policy: the first fields and the allowlist in clear, and any of the later ones (absent = 0, "no such limit"). */
+export type PolicyUnits = Pick<SignedPolicyFields, "perTxLimit" | "dailyBudget" | "merchants" | "approvalThreshold"> &
+  Partial<SignedPolicyFields>;
 
-/** SetPolicy, policy domain of the agent's SpendPolicy (POST /limits), every field in the signed type's order. */
+/**
+ * SetPolicy, policy domain of the agent's SpendPolicy (POST /limits), every field in the signed type's order: the owner's
+ * wallet shows each allowlist entry with its daily cap, payee and offer rule (the contract derives its root from them).
+ */
 export function setPolicyData(chainId: number, policyContract: string, agent: string, p: PolicyUnits, timestamp: number): TypedData {
-  const full: PolicyFields = { ...NO_EXTRA_LIMITS, ...p };
-  const message: Record<string, string | number> = { agent };
+  const full: SignedPolicyFields = { ...NO_EXTRA_LIMITS, ...p };
+  const message: TypedData["message"] = { agent };
   for (const { name } of SET_POLICY_TYPES.SetPolicy) {
-    if (name === "agent" || name === "timestamp") continue;
-    const v = full[name as keyof PolicyFields];
-    message[name] = typeof v === "bigint" ? v.toString() : v;
+    if (name === "agent" || name === "timestamp" || name === "merchants") continue;
+    const v = full[name as Exclude<keyof SignedPolicyFields, "merchants">];
+    message[name] = v.toString();
   }
+  message.merchants = full.merchants.map((m) => ({
+    entry: m.entry,
+    dailyCap: m.dailyCap.toString(),
+    payee: m.payee,
+    requireSignedOffer: m.requireSignedOffer,
+  }));
   message.timestamp = timestamp;
-  return typed(SET_POLICY_TYPES, chainId, policyContract, message);
+  // Keep the signed type's field order in the JSON too (wallets show the message as given).
+  const ordered = Object.fromEntries(SET_POLICY_TYPES.SetPolicy.map(({ name }) => [name, message[name]]));
+  return typed(SET_POLICY_TYPES, chainId, policyContract, ordered);
 }
 
 /**

@@ -35,6 +35,8 @@ export interface PolicyView {
   merchantCaps?: Record<string, string>;
   /** The only address each pinned entry may pay (entries absent: any payee). */
   payees?: Record<string, string>;
+  /** Entries whose sellers must sign their offers (a rule the service keeps). */
+  requireSignedOffer?: string[];
   /** The lowest swap price, USDC per 1 WETH ("0" = no floor). */
   minSwapRate?: string;
   /** The authorisation epoch a resume signs (SetPaused.epoch). */

@@ -1,9 +1,9 @@
 /**
  * The spend-policy form: amounts, the allowlist editor (each entry with its normalisation), a review of exactly what
- * the wallet will sign (SetPolicy typed data, the normalised allowlist and its Merkle root computed here), then
- * POST /limits and the deployed contract with its transaction.
+ * the wallet will sign (SetPolicy typed data with every allowlist entry in clear: the wallet shows them, and the
+ * contract derives its root from them), then POST /limits and the deployed contract with its transaction.
  */
-import { allowlistRoot } from "../../../policy/allowlist";
+import { MAX_MERCHANTS, allowlistRoot, merchantsOf, payeeOverlaps } from "../../../policy/allowlist";
 import { api } from "../api";
 import type { App } from "../app";
 import { announce, focusOn, h, replace } from "../dom";
@@ -95,7 +95,10 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     const bad = entries.filter((e) => e.normalized === null);
     const badCaps = entries.filter((e) => e.normalized !== null && e.cap.trim() !== "" && toUnits(e.cap) === null);
     const badPayees = entries.filter((e) => e.normalized !== null && payeeValue(e.payee) === null);
-    const problems = bad.length + badCaps.length + badPayees.length;
+    // What the contract refuses too: an entry with any payee that admits a pinned one (it would undo the pin).
+    const overlaps = bad.length + badPayees.length ? [] : payeeOverlaps(normalizedList(entries), payeesOf(entries));
+    const tooMany = normalizedList(entries).length > MAX_MERCHANTS;
+    const problems = bad.length + badCaps.length + badPayees.length + overlaps.length + Number(tooMany);
     allowError.hidden = problems === 0;
     allowError.textContent = bad.length
       ? `Remove what is not a host name: ${bad.map((e) => e.raw).join(", ")}.`
@@ -103,7 +106,16 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
         ? `Enter each daily cap like 2.00 (at most 6 decimals), or leave it empty: ${badCaps.map((e) => e.raw).join(", ")}.`
         : badPayees.length
           ? `Enter each payee as a 0x address (40 hex digits), or leave it empty for any address: ${badPayees.map((e) => e.raw).join(", ")}.`
-          : "";
+          : overlaps.length
+            ? overlaps
+                .map(
+                  ([open, pinned]) =>
+                    `${open} pays any address and also admits ${pinned}, which you pinned: pin ${open} too, narrow it, or remove it.`,
+                )
+                .join(" ")
+            : tooMany
+              ? `At most ${MAX_MERCHANTS} entries can be signed.`
+              : "";
     allowInput.setAttribute("aria-invalid", String(problems > 0));
     if (problems) ok = false;
     if (!ok) {
@@ -119,6 +131,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     caps: Record<string, bigint>;
     payees: Record<string, string>;
     list: string[];
+    signedOffers: string[];
     root: string;
     timestamp: number;
     data: TypedData;
@@ -131,16 +144,13 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
     const list = normalizedList(entries);
     const caps = capsOf(entries);
     const payees = payeesOf(entries);
-    // Version 3 leaves [entry, dailyCap, payee] for every entry (payee 0x0…0 = any address).
-    const root = allowlistRoot(list, caps, "v3", payees);
-    const data = setPolicyData(
-      app.config.chainId,
-      agent.policyContract,
-      agent.address,
-      { ...amounts, ...extras, allowlistRoot: root },
-      timestamp,
-    );
-    pending = { amounts, extras, caps, payees, list, root, timestamp, data };
+    // The offer rule is kept for the entries that had it (the wallet prompt and the review show it).
+    const signedOffers = (current.requireSignedOffer ?? []).filter((e) => list.includes(e));
+    // Every entry in clear, sorted as the contract requires; the root is what the contract will derive from them.
+    const merchants = merchantsOf(list, caps, payees, signedOffers);
+    const root = allowlistRoot(list, caps, payees);
+    const data = setPolicyData(app.config.chainId, agent.policyContract, agent.address, { ...amounts, ...extras, merchants }, timestamp);
+    pending = { amounts, extras, caps, payees, list, signedOffers, root, timestamp, data };
     const usdcLine = (units: bigint) => `${fromUnits(units)} USDC (${units} base units)`;
     replace(
       review,
@@ -199,11 +209,21 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
             "Entries without a pinned payee can pay any address: a compromised server could pay itself under them, within your budgets.",
           )
         : null,
-      h("p", null, "Merkle root: ", h("code", { id: "review-root" }, root)),
+      signedOffers.length
+        ? h(
+            "ul",
+            { id: "review-signed-offers" },
+            signedOffers.map((e) =>
+              h("li", null, h("code", null, e), " is paid only when its seller signs its offer (kept by the service)"),
+            ),
+          )
+        : null,
       h(
         "p",
         { class: "hint" },
-        "The root of an OpenZeppelin StandardMerkleTree of [entry, daily cap, payee] leaves (types string, uint256, address), computed in this page; the contract stores only the root.",
+        "Your wallet shows every entry, daily cap and payee above: the contract keeps exactly these. It derives the root payments are checked against from them itself: ",
+        h("code", { id: "review-root" }, root),
+        ".",
       ),
       h("h4", null, "Typed data"),
       h(
@@ -280,6 +300,7 @@ export function policyEditor(app: App, agent: AgentSummary, current: PolicyView,
           minSwapRate: fromUnits(p.extras.minSwapRate),
           merchantCaps: Object.fromEntries(Object.entries(p.caps).map(([e, c]) => [e, fromUnits(c)])),
           payees: p.payees,
+          requireSignedOffer: p.signedOffers,
           humanSignature,
           timestamp: p.timestamp,
         },

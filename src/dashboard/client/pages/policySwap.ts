@@ -76,8 +76,20 @@ export function swapFields(current: PolicyView, agentAddress: string): { element
       twapNow.textContent = "The pool's average price could not be read now.";
     }
   };
-  void loadTwap();
+  // Turning swaps on with no floor: propose 90% of the pool's average price now (the owner may change or clear it).
+  let proposed = on; // already on when the form opened: what the owner signed stays as it was
+  const proposeFloor = () => {
+    const price = twapNow.dataset.price ? toUnits(twapNow.dataset.price) : null;
+    const s = slippage.input.value.trim().replace(/%$/, "");
+    if (proposed || !price || s === "" || Number(s) === 0 || floor.input.value.trim() !== "") return;
+    proposed = true;
+    floor.input.value = fromUnits((price * 9n) / 10n);
+    floor.input.dataset.proposed = "true";
+    twapNow.textContent += " Proposed floor: 90% of it. Change it, or clear it for no floor.";
+  };
+  void loadTwap().then(proposeFloor);
   twap.input.addEventListener("change", () => void loadTwap());
+  slippage.input.addEventListener("input", proposeFloor);
   const show = (f: { input: HTMLInputElement; error: HTMLElement }, message: string | null) => {
     f.error.hidden = !message;
     f.error.textContent = message ?? "";
