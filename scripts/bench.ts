@@ -10,19 +10,26 @@
  * modes, the other schemes (scripts/bench/schemes.ts; BENCH_SCHEMES=0 skips them): batch-settlement vouchers through
  * POST /pay vs the stock batch-settlement client on one stock seller, and upto vs exact. Then the MCP read tools' p50
  * and GET /ledger's p95 with 100,000 entries (scripts/bench/reads.ts).
+ * Each section also counts, at automine, the store commands and JSON-RPC calls SpendGate itself makes per payment
+ * (scripts/bench/counts.ts: its MongoDB client's command monitoring and its JSON-RPC client's observer), printed as
+ * `exact: N store commands, M JSON-RPC calls` and `voucher: N store commands, 0 chain calls, overhead p50 X ms`.
+ * BENCH_SECTIONS=exact,schemes,swap,reads picks sections (all by default).
  * BENCH_MODES=automine,2000,200 picks modes; BENCH_RUNS (60) / BENCH_RUNS_BLOCKS (12) the payments per side. The chain
  * runs in its own thread as `npm start` runs it (both sides use the same chain; BENCH_CHAIN=inprocess puts it on this one).
  */
 import { x402Client } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
+import { randomBytes } from "node:crypto";
 import { JsonRpcProvider } from "ethers";
 import { viemAccounts } from "../src/chain/viem";
 import { startEmbeddedChain } from "../src/dev/embeddedChain";
 import { startEmbeddedChainThread } from "../src/dev/embeddedChainThread";
+import { startEmbeddedMongo } from "../src/dev/embeddedStore";
 import { randomOwner, startStack } from "../test/helpers/stack";
 import { fundedFacilitator, mintUsdc, startV2Seller } from "../test/helpers/sellers";
 import { swapLatency } from "./bench-swap";
+import { CommandCounter, countedStoreUri } from "./bench/counts";
 import { setBlockInterval } from "./bench/mining";
 import { startRpcProxy } from "./bench/rpcProxy";
 import { benchReads } from "./bench/reads";
@@ -34,6 +41,9 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 60);
 const RUNS_BLOCKS = Number(process.env.BENCH_RUNS_BLOCKS ?? 12);
 const LATENCY = Number(process.env.BENCH_RPC_LATENCY_MS ?? 30);
 const MODES = (process.env.BENCH_MODES ?? "automine,2000,200").split(",").map((m) => m.trim());
+const SECTIONS = (process.env.BENCH_SECTIONS ?? "exact,schemes,swap,reads").split(",").map((m) => m.trim());
+/** Payments counted one by one (store commands and JSON-RPC calls) per section. */
+const COUNTED = Number(process.env.BENCH_COUNTED ?? 30);
 
 async function main(): Promise<void> {
   const chain = process.env.BENCH_CHAIN === "inprocess" ? await startEmbeddedChain() : await startEmbeddedChainThread();
@@ -43,11 +53,19 @@ async function main(): Promise<void> {
   // API_KEY_CACHE_MS=0 measures the reads with every call reading its key from the store.
   const keyMemory: Record<string, string> =
     process.env.API_KEY_CACHE_MS === undefined ? {} : { API_KEY_CACHE_MS: process.env.API_KEY_CACHE_MS };
+  // The embedded store on this thread, as startStack starts it, with its client reporting every command it sends.
+  const mongo = await startEmbeddedMongo();
+  const store = {
+    MONGODB_URI: countedStoreUri(mongo.uri),
+    MONGODB_DB: `bench_${randomBytes(4).toString("hex")}`,
+    WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+  };
   // Channel deposits of CHANNEL_DEPOSIT_BENCH requests, so the scheme section measures vouchers (exact is unaffected).
   const s = await startStack(
-    { RATE_LIMIT_PER_MINUTE: "1000000", CHANNEL_DEPOSIT_REQUESTS: String(CHANNEL_DEPOSIT_BENCH), ...keyMemory },
+    { RATE_LIMIT_PER_MINUTE: "1000000", CHANNEL_DEPOSIT_REQUESTS: String(CHANNEL_DEPOSIT_BENCH), ...keyMemory, ...store },
     { embeddedChain: { ...chain, rpcUrl: proxy.url } },
   );
+  const counter = new CommandCounter(s.svc);
   const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: 10_000n });
   const agent = await s.onboard(randomOwner(), { perTxLimit: "1", dailyBudget: "1000", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
   await mintUsdc(s, agent.agentAddress, 1_000_000_000n);
@@ -83,7 +101,7 @@ async function main(): Promise<void> {
   await s.svc.indexer.stop();
   const summary: string[] = [];
   const logSpans = new Map<string, [number, number]>();
-  for (const mode of MODES) {
+  for (const mode of SECTIONS.includes("exact") ? MODES : []) {
     const logsFrom = s.logs.length;
     const interval = mode === "automine" ? 0 : Number(mode);
     const latency = interval ? LATENCY : 0;
@@ -134,21 +152,30 @@ async function main(): Promise<void> {
   await direct.send("evm_setAutomine", [true]);
   proxy.setLatency(0);
 
-  console.log("\nwhere POST /pay spends its time (median ms per phase, from the payment log):");
-  for (const [mode, [from, to]] of logSpans) console.log(`  ${mode.padEnd(8)} ${phaseMedians(s.logs.slice(from, to))}`);
-  console.log(`summary: ${summary.join("; ")}`);
+  if (SECTIONS.includes("exact")) {
+    console.log("\nwhere POST /pay spends its time (median ms per phase, from the payment log):");
+    for (const [mode, [from, to]] of logSpans) console.log(`  ${mode.padEnd(8)} ${phaseMedians(s.logs.slice(from, to))}`);
+    console.log(`summary: ${summary.join("; ")}`);
+    // Counted one payment at a time, at automine: what SpendGate itself asks of the store and the chain per payment.
+    for (let i = 0; i < WARMUP; i++) await viaSpendGate();
+    const counted = await counter.perPayment(viaSpendGate, COUNTED);
+    console.log(`\nexact: ${counted.store} store commands, ${counted.rpc} JSON-RPC calls (by SpendGate, per payment: the median)`);
+    console.log(counted.summary);
+  }
   console.log(
     `rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`,
   );
-  await swapLatency(s, seller, stats);
-  if (process.env.BENCH_SCHEMES !== "0") {
-    const schemes = await schemeLatency(s, proxy, direct, { modes: MODES, latency: LATENCY, runs: RUNS, runsBlocks: RUNS_BLOCKS });
+  if (SECTIONS.includes("swap")) await swapLatency(s, seller, stats);
+  if (SECTIONS.includes("schemes") && process.env.BENCH_SCHEMES !== "0") {
+    const opts = { modes: MODES, latency: LATENCY, runs: RUNS, runsBlocks: RUNS_BLOCKS, counted: COUNTED };
+    const schemes = await schemeLatency(s, proxy, direct, counter, opts);
     console.log(`
 schemes summary: ${schemes.join("; ")}`);
   }
-  if (process.env.BENCH_READS !== "0") await benchReads(s, agent);
+  if (SECTIONS.includes("reads") && process.env.BENCH_READS !== "0") await benchReads(s, agent, mongo);
   await seller.close();
   await s.close();
+  await mongo.stop();
   direct.destroy();
   await proxy.close();
   await chain.close();

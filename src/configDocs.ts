@@ -117,7 +117,7 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
   FACILITATOR_URL: {
     default: "unset = in-process",
     meaning:
-      "a remote x402 facilitator (`/verify`, `/settle`, `/supported`) for the service's own paid resource (`/sell/agent-intel`); payments the service makes are settled by the seller's facilitator and checked before they leave by simulating their settlement on `RPC_URL`",
+      "a remote x402 facilitator (`/verify`, `/settle`, `/supported`) for the service's own paid resource (`/sell/agent-intel`); payments the service makes are settled by the seller's facilitator and checked before they leave: their fields and the token's domain, and their settlement simulated on `RPC_URL` unless the chain has answered it already (the authorisation landed, the USDC read just before covers it)",
   },
   FACILITATOR_PRIVATE_KEY: {
     default: "embedded: random",
@@ -170,7 +170,7 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
   API_KEY_CACHE_MS: {
     default: "`1000`",
     meaning:
-      "how long an instance answers reads (`GET /ledger`, `/ledger/:id`, `/limits`, `/approvals`, and the read-only MCP tools) from a key lookup it made, without reading the key again; `0` reads it every time. A revoked key is refused at once on the instance that revoked it, and on every instance by anything that can pay or change something; other instances may still answer its reads for this long",
+      "how long an instance answers reads (`GET /ledger`, `/ledger/:id`, `/limits`, `/approvals`, and the read-only MCP tools) from a key lookup it made, without reading the key again, and payments (`POST /pay`, MCP `pay`) for at most 1 s of it; `0` reads it every time. A revoked key is refused at once on the instance that revoked it, and on every instance by anything else that changes something; other instances may still answer its payments for up to 1 s, its reads for this long",
   },
   PAYMENT_LEASE_MS: {
     default: "`180000`",

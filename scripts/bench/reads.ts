@@ -11,6 +11,7 @@ import type { Stack } from "../../test/helpers/stack";
 import { agentHeaders, callTool, mcpClient } from "../../test/mcp/client";
 import { mcpPoster } from "./mcpPost";
 import type { Document, Filter, Sort } from "mongodb";
+import type { EmbeddedMongo } from "../../src/dev/embeddedStore";
 import type { PaymentDoc } from "../../src/store/documents";
 
 const LEDGER_ENTRIES = Number(process.env.BENCH_LEDGER_ENTRIES ?? 100_000);
@@ -39,8 +40,13 @@ function planIndexes(plan: unknown): string[] {
 }
 
 /** How the store answers a filter (a page of it, with `sort`): the index it relies on, and how many documents it looks at. */
-async function indexOf(s: Stack, collection: string, filter: Filter<Document>, sort?: Sort): Promise<string> {
-  const embedded = s.svc.embeddedMongo;
+async function indexOf(
+  s: Stack,
+  embedded: EmbeddedMongo | undefined,
+  collection: string,
+  filter: Filter<Document>,
+  sort?: Sort,
+): Promise<string> {
   if (embedded) {
     const e = embedded.indexes.explain(s.svc.store.db.databaseName, collection, filter, sort ? { sort, limit: 50 } : undefined);
     return e.index ? `${e.index}, ${e.candidates} of ${e.collection} documents` : `scan of ${e.collection} documents`;
@@ -52,8 +58,7 @@ async function indexOf(s: Stack, collection: string, filter: Filter<Document>, s
 }
 
 /** How the store counts a filter: from an index alone (the embedded store's buckets, MongoDB's COUNT_SCAN) or not. */
-async function countOf(s: Stack, collection: string, filter: Filter<Document>): Promise<string> {
-  const embedded = s.svc.embeddedMongo;
+async function countOf(s: Stack, embedded: EmbeddedMongo | undefined, collection: string, filter: Filter<Document>): Promise<string> {
   if (embedded) {
     const before = embedded.indexes.stats.counted;
     await s.svc.store.collection(collection).countDocuments(filter);
@@ -71,7 +76,8 @@ async function countOf(s: Stack, collection: string, filter: Filter<Document>): 
       : "index only";
 }
 
-export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey: string }): Promise<void> {
+/** `embedded`: the embedded store the service runs on, when the bench started it (its own otherwise). */
+export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey: string }, embedded = s.svc.embeddedMongo): Promise<void> {
   // Measured as an agent's client sends it (a plain JSON-RPC POST on a kept-alive connection); the SDK Client beside it.
   const post = mcpPoster(s.url, agentHeaders(agent));
   const mcp = await mcpClient(s.url, agentHeaders(agent));
@@ -183,9 +189,11 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
     ["GET /ledger (the agent with 100,000 entries)", { agentAddress: other }],
     ["GET /ledger?status=approved (the agent with 100,000 entries)", { agentAddress: other, status: "approved" }],
   ];
-  console.log(`indexes GET /ledger relies on, page 1 and total (${s.svc.embeddedMongo ? "embedded CongoDB" : "MongoDB explain"}):`);
+  console.log(`indexes GET /ledger relies on, page 1 and total (${embedded ? "embedded CongoDB" : "MongoDB explain"}):`);
   for (const [what, filter] of ledgers)
-    console.log(`  ${what}: payments ${await indexOf(s, "payments", filter, newest)}; ${await countOf(s, "payments", filter)}`);
+    console.log(
+      `  ${what}: payments ${await indexOf(s, embedded, "payments", filter, newest)}; ${await countOf(s, embedded, "payments", filter)}`,
+    );
   const reads: [string, string, Filter<Document>][] = [
     ["API key of every request", "apiKeys", { hash: "0".repeat(64) }],
     ["agent of every request", "agents", { address: agent.agentAddress }],
@@ -195,6 +203,6 @@ export async function benchReads(s: Stack, agent: { agentAddress: string; apiKey
       { "onchain.confirmed": { $ne: true }, updatedAt: { $gte: new Date(Date.now() - 60_000) } },
     ],
   ];
-  console.log(`indexes the reads rely on (${s.svc.embeddedMongo ? "embedded CongoDB, src/dev/congoIndexes.ts" : "MongoDB explain"}):`);
-  for (const [what, collection, filter] of reads) console.log(`  ${what}: ${collection} ${await indexOf(s, collection, filter)}`);
+  console.log(`indexes the reads rely on (${embedded ? "embedded CongoDB, src/dev/congoIndexes.ts" : "MongoDB explain"}):`);
+  for (const [what, collection, filter] of reads) console.log(`  ${what}: ${collection} ${await indexOf(s, embedded, collection, filter)}`);
 }

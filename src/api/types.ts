@@ -6,9 +6,11 @@ export interface AppState {
   principal?: Principal;
   /**
    * The principal came from this instance's memory of recent key lookups (KeyService.lookup), not from the store:
-   * only on the read requests that allow it (auth.ts). A route that finds it must change something reads the key again.
+   * only on the requests that allow it (auth.ts). A route that finds it must change something reads the key again.
    */
   principalRemembered?: boolean;
+  /** How long ago (ms) the key's lookup read the store: 0 when this request's did. */
+  principalAge?: number;
 }
 
 export type AppContext = ParameterizedContext<AppState>;

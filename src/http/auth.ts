@@ -2,7 +2,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { rateLimited, unauthorized } from "../errors";
-import type { KeyService } from "../services/keys";
+import type { KeyService, KeyUse } from "../services/keys";
 import type { Middleware } from "../api/types";
 
 function sameSecret(a: string, b: string): boolean {
@@ -22,14 +22,17 @@ export function bearerToken(header: string): string | null {
 }
 
 /**
- * The requests a remembered key lookup may answer (KeyService.lookup's forRead): reads an agent or owner polls, which
- * reveal no secret and change nothing but housekeeping any poll does (GET /approvals expires approvals past their
- * time); and /mcp, which reads the key again for any message but one of a read-only tool on this service's own data
+ * What a remembered key lookup may answer (KeyService.lookup): reads an agent or owner polls, which reveal no secret
+ * and change nothing but housekeeping any poll does (GET /approvals expires approvals past their time); a payment, on
+ * a lookup at most PAYING_KEY_MEMORY_MS old (a key revoked elsewhere stops paying within it); and /mcp, which reads
+ * the key again for any message but one of a read-only tool on this service's own data or a payment within that time
  * (routes/mcp.ts).
  */
-export function remembersKey(method: string, path: string): boolean {
-  if (method === "POST") return path === "/mcp";
-  return method === "GET" && (path === "/ledger" || path === "/limits" || path === "/approvals" || path.startsWith("/ledger/"));
+export function remembersKey(method: string, path: string): KeyUse {
+  if (method === "POST") return path === "/pay" ? "pay" : path === "/mcp" ? "read" : "fresh";
+  return method === "GET" && (path === "/ledger" || path === "/limits" || path === "/approvals" || path.startsWith("/ledger/"))
+    ? "read"
+    : "fresh";
 }
 
 /**
@@ -82,6 +85,7 @@ export function authenticate(
         }
         ctx.state.principal = found.principal;
         ctx.state.principalRemembered = found.remembered;
+        ctx.state.principalAge = found.age;
       }
     }
     await next();

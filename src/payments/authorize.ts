@@ -97,8 +97,13 @@ export async function begin(
 
 /**
  * authorizePayment for the written-down payment: its transaction hash is noted on the entry as soon as it is sent
- * (`sent` runs then too). A transaction that fails (reverts, or never lands) is an upstream error with nothing paid;
- * the caller resolves the entry from the chain.
+ * (`sent` runs then too), so recovery reads its receipt rather than voiding it while it may still land. On a node that
+ * mines what it receives at once (receipts.immediate) the receipt is there as soon as the hash, and the hash goes on
+ * the entry with the authorised mark or the outcome instead (markAuthorized, blockedOnchain): one write fewer. A run
+ * killed between the two leaves an entry with no hash, which recovery voids (release.ts voidUnsent): the void finds the
+ * authorisation recorded, and the payment is released. A transaction that fails (reverts, or never lands) is an
+ * upstream error with nothing paid; its hash, when known, is noted then, and the caller resolves the entry from the
+ * chain.
  */
 export async function authorize(
   room: Room,
@@ -114,9 +119,12 @@ export async function authorize(
   },
 ): Promise<{ kind: "sent"; result: AuthorizeResult } | { kind: "failed"; error: AppError }> {
   const { txnId, base, signed } = p;
+  let sentHash: string | null = null;
   try {
     const onSent = (hash: string) => {
       p.sent?.();
+      sentHash = hash;
+      if (room.ctx.chain.receipts.immediate) return Promise.resolve();
       return note(room, txnId, "authorizing", { authorizeTxHash: hash }).then(() => undefined);
     };
     const result = await room.ctx.telemetry.step("authorize", () =>
@@ -127,6 +135,8 @@ export async function authorize(
     return { kind: "sent", result };
   } catch (err) {
     room.ctx.logger.error({ err, txnId }, "authorizePayment failed");
+    if (sentHash && room.ctx.chain.receipts.immediate)
+      await note(room, txnId, "authorizing", { authorizeTxHash: sentHash }).catch(() => false);
     // A reverted authorisation (the owner set another operator, say) is the owner's gas too.
     await room.ctx.gas.charge(base.ownerAddress, await room.ctx.chain.receiptOfFailure(err));
     return { kind: "failed", error: upstreamError("The payment could not be authorised on-chain; nothing was paid. Try again.") };
@@ -143,6 +153,7 @@ export async function blockedOnchain(
     status: "blocked",
     reason: result.reason,
     txHash: result.txHash,
+    authorizeTxHash: result.txHash,
     onchain: { confirmed: false, blockNumber: result.blockNumber },
   });
   const outcome = blockedOutcome({

@@ -12,7 +12,7 @@ import type { SellerRequest } from "../x402/buyer";
 import type { PaymentScheme } from "../schemas/payments";
 import type { ServiceContext } from "../services/context";
 import { alertPaymentDone } from "../services/alerts";
-import type { ChannelCopies } from "./channelCopies";
+import type { ChannelCopies } from "./schemes/channelCopies";
 import type { PolicyDecisions } from "./decide";
 import type { IdempotencyService } from "./idempotency";
 import type { LedgerBase, LedgerUpdate, PaymentLedger } from "./phases";
@@ -85,6 +85,19 @@ export async function finish(room: Room, txnId: string, from: readonly PaymentPh
   if (done) room.ctx.webhooks.later(() => alertPaymentDone(room.ctx, txnId, done));
   else room.ctx.logger.warn({ txnId, from }, "a payment's outcome was written by another run first; this one was dropped");
   return done;
+}
+
+/**
+ * A payment's outcome written at once, as a finished entry (a voucher's: vouchers.ts), unless another run wrote that
+ * payment's outcome first: the entry written, with its owner's alert, or null.
+ */
+export async function recordOutcome(room: Room, entry: PaymentDoc): Promise<PaymentDoc | null> {
+  if (!(await room.ledger.insertOnce(entry))) {
+    room.ctx.logger.warn({ txnId: entry.txnId }, "a payment's outcome was written by another run first; this one was dropped");
+    return null;
+  }
+  room.ctx.webhooks.later(() => alertPaymentDone(room.ctx, entry.txnId, entry));
+  return entry;
 }
 
 /** What the payment's ledger entry knows before any value moves. */

@@ -21,9 +21,18 @@ export type Admission =
   /** `cached`: the policy came from the payment path's cache (read again before any refusal it could cause). */
   | { status: "admitted"; policy: OnchainPolicy; proof: AllowlistProof; cached: boolean };
 
-/** What the policy decides for an amount. `swap` runs beside the simulation and never rejects unobserved. */
+/**
+ * What the policy decides for an amount. `swap` runs beside the simulation and never rejects unobserved; `usdc` is the
+ * wallet's USDC as the decision read it (null when it did not), and never rejects.
+ */
 export type PolicyDecision =
-  | { status: "allow" | "requires_approval"; policy: OnchainPolicy; proof: AllowlistProof; swap: Promise<SwapCheck> }
+  | {
+      status: "allow" | "requires_approval";
+      policy: OnchainPolicy;
+      proof: AllowlistProof;
+      swap: Promise<SwapCheck>;
+      usdc: Promise<bigint | null>;
+    }
   | { status: "block"; reason: OnchainReasonName | "blocked"; policy: OnchainPolicy; proof: AllowlistProof };
 
 /** The 422 answered for an agent whose owner has not deployed a policy yet. */
@@ -148,12 +157,9 @@ export class PolicyDecisions {
         ? atCeiling
         : this.ops.checkWithBalance(agent.policyAddress, merchant, proof, payTo, amount, agent.address);
     read.catch(() => undefined);
-    let swap = this.swapCheck(
-      agent,
-      policy,
-      amount,
-      read.then((r) => r.usdc),
-    );
+    const held = read.then((r) => r.usdc);
+    let swap = this.swapCheck(agent, policy, amount, held);
+    let usdc: Promise<bigint | null> = held.catch(() => null);
     let check: { decision: Decision; reason: OnchainReasonName | null } = await read;
     if (check.decision !== Decision.Allow && admission.cached) {
       const root = policy.allowlistRoot;
@@ -163,10 +169,11 @@ export class PolicyDecisions {
         if (!again) return { status: "block", reason: "merchant_not_allowed", policy, proof: NO_LEAF };
         proof = again;
         swap = this.swapCheck(agent, policy, amount);
+        usdc = Promise.resolve(null);
         check = await this.ops.check(agent.policyAddress, merchant, proof, payTo, amount);
       }
     }
-    return this.decisionOf(check, policy, proof, swap);
+    return this.decisionOf(check, policy, proof, swap, usdc);
   }
 
   /**
@@ -180,7 +187,7 @@ export class PolicyDecisions {
     const proof = (await this.policies.prove(policy.allowlistRoot, merchant)) ?? NO_LEAF;
     const swap = this.swapCheck(agent, policy, amount);
     const check = await this.ops.check(agent.policyAddress, merchant, proof, payTo, amount);
-    return this.decisionOf(check, policy, proof, swap);
+    return this.decisionOf(check, policy, proof, swap, Promise.resolve(null));
   }
 
   private decisionOf(
@@ -188,9 +195,10 @@ export class PolicyDecisions {
     policy: OnchainPolicy,
     proof: AllowlistProof,
     swap: Promise<SwapCheck>,
+    usdc: Promise<bigint | null>,
   ): PolicyDecision {
     if (check.decision === Decision.Block) return { status: "block", reason: check.reason ?? "blocked", policy, proof };
-    return { status: check.decision === Decision.Allow ? "allow" : "requires_approval", policy, proof, swap };
+    return { status: check.decision === Decision.Allow ? "allow" : "requires_approval", policy, proof, swap, usdc };
   }
 
   /** Whether paying needs a swap and whether one can fund it (reads only); never rejects unobserved. */

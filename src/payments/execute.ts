@@ -14,7 +14,7 @@ import type { Fence } from "../store/leases";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import type { VerifyResponse } from "../x402/facilitator";
 import type { Quote, SellerRequest, SignedPayment } from "../x402/buyer";
-import { verifyTransfer } from "../x402/verifyTransfer";
+import { verifyKnown, verifyTransfer } from "../x402/verifyTransfer";
 import { swapView } from "../services/presenters";
 import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
 import { type Room, finish } from "./context";
@@ -46,6 +46,8 @@ export interface ExecuteInput {
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<Swapped | Blocked>;
   /** The owner's gas allowance check, started earlier (beside the quote); made here otherwise. */
   gasChecked?: Promise<void>;
+  /** The wallet's USDC as the policy's simulation read it just before (pay.ts), when it did. */
+  usdcHeld?: bigint;
 }
 
 /** Authorises on-chain, pays the seller and settles. Called with the agent's lock held. */
@@ -84,8 +86,12 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   // then runs beside the receipt, and its answer is kept only if it passed (a settlement that simulates cleanly needs
   // the authorisation in effect). Elsewhere, or after a swap, it runs once the authorisation is mined, as it must.
   let early: Promise<VerifyResponse> | undefined;
+  // Once the authorisation lands, the settlement's simulation tells nothing the chain has not told already when the
+  // wallet's USDC read just before covers the amount and no swap comes between: the verify then makes no chain call
+  // (verifyKnown). Otherwise it simulates the settlement.
+  const answered = !input.swap && input.usdcHeld !== undefined && input.usdcHeld >= quote.amount;
   const verify = () =>
-    verifyTransfer(ctx.chain, quote, signed).catch((err: unknown): VerifyResponse => {
+    (answered ? verifyKnown : verifyTransfer)(ctx.chain, quote, signed).catch((err: unknown): VerifyResponse => {
       ctx.logger.error({ err, txnId }, "payment verify failed");
       return { isValid: false, invalidReason: "verify_unavailable", invalidMessage: "the chain did not answer the verify call" };
     });
@@ -96,7 +102,7 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
     proof: input.proof,
     approval: input.approval,
     sent: () => {
-      if (!input.swap && ctx.chain.receipts.immediate) early = verify();
+      if (!input.swap && !answered && ctx.chain.receipts.immediate) early = verify();
     },
   });
   if (sentOff.kind === "failed") {

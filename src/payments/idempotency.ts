@@ -124,9 +124,9 @@ export class IdempotencyService {
   /** The fence of run `fence` of the key: a payment commits to the key by holding it (see the module comment). */
   private fenceOf(scope: string, fence: number): Fence {
     return {
-      hold: async (txnId) =>
+      hold: async (txnId, replaces) =>
         (await this.store.idempotency.findOneAndUpdate(
-          { scope, fence, state: "in_progress", $or: [{ txnId: null }, { txnId }] },
+          { scope, fence, state: "in_progress", $or: [{ txnId: null }, { txnId }, ...(replaces ? [{ txnId: replaces }] : [])] },
           { $set: { txnId, leaseUntil: this.leaseUntil() } },
         )) !== null,
       letGo: async (txnId) => {

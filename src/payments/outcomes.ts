@@ -41,12 +41,24 @@ export async function outcomeOf(ctx: ServiceContext, p: PaymentDoc): Promise<Pay
     };
   }
   if (p.status === "failed") {
-    const e = upstreamError("The payment did not settle: its authorisation was released on-chain and nothing was paid.", {
-      reason: p.reason,
-    });
+    const e = upstreamError(failureOf(p), { reason: p.reason, transactionId: p.txnId, ...(p.detail ? { detail: p.detail } : {}) });
     return { error: errorBody(e) };
   }
   return null;
+}
+
+/**
+ * What happened to a failed payment, as its entry says: never authorised, its authorisation released, a voucher the
+ * seller did not count, a deposit held or credited back. Never "nothing was paid" where money moved (a deposit held).
+ */
+function failureOf(p: PaymentDoc): string {
+  if (p.scheme === "batch-settlement") {
+    if (!p.channel?.depositPaymentId) return "The seller did not count this request's voucher: nothing was charged for it.";
+    return `The request was not served (${p.detail ?? "see the ledger"}).`;
+  }
+  if (p.scheme === "upto") return "Nothing was settled: the ceiling was closed on-chain and credited back, and nothing was paid.";
+  if (p.reason === "not_authorized") return "The payment was never authorised on-chain (its paymentId was voided): nothing was paid.";
+  return "The payment did not settle: its authorisation was released on-chain and nothing was paid.";
 }
 
 /** The transfer a payment authorised, as its ledger entry recorded it (recovery releases with it). */

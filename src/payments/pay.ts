@@ -24,7 +24,8 @@ import { quote } from "./quote";
 import { awaitQuiet } from "./recover";
 import { type Refusal, refuse } from "./refuse";
 import { type Blocked, type PaymentResult, answerOf, refused } from "./result";
-import { approvalNeedsExact, payScheme } from "./scheme";
+import { NEEDS_LOCK, payVoucherHere } from "./schemes/channel";
+import { approvalNeedsExact, payScheme } from "./schemes/scheme";
 import { sign } from "./sign";
 import { type SwapCheck, swapForPayment } from "./swap";
 
@@ -82,6 +83,15 @@ export async function pay(
   keyFence?: Fence,
 ): Promise<PaymentResult> {
   const merchant = merchantOf(input.serviceUrl);
+  // A voucher from this instance's copy of the agent's channel to this seller runs without the agent's lock, its
+  // channel's compare-and-set its fence (docs/schemes.md): the agent's read, then the voucher's record and its outcome.
+  // Anything else it would meet (a deposit, a refusal, a copy another instance moved past) runs under the lock below.
+  if (room.channelCopies.likelyVoucher(input.agentAddress, merchant) && (!input.schemes || input.schemes.includes("batch-settlement"))) {
+    const paid = await room.ctx.agentLock.runHere(input.agentAddress, () =>
+      payHere(room, read, input, merchant, idempotencyScope, keyFence),
+    );
+    if (paid !== NEEDS_LOCK) return paid;
+  }
   // The policy (the cached copy while the agent's policySeq has not moved, the chain otherwise) is read beside the lock's
   // acquisition, from the agent's document as the request read it. Used only when that document and this read are at
   // most EARLY_ADMISSION_MS old once the lock is held; otherwise (a wait for the lock or for an Idempotency-Key, a
@@ -105,6 +115,34 @@ export async function pay(
       early,
     );
   });
+}
+
+/** A voucher without the agent's lock (pay), or NEEDS_LOCK with nothing written or sent. */
+async function payHere(
+  room: Room,
+  read: Promise<AgentRead>,
+  input: PayRequest,
+  merchant: string,
+  idempotencyScope: string | undefined,
+  keyFence: Fence | undefined,
+): Promise<PaymentResult | typeof NEEDS_LOCK> {
+  const { ctx, decisions } = room;
+  const { doc, at } = await read;
+  if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
+  // A document read before a wait in this process's queue is read again, as under the lock: a pause counts.
+  const agent = performance.now() - at <= EARLY_ADMISSION_MS ? doc : ((await ctx.store.agents.findOne({ address: doc.address })) ?? doc);
+  const pc = paymentContext(agent, input, merchant, idempotencyScope, { key: keyFence });
+  const admission = await ctx.telemetry.step("admit", () => decisions.admit(agent, merchant, { fresh: false }));
+  if (admission.status !== "admitted") return NEEDS_LOCK;
+  await decisions.checkOperator(agent, admission.policy, admission.cached);
+  const quoted = await ctx.telemetry.step("quote", () => quote(room, pc));
+  if (quoted.kind === "refused") return quoted;
+  const q = quoted.quote;
+  if (q?.scheme !== "batch-settlement" || q.amount > toBaseUnits(input.maxAmount)) return NEEDS_LOCK;
+  const paid = await payVoucherHere(room, pc, q, admission);
+  // A failed payment reads the policy again next time (a stale copy fails once, not in a loop).
+  if (paid !== NEEDS_LOCK && paid.kind === "refused") decisions.forget(agent);
+  return paid;
 }
 
 /** The payment's context, for `agent` as admitted. */
@@ -196,6 +234,7 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
     signed,
     fences: fencesOf(pc),
     gasChecked: (gasChecked ??= observed(ctx.gas.check(pc.agent.ownerAddress))),
+    usdcHeld: (await decision.usdc) ?? undefined,
     ...swap,
   });
   // A failed payment reads the policy (and the operator set) again next time: a stale copy (another operator, a key

@@ -98,6 +98,17 @@ export class PaymentLedger {
   }
 
   /**
+   * A new entry, only where no entry has its txnId (whatever the store's indexes): of two writers of one payment's
+   * outcome (a voucher's run and the recovery that settled it) the first wins. Whether this one was written.
+   */
+  async insertOnce(entry: PaymentDoc): Promise<boolean> {
+    assertMove(["new"], entry.phase);
+    const { _id: _none, ...fields } = entry;
+    const r = await this.payments.updateOne({ txnId: entry.txnId }, { $setOnInsert: fields as PaymentRecord }, { upsert: true });
+    return r.upsertedCount === 1;
+  }
+
+  /**
    * Writes `entry` over entry `txnId` while it is still in phase `from`, keeping when it was created (an approval's
    * entry refused after all). Whether it was written.
    */

@@ -9,8 +9,9 @@ import type { PaymentDoc } from "../store/documents";
 import { type Room, lease, note } from "./context";
 import { IN_FLIGHT } from "./phases";
 import { pastValidity, release, voidUnsent } from "./release";
-import { resolveChannel } from "./channelState";
-import { resolveUpto } from "./upto";
+import { channelOnchain, resolveChannel } from "./schemes/channelState";
+import { recoverVouchers } from "./schemes/vouchers";
+import { resolveUpto } from "./schemes/upto";
 
 /** Retry-After of a payment refused because another of its agent's is still in flight elsewhere. */
 const IN_FLIGHT_RETRY_S = 5;
@@ -90,6 +91,12 @@ export async function recover(room: Room, now = new Date(), opts: { own?: boolea
         .catch((err: unknown) => ctx.logger.error({ err, txnId: doc.txnId }, "could not resolve an interrupted payment")),
     ),
   );
+  // Vouchers whose run is gone, in their channels' records: settled from the ledger and the seller's claim on-chain.
+  const claimed = async (channelId: string) => (await channelOnchain(room, channelId)).totalClaimed;
+  resolved += await recoverVouchers(room, now, opts.own === true, claimed).catch((err: unknown) => {
+    ctx.logger.error({ err }, "could not settle interrupted vouchers");
+    return 0;
+  });
   return resolved;
 }
 

@@ -3,7 +3,7 @@
  * is checked against its transaction, which must carry our AuthorizationUsed; without one, the authorisation state
  * decides (only a settlement can use the nonce: the wallet signs nothing else).
  */
-import { type SellerResponse, readSettlement } from "../x402/buyer";
+import { type SellerResponse, readPaymentRequired, readSettlement } from "../x402/buyer";
 import type { Room } from "./context";
 
 export type Settlement =
@@ -27,8 +27,19 @@ export async function settled(
     const reason =
       (settlement && !settlement.success && settlement.errorReason) ||
       (res.body && typeof res.body === "object" && "error" in res.body ? String(res.body.error) : null) ||
+      refusalOf(res) ||
       `HTTP ${res.status}`;
     return { kind: "unsettled", reason };
   }
   return { kind: "settled", txHash: inSellerTx ? claimed : await ops.settlementTx(agent, paymentId, authorizeBlock) };
+}
+
+/** The reason a seller's 402 gives for refusing a payment (its facilitator's verify, in the requirement's `error`). */
+function refusalOf(res: SellerResponse): string | null {
+  if (res.status !== 402) return null;
+  try {
+    return readPaymentRequired(res).error ?? null;
+  } catch {
+    return null;
+  }
 }

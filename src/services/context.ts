@@ -45,6 +45,8 @@ export interface ServiceContext {
   /** Serialises work per agent (payments, policy changes) across instances; different agents run in parallel. */
   agentLock: {
     run<T>(key: string, task: (lock: HeldLease) => Promise<T>): Promise<T>;
+    /** In this process's queue for `key` only, without the lease (a voucher: DistributedMutex.runHere). */
+    runHere<T>(key: string, task: () => Promise<T>): Promise<T>;
     busy(key: string): boolean;
     /** Resolves once the leases of the runs that have ended are freed (each is freed just after its answer). */
     settled(): Promise<void>;

@@ -5,7 +5,7 @@
  */
 import { createHmac, hkdfSync, randomBytes } from "node:crypto";
 import type { Collection } from "mongodb";
-import { revokeLiveKeys } from "../store/apiKeys";
+import { onKeysRevoked, revokeLiveKeys } from "../store/apiKeys";
 import type { Principal } from "../principal";
 import type { ApiKeyDoc } from "../store/documents";
 
@@ -35,9 +35,21 @@ interface CachedKey {
   principal: Principal;
   /** The key's own expiry (owner keys), ms. */
   expiresAt: number | null;
-  /** Until when this lookup may stand in for a read of the store, ms. */
-  until: number;
+  /** When this lookup read the store, ms. */
+  readAt: number;
 }
+
+/**
+ * The longest a remembered lookup may stand in for the store's for a payment (README, "Security"): a key revoked on
+ * another instance stops paying within it (at once on the instance that revoked it), whatever API_KEY_CACHE_MS says.
+ */
+export const PAYING_KEY_MEMORY_MS = 1_000;
+
+/**
+ * What a lookup is for: `fresh` reads the store; `read` may be answered by a lookup made here within `cacheMs` (a
+ * request that changes nothing); `pay` by one within PAYING_KEY_MEMORY_MS as well (a payment).
+ */
+export type KeyUse = "fresh" | "read" | "pay";
 
 export interface KeyCacheOptions {
   /** How long a lookup may answer a read-only request without reading the store again (0: never). */
@@ -46,10 +58,9 @@ export interface KeyCacheOptions {
 }
 
 /**
- * Keys, and a short memory of looked-up keys for read-only requests (`lookup(key, true)`). A key revoked
- * on this instance is refused by every request at once; one revoked on another instance sharing the store is refused
- * at once by every request that can move money or change anything (they always read the store), and by reads within
- * `cacheMs`.
+ * Keys, and a short memory of looked-up keys (`lookup`). A key revoked on this instance is refused by every request at
+ * once; one revoked on another instance sharing the store is refused by payments within PAYING_KEY_MEMORY_MS, by reads
+ * within `cacheMs`, and at once by every other request that changes something (they always read the store).
  */
 export class KeyService {
   private readonly cache = new Map<string, CachedKey>();
@@ -66,6 +77,8 @@ export class KeyService {
   ) {
     this.cacheMs = opts.cacheMs ?? 0;
     this.now = opts.clock ?? Date.now;
+    // Whatever revokes a key in this process (a rotation here, a hand-over the indexer applies): forgotten at once.
+    onKeysRevoked(keys, () => this.forgetAll());
   }
 
   /** Issues a key and returns it in clear: the only time it exists outside the caller. */
@@ -77,7 +90,7 @@ export class KeyService {
 
   /**
    * Revokes every live key of an agent, or of an owner; the number revoked. They answer 401 at once here, and on other
-   * instances at once to anything that can change something, to reads within `cacheMs`.
+   * instances to payments within PAYING_KEY_MEMORY_MS, to reads within `cacheMs`, to anything else at once.
    */
   async revokeAll(who: { agentAddress: string } | { ownerAddress: string }): Promise<number> {
     this.forgetAll();
@@ -91,20 +104,23 @@ export class KeyService {
 
   /** The principal a key stands for, read from the store; null when it is unknown, revoked or expired. */
   async resolve(key: string): Promise<Principal | null> {
-    return (await this.lookup(key, false))?.principal ?? null;
+    return (await this.lookup(key, "fresh"))?.principal ?? null;
   }
 
   /**
-   * The same, but `forRead` lets a lookup of this key made here within `cacheMs` answer instead of the store (then
-   * `remembered` is true): only for requests that change nothing (see the class comment).
+   * The same, but for `use` a lookup of this key made here recently enough may answer instead of the store (then
+   * `remembered` is true, and `age` says how long ago it read the store): see KeyUse and the class comment.
    */
-  async lookup(key: string, forRead: boolean): Promise<{ principal: Principal; remembered: boolean } | null> {
+  async lookup(key: string, use: KeyUse): Promise<{ principal: Principal; remembered: boolean; age: number } | null> {
     if (!KEY_FORMAT.test(key)) return null;
     const hash = hashKey(key, this.hashSecret);
-    if (forRead) {
+    if (use !== "fresh") {
       const hit = this.cache.get(hash);
       const now = this.now();
-      if (hit && hit.until > now && (hit.expiresAt === null || hit.expiresAt > now)) return { principal: hit.principal, remembered: true };
+      const memory = use === "pay" ? Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) : this.cacheMs;
+      if (hit && now - hit.readAt < memory && (hit.expiresAt === null || hit.expiresAt > now)) {
+        return { principal: hit.principal, remembered: true, age: now - hit.readAt };
+      }
     }
     const [generation, readAt] = [this.generation, this.now()];
     const doc = await this.keys.findOne({ hash });
@@ -116,10 +132,10 @@ export class KeyService {
     }
     if (this.cacheMs > 0 && generation === this.generation) {
       this.cache.delete(hash); // re-inserted last: the oldest lookups are the first forgotten
-      this.cache.set(hash, { principal, expiresAt, until: readAt + this.cacheMs });
+      this.cache.set(hash, { principal, expiresAt, readAt });
       if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
     }
-    return { principal, remembered: false };
+    return { principal, remembered: false, age: 0 };
   }
 
   /** Forgets every remembered lookup: after a revocation written to the store by other code (a hand-over). */

@@ -257,7 +257,7 @@ export class PolicyService {
       allowlistRoot: p.allowlistRoot,
       spentToday: fromBaseUnits(p.spentToday),
       remainingDailyBudget: fromBaseUnits(remaining),
-      heldInChannels: fromBaseUnits(await heldInChannels(this.ctx.store.channels, agent.address)),
+      heldInChannels: fromBaseUnits(await heldInChannels(this.ctx.store, agent.address)),
       lastUpdated: p.lastUpdated,
       hourlyBudget: fromBaseUnits(p.hourlyBudget),
       weeklyBudget: fromBaseUnits(p.weeklyBudget),

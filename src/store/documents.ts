@@ -134,9 +134,31 @@ export interface ChannelConfigFields {
 }
 
 /**
- * A batch-settlement channel an agent's wallet pays through (src/payments/channel.ts): the wallet is its payer, the
- * seller's payTo its receiver. Amounts in USDC base units. Written only under the agent's lock, each write a
- * compare-and-set on `version`, so its voucher sequence never forks across instances or restarts.
+ * A voucher as its channel records it before it leaves the process (src/payments/schemes/vouchers.ts): in the same
+ * write that moves the channel's sequence past it. Its outcome is its ledger entry (`txnId`); until that is written
+ * the record is the voucher's only trace, and recovery settles it from what the seller says of it.
+ */
+export interface ChannelVoucher {
+  txnId: string;
+  /** The voucher's maxClaimableAmount (base units): what the seller's charge is once it counted it. */
+  cumulative: string;
+  /** What the channel had charged before it: the seller's charge if it did not count it. */
+  base: string;
+  /** The request's price. */
+  amount: string;
+  intent: string;
+  serviceUrl: string;
+  idempotencyScope?: string;
+  createdAt: Date;
+  /** The instance sending it owns it until then; recovery leaves it alone before (unless that instance is gone). */
+  leaseUntil: Date;
+  instanceId: string;
+}
+
+/**
+ * A batch-settlement channel an agent's wallet pays through (src/payments/schemes/channel.ts): the wallet is its payer, the
+ * seller's payTo its receiver. Amounts in USDC base units. Each write is a compare-and-set on `version`, so its
+ * voucher sequence never forks across instances or restarts.
  */
 export interface ChannelDoc {
   _id?: ObjectId;
@@ -152,7 +174,10 @@ export interface ChannelDoc {
   config: ChannelConfigFields;
   /** What the channel holds of the wallet's deposits as last seen (deposits landed, less refunds and withdrawals). */
   balance: string;
-  /** What the seller has charged in all (the cumulative base of the next voucher). */
+  /**
+   * What the seller has charged in all, as far as the ledger had it at the channel's last write: the vouchers in
+   * `unsettled` whose entries are approved add theirs (vouchers.ts, settledRead).
+   */
   charged: string;
   /** The highest maxClaimableAmount the wallet signed: the most the seller can ever claim. */
   signed: string;
@@ -165,6 +190,8 @@ export interface ChannelDoc {
   deposits: { paymentId: string; amount: string; txnId: string; credited: string | null }[];
   /** Cooperative refunds the seller's facilitator made (refundWithSignature), USDC back to the wallet. */
   refunds?: { amount: string; txHash: string | null; at: Date }[];
+  /** Vouchers recorded since the channel's charge was last written, oldest first: their entries say what they charged. */
+  unsettled?: ChannelVoucher[];
   /** open: vouchers are paid from it; closed: refunded and credited (a later payment opens it again with a deposit). */
   status: "open" | "closed";
   version: number;

@@ -29,7 +29,7 @@ export interface Store {
   usedSignatures: Collection<UsedSignatureDoc>;
   siweNonces: Collection<SiweNonceDoc>;
   payments: Collection<PaymentDoc>;
-  /** batch-settlement channels the agents' wallets pay through (src/payments/channel.ts). */
+  /** batch-settlement channels the agents' wallets pay through (src/payments/schemes/channel.ts). */
   channels: Collection<ChannelDoc>;
   approvals: Collection<ApprovalDoc>;
   idempotency: Collection<IdempotencyDoc>;
@@ -70,7 +70,8 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
     { key: { authorizeTxHash: 1 } },
     { key: { updatedAt: 1 } },
   ],
-  channels: [{ key: { channelId: 1 }, unique: true }, { key: { agentAddress: 1, status: 1 } }],
+  // Recovery's sweep: channels holding a voucher whose run's lease ran out (src/payments/schemes/vouchers.ts).
+  channels: [{ key: { channelId: 1 }, unique: true }, { key: { agentAddress: 1, status: 1 } }, { key: { "unsettled.leaseUntil": 1 } }],
   approvals: [
     { key: { approvalId: 1 }, unique: true },
     { key: { ownerAddress: 1, status: 1, requestedAt: -1 } },

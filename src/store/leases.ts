@@ -35,7 +35,8 @@ export interface LeaseDoc {
  * `txnId` names the payment about to be committed under it.
  */
 export interface Fence {
-  hold(txnId: string): Promise<boolean>;
+  /** `replaces`: a payment of the same run that ended before this one (a voucher the seller refused, paid again). */
+  hold(txnId: string, replaces?: string): Promise<boolean>;
   /** Gives back what hold() took, when the payment is abandoned before anything was sent. */
   letGo?(txnId: string): Promise<void>;
 }
@@ -254,6 +255,14 @@ export class DistributedMutex {
         // The outcome went to the caller already (a task's failure, or a lease never taken, below).
         .catch((err: unknown) => reject(err as Error));
     });
+  }
+
+  /**
+   * Runs `task` in this process's queue for `key` without the key's lease: other instances do not wait for it. For work
+   * whose own write is its fence (a voucher: its channel's compare-and-set, src/payments/schemes/channel.ts).
+   */
+  runHere<T>(key: string, task: () => Promise<T>): Promise<T> {
+    return this.local.run(key, task);
   }
 
   /** Resolves once the leases of the runs that have ended are freed (each is freed just after its answer). */

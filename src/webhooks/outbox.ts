@@ -60,10 +60,22 @@ export async function ensureWebhookIndexes(store: Store): Promise<void> {
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
+/**
+ * How long subscribed() answers from its memory of an owner's endpoints. It only spares a payment's alert the read of
+ * the owner's endpoints when nobody listens: an event is always queued against the endpoints read at that moment
+ * (emit), and one this memory skipped (an endpoint created on another instance within it) is told by the catch-up
+ * sweep (catchUpAlerts, every 30 s). An endpoint created or disabled here is seen at once.
+ */
+const SUBSCRIBED_MEMORY_MS = 1_000;
+const SUBSCRIBED_OWNERS = 10_000;
+
 export class WebhookOutbox {
   readonly c: WebhookCollections;
   private readonly listeners = new Set<() => void>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly subscriptions = new Map<string, { events: Set<string>; readAt: number }>();
+  /** Moves when an endpoint changes here: a read that began before it is not remembered. */
+  private generation = 0;
 
   constructor(
     store: Store,
@@ -158,10 +170,27 @@ export class WebhookOutbox {
     while (this.pending.size) await Promise.all([...this.pending]);
   }
 
-  /** The event types the owner's active endpoints subscribe to (empty: nobody listens, nothing to prepare). */
+  /**
+   * The event types the owner's active endpoints subscribe to (empty: nobody listens, nothing to prepare), as read at
+   * most SUBSCRIBED_MEMORY_MS ago.
+   */
   async subscribed(ownerAddress: string): Promise<Set<string>> {
+    const known = this.subscriptions.get(ownerAddress);
+    if (known && Date.now() - known.readAt < SUBSCRIBED_MEMORY_MS) return known.events;
+    const [generation, readAt] = [this.generation, Date.now()];
     const endpoints = await this.c.endpoints.find({ ownerAddress, status: "active" }, { projection: { events: 1 } }).toArray();
-    return new Set(endpoints.flatMap((e) => e.events));
+    const events = new Set(endpoints.flatMap((e) => e.events));
+    if (generation === this.generation) {
+      if (this.subscriptions.size >= SUBSCRIBED_OWNERS) this.subscriptions.clear();
+      this.subscriptions.set(ownerAddress, { events, readAt });
+    }
+    return events;
+  }
+
+  /** An endpoint was created or disabled here: subscribed() reads the endpoints again. */
+  forgetSubscriptions(): void {
+    this.generation++;
+    this.subscriptions.clear();
   }
 
   /**

@@ -41,24 +41,9 @@ interface SignedAuthorization {
 
 /** Verifies the signed payment `signed` for `quote` on `chain`, as the facilitator's verify would. */
 export async function verifyTransfer(chain: ChainClient, quote: Quote, signed: SignedPayment, now = Date.now()): Promise<VerifyResponse> {
+  const fields = checkFields(quote, signed, now);
+  if (!fields.isValid) return fields;
   const { authorization: auth, signature } = signed.payload.payload as unknown as SignedAuthorization;
-  const payer = auth.from;
-  const refuse = (invalidReason: string, invalidMessage?: string): VerifyResponse => ({
-    isValid: false,
-    invalidReason,
-    payer,
-    ...(invalidMessage ? { invalidMessage } : {}),
-  });
-  const req = quote.requirement;
-  const extra = req.extra as { name?: unknown; version?: unknown } | undefined;
-  if (typeof extra?.name !== "string" || typeof extra.version !== "string") return refuse(VERIFY_REASONS.missingDomain);
-  if (getAddress(auth.to) !== getAddress(req.payTo)) return refuse(VERIFY_REASONS.recipient);
-  // The quote's amount: the requirement's `amount` (v2) or `maxAmountRequired` (v1), as parsed when it was quoted.
-  if (BigInt(auth.value) !== quote.amount) return refuse(VERIFY_REASONS.value);
-  const seconds = BigInt(Math.floor(now / 1000));
-  if (BigInt(auth.validBefore) < seconds + BigInt(VALID_BEFORE_MARGIN_S)) return refuse(VERIFY_REASONS.validBefore);
-  if (BigInt(auth.validAfter) > seconds) return refuse(VERIFY_REASONS.validAfter);
-
   const usdc = addressOf(chain.usdc);
   const data = encodeCall(interfaceOf("Usdc"), TRANSFER, [
     auth.from,
@@ -71,11 +56,60 @@ export async function verifyTransfer(chain: ChainClient, quote: Quote, signed: S
   ]);
   try {
     await chain.rpc.call(usdc, data);
-    return { isValid: true, payer };
+    return fields;
   } catch (err) {
-    const message = (err as { shortMessage?: string; message?: string }).shortMessage ?? (err as Error).message;
-    return refuse(await diagnose(chain, quote, auth), message);
+    const invalidMessage = (err as { shortMessage?: string; message?: string }).shortMessage ?? (err as Error).message;
+    return { isValid: false, invalidReason: await diagnose(chain, quote, auth), payer: fields.payer, invalidMessage };
   }
+}
+
+/**
+ * The same verify for a transfer whose settlement the chain has answered already, with no call: its authorisation
+ * landed (the wallet's ERC-1271 answers for it), the wallet's USDC read just before it covers the amount, and its nonce
+ * is new. What is left are the fields and the token's EIP-712 domain, read once per chain client. The seller's own
+ * facilitator still verifies before it settles: USDC leaving the wallet in between (only its owner can move it outside
+ * an authorised payment), or a token that refuses it, is refused there, and the payment released like any unsettled one.
+ */
+export async function verifyKnown(chain: ChainClient, quote: Quote, signed: SignedPayment, now = Date.now()): Promise<VerifyResponse> {
+  const fields = checkFields(quote, signed, now);
+  if (!fields.isValid) return fields;
+  const extra = quote.requirement.extra as { name: string; version: string };
+  const domain = await tokenDomain(chain);
+  if (domain.name !== extra.name) return { isValid: false, invalidReason: VERIFY_REASONS.nameMismatch, payer: fields.payer };
+  if (domain.version !== extra.version) return { isValid: false, invalidReason: VERIFY_REASONS.versionMismatch, payer: fields.payer };
+  return fields;
+}
+
+/** The facilitator's checks of the signed authorisation's fields against the requirement and the clock. */
+function checkFields(quote: Quote, signed: SignedPayment, now: number): VerifyResponse {
+  const { authorization: auth } = signed.payload.payload as unknown as SignedAuthorization;
+  const payer = auth.from;
+  const refuse = (invalidReason: string): VerifyResponse => ({ isValid: false, invalidReason, payer });
+  const req = quote.requirement;
+  const extra = req.extra as { name?: unknown; version?: unknown } | undefined;
+  if (typeof extra?.name !== "string" || typeof extra.version !== "string") return refuse(VERIFY_REASONS.missingDomain);
+  if (getAddress(auth.to) !== getAddress(req.payTo)) return refuse(VERIFY_REASONS.recipient);
+  // The quote's amount: the requirement's `amount` (v2) or `maxAmountRequired` (v1), as parsed when it was quoted.
+  if (BigInt(auth.value) !== quote.amount) return refuse(VERIFY_REASONS.value);
+  const seconds = BigInt(Math.floor(now / 1000));
+  if (BigInt(auth.validBefore) < seconds + BigInt(VALID_BEFORE_MARGIN_S)) return refuse(VERIFY_REASONS.validBefore);
+  if (BigInt(auth.validAfter) > seconds) return refuse(VERIFY_REASONS.validAfter);
+  return { isValid: true, payer };
+}
+
+/** The token's EIP-712 domain name and version, read once per chain client (they are constants of the contract). */
+const domains = new WeakMap<ChainClient, Promise<{ name: string | null; version: string | null }>>();
+function tokenDomain(chain: ChainClient): Promise<{ name: string | null; version: string | null }> {
+  let known = domains.get(chain);
+  if (!known) {
+    known = chain
+      .readMany([readOf(chain.usdc, "name"), readOf(chain.usdc, "version")] as const)
+      .then(([name, version]) => ({ name, version }));
+    // A failed read is asked again next time.
+    known.catch(() => domains.delete(chain));
+    domains.set(chain, known);
+  }
+  return known;
 }
 
 /** Why the simulated settlement failed, in the facilitator's terms (its diagnosis, in one Multicall3 call). */

@@ -62,7 +62,7 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
     expect(await usdcBalance(s, a.agentAddress)).to.equal(20n * USDC);
   });
 
-  it("the verify refusing (the USDC left the wallet after the balance check): 502 with its reason, budget released", async () => {
+  it("the USDC left the wallet after the balance check: the seller's facilitator refuses it, 502 with its reason, budget released", async () => {
     const seller = await startV2Seller({ facilitator: await fundedFacilitator(s), usdc: s.svc.config.usdcAddress, price: USDC });
     keep(seller);
     const a = await payingAgent(s, { funds: USDC });
@@ -97,7 +97,15 @@ describe("POST /pay when sellers fail or the payment does not verify", () => {
     }
     expect(res.status, JSON.stringify(res.body)).to.equal(502);
     expect(res.body.details.reason).to.match(/insufficient/);
-    expect(seller.hits.paid).to.equal(0);
+    // The verify made no chain call (the balance read just before covered it: execute.ts): the seller's facilitator
+    // refused the payment, and nothing settled.
+    expect(seller.hits.paid).to.equal(1);
+    expect(
+      await s.svc.chain.usdc.authorizationState(
+        a.agentAddress,
+        (await s.svc.store.payments.findOne({ agentAddress: a.agentAddress }))!.paymentId!,
+      ),
+    ).to.equal(false);
     expect(await spentToday(s, a.policyContract)).to.equal(0n);
     const ledger = await s.api("GET", `/ledger?address=${a.agentAddress}`, { key: a.apiKey });
     expect(ledger.body.transactions[0]).to.include({ status: "failed" });

@@ -4,11 +4,9 @@
  * resolves the payment from chain state.
  */
 import { expect } from "chai";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { randomBytes } from "node:crypto";
 import { JsonRpcProvider, Wallet, getAddress } from "ethers";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { startEmbeddedChain, type EmbeddedChain } from "../../src/dev/embeddedChain";
@@ -18,17 +16,9 @@ import { startService, type RunningService } from "../../src/server";
 import { createInProcessFacilitator, type Facilitator } from "../../src/x402/facilitator";
 import { LINK_AGENT_TYPES, NO_EXTRA_LIMITS, SET_POLICY_TYPES, policyDomain, serviceDomain } from "../../src/chain/typedData";
 import { merchantsOf } from "../../src/policy/allowlist";
+import { type ServiceProcess, processEnv, spawnService } from "../helpers/killedService";
 
 const USDC = 1_000_000n;
-const ROOT = join(__dirname, "..", "..");
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** A v1 seller that quotes normally and, once paid, optionally settles, then holds the request open forever. */
 async function holdingSeller(facilitator: Facilitator, usdc: string, settleFirst: boolean) {
@@ -90,19 +80,7 @@ describe("a service killed between authorise and settle", function () {
     mongo = await startEmbeddedMongo();
     provider = new JsonRpcProvider(chain.rpcUrl, 8453, { staticNetwork: true, cacheTimeout: -1 });
     env = {
-      RPC_URL: chain.rpcUrl,
-      MONGODB_URI: mongo.uri,
-      MONGODB_DB: `restart_${randomBytes(4).toString("hex")}`,
-      WALLET_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      OPERATOR_PRIVATE_KEY: chain.operator.privateKey,
-      FACTORY_ADDRESS: chain.addresses.factory,
-      FACTORY_DEPLOY_BLOCK: String(chain.deployBlock),
-      FACILITATOR_PRIVATE_KEY: chain.facilitator.privateKey,
-      GENESIS_OPEN: "true",
-      ALLOW_PRIVATE_SELLERS: "true",
-      ALLOW_HTTP_SELLERS: "true",
-      CONFIRMATIONS: "0",
-      LOG_LEVEL: "warn",
+      ...processEnv(chain, mongo.uri, "restart"),
       // The killed process's lease on its payment runs out at once, so the restart resolves it without waiting.
       PAYMENT_LEASE_MS: "1",
     };
@@ -115,30 +93,10 @@ describe("a service killed between authorise and settle", function () {
     await chain?.close();
   });
 
-  async function spawnService(): Promise<{ url: string; child: ChildProcess }> {
-    const port = await freePort();
-    // `node --import tsx`, not the tsx CLI: the CLI runs the script in a grandchild that a kill would miss.
-    const child = spawn(process.execPath, ["--import", "tsx", "src/index.ts"], {
-      cwd: ROOT,
-      env: { ...process.env, ...env, PORT: String(port) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    running.push(child);
-    let out = "";
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`service did not start:\n${out}`)), 60_000);
-      const watch = (b: Buffer) => {
-        out += b.toString();
-        if (out.includes("SpendGate is running")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      child.stdout.on("data", watch);
-      child.stderr.on("data", watch);
-      child.once("exit", (code) => reject(new Error(`service exited with ${code}:\n${out}`)));
-    });
-    return { url: `http://127.0.0.1:${port}`, child };
+  async function start(): Promise<ServiceProcess> {
+    const svc = await spawnService(env);
+    running.push(svc.child);
+    return svc;
   }
 
   async function call(url: string, method: string, path: string, body?: unknown, key?: string) {
@@ -219,7 +177,7 @@ describe("a service killed between authorise and settle", function () {
       await provider.send("hardhat_setBalance", [sellerKey.address, "0x3635C9ADC5DEA00000"]);
       const facilitator = createInProcessFacilitator({ rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: sellerKey.privateKey });
       const seller = await holdingSeller(facilitator, chain.addresses.usdc, settleFirst);
-      const first = await spawnService();
+      const first = await start();
       const a = await onboardedAgent(first.url);
       const balanceBefore: bigint = await a.usdc.balanceOf(a.agent);
 

@@ -4,7 +4,7 @@
  * upto ceiling leaves, the operator authorises it on-chain (authorizeDeposit / authorizeCeiling on the agent's address),
  * as the service does, so the seller's facilitator finds the wallet's ERC-1271 answer valid.
  */
-import { type Permit2Authorization, ceilingOf } from "../../src/x402/uptoPayment";
+import { type Permit2Authorization, ceilingOf } from "../../src/payments/schemes/uptoPayment";
 import { ZeroAddress, type Signer, type SigningKey } from "ethers";
 import type { PaymentPayloadContext, PaymentPayloadResult, PaymentRequirements } from "@x402/core/types";
 import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";

@@ -4,7 +4,7 @@
  */
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import type { CeilingInput } from "../../src/chain/schemeOps";
-import { type Permit2Authorization, ceilingOf } from "../../src/x402/uptoPayment";
+import { type Permit2Authorization, ceilingOf } from "../../src/payments/schemes/uptoPayment";
 import { paymentId } from "./policyFixture";
 import { type Signed, atChainTime, requirements, walletClientSigner } from "./schemesFixture";
 

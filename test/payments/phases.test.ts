@@ -116,6 +116,18 @@ describe("payment phases", () => {
       expect(doc).to.include({ phase: "authorizing", paymentId: "0x01" });
     });
 
+    it("insertOnce writes a payment's outcome once: the first writer wins (a voucher's run, or recovery), the second writes nothing", async () => {
+      const id = txn();
+      const approved = ledgerEntry(id, base, { amount: "1", status: "approved", phase: "done" });
+      const [first, second] = await Promise.all([
+        ledger.insertOnce(approved),
+        ledger.insertOnce(ledgerEntry(id, base, { amount: "1", status: "failed", phase: "done" })),
+      ]);
+      expect([first, second].filter(Boolean)).to.have.length(1);
+      expect(await store.payments.countDocuments({ txnId: id })).to.equal(1);
+      expect(await ledger.insertOnce(approved)).to.equal(false);
+    });
+
     it("begin of a new payment refuses a txnId already written, whatever its phase", async () => {
       const id = txn();
       await ledger.insert(ledgerEntry(id, base, { amount: "1", status: "approved", phase: "done" }));

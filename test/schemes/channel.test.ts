@@ -8,7 +8,7 @@ import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import { usdcBalance } from "../helpers/sellers";
 import { spentToday } from "../helpers/payments";
 import { startBatchSeller } from "../helpers/schemeSellers";
-import { USDC, expectAuditClean, schemesPerFile } from "./fixture";
+import { USDC, expectAuditClean, schemesPerFile, storedChannel } from "./fixture";
 const PRICE = 1_000n;
 
 describe("batch-settlement (channel) payments through POST /pay", () => {
@@ -46,7 +46,7 @@ describe("batch-settlement (channel) payments through POST /pay", () => {
     expect(await usdcBalance(s, seller.payTo)).to.equal(25n * PRICE);
     const entries = await s.svc.store.payments.find({ agentAddress: a.agentAddress }).toArray();
     expect(entries.filter((e) => e.status === "approved" && e.scheme === "batch-settlement")).to.have.length(25);
-    const channel = await s.svc.store.channels.findOne({ agentAddress: a.agentAddress });
+    const channel = await storedChannel(s, a.agentAddress);
     expect(channel).to.include({ charged: "25000", signed: "25000", balance: "30000", status: "open" });
     expect(channel?.deposits).to.have.length(3);
 

@@ -13,7 +13,7 @@ import { spentToday } from "../helpers/payments";
 import { stealAgentKey } from "../helpers/stealKey";
 import { startBatchSeller, startUptoSeller } from "../helpers/schemeSellers";
 import { agentHeaders, callTool, mcpClient, textOf } from "../mcp/client";
-import { USDC, schemesPerFile } from "./fixture";
+import { USDC, schemesPerFile, storedChannel } from "./fixture";
 
 const PRICE = 1_000n;
 const ENCRYPTION_KEY = "ab".repeat(32);
@@ -100,7 +100,7 @@ describe("the policy binds channel payments", () => {
     for (const r of answers) expect(r.status, JSON.stringify(r.body)).to.equal(200);
     const cumulatives = answers.map((r) => r.body.channel.cumulative as string).sort();
     expect(new Set(cumulatives).size).to.equal(12);
-    const channel = (await s.svc.store.channels.findOne({ agentAddress: a.agentAddress }))!;
+    const channel = await storedChannel(s, a.agentAddress);
     expect(channel).to.include({ charged: "12000", signed: "12000" });
     const { settle } = await seller.manager.claimAndSettle();
     expect(settle?.transaction).to.match(/^0x[0-9a-f]{64}$/);
@@ -115,7 +115,7 @@ describe("the policy binds channel payments", () => {
         expect(r.isError, textOf(r)).to.not.equal(true);
         expect(r.structuredContent).to.include({ status: "approved", scheme: "batch-settlement", amount: "0.001" });
       }
-      expect(await s.svc.store.channels.findOne({ agentAddress: a.agentAddress })).to.include({ charged: "3000" });
+      expect(await storedChannel(s, a.agentAddress)).to.include({ charged: "3000" });
       const upto = await startUptoSeller({ facilitator: facilitator().client, usdc: s.svc.config.usdcAddress, ceiling: 5_000n });
       keep(upto);
       upto.setUsage(1_234n);

@@ -7,6 +7,8 @@ import { expect } from "chai";
 import { Wallet } from "ethers";
 import { auditFromLogs } from "../../src/audit/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/audit/ledgerAudit";
+import { chargedWith, unsettledEntries } from "../../src/store/channels";
+import type { ChannelDoc } from "../../src/store/documents";
 import { mintUsdc } from "../helpers/sellers";
 import { stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
 import { type ApiResponse, randomOwner, stackPerFile, type Stack } from "../helpers/stack";
@@ -61,4 +63,14 @@ export async function expectAuditClean(s: Stack, key: string): Promise<void> {
   });
   expect(report.inconsistencies, "the audit's anomalies").to.deep.equal([]);
   expect(ledgerDisagreements(report, await fetchLedger(s.url, key)), "the ledger against the chain").to.deep.equal([]);
+}
+
+/**
+ * The agent's channel as stored, its `charged` as the ledger has it: the channel's own charge is written with its next
+ * voucher, and meanwhile the entries of its unsettled vouchers say what they charged (src/payments/schemes/vouchers.ts).
+ */
+export async function storedChannel(s: Pick<Stack, "svc">, agentAddress: string): Promise<ChannelDoc> {
+  const c = await s.svc.store.channels.findOne({ agentAddress });
+  if (!c) throw new Error(`agent ${agentAddress} has no channel`);
+  return { ...c, charged: chargedWith(c, await unsettledEntries(s.svc.store.payments, [c])).toString() };
 }

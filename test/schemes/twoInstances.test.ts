@@ -1,6 +1,6 @@
 /**
  * One channel paid through two instances on one chain and one store. Each instance keeps a copy of the channels it paid
- * through (src/payments/channelCopies.ts), so a voucher needs no read before its first write; a copy the other instance
+ * through (src/payments/schemes/channelCopies.ts), so a voucher needs no read before its first write; a copy the other instance
  * moved past must fail that write and the payment start again from the store: never a voucher signed from the stale
  * copy (a repeated cumulative, a fork of the sequence), never a payment refused for it.
  */
@@ -13,7 +13,7 @@ import { ownerKey } from "../helpers/owner";
 import { randomOwner } from "../helpers/stack";
 import { startBatchSeller, stockSchemeFacilitator, type BatchSeller } from "../helpers/schemeSellers";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
-import { expectAuditClean } from "./fixture";
+import { expectAuditClean, storedChannel } from "./fixture";
 
 const PRICE = 1_000n;
 
@@ -62,7 +62,7 @@ describe("a channel paid through two instances", () => {
     // One sequence: every voucher one price above the last, no cumulative twice.
     expect(cumulatives).to.deep.equal(["0.001", "0.002", "0.003", "0.004", "0.005", "0.006", "0.007"]);
     const channel = await stored();
-    expect(channel).to.include({ charged: (7n * PRICE).toString(), signed: (7n * PRICE).toString() });
+    expect(await storedChannel(A, agent.agentAddress)).to.include({ charged: (7n * PRICE).toString(), signed: (7n * PRICE).toString() });
     expect(channel.deposits).to.have.length(1);
     // A's copy is behind now (B paid last): it is used, fails its first write, and A pays from the store's channel.
     expect(copyIn(A, channel.channelId)!.version).to.be.below(channel.version);
@@ -98,7 +98,7 @@ describe("a channel paid through two instances", () => {
     // B tops the channel up (0.02 more: the budget is spent); A's copy still shows it spent.
     const topUp = await payVia(B);
     expect(topUp.status, JSON.stringify(topUp.body)).to.equal(200);
-    const channel = (await A.svc.store.channels.findOne({ agentAddress: agent.agentAddress }))!;
+    const channel = await storedChannel(A, agent.agentAddress);
     expect(channel).to.include({ balance: "40000", charged: "21000" });
     expect(A.svc.services.payments.room.channelCopies.get(channel.channelId)).to.include({ balance: "20000", charged: "20000" });
     // A deposit decided on A's copy would be blocked (daily_budget_exceeded, recorded on-chain): the channel pays it.

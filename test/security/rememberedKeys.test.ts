@@ -1,12 +1,13 @@
 /**
- * An instance remembers a key lookup for API_KEY_CACHE_MS, for reads only (KeyService.lookup, auth.ts remembersKey).
- * A stolen agent key that the owner rotates on one instance must never pay again, on any instance: what may outlive
- * the rotation on another instance is reads, for that long. Here B remembers lookups for a minute, so that window is
- * certain to be open while the test runs.
+ * An instance remembers a key lookup for API_KEY_CACHE_MS for reads, and for at most PAYING_KEY_MEMORY_MS (1 s) for
+ * payments (KeyService.lookup, auth.ts remembersKey). A stolen agent key that the owner rotates on one instance stops
+ * paying there at once and everywhere within that second: what may outlive the rotation on another instance longer is
+ * reads. Here B remembers lookups for a minute, so that window is certain to be open while the test runs, and its
+ * clock is moved past the paying second.
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { KeyService, hashKey } from "../../src/services/keys";
+import { KeyService, PAYING_KEY_MEMORY_MS, hashKey } from "../../src/services/keys";
 import { mintUsdc } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
 import { randomOwner, type ApiResponse, type Stack } from "../helpers/stack";
@@ -39,7 +40,7 @@ describe("key lookups remembered for reads, and a rotated key", () => {
   });
   after(async () => t?.close());
 
-  it("a key rotated on A never pays again on B, though B answers its reads from memory for a while", async () => {
+  it("a key rotated on A pays on B no more once a second has passed, though B answers its reads from memory for a while", async () => {
     const { a, b } = t;
     const owner = randomOwner();
     const agent = await a.onboard(owner, { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
@@ -60,13 +61,16 @@ describe("key lookups remembered for reads, and a rotated key", () => {
     expectErrorShape(await a.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey }), 401, "unauthorized");
     expectErrorShape(await mcpPost(a, agent, call(1, "list_transactions")), 401, "unauthorized");
 
-    // B still answers reads from its memory of the key...
+    // A second later on B's clock (B's memory of the key is that old now)...
+    t.skew = PAYING_KEY_MEMORY_MS;
+    // ...B still answers reads from its memory of the key...
     expect((await b.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey })).status).to.equal(200);
     const read = await mcpPost(b, agent, call(2, "list_transactions", { limit: 5 }));
     expect(read.status, JSON.stringify(read.body)).to.equal(200);
     expect(read.body.result.structuredContent.total).to.equal(0);
 
-    // ...but anything that can pay or change something reads the key again, and is refused.
+    // ...but a payment stands on a lookup only that long, and anything else that changes something reads the key again:
+    // refused.
     expectErrorShape(await mcpPost(b, agent, call(3, "pay", pay)), 401, "unauthorized");
     // verify_merchant reads, but makes the service call the seller: not on a remembered key either.
     expectErrorShape(await mcpPost(b, agent, call(8, "verify_merchant", { serviceUrl: sellUrl })), 401, "unauthorized");
@@ -97,48 +101,64 @@ describe("key lookups remembered for reads, and a rotated key", () => {
     it("answers reads from memory for cacheMs after a read of the store, and never what is not a read", async () => {
       const keys = keysOf(1_000);
       const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
-      expect((await keys.lookup(key, true))?.remembered).to.equal(false);
-      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
-      expect((await keys.lookup(key, false))?.remembered).to.equal(false);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(false);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(true);
+      expect((await keys.lookup(key, "fresh"))?.remembered).to.equal(false);
       now += 999;
-      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(true);
       now += 1;
-      expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(false);
       // Revoked elsewhere (straight in the store): forgotten once the memory runs out.
       await t.a.svc.store.apiKeys.updateOne(
         { hash: hashKey(key, t.a.svc.config.walletEncryptionKey) },
         { $set: { revokedAt: new Date() } },
       );
-      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(true);
       expect(await keys.resolve(key)).to.equal(null);
-      expect(await keys.lookup(key, true)).to.equal(null);
+      expect(await keys.lookup(key, "read")).to.equal(null);
+    });
+
+    it("answers a payment from memory for at most PAYING_KEY_MEMORY_MS after a read of the store, whatever cacheMs", async () => {
+      const keys = keysOf(60_000);
+      const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
+      expect((await keys.lookup(key, "pay"))?.remembered).to.equal(false);
+      now += PAYING_KEY_MEMORY_MS - 1;
+      expect(await keys.lookup(key, "pay")).to.include({ remembered: true, age: PAYING_KEY_MEMORY_MS - 1 });
+      now += 1;
+      expect((await keys.lookup(key, "read"))?.remembered, "reads: cacheMs").to.equal(true);
+      expect((await keys.lookup(key, "pay"))?.remembered, "read from the store again").to.equal(false);
+      // A shorter cacheMs bounds payments too.
+      const short = keysOf(300);
+      await short.lookup(key, "fresh");
+      now += 300;
+      expect((await short.lookup(key, "pay"))?.remembered).to.equal(false);
     });
 
     it("forgets every key at once when it revokes any, a lookup that raced the revocation included", async () => {
       const keys = keysOf(60_000);
       const agentAddress = newAgent();
       const key = await keys.issue({ role: "agent", agentAddress });
-      await keys.lookup(key, true);
-      const racing = keys.lookup(key, false);
+      await keys.lookup(key, "read");
+      const racing = keys.lookup(key, "fresh");
       expect(await keys.revokeAll({ agentAddress })).to.equal(1);
       await racing;
-      expect(await keys.lookup(key, true)).to.equal(null);
+      expect(await keys.lookup(key, "read")).to.equal(null);
     });
 
     it("refuses an owner key from memory once the key itself expires", async () => {
       const keys = keysOf(60_000);
       const key = await keys.issue({ role: "owner", ownerAddress: newAgent(), expiresAt: new Date(now + 5_000) });
-      expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(false);
       now += 4_999;
-      expect((await keys.lookup(key, true))?.remembered).to.equal(true);
+      expect((await keys.lookup(key, "read"))?.remembered).to.equal(true);
       now += 1;
-      expect(await keys.lookup(key, true)).to.equal(null);
+      expect(await keys.lookup(key, "read")).to.equal(null);
     });
 
     it("remembers nothing with cacheMs 0", async () => {
       const keys = keysOf(0);
       const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
-      for (let i = 0; i < 3; i++) expect((await keys.lookup(key, true))?.remembered).to.equal(false);
+      for (let i = 0; i < 3; i++) expect((await keys.lookup(key, "read"))?.remembered).to.equal(false);
     });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The floor plan's rules, read from the source: the sandbox (src/dev/) is reached by production code only through its
  * one door (src/dev/index.ts), from the one place that starts it; the auditor's room (src/audit/) reads the chain's
- * logs only, and the running service never reaches it.
+ * logs only, and the running service never reaches it; the x402 schemes beyond exact (src/payments/schemes/) are the
+ * payment room's own, imported from nowhere else.
  */
 import { expect } from "chai";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -17,6 +18,8 @@ const SANDBOX_DOOR = "src/dev/index.ts";
 const AUDIT = join(SRC, "audit");
 /** What the audit may read besides itself: the chain's bindings and types, the allowlist's leaves, amounts. */
 const AUDIT_READS = ["src/chain/", "src/policy/", "src/amounts.ts"];
+const ROOM = join(SRC, "payments");
+const SCHEMES = join(ROOM, "schemes");
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -74,6 +77,19 @@ describe("layers: what may import what", function () {
     }
     expect(offenders, "imports across the audit's walls").to.deep.equal([]);
     expect(sourceFiles(AUDIT).map(rel)).to.include("src/audit/audit.ts");
+  });
+
+  it("imports the schemes' folder (src/payments/schemes/) from the payment's room only", function () {
+    const offenders: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      if (file.startsWith(ROOM + "/")) continue;
+      for (const target of importsOf(file)) {
+        if (target === SCHEMES || target.startsWith(SCHEMES + "/")) offenders.push(`${rel(file)} -> ${rel(target)}`);
+      }
+    }
+    expect(offenders, "imports of src/payments/schemes/ from outside the payment's room").to.deep.equal([]);
+    // The folder holds the schemes' flows and their x402 glue (ARCHITECTURE.md).
+    expect(sourceFiles(SCHEMES).map(rel)).to.include.members(["src/payments/schemes/channel.ts", "src/payments/schemes/channelPayment.ts"]);
   });
 
   it("reads every kind of import the check looks for (static, type-only, re-export, require, dynamic import)", function () {

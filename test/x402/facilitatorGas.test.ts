@@ -89,11 +89,12 @@ describe("x402 facilitator gas: a limit, not an estimate", function () {
     expect(tx?.gasLimit).to.equal(SETTLE_GAS_LIMIT);
     expect(receipt?.status).to.equal(1);
     expect(receipt!.gasUsed * 4n).to.be.below(SETTLE_GAS_LIMIT);
-    // The whole payment, both sides: SpendGate's policy read and simulation, authorisation, verify; the seller's
-    // verify (ERC-1271 ask, simulation), settlement (simulation, send) and holdings (one Multicall3 read).
+    // The whole payment, both sides: SpendGate's policy read and simulation, authorisation (its verify makes no call
+    // once the authorisation landed: execute.ts); the seller's verify (ERC-1271 ask, simulation), settlement
+    // (simulation, send) and holdings (one Multicall3 read).
     expect(proxy.counts.get("eth_estimateGas") ?? 0).to.equal(0);
     expect(proxy.counts.get("eth_getBalance") ?? 0).to.equal(0);
-    expect(proxy.counts.get("eth_call")).to.equal(6);
+    expect(proxy.counts.get("eth_call")).to.equal(5);
     expect(proxy.counts.get("eth_sendRawTransaction")).to.equal(2);
   });
 

@@ -10,7 +10,7 @@ import { stackPerFile, randomOwner } from "../helpers/stack";
 import { mintUsdc } from "../helpers/sellers";
 import { USDC_EXTRA } from "../helpers/sellerServer";
 import type { Quote, SignedPayment } from "../../src/x402/buyer";
-import { VERIFY_REASONS, verifyTransfer } from "../../src/x402/verifyTransfer";
+import { VERIFY_REASONS, verifyKnown, verifyTransfer } from "../../src/x402/verifyTransfer";
 
 describe("verifyTransfer: the signed payment's check before it leaves", function () {
   this.timeout(60_000);
@@ -73,5 +73,22 @@ describe("verifyTransfer: the signed payment's check before it leaves", function
     const answer = await verifyTransfer(s.svc.chain, quote, signed);
     expect(answer).to.include({ isValid: false, invalidReason: VERIFY_REASONS.simulation });
     expect(answer.invalidMessage).to.be.a("string");
+  });
+
+  it("verifyKnown, for a transfer whose authorisation landed and whose USDC was read just before: the same fields and the token's domain, with no simulation", async () => {
+    expect(await verifyKnown(s.svc.chain, quote, tampered({ to: Wallet.createRandom().address }))).to.include({
+      isValid: false,
+      invalidReason: VERIFY_REASONS.recipient,
+    });
+    const renamed = { ...quote, requirement: { ...quote.requirement, extra: { ...USDC_EXTRA, name: "USD Coin (bridged)" } } };
+    expect(await verifyKnown(s.svc.chain, renamed, signed)).to.include({ isValid: false, invalidReason: VERIFY_REASONS.nameMismatch });
+    const reversioned = { ...quote, requirement: { ...quote.requirement, extra: { ...USDC_EXTRA, version: "1" } } };
+    expect(await verifyKnown(s.svc.chain, reversioned, signed)).to.include({
+      isValid: false,
+      invalidReason: VERIFY_REASONS.versionMismatch,
+    });
+    // Not authorised here: only the simulation would say so, and verifyKnown is for transfers the chain authorised.
+    expect(await verifyTransfer(s.svc.chain, quote, signed)).to.include({ isValid: false });
+    expect(await verifyKnown(s.svc.chain, quote, signed)).to.include({ isValid: true });
   });
 });

@@ -67,7 +67,7 @@ export const OWNER_OPERATIONS = [
     notFound: agentNotFound,
     responses: {
       201: json(
-        "the new agent key; the old ones answer 401 from now on (other instances may answer their reads for API_KEY_CACHE_MS)",
+        "the new agent key; the old ones answer 401 from now on (other instances may answer their payments for up to 1 s, their reads for API_KEY_CACHE_MS)",
         AgentKeyResponse,
       ),
     },

@@ -9,6 +9,7 @@ import { appError, badRequest, forbidden, payloadTooLarge, unauthorized } from "
 import { McpServerPool, bindCaller, createMcpServer } from "../../mcp/server";
 import { TOOLS, type ToolCaller } from "../../mcp/tools";
 import { UNKNOWN_KEY, bearerToken } from "../auth";
+import { PAYING_KEY_MEMORY_MS } from "../../services/keys";
 import type { Services } from "../../services";
 import type { NetworkServices } from "../../services/networks";
 import type { AgentDoc } from "../../store/documents";
@@ -70,9 +71,12 @@ function changesNothing(m: unknown): boolean {
   const method = methodOf(m);
   if (method === undefined) return true; // a response: the stateless server asked nothing, so it is dropped
   if (method === "tools/list" || method === "ping" || (typeof method === "string" && method.startsWith("notifications/"))) return true;
-  const name = (m as { params?: { name?: unknown } }).params?.name;
-  return method === "tools/call" && typeof name === "string" && READ_TOOLS.has(name);
+  const name = toolOf(m);
+  return typeof name === "string" && READ_TOOLS.has(name);
 }
+
+/** The tool a message calls (undefined for any other message). */
+const toolOf = (m: unknown): unknown => (methodOf(m) === "tools/call" ? (m as { params?: { name?: unknown } }).params?.name : undefined);
 
 const namesCancelled = (m: unknown): boolean => methodOf(m) === "notifications/cancelled";
 
@@ -158,10 +162,12 @@ export const MCP_OPERATIONS = [
         messages = messages.filter((m) => !namesCancelled(m));
         message = messages;
       }
-      // A key lookup remembered for reads stands only for messages that change nothing; a payment reads the key again,
-      // so a key revoked on another instance never pays. A key's role and agent never change: the caller stands once
-      // the key is found live.
-      if (ctx.state.principalRemembered && !messages.every(changesNothing)) {
+      // A key lookup remembered for reads stands only for messages that change nothing, and for payments while it is at
+      // most PAYING_KEY_MEMORY_MS old (a key revoked on another instance stops paying within it); anything else reads
+      // the key again. A key's role and agent never change: the caller stands once the key is found live.
+      const paysOrReads = (m: unknown) => changesNothing(m) || toolOf(m) === "pay";
+      const recent = (ctx.state.principalAge ?? Number.POSITIVE_INFINITY) < PAYING_KEY_MEMORY_MS;
+      if (ctx.state.principalRemembered && !messages.every(changesNothing) && !(recent && messages.every(paysOrReads))) {
         const token = bearerToken(ctx.get("Authorization"));
         if (!token || !(await s.ctx.keys.resolve(token))) throw unauthorized(UNKNOWN_KEY);
       }

@@ -1,7 +1,7 @@
 /**
  * batch-settlement payments as the stock @x402/evm client builds them, signed through the agent wallet: the channel's
  * config and id, a deposit (USDC ReceiveWithAuthorization to the ERC-3009 deposit collector, with the first voucher)
- * and a voucher alone. The channel's state is SpendGate's own (src/payments/channel.ts), not the stock client's
+ * and a voucher alone. The channel's state is SpendGate's own (src/payments/schemes/channel.ts), not the stock client's
  * in-memory one, so these are the client's building blocks, not its class.
  */
 import { x402Client, x402HTTPClient } from "@x402/core/client";
@@ -13,9 +13,9 @@ import {
   signVoucher,
 } from "@x402/evm/batch-settlement/client";
 import type { ClientEvmSigner } from "@x402/evm";
-import { getAddress } from "../chain/rpc/checksum";
-import type { ChannelConfigInput, ChannelDepositInput } from "../chain/schemeOps";
-import type { Quote } from "./pick";
+import { getAddress } from "../../chain/rpc/checksum";
+import type { ChannelConfigInput, ChannelDepositInput } from "../../chain/schemeOps";
+import type { Quote } from "../../x402/pick";
 
 const ZERO_SALT = `0x${"0".repeat(64)}` as const;
 const NO_AUTHORIZER = "0x0000000000000000000000000000000000000000" as const;

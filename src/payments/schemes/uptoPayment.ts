@@ -5,10 +5,10 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload } from "@x402/core/types";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
-import { getAddress } from "../chain/rpc/checksum";
-import type { CeilingInput } from "../chain/schemeOps";
-import type { AgentSigner } from "../wallets/provider";
-import type { Quote } from "./pick";
+import { getAddress } from "../../chain/rpc/checksum";
+import type { CeilingInput } from "../../chain/schemeOps";
+import type { AgentSigner } from "../../wallets/provider";
+import type { Quote } from "../../x402/pick";
 import { schemeSigner } from "./schemeSigner";
 
 export interface SignedCeiling {

@@ -7,9 +7,9 @@
  * the operator's authorisation lands on-chain.
  */
 import type { ClientEvmSigner } from "@x402/evm";
-import { getAddress } from "../chain/rpc/checksum";
-import { walletSignature } from "../chain/typedData";
-import type { AgentSigner } from "../wallets/provider";
+import { getAddress } from "../../chain/rpc/checksum";
+import { walletSignature } from "../../chain/typedData";
+import type { AgentSigner } from "../../wallets/provider";
 
 /** One digest the wallet was asked to sign, with its typed message (what the payment's steps read back). */
 export interface SchemeSignature {

@@ -6,22 +6,22 @@
  * ends in that credit, so what stays counted is exactly what left the wallet.
  */
 import { randomBytes } from "node:crypto";
-import { fromBaseUnits } from "../amounts";
-import { interfaceOf } from "../chain/contracts";
-import { AppError, appError, upstreamError } from "../errors";
-import type { AllowlistProof } from "../policy/allowlist";
-import type { PayApproved } from "../schemas/payments";
-import type { PaymentDoc } from "../store/documents";
-import type { SellerRequest } from "../x402/buyer";
-import { readSettlement } from "../x402/buyer";
-import type { Quote } from "../x402/pick";
-import { type SignedCeiling, signCeiling } from "../x402/uptoPayment";
-import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
-import { type PaymentContext, type Room, fencesOf, finish, ledgerBase } from "./context";
-import { newTxnId } from "./outcomes";
-import { voidUnsent } from "./release";
-import { type PaymentResult, refused } from "./result";
-import { send } from "./send";
+import { fromBaseUnits } from "../../amounts";
+import { interfaceOf } from "../../chain/contracts";
+import { AppError, appError, upstreamError } from "../../errors";
+import type { AllowlistProof } from "../../policy/allowlist";
+import type { PayApproved } from "../../schemas/payments";
+import type { PaymentDoc } from "../../store/documents";
+import type { SellerRequest } from "../../x402/buyer";
+import { readSettlement } from "../../x402/buyer";
+import type { Quote } from "../../x402/pick";
+import { type SignedCeiling, signCeiling } from "./uptoPayment";
+import { authorize, begin, blockedOnchain, markAuthorized } from "../authorize";
+import { type PaymentContext, type Room, fencesOf, finish, ledgerBase } from "../context";
+import { newTxnId } from "../outcomes";
+import { voidUnsent } from "../release";
+import { type PaymentResult, refused } from "../result";
+import { send } from "../send";
 
 export interface UptoInput {
   quote: Quote;

@@ -7,17 +7,28 @@
  * write, is dropped, and the payment reads the channel from the store and starts again, with nothing signed or sent.
  * Writers here drop the copy too, so the common case costs no such retry.
  */
-import type { ChannelDoc } from "../store/documents";
+import type { ChannelDoc } from "../../store/documents";
 
 const MAX_COPIES = 10_000;
 
 export class ChannelCopies {
+  /** Vouchers this process is sending now (vouchers.ts: another run waits for them, recovery leaves them alone). */
+  readonly sending = new Set<string>();
   private readonly copies = new Map<string, ChannelDoc>();
   /** agent|merchant -> channelId of the open channels kept. */
   private readonly open = new Map<string, string>();
 
   get(channelId: string): ChannelDoc | undefined {
     return this.copies.get(channelId);
+  }
+
+  /**
+   * The copy of `channelId` when it can decide a voucher alone: every voucher it records has its outcome written (this
+   * instance wrote them, and knows the charge they leave). A copy read with vouchers in doubt cannot.
+   */
+  settled(channelId: string): ChannelDoc | undefined {
+    const copy = this.copies.get(channelId);
+    return copy && !copy.unsettled?.length ? copy : undefined;
   }
 
   /** Keeps `doc` as written or read (a new version of the channel, never an older one). */

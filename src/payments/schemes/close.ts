@@ -8,13 +8,15 @@
  */
 import { refundChannel, type ClientChannelStorage } from "@x402/evm/batch-settlement/client";
 import { fetch as undiciFetch } from "undici";
-import { fromBaseUnits } from "../amounts";
-import { appError, conflict, notFound } from "../errors";
-import type { AgentDoc, ChannelDoc } from "../store/documents";
-import { sellerDispatcher } from "../x402/buyer";
-import { schemeSigner } from "../x402/schemeSigner";
-import type { Room } from "./context";
+import { fromBaseUnits } from "../../amounts";
+import { appError, conflict, notFound } from "../../errors";
+import { chargedWith, unsettledEntries } from "../../store/channels";
+import type { AgentDoc, ChannelDoc } from "../../store/documents";
+import { sellerDispatcher } from "../../x402/buyer";
+import { schemeSigner } from "./schemeSigner";
+import type { Room } from "../context";
 import { channelOnchain, creditDeposit, pendingWithdrawal } from "./channelState";
+import { recordDoubts, settleDoubts, settledRead } from "./vouchers";
 
 const ZERO_SALT = `0x${"0".repeat(64)}` as const;
 const NO_AUTHORIZER = "0x0000000000000000000000000000000000000000" as const;
@@ -49,9 +51,14 @@ export function channelView(c: ChannelDoc, onchain?: { balance: bigint; totalCla
 }
 
 export async function listChannels(room: Room, agent: AgentDoc) {
-  const docs = await room.ctx.store.channels.find({ agentAddress: agent.address }).sort({ updatedAt: -1 }).limit(100).toArray();
-  const onchain = await Promise.all(docs.map((c) => channelOnchain(room, c.channelId).catch(() => undefined)));
-  return { channels: docs.map((c, i) => channelView(c, onchain[i])) };
+  const { store } = room.ctx;
+  const docs = await store.channels.find({ agentAddress: agent.address }).sort({ updatedAt: -1 }).limit(100).toArray();
+  const [onchain, entries] = await Promise.all([
+    Promise.all(docs.map((c) => channelOnchain(room, c.channelId).catch(() => undefined))),
+    unsettledEntries(store.payments, docs),
+  ]);
+  // Charged as the ledger has it: with the vouchers whose outcomes the channel's own charge does not carry yet.
+  return { channels: docs.map((c, i) => channelView({ ...c, charged: chargedWith(c, entries).toString() }, onchain[i])) };
 }
 
 /** Refunds what channel `channelId` holds beyond its charges and credits every deposit back; the channel as left. */
@@ -68,7 +75,8 @@ export async function closeChannel(room: Room, agent: AgentDoc, channelId: strin
       }
     }
     const after = await channelOnchain(room, id);
-    const { left, credited } = await creditBack(room, id, after, refund);
+    // A refund claims all the seller counted first: its claimed total is final, and settles the vouchers in doubt.
+    const { left, credited } = await creditBack(room, id, after, refund, refund !== null);
     if (left.status !== "closed" && refundError) {
       throw appError(
         "upstream_error",
@@ -89,6 +97,8 @@ async function creditBack(
   id: string,
   after: { balance: bigint; totalClaimed: bigint },
   refund: { amount: bigint; txHash: string | null } | null,
+  /** The seller can claim nothing more (a refund, a finished withdrawal): vouchers in doubt it did not claim were not counted. */
+  final: boolean,
 ): Promise<{ left: ChannelDoc; credited: bigint }> {
   const { channels } = room.ctx.store;
   room.channelCopies.drop(id); // written below, not through a payment's copy
@@ -97,11 +107,22 @@ async function creditBack(
     if (!doc) throw new Error(`channel ${id} vanished`);
     return doc;
   };
+  const { doubts } = await settledRead(room, await read(), read);
+  const settled = settleDoubts(doubts, after.totalClaimed, final, final ? "the channel's final claim" : "its claim on-chain");
   const now = await read();
+  await recordDoubts(room, now, settled);
+  const entries = await unsettledEntries(room.ctx.store.payments, [now]);
   await channels.updateOne(
     { channelId: id, version: now.version },
     {
-      $set: { balance: after.balance.toString(), version: now.version + 1, updatedAt: new Date() },
+      $set: {
+        balance: after.balance.toString(),
+        // What the ledger has them charge, and those still in doubt.
+        charged: chargedWith(now, entries).toString(),
+        unsettled: (now.unsettled ?? []).filter((v) => !entries.has(v.txnId)),
+        version: now.version + 1,
+        updatedAt: new Date(),
+      },
       ...(refund ? { $push: { refunds: { amount: refund.amount.toString(), txHash: refund.txHash, at: new Date() } } } : {}),
     },
   );
@@ -148,7 +169,7 @@ export async function withdrawChannel(room: Room, agent: AgentDoc, channelId: st
     const receipt = await room.schemes.channelWithdrawal(agent.address, c.config, "finish");
     await ctx.gas.charge(agent.ownerAddress, receipt);
     const after = await channelOnchain(room, id);
-    const { left, credited } = await creditBack(room, id, after, null);
+    const { left, credited } = await creditBack(room, id, after, null, true);
     return {
       state: "finished" as const,
       amount: fromBaseUnits(pending.amount),
@@ -163,10 +184,19 @@ export async function withdrawChannel(room: Room, agent: AgentDoc, channelId: st
 /** Runs `task` under the agent's lock with its channel `channelId` (lower-cased as `id`); 404 when it has none so. */
 function withOwnChannel<T>(room: Room, agent: AgentDoc, channelId: string, task: (c: ChannelDoc, id: string) => Promise<T>): Promise<T> {
   const id = channelId.toLowerCase();
+  const { channels } = room.ctx.store;
   return room.ctx.agentLock.run(agent.address, async () => {
-    const c = await room.ctx.store.channels.findOne({ channelId: id, agentAddress: agent.address });
-    if (!c) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
-    return task(c, id);
+    const read = () => channels.findOne({ channelId: id, agentAddress: agent.address });
+    const stored = await read();
+    if (!stored) throw notFound(`Channel ${channelId} of agent ${agent.address} not found.`);
+    // Vouchers run without the agent's lock (channel.ts): one being sent is waited for, and the channel's version moves
+    // before anything is asked of the seller, so a voucher from an older copy is refused its write and waits its turn.
+    const { channel } = await settledRead(room, stored, read);
+    room.channelCopies.drop(id);
+    const { version } = channel;
+    const moved = await channels.updateOne({ channelId: id, version }, { $set: { version: version + 1 } });
+    if (moved.matchedCount !== 1) throw conflict("This agent's channel changed meanwhile (a payment); nothing was done. Retry.");
+    return task({ ...channel, version: version + 1 }, id);
   });
 }
 

@@ -3,13 +3,13 @@
  * authorises (an upto ceiling, a channel deposit). The same simulation as an exact payment's: every check the wallet
  * makes on authorizeCeiling / authorizeDeposit is authorizePayment's.
  */
-import { appError } from "../errors";
-import type { Quote } from "../x402/pick";
-import type { PaymentContext, Room } from "./context";
-import type { Admission } from "./decide";
+import { appError } from "../../errors";
+import type { Quote } from "../../x402/pick";
+import type { PaymentContext, Room } from "../context";
+import type { Admission } from "../decide";
 import { payChannel } from "./channel";
-import { refuse } from "./refuse";
-import { type PaymentResult, refused } from "./result";
+import { refuse } from "../refuse";
+import { type PaymentResult, refused } from "../result";
 import { payUpto } from "./upto";
 
 /** An upto or batch-settlement payment; "exact" when it needs the owner's approval and is to be paid as exact instead. */

@@ -7,9 +7,9 @@
  */
 import { Interface } from "ethers";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
-import type { ChannelDoc, PaymentDoc } from "../store/documents";
-import { type SellerResponse, readPaymentRequired } from "../x402/buyer";
-import { type Room, finish } from "./context";
+import type { ChannelDoc, PaymentDoc } from "../../store/documents";
+import { type SellerResponse, readPaymentRequired } from "../../x402/buyer";
+import { type Room, finish } from "../context";
 
 const CHANNELS = new Interface([
   "function channels(bytes32 channelId) view returns (uint128 balance, uint128 totalClaimed)",
