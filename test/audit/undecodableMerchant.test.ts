@@ -3,7 +3,7 @@
  * before its suffix), and the operator chooses them. A stolen server that authorises a payment (or has one blocked)
  * under such a name leaves a log that ethers cannot decode as text. The audit must still report every agent and name
  * that payment; it must not stop (no report at all is what the thief wants) nor skip the log (a payment the auditor
- * never sees).
+ * never sees). Nor may the service's indexer stop at it: every later event of every agent would never be read.
  */
 import { expect } from "chai";
 import { Wallet, getAddress, hexlify, toUtf8Bytes } from "ethers";
@@ -52,5 +52,13 @@ describe("audit: a merchant name that is not UTF-8", () => {
     expect(cli.code, cli.stderr).to.equal(1);
     const { report } = auditOutput(cli.stdout);
     expect(JSON.stringify(report)).to.include(paymentId);
+  });
+
+  it("the service's own indexer reads past it (an honest instance, after the stolen one, must not stall there)", async function () {
+    this.timeout(60_000);
+    await s.svc.indexer.stop();
+    let failure: unknown = null;
+    await s.svc.indexer.syncOnce().catch((err: unknown) => (failure = err));
+    expect(failure === null ? null : String((failure as Error).message ?? failure)).to.equal(null);
   });
 });
