@@ -194,6 +194,27 @@ describe("SpendPolicy credits: late money refills no window", function () {
     expect(outTuesday, `USDC out on Tuesday (${landed} deposits)`).to.be.at.most(usdc(2));
   });
 
+  it("a deposit authorised at 23:59 and landed after midnight leaves the new day within its budget (review of issue 36)", async function () {
+    const f = await loadFixture(fixture);
+    await f.setPolicy({
+      perTxLimit: usdc(2),
+      dailyBudget: usdc(2),
+      approvalThreshold: usdc(10),
+      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
+    });
+    const monday = await toMonday();
+    await time.increaseTo(monday + DAY - 30); // Monday 23:59:30
+    const from = await ethers.provider.getBlockNumber();
+    const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
+    const late = await f.deposit(usdc(2), config); // Monday's budget, valid for half an hour
+    await (await late.tx).wait();
+    await time.increaseTo(monday + DAY + 30); // Tuesday 00:00:30: it lands now
+    await (await late.land()).wait();
+    const other = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
+    await f.fund(usdc(2), other); // Tuesday's own budget
+    expectWithin(await netOutflows(f.tokenAddress, f.agent, from, DAY), usdc(2), "day");
+  });
+
   it("a refund in the hour after its deposit refills the day, not the new hour", async function () {
     const f = await loadFixture(fixture);
     await f.setPolicy({
