@@ -6,19 +6,21 @@
  * a network where nobody has configured the factory yet, its configurer (the deployer key, kept "offline, not needed
  * again except for new deployments") can configure it with modules of its own: every owner-bound agent address of
  * every other network then exists there too, with the owner's name on it, no signature of hers, and a fallback that
- * hands its money to anyone. (A second network is the same in-process chain after hardhat_reset.)
+ * hands its money to anyone. (A second network is the same in-process chain after a reset.)
  */
 import { expect } from "chai";
 import hre from "hardhat";
+import { reset } from "@nomicfoundation/hardhat-network-helpers";
 import { DEFAULT_POLICY, nextTimestamp, signSetPolicy } from "../helpers/policyFixture";
-import { FACTORY_SALT, NO_SWAPS, deployDeterministic, deployFactoryContract } from "../../src/chain/deploy";
+import { NO_SWAPS, deployDeterministic, deployFactoryContract } from "../../src/chain/deploy";
 
 const { ethers } = hre;
+/** A salt of this file's own: nothing at the service's factory address (FACTORY_SALT) is touched. */
+const SALT = ethers.id("review of issue 36: rogue modules");
 
 describe("SpendPolicyFactory on a network nobody configured yet (review of issue 36)", function () {
-  after(async () => {
-    await hre.network.provider.send("hardhat_reset");
-  });
+  // A fresh chain for the files after this one (reset also drops every fixture snapshot).
+  after(() => reset());
 
   it("an owner-bound agent's address admits no policy but hers there either: its funds stay hers", async function () {
     const [deployer, operator, owner, thief] = await ethers.getSigners();
@@ -26,15 +28,15 @@ describe("SpendPolicyFactory on a network nobody configured yet (review of issue
 
     // Network A: the service's real deployment; the owner's agent (bound to her) has its address.
     const usdcA = await ethers.deployContract("TestUSDC");
-    const a = await deployFactoryContract(hre, deployer, deployer.address, operator.address, await usdcA.getAddress(), 1, NO_SWAPS, FACTORY_SALT);
+    const a = await deployFactoryContract(hre, deployer, deployer.address, operator.address, await usdcA.getAddress(), 1, NO_SWAPS, SALT);
     const agentOnA = await (await ethers.getContractAt("SpendPolicyFactory", a.address)).predictAgent(signer, owner.address);
 
     // Network B: a fresh chain. The owner sends USDC to her agent's address there ("one address on every network").
-    await hre.network.provider.send("hardhat_reset");
+    await reset();
     const usdcB = await ethers.deployContract("TestUSDC");
     const { bytecode } = await hre.artifacts.readArtifact("SpendPolicyFactory");
     const initCode = ethers.concat([bytecode, ethers.AbiCoder.defaultAbiCoder().encode(["address"], [deployer.address])]);
-    const b = await deployDeterministic(hre, deployer, initCode, FACTORY_SALT);
+    const b = await deployDeterministic(hre, deployer, initCode, SALT);
     expect(b.address, "the same factory address").to.equal(a.address);
     const factory = await ethers.getContractAt("SpendPolicyFactory", b.address);
     await (await usdcB.mint(agentOnA, 1_000_000_000n)).wait();

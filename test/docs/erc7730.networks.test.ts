@@ -30,7 +30,8 @@ describe("ERC-7730 descriptors per network (review of issue 36)", function () {
       });
       for (const d of applies) {
         const usdc = d.metadata.constants?.usdc;
-        if (usdc?.toLowerCase() !== n.usdc.address.toLowerCase()) wrong.push(`${n.name}: amounts read in ${usdc}, its USDC is ${n.usdc.address}`);
+        if (usdc?.toLowerCase() !== n.usdc.address.toLowerCase())
+          wrong.push(`${n.name}: amounts read in ${usdc}, its USDC is ${n.usdc.address}`);
       }
       if (applies.length === 0) wrong.push(`${n.name}: no descriptor`);
     }
