@@ -81,7 +81,9 @@ async function main(): Promise<void> {
   const token = await ethers.deployContract("TestUSDC");
   const factory = await ethers.deployContract("SpendPolicyFactory", await factoryArgs(hre, deployer.address));
   rows.push({ what: "SpendPolicyFactory deployment", gas: (await factory.deploymentTransaction()!.wait())!.gasUsed });
-  const [bytecode, schemesCode, updatesCode] = await Promise.all(["SpendPolicy", "SpendPolicySchemes", "SpendPolicyUpdates"].map(creationCode));
+  const [bytecode, schemesCode, updatesCode] = await Promise.all(
+    ["SpendPolicy", "SpendPolicySchemes", "SpendPolicyUpdates"].map(creationCode),
+  );
   rows.push({
     what: "SpendPolicyFactory.createModules (deploys the schemes and updates modules)",
     gas: await gasOf(factory.createModules(schemesCode, updatesCode, await token.getAddress())),

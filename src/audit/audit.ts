@@ -140,7 +140,9 @@ export async function auditFromLogs(
   // The service names a merchant by its normalised host name; the contracts take any bytes (not UTF-8 reads as U+FFFD).
   const hostName = (agent: string, merchant: string, paymentId: string, txHash: string) => {
     if (normalizeHost(merchant) !== merchant) {
-      report.inconsistencies.push(`${agent}: payment ${paymentId} in ${txHash} names merchant ${JSON.stringify(merchant)}, which is no host name`);
+      report.inconsistencies.push(
+        `${agent}: payment ${paymentId} in ${txHash} names merchant ${JSON.stringify(merchant)}, which is no host name`,
+      );
     }
   };
   for (const log of [...agentLogs].sort(order)) {

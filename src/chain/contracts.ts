@@ -236,7 +236,10 @@ function readable(args: Result, decoder: EventFragment, data: string, topics: re
       const json = JSON.parse(p.format("json")) as { type: string; components?: unknown[] };
       return { ...json, type: json.type.replace(/^string/, "bytes"), components: p.components?.map(bytesFor) };
     };
-    const lenient = EventFragment.from({ ...decoder, inputs: decoder.inputs.map((p) => ({ ...(bytesFor(p) as object), indexed: p.indexed })) });
+    const lenient = EventFragment.from({
+      ...decoder,
+      inputs: decoder.inputs.map((p) => ({ ...(bytesFor(p) as object), indexed: p.indexed })),
+    });
     const raw = new Interface([lenient]).decodeEventLog(lenient, data, topics);
     return textOf(raw, decoder.inputs) as Result;
   }
@@ -246,7 +249,10 @@ function readable(args: Result, decoder: EventFragment, data: string, topics: re
 function textOf(value: unknown, params: readonly ParamType[] | ParamType): unknown {
   if (Array.isArray(params)) {
     const items = (value as Result).map((v: unknown, i) => textOf(v, (params as readonly ParamType[])[i]));
-    return Result.fromItems(items, (params as readonly ParamType[]).map((p) => p.name || null));
+    return Result.fromItems(
+      items,
+      (params as readonly ParamType[]).map((p) => p.name || null),
+    );
   }
   const p = params as ParamType;
   if (Indexed.isIndexed(value)) return value; // a hashed indexed value

@@ -109,7 +109,11 @@ export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
 }
 
 /** Deploys `initCode` with a plain CREATE and waits for `confirmations`. */
-async function deployPlainCode(deployer: Signer, initCode: string, confirmations: number): Promise<{ address: string; txHash: string; block: number }> {
+async function deployPlainCode(
+  deployer: Signer,
+  initCode: string,
+  confirmations: number,
+): Promise<{ address: string; txHash: string; block: number }> {
   const tx = await deployer.sendTransaction({ data: initCode });
   const receipt = await tx.wait(confirmations);
   if (!receipt?.contractAddress || receipt.status !== 1) throw new Error(`deployment failed (tx ${tx.hash})`);
@@ -199,7 +203,9 @@ const LOCAL_NETWORKS = ["hardhat", "localhost"];
 
 /** SpendPolicyFactory's constructor arguments: the configurer and the modules' code hashes (its address commits to them). */
 export async function factoryArgs(hre: HardhatRuntimeEnvironment, configurer: string): Promise<FactoryArgs> {
-  const [schemes, updates] = await Promise.all(["SpendPolicySchemes", "SpendPolicyUpdates"].map((name) => hre.artifacts.readArtifact(name)));
+  const [schemes, updates] = await Promise.all(
+    ["SpendPolicySchemes", "SpendPolicyUpdates"].map((name) => hre.artifacts.readArtifact(name)),
+  );
   return [configurer, keccak256(schemes.bytecode), keccak256(updates.bytecode)];
 }
 
@@ -236,7 +242,9 @@ export async function deployFactoryContract(
   const { bytecode } = await hre.artifacts.readArtifact("SpendPolicyFactory");
   const initCode = concat([bytecode, AbiCoder.defaultAbiCoder().encode(["address", "bytes32", "bytes32"], args)]);
   const deployed =
-    salt === undefined ? await deployPlainCode(deployer, initCode, confirmations) : await deployDeterministic(hre, deployer, initCode, salt, confirmations);
+    salt === undefined
+      ? await deployPlainCode(deployer, initCode, confirmations)
+      : await deployDeterministic(hre, deployer, initCode, salt, confirmations);
   const factory = bind("SpendPolicyFactory", deployed.address, deployer);
   if ((await factory.implementation()) !== ZeroAddress) {
     throw new Error(
@@ -246,7 +254,9 @@ export async function deployFactoryContract(
   const code = async (name: string) => (await hre.artifacts.readArtifact(name)).bytecode;
   let [schemes, updates, madeFor] = (await factory.modules()) as [string, string, string];
   if (schemes === ZeroAddress) {
-    const modules = factory.createModules(await code("SpendPolicySchemes"), await code("SpendPolicyUpdates"), usdc, { gasLimit: CREATE_MODULES_GAS });
+    const modules = factory.createModules(await code("SpendPolicySchemes"), await code("SpendPolicyUpdates"), usdc, {
+      gasLimit: CREATE_MODULES_GAS,
+    });
     await (await modules).wait(confirmations);
     [schemes, updates, madeFor] = (await factory.modules()) as [string, string, string];
   }

@@ -43,14 +43,19 @@ describe("SpendPolicyFactory on a network nobody configured yet (review of issue
 
     // The configurer's own modules are refused: the factory's address commits to the modules' code.
     const rogue = await creationCode("RogueModule");
-    const [schemesCode, updatesCode, implementationCode] = await Promise.all(["SpendPolicySchemes", "SpendPolicyUpdates", "SpendPolicy"].map(creationCode));
+    const [schemesCode, updatesCode, implementationCode] = await Promise.all(
+      ["SpendPolicySchemes", "SpendPolicyUpdates", "SpendPolicy"].map(creationCode),
+    );
     const usdc = await usdcB.getAddress();
     for (const [schemes, updates] of [
       [rogue, rogue],
       [schemesCode, rogue],
       [rogue, updatesCode],
     ]) {
-      await expect(factory.connect(deployer).createModules(schemes, updates, usdc)).to.be.revertedWithCustomError(factory, "SpendPolicyFactoryWrongImplementation");
+      await expect(factory.connect(deployer).createModules(schemes, updates, usdc)).to.be.revertedWithCustomError(
+        factory,
+        "SpendPolicyFactoryWrongImplementation",
+      );
     }
     // With the real modules and an operator of its own, the configurer still needs her signature to deploy her agent.
     await (await factory.connect(deployer).createModules(schemesCode, updatesCode, usdc)).wait();

@@ -186,10 +186,22 @@ describe("SpendPolicyFactory", function () {
       .withArgs(operator.address);
     await expect(bare.configure(bytecode, ...args)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryNoModules");
     // The modules: their owner's call alone, and no code but the compiled modules' (the factory's address commits to them).
-    await expect(bare.connect(other).createModules(schemesCode, updatesCode, usdc)).to.be.revertedWithCustomError(bare, "OwnableUnauthorizedAccount");
-    await expect(bare.createModules(other1271, updatesCode, usdc)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
-    await expect(bare.createModules(schemesCode, other1271, usdc)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
-    await expect(bare.createModules(schemesCode, updatesCode, ethers.ZeroAddress)).to.be.revertedWithCustomError(bare, "SpendPolicyZeroAddress");
+    await expect(bare.connect(other).createModules(schemesCode, updatesCode, usdc)).to.be.revertedWithCustomError(
+      bare,
+      "OwnableUnauthorizedAccount",
+    );
+    await expect(bare.createModules(other1271, updatesCode, usdc)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyFactoryWrongImplementation",
+    );
+    await expect(bare.createModules(schemesCode, other1271, usdc)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyFactoryWrongImplementation",
+    );
+    await expect(bare.createModules(schemesCode, updatesCode, ethers.ZeroAddress)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyZeroAddress",
+    );
     await (await bare.createModules(schemesCode, updatesCode, usdc)).wait();
     const from = await bare.getAddress();
     const [schemes, updates] = [1, 2].map((nonce) => ethers.getCreateAddress({ from, nonce }));
@@ -201,7 +213,9 @@ describe("SpendPolicyFactory", function () {
     // Any other code is refused, so the implementation is what the factory's own source says, on every network.
     await expect(bare.configure(other1271, ...args)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
     const expected = ethers.getCreateAddress({ from, nonce: 3 });
-    await expect(bare.configure(bytecode, ...args)).to.emit(bare, "Configured").withArgs(expected, usdc, schemes, updates);
+    await expect(bare.configure(bytecode, ...args))
+      .to.emit(bare, "Configured")
+      .withArgs(expected, usdc, schemes, updates);
     expect(await bare.implementation()).to.equal(expected);
     await expect(bare.configure(bytecode, ...args))
       .to.be.revertedWithCustomError(bare, "SpendPolicyFactoryConfigured")

@@ -332,7 +332,8 @@ export async function deployTestFactory(
  */
 export async function deployBareFactory(deployer: Signer, usdc?: string): Promise<SpendPolicyFactory> {
   const factory = await ethers.deployContract("SpendPolicyFactory", await factoryArgs(hre, await deployer.getAddress()), deployer);
-  if (usdc !== undefined) await (await factory.createModules(await creationCode("SpendPolicySchemes"), await creationCode("SpendPolicyUpdates"), usdc)).wait();
+  if (usdc !== undefined)
+    await (await factory.createModules(await creationCode("SpendPolicySchemes"), await creationCode("SpendPolicyUpdates"), usdc)).wait();
   return factory;
 }
 
