@@ -16,8 +16,13 @@ interface Descriptor {
 }
 
 const dir = join(__dirname, "..", "..", "erc7730");
-const descriptors = readdirSync(dir)
+const files = readdirSync(dir)
   .filter((f) => f.endsWith(".json"))
+  .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Descriptor & { includes?: string });
+// A file another one includes (the types and formats they share) is part of those, not a descriptor of its own.
+const included = new Set(files.map((d) => d.includes).filter(Boolean));
+const descriptors = readdirSync(dir)
+  .filter((f) => f.endsWith(".json") && !included.has(f))
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Descriptor);
 
 describe("ERC-7730 descriptors per network (review of issue 36)", function () {
