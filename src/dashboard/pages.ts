@@ -14,6 +14,7 @@ export const PAGES: PageDef[] = [
   { path: "/", title: "Overview", heading: "Your agents at a glance", inNav: true },
   { path: "/onboarding", title: "Activate an agent", heading: "Activate an agent", inNav: false },
   { path: "/agents", title: "Agents", heading: "Agents", inNav: true },
+  { path: "/policy", title: "Edit policy", heading: "Edit the spend policy", inNav: false },
   { path: "/approvals", title: "Approvals", heading: "Payments waiting for approval", inNav: true },
   { path: "/ledger", title: "Ledger", heading: "Ledger", inNav: true },
   { path: "/webhooks", title: "Webhooks", heading: "Webhooks: alerts to your endpoints", inNav: true },

@@ -110,7 +110,7 @@ function agentCard(
       "div",
       { class: "actions" },
       pauseButton,
-      policy?.deployed ? h("a", { href: `/onboarding?agent=${a.address}`, class: "button" }, `Change the policy of ${a.label}`) : null,
+      policy?.deployed ? h("a", { href: `/policy?agent=${a.address}`, class: "button" }, `Edit the policy of ${a.label}`) : null,
       h("a", { href: `/ledger?agent=${a.address}`, class: "button" }, `Ledger of ${a.label}`),
     ),
     policy?.deployed

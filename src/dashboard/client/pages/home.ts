@@ -75,7 +75,7 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
                 ? h("a", { href: `/onboarding?agent=${a.address}` }, "set its spend policy")
                 : paused.has(a.address)
                   ? h("span", { class: "badge danger" }, "paused")
-                  : "policy active",
+                  : ["policy active · ", h("a", { href: `/policy?agent=${a.address}` }, "edit its policy")],
             ),
           ),
         )
