@@ -56,7 +56,9 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
     await page.locator("#policy-in-force").waitFor();
     // No activation: no steps, no sign-in or link to do again.
     expect(await page.locator(".step").count()).to.equal(0);
-    expect(await page.locator("#policy-in-force").textContent()).to.include(name).and.include("5.00 USDC per payment");
+    expect(await page.locator("#policy-in-force").textContent())
+      .to.include(name)
+      .and.include("5.00 USDC per payment");
 
     const perTx = page.locator("#policy-perTxLimit");
     expect(await perTx.inputValue()).to.match(/^5(\.0+)?$/);

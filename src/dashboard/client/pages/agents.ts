@@ -11,6 +11,7 @@ import { dateTime, h, replace, time } from "../dom";
 import { nowSeconds, setPausedData, syncChainClock, withdrawData } from "../typed";
 import type { AgentSummary, Balance, ChannelView, PolicyView } from "../types";
 import { channelsSection, heldLine, loadChannels } from "./agentChannels";
+import { fundForm } from "./agentFund";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
   if (!app.session()) {
@@ -122,6 +123,7 @@ function agentCard(
             : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
         )
       : null,
+    policy?.deployed ? fundForm(app, a, reload) : null,
     policy?.deployed ? channelsSection(app, a, channels, reload) : null,
     policy?.deployed ? withdrawForm(app, a, reload) : null,
   );

@@ -22,6 +22,7 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
         { type: "button", class: "primary", onclick: () => app.signInFromButton().then((ok) => ok && location.reload()) },
         "Connect wallet and sign in",
       ),
+      app.sandboxButton(),
     );
     replace(root, overview, open);
     return;
