@@ -96,7 +96,6 @@ describe("dashboard sandbox in Chromium: a sandbox wallet without MetaMask, Fund
     expect(await fundTab.locator("main").textContent())
       .to.include("7.5 USDC")
       .and.include("a contract");
-    expect(fundTab.errors ?? []).to.deep.equal([]);
     await fundTab.close();
   });
 

@@ -58,7 +58,7 @@ export class App {
    */
   async chooseWallet(forcePick = false, sandbox = false): Promise<Wallet> {
     if (this.wallet && !forcePick) return this.wallet;
-    if (sandbox && this.sandbox) return this.useWallet(sandboxWallet(this.config, true)!);
+    if (sandbox && this.sandbox) return this.useWallet(sandboxWallet(this.config, true));
     const remembered = this.session()?.wallet;
     const kept = !forcePick && remembered === SANDBOX_RDNS ? sandboxWallet(this.config, false) : null;
     if (kept) return this.useWallet(kept);
@@ -67,7 +67,7 @@ export class App {
     let entry = !forcePick && remembered ? wallets.find((w) => (w.info.rdns || w.info.uuid) === remembered) : undefined;
     if (!entry) {
       const picked = wallets.length === 1 ? wallets[0] : await pickWallet(wallets, this.sandbox);
-      entry = picked === "sandbox" ? sandboxWallet(this.config, true)! : picked;
+      entry = picked === "sandbox" ? sandboxWallet(this.config, true) : picked;
     }
     return this.useWallet(entry);
   }

@@ -22,12 +22,15 @@ function storedKey(): `0x${string}` | null {
 }
 
 /**
- * The sandbox wallet of this tab: its stored key, or a new one when `create` (the owner chose it). Null outside
- * embedded mode (any stored key deleted) and when there is no key and none is to be made.
+ * The sandbox wallet of this tab: its stored key, or a new one when `create` (the owner chose it). Null when there is
+ * no key and none is to be made; outside embedded mode, none (any stored key deleted; asked to make one, it throws).
  */
+export function sandboxWallet(config: DashboardConfig, create: true): WalletEntry;
+export function sandboxWallet(config: DashboardConfig, create: boolean): WalletEntry | null;
 export function sandboxWallet(config: DashboardConfig, create: boolean): WalletEntry | null {
   if (config.mode !== "embedded") {
     sessionStorage.removeItem(KEY);
+    if (create) throw new Error("There is no sandbox wallet outside a sandbox.");
     return null;
   }
   let key = storedKey();
@@ -52,7 +55,7 @@ export function sandboxWallet(config: DashboardConfig, create: boolean): WalletE
           return [account.address];
         case "wallet_switchEthereumChain": {
           // It knows the service's networks only: the sandbox chains its key is for.
-          const want = String((p[0] as { chainId?: unknown } | undefined)?.chainId ?? "").toLowerCase();
+          const want = ((p[0] as { chainId?: string } | undefined)?.chainId ?? "").toLowerCase();
           if (!config.networks.some((n) => n.chainIdHex === want)) throw failure(4902, `Unrecognized chain ID "${want}".`);
           chainIdHex = want;
           for (const fn of listeners.get("chainChanged") ?? []) fn(want);
@@ -67,7 +70,7 @@ export function sandboxWallet(config: DashboardConfig, create: boolean): WalletE
           const [address, json] = p as [string, string];
           if (!own(address)) throw failure(4100, "The sandbox wallet holds another account.");
           const data = JSON.parse(json) as {
-            domain: Record<string, unknown> & { chainId?: number };
+            domain: { name?: string; version?: string; chainId?: number | string; verifyingContract?: `0x${string}` };
             types: Record<string, { name: string; type: string }[]>;
             primaryType: string;
             message: Record<string, unknown>;
@@ -79,7 +82,9 @@ export function sandboxWallet(config: DashboardConfig, create: boolean): WalletE
               `Provided chainId "${data.domain.chainId}" must match the active chainId "${Number(BigInt(chainIdHex))}"`,
             );
           const { EIP712Domain: _domain, ...types } = data.types;
-          return account.signTypedData({ domain: data.domain, types, primaryType: data.primaryType, message: data.message });
+          const { chainId, ...rest } = data.domain;
+          const domain = { ...rest, ...(chainId === undefined ? {} : { chainId: Number(chainId) }) };
+          return account.signTypedData({ domain, types, primaryType: data.primaryType, message: data.message });
         }
         default:
           throw failure(4200, `The sandbox wallet does not support ${method}.`);
