@@ -25,9 +25,9 @@ export function fundForm(app: App, a: AgentSummary, reload: () => Promise<void>)
     h(
       "div",
       { class: "row" },
-      h("label", { for: id("amount") }, "Amount"),
+      h("label", { for: id("amount") }, "Amount to give"),
       amount,
-      h("label", { for: id("token") }, "Token"),
+      h("label", { for: id("token") }, "Token to give"),
       token,
       submit,
     ),
