@@ -63,7 +63,7 @@ export class App {
     const kept = !forcePick && remembered === SANDBOX_RDNS ? sandboxWallet(this.config, false) : null;
     if (kept) return this.useWallet(kept);
     const wallets = await discoverWallets();
-    if (!wallets.length && !this.sandbox) throw new WalletMissingError();
+    if (!wallets.length) throw new WalletMissingError();
     let entry = !forcePick && remembered ? wallets.find((w) => (w.info.rdns || w.info.uuid) === remembered) : undefined;
     if (!entry) {
       const picked = wallets.length === 1 ? wallets[0] : await pickWallet(wallets, this.sandbox);
@@ -191,7 +191,7 @@ export class App {
     if (err instanceof CancelledError) return { kind: "cancelled", title: "", detail: "" };
     const problem = describe(err, doing);
     if (problem.kind === "signed-out") this.renderAccount();
-    const actions: HTMLElement[] = [];
+    const actions: (HTMLElement | null)[] = [];
     if (problem.action === "sign-in") {
       actions.push(
         h(
@@ -207,6 +207,8 @@ export class App {
     } else if (problem.action === "reload") {
       actions.push(h("button", { type: "button", onclick: () => location.reload() }, "Reload the page"));
     }
+    // No wallet in a sandbox: its own test key, if the owner wants it.
+    if (problem.kind === "wallet-missing" && this.sandbox) actions.push(this.sandboxButton("Use a sandbox wallet instead"));
     const box = h(
       "div",
       { class: "problem", "data-kind": problem.kind },
@@ -336,7 +338,7 @@ export class App {
   }
 
   /** In a sandbox: sign in with the sandbox wallet (no browser wallet needed), with what it is said beside it. */
-  sandboxButton(): HTMLElement | null {
+  sandboxButton(label = "Use a sandbox wallet"): HTMLElement | null {
     if (!this.sandbox) return null;
     return h(
       "span",
@@ -344,7 +346,7 @@ export class App {
       h(
         "button",
         { type: "button", class: "sandbox-sign-in", onclick: () => this.signInFromButton(true).then((ok) => ok && location.reload()) },
-        "Use a sandbox wallet",
+        label,
       ),
       h("span", { class: "hint" }, ` ${SANDBOX_HINT}`),
     );
@@ -372,13 +374,7 @@ function pickWallet(wallets: WalletEntry[], offerSandbox: boolean): Promise<Wall
     replace(
       dialog,
       h("h2", { id: "wallet-picker-title" }, "Choose a wallet"),
-      h(
-        "p",
-        null,
-        wallets.length
-          ? "Pick the wallet that holds your owner account."
-          : "No browser wallet is installed. In this sandbox you can use a test key instead.",
-      ),
+      h("p", null, "Several wallets are installed in this browser. Pick the one that holds your owner account."),
       h(
         "ul",
         { class: "wallet-list" },

@@ -272,7 +272,7 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
   return h(
     "tr",
     { "data-id": t.id, "data-status": t.status },
-    h("td", null, time(t.createdAt, dateTime(t.createdAt)), h("br"), h("span", { class: "muted small mono" }, t.id)),
+    h("td", null, time(t.createdAt, dateTime(t.createdAt)), h("span", { class: "muted small mono txn" }, t.id)),
     h("td", { "data-label": "Agent" }, labels.get(t.agentAddress) ?? shortAddress(t.agentAddress)),
     h("td", { "data-label": "Merchant" }, t.merchant),
     h("td", { class: "intent", "data-label": "Intent" }, t.intent),
