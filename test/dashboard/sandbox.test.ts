@@ -31,20 +31,18 @@ describe("dashboard sandbox in Chromium: a sandbox wallet without MetaMask, Fund
 
   it("offers the sandbox wallet only when asked: no key exists before the owner chooses it, then she is signed in with it", async () => {
     await page.goto(`${s.url}/`);
-    const button = page.getByRole("button", { name: "Use a sandbox wallet" });
-    await button.waitFor();
+    await page.getByRole("button", { name: "Use a sandbox wallet", exact: true }).waitFor();
     expect(await page.evaluate((k) => sessionStorage.getItem(k), KEY)).to.equal(null);
-    // With no browser wallet, "Connect wallet" offers the sandbox in the picker rather than choosing it.
+    // With no browser wallet, "Connect wallet" says so and offers the sandbox's key rather than choosing it.
     await page.locator("#sign-in").click();
-    const dialog = page.getByRole("dialog", { name: "Choose a wallet" });
-    await dialog.waitFor();
-    expect(await dialog.textContent())
-      .to.include("No browser wallet is installed")
+    const problem = page.locator("#alerts .problem");
+    await problem.waitFor();
+    expect(await problem.textContent())
+      .to.include("No wallet found")
       .and.include("never send it real funds");
-    await dialog.getByRole("button", { name: "Cancel" }).click();
     expect(await page.evaluate((k) => sessionStorage.getItem(k), KEY)).to.equal(null);
 
-    await button.click();
+    await problem.getByRole("button", { name: "Use a sandbox wallet instead" }).click();
     owner = (await page.locator("[data-owner]").getAttribute("data-owner"))!;
     expect(owner).to.match(/^0x[0-9a-fA-F]{40}$/);
     expect(await page.locator("#sandbox-key").textContent()).to.equal("Sandbox key: test money only");
@@ -122,7 +120,7 @@ describe("dashboard sandbox in Chromium: a sandbox wallet without MetaMask, Fund
     await page.locator("#page .loading").waitFor({ state: "detached" });
     await page.waitForLoadState("networkidle");
     expect(await page.evaluate((k) => sessionStorage.getItem(k), KEY)).to.equal(null);
-    expect(await page.getByRole("button", { name: "Use a sandbox wallet" }).count()).to.equal(0);
+    expect(await page.locator("button.sandbox-sign-in").count()).to.equal(0);
     // The session its key signed in is ended too: the owner signs in again with a real wallet.
     expect(await page.evaluate(() => sessionStorage.getItem("spendgate.owner"))).to.equal(null);
     expect(await page.locator("#sign-in").count()).to.equal(1);
