@@ -31,7 +31,10 @@ describe("dashboard sandbox in Chromium: a sandbox wallet without MetaMask, Fund
 
   it("offers the sandbox wallet only when asked: no key exists before the owner chooses it, then she is signed in with it", async () => {
     await page.goto(`${s.url}/`);
+    await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("button", { name: "Use a sandbox wallet", exact: true }).waitFor();
+    await screenshot(page, "sandbox-sign-in-390");
+    await page.setViewportSize({ width: 1280, height: 900 });
     expect(await page.evaluate((k) => sessionStorage.getItem(k), KEY)).to.equal(null);
     // With no browser wallet, "Connect wallet" says so and offers the sandbox's key rather than choosing it.
     await page.locator("#sign-in").click();

@@ -341,14 +341,14 @@ export class App {
   sandboxButton(label = "Use a sandbox wallet"): HTMLElement | null {
     if (!this.sandbox) return null;
     return h(
-      "span",
-      null,
+      "div",
+      { class: "sandbox-choice" },
       h(
         "button",
         { type: "button", class: "sandbox-sign-in", onclick: () => this.signInFromButton(true).then((ok) => ok && location.reload()) },
         label,
       ),
-      h("span", { class: "hint" }, ` ${SANDBOX_HINT}`),
+      h("p", { class: "hint" }, SANDBOX_HINT),
     );
   }
 }
