@@ -14,16 +14,17 @@ export const PAGES: PageDef[] = [
   { path: "/", title: "Overview", heading: "Your agents at a glance", inNav: true },
   { path: "/onboarding", title: "Activate an agent", heading: "Activate an agent", inNav: false },
   { path: "/agents", title: "Agents", heading: "Agents", inNav: true },
+  { path: "/policy", title: "Edit policy", heading: "Edit the spend policy", inNav: false },
   { path: "/approvals", title: "Approvals", heading: "Payments waiting for approval", inNav: true },
   { path: "/ledger", title: "Ledger", heading: "Ledger", inNav: true },
   { path: "/webhooks", title: "Webhooks", heading: "Webhooks: alerts to your endpoints", inNav: true },
 ];
 
 /** An inline icon: browsers then ask for no /favicon.ico (a 404 in every page's console otherwise). */
-const FAVICON =
+export const FAVICON =
   "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%230b57d0'/%3E%3Cpath d='M4 8.5l2.5 2.5L12 5.5' stroke='%23fff' stroke-width='2' fill='none'/%3E%3C/svg%3E";
 
-const escape = (s: string) =>
+export const escape = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
 
 export function renderPage(page: PageDef, assets: { script: string; style: string }): string {

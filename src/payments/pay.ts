@@ -186,7 +186,8 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
   timer.mark("policy");
   if (admission.status === "no_policy") return refused(noPolicyError(pc.agent));
   await decisions.checkOperator(pc.agent, admission.policy, admission.status === "admitted" && admission.cached);
-  if (admission.status === "not_allowed") return refuse(room, pc, { amount: maxAmount, reason: "merchant_not_allowed", proof: NO_LEAF });
+  if (admission.status === "not_allowed")
+    return refuse(room, pc, { amount: maxAmount, amountIs: "maxAmount", reason: "merchant_not_allowed", proof: NO_LEAF });
 
   // Simulated at the caller's ceiling beside the seller's quote: every limit only tightens as the amount grows, so a
   // price under a ceiling the policy allows is allowed too, and the usual payment waits for no simulation after it.
@@ -196,7 +197,14 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
   timer.mark("quote");
   if (quoted.kind === "refused") return quoted;
   let q = quoted.quote;
-  if (!q) return refuse(room, pc, { amount: maxAmount, reason: "unsupported_payment", proof: null, detail: quoted.detail });
+  if (!q)
+    return refuse(room, pc, {
+      amount: maxAmount,
+      amountIs: "maxAmount",
+      reason: "unsupported_payment",
+      proof: null,
+      detail: quoted.detail,
+    });
   if (q.amount > maxAmount) return refuse(room, pc, { amount: q.amount, reason: "max_amount_exceeded", proof: null });
   if (q.scheme !== "exact") {
     const paid = await payScheme(room, pc, q, admission);

@@ -20,6 +20,8 @@ const BLOCK_DEDUPE_MS = 60_000;
 /** A refused payment, as refuse() records it. */
 export interface Refusal {
   amount: bigint;
+  /** A refusal before the seller named a price: `amount` is the caller's maxAmount. */
+  amountIs?: "maxAmount";
   /** A reason of the table (src/chain/reasons.ts); "blocked" when the contract blocked without naming one. */
   reason: ReasonName | "blocked";
   /** The allowlist proof for the on-chain record (PaymentBlocked); null for a refusal not recorded on-chain. */
@@ -72,6 +74,7 @@ export async function refuse(room: Room, pc: PaymentContext, refusal: Refusal): 
     validBefore: stray ? Number(stray.transfer.validBefore) : null,
     onchain: { confirmed: previous?.onchain.confirmed ?? false, blockNumber: record.blockNumber },
     ...(capped ? { detail: `not recorded on-chain: ${capped}` } : detail ? { detail } : {}),
+    ...(refusal.amountIs ? { amountIs: refusal.amountIs } : {}),
     ...(record.reason === "payee_not_allowed" && refusal.payTo ? { refusedPayTo: refusal.payTo, pinnedPayee: proof?.payee ?? null } : {}),
     ...(previous ? { duplicateOf: previous.txnId } : {}),
   });

@@ -33,3 +33,5 @@ export const ExplorerAddress = z
     note: z.string(),
   })
   .meta({ id: "ExplorerAddress" });
+export type ExplorerTx = z.infer<typeof ExplorerTx>;
+export type ExplorerAddress = z.infer<typeof ExplorerAddress>;

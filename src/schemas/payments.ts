@@ -199,6 +199,10 @@ export const LedgerEntry = z
     chainId: z.number().int().meta({ description: "its chain id (0 for a network this service no longer runs)" }),
     merchant: z.string(),
     amount: z.string(),
+    amountIs: z.enum(["price", "maxAmount"]).meta({
+      description:
+        "what amount is: the seller's price (quoted, or what was settled), or the caller's maxAmount for a refusal before any price was known (merchant_not_allowed, unsupported_payment)",
+    }),
     currency: z.literal("USDC"),
     intent: z.string(),
     status: z.string(),

@@ -79,6 +79,7 @@ export function paymentView(doc: PaymentDoc, where: NetworkRef & { explorerUrl: 
     chainId: where.chainId,
     merchant: doc.merchant,
     amount: fromBaseUnits(doc.amount),
+    amountIs: doc.amountIs ?? ("price" as const),
     currency: doc.currency,
     intent: doc.intent,
     status: doc.status,

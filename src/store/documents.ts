@@ -221,6 +221,8 @@ interface PaymentFields {
   merchant: string;
   serviceUrl: string;
   amount: string; // base units
+  /** A refusal before any quote: `amount` is the caller's maxAmount, not a price (absent: the seller's price). */
+  amountIs?: "maxAmount";
   currency: "USDC";
   intent: string;
   reason: string | null;

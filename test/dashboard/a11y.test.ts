@@ -117,10 +117,11 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
     expect((await s.svc.store.approvals.findOne({ approvalId: res.body.approvalId }))?.status).to.equal("approved");
   });
 
-  it("signed in: no serious axe violations on the overview, agents, ledger, onboarding review and an error", async () => {
+  it("signed in: no serious axe violations on the overview, agents, ledger, policy, onboarding review, explorer and an error", async () => {
     for (const [path, ready] of [
       ["/", "#overview-title"],
       ["/agents", `[data-agent="${agent.agentAddress}"]`],
+      [`/policy?agent=${agent.agentAddress}`, "#policy-form"],
       ["/ledger", "#spend-chart"],
     ] as const) {
       await page.goto(`${s.url}${path}`);
@@ -140,6 +141,12 @@ describe("dashboard accessibility in Chromium: axe-core on every page, labels, l
     expect(await page.evaluate(() => document.activeElement?.id)).to.equal("policy-dailyBudget");
     expect(await page.getByLabel("Daily budget (USDC)").getAttribute("aria-invalid")).to.equal("true");
     await expectNoSeriousViolations("onboarding with a field error");
+
+    // The sandbox explorer's page of a transaction (static HTML, the dashboard's stylesheet).
+    const funded = await s.api("POST", "/dev/faucet", { body: { agentAddress: agent.agentAddress, amount: "1" } });
+    await page.goto(`${s.url}/dev/explorer/tx/${funded.body.txHash}`);
+    await page.locator("#events").waitFor();
+    await expectNoSeriousViolations("the sandbox explorer's transaction page");
 
     await page.route("**/wallet/agents", (route) => route.abort("connectionrefused"));
     await page.goto(`${s.url}/agents`);

@@ -1,7 +1,8 @@
 /**
- * The signed-in owner changes a policy from the dashboard's own links (Chromium): Agents -> "Change the policy of X"
- * and "Set the spend policy of X", and the Overview's link, open /onboarding?agent=<addr> without the activation
- * code; the page reads the agent with the owner's key, so its owner sees the form, signs, and GET /limits shows it.
+ * The signed-in owner changes a policy from the dashboard's own links (Chromium): Agents -> "Edit the policy of X" opens
+ * the Edit policy page (/policy?agent=<addr>: the agent and the form, no activation steps); "Set the spend policy of
+ * X" and the Overview's link open /onboarding?agent=<addr> without the activation code, where the page reads the
+ * agent with the owner's key, so its owner sees the form, signs, and GET /limits shows it.
  * Also the page shell's layout at a desktop and a phone width.
  */
 import { expect } from "chai";
@@ -42,19 +43,22 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
 
   const label = async (agent: string) => (await s.svc.store.agents.findOne({ address: agent }))!.label;
 
-  it("Agents -> Change the policy: the owner's agent opens without its code, is signed and updated on-chain", async () => {
+  it("Agents -> Edit the policy: a page of its own with no activation steps, signed and updated on-chain", async () => {
     const faucet = await s.api("POST", "/dev/faucet", { body: { agentAddress: live.agentAddress, token: "ETH", amount: "2" } });
     expect(faucet.status, JSON.stringify(faucet.body)).to.equal(200);
     await page.goto(`${s.url}/agents`);
     const name = await label(live.agentAddress);
     // One number format on the page: "2.00 ETH" beside "0.00 USDC", not the API's "2.0".
     await page.getByText("0.00 USDC · 2.00 ETH").waitFor();
-    await page.getByRole("link", { name: `Change the policy of ${name}` }).click();
-    await page.waitForURL((u) => u.pathname === "/onboarding");
-    expect(new URL(page.url()).searchParams.get("code")).to.equal(null);
-    await page.locator("[data-state=linked]").waitFor();
-    const facts = await page.locator("#agent-step").textContent();
-    expect(facts).to.include(wallet.address).and.include("(deployed)").and.not.include("not linked yet");
+    await page.getByRole("link", { name: `Edit the policy of ${name}` }).click();
+    await page.waitForURL((u) => u.pathname === "/policy");
+    expect(await page.title()).to.equal("Edit policy · SpendGate");
+    await page.locator("#policy-in-force").waitFor();
+    // No activation: no steps, no sign-in or link to do again.
+    expect(await page.locator(".step").count()).to.equal(0);
+    expect(await page.locator("#policy-in-force").textContent())
+      .to.include(name)
+      .and.include("5.00 USDC per payment");
 
     const perTx = page.locator("#policy-perTxLimit");
     expect(await perTx.inputValue()).to.match(/^5(\.0+)?$/);
@@ -63,14 +67,11 @@ describe("dashboard in Chromium: the signed-in owner sets and changes policies f
     await page.locator("#policy-review-button").click();
     await page.locator("#policy-sign").click();
     await page.locator("#policy-result [data-state=deployed]").waitFor();
-    // Step 5 was already drawn for the policy before the change: wait until it shows the one read back after it.
-    await page.locator("#done-step", { hasText: "a per-payment limit of 3.25 USDC" }).waitFor();
+    // The policy in force is read back after the transaction.
+    await page.locator("#policy-in-force", { hasText: "3.25 USDC per payment, 12.00 USDC a day" }).waitFor();
     expect(wallet.typedSigned.at(-1)?.primaryType).to.equal("SetPolicy");
     // The result is what has focus (in view), not the end of the long form.
     expect(await page.evaluate(() => document.activeElement?.id)).to.equal("policy-result");
-    expect(await page.locator("#done-step").textContent())
-      .to.include("a per-payment limit of 3.25 USDC")
-      .and.include("a daily budget of 12.00 USDC");
 
     const limits = await s.api("GET", `/limits?address=${live.agentAddress}`, { key: live.apiKey });
     expect(limits.status).to.equal(200);

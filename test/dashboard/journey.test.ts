@@ -80,7 +80,13 @@ describe("dashboard journey in Chromium: sign in, onboard, approve, deny, pause"
     await page.getByRole("button", { name: "Connect wallet and sign in" }).first().click();
     const picker = page.getByRole("dialog", { name: "Choose a wallet" });
     await picker.waitFor();
-    expect(await picker.getByRole("button").allTextContents()).to.deep.equal(["Other Wallet", "Test Wallet", "Cancel"]);
+    // The sandbox also offers its own test key (embedded mode only: test/dashboard/sandbox.test.ts).
+    expect(await picker.getByRole("button").allTextContents()).to.deep.equal([
+      "Other Wallet",
+      "Test Wallet",
+      "Sandbox wallet (a test key kept in this tab)",
+      "Cancel",
+    ]);
     await picker.getByRole("button", { name: "Test Wallet" }).click();
     await page.locator(`[data-owner="${wallet.address}"]`).waitFor();
     const message = wallet.messagesSigned[0];

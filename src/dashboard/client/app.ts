@@ -16,6 +16,7 @@ import {
 } from "./api";
 import { announce, byId, h, replace, shortAddress } from "./dom";
 import { describe, type Problem } from "./errors";
+import { SANDBOX_NAME, SANDBOX_RDNS, sandboxWallet } from "./sandboxWallet";
 import { nowSeconds } from "./typed";
 import { Wallet, WalletMissingError, WrongChainError, chainLabel, discoverWallets, type WalletEntry } from "./wallet";
 
@@ -33,6 +34,16 @@ export class App {
 
   constructor(readonly config: DashboardConfig) {
     onSessionChange(() => this.renderAccount());
+    // Outside a sandbox, a sandbox key an earlier sandbox left in this tab is deleted, and the session it signed ended.
+    if (config.mode !== "embedded") {
+      sandboxWallet(config, false);
+      if (getSession()?.wallet === SANDBOX_RDNS) setSession(null);
+    }
+  }
+
+  /** The sandbox wallet can be chosen (embedded mode only). */
+  get sandbox(): boolean {
+    return this.config.mode === "embedded";
   }
 
   session(): OwnerSession | null {
@@ -41,14 +52,23 @@ export class App {
 
   // ---- wallets -------------------------------------------------------------------------------------------------
 
-  /** The wallet used to sign in (found again by its EIP-6963 rdns), else the owner's pick among installed wallets. */
-  async chooseWallet(forcePick = false): Promise<Wallet> {
+  /**
+   * The wallet used to sign in (found again by its EIP-6963 rdns), else the owner's pick among installed wallets (and,
+   * in a sandbox, the sandbox wallet: offered, never picked for her; `sandbox` is her choice of it).
+   */
+  async chooseWallet(forcePick = false, sandbox = false): Promise<Wallet> {
     if (this.wallet && !forcePick) return this.wallet;
+    if (sandbox && this.sandbox) return this.useWallet(sandboxWallet(this.config, true));
+    const remembered = this.session()?.wallet;
+    const kept = !forcePick && remembered === SANDBOX_RDNS ? sandboxWallet(this.config, false) : null;
+    if (kept) return this.useWallet(kept);
     const wallets = await discoverWallets();
     if (!wallets.length) throw new WalletMissingError();
-    const remembered = this.session()?.wallet;
     let entry = !forcePick && remembered ? wallets.find((w) => (w.info.rdns || w.info.uuid) === remembered) : undefined;
-    if (!entry) entry = wallets.length === 1 ? wallets[0] : await pickWallet(wallets);
+    if (!entry) {
+      const picked = wallets.length === 1 ? wallets[0] : await pickWallet(wallets, this.sandbox);
+      entry = picked === "sandbox" ? sandboxWallet(this.config, true) : picked;
+    }
     return this.useWallet(entry);
   }
 
@@ -68,7 +88,10 @@ export class App {
     const session = this.session();
     if (!session) return;
     const wallets = await discoverWallets();
-    const entry = wallets.find((w) => (w.info.rdns || w.info.uuid) === session.wallet);
+    const entry =
+      session.wallet === SANDBOX_RDNS
+        ? sandboxWallet(this.config, false)
+        : wallets.find((w) => (w.info.rdns || w.info.uuid) === session.wallet);
     if (!entry) return;
     const wallet = this.useWallet(entry);
     try {
@@ -108,8 +131,8 @@ export class App {
   // ---- sign-in -------------------------------------------------------------------------------------------------
 
   /** Sign-In with Ethereum: connect, check the network, sign the EIP-4361 message, keep the owner key for this tab. */
-  async signIn(): Promise<OwnerSession> {
-    const wallet = await this.chooseWallet(true);
+  async signIn(sandbox = false): Promise<OwnerSession> {
+    const wallet = await this.chooseWallet(true, sandbox);
     const address = getAddress(await wallet.connect());
     // Signed for the network the wallet is on when the service runs it, else for the first (the wallet switches).
     const on = await this.walletNetwork(wallet);
@@ -146,10 +169,10 @@ export class App {
   }
 
   /** Runs a sign-in from a button: problems are shown, a closed picker is not one. Resolves true when signed in. */
-  async signInFromButton(): Promise<boolean> {
+  async signInFromButton(sandbox = false): Promise<boolean> {
     this.clearAlerts();
     try {
-      await this.signIn();
+      await this.signIn(sandbox);
       return true;
     } catch (err) {
       if (!(err instanceof CancelledError)) this.report(err, "sign in");
@@ -168,7 +191,7 @@ export class App {
     if (err instanceof CancelledError) return { kind: "cancelled", title: "", detail: "" };
     const problem = describe(err, doing);
     if (problem.kind === "signed-out") this.renderAccount();
-    const actions: HTMLElement[] = [];
+    const actions: (HTMLElement | null)[] = [];
     if (problem.action === "sign-in") {
       actions.push(
         h(
@@ -184,6 +207,8 @@ export class App {
     } else if (problem.action === "reload") {
       actions.push(h("button", { type: "button", onclick: () => location.reload() }, "Reload the page"));
     }
+    // No wallet in a sandbox: its own test key, if the owner wants it.
+    if (problem.kind === "wallet-missing" && this.sandbox) actions.push(this.sandboxButton("Use a sandbox wallet instead"));
     const box = h(
       "div",
       { class: "problem", "data-kind": problem.kind },
@@ -266,6 +291,9 @@ export class App {
         h("strong", { "data-owner": session.ownerAddress }, shortAddress(session.ownerAddress)),
         ` with ${session.walletName}`,
       ),
+      session.wallet === SANDBOX_RDNS
+        ? h("span", { class: "badge warn", id: "sandbox-key", title: SANDBOX_NAME }, "Sandbox key: test money only")
+        : null,
       wrong,
       h(
         "button",
@@ -296,14 +324,37 @@ export class App {
           `Sign in with your wallet to see ${what}. Signing in costs nothing: your wallet signs a one-time message (Sign-In with Ethereum) and this tab keeps the resulting key until you close it.`,
         ),
         h(
-          "button",
-          { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) },
-          "Connect wallet and sign in",
+          "div",
+          { class: "actions" },
+          h(
+            "button",
+            { type: "button", class: "primary", onclick: () => this.signInFromButton().then((ok) => ok && location.reload()) },
+            "Connect wallet and sign in",
+          ),
+          this.sandboxButton(),
         ),
       ),
     );
   }
+
+  /** In a sandbox: sign in with the sandbox wallet (no browser wallet needed), with what it is said beside it. */
+  sandboxButton(label = "Use a sandbox wallet"): HTMLElement | null {
+    if (!this.sandbox) return null;
+    return h(
+      "div",
+      { class: "sandbox-choice" },
+      h(
+        "button",
+        { type: "button", class: "sandbox-sign-in", onclick: () => this.signInFromButton(true).then((ok) => ok && location.reload()) },
+        label,
+      ),
+      h("p", { class: "hint" }, SANDBOX_HINT),
+    );
+  }
 }
+
+const SANDBOX_HINT =
+  "Sandbox only: a new key is made in this page and kept in this tab until you close it. It signs without asking; never send it real funds.";
 
 function explorerLink(href: string, text: string, full: string): HTMLAnchorElement {
   return h(
@@ -314,11 +365,11 @@ function explorerLink(href: string, text: string, full: string): HTMLAnchorEleme
   );
 }
 
-/** The EIP-6963 choice: a modal dialog listing every wallet; Escape or Cancel closes it. */
-function pickWallet(wallets: WalletEntry[]): Promise<WalletEntry> {
+/** The EIP-6963 choice: a modal dialog listing every wallet (and the sandbox's); Escape or Cancel closes it. */
+function pickWallet(wallets: WalletEntry[], offerSandbox: boolean): Promise<WalletEntry | "sandbox"> {
   const dialog = byId<HTMLDialogElement>("wallet-picker");
   return new Promise((resolve, reject) => {
-    let chosen: WalletEntry | null = null;
+    let chosen: WalletEntry | "sandbox" | null = null;
     const close = () => dialog.close();
     replace(
       dialog,
@@ -347,6 +398,27 @@ function pickWallet(wallets: WalletEntry[]): Promise<WalletEntry> {
             ),
           ),
         ),
+        offerSandbox
+          ? h(
+              "li",
+              null,
+              h(
+                "button",
+                {
+                  type: "button",
+                  class: "wallet-option",
+                  "data-rdns": SANDBOX_RDNS,
+                  "aria-describedby": "sandbox-hint",
+                  onclick: () => {
+                    chosen = "sandbox";
+                    close();
+                  },
+                },
+                SANDBOX_NAME,
+              ),
+              h("p", { class: "hint", id: "sandbox-hint" }, SANDBOX_HINT),
+            )
+          : null,
       ),
       h("button", { type: "button", onclick: close }, "Cancel"),
     );

@@ -25,7 +25,10 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
   const H = 220;
   const pad = { left: 56, right: 12, top: 16, bottom: 36 };
   const highest = totals.reduce((m, d) => (d.units > m ? d.units : m), 0n);
-  const max = highest > budgetUnits ? highest : budgetUnits > 0n ? budgetUnits : 1n;
+  // Scaled to what was spent, so a day far below the budget still shows: the budget is drawn only when it is at most
+  // twice the highest day, and otherwise named above the scale.
+  const budgetShown = budgetUnits > 0n && (highest === 0n || budgetUnits <= 2n * highest);
+  const max = budgetShown && budgetUnits > highest ? budgetUnits : highest > 0n ? highest : 1n;
   const scale = (units: bigint) => (Number(units) / Number(max)) * (H - pad.top - pad.bottom);
   const slot = (W - pad.left - pad.right) / totals.length;
   const y0 = H - pad.bottom;
@@ -60,7 +63,7 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
           : null,
       ];
     }),
-    budgetUnits > 0n
+    budgetShown
       ? [
           svg("line", { x1: pad.left, x2: W - pad.right, y1: y0 - scale(budgetUnits), y2: y0 - scale(budgetUnits), class: "budget" }),
           svg(
@@ -69,7 +72,13 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
             `budget ${fromUnits(budgetUnits)}`,
           ),
         ]
-      : null,
+      : budgetUnits > 0n
+        ? svg(
+            "text",
+            { x: W - pad.right, y: pad.top - 4, class: "tick budget-label", "text-anchor": "end" },
+            `budget ${fromUnits(budgetUnits)} a day: above this scale`,
+          )
+        : null,
   );
   const table = h(
     "details",
@@ -109,7 +118,7 @@ export function spendChart(totals: DayTotal[], budgetUnits: bigint, caption: str
     "figure",
     { class: "chart-figure" },
     chart,
-    h("figcaption", null, caption, ". Bars: approved (settled) payments per day; line: today's daily budget."),
+    h("figcaption", null, caption, ". Bars: approved (settled) payments per day, scaled to the highest day; line: today's daily budget."),
     table,
   );
 }

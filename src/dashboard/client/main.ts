@@ -9,12 +9,14 @@ import { approvalsPage } from "./pages/approvals";
 import { homePage } from "./pages/home";
 import { ledgerPage } from "./pages/ledger";
 import { onboardingPage } from "./pages/onboarding";
+import { policyPage } from "./pages/policy";
 import { webhooksPage } from "./pages/webhooks";
 
 const PAGES: Record<string, (app: App, root: HTMLElement) => Promise<void> | void> = {
   "/": homePage,
   "/onboarding": onboardingPage,
   "/agents": agentsPage,
+  "/policy": policyPage,
   "/approvals": approvalsPage,
   "/ledger": ledgerPage,
   "/webhooks": webhooksPage,

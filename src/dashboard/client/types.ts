@@ -85,6 +85,8 @@ export interface LedgerItem {
   chainId: number;
   merchant: string;
   amount: string;
+  /** "maxAmount": a refusal before any price was known, `amount` is the agent's ceiling; else the seller's price. */
+  amountIs?: "price" | "maxAmount";
   currency: string;
   intent: string;
   status: string;

@@ -1,5 +1,5 @@
 /**
- * The owner dashboard: the pages (/, /onboarding, /agents, /approvals, /ledger, /webhooks), their bundled assets, and
+ * The owner dashboard: the pages (/, /onboarding, /agents, /policy, /approvals, /ledger, /webhooks), their bundled assets, and
  * two small public JSON answers the pages need before sign-in (the page config and an agent's public summary). Mounted
  * before the REST operations: a page path that is also an endpoint passes API requests on.
  */

@@ -65,7 +65,7 @@ export function channelsSection(app: App, a: AgentSummary, channels: ChannelView
       { class: "table-scroll", role: "region", tabindex: 0, "aria-labelledby": titleId },
       h(
         "table",
-        { class: "channels-table" },
+        { class: "channels-table cards" },
         h("caption", null, `Payment channels of ${a.label}: deposits held by sellers, spent by vouchers`),
         h(
           "thead",
@@ -100,11 +100,15 @@ function channelRow(app: App, a: AgentSummary, c: ChannelView, reload: () => Pro
     "tr",
     { "data-channel": c.channelId, "data-status": c.status },
     h("td", null, c.merchant, h("br"), h("span", { class: "muted small mono", title: c.channelId }, `${c.channelId.slice(0, 10)}…`)),
-    h("td", null, h("span", { class: open ? "badge ok" : "badge", "data-field": "status" }, c.status)),
-    h("td", { class: "num", "data-field": "deposited" }, usdc(c.deposited)),
-    h("td", { class: "num", "data-field": "charged" }, usdc(c.charged)),
-    h("td", { class: "num", "data-field": "held" }, usdc(c.held)),
-    h("td", { class: "num", "data-field": "claimed" }, c.claimed === null ? "unknown (chain not reachable)" : usdc(c.claimed)),
+    h("td", { "data-label": "Status" }, h("span", { class: open ? "badge ok" : "badge", "data-field": "status" }, c.status)),
+    h("td", { class: "num", "data-field": "deposited", "data-label": "Deposited" }, usdc(c.deposited)),
+    h("td", { class: "num", "data-field": "charged", "data-label": "Spent" }, usdc(c.charged)),
+    h("td", { class: "num", "data-field": "held", "data-label": "Held (refundable)" }, usdc(c.held)),
+    h(
+      "td",
+      { class: "num", "data-field": "claimed", "data-label": "Claimed by the seller" },
+      c.claimed === null ? "unknown (chain not reachable)" : usdc(c.claimed),
+    ),
     h(
       "td",
       { class: "decision" },

@@ -11,6 +11,7 @@ import { dateTime, h, replace, time } from "../dom";
 import { nowSeconds, setPausedData, syncChainClock, withdrawData } from "../typed";
 import type { AgentSummary, Balance, ChannelView, PolicyView } from "../types";
 import { channelsSection, heldLine, loadChannels } from "./agentChannels";
+import { fundForm } from "./agentFund";
 
 export async function agentsPage(app: App, root: HTMLElement): Promise<void> {
   if (!app.session()) {
@@ -110,7 +111,7 @@ function agentCard(
       "div",
       { class: "actions" },
       pauseButton,
-      policy?.deployed ? h("a", { href: `/onboarding?agent=${a.address}`, class: "button" }, `Change the policy of ${a.label}`) : null,
+      policy?.deployed ? h("a", { href: `/policy?agent=${a.address}`, class: "button" }, `Edit the policy of ${a.label}`) : null,
       h("a", { href: `/ledger?agent=${a.address}`, class: "button" }, `Ledger of ${a.label}`),
     ),
     policy?.deployed
@@ -122,6 +123,7 @@ function agentCard(
             : "The kill switch: your wallet signs SetPaused(true) and the contract blocks every further payment at once, even if the server were compromised.",
         )
       : null,
+    policy?.deployed ? fundForm(app, a, reload) : null,
     policy?.deployed ? channelsSection(app, a, channels, reload) : null,
     policy?.deployed ? withdrawForm(app, a, reload) : null,
   );

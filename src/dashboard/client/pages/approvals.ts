@@ -56,7 +56,8 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
   const empty = h("p", { id: "approvals-empty" }, "No payments are waiting for you.");
   const table = h(
     "table",
-    { id: "approvals-table", hidden: true },
+    // On a phone each request is a card (styles.css, table.cards), its decision at the bottom within the thumb's reach.
+    { id: "approvals-table", class: "cards", hidden: true },
     h("caption", null, "Payments above an agent's approval threshold. Approving pays the seller; denying closes the request."),
     h(
       "thead",
@@ -64,7 +65,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       h(
         "tr",
         null,
-        ["Requested", "Agent", "Intent", "Merchant", "Payee (signed)", "Amount", "Decision"].map((c) => h("th", { scope: "col" }, c)),
+        ["Payment", "Payee (signed)", "Agent", "Requested", "Decision"].map((c) => h("th", { scope: "col" }, c)),
       ),
     ),
     tbody,
@@ -119,7 +120,7 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     const a = agents.get(address);
     return h(
       "td",
-      null,
+      { "data-label": "Agent" },
       a ? a.label : shortAddress(address),
       h("br"),
       h("span", { class: "muted mono", title: address }, shortAddress(address)),
@@ -179,9 +180,8 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
     const standing = payeeStanding(item, policies.get(item.agentAddress));
     return h(
       "td",
-      { "data-field": "payee", "data-payee": standing.kind },
-      item.payTo ? h("code", { class: "mono", title: item.payTo }, item.payTo) : null,
-      h("br"),
+      { "data-field": "payee", "data-payee": standing.kind, "data-label": "Payee (signed)" },
+      item.payTo ? h("code", { class: "mono address", title: item.payTo }, item.payTo) : null,
       h("span", { class: standing.kind === "matches" ? "muted small" : "warn small" }, standing.text),
     );
   };
@@ -193,18 +193,23 @@ export async function approvalsPage(app: App, root: HTMLElement): Promise<void> 
       { "data-approval": item.id },
       h(
         "td",
-        null,
-        time(item.requestedAt, dateTime(item.requestedAt)),
-        h("br"),
-        h("span", { class: "muted", "data-field": "age" }, age(item.requestedAt)),
-        h("br"),
-        h("span", { class: "muted", "data-field": "expires" }, `expires ${until(item.expiresAt)}`),
+        { class: "payment" },
+        h("strong", { class: "amount" }, usdc(item.amount)),
+        " to ",
+        h("strong", null, item.merchant),
+        h("span", { class: "intent" }, item.intent),
+        h("span", { class: "muted small url" }, item.serviceUrl),
       ),
-      agentCell(item.agentAddress),
-      h("td", { class: "intent" }, item.intent),
-      h("td", null, item.merchant, h("br"), h("span", { class: "muted small" }, item.serviceUrl)),
       payeeCell(item),
-      h("td", { class: "num" }, usdc(item.amount)),
+      agentCell(item.agentAddress),
+      h(
+        "td",
+        { "data-label": "Requested" },
+        h("span", { class: "muted", "data-field": "age" }, age(item.requestedAt)),
+        ", ",
+        h("span", { class: "muted", "data-field": "expires" }, `expires ${until(item.expiresAt)}`),
+        h("span", { class: "small when" }, time(item.requestedAt, dateTime(item.requestedAt))),
+      ),
       h(
         "td",
         { class: "decision" },

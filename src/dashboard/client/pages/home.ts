@@ -22,6 +22,7 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
         { type: "button", class: "primary", onclick: () => app.signInFromButton().then((ok) => ok && location.reload()) },
         "Connect wallet and sign in",
       ),
+      app.sandboxButton(),
     );
     replace(root, overview, open);
     return;
@@ -75,7 +76,7 @@ export async function homePage(app: App, root: HTMLElement): Promise<void> {
                 ? h("a", { href: `/onboarding?agent=${a.address}` }, "set its spend policy")
                 : paused.has(a.address)
                   ? h("span", { class: "badge danger" }, "paused")
-                  : "policy active",
+                  : ["policy active · ", h("a", { href: `/policy?agent=${a.address}` }, "edit its policy")],
             ),
           ),
         )

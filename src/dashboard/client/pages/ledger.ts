@@ -139,7 +139,7 @@ export async function ledgerPage(app: App, root: HTMLElement): Promise<void> {
       tableWrap,
       h(
         "table",
-        { id: "ledger-table" },
+        { id: "ledger-table", class: "cards" },
         h("caption", null, "Payment attempts, newest first"),
         h(
           "thead",
@@ -272,19 +272,30 @@ function entryRow(app: App, t: LedgerItem, labels: Map<string, string>): HTMLTab
   return h(
     "tr",
     { "data-id": t.id, "data-status": t.status },
-    h("td", null, time(t.createdAt, dateTime(t.createdAt)), h("br"), h("span", { class: "muted small mono" }, t.id)),
-    h("td", null, labels.get(t.agentAddress) ?? shortAddress(t.agentAddress)),
-    h("td", null, t.merchant),
-    h("td", { class: "intent" }, t.intent),
-    h("td", { class: "num" }, usdc(t.amount)),
+    h("td", null, time(t.createdAt, dateTime(t.createdAt)), h("span", { class: "muted small mono txn" }, t.id)),
+    h("td", { "data-label": "Agent" }, labels.get(t.agentAddress) ?? shortAddress(t.agentAddress)),
+    h("td", { "data-label": "Merchant" }, t.merchant),
+    h("td", { class: "intent", "data-label": "Intent" }, t.intent),
+    amountCell(t),
     schemeCell(t),
     h(
       "td",
-      null,
+      { "data-label": "Status" },
       h("span", { class: `badge status-${t.status}`, "data-field": "status" }, t.status),
       t.reason ? [h("br"), h("span", { class: "muted small" }, t.reason)] : null,
     ),
-    h("td", null, onchain),
+    h("td", { "data-label": "On-chain" }, onchain),
+  );
+}
+
+/** A refusal's amount says what it is: the seller's price, or the agent's maxAmount when no price was known. */
+function amountCell(t: LedgerItem): HTMLTableCellElement {
+  const what =
+    t.amountIs === "maxAmount" ? "the agent's maxAmount (no price from the seller)" : t.status === "blocked" ? "the seller's price" : null;
+  return h(
+    "td",
+    { class: "num", "data-label": "Amount" },
+    h("span", { "data-field": "amount" }, usdc(t.amount), what ? [" ", h("span", { class: "muted small amount-is" }, what)] : null),
   );
 }
 
@@ -301,7 +312,7 @@ function schemeCell(t: LedgerItem): HTMLTableCellElement {
   }
   return h(
     "td",
-    { "data-scheme": scheme },
+    { "data-scheme": scheme, "data-label": "Scheme" },
     h("span", { class: "badge", "data-field": "scheme" }, scheme === "batch-settlement" ? "channel" : scheme),
     detail.length ? [h("br"), h("span", { class: "muted small", "data-field": "scheme-detail" }, detail.join("; "))] : null,
   );

@@ -160,9 +160,9 @@ export function remainingNow(p: PolicyView): HTMLElement | null {
       "tr",
       { "data-window": w.window },
       h("th", { scope: "row" }, w.window),
-      h("td", null, usdc(w.budget)),
-      h("td", null, usdc(w.spent)),
-      h("td", { "data-field": "remaining" }, usdc(w.remaining)),
+      h("td", { "data-label": "Budget" }, usdc(w.budget)),
+      h("td", { "data-label": "Spent" }, usdc(w.spent)),
+      h("td", { "data-field": "remaining", "data-label": "Remaining" }, usdc(w.remaining)),
       h("td", null, when(w.resetsAt)),
     ),
   );
@@ -173,7 +173,7 @@ export function remainingNow(p: PolicyView): HTMLElement | null {
     h("h3", { id: "policy-remaining-title" }, "What remains now"),
     h(
       "table",
-      null,
+      { class: "cards" },
       h(
         "thead",
         null,
