@@ -237,7 +237,9 @@ function readable(args: Result, decoder: EventFragment, data: string, topics: re
       return { ...json, type: json.type.replace(/^string/, "bytes"), components: p.components?.map(bytesFor) };
     };
     const lenient = EventFragment.from({
-      ...decoder,
+      type: "event",
+      name: decoder.name,
+      anonymous: decoder.anonymous,
       inputs: decoder.inputs.map((p) => ({ ...(bytesFor(p) as object), indexed: p.indexed })),
     });
     const raw = new Interface([lenient]).decodeEventLog(lenient, data, topics);

@@ -258,7 +258,7 @@ export async function deployFactoryContract(
       gasLimit: CREATE_MODULES_GAS,
     });
     await (await modules).wait(confirmations);
-    [schemes, updates, madeFor] = (await factory.modules()) as [string, string, string];
+    [schemes, updates, madeFor] = await factory.modules();
   }
   if (getAddress(madeFor) !== getAddress(usdc)) {
     throw new Error(`SpendPolicyFactory at ${deployed.address} has its modules made for USDC ${madeFor}, not ${usdc}: pass another salt`);
