@@ -107,7 +107,8 @@ describe("@spendgate/sdk: npm pack, installed in a temporary project, pays throu
   });
 
   it("packs a dependency-free package with its types, its bin and no sources", () => {
-    expect(statSync(tarball).size).to.be.below(64 * 1024);
+    // The owner CLI is one bundle with its libraries (ethers, the Merkle tree): about 195 KiB packed.
+    expect(statSync(tarball).size).to.be.below(256 * 1024);
     const manifest = JSON.parse(readFileSync(join(project, "node_modules", "@spendgate", "sdk", "package.json"), "utf8"));
     expect(manifest).to.include({ name: "@spendgate/sdk", main: "dist/index.js", types: "dist/index.d.ts" });
     expect(manifest.dependencies ?? {}).to.deep.equal({});
