@@ -15,6 +15,7 @@ const VALUED = new Set([
   "--daily",
   "--threshold",
   "--allow",
+  "--pin",
   "--cap",
   "--payee",
   "--signed-offer",
@@ -34,7 +35,7 @@ const VALUED = new Set([
   "--rpc",
   "--from-block",
 ]);
-const REPEATED = new Set(["--allow", "--cap", "--payee", "--signed-offer"]);
+const REPEATED = new Set(["--allow", "--pin", "--cap", "--payee", "--signed-offer"]);
 const SWITCHES = new Set(["--yes", "--print-typed-data", "--quiet", "--json", "--help"]);
 
 export interface Args {

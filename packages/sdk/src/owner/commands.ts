@@ -13,7 +13,7 @@ import {
 import { SpendGateClient } from "../client";
 import { configPath, type AgentConfig } from "../onboard";
 import type { AgentLimits, Approval } from "../types";
-import { type Args, usageError, value } from "./args";
+import { type Args, usageError, value, values } from "./args";
 import { builtPolicy, policyRequest, policySummary, setPolicyTyped } from "./policy";
 import { anonymousClient, ownerClient, saveSession } from "./session";
 import { ownerAddress, ownerWallet, signTyped, signingTime } from "./signer";
@@ -172,6 +172,15 @@ export async function policySet(r: Run): Promise<number> {
   const client = ownerClient(r.baseUrl, r.io.env);
   const req = policyRequest(r.a);
   const agent = r.a.positional[1] ?? req.agentAddress ?? (await agentArg(r, client, 1));
+  // --pin URL: the seller is asked (nothing paid) which payee it names; its host is allowed, paying only that payee.
+  for (const url of values(r.a, "--pin")) {
+    const q = await client.request<{ merchant: string; payTo: string }>("/merchants/quote", {
+      method: "POST",
+      body: { agentAddress: agent, url },
+    });
+    req.allowlist = [...req.allowlist, q.merchant];
+    req.payees = { ...req.payees, [q.merchant]: q.payTo };
+  }
   const built = builtPolicy(req);
   const { chainId, address, network } = await agentSummary(r.baseUrl, agent);
   const typed = setPolicyTyped(chainId, address, built, signingTime(r.a));

@@ -20,10 +20,12 @@ export const OWNER_USAGE = `Usage: spendgate owner <command> [--api URL] [option
   login                         sign in (SIWE): keeps an owner key in ~/.spendgate/owner.json (mode 0600)
   link [LINK | AGENT --code C]  link an agent to you (default: this machine's agent, ~/.spendgate/config.json)
   policy show [AGENT]           the policy as the server reports it (--json for all of GET /limits)
-  policy set [AGENT] (--per-tx N --daily N --threshold N [--allow HOST]... [--cap HOST=N]... [--payee HOST=0x…]...
+  policy set [AGENT] (--per-tx N --daily N --threshold N [--allow HOST]... [--pin SELLER_URL]... [--cap HOST=N]...
+             [--payee HOST=0x…]...
              [--signed-offer HOST]... [--hourly N --weekly N --monthly N --lifetime N --max-per-hour N
              --valid-until T --max-slippage-bps N --twap-seconds N --min-swap-rate N] | --file BODY.json) [--yes]
-                                sign and send a spend policy: shows what will be signed and asks first
+                                sign and send a spend policy: shows what will be signed and asks first;
+                                --pin allows a seller's host paying only the payee it names (POST /merchants/quote)
   approvals [AGENT]             payments waiting for you (--quiet: their ids only)
   approve ID | deny ID          sign your decision on one
   pause [AGENT] | resume [AGENT]  the kill switch, on-chain

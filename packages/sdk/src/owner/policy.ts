@@ -12,7 +12,7 @@ import { type Args, integer, pairs, usageError, value, values } from "./args";
 import type { Typed } from "./signer";
 
 /** A POST /limits body without its signature: what the owner asks for. */
-export type LimitsBody = PolicyRequest & { agentAddress?: string };
+export type LimitsBody = PolicyRequest & { agentAddress?: string; payees?: Record<string, string> };
 
 const FROM_FLAGS: [keyof PolicyRequest, string][] = [
   ["perTxLimit", "--per-tx"],
@@ -38,7 +38,7 @@ export function policyRequest(a: Args): LimitsBody {
     const { humanSignature: _s, timestamp: _t, ...rest } = body;
     return rest as unknown as LimitsBody;
   }
-  const req: Record<string, unknown> = { allowlist: values(a, "--allow") };
+  const req: Record<string, unknown> = { allowlist: values(a, "--allow") }; // and --pin's hosts (commands.ts)
   for (const [field, flag] of FROM_FLAGS) {
     const v = value(a, flag);
     if (v !== undefined) req[field] = v;
