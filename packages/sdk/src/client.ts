@@ -71,7 +71,7 @@ export class SpendGateClient {
    * POST /pay. Resolves with approved (200), pending (202: the owner decides) or blocked (422: never retry it). The
    * agent: `req.agentAddress`, else the client's, else the one the agent key names.
    */
-  pay(req: PayRequest, opts: PayOptions = {}): Promise<PayResult> {
+  async pay(req: PayRequest, opts: PayOptions = {}): Promise<PayResult> {
     for (const field of ["serviceUrl", "maxAmount", "intent"] as const)
       if (typeof req[field] !== "string" || !req[field]) throw invalid(`pay: ${field} is required`);
     const agentAddress = req.agentAddress ?? this.agentAddress;
@@ -95,7 +95,7 @@ export class SpendGateClient {
   }
 
   /** GET /ledger: one page of payments, newest first (default: this client's agent, 50 a page). */
-  ledger(query: LedgerQuery = {}): Promise<LedgerPage> {
+  async ledger(query: LedgerQuery = {}): Promise<LedgerPage> {
     const { address = this.agentAddress, ...rest } = query;
     return this.request<LedgerPage>("/ledger", { query: { address, ...rest } });
   }
@@ -106,24 +106,24 @@ export class SpendGateClient {
   }
 
   /** POST /approvals/:id/approve with the owner's signed decision: the payment settles. */
-  approve(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "approved" }> {
+  async approve(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "approved" }> {
     requireDecision("approve", approvalId, decision);
     return this.request(`/approvals/${encodeURIComponent(approvalId)}/approve`, { method: "POST", body: decision });
   }
 
   /** POST /approvals/:id/deny with the owner's signed decision. */
-  deny(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "denied" }> {
+  async deny(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "denied" }> {
     requireDecision("deny", approvalId, decision);
     return this.request(`/approvals/${encodeURIComponent(approvalId)}/deny`, { method: "POST", body: decision });
   }
 
   /** GET /wallet/balance of an agent (default: this client's). */
-  balance(address?: string): Promise<Record<string, unknown>> {
+  async balance(address?: string): Promise<Record<string, unknown>> {
     return this.request("/wallet/balance", { query: { address: address ?? this.requireAgent("balance") } });
   }
 
   /** GET /wallet/activation: the owner's activation link and code again (agent key, or its owner's). */
-  activation(address?: string): Promise<{ activationUrl: string; activationCode: string } & Record<string, unknown>> {
+  async activation(address?: string): Promise<{ activationUrl: string; activationCode: string } & Record<string, unknown>> {
     return this.request("/wallet/activation", { query: { address: address ?? this.requireAgent("activation") } });
   }
 
