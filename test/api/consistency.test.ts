@@ -66,7 +66,7 @@ describe("API consistency: POST /pay's agent, /agents/link's humanSignature, the
     };
     await refused(() => sg.limits());
     await refused(() => sg.balance());
-    await refused(() => sg.pay({ serviceUrl: "", maxAmount: "0.05", intent: "x" } as never));
+    await refused(() => sg.pay({ serviceUrl: "", maxAmount: "0.05", intent: "x" }));
     await refused(() => sg.approve("", { humanSignature: "0x00", timestamp: 1 }));
     await refused(() => sg.deny("apr_1", undefined as never));
     expect(requests).to.equal(0);

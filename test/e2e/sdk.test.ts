@@ -152,6 +152,17 @@ describe("@spendgate/sdk: npm pack, installed in a temporary project, pays throu
     expect(r.stdout).to.include(`${s.url}/onboarding?agent=${config.agentAddress}`);
   });
 
+  it("runs `npx spendgate owner verify` from the installed package: the policy read from the chain by the bundle alone", async () => {
+    const home = join(work, "home-owner");
+    mkdirSync(home);
+    const r = await run("npx", ["--no-install", "spendgate", "owner", "verify", agent.agentAddress, "--api", s.url], project, {
+      HOME: home,
+    });
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(r.stdout).to.include("Each payment at most 1 USDC; at most 5 USDC per UTC day.").and.include("127.0.0.1: no cap of its own");
+    expect(r.stdout).to.include("it matches").and.include("Not signed in");
+  });
+
   it("gives TypeScript the client's types (a discriminated PayResult), checked with the declarations", async () => {
     writeFileSync(join(project, "check.ts"), TYPES_CHECK);
     const tsc = require.resolve("typescript/bin/tsc");

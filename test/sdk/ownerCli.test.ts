@@ -17,6 +17,8 @@ import { buildSignedPolicy } from "../../src/policy/signedPolicy";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 
 const ROOT = join(__dirname, "..", "..");
+/** policy set's three required limits. */
+const limitFlags = (perTx: string, daily: string, threshold: string) => ["--per-tx", perTx, "--daily", daily, "--threshold", threshold];
 const run = promisify(execFile);
 
 describe("spendgate owner: the owner CLI against a running service", function () {
@@ -54,7 +56,7 @@ describe("spendgate owner: the owner CLI against a running service", function ()
     const link = await cli("link", `${s.url}${s.activationPath(agent)}`);
     expect(link.code, link.out.join("\n")).to.equal(0);
 
-    const flags = ["--per-tx", "1", "--daily", "5", "--threshold", "0.5", "--allow", "127.0.0.1,*.example.com", "--cap", "127.0.0.1=2"];
+    const flags = [...limitFlags("1", "5", "0.5"), "--allow", "127.0.0.1,*.example.com", "--cap", "127.0.0.1=2"];
     const payee = Wallet.createRandom().address;
     const declined = await cli("policy", "set", agent, ...flags, "--payee", `127.0.0.1=${payee}`);
     expect(declined.code).to.equal(1);
@@ -72,20 +74,7 @@ describe("spendgate owner: the owner CLI against a running service", function ()
   it("the published bundle's typed data is the service's SetPolicy, byte for byte, and any wallet's signature is accepted", async () => {
     await run(process.execPath, [join(ROOT, "packages", "sdk", "build.mjs")], { cwd: ROOT });
     const timestamp = Math.floor(Date.now() / 1000) + 5;
-    const policy = [
-      "--per-tx",
-      "0.75",
-      "--daily",
-      "3",
-      "--threshold",
-      "0.25",
-      "--allow",
-      "127.0.0.1",
-      "--hourly",
-      "1",
-      "--max-per-hour",
-      "9",
-    ];
+    const policy = [...limitFlags("0.75", "3", "0.25"), "--allow", "127.0.0.1", "--hourly", "1", "--max-per-hour", "9"];
     const printed = await run(
       process.execPath,
       [
@@ -151,12 +140,7 @@ describe("spendgate owner: the owner CLI against a running service", function ()
           "policy",
           "set",
           agent,
-          "--per-tx",
-          "1",
-          "--daily",
-          "5",
-          "--threshold",
-          "0.5",
+          ...limitFlags("1", "5", "0.5"),
           "--allow",
           "127.0.0.1",
           "--payee",
@@ -220,22 +204,7 @@ describe("spendgate owner: the owner CLI against a running service", function ()
       .to.include("--daily")
       .and.include("--threshold");
     const overlap = await err(
-      cli(
-        "policy",
-        "set",
-        agent,
-        "--per-tx",
-        "1",
-        "--daily",
-        "1",
-        "--threshold",
-        "1",
-        "--allow",
-        "*,a.example",
-        "--payee",
-        `a.example=${me.address}`,
-        "--yes",
-      ),
+      cli("policy", "set", agent, ...limitFlags("1", "1", "1"), "--allow", "*,a.example", "--payee", `a.example=${me.address}`, "--yes"),
     );
     expect(overlap).to.be.instanceOf(SpendGateError);
     expect((overlap as Error).message).to.include("also admits");

@@ -16,7 +16,7 @@ import type { AgentLimits, Approval } from "../types";
 import { type Args, usageError, value, values } from "./args";
 import { builtPolicy, policyRequest, policySummary, setPolicyTyped } from "./policy";
 import { anonymousClient, ownerClient, saveSession } from "./session";
-import { ownerAddress, ownerWallet, signTyped, signingTime } from "./signer";
+import { type Typed, ownerAddress, ownerWallet, signTyped, signingTime } from "./signer";
 import type { OwnerIo } from "./main";
 
 interface AgentSummary {
@@ -50,6 +50,10 @@ async function agentArg(r: Run, client: SpendGateClient, at = 0): Promise<string
 }
 
 const limitsOf = async (client: SpendGateClient, agent: string): Promise<AgentLimits> => client.limits(agent);
+
+/** The owner's signature of `message` in the agent's policy domain (its contract on its chain), or null once printed. */
+const signForAgent = (r: Run, chainId: number, agent: string, types: Typed["types"], message: Record<string, unknown>) =>
+  signTyped(r.a, ownerWallet(r.a, r.io.env), { domain: policyDomain(chainId, agent), types, message }, r.io);
 
 /** EIP-4361's message, as the dashboard signs it (viem's createSiweMessage there: the same lines). */
 function siweMessage(url: URL, address: string, chainId: number, nonce: string, now: Date): string {
@@ -238,12 +242,7 @@ export async function decide(r: Run, action: "approve" | "deny"): Promise<number
     timestamp: signingTime(r.a),
   };
   r.io.out(`${action === "approve" ? "Approving" : "Denying"} ${found.amount} USDC to ${found.merchant} (payee ${message.payTo}).`);
-  const humanSignature = await signTyped(
-    r.a,
-    ownerWallet(r.a, r.io.env),
-    { domain: policyDomain(chainId, address), types: APPROVAL_DECISION_TYPES, message },
-    r.io,
-  );
+  const humanSignature = await signForAgent(r, chainId, address, APPROVAL_DECISION_TYPES, message);
   if (!humanSignature) return 0;
   const decision = { humanSignature, timestamp: message.timestamp };
   const res = action === "approve" ? await client.approve(id, decision) : await client.deny(id, decision);
@@ -257,12 +256,7 @@ export async function setPaused(r: Run, paused: boolean): Promise<number> {
   const agent = await agentArg(r, client);
   const [{ chainId, address }, { epoch }] = await Promise.all([agentSummary(r.baseUrl, agent), limitsOf(client, agent)]);
   const message = { agent: address, paused, epoch, timestamp: signingTime(r.a) };
-  const humanSignature = await signTyped(
-    r.a,
-    ownerWallet(r.a, r.io.env),
-    { domain: policyDomain(chainId, address), types: SET_PAUSED_TYPES, message },
-    r.io,
-  );
+  const humanSignature = await signForAgent(r, chainId, address, SET_PAUSED_TYPES, message);
   if (!humanSignature) return 0;
   const res = await client.request<{ paused: boolean; txHash?: string }>(`/agents/${address}/pause`, {
     method: "POST",
@@ -307,12 +301,7 @@ export async function withdraw(r: Run): Promise<number> {
   }
   const message = { agent: address, token: tokenAddress, to: getAddress(to), amount: units, timestamp: signingTime(r.a) };
   r.io.out(`Withdrawing ${amount} ${token} from ${address} to ${message.to}.`);
-  const humanSignature = await signTyped(
-    r.a,
-    ownerWallet(r.a, r.io.env),
-    { domain: policyDomain(chainId, address), types: WITHDRAW_TYPES, message },
-    r.io,
-  );
+  const humanSignature = await signForAgent(r, chainId, address, WITHDRAW_TYPES, message);
   if (!humanSignature) return 0;
   const res = await client.request<{ txHash: string }>(`/agents/${address}/withdraw`, {
     method: "POST",

@@ -6,6 +6,7 @@
 import { Contract, Interface, JsonRpcProvider, getAddress, zeroPadValue, type Log, type Result } from "ethers";
 import ISpendPolicy from "../../../../artifacts/contracts/ISpendPolicy.sol/ISpendPolicy.json";
 import { fromBaseUnits } from "../../../../src/amounts";
+import { POLICY_NUMBERS as NUMBERS } from "../../../../src/audit/auditTypes";
 import type { SignedPolicyFields } from "../../../../src/chain/typedData";
 import { ANY_PAYEE, allowlistRoot } from "../../../../src/policy/allowlist";
 import { SpendGateError } from "../errors";
@@ -15,31 +16,8 @@ import { policySummary } from "./policy";
 import { anonymousClient, ownerClient } from "./session";
 
 const POLICY = new Interface(ISpendPolicy.abi);
-const NUMBERS = [
-  "perTxLimit",
-  "dailyBudget",
-  "approvalThreshold",
-  "hourlyBudget",
-  "weeklyBudget",
-  "monthlyBudget",
-  "lifetimeBudget",
-  "maxPaymentsPerHour",
-  "validUntil",
-  "maxSwapSlippageBps",
-  "swapTwapSeconds",
-  "minSwapRate",
-] as const;
-/** The amounts among them (USDC base units); the rest are counts, seconds and basis points. */
-const AMOUNTS = new Set([
-  "perTxLimit",
-  "dailyBudget",
-  "approvalThreshold",
-  "hourlyBudget",
-  "weeklyBudget",
-  "monthlyBudget",
-  "lifetimeBudget",
-  "minSwapRate",
-]);
+/** Counts, seconds and basis points among the policy's numbers; the others are USDC amounts (base units). */
+const NOT_AMOUNTS = new Set(["maxPaymentsPerHour", "validUntil", "maxSwapSlippageBps", "swapTwapSeconds"]);
 
 /** What the chain says of an agent, in GET /limits' terms, for the comparison. */
 export interface ChainView {
@@ -143,7 +121,7 @@ function asLimits(v: ChainView): Record<string, unknown> {
   const p = v.policy;
   const base = { ownerAddress: v.owner, epoch: v.epoch, paused: v.paused, deployed: true, allowlistRoot: v.allowlistRoot };
   if (!p) return base;
-  const number = (k: (typeof NUMBERS)[number]) => (AMOUNTS.has(k) ? fromBaseUnits(p[k]) : Number(p[k]));
+  const number = (k: (typeof NUMBERS)[number]) => (NOT_AMOUNTS.has(k) ? Number(p[k]) : fromBaseUnits(p[k]));
   return {
     ...base,
     ...Object.fromEntries(NUMBERS.map((k) => [k, number(k)])),
