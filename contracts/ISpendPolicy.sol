@@ -268,6 +268,10 @@ interface ISpendPolicy {
     /// @notice Allowlist entry `index` is empty, or not strictly after the one before it in byte order (entries are
     /// signed sorted, so each appears once).
     error SpendPolicyMerchantsNotSorted(uint256 index);
+    /// @notice Signed entry `index` is no normalised host name: "*", or a host ("*." before it for its subdomains) of
+    /// lower-case ASCII letters, digits, hyphens and dots, not ending in a dot. A wallet shows each entry as text: an
+    /// entry it could show as another's (an invisible or upper-case twin) could otherwise carry a payee of its own.
+    error SpendPolicyMerchantNotHostName(uint256 index);
     /// @notice Allowlist entry `anyPayeeIndex` (payee 0: any payee) admits entry `pinnedIndex`, which names a payee:
     /// the wildcard would let a payment under it pay anyone, undoing the pin.
     error SpendPolicyMerchantOverlap(uint256 anyPayeeIndex, uint256 pinnedIndex);

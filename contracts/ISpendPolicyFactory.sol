@@ -11,11 +11,13 @@ interface ISpendPolicyFactory {
     /// implementation's token and modules.
     event Configured(address implementation, address usdc, address schemes, address updates);
 
-    /// @notice configure was called already (the implementation is fixed).
+    /// @notice configure (or createModules) was called already: the implementation (or the schemes module) is fixed.
     error SpendPolicyFactoryConfigured(address implementation);
-    /// @notice configure's creation code is not SpendPolicy's as this factory was compiled with, or its constructor
-    /// reverted.
+    /// @notice A creation code given to configure or createModules is not the one this factory's address commits to,
+    /// or its constructor reverted.
     error SpendPolicyFactoryWrongImplementation();
+    /// @notice configure before createModules.
+    error SpendPolicyFactoryNoModules();
 
     /// @notice The agent (wallet and policy) address of signing key `signer`, deployed or not. With `boundOwner` 0 it
     /// is an open agent's (any owner may be deployed there: the service checks its own record of the link); otherwise

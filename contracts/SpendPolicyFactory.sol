@@ -22,8 +22,16 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
     /// @dev keccak256 of SpendPolicy's creation code, as this factory was compiled with: configure deploys exactly that
     /// code (its bytes come as calldata, since this factory's runtime code has no room for them).
     bytes32 private immutable _implementationCodeHash;
+    /// @dev keccak256 of SpendPolicySchemes' and SpendPolicyUpdates' creation codes (the modules every wallet runs by
+    /// delegatecall), given to the constructor: they are part of this factory's init code, so of its address. Their
+    /// own creation codes would not fit in it (EIP-3860's 48 KiB) beside SpendPolicy's.
+    bytes32 private immutable _schemesCodeHash;
+    bytes32 private immutable _updatesCodeHash;
     address private _implementation;
     address private _defaultOperator;
+    address private _schemes;
+    address private _updates;
+    address private _usdc;
 
     // ---------------------------------------------------------------- modifiers
     modifier onlyDefaultOperator() {
@@ -33,47 +41,62 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
 
     // ---------------------------------------------------------------- constructor
     /// @param initialOwner the factory's owner: configures it once, then sets the default operator
-    /// @dev Nothing chain-specific here: deployed through the deterministic deployer (CREATE2) with the same owner, the
-    /// factory has the same address on every network, and so (configure's first creation) has its implementation, and
-    /// so has every agent (signing key, and owner when bound) on every network its owner deploys it on.
-    constructor(address initialOwner) Ownable(initialOwner) {
+    /// @param schemesCodeHash keccak256 of SpendPolicySchemes' creation code (without constructor arguments)
+    /// @param updatesCodeHash keccak256 of SpendPolicyUpdates' creation code
+    /// @dev Nothing chain-specific here: deployed through the deterministic deployer (CREATE2) with the same arguments,
+    /// the factory has the same address on every network, and so (its first three creations) have its modules and its
+    /// implementation, and so has every agent (signing key, and owner when bound) on every network its owner deploys
+    /// it on. Every byte of code those agents run is fixed by that address: the owner of a factory at it, on a network
+    /// nobody configured yet, chooses only the network's token and swap contracts.
+    constructor(address initialOwner, bytes32 schemesCodeHash, bytes32 updatesCodeHash) Ownable(initialOwner) {
         _implementationCodeHash = keccak256(type(SpendPolicy).creationCode);
+        _schemesCodeHash = schemesCodeHash;
+        _updatesCodeHash = updatesCodeHash;
     }
 
     // ---------------------------------------------------------------- external
-    /// @notice Factory owner only, once: deploys the one SpendPolicy implementation with this network's contracts and
-    /// sets the default operator. Until then no agent can be deployed. The implementation is this factory's first
-    /// creation, so its address is the same on every network; its code is SpendPolicy's, checked against the hash this
-    /// factory computed from its own compiled copy (the owner chooses only the network's addresses).
+    /// @notice Factory owner only, once, before configure: creates the wallet's two modules, SpendPolicySchemes for
+    /// `usdc` (x402 channels and upto ceilings) and SpendPolicyUpdates (the owner's SetPolicy, the allowlist in clear),
+    /// from creation codes checked against the hashes this factory was deployed with. They are its first two
+    /// creations. (Apart from configure: together they pass the 16.8M gas cap of a transaction on some networks.)
+    /// @param schemesCode SpendPolicySchemes' creation code (without constructor arguments)
+    /// @param updatesCode SpendPolicyUpdates' creation code
+    /// @param usdc the EIP-3009 token the agents pay with (this network's USDC)
+    function createModules(bytes calldata schemesCode, bytes calldata updatesCode, address usdc) external onlyOwner {
+        if (_schemes != address(0)) revert SpendPolicyFactoryConfigured(_schemes);
+        if (usdc == address(0)) revert ISpendPolicy.SpendPolicyZeroAddress();
+        if (keccak256(schemesCode) != _schemesCodeHash || keccak256(updatesCode) != _updatesCodeHash) {
+            revert SpendPolicyFactoryWrongImplementation();
+        }
+        _schemes = _create(bytes.concat(schemesCode, abi.encode(usdc)));
+        _updates = _create(updatesCode);
+        _usdc = usdc;
+    }
+
+    /// @notice Factory owner only, once, after createModules: deploys the one SpendPolicy implementation with this
+    /// network's token, swap contracts and the modules createModules made, and sets the default operator. Until then
+    /// no agent can be deployed. The implementation is this factory's third creation, so its address is the same on
+    /// every network; its code is SpendPolicy's, checked against the hash this factory computed from its own compiled
+    /// copy (the owner chooses only the network's swap contracts, and the token in createModules).
     /// @param creationCode SpendPolicy's creation code (without constructor arguments)
     /// @param defaultOperator_ the service's relayer (one key, or an OperatorSet): deploys agents, becomes their operator
-    /// @param usdc the EIP-3009 token the agents pay with (this network's USDC)
     /// @param swapRouter SwapRouter02 of swaps before settlement (zero with the next two: no swaps)
     /// @param weth WETH9
     /// @param uniswapFactory the Uniswap v3 factory whose USDC/WETH 0.05% pool bounds the price
-    /// @param schemes SpendPolicySchemes deployed for `usdc` (x402 channels and upto ceilings; see SpendPolicy)
-    /// @param updates SpendPolicyUpdates (the owner's SetPolicy, the allowlist in clear)
     function configure(
         bytes calldata creationCode,
         address defaultOperator_,
-        address usdc,
         address swapRouter,
         address weth,
-        address uniswapFactory,
-        address schemes,
-        address updates
+        address uniswapFactory
     ) external onlyOwner {
         if (_implementation != address(0)) revert SpendPolicyFactoryConfigured(_implementation);
+        (address schemes, address updates, address usdc) = (_schemes, _updates, _usdc);
+        if (schemes == address(0)) revert SpendPolicyFactoryNoModules();
         if (keccak256(creationCode) != _implementationCodeHash) revert SpendPolicyFactoryWrongImplementation();
-        bytes memory initCode = bytes.concat(
-            creationCode,
-            abi.encode(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory), schemes, updates)
+        address implementation_ = _create(
+            bytes.concat(creationCode, abi.encode(usdc, ISpendPolicy.SwapConfig(swapRouter, weth, uniswapFactory), schemes, updates))
         );
-        address implementation_;
-        assembly ("memory-safe") {
-            implementation_ := create(0, add(initCode, 0x20), mload(initCode))
-        }
-        if (implementation_ == address(0)) revert SpendPolicyFactoryWrongImplementation();
         _implementation = implementation_;
         emit Configured(implementation_, usdc, schemes, updates);
         _setDefaultOperator(defaultOperator_);
@@ -133,6 +156,11 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
         return _implementation;
     }
 
+    /// @notice The modules createModules made (zero before) and the token they were made for.
+    function modules() external view returns (address schemes, address updates, address usdc) {
+        return (_schemes, _updates, _usdc);
+    }
+
     /// @inheritdoc ISpendPolicyFactory
     function isValidSignatureNow(address signer, bytes32 hash, bytes calldata signature) external view returns (bool) {
         return SignatureChecker.isValidSignatureNowCalldata(signer, hash, signature);
@@ -161,6 +189,14 @@ contract SpendPolicyFactory is ISpendPolicyFactory, Ownable {
                 revert(ptr, returndatasize())
             }
         }
+    }
+
+    /// @dev CREATE of `initCode`; a constructor that reverts is a wrong code.
+    function _create(bytes memory initCode) private returns (address created) {
+        assembly ("memory-safe") {
+            created := create(0, add(initCode, 0x20), mload(initCode))
+        }
+        if (created == address(0)) revert SpendPolicyFactoryWrongImplementation();
     }
 
     /// @dev Before configure the default operator is 0, which no caller is: nothing can be deployed.

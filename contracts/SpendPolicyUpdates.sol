@@ -158,6 +158,7 @@ contract SpendPolicyUpdates is SpendPolicyModule {
         bytes32[] memory leaves
     ) private pure returns (bytes memory encoded, uint256 status) {
         bytes32 typehash = MERCHANT_TYPEHASH;
+        bytes4 notHostSelector = SpendPolicyMerchantNotHostName.selector;
         assembly ("memory-safe") {
             /// Whether bytes [b, b + bLen) sort strictly after [a, a + aLen) (a proper prefix sorts first).
             function after_(a, aLen, b, bLen) -> yes {
@@ -237,6 +238,60 @@ contract SpendPolicyUpdates is SpendPolicyModule {
                     }
                 }
             }
+            /// Whether the `len` bytes at `p` are no normalised host name: "*", or "*." and a host, or a host; a host is
+            /// lower-case ASCII letters, digits, '-' and '.', not ending in '.'. 32 bytes a step: a byte b (below 0x80)
+            /// is in [lo, hi] when the high bits of (b | 0x80) - lo and (hi | 0x80) - b are both set, with no borrow
+            /// between bytes.
+            function notHost(p, len) -> bad {
+                let start := 0
+                if eq(byte(0, mload(p)), 0x2a) {
+                    if eq(len, 1) {
+                        leave
+                    }
+                    start := 2
+                    if iszero(eq(byte(1, mload(p)), 0x2e)) {
+                        bad := 1
+                        leave
+                    }
+                }
+                if iszero(gt(len, start)) {
+                    bad := 1
+                    leave
+                }
+                if eq(byte(0, mload(add(p, sub(len, 1)))), 0x2e) {
+                    bad := 1
+                    leave
+                }
+                for {
+                    let k := start
+                } lt(k, len) {
+                    k := add(k, 0x20)
+                } {
+                    let w := mload(add(p, k))
+                    let rest := sub(len, k)
+                    if lt(rest, 0x20) {
+                        // The bytes past the entry read as 'a'.
+                        let keep := not(sub(shl(shl(3, sub(0x20, rest)), 1), 1))
+                        w := or(and(w, keep), and(not(keep), 0x6161616161616161616161616161616161616161616161616161616161616161))
+                    }
+                    if and(w, 0x8080808080808080808080808080808080808080808080808080808080808080) {
+                        bad := 1
+                        leave
+                    }
+                    let x := or(w, 0x8080808080808080808080808080808080808080808080808080808080808080)
+                    let ok := or(
+                        or(
+                            and(sub(x, 0x6161616161616161616161616161616161616161616161616161616161616161), sub(0xfafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa, w)), // a-z
+                            and(sub(x, 0x3030303030303030303030303030303030303030303030303030303030303030), sub(0xb9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9, w)) // 0-9
+                        ),
+                        and(sub(x, 0x2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d), sub(0xaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeaeae, w)) // '-', '.'
+                    )
+                    if iszero(eq(and(ok, 0x8080808080808080808080808080808080808080808080808080808080808080), 0x8080808080808080808080808080808080808080808080808080808080808080)) {
+                        bad := 1
+                        leave
+                    }
+                }
+            }
             encoded := mload(0x40)
             mstore(add(encoded, 0x20), merchants.length)
             let tail := add(add(encoded, 0x40), shl(5, merchants.length))
@@ -249,6 +304,11 @@ contract SpendPolicyUpdates is SpendPolicyModule {
                 mstore(add(add(encoded, 0x40), shl(5, i)), sub(tail, add(encoded, 0x40)))
                 let len, padded := put(add(merchants.offset, calldataload(add(merchants.offset, shl(5, i)))), tail)
                 status := or(status, check(tail, len))
+                if notHost(add(tail, 0xa0), len) {
+                    mstore(0x00, notHostSelector)
+                    mstore(0x04, i)
+                    revert(0x00, 0x24)
+                }
                 if iszero(and(status, 0xff)) {
                     if or(iszero(len), and(gt(prev, 0), iszero(after_(add(prev, 0x20), mload(prev), add(tail, 0xa0), len)))) {
                         status := or(status, add(i, 1))

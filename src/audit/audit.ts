@@ -11,7 +11,7 @@ import { ZeroAddress, getAddress, zeroPadValue, type Log, type Provider } from "
 import { WETH_ADDRESS } from "../chain/addresses";
 import { eventTopic, parseEvent } from "../chain/contracts";
 import { BlockReason, reasonName } from "../chain/reasons";
-import { allowlistRoot } from "../policy/allowlist";
+import { allowlistRoot, normalizeHost } from "../policy/allowlist";
 import { ADDRESS_CHUNK, auditOperatorSets, day, logsOf, order } from "./auditLogs";
 import { auditOutflows, auditSettlements, emptyExplanations, type TxExplanations } from "./auditOutflows";
 import { replayRules } from "./auditRules";
@@ -137,6 +137,14 @@ export async function auditFromLogs(
       depositCollectors: new Set((opts.x402?.depositCollectors ?? [X402_CONTRACTS.erc3009DepositCollector]).map((x) => getAddress(x))),
     },
   );
+  // The service names a merchant by its normalised host name; the contracts take any bytes (not UTF-8 reads as U+FFFD).
+  const hostName = (agent: string, merchant: string, paymentId: string, txHash: string) => {
+    if (normalizeHost(merchant) !== merchant) {
+      report.inconsistencies.push(
+        `${agent}: payment ${paymentId} in ${txHash} names merchant ${JSON.stringify(merchant)}, which is no host name`,
+      );
+    }
+  };
   for (const log of [...agentLogs].sort(order)) {
     const a = report.agents[getAddress(log.address)];
     const e = parseEvent("SpendPolicy", log);
@@ -284,6 +292,7 @@ export async function auditFromLogs(
         break;
       }
       case "PaymentBlocked":
+        hostName(a.agent, e.args.merchant, e.args.paymentId, log.transactionHash);
         // Reason 13 comes from swapForPayment for an authorised payment (PaymentReleased follows): same merchant.
         if (Number(e.args.reason) === BlockReason.SwapSlippageExceeded) {
           const p = byId.get(`${a.agent}|${e.args.paymentId}`);
@@ -322,6 +331,7 @@ export async function auditFromLogs(
         break;
       }
       case "PaymentAuthorized": {
+        hostName(a.agent, e.args.merchant, e.args.paymentId, log.transactionHash);
         if (voided.has(`${a.agent}|${e.args.paymentId}`))
           report.inconsistencies.push(`${a.agent}: PaymentAuthorized of voided payment ${e.args.paymentId}`);
         const approval = pendingApproval.get(`${a.agent}|${e.args.paymentId}`);

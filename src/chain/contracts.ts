@@ -6,13 +6,17 @@
 import {
   Contract,
   EventFragment,
+  Indexed,
   Interface,
+  Result,
+  Utf8ErrorFuncs,
+  toUtf8String,
   type BaseContract,
+  type ParamType,
   type ContractRunner,
   type FunctionFragment,
   type InterfaceAbi,
   type Log,
-  type Result,
 } from "ethers";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -214,7 +218,51 @@ export function parseLog(
   if (!found) return null;
   const topics = log.topics.slice(1);
   const args = decodeEvent(found.decoder.inputs, log.data, topics) ?? iface.decodeEventLog(found.decoder, log.data, topics);
-  return { name: found.fragment.name, fragment: found.fragment, args };
+  return { name: found.fragment.name, fragment: found.fragment, args: readable(args, found.decoder, log.data, topics) };
+}
+
+/**
+ * `args`, or, where reading them would throw (ethers defers a string that is not UTF-8 to the moment it is read), the
+ * same log decoded with every string read leniently: an invalid sequence becomes U+FFFD. The contracts take any bytes
+ * as a merchant name (the operator's choice), and one such log must not stop the indexer or the audit: they must read
+ * past it; the audit reports a merchant that is no host name.
+ */
+function readable(args: Result, decoder: EventFragment, data: string, topics: readonly string[]): Result {
+  try {
+    args.toArray(true);
+    return args;
+  } catch {
+    const bytesFor = (p: ParamType): unknown => {
+      const json = JSON.parse(p.format("json")) as { type: string; components?: unknown[] };
+      return { ...json, type: json.type.replace(/^string/, "bytes"), components: p.components?.map(bytesFor) };
+    };
+    const lenient = EventFragment.from({
+      ...decoder,
+      inputs: decoder.inputs.map((p) => ({ ...(bytesFor(p) as object), indexed: p.indexed })),
+    });
+    const raw = new Interface([lenient]).decodeEventLog(lenient, data, topics);
+    return textOf(raw, decoder.inputs) as Result;
+  }
+}
+
+/** `value` decoded with strings as bytes, read back as the types `params` say (strings leniently). */
+function textOf(value: unknown, params: readonly ParamType[] | ParamType): unknown {
+  if (Array.isArray(params)) {
+    const items = (value as Result).map((v: unknown, i) => textOf(v, (params as readonly ParamType[])[i]));
+    return Result.fromItems(
+      items,
+      (params as readonly ParamType[]).map((p) => p.name || null),
+    );
+  }
+  const p = params as ParamType;
+  if (Indexed.isIndexed(value)) return value; // a hashed indexed value
+  if (p.baseType === "string") return toUtf8String(value as string, Utf8ErrorFuncs.replace);
+  if (p.baseType === "tuple") return textOf(value, p.components ?? []);
+  if (p.baseType === "array" && p.arrayChildren) {
+    const child = p.arrayChildren;
+    return Result.fromItems((value as Result).map((v: unknown) => textOf(v, child)));
+  }
+  return value;
 }
 
 /** Decodes a log of contract `name`, typed by event name; null when it is none of its events. */

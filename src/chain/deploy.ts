@@ -36,9 +36,9 @@ export interface DeploymentRecord {
     owner: string;
     /** The OperatorSet below: every instance key in it relays for every agent. */
     defaultOperator: string;
-    /** Its one argument: the deployer, who configures it (then hands it to `owner`). Through the deterministic
-     * deployment proxy with `salt`, so the same deployer and salt give the same factory on every network. */
-    constructorArgs: [configurer: string];
+    /** The deployer, who configures it (then hands it to `owner`), and its modules' code hashes. Through the
+     * deterministic deployment proxy with `salt`, so the same deployer and salt give the same factory on every network. */
+    constructorArgs: FactoryArgs;
     salt: string;
   };
   /** The instances' operator keys (OperatorSet; its owner adds and removes members, each change an event). */
@@ -51,9 +51,9 @@ export interface DeploymentRecord {
     constructorArgs: [owner: string, members: string[]];
   };
   /**
-   * The one SpendPolicy implementation every agent's clone delegates to (the factory's first creation, by configure),
+   * The one SpendPolicy implementation every agent's clone delegates to (the factory's third creation, by configure),
    * with its swap configuration (SwapRouter02, WETH, Uniswap v3 factory; all zero where the network has no Uniswap)
-   * and its two modules (SpendPolicySchemes for `usdc`, SpendPolicyUpdates).
+   * and its two modules (SpendPolicySchemes for `usdc`, SpendPolicyUpdates; the factory's first two, by createModules).
    */
   implementation: {
     address: string;
@@ -108,6 +108,18 @@ export async function abiHash(hre: HardhatRuntimeEnvironment): Promise<string> {
   return keccak256(toUtf8Bytes(JSON.stringify({ SpendPolicyFactory: factory.abi, SpendPolicy: policy.abi })));
 }
 
+/** Deploys `initCode` with a plain CREATE and waits for `confirmations`. */
+async function deployPlainCode(
+  deployer: Signer,
+  initCode: string,
+  confirmations: number,
+): Promise<{ address: string; txHash: string; block: number }> {
+  const tx = await deployer.sendTransaction({ data: initCode });
+  const receipt = await tx.wait(confirmations);
+  if (!receipt?.contractAddress || receipt.status !== 1) throw new Error(`deployment failed (tx ${tx.hash})`);
+  return { address: receipt.contractAddress, txHash: tx.hash, block: receipt.blockNumber };
+}
+
 /** Deploys a contract of `name` with `args` from `deployer` and waits for `confirmations`; answers its address. */
 async function deployPlain(
   hre: HardhatRuntimeEnvironment,
@@ -145,16 +157,6 @@ export function swapConfigOf(u: { swapRouter02: string; weth: string; factory: s
   return u ? [u.swapRouter02, u.weth, u.factory] : NO_SWAPS;
 }
 
-/** Deploys SpendPolicySchemes(usdc) (the wallet's x402 channel and upto code) and waits for `confirmations`. */
-export async function deploySchemesContract(
-  hre: HardhatRuntimeEnvironment,
-  deployer: Signer,
-  usdc: string,
-  confirmations = 1,
-): Promise<string> {
-  return (await deployPlain(hre, deployer, "SpendPolicySchemes", [usdc], confirmations)).address;
-}
-
 /**
  * Deploys `initCode` through the deterministic deployment proxy with `salt` (CREATE2: the same address on every
  * network for the same code and salt) and waits for `confirmations`. Where that address holds code already (the same
@@ -185,21 +187,37 @@ export async function deployDeterministic(
   return { address, txHash: tx.hash, block: receipt.blockNumber };
 }
 
-/** The gas limit of SpendPolicyFactory.configure (it uses about 5.9M with swaps, 5.0M without). */
+/**
+ * Gas limits of SpendPolicyFactory.createModules (about 8M: two modules' code) and configure (about 5.9M with swaps,
+ * 5.0M without). Hardhat's estimate of nested creations is about three times the use, past the 16.8M cap of a
+ * transaction.
+ */
+const CREATE_MODULES_GAS = 12_000_000n;
 const CONFIGURE_GAS = 10_000_000n;
 
-/** The salt of the factory's deterministic deployment: one factory per deployer (its only constructor argument). */
+/** The salt of the factory's deterministic deployment: one factory per deployer (and compiled modules). */
 export const FACTORY_SALT = ZeroHash;
 
 /** Hardhat's own networks: the deployment proxy is placed there with hardhat_setCode. */
 const LOCAL_NETWORKS = ["hardhat", "localhost"];
 
+/** SpendPolicyFactory's constructor arguments: the configurer and the modules' code hashes (its address commits to them). */
+export async function factoryArgs(hre: HardhatRuntimeEnvironment, configurer: string): Promise<FactoryArgs> {
+  const [schemes, updates] = await Promise.all(
+    ["SpendPolicySchemes", "SpendPolicyUpdates"].map((name) => hre.artifacts.readArtifact(name)),
+  );
+  return [configurer, keccak256(schemes.bytecode), keccak256(updates.bytecode)];
+}
+
+type FactoryArgs = [configurer: string, schemesCodeHash: string, updatesCodeHash: string];
+
 /**
- * Deploys SpendPolicySchemes(usdc) and SpendPolicyUpdates (the wallet's modules), then SpendPolicyFactory(deployer)
- * and configures it (its implementation with `usdc`, `swap` and the modules; `operator` as default operator), then
- * hands it to `owner` when that is another account. With `salt` the factory goes through the deterministic deployment
- * proxy: the same deployer and salt give the same factory address, implementation address and agent addresses on
- * every network. Without it (tests that need several factories on one chain), a plain deployment.
+ * Deploys SpendPolicyFactory(deployer, the modules' code hashes), has it create the wallet's modules
+ * (SpendPolicySchemes for `usdc`, SpendPolicyUpdates) and configure its implementation (with `swap`; `operator` as
+ * default operator), then hands it to `owner` when that is another account. With `salt` the factory goes through the
+ * deterministic deployment proxy: the same deployer and salt give the same factory, module, implementation and agent
+ * addresses on every network. Without it (tests that need several factories on one chain), a plain deployment. A
+ * deployment cut short between its steps is taken up where it stopped.
  */
 export async function deployFactoryContract(
   hre: HardhatRuntimeEnvironment,
@@ -210,33 +228,44 @@ export async function deployFactoryContract(
   confirmations = 1,
   swap: SwapConfig = NO_SWAPS,
   salt?: string,
-): Promise<{ address: string; txHash: string | null; block: number | null; implementation: string; schemes: string; updates: string }> {
-  const schemes = await deploySchemesContract(hre, deployer, usdc, confirmations);
-  const updates = (await deployPlain(hre, deployer, "SpendPolicyUpdates", [], confirmations)).address;
+): Promise<{
+  address: string;
+  txHash: string | null;
+  block: number | null;
+  implementation: string;
+  schemes: string;
+  updates: string;
+  constructorArgs: FactoryArgs;
+}> {
   const configurer = getAddress(await deployer.getAddress());
-  const artifact = await hre.artifacts.readArtifact("SpendPolicyFactory");
+  const args = await factoryArgs(hre, configurer);
+  const { bytecode } = await hre.artifacts.readArtifact("SpendPolicyFactory");
+  const initCode = concat([bytecode, AbiCoder.defaultAbiCoder().encode(["address", "bytes32", "bytes32"], args)]);
   const deployed =
     salt === undefined
-      ? await deployPlain(hre, deployer, "SpendPolicyFactory", [configurer], confirmations)
-      : await deployDeterministic(
-          hre,
-          deployer,
-          concat([artifact.bytecode, AbiCoder.defaultAbiCoder().encode(["address"], [configurer])]),
-          salt,
-          confirmations,
-        );
+      ? await deployPlainCode(deployer, initCode, confirmations)
+      : await deployDeterministic(hre, deployer, initCode, salt, confirmations);
   const factory = bind("SpendPolicyFactory", deployed.address, deployer);
-  const { bytecode: creationCode } = await hre.artifacts.readArtifact("SpendPolicy");
   if ((await factory.implementation()) !== ZeroAddress) {
     throw new Error(
       `SpendPolicyFactory at ${deployed.address} is configured already (deployed before with this salt): pass another salt (FACTORY_SALT) for another factory`,
     );
   }
-  // About 6M gas with swaps (the implementation and its SwapBound); Hardhat's estimate of the nested creations is three
-  // times that, past the 16.8M cap of a transaction.
-  await (await factory.configure(creationCode, operator, usdc, ...swap, schemes, updates, { gasLimit: CONFIGURE_GAS })).wait(confirmations);
+  const code = async (name: string) => (await hre.artifacts.readArtifact(name)).bytecode;
+  let [schemes, updates, madeFor] = (await factory.modules()) as [string, string, string];
+  if (schemes === ZeroAddress) {
+    const modules = factory.createModules(await code("SpendPolicySchemes"), await code("SpendPolicyUpdates"), usdc, {
+      gasLimit: CREATE_MODULES_GAS,
+    });
+    await (await modules).wait(confirmations);
+    [schemes, updates, madeFor] = (await factory.modules()) as [string, string, string];
+  }
+  if (getAddress(madeFor) !== getAddress(usdc)) {
+    throw new Error(`SpendPolicyFactory at ${deployed.address} has its modules made for USDC ${madeFor}, not ${usdc}: pass another salt`);
+  }
+  await (await factory.configure(await code("SpendPolicy"), operator, ...swap, { gasLimit: CONFIGURE_GAS })).wait(confirmations);
   if (getAddress(owner) !== configurer) await (await factory.transferOwnership(owner)).wait(confirmations);
-  return { ...deployed, implementation: await factory.implementation(), schemes, updates };
+  return { ...deployed, implementation: await factory.implementation(), schemes, updates, constructorArgs: args };
 }
 
 /** The record of `network` in `dir`, if any. */
@@ -345,7 +374,7 @@ export async function deployFactory(hre: HardhatRuntimeEnvironment, opts: Deploy
       deployer: deployerAddress,
       owner,
       defaultOperator: operator,
-      constructorArgs: [deployerAddress],
+      constructorArgs: deployed.constructorArgs,
       salt,
     },
     implementation: {

@@ -1,8 +1,17 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { DEFAULT_POLICY, deployTestFactory, nextTimestamp, policyTuple, signSetPolicy, usdc } from "../helpers/policyFixture";
-import { FACTORY_SALT, NO_SWAPS, deployFactoryContract } from "../../src/chain/deploy";
+import {
+  DEFAULT_POLICY,
+  creationCode,
+  deployBareFactory,
+  deployTestFactory,
+  nextTimestamp,
+  policyTuple,
+  signSetPolicy,
+  usdc,
+} from "../helpers/policyFixture";
+import { FACTORY_SALT, NO_SWAPS, deployFactoryContract, factoryArgs } from "../../src/chain/deploy";
 import { DETERMINISTIC_DEPLOYER } from "../../src/chain/addresses";
 import { allowlistRoot } from "../../src/policy/allowlist";
 
@@ -160,16 +169,14 @@ describe("SpendPolicyFactory", function () {
     expect(await (await policyAt(s2.predicted)).operator()).to.equal(newOperator.address);
   });
 
-  it("is configured once, by its owner, with SpendPolicy's own code: until then nothing can be deployed", async function () {
+  it("is configured once, by its owner, with SpendPolicy's own code and the modules its address commits to: until then nothing can be deployed", async function () {
     const { token, deployer, operator, other, owner } = await loadFixture(factoryFixture);
-    const bare = await ethers.deployContract("SpendPolicyFactory", [deployer.address]);
-    const { bytecode } = await hre.artifacts.readArtifact("SpendPolicy");
-    const { bytecode: other1271 } = await hre.artifacts.readArtifact("ERC1271Wallet");
-    const modules = [
-      await (await ethers.deployContract("SpendPolicySchemes", [await token.getAddress()])).getAddress(),
-      await (await ethers.deployContract("SpendPolicyUpdates")).getAddress(),
-    ] as const;
-    const args = [operator.address, await token.getAddress(), ...NO_SWAPS, ...modules] as const;
+    const usdc = await token.getAddress();
+    const bare = await deployBareFactory(deployer);
+    const [bytecode, schemesCode, updatesCode, other1271] = await Promise.all(
+      ["SpendPolicy", "SpendPolicySchemes", "SpendPolicyUpdates", "ERC1271Wallet"].map(creationCode),
+    );
+    const args = [operator.address, ...NO_SWAPS] as const;
     const signer = ethers.Wallet.createRandom().address;
     const predicted = await bare.predictAgent(signer, ethers.ZeroAddress);
     const timestamp = await nextTimestamp();
@@ -177,13 +184,38 @@ describe("SpendPolicyFactory", function () {
     await expect(bare.connect(operator).deployAgent(signer, owner.address, false, DEFAULT_POLICY, timestamp, signature))
       .to.be.revertedWithCustomError(bare, "SpendPolicyUnauthorizedDeployer")
       .withArgs(operator.address);
+    await expect(bare.configure(bytecode, ...args)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryNoModules");
+    // The modules: their owner's call alone, and no code but the compiled modules' (the factory's address commits to them).
+    await expect(bare.connect(other).createModules(schemesCode, updatesCode, usdc)).to.be.revertedWithCustomError(
+      bare,
+      "OwnableUnauthorizedAccount",
+    );
+    await expect(bare.createModules(other1271, updatesCode, usdc)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyFactoryWrongImplementation",
+    );
+    await expect(bare.createModules(schemesCode, other1271, usdc)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyFactoryWrongImplementation",
+    );
+    await expect(bare.createModules(schemesCode, updatesCode, ethers.ZeroAddress)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyZeroAddress",
+    );
+    await (await bare.createModules(schemesCode, updatesCode, usdc)).wait();
+    const from = await bare.getAddress();
+    const [schemes, updates] = [1, 2].map((nonce) => ethers.getCreateAddress({ from, nonce }));
+    expect([...(await bare.modules())]).to.deep.equal([schemes, updates, usdc]);
+    await expect(bare.createModules(schemesCode, updatesCode, usdc))
+      .to.be.revertedWithCustomError(bare, "SpendPolicyFactoryConfigured")
+      .withArgs(schemes);
     await expect(bare.connect(other).configure(bytecode, ...args)).to.be.revertedWithCustomError(bare, "OwnableUnauthorizedAccount");
     // Any other code is refused, so the implementation is what the factory's own source says, on every network.
     await expect(bare.configure(other1271, ...args)).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
-    const expected = ethers.getCreateAddress({ from: await bare.getAddress(), nonce: 1 });
+    const expected = ethers.getCreateAddress({ from, nonce: 3 });
     await expect(bare.configure(bytecode, ...args))
       .to.emit(bare, "Configured")
-      .withArgs(expected, await token.getAddress(), ...modules);
+      .withArgs(expected, usdc, schemes, updates);
     expect(await bare.implementation()).to.equal(expected);
     await expect(bare.configure(bytecode, ...args))
       .to.be.revertedWithCustomError(bare, "SpendPolicyFactoryConfigured")
@@ -195,10 +227,13 @@ describe("SpendPolicyFactory", function () {
     const usdcAddress = await token.getAddress();
     const deployed = await deployFactoryContract(hre, deployer, owner.address, operator.address, usdcAddress, 1, NO_SWAPS, FACTORY_SALT);
     const { bytecode } = await hre.artifacts.readArtifact("SpendPolicyFactory");
-    const initCode = ethers.concat([bytecode, ethers.AbiCoder.defaultAbiCoder().encode(["address"], [deployer.address])]);
-    // Nothing of this network (its USDC, its operator, the modules) enters the factory's address or the implementation's.
+    const args = await factoryArgs(hre, deployer.address);
+    const initCode = ethers.concat([bytecode, ethers.AbiCoder.defaultAbiCoder().encode(["address", "bytes32", "bytes32"], args)]);
+    // Nothing of this network (its USDC, its operator) enters the factory's address, the modules' or the implementation's;
+    // the modules' code does.
     expect(deployed.address).to.equal(ethers.getCreate2Address(DETERMINISTIC_DEPLOYER.address, FACTORY_SALT, ethers.keccak256(initCode)));
-    expect(deployed.implementation).to.equal(ethers.getCreateAddress({ from: deployed.address, nonce: 1 }));
+    const [schemes, updates, implementation] = [1, 2, 3].map((nonce) => ethers.getCreateAddress({ from: deployed.address, nonce }));
+    expect([deployed.schemes, deployed.updates, deployed.implementation]).to.deep.equal([schemes, updates, implementation]);
     const factory = await ethers.getContractAt("SpendPolicyFactory", deployed.address);
     expect(await factory.owner()).to.equal(owner.address);
     expect(await factory.defaultOperator()).to.equal(operator.address);

@@ -4,7 +4,7 @@ import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { privateKeyToAccount } from "viem/accounts";
 import { type MerchantFields, SET_POLICY_TYPES } from "../../src/chain/typedData";
 import type { SpendPolicyFactory } from "../../typechain-types";
-import { ANY_PAYEE, MAX_MERCHANTS, allowlistRoot, merchantsOf } from "../../src/policy/allowlist";
+import { ANY_PAYEE, MAX_MERCHANTS, allowlistRoot, merchantsOf, normalizeAllowlistEntry } from "../../src/policy/allowlist";
 import {
   DEFAULT_POLICY,
   NO_APPROVAL,
@@ -134,14 +134,47 @@ describe("SpendPolicy clear signing: the allowlist the owner signs is the one en
     expect(await module.allowlistRootOf([])).to.equal(ethers.ZeroHash);
   });
 
-  it("refuses entries out of byte order, repeated or empty, naming the first such index", async function () {
+  it("refuses an entry that is no normalised host name (a twin the wallet could show as another), naming its index", async function () {
+    const f = await loadFixture(fixture);
+    const m = (entry: string): MerchantFields => ({ entry, dailyCap: 0n, payee: ANY_PAYEE, requireSignedOffer: false });
+    const long = "a".repeat(40);
+    const refused = [
+      "",
+      "API.example.com",
+      "api.example.com\u200b",
+      "api.exam\u0440le.com", // a Cyrillic r
+      "api.example.com.",
+      "*.",
+      "*x.com",
+      "**",
+      "a_b.com",
+      "a b.com",
+      "a/b.com",
+      `${long}.com:`, // past the first 32 bytes
+      `${long}${long}Z.com`,
+    ];
+    for (const bad of refused) {
+      await expect(
+        f.update(policyWith([m("0.com"), m(bad)].sort((x, y) => Buffer.compare(Buffer.from(x.entry), Buffer.from(y.entry))))),
+        bad,
+      )
+        .to.be.revertedWithCustomError(f.updates, "SpendPolicyMerchantNotHostName")
+        .withArgs(bad < "0.com" ? 0 : 1);
+    }
+    // What the service, the dashboard and the CLI sign: every normalised entry passes.
+    const accepted = ["*", "*.xn--bcher-kva.example", "0.com", "a-1.example.com", `${long}.${long}.${long}.com`, "127.0.0.1"]
+      .map((e) => normalizeAllowlistEntry(e)!)
+      .sort();
+    await expect(f.update(policyWith(accepted.map(m)))).to.emit(f.policy, "PolicyUpdated");
+  });
+
+  it("refuses entries out of byte order or repeated, naming the first such index", async function () {
     const f = await loadFixture(fixture);
     const m = (entry: string): MerchantFields => ({ entry, dailyCap: 0n, payee: ANY_PAYEE, requireSignedOffer: false });
     const cases: [MerchantFields[], number][] = [
       [[m("b.com"), m("a.com")], 1],
       [[m("a.com"), m("a.com")], 1],
       [[m("a.com"), m("a.co")], 1], // a proper prefix sorts first
-      [[m(""), m("a.com")], 0],
       [[m("a.com"), m("b.com"), m("c.com"), m("bb.com")], 3],
     ];
     for (const [list, index] of cases) {

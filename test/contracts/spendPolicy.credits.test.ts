@@ -156,6 +156,65 @@ describe("SpendPolicy credits: late money refills no window", function () {
     });
   }
 
+  it("a forced withdrawal started on day 1 and finished after a day-2 deposit refills day 2 with day-1 money (review of issue 36)", async function () {
+    const f = await loadFixture(fixture);
+    await f.setPolicy({
+      perTxLimit: usdc(2),
+      dailyBudget: usdc(2),
+      approvalThreshold: usdc(10),
+      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
+    });
+    const monday = await toMonday(23);
+    const from = await ethers.provider.getBlockNumber();
+    const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
+    const first = await f.fund(usdc(2), config); // Monday's budget
+    // Monday 23:00: the wallet asks for everything unclaimed, Monday's deposit; the channel pays it after the delay.
+    await (await f.schemes.connect(f.operator).withdrawChannel(config)).wait();
+    await time.increaseTo(monday + DAY + 60);
+    // Tuesday: a deposit first (nothing came back yet, so nothing is settled), then the withdrawal lands.
+    const second = await f.fund(usdc(2), config);
+    expect(second, "Tuesday's first deposit").to.not.equal(null);
+    await (await f.schemes.connect(f.operator).finishChannelWithdraw(config)).wait();
+    // Monday's 2 USDC came back on Tuesday: it was asked for before Tuesday's deposit existed, so it is Monday's money.
+    const ids = [first!.id, second!.id];
+    let landed = 1;
+    for (let i = 0; i < 3; i++) {
+      for (const id of [...ids].reverse()) await f.credit(id);
+      const d = await f.fund(usdc(2), config);
+      if (!d) break;
+      landed++;
+      ids.push(d.id);
+    }
+    // Tuesday: out of the wallet less Tuesday's own credits (none: no Tuesday deposit came back) within 2 USDC.
+    const usdcToken = await ethers.getContractAt("TestUSDC", f.tokenAddress);
+    let outTuesday = 0n;
+    for (const log of await usdcToken.queryFilter(usdcToken.filters.Transfer(f.agent), from)) {
+      if ((await log.getBlock()).timestamp >= monday + DAY) outTuesday += log.args.value;
+    }
+    expect(outTuesday, `USDC out on Tuesday (${landed} deposits)`).to.be.at.most(usdc(2));
+  });
+
+  it("a deposit authorised at 23:59 and landed after midnight leaves the new day within its budget (review of issue 36)", async function () {
+    const f = await loadFixture(fixture);
+    await f.setPolicy({
+      perTxLimit: usdc(2),
+      dailyBudget: usdc(2),
+      approvalThreshold: usdc(10),
+      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
+    });
+    const monday = await toMonday();
+    await time.increaseTo(monday + DAY - 30); // Monday 23:59:30
+    const from = await ethers.provider.getBlockNumber();
+    const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
+    const late = await f.deposit(usdc(2), config); // Monday's budget, valid for half an hour
+    await (await late.tx).wait();
+    await time.increaseTo(monday + DAY + 30); // Tuesday 00:00:30: it lands now
+    await (await late.land()).wait();
+    const other = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
+    await f.fund(usdc(2), other); // Tuesday's own budget
+    expectWithin(await netOutflows(f.tokenAddress, f.agent, from, DAY), usdc(2), "day");
+  });
+
   it("a refund in the hour after its deposit refills the day, not the new hour", async function () {
     const f = await loadFixture(fixture);
     await f.setPolicy({

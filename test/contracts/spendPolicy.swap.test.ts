@@ -8,7 +8,15 @@ import { quoteSwap } from "../../src/chain/swapQuote";
 import { SWAP_POLICY, ETH, swapFixture } from "../helpers/swapFixture";
 import { embeddedChainPerFile } from "../helpers/embeddedChain";
 import { wethForUsdc } from "../helpers/uniswap";
-import { DEFAULT_POLICY, deployTestFactory, nextTimestamp, signSetPaused, signTransfer, usdc } from "../helpers/policyFixture";
+import {
+  DEFAULT_POLICY,
+  deployBareFactory,
+  deployTestFactory,
+  nextTimestamp,
+  signSetPaused,
+  signTransfer,
+  usdc,
+} from "../helpers/policyFixture";
 
 const { ethers } = hre;
 
@@ -128,20 +136,12 @@ describe("SpendPolicy swapForPayment: WETH or ETH into one payment's USDC shortf
     expect([...(await impl.swapConfig())]).to.deep.equal(NO_SWAPS);
     expect([...(await f.wallet.swapConfig())]).to.deep.equal([f.a.swapRouter02, WETH_ADDRESS, f.a.factory]);
     // All three or none: a half-configured implementation could not be trusted to bound anything.
-    const bare = await ethers.deployContract("SpendPolicyFactory", [deployer.address]);
+    const bare = await deployBareFactory(deployer, chain.addresses.usdc);
     const { bytecode } = await hre.artifacts.readArtifact("SpendPolicy");
-    await expect(
-      bare.configure(
-        bytecode,
-        operator.address,
-        chain.addresses.usdc,
-        f.a.swapRouter02,
-        ZeroAddress,
-        f.a.factory,
-        await (await ethers.deployContract("SpendPolicySchemes", [chain.addresses.usdc])).getAddress(),
-        await (await ethers.deployContract("SpendPolicyUpdates")).getAddress(),
-      ),
-    ).to.be.revertedWithCustomError(bare, "SpendPolicyFactoryWrongImplementation");
+    await expect(bare.configure(bytecode, operator.address, f.a.swapRouter02, ZeroAddress, f.a.factory)).to.be.revertedWithCustomError(
+      bare,
+      "SpendPolicyFactoryWrongImplementation",
+    );
     expect(DEFAULT_POLICY.maxSwapSlippageBps).to.equal(0n);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The ERC-7730 clear-signing descriptor (erc7730/spendgate-policy.json): the standard's shape, and the owner-signed types
+ * The ERC-7730 clear-signing descriptors (erc7730/: one per network, including the common types and formats): the standard's shape, and the owner-signed types
  * exactly as the contracts hash them, every field formatted (USDC amounts as token amounts, times as dates, addresses as
  * addresses) and required, so a wallet that reads it shows the whole message in plain words.
  */
@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { z } from "zod";
-import { BASE_USDC } from "../../src/chain/addresses";
+import { NETWORKS } from "../../src/chain/networks";
+import { ERC7730_DIR, networkDescriptors } from "../../scripts/docs-erc7730";
 import {
   APPROVAL_DECISION_TYPES,
   DOMAIN_NAME,
@@ -19,7 +20,14 @@ import {
   WITHDRAW_TYPES,
 } from "../../src/chain/typedData";
 
-const descriptor: unknown = JSON.parse(readFileSync(join(__dirname, "..", "..", "erc7730", "spendgate-policy.json"), "utf8"));
+/** A descriptor with its `includes` merged in (the including file's context and metadata over the included one's). */
+function merged(file: string): unknown {
+  const read = (f: string) => JSON.parse(readFileSync(join(ERC7730_DIR, f), "utf8")) as Record<string, Record<string, unknown>>;
+  const { includes, ...own } = read(file) as { includes: string } & Record<string, Record<string, unknown>>;
+  const base = read(includes);
+  const eip712 = { ...(base.context.eip712 as object), ...(own.context.eip712 as object) };
+  return { ...base, ...own, context: { ...base.context, ...own.context, eip712 }, metadata: { ...base.metadata, ...own.metadata } };
+}
 
 // ERC-7730 (specs/erc-7730.md and erc7730-v1.schema.json of the clear-signing registry), the parts an EIP-712 file uses.
 const TypedField = z.strictObject({ name: z.string(), type: z.string() });
@@ -51,7 +59,7 @@ const Erc7730 = z.strictObject({
   context: z.strictObject({
     $id: z.string().optional(),
     eip712: z.strictObject({
-      domain: z.record(z.string(), z.string()).optional(),
+      domain: z.strictObject({ name: z.string(), version: z.string(), chainId: z.number().int() }).optional(),
       deployments: z.array(z.strictObject({ chainId: z.number().int(), address: z.string() })).optional(),
       schemas: z.array(z.strictObject({ primaryType: z.string(), types: z.record(z.string(), z.array(TypedField)) })).min(1),
     }),
@@ -84,14 +92,26 @@ function leaves(types: Record<string, { name: string; type: string }[]>, type: s
   });
 }
 
-describe("ERC-7730 descriptor of the owner-signed types", function () {
-  const doc = Erc7730.parse(descriptor);
-
-  it("has the standard's shape and binds the policy domain", function () {
-    expect(doc.context.eip712.domain).to.deep.equal({ name: DOMAIN_NAME, version: DOMAIN_VERSION });
-    expect(doc.metadata.constants?.usdc).to.equal(BASE_USDC);
+describe("ERC-7730 descriptors of the owner-signed types, one per network", function () {
+  it("are what npm run docs:config writes from the network table: each binds its chain and reads amounts in its USDC", function () {
+    for (const { file, text } of networkDescriptors()) {
+      expect(readFileSync(join(ERC7730_DIR, file), "utf8"), `${file}: run npm run docs:config`).to.equal(text);
+    }
   });
 
+  for (const n of Object.values(NETWORKS)) {
+    describe(n.name, function () {
+      const doc = Erc7730.parse(merged(`eip712-spendgate-policy-${n.name}.json`));
+      it("has the standard's shape and binds the policy domain on its chain", function () {
+        expect(doc.context.eip712.domain).to.deep.equal({ name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId: n.chainId });
+        expect(doc.metadata.constants?.usdc).to.equal(n.usdc.address);
+      });
+      checks(doc);
+    });
+  }
+});
+
+function checks(doc: z.infer<typeof Erc7730>): void {
   it("describes exactly the six owner-signed types, as the contracts hash them", function () {
     expect(doc.context.eip712.schemas.map((s) => s.primaryType).sort()).to.deep.equal(Object.keys(SIGNED).sort());
     for (const schema of doc.context.eip712.schemas) {
@@ -121,4 +141,4 @@ describe("ERC-7730 descriptor of the owner-signed types", function () {
     // A withdrawal names its token: the amount is read in that token (0x0: ETH).
     expect(doc.display.formats.Withdraw.fields.amount.params).to.deep.include({ tokenPath: "token" });
   });
-});
+}

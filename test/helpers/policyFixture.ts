@@ -21,7 +21,7 @@ import {
 } from "../../src/chain/typedData";
 import { ANY_PAYEE, type EntryCaps, type EntryPayees, allowlistRoot, merchantsOf, proveMerchant } from "../../src/policy/allowlist";
 import type { ERC1271Wallet, SpendPolicy, SpendPolicyFactory, TestUSDC } from "../../typechain-types";
-import { NO_SWAPS, type SwapConfig, deployFactoryContract } from "../../src/chain/deploy";
+import { NO_SWAPS, type SwapConfig, deployFactoryContract, factoryArgs } from "../../src/chain/deploy";
 
 const { ethers } = hre;
 
@@ -324,6 +324,22 @@ export async function deployTestFactory(
 ): Promise<SpendPolicyFactory> {
   const deployed = await deployFactoryContract(hre, deployer, await deployer.getAddress(), operator, usdcAddress, 1, swap);
   return ethers.getContractAt("SpendPolicyFactory", deployed.address);
+}
+
+/**
+ * An unconfigured SpendPolicyFactory owned by `deployer`, committed to the compiled modules (as src/chain/deploy.ts
+ * deploys it), with its modules created for `usdc` when given: for tests of createModules and configure themselves.
+ */
+export async function deployBareFactory(deployer: Signer, usdc?: string): Promise<SpendPolicyFactory> {
+  const factory = await ethers.deployContract("SpendPolicyFactory", await factoryArgs(hre, await deployer.getAddress()), deployer);
+  if (usdc !== undefined)
+    await (await factory.createModules(await creationCode("SpendPolicySchemes"), await creationCode("SpendPolicyUpdates"), usdc)).wait();
+  return factory;
+}
+
+/** A contract's creation code, without constructor arguments. */
+export async function creationCode(name: string): Promise<string> {
+  return (await hre.artifacts.readArtifact(name)).bytecode;
 }
 
 /**
