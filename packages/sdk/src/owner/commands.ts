@@ -11,6 +11,7 @@ import {
   serviceDomain,
 } from "../../../../src/chain/typedData";
 import { SpendGateClient } from "../client";
+import { SpendGateError } from "../errors";
 import { configPath, type AgentConfig } from "../onboard";
 import type { AgentLimits, Approval } from "../types";
 import { type Args, usageError, value, values } from "./args";
@@ -35,9 +36,26 @@ export interface Run {
   io: OwnerIo;
 }
 
-/** The agent's public summary (its chain id and policy contract: the domain of what its owner signs). */
-const agentSummary = (baseUrl: string, agent: string) =>
-  anonymousClient(baseUrl).request<AgentSummary>(`/agents/${encodeURIComponent(agent)}`, { anonymous: true });
+/**
+ * The agent's public summary (its chain id and policy contract: the domain of what its owner signs). The agent it
+ * names must be the one asked for: a server that answered another would have its owner sign for that one.
+ */
+async function agentSummary(baseUrl: string, agent: string): Promise<AgentSummary> {
+  const summary = await anonymousClient(baseUrl).request<AgentSummary>(`/agents/${encodeURIComponent(agent)}`, { anonymous: true });
+  let asked: string;
+  try {
+    asked = getAddress(agent);
+  } catch {
+    throw usageError(`${agent} is not an address`);
+  }
+  if (getAddress(summary.address) !== asked || getAddress(summary.policyContract) !== asked)
+    throw new SpendGateError({
+      error: "unexpected_response",
+      message: `${baseUrl} answered agent ${summary.address} (contract ${summary.policyContract}) for ${agent}: nothing signed.`,
+      status: 200,
+    });
+  return summary;
+}
 
 /** The agent named on the command line, or the owner's only one. */
 async function agentArg(r: Run, client: SpendGateClient, at = 0): Promise<string> {
