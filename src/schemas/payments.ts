@@ -8,32 +8,33 @@ import { Address, type ErrorBody, PaymentAmount, Signature, UnixTimestamp } from
 export const PAYMENT_SCHEMES = ["batch-settlement", "upto", "exact"] as const;
 export type PaymentScheme = (typeof PAYMENT_SCHEMES)[number];
 
-export const PayRequest = z.strictObject({
-  agentAddress: Address,
-  serviceUrl: z
-    .url({ protocol: /^https?$/ })
-    .max(2_048)
-    .meta({ description: "the seller's URL (http or https)", example: "https://api.example.com/data" }),
-  maxAmount: PaymentAmount.meta({ description: "the most the caller allows to be paid, in USDC" }),
-  intent: z.string().trim().min(1, "must say what the payment is for").max(500),
-  method: z.enum(["GET", "POST"]).default("GET").meta({ description: "HTTP method for the seller (default GET)" }),
-  body: z
-    .unknown()
-    .optional()
-    .refine((v) => jsonDepth(v, MAX_JSON_DEPTH) <= MAX_JSON_DEPTH, `must be nested at most ${MAX_JSON_DEPTH} levels deep`)
-    .meta({ description: "JSON body sent to the seller with POST" }),
-  schemes: z
-    .array(z.enum(PAYMENT_SCHEMES))
-    .min(1)
-    .max(PAYMENT_SCHEMES.length)
-    .refine((l) => new Set(l).size === l.length, "must not repeat a scheme")
-    .optional()
-    .meta({
-      description:
-        "the x402 schemes this payment may use, most preferred first (default batch-settlement, upto, exact): the first the seller offers is paid",
-    }),
-});
-/** A payment as the payment's room takes it: its agent named. */
+export const PayRequest = z
+  .strictObject({
+    agentAddress: Address,
+    serviceUrl: z
+      .url({ protocol: /^https?$/ })
+      .max(2_048)
+      .meta({ description: "the seller's URL (http or https)", example: "https://api.example.com/data" }),
+    maxAmount: PaymentAmount.meta({ description: "the most the caller allows to be paid, in USDC" }),
+    intent: z.string().trim().min(1, "must say what the payment is for").max(500),
+    method: z.enum(["GET", "POST"]).default("GET").meta({ description: "HTTP method for the seller (default GET)" }),
+    body: z
+      .unknown()
+      .optional()
+      .refine((v) => jsonDepth(v, MAX_JSON_DEPTH) <= MAX_JSON_DEPTH, `must be nested at most ${MAX_JSON_DEPTH} levels deep`)
+      .meta({ description: "JSON body sent to the seller with POST" }),
+    schemes: z
+      .array(z.enum(PAYMENT_SCHEMES))
+      .min(1)
+      .max(PAYMENT_SCHEMES.length)
+      .refine((l) => new Set(l).size === l.length, "must not repeat a scheme")
+      .optional()
+      .meta({
+        description:
+          "the x402 schemes this payment may use, most preferred first (default batch-settlement, upto, exact): the first the seller offers is paid",
+      }),
+  })
+  .meta({ description: "a payment as the payment's room takes it: its agent named (POST /pay's body is PayBody)" });
 export type PayRequest = z.infer<typeof PayRequest>;
 
 /** POST /pay's body: the agent may go unnamed, since an agent key names exactly one (as MCP's `pay` does). */
