@@ -44,7 +44,8 @@ export const anonymousClient = (baseUrl: string) => new SpendGateClient({ baseUr
 
 /** A client with the owner key for `baseUrl`, or a SpendGateError (unauthorized) saying how to get one. */
 export function ownerClient(baseUrl: string, env: NodeJS.ProcessEnv): SpendGateClient {
-  const key = env.SPENDGATE_OWNER_API_KEY ?? (readSession(env)?.baseUrl === baseUrl ? readSession(env)?.apiKey : undefined);
+  const session = readSession(env);
+  const key = env.SPENDGATE_OWNER_API_KEY ?? (session?.baseUrl === baseUrl ? session.apiKey : undefined);
   if (!key)
     throw new SpendGateError({
       error: "unauthorized",
