@@ -252,6 +252,9 @@ interface ISpendPolicy {
     /// @notice The channel's latest deposit authorisation is still unused: one pending deposit per channel at a time
     /// (so a credit can tell what came back).
     error SpendPolicyDepositPending(bytes32 channelId, bytes32 pendingPaymentId);
+    /// @notice The wallet's timed withdrawal from this channel is in progress: no deposit goes in until it is finished,
+    /// so what it brings back is credited to the deposits it was asked for, never to a later one (whose day it would refill).
+    error SpendPolicyChannelWithdrawing(bytes32 channelId);
     /// @notice Another upto ceiling is still open (one at a time: its Permit2 allowance is what proves the unsettled
     /// part).
     error SpendPolicyCeilingOpen(bytes32 openPaymentId);

@@ -235,11 +235,14 @@ contract SpendPolicySchemes is ChannelWithdrawals {
     /// balance) beyond what was settled already came back before this deposit, so no later credit may draw on it (it
     /// would refill this deposit's windows with money from earlier ones). It is credited to the channel's latest
     /// deposit (at most that deposit's amount; the windows it was counted in, if still current), and the rest, money
-    /// that came back from deposits credited already, refills nothing. A new channel has nothing to settle (no call).
+    /// that came back from deposits credited already, refills nothing. A new channel has nothing to settle (no call). While
+    /// the wallet's own timed withdrawal is in progress nothing goes in: what it brings back was asked for before.
     function _settleReturned(bytes32 channelId) private {
         Channel storage ch = _channels[channelId];
         uint256 deposited = ch.deposited;
         if (deposited == 0) return;
+        (, uint40 withdrawing) = IBatchSettlementChannels(BATCH_SETTLEMENT).pendingWithdrawals(channelId);
+        if (withdrawing != 0) revert SpendPolicyChannelWithdrawing(channelId);
         (uint128 balance, ) = IBatchSettlementChannels(BATCH_SETTLEMENT).channels(channelId);
         uint256 returned = deposited > balance ? deposited - balance : 0;
         uint256 settled = ch.credited;

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import {
   DeploymentChainMismatchError,
   deployFactory,
+  factoryArgs,
   readDeploymentRecord,
   verifyCommands,
   type DeploymentRecord,
@@ -63,10 +64,11 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
         ? [record.uniswap.swapRouter02, record.uniswap.weth, record.uniswap.factory]
         : [ethers.ZeroAddress, ethers.ZeroAddress, ethers.ZeroAddress],
     );
-    // The factory's one argument is its deployer (who configures it, then hands it to the owner): with the deterministic
-    // deployment proxy, the same deployer gets the same factory address on every network.
-    expect(record.factory.constructorArgs).to.deep.equal([deployer.address]);
+    // The factory's arguments are its deployer (who configures it, then hands it to the owner) and its modules' code
+    // hashes: with the deterministic deployment proxy, the same deployer gets the same factory address on every network.
+    expect(record.factory.constructorArgs).to.deep.equal(await factoryArgs(hre, deployer.address));
     const [, , schemes, updates] = record.implementation.constructorArgs;
+    expect([schemes, updates]).to.deep.equal([1, 2].map((nonce) => ethers.getCreateAddress({ from: record.factory.address, nonce })));
     expect(record.implementation.constructorArgs).to.deep.equal([usdc, none, schemes, updates]);
     expect(readFileSync(join(dir, "hardhat.implementation-args.js"), "utf8")).to.equal(
       `module.exports = ${JSON.stringify([usdc, none, schemes, updates])};\n`,
@@ -104,7 +106,7 @@ describe("deployFactory (scripts/deploy.ts) on the in-process hardhat network", 
     expect(record.abiHash).to.equal(keccak256(toUtf8Bytes(JSON.stringify(abis))));
     expect(verifyCommands(record)).to.deep.equal([
       `npx hardhat verify --network hardhat --contract contracts/OperatorSet.sol:OperatorSet ${setAddress} ${owner} '["${operator}"]'`,
-      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${deployer.address}`,
+      `npx hardhat verify --network hardhat --contract contracts/SpendPolicyFactory.sol:SpendPolicyFactory ${record.factory.address} ${record.factory.constructorArgs.join(" ")}`,
       `npx hardhat verify --network hardhat --contract contracts/SpendPolicySchemes.sol:SpendPolicySchemes ${schemes} ${usdc}`,
       `npx hardhat verify --network hardhat --contract contracts/SpendPolicyUpdates.sol:SpendPolicyUpdates ${updates}`,
       `npx hardhat verify --network hardhat --contract contracts/SpendPolicy.sol:SpendPolicy --constructor-args deployments/hardhat.implementation-args.js ${record.implementation.address}`,

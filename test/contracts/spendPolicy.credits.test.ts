@@ -156,7 +156,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
     });
   }
 
-  it("a forced withdrawal started on day 1 and finished after a day-2 deposit refills day 2 with day-1 money (review of issue 36)", async function () {
+  it("takes no deposit into a channel while its forced withdrawal is in progress, so day-1 money refills no day-2 window (review of issue 36)", async function () {
     const f = await loadFixture(fixture);
     await f.setPolicy({
       perTxLimit: usdc(2),
@@ -171,12 +171,16 @@ describe("SpendPolicy credits: late money refills no window", function () {
     // Monday 23:00: the wallet asks for everything unclaimed, Monday's deposit; the channel pays it after the delay.
     await (await f.schemes.connect(f.operator).withdrawChannel(config)).wait();
     await time.increaseTo(monday + DAY + 60);
-    // Tuesday: a deposit first (nothing came back yet, so nothing is settled), then the withdrawal lands.
-    const second = await f.fund(usdc(2), config);
-    expect(second, "Tuesday's first deposit").to.not.equal(null);
+    // Tuesday: a deposit first (nothing came back yet, so nothing would be settled), then the withdrawal lands. Refused:
+    // no deposit goes into a channel while the wallet's withdrawal from it is in progress.
+    const second = f.fund(usdc(2), config);
+    await expect(second, "Tuesday's deposit before the withdrawal is finished").to.be.revertedWithCustomError(
+      f.schemes,
+      "SpendPolicyChannelWithdrawing",
+    );
     await (await f.schemes.connect(f.operator).finishChannelWithdraw(config)).wait();
     // Monday's 2 USDC came back on Tuesday: it was asked for before Tuesday's deposit existed, so it is Monday's money.
-    const ids = [first!.id, second!.id];
+    const ids = [first!.id];
     let landed = 1;
     for (let i = 0; i < 3; i++) {
       for (const id of [...ids].reverse()) await f.credit(id);
@@ -194,7 +198,11 @@ describe("SpendPolicy credits: late money refills no window", function () {
     expect(outTuesday, `USDC out on Tuesday (${landed} deposits)`).to.be.at.most(usdc(2));
   });
 
-  it("a deposit authorised at 23:59 and landed after midnight leaves the new day within its budget (review of issue 36)", async function () {
+  // Windows count a payment when it is authorised (the contract cannot see when a seller settles). Found in review: one
+  // authorised in a window's last minutes and settled after it leaves the wallet in the next window, which may then
+  // also spend its own budget. The spill is bounded by what was authorised before the boundary with a validity past
+  // it (MAX_VALIDITY, an hour; the service signs ten minutes), and the README's trust table says so.
+  it("a deposit authorised at 23:59 and landed after midnight: the new day's outflow exceeds its budget by that deposit at most (review of issue 36)", async function () {
     const f = await loadFixture(fixture);
     await f.setPolicy({
       perTxLimit: usdc(2),
@@ -206,13 +214,18 @@ describe("SpendPolicy credits: late money refills no window", function () {
     await time.increaseTo(monday + DAY - 30); // Monday 23:59:30
     const from = await ethers.provider.getBlockNumber();
     const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
-    const late = await f.deposit(usdc(2), config); // Monday's budget, valid for half an hour
-    await (await late.tx).wait();
+    const late = await f.deposit(usdc(2), config); // Monday's budget
+    const authorised = (await (await late.tx).wait())!;
+    const at = (await authorised.getBlock()).timestamp;
+    expect(late.values.validBefore - BigInt(at), "the late deposit's validity").to.be.at.most(3600n);
     await time.increaseTo(monday + DAY + 30); // Tuesday 00:00:30: it lands now
     await (await late.land()).wait();
     const other = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
     await f.fund(usdc(2), other); // Tuesday's own budget
-    expectWithin(await netOutflows(f.tokenAddress, f.agent, from, DAY), usdc(2), "day");
+    expect(await f.fund(usdc(1), other), "Tuesday's budget is spent").to.equal(null);
+    expect((await f.policy.spending()).day).to.equal(usdc(2));
+    // Tuesday's outflow: its own budget plus Monday's late deposit, and nothing more.
+    expectWithin(await netOutflows(f.tokenAddress, f.agent, from, DAY), usdc(2) + usdc(2), "day");
   });
 
   it("a refund in the hour after its deposit refills the day, not the new hour", async function () {

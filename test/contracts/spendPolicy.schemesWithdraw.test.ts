@@ -110,20 +110,22 @@ describe("SpendPolicy x402 schemes: the wallet withdraws from a channel whose se
     await expect(f.withdraw(blocked)).to.be.revertedWithCustomError(f.schemes, "SpendPolicyUnknownChannel").withArgs(blocked.channelId);
   });
 
-  it("credits a top-up that never landed and the withdrawn deposit once each, whatever the order", async function () {
+  it("takes no top-up while the withdrawal is in progress, then credits the withdrawn deposit once", async function () {
     const f = await loadFixture(fixture);
     const d = await f.funded(usdc(2));
     await (await f.withdraw(d)).wait();
-    // A top-up authorised during the delay, never landed: the credit kills it and counts it as come back.
+    // A top-up during the delay is refused: what the withdrawal brings back is the deposits' before it.
     const topUp = await f.deposit(usdc(1), d.config);
-    await (await topUp.tx).wait();
+    await expect(topUp.tx).to.be.revertedWithCustomError(f.schemes, "SpendPolicyChannelWithdrawing").withArgs(d.channelId);
     await time.increase(DELAY);
     await (await f.finish(d)).wait();
-    expect(await f.policy.spentToday()).to.equal(usdc(3));
-    await expect(f.credit(topUp.id)).to.emit(f.schemes, "SchemeCredited").withArgs(topUp.id, BATCH, d.channelId, usdc(1), usdc(3));
-    await expect(topUp.land()).to.be.reverted;
-    await expect(f.credit(d.id)).to.emit(f.schemes, "SchemeCredited").withArgs(d.id, BATCH, d.channelId, usdc(2), usdc(3));
+    expect(await f.policy.spentToday()).to.equal(usdc(2));
+    await expect(f.credit(d.id)).to.emit(f.schemes, "SchemeCredited").withArgs(d.id, BATCH, d.channelId, usdc(2), usdc(2));
+    await expect(f.credit(d.id)).to.be.reverted;
     expect(await f.policy.spentToday()).to.equal(0n);
-    expect((await f.schemes.channelState(d.channelId)).credited).to.equal(usdc(3));
+    expect((await f.schemes.channelState(d.channelId)).credited).to.equal(usdc(2));
+    // Once finished, the channel takes deposits again.
+    const again = await f.deposit(usdc(1), d.config);
+    await expect(again.tx).to.emit(f.schemes, "PaymentAuthorized");
   });
 });

@@ -127,6 +127,20 @@ describe("the policy binds channel payments", () => {
     }
   });
 
+  it("takes no top-up into a channel while its forced withdrawal is in progress: 409 before anything is signed, nothing paid", async () => {
+    const { a, seller } = await agentAndSeller();
+    expect((await pay(a, seller.resource)).status).to.equal(200); // the deposit (10 requests' worth) and its voucher
+    const channel = (await s.svc.store.channels.findOne({ agentAddress: a.agentAddress }))!;
+    const started = await s.api("POST", `/agents/${a.agentAddress}/channels/${channel.channelId}/withdraw`, { key: a.apiKey });
+    expect(started.status, JSON.stringify(started.body)).to.equal(200);
+    const spent = await spentToday(s, a.policyContract);
+    let answer = await pay(a, seller.resource);
+    for (let i = 0; i < 10 && answer.status === 200; i++) answer = await pay(a, seller.resource); // vouchers, until a top-up
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(409);
+    expect(answer.body.message).to.include("being withdrawn");
+    expect(await spentToday(s, a.policyContract), "no deposit authorised").to.equal(spent);
+  });
+
   it("a seller that never refunds: the close fails, the forced withdrawal starts, and after the delay finishes and credits", async () => {
     const { a, seller } = await agentAndSeller();
     for (let i = 0; i < 3; i++) expect((await pay(a, seller.resource)).status).to.equal(200);

@@ -13,6 +13,8 @@ import {ISpendPolicy} from "../../ISpendPolicy.sol";
 /// payer (or its payerAuthorizer, which the wallet's channels never have).
 interface IBatchSettlementChannels {
     function channels(bytes32 channelId) external view returns (uint128 balance, uint128 totalClaimed);
+    /// @notice The payer's timed withdrawal in progress (initiatedAt 0: none).
+    function pendingWithdrawals(bytes32 channelId) external view returns (uint128 amount, uint40 initiatedAt);
     function initiateWithdraw(ISpendPolicy.ChannelConfig calldata config, uint128 amount) external;
     function finalizeWithdraw(ISpendPolicy.ChannelConfig calldata config) external;
 }

@@ -4,7 +4,7 @@
  * written down, then sent; what the seller answers is channelVoucher.ts's (served).
  */
 import { randomBytes } from "node:crypto";
-import { appError } from "../../errors";
+import { appError, conflict } from "../../errors";
 import type { AllowlistProof } from "../../policy/allowlist";
 import { type ChannelPaymentSigned, signDeposit } from "./channelPayment";
 import { schemeSigner } from "./schemeSigner";
@@ -12,7 +12,7 @@ import { authorize, begin, blockedOnchain, markAuthorized } from "../authorize";
 import { fencesOf, ledgerBase } from "../context";
 import { newTxnId } from "../outcomes";
 import { type PaymentResult, refused } from "../result";
-import { resolveChannel } from "./channelState";
+import { pendingWithdrawal, resolveChannel } from "./channelState";
 import { type ChannelRun, advance, maxOf } from "./channelRun";
 import { served } from "./channelVoucher";
 
@@ -20,6 +20,15 @@ import { served } from "./channelVoucher";
 export async function deposit(run: ChannelRun, amount: bigint, proof: AllowlistProof, epoch: number): Promise<PaymentResult> {
   const { room, pc, quote } = run;
   const { ctx } = room;
+  // The wallet takes no deposit into a channel while its forced withdrawal from it is in progress (what that brings
+  // back belongs to the deposits before): said here, before anything is signed, rather than as a reverted authorisation.
+  if ((await pendingWithdrawal(room, run.channel.channelId)).initiatedAt !== 0) {
+    return refused(
+      conflict(
+        `Channel ${run.channel.channelId} is being withdrawn: it takes no deposit until the withdrawal is finished (POST /agents/${pc.agent.address}/channels/${run.channel.channelId}/withdraw once its delay has passed). Nothing was paid.`,
+      ),
+    );
+  }
   const paymentId = `0x${randomBytes(32).toString("hex")}`;
   const signer = schemeSigner(pc.agent.address, run.key, paymentId);
   let signed: ChannelPaymentSigned & { deposit: { amount: bigint; validAfter: bigint; validBefore: bigint; nonceSalt: string } };
