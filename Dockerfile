@@ -25,7 +25,7 @@ ARG GIT_COMMIT=""
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8402 GIT_COMMIT=${GIT_COMMIT}
 WORKDIR /app
 # Read at run time: package.json (version), artifacts/ (ABIs), deployments/ (factory records), dist/; the Hardhat config
-# and its tsconfig only for embedded mode (no RPC_URL), which starts a chain in-process.
+# and its tsconfig only for embedded mode (no RPC_URL, and SANDBOX=1: without it the service refuses to start), which starts a chain in-process.
 COPY --from=prune /app/package.json /app/package-lock.json /app/hardhat.config.ts /app/tsconfig.json ./
 COPY --from=prune /app/node_modules ./node_modules
 COPY --from=prune /app/artifacts ./artifacts

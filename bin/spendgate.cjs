@@ -1,21 +1,5 @@
 #!/usr/bin/env node
 "use strict";
-// spendgate <command>: runs the TypeScript scripts through tsx, no build step.
-const path = require("node:path");
-
-const [command, ...args] = process.argv.slice(2);
-if (command === "onboard") {
-  require("tsx/cjs");
-  const { main } = require(path.join(__dirname, "..", "scripts", "onboard.ts"));
-  main(args).then(
-    (code) => (process.exitCode = code),
-    (err) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-} else {
-  console.log("Usage: spendgate onboard [--base-url URL] [--email EMAIL] [--label LABEL] [--token KEY] [--force]");
-  console.log("       (spendgate onboard --help for details)");
-  process.exitCode = command && command !== "help" && command !== "--help" ? 64 : 0;
-}
+// spendgate <command>: runs the SDK's TypeScript CLI (packages/sdk/src/cli.ts) through tsx, no build step.
+require("tsx/cjs");
+require(require("node:path").join(__dirname, "..", "packages", "sdk", "src", "cli.ts"));

@@ -284,8 +284,8 @@ function crossFieldProblems(env: Record<string, string>, deploymentsDir: string)
     }
     if (env.CHAIN_PORT) problems.push("CHAIN_PORT: is the embedded chain's port; with RPC_URL set there is no embedded chain");
   }
-  if (env.MONGODB_URI && !env.WALLET_ENCRYPTION_KEY) {
-    problems.push("WALLET_ENCRYPTION_KEY: is required when MONGODB_URI is set (agent keys are stored encrypted under it)");
+  if ((env.MONGODB_URI || hasRpcUrls(env)) && !env.WALLET_ENCRYPTION_KEY) {
+    problems.push("WALLET_ENCRYPTION_KEY: is required when RPC_URL or MONGODB_URI is set (agent keys are stored encrypted under it)");
   }
   const facilitator = env.FACILITATOR_PRIVATE_KEY?.toLowerCase();
   if (facilitator && facilitator === env.OPERATOR_PRIVATE_KEY?.toLowerCase()) {

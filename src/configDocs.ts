@@ -1,5 +1,5 @@
 /**
- * What each configuration variable means, for the README's table (generated: `npm run docs:config`, checked by
+ * What each configuration variable means, for docs/configuration.md's table (generated: `npm run docs:config`, checked by
  * test/docs/configTable.test.ts). Keyed by the config schema's own keys: a variable added to the schema without a line
  * here does not compile.
  */
@@ -286,13 +286,13 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
   },
 };
 
-/** The README's configuration table, from CONFIG_DOCS in the schema's order. */
+/** docs/configuration.md's configuration table, from CONFIG_DOCS in the schema's order. */
 export function configTable(keys: readonly EnvKey[]): string {
   const rows = keys.map((k) => `| \`${k}\` | ${CONFIG_DOCS[k].default} | ${CONFIG_DOCS[k].meaning} |`);
   return ["| variable | default | meaning |", "|---|---|---|", ...rows].join("\n");
 }
 
-/** The README's network table, from the code's (src/chain/networks.ts). */
+/** docs/configuration.md's network table, from the code's (src/chain/networks.ts). */
 export function networkTable(): string {
   const rows = NETWORK_LIST.map((n) => {
     const swaps = n.uniswap && n.weth ? `WETH \`${n.weth}\`, SwapRouter02 \`${n.uniswap.swapRouter02}\`` : "off";

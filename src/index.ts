@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError, loadConfig } from "./config";
 import { startService, type RunningNetwork } from "./server";
+import { portProblem, sandboxRefusal } from "./start/preflight";
 import { redactUrl } from "./util/redact";
 
 /** `.env` of the working directory, when there is one; variables already set win over it. */
@@ -50,6 +51,13 @@ async function main(): Promise<void> {
     throw err;
   }
   if (envFile) console.log(`Read the environment from ${envFile} (variables already set take precedence).`);
+  // Compiled (dist/src/index.js: npm run start:prod, the container), never the sandbox by mistake.
+  const refusal = sandboxRefusal(config, process.env, __filename.endsWith(".js"));
+  const inUse = refusal ?? (await portProblem(config.host, config.port));
+  if (inUse) {
+    console.error(inUse);
+    process.exit(2);
+  }
   const names = config.networkNames.join(", ");
   console.log(
     config.embeddedChain

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the image from the Dockerfile and starts it (embedded mode: no configuration needed), then waits for
+# Builds the image from the Dockerfile and starts it (embedded mode: SANDBOX=1, no other configuration), then waits for
 # GET /health/ready to answer 200. Needs buildah (Debian: apt-get install buildah). Uses chroot isolation, which works
 # where crun may not set rlimits (containers inside containers); the container then shares the host's network.
 #
@@ -35,7 +35,7 @@ t1=$(date +%s)
 echo "container check: built $TAG in $((t1 - t0)) s ($(buildah inspect --format '{{.OCIv1.Config.User}}' "$TAG") user, CMD $(buildah inspect --format '{{.OCIv1.Config.Cmd}}' "$TAG"))"
 
 ctr="$(buildah from "$TAG")"
-buildah run --isolation chroot --env PORT="$PORT" --env HOST=127.0.0.1 "$ctr" -- node dist/src/index.js >"$log" 2>&1 &
+buildah run --isolation chroot --env PORT="$PORT" --env HOST=127.0.0.1 --env SANDBOX=1 "$ctr" -- node dist/src/index.js >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 1 240); do
   code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health/ready" || true)"

@@ -1,6 +1,7 @@
 /**
- * The EIP-712 types owners sign. One definition serves the contracts' tests, the service's
- * verification, the dashboard and the README, so wallets, server and contracts agree byte for byte.
+ * The EIP-712 types owners sign. One definition serves the contracts' tests, the service's verification, the
+ * dashboard, the owner CLI (bundled into the SDK) and the docs (docs/owners.md), so wallets, server and contracts agree
+ * byte for byte.
  */
 import type { TypedDataDomain, TypedDataField } from "ethers";
 

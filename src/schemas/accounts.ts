@@ -54,9 +54,15 @@ export const LinkRequest = z
   .strictObject({
     agentAddress: Address,
     ownerAddress: Address,
-    ownerSignature: Signature,
+    humanSignature: Signature.optional().meta({ description: "the owner's EIP-712 LinkAgent signature (service domain)" }),
+    ownerSignature: Signature.optional().meta({ description: "the same signature under its former name (one of the two is required)" }),
     timestamp: UnixTimestamp,
     activationCode: ActivationCode.optional(),
+  })
+  .refine((b) => (b.humanSignature ?? b.ownerSignature) !== undefined, { message: "humanSignature is required", path: ["humanSignature"] })
+  .refine((b) => !b.humanSignature || !b.ownerSignature || b.humanSignature === b.ownerSignature, {
+    message: "humanSignature and ownerSignature differ: send one",
+    path: ["ownerSignature"],
   })
   .meta({ id: "LinkRequest" });
 export type LinkRequest = z.infer<typeof LinkRequest>;

@@ -34,8 +34,15 @@ export const PayRequest = z
           "the x402 schemes this payment may use, most preferred first (default batch-settlement, upto, exact): the first the seller offers is paid",
       }),
   })
-  .meta({ id: "PayRequest" });
+  .meta({ description: "a payment as the payment's room takes it: its agent named (POST /pay's body is PayBody)" });
 export type PayRequest = z.infer<typeof PayRequest>;
+
+/** POST /pay's body: the agent may go unnamed, since an agent key names exactly one (as MCP's `pay` does). */
+export const PayBody = PayRequest.extend({
+  agentAddress: Address.optional().meta({
+    description: "the paying agent; optional: the agent key names it (a key of another agent is refused)",
+  }),
+}).meta({ id: "PayRequest" });
 
 export const SwapInfo = z
   .object({

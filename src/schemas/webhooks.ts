@@ -1,7 +1,7 @@
 /** Owner alerts by webhook: endpoint registration, listings and the delivery log (REST and the API reference). */
 import { z } from "zod";
 
-/** The events an endpoint can subscribe to (the README's Webhooks table describes each). */
+/** The events an endpoint can subscribe to (docs/webhooks.md's table describes each). */
 export const WEBHOOK_EVENT_TYPES = [
   "approval.requested",
   "approval.expired",

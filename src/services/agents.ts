@@ -162,7 +162,7 @@ export class AgentService {
       domain: serviceDomain(this.ctx.config.chainId),
       types: LINK_AGENT_TYPES,
       message: { agent: input.agentAddress, owner: input.ownerAddress, timestamp: input.timestamp },
-      signature: input.ownerSignature,
+      signature: input.humanSignature ?? input.ownerSignature ?? "",
       expectedSigner: input.ownerAddress,
       timestamp: input.timestamp,
     });

@@ -1,5 +1,5 @@
 /**
- * The README's configuration table is generated from the config schema and src/configDocs.ts, and its network table
+ * docs/configuration.md's configuration table is generated from the config schema and src/configDocs.ts, and its network table
  * from src/chain/networks.ts (npm run docs:config).
  */
 import { readFileSync } from "node:fs";
@@ -7,12 +7,12 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { ENV_KEYS } from "../../src/config";
 import { CONFIG_DOCS } from "../../src/configDocs";
-import { withConfigTable } from "../../scripts/docs-config";
+import { CONFIG_DOC, withConfigTable } from "../../scripts/docs-config";
 
-describe("README configuration table", () => {
+describe("the configuration table (docs/configuration.md)", () => {
   it("is what npm run docs:config generates from the schema (run it after changing src/config.ts or src/configDocs.ts)", () => {
-    const readme = readFileSync(join(__dirname, "../../README.md"), "utf8");
-    expect(readme === withConfigTable(readme), "README.md's configuration or network table is stale: run npm run docs:config").to.equal(
+    const text = readFileSync(join(__dirname, "../..", CONFIG_DOC), "utf8");
+    expect(text === withConfigTable(text), `${CONFIG_DOC}'s configuration or network table is stale: run npm run docs:config`).to.equal(
       true,
     );
   });

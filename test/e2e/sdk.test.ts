@@ -107,7 +107,8 @@ describe("@spendgate/sdk: npm pack, installed in a temporary project, pays throu
   });
 
   it("packs a dependency-free package with its types, its bin and no sources", () => {
-    expect(statSync(tarball).size).to.be.below(64 * 1024);
+    // The owner CLI is one bundle with its libraries (ethers, the Merkle tree): about 195 KiB packed.
+    expect(statSync(tarball).size).to.be.below(256 * 1024);
     const manifest = JSON.parse(readFileSync(join(project, "node_modules", "@spendgate", "sdk", "package.json"), "utf8"));
     expect(manifest).to.include({ name: "@spendgate/sdk", main: "dist/index.js", types: "dist/index.d.ts" });
     expect(manifest.dependencies ?? {}).to.deep.equal({});
@@ -149,6 +150,17 @@ describe("@spendgate/sdk: npm pack, installed in a temporary project, pays throu
     const config = JSON.parse(readFileSync(join(home, ".spendgate", "config.json"), "utf8"));
     expect(config).to.include({ label: "sdk-cli", baseUrl: s.url });
     expect(r.stdout).to.include(`${s.url}/onboarding?agent=${config.agentAddress}`);
+  });
+
+  it("runs `npx spendgate owner verify` from the installed package: the policy read from the chain by the bundle alone", async () => {
+    const home = join(work, "home-owner");
+    mkdirSync(home);
+    const r = await run("npx", ["--no-install", "spendgate", "owner", "verify", agent.agentAddress, "--api", s.url], project, {
+      HOME: home,
+    });
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(r.stdout).to.include("Each payment at most 1 USDC; at most 5 USDC per UTC day.").and.include("127.0.0.1: no cap of its own");
+    expect(r.stdout).to.include("it matches").and.include("Not signed in");
   });
 
   it("gives TypeScript the client's types (a discriminated PayResult), checked with the declarations", async () => {

@@ -68,7 +68,19 @@ describe("npm run build, then npm run start:prod (node dist/src/index.js) in pro
     expect(existsSync(join(ROOT, "dist", "src", "index.js"))).to.equal(true);
     expect(existsSync(join(ROOT, "dist", "dashboard", "manifest.json"))).to.equal(true);
 
-    // A chain of its own (the instance's operator and facilitator keys funded members of its OperatorSet) and a store.
+    // With an empty environment the build refuses to become the sandbox, and says what to set.
+    const bare = spawn("npm", ["run", "start:prod"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let bareOut = "";
+    bare.stdout.on("data", (b: Buffer) => (bareOut += b.toString()));
+    bare.stderr.on("data", (b: Buffer) => (bareOut += b.toString()));
+    const bareCode = await new Promise<number | null>((resolve) => bare.once("exit", resolve));
+    expect(bareCode, bareOut).to.not.equal(0);
+    expect(bareOut).to.include("RPC_URL").and.include("SANDBOX=1").and.not.include("SpendGate is running");
+
     const operator = Wallet.createRandom();
     const facilitator = Wallet.createRandom();
     const chainProc = run(process.execPath, [
@@ -110,6 +122,8 @@ describe("npm run build, then npm run start:prod (node dist/src/index.js) in pro
     const ready = Date.now() - started;
     expect(health.status).to.equal(200);
     expect(await health.json()).to.include({ status: "ok", mode: "production", store: "ok", chain: "ok" });
+    // The sandbox's demo seller does not exist in production, whatever its query.
+    for (const q of ["price=0.5", "price=0"]) expect((await fetch(`${url}/dev/seller/exact?${q}`)).status, q).to.equal(404);
     // Started from dist: node ran the compiled entry, with no compile step before it.
     expect(prod.text()).to.include("node dist/src/index.js").and.not.include("hardhat compile");
 

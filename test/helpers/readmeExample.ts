@@ -1,5 +1,5 @@
 /**
- * The README's worked example ("#### Worked example: ...", its first ```js block), run as an owner would run it: as
+ * The worked example of docs/owners.md, linked from the README ("#### Worked example: ...", its first ```js block), run as an owner would run it: as
  * an ES module in a folder of its own whose node_modules is the project's (ethers, @openzeppelin/merkle-tree), with its
  * environment variables. Whatever the README's example says now is what runs.
  */
@@ -10,13 +10,13 @@ import { runScript, type AuditRun } from "./auditCli";
 
 const ROOT = join(__dirname, "..", "..");
 
-/** The code of the README's worked example. */
+/** The code of the worked example. */
 export function readmeExample(): string {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const at = readme.indexOf("#### Worked example");
-  if (at < 0) throw new Error("README.md has no worked example");
-  const block = /```js\n([\s\S]*?)```/.exec(readme.slice(at));
-  if (!block) throw new Error("README.md's worked example has no js block");
+  const doc = readFileSync(join(ROOT, "docs", "owners.md"), "utf8");
+  const at = doc.indexOf("#### Worked example");
+  if (at < 0) throw new Error("docs/owners.md has no worked example");
+  const block = /```js\n([\s\S]*?)```/.exec(doc.slice(at));
+  if (!block) throw new Error("docs/owners.md's worked example has no js block");
   return block[1];
 }
 

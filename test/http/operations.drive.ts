@@ -36,6 +36,10 @@ export const NOT_DRIVEN: Record<string, string> = {
   "POST /approvals/:id/approve 422": "a blocked or unsupported approved payment: test/e2e/payments.test.ts",
   "POST /approvals/:id/approve 504": "a seller slower than SELLER_TIMEOUT_MS at approval (not driven anywhere yet)",
   "POST /dev/faucet 404": "outside embedded mode only; this walk runs embedded",
+  "GET /dev/seller/exact 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
+  "POST /dev/seller/exact 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
+  "GET /dev/seller/exact 502": "a facilitator that fails: the seller of /sell/agent-intel, test/x402/sellRoute.test.ts",
+  "POST /dev/seller/exact 502": "a facilitator that fails: the seller of /sell/agent-intel, test/x402/sellRoute.test.ts",
   "GET /metrics 401": "a wrong or missing METRICS_TOKEN (this walk sets none): test/api/metrics.test.ts",
   "GET /metrics 403": "a forwarded or non-loopback scrape without METRICS_TOKEN: test/api/tracing.test.ts",
   "GET /sell/agent-intel 502": "a facilitator that fails: test/x402/sellRoute.test.ts",
@@ -199,5 +203,13 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     observe(address, await call(address, { path: "/dev/explorer/address/0x12" }), 404, "not_found");
     // A network this service does not run (400).
     observe(address, await call(address, { path: `/dev/explorer/address/0x${"12".repeat(20)}?network=solana` }), 400, "bad_request");
+  },
+
+  // The sandbox's demo seller: a price it cannot ask (400).
+  async ({ ops, observe, call }) => {
+    for (const method of ["GET", "POST"]) {
+      const seller = find(ops, method, "/dev/seller/exact");
+      observe(seller, await call(seller, { path: "/dev/seller/exact?price=0" }), 400, "bad_request");
+    }
   },
 ];

@@ -18,9 +18,9 @@ const TIMEOUT_MS = 300;
 
 type Verify = (rawBody: string, header: unknown, secret: string, toleranceSeconds?: number, nowSeconds?: number) => boolean;
 
-/** The verification recipe exactly as the README documents it (its first js block under "Verifying a delivery"). */
+/** The verification recipe exactly as docs/webhooks.md documents it (its first js block under "Verifying a delivery"). */
 function readmeRecipe(): Verify {
-  const readme = readFileSync(join(__dirname, "../../README.md"), "utf8");
+  const readme = readFileSync(join(__dirname, "../../docs/webhooks.md"), "utf8");
   const section = readme.slice(readme.indexOf("### Verifying a delivery"));
   const code = /```js\n([\s\S]*?)```/.exec(section)![1];
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- runs the README's snippet as a reader would paste it

@@ -3,7 +3,7 @@
  * ledger, approvals. Expected payment outcomes (approved, pending, blocked) are returned; every other answer is thrown
  * as a SpendGateError carrying the service's `{ error, message, status }`. No dependencies: Node's own fetch.
  */
-import { SpendGateError } from "./errors";
+import { SpendGateError, invalidInput as invalid } from "./errors";
 import type { AgentLimits, Approval, ApprovalDecision, Genesis, LedgerPage, LedgerQuery, PayOptions, PayRequest, PayResult } from "./types";
 
 export interface SpendGateClientOptions {
@@ -45,10 +45,10 @@ export class SpendGateClient {
     try {
       url = new URL(opts.baseUrl);
     } catch {
-      throw new TypeError(`baseUrl ${opts.baseUrl} is not a URL`);
+      throw invalid(`baseUrl ${opts.baseUrl} is not a URL`);
     }
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("baseUrl must be http or https");
-    if (!opts.apiKey) throw new TypeError("apiKey is required");
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw invalid("baseUrl must be http or https");
+    if (!opts.apiKey) throw invalid("apiKey is required");
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.apiKey = opts.apiKey;
     this.agentAddress = opts.agentAddress;
@@ -67,9 +67,15 @@ export class SpendGateClient {
     return { agent, client: new SpendGateClient({ baseUrl, apiKey: agent.apiKey, agentAddress: agent.agentAddress, fetch: opts.fetch }) };
   }
 
-  /** POST /pay. Resolves with approved (200), pending (202: the owner decides) or blocked (422: never retry it). */
-  pay(req: PayRequest, opts: PayOptions = {}): Promise<PayResult> {
-    const body = { ...req, agentAddress: req.agentAddress ?? this.requireAgent("pay") };
+  /**
+   * POST /pay. Resolves with approved (200), pending (202: the owner decides) or blocked (422: never retry it). The
+   * agent: `req.agentAddress`, else the client's, else the one the agent key names.
+   */
+  async pay(req: PayRequest, opts: PayOptions = {}): Promise<PayResult> {
+    for (const field of ["serviceUrl", "maxAmount", "intent"] as const)
+      if (typeof req[field] !== "string" || !req[field]) throw invalid(`pay: ${field} is required`);
+    const agentAddress = req.agentAddress ?? this.agentAddress;
+    const body = agentAddress ? { ...req, agentAddress } : req;
     const headers = opts.idempotencyKey ? { "Idempotency-Key": opts.idempotencyKey } : undefined;
     return this.request<PayResult>("/pay", { method: "POST", body, headers, signal: opts.signal, accept: [200, 202, 422] });
   }
@@ -89,7 +95,7 @@ export class SpendGateClient {
   }
 
   /** GET /ledger: one page of payments, newest first (default: this client's agent, 50 a page). */
-  ledger(query: LedgerQuery = {}): Promise<LedgerPage> {
+  async ledger(query: LedgerQuery = {}): Promise<LedgerPage> {
     const { address = this.agentAddress, ...rest } = query;
     return this.request<LedgerPage>("/ledger", { query: { address, ...rest } });
   }
@@ -100,22 +106,24 @@ export class SpendGateClient {
   }
 
   /** POST /approvals/:id/approve with the owner's signed decision: the payment settles. */
-  approve(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "approved" }> {
+  async approve(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "approved" }> {
+    requireDecision("approve", approvalId, decision);
     return this.request(`/approvals/${encodeURIComponent(approvalId)}/approve`, { method: "POST", body: decision });
   }
 
   /** POST /approvals/:id/deny with the owner's signed decision. */
-  deny(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "denied" }> {
+  async deny(approvalId: string, decision: ApprovalDecision): Promise<Record<string, unknown> & { id: string; status: "denied" }> {
+    requireDecision("deny", approvalId, decision);
     return this.request(`/approvals/${encodeURIComponent(approvalId)}/deny`, { method: "POST", body: decision });
   }
 
   /** GET /wallet/balance of an agent (default: this client's). */
-  balance(address?: string): Promise<Record<string, unknown>> {
+  async balance(address?: string): Promise<Record<string, unknown>> {
     return this.request("/wallet/balance", { query: { address: address ?? this.requireAgent("balance") } });
   }
 
   /** GET /wallet/activation: the owner's activation link and code again (agent key, or its owner's). */
-  activation(address?: string): Promise<{ activationUrl: string; activationCode: string } & Record<string, unknown>> {
+  async activation(address?: string): Promise<{ activationUrl: string; activationCode: string } & Record<string, unknown>> {
     return this.request("/wallet/activation", { query: { address: address ?? this.requireAgent("activation") } });
   }
 
@@ -158,9 +166,15 @@ export class SpendGateClient {
   }
 
   private requireAgent(what: string): string {
-    if (!this.agentAddress) throw new TypeError(`${what}: pass an agent address, or agentAddress to the client`);
+    if (!this.agentAddress) throw invalid(`${what}: pass an agent address, or agentAddress to the client`);
     return this.agentAddress;
   }
+}
+
+function requireDecision(action: string, approvalId: string, decision: ApprovalDecision | undefined): void {
+  if (!approvalId) throw invalid(`${action}: the approval id is required`);
+  if (!decision?.humanSignature || !Number.isInteger(decision.timestamp))
+    throw invalid(`${action}: the owner's humanSignature and its timestamp are required`);
 }
 
 function errorOf(res: Response, body: unknown): SpendGateError {

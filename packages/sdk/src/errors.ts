@@ -38,3 +38,8 @@ export class SpendGateError extends Error {
 export function isSpendGateError(err: unknown): err is SpendGateError {
   return err instanceof SpendGateError || (err instanceof Error && err.name === "SpendGateError" && "status" in err && "error" in err);
 }
+
+/** Input the service would refuse, refused before any request with the error it would answer (400 bad_request). */
+export function invalidInput(message: string): SpendGateError {
+  return new SpendGateError({ error: "bad_request", message, status: 400 });
+}

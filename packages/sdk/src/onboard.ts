@@ -40,7 +40,7 @@ export interface Io {
 
 const USAGE = `Usage: spendgate onboard [--base-url URL] [--email EMAIL] [--label LABEL] [--token KEY] [--force]
 
-  --base-url  the SpendGate API (default ${DEFAULT_BASE_URL})
+  --base-url  the SpendGate API (default $SPENDGATE_API, else ${DEFAULT_BASE_URL})
   --email     your owner's email (recommended)
   --label     a name for this agent (recommended)
   --token     Bearer token for genesis when registration is closed (an owner key or the registration token)
@@ -50,8 +50,8 @@ Writes ~/.spendgate/config.json (agentAddress, apiKey, label, createdAt, baseUrl
 
 class UsageError extends Error {}
 
-function parseArgs(argv: string[]): Options {
-  const o: Options = { baseUrl: DEFAULT_BASE_URL, force: false, help: false };
+function parseArgs(argv: string[], env: NodeJS.ProcessEnv): Options {
+  const o: Options = { baseUrl: env.SPENDGATE_API ?? DEFAULT_BASE_URL, force: false, help: false };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const value = () => {
@@ -149,7 +149,7 @@ function writeConfig(path: string, c: AgentConfig): void {
 export async function onboard(argv: string[], io: Io): Promise<number> {
   let o: Options;
   try {
-    o = parseArgs(argv);
+    o = parseArgs(argv, io.env);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.err(`spendgate onboard: ${err.message}\n\n${USAGE}`);

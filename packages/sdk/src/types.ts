@@ -126,7 +126,7 @@ export interface Approval {
   [field: string]: unknown;
 }
 
-/** The owner's EIP-712 ApprovalDecision signature (made with the owner's wallet; see the README's typed data). */
+/** The owner's EIP-712 ApprovalDecision signature (made with the owner's wallet; see docs/owners.md's typed data). */
 export interface ApprovalDecision {
   humanSignature: string;
   timestamp: number;

@@ -16,7 +16,7 @@ import {
   LedgerQuery,
   LedgerResponse,
   type PayAnswer,
-  PayRequest,
+  PayBody,
   PayResult,
   TransactionId,
 } from "../../schemas/payments";
@@ -52,7 +52,7 @@ export const PAY_OPERATION = operation({
     "An `Idempotency-Key` header makes retries safe: the same key and body answer the first result.",
   // Paying is the agent's: owner keys read, approve and set limits.
   auth: "agent",
-  input: z.object({ body: PayRequest }),
+  input: z.object({ body: PayBody }),
   headers: [{ name: "Idempotency-Key", required: false, description: "1-200 printable ASCII characters; kept 24 h per API key" }],
   responses: {
     200: json("approved: paid and settled", PayResult, {
@@ -72,8 +72,11 @@ export const PAY_OPERATION = operation({
     "too_many_pending_approvals",
     ...SELLER_ERRORS,
   ],
-  handle: async ({ input: { body }, principal, ctx, deps: { networks } }) => {
+  handle: async ({ input, principal, ctx, deps: { networks } }) => {
     const key = ctx.get("Idempotency-Key") || undefined;
+    // Only agent keys pay, and each names one agent: an unnamed agent is the key's own.
+    if (principal.role !== "agent" && !input.body.agentAddress) throw badRequest("agentAddress is required with this key.");
+    const body = { ...input.body, agentAddress: input.body.agentAddress ?? (principal.role === "agent" ? principal.agentAddress : "") };
     // With one network, an agent key naming its own agent pays without waiting for its document: read beside the
     // payment's first store step (its Idempotency-Key, or its agent lock), and checked as ever (its network too). Any
     // other caller, and any agent of a service of several networks, is read first: its network's services pay.

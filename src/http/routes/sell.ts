@@ -12,7 +12,7 @@ import { json, rawOperation } from "../../api/operation";
 export const SELL_PATH = "/sell/agent-intel";
 
 /** The seller's offer on one network: its USDC, explorer, facilitator, and the payer's holdings read from its chain. */
-function offerOf(s: Services): SellerOffer {
+export function offerOf(s: Services): SellerOffer {
   const { config, chain, facilitator } = s.ctx;
   const network = networkOfChainId(config.chainId);
   if (!network) throw new Error(`chain id ${config.chainId} is not a network of the table`);
