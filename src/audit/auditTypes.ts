@@ -3,7 +3,7 @@ import type { AuditOutflow } from "./auditOutflows";
 import type { AuditChannel, AuditScheme } from "./auditSchemes";
 import type { AuditSignature } from "./auditSignatures";
 
-/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: README, "The EIP-712 types owners sign"). */
+/** The numeric fields of PolicyUpdated's policy tuple (the grown SetPolicy: docs/owners.md, "The EIP-712 types owners sign"). */
 export const POLICY_NUMBERS = [
   "perTxLimit",
   "dailyBudget",

@@ -46,7 +46,7 @@ export function noPolicyError(agent: AgentDoc): AppError {
  */
 export function foreignOperatorError(agent: AgentDoc, operator: string, ours: string): AppError {
   return conflict(
-    `Agent ${agent.address}'s owner set another operator on-chain (${operator}): this service can no longer authorise its payments, and nothing was sent. Do not retry; to undo it, the owner signs SetOperator back to the service's operator ${ours} and relays it on the agent's contract (README, "How an owner approves": Operator).`,
+    `Agent ${agent.address}'s owner set another operator on-chain (${operator}): this service can no longer authorise its payments, and nothing was sent. Do not retry; to undo it, the owner signs SetOperator back to the service's operator ${ours} and relays it on the agent's contract (docs/owners.md, "How an owner approves": Operator).`,
     { operator, serviceOperator: ours },
   );
 }

@@ -42,7 +42,7 @@ export interface ExecuteInput {
   agent?: AgentDoc;
   /** The leases the payment runs under (agent lock, Idempotency-Key): committed to before anything is sent. */
   fences?: Fence[];
-  /** Buys the USDC shortfall once the payment is authorised, before it is paid (README: "Swap before settlement"). */
+  /** Buys the USDC shortfall once the payment is authorised, before it is paid (docs/payments.md: "Swap before settlement"). */
   swap?: (p: { txnId: string; paymentId: string; transfer: TransferInput }) => Promise<Swapped | Blocked>;
   /** The owner's gas allowance check, started earlier (beside the quote); made here otherwise. */
   gasChecked?: Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * Swap before settlement (README, same title): when the agent wallet holds less USDC than a payment's price and its owner's
+ * Swap before settlement (docs/payments.md, same title): when the agent wallet holds less USDC than a payment's price and its owner's
  * policy allows swaps, the wallet buys exactly the shortfall with its WETH (then its ETH) on Uniswap v3. The service
  * quotes first (QuoterV2 and the same TWAP bound the wallet enforces) to refuse what cannot work without a
  * transaction, then sends swapForPayment for the authorised payment; the chain is the judge of the price.

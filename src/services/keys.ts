@@ -40,7 +40,7 @@ interface CachedKey {
 }
 
 /**
- * The longest a remembered lookup may stand in for the store's for a payment (README, "Security"): a key revoked on
+ * The longest a remembered lookup may stand in for the store's for a payment (docs/contracts.md, "A revoked API key"): a key revoked on
  * another instance stops paying within it (at once on the instance that revoked it), whatever API_KEY_CACHE_MS says.
  */
 export const PAYING_KEY_MEMORY_MS = 1_000;

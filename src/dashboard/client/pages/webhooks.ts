@@ -248,7 +248,7 @@ export async function webhooksPage(app: App, root: HTMLElement): Promise<void> {
         h(
           "p",
           null,
-          "Copy it now into your receiver: SpendGate keeps it encrypted and never shows it again. Verify each delivery's SpendGate-Signature with it (see the README).",
+          "Copy it now into your receiver: SpendGate keeps it encrypted and never shows it again. Verify each delivery's SpendGate-Signature with it (see docs/webhooks.md).",
         ),
         h("label", { for: "webhook-secret-value" }, "Secret"),
         h("input", { id: "webhook-secret-value", type: "text", readonly: true, value: created.secret, class: "mono", size: "60" }),
