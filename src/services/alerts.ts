@@ -10,6 +10,7 @@ import { approvalAlertView, paymentView, paymentWhere } from "./presenters";
 import { PolicyService, limitedWindows } from "./policies";
 
 const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
+const RECEIPT_INVALID = "payment.receipt_invalid";
 
 /** Levels of a budget window (percent of the budget spent) that are announced, each once per window. */
 export const THRESHOLD_LEVELS = [80, 100] as const;
@@ -72,6 +73,16 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string, writt
       await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
     )
       queued++;
+  }
+  // A receipt that failed its check (or never came for a signed offer): told once per entry, beside payment.approved.
+  if (doc.receipt && !doc.receipt.verified && wanted.has(RECEIPT_INVALID)) {
+    const data = { ...paymentView(doc, paymentWhere(ctx, doc)), problem: doc.receipt.problem };
+    const dedupeKey = `${RECEIPT_INVALID}:${txnId}`;
+    if (
+      await ctx.webhooks.tell({ type: RECEIPT_INVALID, dedupeKey, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
+    ) {
+      queued++;
+    }
   }
   if (doc.status !== "approved" || !wanted.has("budget.threshold")) return queued;
   const windows = await budgetWindows(ctx, doc.policyAddress).catch((err: unknown) => {
