@@ -20,6 +20,7 @@ import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
 import { type Room, finish } from "./context";
 import type { LedgerBase } from "./phases";
 import { resolveInFlight } from "./recover";
+import { awaitPendingSettlement } from "./pendingSettlement";
 import { offerRecord, receiptRecord } from "./receipt";
 import { release } from "./release";
 import { type Approved, type Blocked, type PaymentResult, type Refused, refused } from "./result";
@@ -193,6 +194,12 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   }
 }
 
+/** The signed transfer as its entry records it (payTo, amount, validBefore). */
+function transferFields(signed: SignedPayment) {
+  const t = signed.transfer;
+  return { payTo: t.payTo, amount: t.amount.toString(), validBefore: Number(t.validBefore) };
+}
+
 /** An authorised payment, as the steps after authorisation see it. */
 interface Paid {
   room: Room;
@@ -212,8 +219,14 @@ async function sendAndSettle(p: Paid, seller: SellerRequest, signed: SignedPayme
   if (sent.kind === "refused") return failAfterAuthorize(p, sent.detail, sent.error);
   const { res } = sent;
   p.timer.mark("seller");
-  const s = await p.room.ctx.telemetry.step("settle", () => settled(p.room, p.base.agentAddress, p.paymentId, authorizeBlock, res));
+  let s = await p.room.ctx.telemetry.step("settle", () => settled(p.room, p.base.agentAddress, p.paymentId, authorizeBlock, res));
   const answer = { status: res.status, body: res.body };
+  if (s.kind === "pending") {
+    const payment = { txnId: p.txnId, agentAddress: p.base.agentAddress, paymentId: p.paymentId, ...transferFields(signed) };
+    const hash = s.txHash;
+    const decided = await p.room.ctx.telemetry.step("settle", () => awaitPendingSettlement(p.room, payment, hash));
+    s = decided.kind === "settled" ? { kind: "settled", txHash: decided.txHash } : { kind: "unsettled", reason: decided.reason };
+  }
   if (s.kind === "unsettled") {
     return failAfterAuthorize(
       p,
