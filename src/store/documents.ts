@@ -396,6 +396,15 @@ export interface ChainEventDoc {
   removed: boolean;
 }
 
+/** A settlement the in-process facilitator broadcast and has not seen confirmed (src/x402/pendingSettlements.ts). */
+export interface PendingSettlementDoc {
+  _id?: ObjectId;
+  /** sha256 of the mechanism's key (for the exact scheme, the payer's signature, which may be long). */
+  key: string;
+  txHash: string;
+  expiresAt: Date;
+}
+
 export interface IndexerStateDoc {
   _id?: ObjectId;
   name: string;
