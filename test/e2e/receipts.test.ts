@@ -11,6 +11,8 @@ import { fundedFacilitator, mintUsdc, stackSeller, usdcBalance } from "../helper
 import { startOfferReceiptSeller } from "../helpers/sellerOfferReceipt";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { spentToday } from "../helpers/payments";
+import { fetchLedger, receiptSummary } from "../../src/audit/ledgerAudit";
+import { auditOutput, runAudit } from "../helpers/auditCli";
 
 const USDC = 1_000_000n;
 const PRICE = 250_000n;
@@ -63,6 +65,7 @@ describe("proof of purchase: signed offers and receipts in the ledger", function
           : (JSON.parse(Buffer.from(signed.signature.split(".")[1], "base64url").toString()) as typeof signed.payload);
       expect(payload?.payer.toLowerCase()).to.equal(a.agentAddress.toLowerCase());
       expect(doc?.offer?.signer).to.equal(seller.signer);
+      expect(receiptSummary(await fetchLedger(s.url, a.apiKey))).to.deep.equal({ verified: 1, flagged: [], none: 0 });
     });
   }
 
@@ -95,6 +98,10 @@ describe("proof of purchase: signed offers and receipts in the ledger", function
       expect(entry?.status, "the money moved: the entry stays approved").to.equal("approved");
       expect(entry?.receipt.verified).to.equal(false);
       expect(entry?.receipt.problem).to.match(b.problem);
+      // npm run audit -- --ledger counts it among the flagged.
+      const audited = receiptSummary(await fetchLedger(s.url, a.apiKey));
+      expect(audited.flagged.map((f) => f.id)).to.deep.equal([res.body.transactionId]);
+      expect(audited.verified).to.equal(0);
 
       const seen = () => receiver.requests.filter((r) => r.path.endsWith(`?${tag}`));
       const [told] = await receiver.until(() => seen().length === 1);
@@ -122,5 +129,20 @@ describe("proof of purchase: signed offers and receipts in the ledger", function
     const signing = await offerSeller({ format: "eip712" });
     const ok = await pay(a, signing.resource);
     expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+  });
+
+  it("npm run audit -- --ledger reports the approved entries with a verified receipt, a flagged one and none", async () => {
+    const a = await agent();
+    const sellers = [
+      await offerSeller({ format: "jws" }),
+      await offerSeller({ format: "eip712", receipt: { payer: "0x" + "33".repeat(20) } }),
+      keep(await stackSeller(s, PRICE)),
+    ];
+    for (const seller of sellers) expect((await pay(a, seller.resource)).status).to.equal(200);
+    const cli = await runAudit(s, { key: await ownerKey(s, a.owner) });
+    expect(cli.code, cli.stderr || cli.stdout.slice(-2000)).to.equal(0);
+    const { report, summary } = auditOutput(cli.stdout);
+    expect(report.ledgerDisagreements).to.deep.equal([]);
+    expect(summary).to.match(/0 anomalies \(0 on-chain, 0 in the ledger\); receipts: 1 verified, 1 flagged, 1 approved without one$/);
   });
 });
