@@ -53,17 +53,24 @@ export async function awaitPendingSettlement(room: Room, p: PendingPayment, txHa
     return { kind: "unsettled", reason: `settlement_pending with transaction ${txHash}, which is not this payment's transfer` };
   }
   await note(room, p.txnId, "authorized", { pendingSettlementTx: txHash });
+  // A node that does not answer proves nothing: looked at again, up to the transfer's validity (wall clock) and a
+  // minute more; then the release step decides, or leaves the payment to recovery while the chain is out of reach.
+  const until = Date.now() + Math.max(0, (p.validBefore ?? 0) * 1000 - Date.now()) + 60_000;
   for (;;) {
     const receipt = await ctx.chain.receiptOf(txHash, LOOK_MS).catch(() => null);
     if (receipt) {
       if (receipt.status === 1 && (await ops.settledIn(txHash, p.agentAddress, p.paymentId))) return { kind: "settled", txHash };
       return { kind: "unsettled", reason: `its settlement ${txHash} reverted` };
     }
-    if (!(await provider.getTransaction(txHash).catch(() => null))) {
-      return { kind: "unsettled", reason: `its settlement ${txHash} was dropped before it was mined` };
-    }
-    if (await pastValidity(room, p))
+    const seen = await provider.getTransaction(txHash).then(
+      (tx) => (tx ? "pending" : "dropped"),
+      () => "unknown",
+    );
+    if (seen === "dropped") return { kind: "unsettled", reason: `its settlement ${txHash} was dropped before it was mined` };
+    if (seen === "pending" && (await pastValidity(room, p).catch(() => false))) {
       return { kind: "unsettled", reason: `its settlement ${txHash} was not mined before the transfer expired` };
+    }
+    if (Date.now() > until) return { kind: "unsettled", reason: `its settlement ${txHash} was not seen mined` };
     // Still on its way: this run still owns the payment (recovery leaves it alone while the lease holds).
     await note(room, p.txnId, "authorized", {});
   }

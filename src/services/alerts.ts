@@ -171,7 +171,7 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
           status: { $in: ["approved", "blocked", "failed"] },
           updatedAt: { $gte: since },
         },
-        { projection: { txnId: 1, status: 1 } },
+        { projection: { txnId: 1, status: 1, "receipt.verified": 1 } },
       )
       .limit(5_000)
       .toArray(),
@@ -182,6 +182,10 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
   ]);
   const facts: { key: string; tell: () => Promise<number> }[] = [
     ...payments.map((p) => ({ key: `${PAYMENT_EVENTS[p.status]}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
+    // A flagged receipt is its own fact (an endpoint may hear it and not payment.approved); telling again dedupes.
+    ...payments
+      .filter((p) => p.receipt?.verified === false)
+      .map((p) => ({ key: `${RECEIPT_INVALID}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
     ...approvals.map((a) => ({ key: `approval.requested:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.requested", a) })),
     ...approvals
       .filter((a) => a.status === "expired")

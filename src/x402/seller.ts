@@ -16,6 +16,9 @@
  * - A payment is read from PAYMENT-SIGNATURE (v2 clients) or X-PAYMENT (v1 clients, and the interface's name); the
  *   payload's own x402Version decides which requirement it is checked against. The settlement is answered in
  *   PAYMENT-RESPONSE for PAYMENT-SIGNATURE and X-PAYMENT-RESPONSE for X-PAYMENT.
+ * - With its signatures (sellerSignatures.ts), every 402 carries a signed offer of each requirement and every settled
+ *   answer a signed receipt (x402 offer-receipt, docs/receipts.md); a settlement still pending after one retry is
+ *   answered 402 with its PAYMENT-RESPONSE (settlement_pending and the hash).
  */
 import { formatEther } from "ethers";
 import { getAddress } from "../chain/rpc/checksum";
@@ -340,7 +343,8 @@ export class AgentIntelSeller {
       // Broadcast, not yet confirmed: asked once more, as stock resource servers do (the facilitator's pending store
       // reconciles against the transaction already sent), then answered as pending with its hash.
       if (!settled.success && settled.errorReason === PENDING && settled.transaction) {
-        settled = await offer.facilitator.settle(payload, requirements);
+        const first = settled; // broadcast: a retry that fails is still this pending settlement, never "nothing charged"
+        settled = await offer.facilitator.settle(payload, requirements).catch(() => first);
       }
     } catch (err) {
       if (err instanceof Refusal) throw err;
