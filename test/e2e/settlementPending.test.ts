@@ -6,12 +6,11 @@
  */
 import { expect } from "chai";
 import { encodePaymentResponseHeader } from "@x402/core/http";
-import { Wallet } from "ethers";
 import { stackPerFile, randomOwner } from "../helpers/stack";
 import { spentToday } from "../helpers/payments";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance } from "../helpers/sellers";
 import { listen } from "../helpers/sellerServer";
-import { createInProcessFacilitator, type Facilitator } from "../../src/x402/facilitator";
+import type { Facilitator } from "../../src/x402/facilitator";
 
 const USDC = 1_000_000n;
 const PRICE = 300_000n;
@@ -32,14 +31,7 @@ describe("a seller that answers settlement_pending", function () {
    * transaction); once the buyer waits on that hash, `then` decides what happens to it.
    */
   async function pendingSeller(then: (hash: string) => Promise<void>) {
-    const key = Wallet.createRandom();
-    await rpc("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    const inner = createInProcessFacilitator({
-      rpcUrl: s.svc.config.rpcUrl,
-      chainId: s.svc.config.chainId,
-      privateKey: key.privateKey,
-      confirmationTimeoutMs: 300,
-    });
+    const inner = await fundedFacilitator(s, { confirmationTimeoutMs: 300 });
     const broadcasts = new Set<string>();
     let retried = false;
     const facilitator: Facilitator = {
@@ -55,7 +47,7 @@ describe("a seller that answers settlement_pending", function () {
       },
     };
     const seller = keep(await startV2Seller({ facilitator, usdc: s.svc.config.usdcAddress, price: PRICE }));
-    return { seller, broadcasts, facilitatorAddress: key.address };
+    return { seller, broadcasts, facilitatorAddress: inner.address };
   }
 
   async function agent() {

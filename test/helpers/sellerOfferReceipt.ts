@@ -6,8 +6,6 @@
  */
 import { generateKeyPairSync, sign } from "node:crypto";
 import { Wallet } from "ethers";
-import { x402HTTPResourceServer, x402ResourceServer, type FacilitatorClient } from "@x402/core/server";
-import { ExactEvmScheme } from "@x402/evm/exact/server";
 import {
   type OfferReceiptIssuer,
   createEIP712OfferReceiptIssuer,
@@ -15,23 +13,14 @@ import {
   createOfferReceiptExtension,
   declareOfferReceiptExtension,
 } from "@x402/extensions/offer-receipt";
-import type { Facilitator } from "../../src/x402/facilitator";
 import { viemAccounts } from "../../src/chain/viem";
-import { USDC_EXTRA, header, listen, sellerHandle, sendJson, type SellerOptions, type TestSeller } from "./sellerServer";
-import { settleX402Request } from "./sellerX402";
+import type { SellerOptions, TestSeller } from "./sellerServer";
+import { startV2Seller } from "./sellerV2";
 
 export interface OfferReceiptOptions extends SellerOptions {
   format: "eip712" | "jws";
   /** What the receipt says instead of the truth (another payer, another transaction), or no receipt at all. */
   receipt?: { payer?: string; transaction?: string; omit?: boolean };
-}
-
-function facilitatorClient(f: Facilitator): FacilitatorClient {
-  return {
-    verify: (payload, requirements) => f.verify(payload, requirements),
-    settle: (payload, requirements) => f.settle(payload, requirements),
-    getSupported: () => f.supported(),
-  };
 }
 
 /** An issuer signing with a fresh key: EIP-712 (an Ethereum key) or JWS (Ed25519, its public key in a did:jwk kid). */
@@ -56,11 +45,6 @@ export function freshIssuer(format: "eip712" | "jws"): { issuer: OfferReceiptIss
 }
 
 export async function startOfferReceiptSeller(opts: OfferReceiptOptions): Promise<TestSeller & { signer: string }> {
-  const network = `eip155:${opts.chainId ?? 8453}` as const;
-  const payTo = opts.payTo ?? Wallet.createRandom().address;
-  let price = opts.price;
-  const hits = { paid: 0, unpaid: 0 };
-  const settlements: string[] = [];
   const { issuer: honest, signer } = freshIssuer(opts.format);
   const bent = opts.receipt;
   const issuer: OfferReceiptIssuer = {
@@ -71,33 +55,10 @@ export async function startOfferReceiptSeller(opts: OfferReceiptOptions): Promis
         ? Promise.reject(new Error("this seller sends no receipt"))
         : honest.issueReceipt(url, bent?.payer ?? payer, net, bent?.transaction ?? tx),
   };
-
-  const resourceServer = new x402ResourceServer(facilitatorClient(opts.facilitator));
-  resourceServer.register(network, new ExactEvmScheme());
-  resourceServer.registerExtension(createOfferReceiptExtension(issuer));
-  const route = {
-    accepts: {
-      scheme: "exact",
-      network,
-      payTo,
-      price: () => ({ amount: price.toString(), asset: opts.usdc, extra: opts.extra ?? USDC_EXTRA }),
-      maxTimeoutSeconds: 300,
-    },
-    description: "test v2 resource with signed offers and receipts",
-    mimeType: "application/json",
-    extensions: declareOfferReceiptExtension({ includeTxHash: true }),
-  };
-  const httpServer = new x402HTTPResourceServer(resourceServer, { "GET /*": route, "POST /*": route });
-  await httpServer.initialize();
-
-  const listener = await listen(async (req, res, url) => {
-    if (header(req, "payment-signature")) hits.paid++;
-    else hits.unpaid++;
-    const settled = await settleX402Request(httpServer, req, res, url);
-    if (!settled) return;
-    settlements.push(settled.transaction);
-    sendJson(res, 200, { data: "paid content", payer: settled.payer }, settled.headers);
+  const seller = await startV2Seller({
+    ...opts,
+    extensions: [createOfferReceiptExtension(issuer)],
+    declared: declareOfferReceiptExtension({ includeTxHash: true }),
   });
-
-  return { ...sellerHandle(listener, { payTo, hits, settlements, setPrice: (units) => (price = units) }), signer };
+  return { ...seller, signer };
 }

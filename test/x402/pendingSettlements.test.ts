@@ -6,9 +6,8 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { stackPerFile } from "../helpers/stack";
-import { mintUsdc } from "../helpers/sellers";
+import { fundedFacilitator, mintUsdc } from "../helpers/sellers";
 import { eoaPayment, usdcRequirement } from "../helpers/x402Payments";
-import { createInProcessFacilitator } from "../../src/x402/facilitator";
 import { MongoPendingSettlementStore, PENDING_SETTLEMENTS } from "../../src/x402/pendingSettlements";
 import type { PendingSettlementDoc } from "../../src/store/documents";
 
@@ -20,16 +19,9 @@ describe("the facilitators' pending settlements, in the service's store", functi
 
   /** An instance's facilitator: its own key (funded), the one store, a receipt wait of 300 ms. */
   async function instance() {
-    const key = Wallet.createRandom();
-    await rpc("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    const facilitator = createInProcessFacilitator({
-      rpcUrl: s.svc.config.rpcUrl,
-      chainId: s.svc.config.chainId,
-      privateKey: key.privateKey,
-      confirmationTimeoutMs: 300,
-      pendingSettlements: new MongoPendingSettlementStore(collection()),
-    });
-    return { facilitator, sent: () => s.svc.chain.provider.getTransactionCount(key.address, "pending") };
+    const pendingSettlements = new MongoPendingSettlementStore(collection());
+    const facilitator = await fundedFacilitator(s, { confirmationTimeoutMs: 300, pendingSettlements });
+    return { facilitator, sent: () => s.svc.chain.provider.getTransactionCount(facilitator.address, "pending") };
   }
 
   afterEach(() => rpc("evm_setAutomine", [true]));
