@@ -41,7 +41,7 @@ async function required(
     resource: { url: URL },
     accepts,
     extensions: { [OFFER_RECEIPT]: { info: { offers: offers.map((o) => bend(o as unknown as Record<string, unknown>)) } } },
-  } as PaymentRequired;
+  };
 }
 
 async function pick(paymentRequired: PaymentRequired) {
@@ -94,7 +94,7 @@ describe("signed offers decide what is payable", () => {
 
   it("a seller that signs nothing is paid as ever", async () => {
     const r = requirement();
-    const { offers, quote } = await pick({ x402Version: 2, resource: { url: URL }, accepts: [r] } as PaymentRequired);
+    const { offers, quote } = await pick({ x402Version: 2, resource: { url: URL }, accepts: [r] });
     expect(offers).to.deep.equal({ sent: 0, offers: [] });
     expect(quote?.requirement).to.deep.equal(r);
     expect(quote?.offer).to.equal(null);
