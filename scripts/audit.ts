@@ -31,7 +31,7 @@ import { NETWORKS, isNetworkName, rpcUrlKey, type NetworkName } from "../src/cha
 import { factoryFromDeployments } from "../src/configNetworks";
 import { PROJECT_ROOT } from "../src/paths";
 import { auditFromLogs, type AuditReport } from "../src/audit/audit";
-import { fetchLedger, ledgerDisagreements, type LedgerTransaction } from "../src/audit/ledgerAudit";
+import { fetchLedger, ledgerDisagreements, receiptSummary, type LedgerTransaction } from "../src/audit/ledgerAudit";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -109,15 +109,19 @@ async function auditOne(c: Awaited<ReturnType<typeof open>>, ledger: { entries: 
   // An entry without a network is from before networks were recorded: the service's first network's.
   const mine = ledger?.entries.filter((e) => !t.network || ((e as { network?: string }).network ?? ledger.first) === t.network);
   const disagreements = mine && ledgerDisagreements(report, mine, (arg("agents") ?? "").split(",").filter(Boolean), c.head);
-  return { report, disagreements };
+  return { report, disagreements, receipts: mine && receiptSummary(mine) };
 }
 
-function summary(report: AuditReport, ledger: string[] | undefined): string {
+function summary(report: AuditReport, ledger: string[] | undefined, receipts?: ReturnType<typeof receiptSummary>): string {
   const anomalies = report.inconsistencies.length + (ledger?.length ?? 0);
   return (
     `${Object.keys(report.agents).length} agents, ${report.events} events, ${anomalies} anomalies` +
     (ledger ? ` (${report.inconsistencies.length} on-chain, ${ledger.length} in the ledger)` : "") +
-    (report.notes.length ? `, ${report.notes.length} notes` : "")
+    (report.notes.length ? `, ${report.notes.length} notes` : "") +
+    // Receipts are the sellers' word (docs/receipts.md): told, never an anomaly; said only when a seller signed any.
+    (receipts && receipts.verified + receipts.flagged.length > 0
+      ? `; receipts: ${receipts.verified} verified, ${receipts.flagged.length} flagged, ${receipts.none} approved without one`
+      : "")
   );
 }
 
@@ -140,12 +144,18 @@ async function main(): Promise<void> {
   }
 }
 
-function report(results: { t: Target; report: AuditReport; disagreements?: string[] }[]): void {
-  const shown = results.map((r) => (r.disagreements ? { ...r.report, ledgerDisagreements: r.disagreements } : r.report));
+function report(
+  results: { t: Target; report: AuditReport; disagreements?: string[]; receipts?: ReturnType<typeof receiptSummary> }[],
+): void {
+  const shown = results.map((r) =>
+    r.disagreements ? { ...r.report, ledgerDisagreements: r.disagreements, ledgerReceipts: r.receipts } : r.report,
+  );
   // One chain: its report as ever; several: one report per network.
   const several = results.length > 1;
   console.log(JSON.stringify(several ? Object.fromEntries(results.map((r, i) => [r.t.network, shown[i]])) : shown[0], null, 2));
-  console.log(`audit: ${results.map((r) => `${several ? `${r.t.network}: ` : ""}${summary(r.report, r.disagreements)}`).join("; ")}`);
+  console.log(
+    `audit: ${results.map((r) => `${several ? `${r.t.network}: ` : ""}${summary(r.report, r.disagreements, r.receipts)}`).join("; ")}`,
+  );
   if (results.some((r) => r.report.inconsistencies.length || r.disagreements?.length)) process.exitCode = 1;
 }
 

@@ -24,6 +24,28 @@ export interface LedgerTransaction {
   scheme?: string;
   ceiling?: string | null;
   channel?: { channelId: string; cumulative: string; deposit: string | null } | null;
+  /** The seller's receipt as the service checked it (docs/receipts.md); absent from ledgers before receipts. */
+  receipt?: { signer: string | null; issuedAt: number | null; verified: boolean; problem?: string } | null;
+}
+
+/**
+ * The approved entries by their proof of purchase (docs/receipts.md): a receipt the service verified, one it flagged
+ * (with why), or none (the seller signed no offer). Receipts are the sellers' word, not the chain's: this tells what
+ * the ledger holds; the signed receipts themselves are on its entries, for anyone to verify again.
+ */
+export function receiptSummary(ledger: LedgerTransaction[]): {
+  verified: number;
+  flagged: { id: string; problem: string }[];
+  none: number;
+} {
+  const approved = ledger.filter((t) => t.status === "approved");
+  return {
+    verified: approved.filter((t) => t.receipt?.verified === true).length,
+    flagged: approved
+      .filter((t) => t.receipt?.verified === false)
+      .map((t) => ({ id: t.id, problem: t.receipt?.problem ?? "not verified" })),
+    none: approved.filter((t) => !t.receipt).length,
+  };
 }
 
 const same = (a: string | null | undefined, b: string | null | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase();

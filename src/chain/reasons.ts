@@ -158,6 +158,14 @@ export const REASON_TABLE = [
   },
   {
     code: null,
+    name: "signed_offer_required",
+    meaning:
+      "the allowlist entry that admits the merchant requires signed offers (the owner's requireSignedOffer), and the seller's 402 carries no offer whose signature verifies (a rule the service keeps: a contract cannot check a seller's signature; not recorded on-chain; nothing signed)",
+    message:
+      "The owner requires this merchant to sign its offers (x402 offer-receipt), and it sent none that verifies; nothing was signed or paid.",
+  },
+  {
+    code: null,
     name: "insufficient_funds",
     meaning:
       "the agent wallet holds less USDC than the price, and no swap can buy the rest: the owner's policy allows none, this deployment has none, or its WETH and ETH are not enough (not recorded on-chain; nothing sent)",

@@ -10,7 +10,7 @@ import type { ApprovalDoc } from "../store/documents";
 import type { Fence } from "../store/leases";
 import { type PaymentContext, type Room, ledgerBase } from "./context";
 import { execute } from "./execute";
-import { swapStep } from "./pay";
+import { signedOfferDetail, swapStep } from "./pay";
 import { quote } from "./quote";
 import { awaitQuiet } from "./recover";
 import { refuse } from "./refuse";
@@ -166,6 +166,10 @@ async function payApproved(
   const approval = { approvalId: a.approvalId, txnId: a.txnId };
   if (decision.status === "block")
     return refuse(room, pc, { amount: q.amount, reason: decision.reason, proof: decision.proof, ...approval });
+  if (!quoted.offers.offers.length && (await room.decisions.requiresSignedOffer(agent, decision))) {
+    const detail = signedOfferDetail(quoted.offers.sent);
+    return refuse(room, pc, { amount: q.amount, reason: "signed_offer_required", proof: null, detail, ...approval });
+  }
   const swap = await swapStep(room, pc, decision.swap, q.amount, approval);
   if ("kind" in swap) return swap;
   return execute(room, {

@@ -58,6 +58,8 @@ export class PolicyDecisions {
    * when a payment fails (forget): a key taken out of the set then costs one reverted authorisation, not one per retry.
    */
   private readonly ourOperatorSets = new Set<string>();
+  /** The entries requiring signed offers, by agent and the signed timestamp of the policy in force (never changes). */
+  private readonly signedOfferEntries = new Map<string, readonly string[]>();
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -103,6 +105,30 @@ export class PolicyDecisions {
       );
     }
     throw foreignOperatorError(agent, policy.operator, byDefault ?? chain.operator.address);
+  }
+
+  /**
+   * Whether the allowlist entry that admitted the payment requires its seller to sign its offers (the owner's
+   * requireSignedOffer, a rule the service keeps: docs/receipts.md). Read from the owner's last SetPolicy as the service
+   * recorded it, and remembered per policy (its signed timestamp), so the payment path asks the store once per policy.
+   */
+  async requiresSignedOffer(agent: AgentDoc, admitted: { policy: OnchainPolicy; proof: AllowlistProof }): Promise<boolean> {
+    const { policy, proof } = admitted;
+    const key = `${agent.address}|${policy.lastUpdated ?? 0}`;
+    let entries = this.signedOfferEntries.get(key);
+    if (!entries) {
+      const doc = await this.ctx.store.policies.findOne(
+        { agentAddress: agent.address },
+        { projection: { allowlistRoot: 1, signedOffers: 1, timestamp: 1 } },
+      );
+      entries = doc?.allowlistRoot === policy.allowlistRoot ? (doc.signedOffers ?? []) : [];
+      // Kept only when the record is of the policy in force (one relayed elsewhere may not be recorded yet).
+      if (doc && doc.timestamp === policy.lastUpdated) {
+        if (this.signedOfferEntries.size >= 10_000) this.signedOfferEntries.clear();
+        this.signedOfferEntries.set(key, entries);
+      }
+    }
+    return entries.includes(proof.leaf);
   }
 
   /** Drops what was read of the agent's policy and of the operator sets: the next payment reads both again. */

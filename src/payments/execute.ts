@@ -9,7 +9,7 @@ import type { OwnerApprovalInput, TransferInput } from "../chain/policyOps";
 import { AppError, appError, upstreamError } from "../errors";
 import type { AllowlistProof } from "../policy/allowlist";
 import type { PayApproved } from "../schemas/payments";
-import type { AgentDoc } from "../store/documents";
+import type { AgentDoc, PaymentReceipt } from "../store/documents";
 import type { Fence } from "../store/leases";
 import { type PhaseTimer, phaseTimer } from "../util/timer";
 import type { VerifyResponse } from "../x402/facilitator";
@@ -20,6 +20,8 @@ import { authorize, begin, blockedOnchain, markAuthorized } from "./authorize";
 import { type Room, finish } from "./context";
 import type { LedgerBase } from "./phases";
 import { resolveInFlight } from "./recover";
+import { awaitPendingSettlement } from "./pendingSettlement";
+import { offerRecord, receiptRecord } from "./receipt";
 import { release } from "./release";
 import { type Approved, type Blocked, type PaymentResult, type Refused, refused } from "./result";
 import { send } from "./send";
@@ -79,7 +81,14 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   }
   timer.mark("sign");
   ctx.telemetry.annotate(txnId, signed.nonce);
-  await begin(room, { txnId, base, amount: quote.amount, signed, fences: input.fences ?? [] });
+  await begin(room, {
+    txnId,
+    base,
+    amount: quote.amount,
+    signed,
+    fences: input.fences ?? [],
+    ...(quote.offer ? { extra: { offer: offerRecord(quote.offer) } } : {}),
+  });
   timer.mark("ledger");
 
   // On a node that mines what it receives at once, the authorisation is in effect as soon as it is sent: the verify
@@ -185,6 +194,12 @@ export async function execute(room: Room, input: ExecuteInput): Promise<PaymentR
   }
 }
 
+/** The signed transfer as its entry records it (payTo, amount, validBefore). */
+function transferFields(signed: SignedPayment) {
+  const t = signed.transfer;
+  return { payTo: t.payTo, amount: t.amount.toString(), validBefore: Number(t.validBefore) };
+}
+
 /** An authorised payment, as the steps after authorisation see it. */
 interface Paid {
   room: Room;
@@ -204,8 +219,14 @@ async function sendAndSettle(p: Paid, seller: SellerRequest, signed: SignedPayme
   if (sent.kind === "refused") return failAfterAuthorize(p, sent.detail, sent.error);
   const { res } = sent;
   p.timer.mark("seller");
-  const s = await p.room.ctx.telemetry.step("settle", () => settled(p.room, p.base.agentAddress, p.paymentId, authorizeBlock, res));
+  let s = await p.room.ctx.telemetry.step("settle", () => settled(p.room, p.base.agentAddress, p.paymentId, authorizeBlock, res));
   const answer = { status: res.status, body: res.body };
+  if (s.kind === "pending") {
+    const payment = { txnId: p.txnId, agentAddress: p.base.agentAddress, paymentId: p.paymentId, ...transferFields(signed) };
+    const hash = s.txHash;
+    const decided = await p.room.ctx.telemetry.step("settle", () => awaitPendingSettlement(p.room, payment, hash));
+    s = decided.kind === "settled" ? { kind: "settled", txHash: decided.txHash } : { kind: "unsettled", reason: decided.reason };
+  }
   if (s.kind === "unsettled") {
     return failAfterAuthorize(
       p,
@@ -218,7 +239,8 @@ async function sendAndSettle(p: Paid, seller: SellerRequest, signed: SignedPayme
     );
   }
   p.timer.mark("confirm");
-  return approved(p, s.txHash, answer, res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null);
+  const receipt = p.quote.offer ? await receiptRecord(p.room, p.quote.offer, res, p.base.agentAddress, s.txHash) : undefined;
+  return approved(p, s.txHash, answer, res.status >= 400 ? `The seller answered HTTP ${res.status} after settling.` : null, receipt);
 }
 
 /** The payment settled: its entry is done, approved. */
@@ -227,10 +249,17 @@ async function approved(
   settledTx: string | null,
   res: { status: number; body: unknown } | null,
   detail: string | null,
+  receipt?: PaymentReceipt,
 ): Promise<Approved> {
   const { room, txnId, base, quote } = p;
   const settledAt = new Date();
-  await finish(room, txnId, ["authorizing", "authorized"], { status: "approved", txHash: settledTx, settledAt, detail });
+  await finish(room, txnId, ["authorizing", "authorized"], {
+    status: "approved",
+    txHash: settledTx,
+    settledAt,
+    detail,
+    ...(receipt ? { receipt } : {}),
+  });
   room.ctx.logger.info(
     { txnId, agent: base.agentAddress, merchant: base.merchant, amount: quote.amount.toString(), ms: p.timer.done() },
     "payment approved",

@@ -139,6 +139,8 @@ async function payHere(
   if (quoted.kind === "refused") return quoted;
   const q = quoted.quote;
   if (q?.scheme !== "batch-settlement" || q.amount > toBaseUnits(input.maxAmount)) return NEEDS_LOCK;
+  // Refused under the lock (payLocked), as any payment the owner's requireSignedOffer refuses.
+  if (!q.offer && (await decisions.requiresSignedOffer(agent, admission))) return NEEDS_LOCK;
   const paid = await payVoucherHere(room, pc, q, admission);
   // A failed payment reads the policy again next time (a stale copy fails once, not in a loop).
   if (paid !== NEEDS_LOCK && paid.kind === "refused") decisions.forget(agent);
@@ -197,6 +199,16 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
   timer.mark("quote");
   if (quoted.kind === "refused") return quoted;
   let q = quoted.quote;
+  // The owner's requireSignedOffer, kept by the service: a seller that signs no offer is refused before anything is signed.
+  if (!quoted.offers.offers.length && (await decisions.requiresSignedOffer(pc.agent, admission))) {
+    return refuse(room, pc, {
+      amount: q?.amount ?? maxAmount,
+      ...(q ? {} : { amountIs: "maxAmount" as const }),
+      reason: "signed_offer_required",
+      proof: null,
+      detail: signedOfferDetail(quoted.offers.sent),
+    });
+  }
   if (!q)
     return refuse(room, pc, {
       amount: maxAmount,
@@ -210,7 +222,12 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
     const paid = await payScheme(room, pc, q, admission);
     if (paid !== "exact") return paid;
     // Above the approval threshold: an owner approves one exact transfer, so the seller's exact offer, if any.
-    const exact = pickQuote(q.paymentRequired, { ...sellerOptions(room.ctx.config), payer: pc.agent.address, schemes: ["exact"] });
+    const exact = pickQuote(q.paymentRequired, {
+      ...sellerOptions(room.ctx.config),
+      payer: pc.agent.address,
+      schemes: ["exact"],
+      offers: quoted.offers,
+    });
     if (!exact) return approvalNeedsExact(q);
     if (exact.amount > maxAmount) return refuse(room, pc, { amount: exact.amount, reason: "max_amount_exceeded", proof: null });
     q = exact;
@@ -252,6 +269,13 @@ async function payLocked(room: Room, pc: PaymentContext, maxAmount: bigint, admi
     () => decisions.forget(pc.agent),
   );
   return paid;
+}
+
+/** Why a seller was refused under requireSignedOffer: it signed nothing, or nothing that verifies. */
+export function signedOfferDetail(sent: number): string {
+  return sent
+    ? `the seller's 402 carries ${sent} signed offer(s), none with a signature that verifies for this host`
+    : "the seller's 402 carries no signed offer (x402 offer-receipt)";
 }
 
 /** `p`, whose rejection is handled where it is awaited (never unobserved before then). */

@@ -6,7 +6,8 @@
 import type { PaymentRequired } from "@x402/core/types";
 import { type AppError, appError, gatewayTimeout, transient, upstreamError } from "../errors";
 import { type Quote, type SellerRequest, SellerError, pickQuote, readPaymentRequired, requestSeller, sellerOptions } from "../x402/buyer";
-import { noQuoteDetail } from "../x402/pick";
+import { readOffers } from "../x402/offerReceipt";
+import { type SignedOffers, noQuoteDetail } from "../x402/pick";
 import type { PaymentScheme } from "../schemas/payments";
 import type { PaymentContext, Room } from "./context";
 import { type Refused, refused } from "./result";
@@ -14,8 +15,11 @@ import { type Refused, refused } from "./result";
 /** Retry-After of a payment refused before paying because its seller could not be reached. */
 const SELLER_RETRY_S = 5;
 
-/** What the seller asks: every payment it accepts, and the one this service would pay (null: no exact USDC here). */
-export type Quoted = { kind: "quoted"; paymentRequired: PaymentRequired; quote: Quote | null };
+/**
+ * What the seller asks: every payment it accepts, the offers it signed, and the one this service would pay (null: none
+ * it can pay here).
+ */
+export type Quoted = { kind: "quoted"; paymentRequired: PaymentRequired; offers: SignedOffers; quote: Quote | null };
 
 /** Maps a seller problem to the error the caller sees (always in the interface's error shape). */
 export function sellerAppError(err: SellerError): AppError {
@@ -54,7 +58,9 @@ export async function sellerQuote(
   }
   try {
     const paymentRequired = readPaymentRequired(res);
-    return { kind: "quoted", paymentRequired, quote: pickQuote(paymentRequired, { ...opts, payer, schemes }) };
+    // Verified only when the seller signed some (no work, and no store command, for a seller that signs nothing).
+    const offers = await readOffers(paymentRequired, res.url);
+    return { kind: "quoted", paymentRequired, offers, quote: pickQuote(paymentRequired, { ...opts, payer, schemes, offers }) };
   } catch (err) {
     if (err instanceof SellerError) return refused(sellerAppError(err));
     throw err;
@@ -65,8 +71,16 @@ export async function sellerQuote(
  * The seller's quote for the payment's agent; null when it offers no USDC payment on the agent's network (`detail`
  * then says which networks it does offer).
  */
-export async function quote(room: Room, pc: PaymentContext): Promise<{ kind: "quote"; quote: Quote | null; detail?: string } | Refused> {
+export async function quote(
+  room: Room,
+  pc: PaymentContext,
+): Promise<{ kind: "quote"; quote: Quote | null; offers: SignedOffers; detail?: string } | Refused> {
   const q = await sellerQuote(room, pc.seller, pc.agent.address, pc.schemes);
   if (q.kind === "refused") return q;
-  return { kind: "quote", quote: q.quote, ...(q.quote ? {} : { detail: noQuoteDetail(q.paymentRequired, room.ctx.config.chainId) }) };
+  return {
+    kind: "quote",
+    quote: q.quote,
+    offers: q.offers,
+    ...(q.quote ? {} : { detail: noQuoteDetail(q.paymentRequired, room.ctx.config.chainId, q.offers) }),
+  };
 }

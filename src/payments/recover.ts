@@ -8,6 +8,7 @@ import { conflict, transient } from "../errors";
 import type { PaymentDoc } from "../store/documents";
 import { type Room, lease, note } from "./context";
 import { IN_FLIGHT } from "./phases";
+import { stillPending } from "./pendingSettlement";
 import { pastValidity, release, voidUnsent } from "./release";
 import { channelOnchain, resolveChannel } from "./schemes/channelState";
 import { recoverVouchers } from "./schemes/vouchers";
@@ -40,6 +41,8 @@ export async function resolveInFlight(room: Room, txnId: string, stale = false):
     if (receipt && doc.authorizeBlock == null) await note(room, txnId, doc.phase, { authorizeBlock: receipt.blockNumber });
     mined ||= receipt !== null;
   }
+  // A settlement the seller reported pending that may still land: decided once the chain has (a later sweep).
+  if (await stillPending(room, doc)) return;
   // Never seen mined: perhaps never sent, perhaps still to come from a stalled run (or a dead one's last send).
   if (!mined) {
     const voided = await voidUnsent(room, doc);

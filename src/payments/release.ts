@@ -109,7 +109,7 @@ export async function voidUnsent(room: Room, doc: PaymentDoc & { paymentId: stri
  * pending block answer it with the latest (op-geth without --rollup.computependingblock, as Base's RPC nodes run), or
  * with nothing usable; then the latest block decides, as before.
  */
-export async function pastValidity(room: Room, doc: PaymentDoc): Promise<boolean> {
+export async function pastValidity(room: Room, doc: Pick<PaymentDoc, "validBefore">): Promise<boolean> {
   if (doc.validBefore == null) return true;
   const provider = room.ctx.chain.provider;
   const [latest, pending] = await Promise.all([

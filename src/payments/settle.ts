@@ -8,8 +8,14 @@ import type { Room } from "./context";
 
 export type Settlement =
   | { kind: "settled"; txHash: string | null }
+  /** The seller's x402 `settlement_pending`: broadcast, not yet confirmed (pendingSettlement.ts decides it). */
+  | { kind: "pending"; txHash: string }
   /** Not settled: the seller's reason, for the answer and the ledger. */
   | { kind: "unsettled"; reason: string };
+
+/** x402's non-terminal settlement answer (@x402/core 2.24 and later): broadcast, with its hash, not yet confirmed. */
+const PENDING = "settlement_pending";
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 export async function settled(
   room: Room,
@@ -23,6 +29,8 @@ export async function settled(
   const claimed = settlement?.success && settlement.transaction ? settlement.transaction : null;
   const inSellerTx = claimed !== null && (await ops.settledIn(claimed, agent, paymentId).catch(() => false));
   const used = inSellerTx || (await ops.authorizationUsed(agent, paymentId));
+  const pending = settlement && !settlement.success && settlement.errorReason === PENDING ? settlement.transaction : null;
+  if (!used && pending && TX_HASH.test(pending)) return { kind: "pending", txHash: pending };
   if (!used) {
     const reason =
       (settlement && !settlement.success && settlement.errorReason) ||

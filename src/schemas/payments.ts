@@ -226,6 +226,28 @@ export const LedgerEntry = z
     explorerUrl: z.string().nullable(),
     onchain: z.object({ confirmed: z.boolean(), blockNumber: z.number().int().nullable() }),
     swap: SwapInfo.nullable().meta({ description: "the swap that bought this payment's missing USDC (SwapExecuted), or null" }),
+    receipt: z
+      .object({
+        signer: z
+          .string()
+          .nullable()
+          .meta({ description: "who signed it: an address (EIP-712) or a key's DID (JWS); null when none was checked" }),
+        issuedAt: z.number().int().nullable().meta({ description: "when the seller issued it (Unix seconds)" }),
+        verified: z.boolean().meta({
+          description:
+            "its signature verifies, by the signer of the offer paid, for that offer's resource and network, paid by the agent's wallet, naming no other transaction; false flags the entry (payment.receipt_invalid)",
+        }),
+        problem: z.string().optional().meta({ description: "why it is not verified (missing, signature, payer, resource, transaction)" }),
+      })
+      .nullable()
+      .meta({
+        description:
+          "the seller's receipt of a payment made under its signed offer (x402 offer-receipt, docs/receipts.md); null when it signed none",
+      }),
+    pendingSettlementTx: z.string().optional().meta({
+      description:
+        "processing: the settlement the seller reported broadcast and not yet confirmed (settlement_pending), checked to carry this payment's transfer; the payment is decided from the chain",
+    }),
     scheme: z.enum(PAYMENT_SCHEMES).meta({ description: "the x402 scheme paid (docs/schemes.md)" }),
     ceiling: z
       .string()

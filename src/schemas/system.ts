@@ -77,6 +77,26 @@ export const PaymentChallenge = z
     error: z.string().meta({ description: "why payment is required, or why the payment was refused (x402 reason)" }),
     message: z.string().optional(),
     accepts: z.array(RequirementV1),
+    extensions: z
+      .object({
+        "offer-receipt": z.object({
+          info: z.object({
+            offers: z.array(
+              z.object({
+                format: z.literal("eip712"),
+                acceptIndex: z.number().int().optional(),
+                payload: z.record(z.string(), z.unknown()),
+                signature: z.string(),
+              }),
+            ),
+          }),
+        }),
+      })
+      .optional()
+      .meta({
+        description:
+          "x402 offer-receipt: an EIP-712 offer of each requirement, signed by the seller's own key (docs/receipts.md); the same in the v2 header",
+      }),
   })
   .meta({ id: "PaymentChallenge", description: "x402 v1 402 body; the v2 requirement is in the PAYMENT-REQUIRED header" });
 

@@ -8,6 +8,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "payment.approved",
   "payment.blocked",
   "payment.failed",
+  "payment.receipt_invalid",
   "budget.threshold",
   "policy.updated",
   "agent.paused",

@@ -10,6 +10,7 @@ import { approvalAlertView, paymentView, paymentWhere } from "./presenters";
 import { PolicyService, limitedWindows } from "./policies";
 
 const PAYMENT_EVENTS: Record<string, string> = { approved: "payment.approved", blocked: "payment.blocked", failed: "payment.failed" };
+const RECEIPT_INVALID = "payment.receipt_invalid";
 
 /** Levels of a budget window (percent of the budget spent) that are announced, each once per window. */
 export const THRESHOLD_LEVELS = [80, 100] as const;
@@ -72,6 +73,16 @@ export async function alertPaymentDone(ctx: ServiceContext, txnId: string, writt
       await ctx.webhooks.tell({ type, dedupeKey: `${type}:${txnId}`, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
     )
       queued++;
+  }
+  // A receipt that failed its check (or never came for a signed offer): told once per entry, beside payment.approved.
+  if (doc.receipt && !doc.receipt.verified && wanted.has(RECEIPT_INVALID)) {
+    const data = { ...paymentView(doc, paymentWhere(ctx, doc)), problem: doc.receipt.problem };
+    const dedupeKey = `${RECEIPT_INVALID}:${txnId}`;
+    if (
+      await ctx.webhooks.tell({ type: RECEIPT_INVALID, dedupeKey, ownerAddress: doc.ownerAddress, agentAddress: doc.agentAddress, data })
+    ) {
+      queued++;
+    }
   }
   if (doc.status !== "approved" || !wanted.has("budget.threshold")) return queued;
   const windows = await budgetWindows(ctx, doc.policyAddress).catch((err: unknown) => {
@@ -160,7 +171,7 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
           status: { $in: ["approved", "blocked", "failed"] },
           updatedAt: { $gte: since },
         },
-        { projection: { txnId: 1, status: 1 } },
+        { projection: { txnId: 1, status: 1, "receipt.verified": 1 } },
       )
       .limit(5_000)
       .toArray(),
@@ -171,6 +182,10 @@ export async function catchUpAlerts(ctx: ServiceContext, since: Date): Promise<n
   ]);
   const facts: { key: string; tell: () => Promise<number> }[] = [
     ...payments.map((p) => ({ key: `${PAYMENT_EVENTS[p.status]}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
+    // A flagged receipt is its own fact (an endpoint may hear it and not payment.approved); telling again dedupes.
+    ...payments
+      .filter((p) => p.receipt?.verified === false)
+      .map((p) => ({ key: `${RECEIPT_INVALID}:${p.txnId}`, tell: () => alertPaymentDone(ctx, p.txnId) })),
     ...approvals.map((a) => ({ key: `approval.requested:${a.approvalId}`, tell: () => alertApproval(ctx, "approval.requested", a) })),
     ...approvals
       .filter((a) => a.status === "expired")

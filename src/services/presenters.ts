@@ -96,10 +96,19 @@ export function paymentView(doc: PaymentDoc, where: NetworkRef & { explorerUrl: 
     explorerUrl: doc.txHash ? `${explorerUrl}/tx/${doc.txHash}` : null,
     onchain: doc.onchain,
     swap: swapView(doc.swap),
+    receipt: receiptView(doc),
+    ...(doc.pendingSettlementTx && doc.phase !== "done" ? { pendingSettlementTx: doc.pendingSettlementTx } : {}),
     ...schemeView(doc),
     // A seller that moved its payTo: the owner's alert (payment.blocked) and the ledger name the new address.
     ...(doc.refusedPayTo ? { refusedPayTo: doc.refusedPayTo, ...(doc.pinnedPayee ? { pinnedPayee: doc.pinnedPayee } : {}) } : {}),
   };
+}
+
+/** The seller's receipt of a payment made under a signed offer (docs/receipts.md); null when it signed no offer. */
+function receiptView(doc: PaymentDoc) {
+  const r = doc.receipt;
+  if (!r) return null;
+  return { signer: r.signer, issuedAt: r.issuedAt, verified: r.verified, ...(r.problem ? { problem: r.problem } : {}) };
 }
 
 /** How an entry was paid (docs/schemes.md): the scheme, an upto entry's ceiling, a voucher's place in its channel. */

@@ -21,6 +21,7 @@ import { WebhookOutbox, ensureWebhookIndexes } from "../webhooks/outbox";
 import { webhookSecretKey } from "../webhooks/secrets";
 import { WebhookWorker } from "../webhooks/worker";
 import { createFacilitator } from "../x402/facilitator";
+import { MongoPendingSettlementStore, PENDING_SETTLEMENTS } from "../x402/pendingSettlements";
 import type { Booted } from "./boot";
 
 export interface Webhooks {
@@ -83,6 +84,7 @@ export async function wire(
         rpcUrl: view.rpcUrl,
         chainId: view.chainId,
         privateKey: view.facilitatorPrivateKey,
+        pendingSettlements: new MongoPendingSettlementStore(store.collection(PENDING_SETTLEMENTS)),
       }),
       // Owners' ERC-1271 and EIP-7702 signatures are checked on the network they sign for.
       signatures: new SignatureService(

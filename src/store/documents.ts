@@ -209,6 +209,27 @@ export interface PaymentChannelRef {
   depositPaymentId: string | null;
 }
 
+/** A seller's signed offer (x402 offer-receipt, docs/receipts.md), as it sent it, with who signed it. */
+export interface PaymentOffer {
+  format: "eip712" | "jws";
+  /** The EIP-712 signer's address, or the JWS key's DID. */
+  signer: string;
+  /** The offer as sent (`format`, `signature`, and `payload` for EIP-712): anyone can verify it again. */
+  signed: Record<string, unknown>;
+}
+
+/** The seller's receipt of a payment made under a signed offer, as checked when it arrived. */
+export interface PaymentReceipt {
+  verified: boolean;
+  signer: string | null;
+  /** Unix seconds, as the receipt says. */
+  issuedAt: number | null;
+  /** Why it is not verified (missing, signature, another payer, resource or transaction); null when verified. */
+  problem: string | null;
+  /** The receipt as sent, when there was one. */
+  signed: Record<string, unknown> | null;
+}
+
 /** What every ledger entry has, whatever its phase. */
 interface PaymentFields {
   _id?: ObjectId;
@@ -269,6 +290,15 @@ interface PaymentFields {
   creditTxHash?: string | null;
   /** batch-settlement: the channel this payment's voucher (and deposit, if it made one) went to. */
   channel?: PaymentChannelRef | null;
+  /** The signed offer this payment paid under, when the seller signed its offers. */
+  offer?: PaymentOffer | null;
+  /** The seller's receipt for it, checked; one that is not verified flags the entry (payment.receipt_invalid). */
+  receipt?: PaymentReceipt | null;
+  /**
+   * The transaction the seller reported broadcast and not yet confirmed (x402 `settlement_pending`), once checked to
+   * carry exactly this payment's transfer: the payment waits for it (settle.ts), and recovery decides it from the chain.
+   */
+  pendingSettlementTx?: string | null;
   /** The swap that bought this payment's USDC shortfall (SwapExecuted); amounts in base units (wei, USDC 6 decimals). */
   swap?: { txHash: string; tokenIn: "WETH" | "ETH"; amountIn: string; amountOut: string } | null;
 }
@@ -366,6 +396,15 @@ export interface ChainEventDoc {
   paymentId: string | null;
   confirmed: boolean;
   removed: boolean;
+}
+
+/** A settlement the in-process facilitator broadcast and has not seen confirmed (src/x402/pendingSettlements.ts). */
+export interface PendingSettlementDoc {
+  _id?: ObjectId;
+  /** sha256 of the mechanism's key (for the exact scheme, the payer's signature, which may be long). */
+  key: string;
+  txHash: string;
+  expiresAt: Date;
 }
 
 export interface IndexerStateDoc {

@@ -93,6 +93,11 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
   gasUsage: [{ key: { ownerAddress: 1, day: 1 }, unique: true }],
   leases: [{ key: { name: 1 }, unique: true }, { key: { holder: 1 } }],
   policyChanges: [{ key: { agentAddress: 1 }, unique: true }],
+  // The facilitator's settlements broadcast and not yet confirmed (src/x402/pendingSettlements.ts), gone when expired.
+  pendingSettlements: [
+    { key: { key: 1 }, unique: true },
+    { key: { expiresAt: 1 }, expireAfterSeconds: 0 },
+  ],
 };
 
 export async function connectStore(uri: string, dbName: string, extraIndexes: typeof INDEXES = {}): Promise<Store> {

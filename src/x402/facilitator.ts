@@ -4,7 +4,7 @@
  * the x402 types; refusals are values (`isValid: false`, `success: false`), never exceptions. Exceptions mean the
  * facilitator or the chain could not be reached.
  */
-import { x402Facilitator } from "@x402/core/facilitator";
+import { type PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import { HTTPFacilitatorClient } from "@x402/core/http";
 import type {
   SettleError,
@@ -18,7 +18,9 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { toFacilitatorEvmSigner, type FacilitatorEvmSigner } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
+import { NETWORKS as V1_NETWORKS } from "@x402/evm/v1";
 import type { Abi } from "viem" with { "resolution-mode": "import" };
 import { chainIdOfX402Network } from "../chain/networks";
 import { viem, walletClientFor } from "../chain/viem";
@@ -49,6 +51,11 @@ export interface InProcessFacilitatorConfig {
   confirmationTimeoutMs?: number;
   /** Gas limit of every settlement transaction (and of the simulations that clear it). Default SETTLE_GAS_LIMIT. */
   settleGasLimit?: bigint;
+  /**
+   * Settlements broadcast and not yet confirmed, shared by every instance (MongoPendingSettlementStore): a retried
+   * settle reconciles against the transaction already sent. Default: the stock in-memory store of one process.
+   */
+  pendingSettlements?: PendingSettlementStore;
 }
 
 /**
@@ -200,10 +207,13 @@ export function createInProcessFacilitator(cfg: InProcessFacilitatorConfig): InP
     { confirmationTimeoutMs: cfg.confirmationTimeoutMs ?? 60_000 },
   );
   const facilitator = new x402Facilitator();
-  registerExactEvmScheme(facilitator, { signer: evmSigner, networks: `eip155:${cfg.chainId}` });
+  // As registerExactEvmScheme does, with the pending store given to the v2 scheme (x402 v1's keeps none).
+  facilitator.register(`eip155:${cfg.chainId}`, new ExactEvmScheme(evmSigner, { pendingSettlementStore: cfg.pendingSettlements }));
+  // x402 v1 names networks by name ("base"), which the registration's CAIP-2 type does not spell.
+  facilitator.registerV1(V1_NETWORKS as unknown as `${string}:${string}`[], new ExactEvmSchemeV1(evmSigner));
 
-  // registerExactEvmScheme also registers every v1 network name with the same signer; refuse other chains here so
-  // a payload for another chain is never simulated or settled on ours.
+  // Every v1 network name is registered with the same signer; refuse other chains here so a payload for another
+  // chain is never simulated or settled on ours.
   const onOurChain = (req: AnyPaymentRequirements) => chainIdOfX402Network(req.network) === cfg.chainId;
   const payerOf = (payload: AnyPaymentPayload): string | undefined => {
     const auth = (payload.payload as { authorization?: { from?: unknown } }).authorization;
@@ -289,8 +299,10 @@ export function createFacilitator(cfg: {
   chainId: number;
   privateKey?: string;
   timeoutMs?: number;
+  pendingSettlements?: PendingSettlementStore;
 }): Facilitator {
   if (cfg.url) return createRemoteFacilitator({ url: cfg.url, timeoutMs: cfg.timeoutMs });
   if (!cfg.privateKey) throw new Error("createFacilitator: privateKey is required for the in-process facilitator");
-  return createInProcessFacilitator({ rpcUrl: cfg.rpcUrl, chainId: cfg.chainId, privateKey: cfg.privateKey });
+  const { rpcUrl, chainId, privateKey, pendingSettlements } = cfg;
+  return createInProcessFacilitator({ rpcUrl, chainId, privateKey, pendingSettlements });
 }

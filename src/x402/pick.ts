@@ -6,6 +6,7 @@ import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { networkOfChainId, x402NetworkId } from "../chain/networks";
 import { isAddress } from "../chain/rpc/checksum";
 import { PAYMENT_SCHEMES, type PaymentScheme } from "../schemas/payments";
+import { type VerifiedOffer, offerFor } from "./offerReceipt";
 
 export interface Quote {
   paymentRequired: PaymentRequired;
@@ -17,6 +18,14 @@ export interface Quote {
   amount: bigint;
   version: 1 | 2;
   scheme: PaymentScheme;
+  /** The seller's signed offer of exactly this requirement (docs/receipts.md); null when it signed none. */
+  offer?: VerifiedOffer | null;
+}
+
+/** A seller's signed offers: how many its 402 carried, and those whose signatures verify. */
+export interface SignedOffers {
+  sent: number;
+  offers: readonly VerifiedOffer[];
 }
 
 export interface PickOptions {
@@ -26,6 +35,8 @@ export interface PickOptions {
   payer?: string;
   /** The schemes allowed, most preferred first (default PAYMENT_SCHEMES). */
   schemes?: readonly PaymentScheme[];
+  /** When the seller signed offers, only a requirement one of them names (verified, unexpired) is paid. */
+  offers?: SignedOffers;
 }
 
 /**
@@ -113,7 +124,10 @@ export function pickQuote(paymentRequired: PaymentRequired, opts: PickOptions): 
     if (amount <= 0n) continue; // nothing to pay: not a payment
     // To the paying wallet itself: moves nothing, and the policy refuses to authorise it (a reverted transaction).
     if (opts.payer !== undefined && r.payTo.toLowerCase() === opts.payer.toLowerCase()) continue;
-    fits.set(scheme, { paymentRequired, requirement: r as unknown as PaymentRequirements, amount, version, scheme });
+    const requirement = r as unknown as PaymentRequirements;
+    const offer = opts.offers?.sent ? offerFor(opts.offers.offers, requirement, version) : null;
+    if (opts.offers?.sent && !offer) continue; // the seller signed what it offers, and not this
+    fits.set(scheme, { paymentRequired, requirement, amount, version, scheme, offer });
   }
   for (const scheme of opts.schemes ?? PAYMENT_SCHEMES) {
     const q = fits.get(scheme);
@@ -129,7 +143,7 @@ const SHOWN_NETWORK = /^[A-Za-z0-9:_.-]{1,64}$/;
  * Why pickQuote found nothing, in words for the refusal: the agent's network and, when the seller offers none on it,
  * the networks it does offer (at most five).
  */
-export function noQuoteDetail(paymentRequired: PaymentRequired, chainId: number): string {
+export function noQuoteDetail(paymentRequired: PaymentRequired, chainId: number, offers?: SignedOffers): string {
   const version = paymentRequired.x402Version === 1 ? 1 : 2;
   const ours = networkIdOf(chainId, version);
   const name = networkOfChainId(chainId)?.name ?? `chain ${chainId}`;
@@ -140,6 +154,9 @@ export function noQuoteDetail(paymentRequired: PaymentRequired, chainId: number)
   if (ours === null) return `the agent pays on ${name}, which x402 v1 does not name, and the seller answered in x402 v1`;
   if (!offered.includes(ours)) {
     return `the agent pays on ${name} (${ours}) only, and the seller offers ${offered.length ? offered.slice(0, 5).join(", ") : "no network"}`;
+  }
+  if (offers?.sent) {
+    return `the seller signed its offers (${offers.sent}, ${offers.offers.length} with a valid signature for this host), and none of its requirements on ${name} (${ours}) that this agent may pay is one of them`;
   }
   return `the seller's offers on ${name} (${ours}) are not a USDC payment in a scheme this agent may use`;
 }

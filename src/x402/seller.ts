@@ -16,6 +16,9 @@
  * - A payment is read from PAYMENT-SIGNATURE (v2 clients) or X-PAYMENT (v1 clients, and the interface's name); the
  *   payload's own x402Version decides which requirement it is checked against. The settlement is answered in
  *   PAYMENT-RESPONSE for PAYMENT-SIGNATURE and X-PAYMENT-RESPONSE for X-PAYMENT.
+ * - With its signatures (sellerSignatures.ts), every 402 carries a signed offer of each requirement and every settled
+ *   answer a signed receipt (x402 offer-receipt, docs/receipts.md); a settlement still pending after one retry is
+ *   answered 402 with its PAYMENT-RESPONSE (settlement_pending and the hash).
  */
 import { formatEther } from "ethers";
 import { getAddress } from "../chain/rpc/checksum";
@@ -29,10 +32,12 @@ import type {
   PaymentRequirementsV1,
   SettleResponse,
 } from "@x402/core/types";
+import { OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import { fromBaseUnits, toBaseUnits } from "../amounts";
 import type { Network } from "../chain/networks";
 import { upstreamError } from "../errors";
 import type { AnyPaymentPayload, AnyPaymentRequirements, Facilitator } from "./facilitator";
+import type { SellerSignatures } from "./sellerSignatures";
 
 export interface SellerConfig {
   /** Decimal USDC price ("0.01"). */
@@ -85,8 +90,12 @@ class Refusal {
   constructor(
     readonly reason: string,
     readonly message: string,
+    /** A settlement broadcast and not yet confirmed (x402 settlement_pending): answered with its hash. */
+    readonly pending?: SettleResponse,
   ) {}
 }
+
+const PENDING = "settlement_pending";
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const MAX_UINT256 = 2n ** 256n - 1n;
@@ -132,6 +141,8 @@ export class AgentIntelSeller {
     /** One per network, the first one first (the X-Service-* headers name it). */
     private readonly offers: readonly [SellerOffer, ...SellerOffer[]],
     private readonly logger?: SellerLogger,
+    /** Signs the offers of every 402 and a receipt of every settled payment (x402 offer-receipt), when given. */
+    private readonly signatures?: SellerSignatures,
   ) {
     this.price = toBaseUnits(config.price);
   }
@@ -174,18 +185,31 @@ export class AgentIntelSeller {
     return this.config.description ?? `Agent intel: the paying agent's portfolio on ${names}, read from chain.`;
   }
 
-  /** The 402: v1 JSON body, v2 PAYMENT-REQUIRED header and the X-Service-* headers. */
-  challenge(resourceUrl: string, error = "X-PAYMENT header is required", message?: string): SellerAnswer {
+  /**
+   * The 402: v1 JSON body, v2 PAYMENT-REQUIRED header and the X-Service-* headers; with signed offers of every
+   * requirement in both (`extensions["offer-receipt"]`), and `extraHeaders` (a pending settlement's PAYMENT-RESPONSE).
+   */
+  async challenge(
+    resourceUrl: string,
+    error = "X-PAYMENT header is required",
+    message?: string,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<SellerAnswer> {
+    const accepts = this.offers.map((o) => this.requirementsV2(o));
+    const signed = this.signatures ? await this.signatures.offersFor(resourceUrl, accepts) : null;
+    const extensions = signed ? { extensions: { [OFFER_RECEIPT]: { info: { offers: signed } } } } : {};
     const v2: PaymentRequired = {
       x402Version: 2,
       error,
       resource: { url: resourceUrl, description: this.description, mimeType: "application/json" },
-      accepts: this.offers.map((o) => this.requirementsV2(o)),
+      accepts,
+      ...extensions,
     };
     const first = this.offers[0];
     return {
       status: 402,
       headers: {
+        ...extraHeaders,
         "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2),
         "X-Service-Amount": fromBaseUnits(this.price),
         "X-Service-Network": first.network.name,
@@ -199,6 +223,7 @@ export class AgentIntelSeller {
         error,
         ...(message ? { message } : {}),
         accepts: this.v1Offers.map((o) => this.requirementsV1(resourceUrl, o)),
+        ...extensions,
       },
     };
   }
@@ -217,9 +242,12 @@ export class AgentIntelSeller {
         throw new Refusal("payment_in_progress", "This payment is already being settled by another request.");
       }
       this.inFlight.add(nonce);
-      return await this.settle(offer, payload, requirements, auth, responseHeader);
+      return await this.settle(offer, payload, requirements, auth, responseHeader, req.resourceUrl);
     } catch (err) {
-      if (err instanceof Refusal) return this.challenge(req.resourceUrl, err.reason, err.message);
+      if (err instanceof Refusal) {
+        const pending = err.pending ? { [responseHeader]: encodePaymentResponseHeader(err.pending) } : {};
+        return await this.challenge(req.resourceUrl, err.reason, err.message, pending);
+      }
       throw err;
     } finally {
       if (nonce) this.inFlight.delete(nonce);
@@ -303,6 +331,7 @@ export class AgentIntelSeller {
     requirements: AnyPaymentRequirements,
     auth: Authorization,
     responseHeader: string,
+    resourceUrl: string,
   ): Promise<SellerAnswer> {
     let settled: SettleResponse;
     try {
@@ -311,19 +340,31 @@ export class AgentIntelSeller {
         throw new Refusal(verified.invalidReason ?? "invalid_payment", verified.invalidMessage ?? "The facilitator refused the payment.");
       }
       settled = await offer.facilitator.settle(payload, requirements);
+      // Broadcast, not yet confirmed: asked once more, as stock resource servers do (the facilitator's pending store
+      // reconciles against the transaction already sent), then answered as pending with its hash.
+      if (!settled.success && settled.errorReason === PENDING && settled.transaction) {
+        const first = settled; // broadcast: a retry that fails is still this pending settlement, never "nothing charged"
+        settled = await offer.facilitator.settle(payload, requirements).catch(() => first);
+      }
     } catch (err) {
       if (err instanceof Refusal) throw err;
       this.logger?.error({ err, payer: auth.from }, "seller: facilitator unreachable");
       throw upstreamError("The payment facilitator could not be reached; nothing was charged. Try again later.");
     }
     if (!settled.success || !settled.transaction) {
-      throw new Refusal(settled.errorReason ?? "settlement_failed", settled.errorMessage ?? "The payment did not settle.");
+      const pending = settled.errorReason === PENDING && settled.transaction ? settled : undefined;
+      throw new Refusal(settled.errorReason ?? "settlement_failed", settled.errorMessage ?? "The payment did not settle.", pending);
     }
     const payer = getAddress(auth.from.toLowerCase()); // the signer of the authorization the facilitator verified
     const txHash = settled.transaction;
+    const receipt = await this.signatures?.receipt(resourceUrl, payer, offer.network.caip2, txHash).catch((err: unknown) => {
+      this.logger?.error({ err, payer }, "seller: the receipt could not be signed");
+      return undefined;
+    });
+    const response = receipt ? { ...settled, extensions: { [OFFER_RECEIPT]: { info: { receipt } } } } : settled;
     return {
       status: 200,
-      headers: { [responseHeader]: encodePaymentResponseHeader(settled), "Cache-Control": "no-store" },
+      headers: { [responseHeader]: encodePaymentResponseHeader(response), "Cache-Control": "no-store" },
       body: {
         agent: { address: payer, network: offer.network.name, chainId: offer.network.chainId },
         portfolio: await this.portfolio(offer, payer),

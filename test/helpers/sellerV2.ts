@@ -4,6 +4,7 @@
  */
 import { Wallet } from "ethers";
 import { x402HTTPResourceServer, x402ResourceServer, type FacilitatorClient } from "@x402/core/server";
+import type { ResourceServerExtension } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import type { Facilitator } from "../../src/x402/facilitator";
 import { USDC_EXTRA, header, listen, sellerHandle, sendJson, type SellerOptions, type TestSeller } from "./sellerServer";
@@ -18,8 +19,14 @@ function facilitatorClient(f: Facilitator): FacilitatorClient {
   };
 }
 
+/** What a v2 seller may add to the stock resource server: its extensions, and their declaration on its route. */
+export interface V2SellerExtras {
+  extensions?: ResourceServerExtension[];
+  declared?: Record<string, unknown>;
+}
+
 /** A v2 seller built on @x402/core's resource server: 402 + PAYMENT-REQUIRED, then verify, serve, settle. */
-export async function startV2Seller(opts: SellerOptions): Promise<TestSeller> {
+export async function startV2Seller(opts: SellerOptions & V2SellerExtras): Promise<TestSeller> {
   const network = `eip155:${opts.chainId ?? 8453}` as const;
   const payTo = opts.payTo ?? Wallet.createRandom().address;
   let price = opts.price;
@@ -28,6 +35,7 @@ export async function startV2Seller(opts: SellerOptions): Promise<TestSeller> {
 
   const resourceServer = new x402ResourceServer(facilitatorClient(opts.facilitator));
   resourceServer.register(network, new ExactEvmScheme());
+  for (const e of opts.extensions ?? []) resourceServer.registerExtension(e);
   const route = {
     accepts: {
       scheme: "exact",
@@ -38,6 +46,7 @@ export async function startV2Seller(opts: SellerOptions): Promise<TestSeller> {
     },
     description: "test v2 resource",
     mimeType: "application/json",
+    ...(opts.declared ? { extensions: opts.declared } : {}),
   };
   const httpServer = new x402HTTPResourceServer(resourceServer, { "GET /*": route, "POST /*": route });
   await httpServer.initialize();

@@ -8,7 +8,7 @@
  * Every seller serves the same thing on every path; buyers use `seller.resource` (`<url>/resource`).
  */
 import { Wallet } from "ethers";
-import { createInProcessFacilitator, type InProcessFacilitator } from "../../src/x402/facilitator";
+import { createInProcessFacilitator, type InProcessFacilitator, type InProcessFacilitatorConfig } from "../../src/x402/facilitator";
 import type { ApiResponse, PerFileStack, PolicyInput, Stack } from "./stack";
 import { randomOwner, startedInBefore } from "./stack";
 import type { SellerOptions, TestSeller } from "./sellerServer";
@@ -24,13 +24,17 @@ export { startMisbehavingSeller, type MisbehavingOptions, type MisbehaviourMode 
  * An in-process facilitator for a test seller with its own fresh key, funded with ETH on the embedded chain. Never
  * share the service's facilitator key: two senders on one key race for the account nonce.
  */
-export async function fundedFacilitator(stack: Pick<Stack, "svc">): Promise<InProcessFacilitator> {
+export async function fundedFacilitator(
+  stack: Pick<Stack, "svc">,
+  opts: Pick<InProcessFacilitatorConfig, "confirmationTimeoutMs" | "pendingSettlements"> = {},
+): Promise<InProcessFacilitator> {
   const wallet = Wallet.createRandom();
   await stack.svc.chain.provider.send("hardhat_setBalance", [wallet.address, `0x${(10n ** 21n).toString(16)}`]);
   return createInProcessFacilitator({
     rpcUrl: stack.svc.config.rpcUrl,
     chainId: stack.svc.config.chainId,
     privateKey: wallet.privateKey,
+    ...opts,
   });
 }
 

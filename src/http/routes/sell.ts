@@ -7,6 +7,7 @@ import type { Services } from "../../services";
 import { explorerBase } from "../../services/presenters";
 import type { NetworkServices } from "../../services/networks";
 import { AgentIntelSeller, type SellerOffer } from "../../x402/seller";
+import { SellerSignatures, sellerSigningKey } from "../../x402/sellerSignatures";
 import { json, rawOperation } from "../../api/operation";
 
 export const SELL_PATH = "/sell/agent-intel";
@@ -47,6 +48,7 @@ function sellerFor(networks: NetworkServices): AgentIntelSeller {
     { price: config.sellPrice, payTo: config.sellPayTo ?? chain.operator.address },
     [offerOf(first), ...rest.map(offerOf)],
     logger,
+    new SellerSignatures(sellerSigningKey(config.walletEncryptionKey)),
   );
   sellers.set(networks, seller);
   return seller;

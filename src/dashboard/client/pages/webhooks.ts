@@ -13,6 +13,7 @@ const EVENTS: [string, string][] = [
   ["payment.approved", "a payment settled"],
   ["payment.blocked", "the policy refused a payment"],
   ["payment.failed", "a payment did not settle (budget released)"],
+  ["payment.receipt_invalid", "a paid seller's receipt failed verification"],
   ["budget.threshold", "80% and 100% of a budget window spent"],
   ["policy.updated", "a new policy is on-chain"],
   ["agent.paused", "an agent was paused"],

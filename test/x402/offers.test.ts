@@ -1,0 +1,102 @@
+/**
+ * A seller's signed offers (x402 offer-receipt) decide what is payable: when it signed any, only a requirement a
+ * verified, unexpired offer for this host names exactly is paid; an offer signed for another price, another payee,
+ * another host, or with no signature at all makes nothing payable (docs/receipts.md). EIP-712 recovers a signer from
+ * any well-formed signature: an altered offer names another signer, which the receipt then does not match.
+ */
+import { expect } from "chai";
+import { Wallet } from "ethers";
+import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { OFFER_RECEIPT, type OfferReceiptIssuer } from "@x402/extensions/offer-receipt";
+import { readOffers } from "../../src/x402/offerReceipt";
+import { pickQuote } from "../../src/x402/pick";
+import { freshIssuer } from "../helpers/sellerOfferReceipt";
+
+const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const OPTS = { chainId: 8453, usdcAddress: USDC, payer: Wallet.createRandom().address };
+const URL = "https://seller.example/r";
+
+const requirement = (over: Partial<PaymentRequirements> = {}): PaymentRequirements => ({
+  scheme: "exact",
+  network: "eip155:8453",
+  asset: USDC,
+  amount: "1000",
+  payTo: Wallet.createRandom().address,
+  maxTimeoutSeconds: 60,
+  extra: { name: "USD Coin", version: "2" },
+  ...over,
+});
+
+/** A 402 carrying `accepts` and `issuer`'s offers of `signed` (at `resourceUrl`), with `bend` applied to each. */
+async function required(
+  accepts: PaymentRequirements[],
+  issuer: OfferReceiptIssuer,
+  signed: PaymentRequirements[] = accepts,
+  resourceUrl = URL,
+  bend: (o: Record<string, unknown>) => Record<string, unknown> = (o) => o,
+): Promise<PaymentRequired> {
+  const offers = await Promise.all(signed.map((r, acceptIndex) => issuer.issueOffer(resourceUrl, { acceptIndex, ...r })));
+  return {
+    x402Version: 2,
+    resource: { url: URL },
+    accepts,
+    extensions: { [OFFER_RECEIPT]: { info: { offers: offers.map((o) => bend(o as unknown as Record<string, unknown>)) } } },
+  };
+}
+
+async function pick(paymentRequired: PaymentRequired) {
+  const offers = await readOffers(paymentRequired, URL);
+  return { offers, quote: pickQuote(paymentRequired, { ...OPTS, offers }) };
+}
+
+describe("signed offers decide what is payable", () => {
+  for (const format of ["eip712", "jws"] as const) {
+    it(`pays the requirement a verified ${format} offer names, with that offer`, async () => {
+      const { issuer, signer } = freshIssuer(format);
+      const r = requirement();
+      const { offers, quote } = await pick(await required([r], issuer));
+      expect(offers.sent).to.equal(1);
+      expect(quote?.requirement).to.deep.equal(r);
+      expect(quote?.offer?.signer).to.equal(signer);
+    });
+  }
+
+  it("pays nothing the seller did not sign: another price or another payee than its offer", async () => {
+    const { issuer } = freshIssuer("eip712");
+    const r = requirement();
+    expect((await pick(await required([{ ...r, amount: "1001" }], issuer, [r]))).quote).to.equal(null);
+    expect((await pick(await required([{ ...r, payTo: Wallet.createRandom().address }], issuer, [r]))).quote).to.equal(null);
+    // Of two requirements, the signed one.
+    const other = requirement({ amount: "5" });
+    expect((await pick(await required([other, r], issuer, [r]))).quote?.requirement).to.deep.equal(r);
+  });
+
+  it("pays nothing under an offer for another host, or whose signature is no signature", async () => {
+    const { issuer } = freshIssuer("eip712");
+    const r = requirement();
+    const elsewhere = await pick(await required([r], issuer, [r], "https://other.example/r"));
+    expect(elsewhere.offers).to.deep.include({ sent: 1 });
+    expect(elsewhere.offers.offers).to.deep.equal([]);
+    expect(elsewhere.quote).to.equal(null);
+    const garbled = await pick(await required([r], issuer, [r], URL, (o) => ({ ...o, signature: "0x1234" })));
+    expect(garbled.offers.offers).to.deep.equal([]);
+    expect(garbled.quote).to.equal(null);
+  });
+
+  it("an EIP-712 offer altered after signing recovers another signer, which the seller's real receipt then does not match", async () => {
+    const { issuer, signer } = freshIssuer("eip712");
+    const r = requirement({ amount: "1" });
+    const altered = await pick(
+      await required([r], issuer, [{ ...r, amount: "1000" }], URL, (o) => ({ ...o, payload: { ...(o.payload as object), amount: "1" } })),
+    );
+    expect(altered.quote?.offer?.signer).to.not.equal(signer);
+  });
+
+  it("a seller that signs nothing is paid as ever", async () => {
+    const r = requirement();
+    const { offers, quote } = await pick({ x402Version: 2, resource: { url: URL }, accepts: [r] });
+    expect(offers).to.deep.equal({ sent: 0, offers: [] });
+    expect(quote?.requirement).to.deep.equal(r);
+    expect(quote?.offer).to.equal(null);
+  });
+});
