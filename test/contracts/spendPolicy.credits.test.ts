@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { merchantsOf } from "../../src/policy/allowlist";
-import { ALLOWLIST, NO_APPROVAL, proofFor, usdc } from "../helpers/policyFixture";
+import { ALLOWLIST, NO_APPROVAL, type PolicyValues, proofFor, usdc } from "../helpers/policyFixture";
 import { CHANNEL_HOST, channelConfig, channelFixture } from "../helpers/schemesFixture";
 import { stockCeiling } from "../helpers/uptoFixture";
 
@@ -47,7 +47,18 @@ describe("SpendPolicy credits: late money refills no window", function () {
         .then((tx) => tx.wait())
         .catch(() => undefined);
     };
-    return { ...f, withdraw, fund, credit };
+    /** A policy of per-payment limit `perTx` and daily budget `daily` (approvals far above), every entry pinned. */
+    const limits = (perTx: bigint, daily: bigint, more: { caps?: Record<string, bigint> } & Partial<PolicyValues> = {}) => {
+      const { caps = {}, ...rest } = more;
+      return f.setPolicy({
+        perTxLimit: perTx,
+        dailyBudget: daily,
+        approvalThreshold: usdc(10),
+        ...rest,
+        merchants: merchantsOf(ALLOWLIST, caps, f.payees),
+      });
+    };
+    return { ...f, withdraw, fund, credit, limits };
   }
 
   /**
@@ -91,13 +102,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
     it(`forced withdrawals Monday to Wednesday, credited on Thursday, lift no day or week past its budget (${label})`, async function () {
       const f = await loadFixture(fixture);
       const caps: Record<string, bigint> = capped ? { [CHANNEL_HOST]: usdc(4) } : {};
-      await f.setPolicy({
-        perTxLimit: usdc(2),
-        dailyBudget: usdc(2),
-        weeklyBudget: usdc(5),
-        approvalThreshold: usdc(10),
-        merchants: merchantsOf(ALLOWLIST, caps, f.payees),
-      });
+      await f.limits(usdc(2), usdc(2), { weeklyBudget: usdc(5), caps });
       const proved = proofFor(ALLOWLIST, CHANNEL_HOST, caps, f.payees);
       const monday = await toMonday();
       const from = await ethers.provider.getBlockNumber();
@@ -129,12 +134,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
     it(`refunds from day 1 credited to day-2 deposits leave day 2 within its budget (${label})`, async function () {
       const f = await loadFixture(fixture);
       const caps: Record<string, bigint> = capped ? { [CHANNEL_HOST]: usdc(4) } : {};
-      await f.setPolicy({
-        perTxLimit: usdc(2),
-        dailyBudget: usdc(2),
-        approvalThreshold: usdc(10),
-        merchants: merchantsOf(ALLOWLIST, caps, f.payees),
-      });
+      await f.limits(usdc(2), usdc(2), { caps });
       const proved = proofFor(ALLOWLIST, CHANNEL_HOST, caps, f.payees);
       const monday = await toMonday(22);
       const from = await ethers.provider.getBlockNumber();
@@ -158,12 +158,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
 
   it("takes no deposit into a channel while its forced withdrawal is in progress, so day-1 money refills no day-2 window (review of issue 36)", async function () {
     const f = await loadFixture(fixture);
-    await f.setPolicy({
-      perTxLimit: usdc(2),
-      dailyBudget: usdc(2),
-      approvalThreshold: usdc(10),
-      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
-    });
+    await f.limits(usdc(2), usdc(2));
     const monday = await toMonday(23);
     const from = await ethers.provider.getBlockNumber();
     const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
@@ -204,12 +199,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
   // it (MAX_VALIDITY, an hour; the service signs ten minutes), and the README's trust table says so.
   it("a deposit authorised at 23:59 and landed after midnight: the new day's outflow exceeds its budget by that deposit at most (review of issue 36)", async function () {
     const f = await loadFixture(fixture);
-    await f.setPolicy({
-      perTxLimit: usdc(2),
-      dailyBudget: usdc(2),
-      approvalThreshold: usdc(10),
-      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
-    });
+    await f.limits(usdc(2), usdc(2));
     const monday = await toMonday();
     await time.increaseTo(monday + DAY - 30); // Monday 23:59:30
     const from = await ethers.provider.getBlockNumber();
@@ -230,13 +220,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
 
   it("a refund in the hour after its deposit refills the day, not the new hour", async function () {
     const f = await loadFixture(fixture);
-    await f.setPolicy({
-      perTxLimit: usdc(1),
-      dailyBudget: usdc(10),
-      hourlyBudget: usdc(1),
-      approvalThreshold: usdc(10),
-      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
-    });
+    await f.limits(usdc(1), usdc(10), { hourlyBudget: usdc(1) });
     const monday = await toMonday(10);
     const from = await ethers.provider.getBlockNumber();
     const config = channelConfig(f.agent, f.merchant.address, f.tokenAddress);
@@ -287,12 +271,7 @@ describe("SpendPolicy credits: late money refills no window", function () {
 
   it("an upto remainder credited the next day refills nothing", async function () {
     const f = await loadFixture(fixture);
-    await f.setPolicy({
-      perTxLimit: usdc(3),
-      dailyBudget: usdc(3),
-      approvalThreshold: usdc(10),
-      merchants: merchantsOf(ALLOWLIST, {}, f.payees),
-    });
+    await f.limits(usdc(3), usdc(3));
     const monday = await toMonday(23);
     const c = await stockCeiling(f, f.merchant.address, usdc(3), ethers.Wallet.createRandom().address);
     await (await f.schemes.connect(f.operator).authorizeCeiling(c.id, CHANNEL_HOST, f.leaf, f.proof, c.ceiling, NO_APPROVAL)).wait();
