@@ -4,7 +4,7 @@ import { ACCOUNT_OPERATIONS } from "./routes/accounts";
 import { CHANNEL_OPERATIONS } from "./routes/channels";
 import { OWNER_OPERATIONS, PAUSE_OPERATION } from "./routes/controls";
 import { DASHBOARD_OPERATIONS } from "./routes/dashboard";
-import { DEV_SELLER_OPERATIONS } from "./routes/devSeller";
+import { DEV_SCHEME_SELLER_OPERATIONS, DEV_SELLER_OPERATIONS } from "./routes/devSeller";
 import { DOC_OPERATIONS } from "./routes/docs";
 import { EXPLORER_OPERATIONS } from "./routes/explorer";
 import { LIMIT_OPERATIONS } from "./routes/limits";
@@ -31,6 +31,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...EXPLORER_OPERATIONS,
   ...SELL_OPERATIONS,
   ...DEV_SELLER_OPERATIONS,
+  ...DEV_SCHEME_SELLER_OPERATIONS,
   ...MCP_OPERATIONS,
   ...DOC_OPERATIONS,
   ...OWNER_OPERATIONS,

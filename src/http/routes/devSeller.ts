@@ -2,6 +2,9 @@
  * GET|POST /dev/seller/exact: the sandbox's demo seller (embedded mode only; 404 otherwise), to try what a policy does
  * with any price: `?price=` (USDC, default 0.01), `?payee=2` (a second payee, to see a pinned payee refuse it) and
  * `?delay=` (seconds before it answers: a slow seller). The service's own seller (x402/seller.ts) with these settings.
+ * GET|POST /dev/seller/upto (`?ceiling=`, default 0.10, and `?charge=`, what is settled, default all of it) and
+ * /dev/seller/batch-settlement (`?price=` per request, default 0.01): stock x402 sellers of those schemes
+ * (src/dev/schemeSellers.ts).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { getAddress, id } from "ethers";
@@ -11,6 +14,7 @@ import { badRequest, notFound } from "../../errors";
 import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { NetworkServices } from "../../services/networks";
 import { AgentIntelSeller } from "../../x402/seller";
+import { DemoSchemeSellers, type DemoScheme } from "../../dev/schemeSellers";
 import { json, rawOperation } from "../../api/operation";
 import { offerOf } from "./sell";
 
@@ -91,4 +95,58 @@ export const DEV_SELLER_OPERATIONS = (["GET", "POST"] as const).map((method) =>
       ctx.body = answer.body;
     },
   }),
+);
+
+/** A USDC amount of the query, above 0 and at most 1,000; a 400 otherwise. */
+function amountOf(name: string, value: string): bigint {
+  if (!DECIMAL_AMOUNT.test(value) || toBaseUnits(value) === 0n || toBaseUnits(value) > MAX_PRICE)
+    throw badRequest(`${name} must be a USDC amount above 0 and at most 1000 (up to 6 decimals), not ${value}.`);
+  return toBaseUnits(value);
+}
+
+const SchemeQuery = z.object({ ceiling: z.string().optional(), charge: z.string().optional(), price: z.string().optional() });
+const schemeSellers = new WeakMap<NetworkServices, DemoSchemeSellers>();
+
+export const DEV_SCHEME_SELLER_OPERATIONS = (["upto", "batch-settlement"] as const satisfies readonly DemoScheme[]).flatMap((scheme) =>
+  (["GET", "POST"] as const).map((method) =>
+    rawOperation({
+      method,
+      path: `/dev/seller/${scheme}`,
+      tag: "Seller",
+      summary: `The sandbox's demo x402 ${scheme} seller (embedded mode only; ${method})`,
+      description:
+        scheme === "upto"
+          ? "Embedded mode only (404 otherwise). A stock x402 upto seller: the buyer signs `ceiling` (USDC, default 0.10), the seller settles `charge` (default the whole ceiling)."
+          : "Embedded mode only (404 otherwise). A stock x402 batch-settlement seller: a channel deposit, then one voucher of `price` (USDC, default 0.01) per request.",
+      auth: "x402",
+      input: z.object({ query: SchemeQuery }),
+      headers: [{ name: "PAYMENT-SIGNATURE", required: false, description: "x402 v2 payment payload (base64 JSON)" }],
+      responses: {
+        200: json("paid: the demo resource", z.object({ scheme: z.string(), paid: z.boolean(), note: z.string() })),
+        402: json("payment required, or the payment was refused", PaymentChallenge),
+      },
+      errors: ["bad_request", "not_found", "upstream_error"],
+      serve: async ({ input, ctx, deps: { s, networks } }) => {
+        if (!s.ctx.config.embeddedChain) throw notFound(`No ${method} /dev/seller/${scheme}: the demo seller is the sandbox's.`);
+        const q = input.query;
+        const price = scheme === "upto" ? amountOf("ceiling", q.ceiling ?? "0.10") : amountOf("price", q.price ?? "0.01");
+        const charge = scheme === "upto" && q.charge !== undefined ? amountOf("charge", q.charge) : undefined;
+        if (charge !== undefined && charge > price) throw badRequest("charge must be at most the ceiling.");
+        let sellers = schemeSellers.get(networks);
+        if (!sellers) {
+          sellers = new DemoSchemeSellers(networks.first);
+          schemeSellers.set(networks, sellers);
+        }
+        const answer = await sellers.handle(
+          scheme,
+          price,
+          { method, url: new URL(`${s.ctx.urls.base || ctx.origin}${ctx.url}`), header: (name) => ctx.get(name) || undefined },
+          charge,
+        );
+        ctx.status = answer.status;
+        ctx.set(answer.headers);
+        ctx.body = answer.body;
+      },
+    }),
+  ),
 );
