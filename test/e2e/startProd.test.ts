@@ -122,8 +122,9 @@ describe("npm run build, then npm run start:prod (node dist/src/index.js) in pro
     const ready = Date.now() - started;
     expect(health.status).to.equal(200);
     expect(await health.json()).to.include({ status: "ok", mode: "production", store: "ok", chain: "ok" });
-    // The sandbox's demo seller does not exist in production, whatever its query.
+    // The sandbox's demo sellers do not exist in production, whatever their query.
     for (const q of ["price=0.5", "price=0"]) expect((await fetch(`${url}/dev/seller/exact?${q}`)).status, q).to.equal(404);
+    for (const p of ["upto?ceiling=0.1", "batch-settlement"]) expect((await fetch(`${url}/dev/seller/${p}`)).status, p).to.equal(404);
     // Started from dist: node ran the compiled entry, with no compile step before it.
     expect(prod.text()).to.include("node dist/src/index.js").and.not.include("hardhat compile");
 
