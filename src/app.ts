@@ -9,7 +9,7 @@ import { mountOperations } from "./http/mount";
 import { MOUNT_ORDER, OPERATIONS } from "./http/operations";
 import { prepareDashboard } from "./http/routes/dashboard";
 import { knownMethods } from "./http/transport";
-import type { Faucet } from "./api/operation";
+import type { DemoSellers, Faucet } from "./api/operation";
 import type { AppState } from "./api/types";
 import type { WebhookService } from "./webhooks/endpoints";
 
@@ -22,12 +22,13 @@ export interface AppDeps {
   webhooks: WebhookService;
   /** The dev faucet of each network, in embedded mode only (POST /dev/faucet answers 404 without them). */
   faucets?: ReadonlyMap<string, Faucet>;
+  demoSellers?: DemoSellers;
 }
 
 /** Paths that read their own bodies (x402 seller route, MCP) instead of the JSON parser. */
 const OWN_BODY = (path: string) => path.startsWith("/sell/") || path === "/mcp";
 
-export function createApp({ services, networks, logger, webhooks, faucets }: AppDeps): Koa<AppState> {
+export function createApp({ services, networks, logger, webhooks, faucets, demoSellers }: AppDeps): Koa<AppState> {
   // Behind proxies, the client address is the one the last TRUSTED_PROXY_HOPS proxies saw (entries a client wrote
   // into X-Forwarded-For itself are further left and never read).
   const hops = services.ctx.config.trustedProxyHops;
@@ -47,7 +48,7 @@ export function createApp({ services, networks, logger, webhooks, faucets }: App
     ),
   );
   // Every route of the service, from its operation declaration (src/http/operations.ts), on one router.
-  const router = mountOperations(MOUNT_ORDER, { s: services, networks, webhooks, operations: OPERATIONS, faucets });
+  const router = mountOperations(MOUNT_ORDER, { s: services, networks, webhooks, operations: OPERATIONS, faucets, demoSellers });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: false }));
   prepareDashboard(logger);

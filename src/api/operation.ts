@@ -68,6 +68,29 @@ export type ReplyOf<R extends Responses> = {
 /** The embedded dev faucet: gives `units` of `token` to `to`; answers the delivering transaction's hash. */
 export type Faucet = (to: string, token: keyof typeof FAUCET_TOKENS, units: bigint) => Promise<string>;
 
+/** The x402 schemes the sandbox's demo sellers sell beyond exact. */
+export type DemoScheme = "upto" | "batch-settlement";
+
+/** A request to a demo seller as the x402 HTTP server reads it, and its answer. */
+export interface DemoSellerRequest {
+  method: string;
+  url: URL;
+  header: (name: string) => string | undefined;
+}
+export interface DemoSellerAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/**
+ * The sandbox's demo sellers of `scheme` at `price` (USDC base units: upto's ceiling, batch-settlement's price per
+ * request); `charge` is what an upto payment settles. In embedded mode only (src/dev/schemeSellers.ts).
+ */
+export interface DemoSellers {
+  handle(scheme: DemoScheme, price: bigint, req: DemoSellerRequest, charge?: bigint): Promise<DemoSellerAnswer>;
+}
+
 /**
  * What every handler can reach: the services (the first network's, and every network's: an agent's request goes to
  * its network's), the webhook service, and the whole operation list (the docs need it).
@@ -81,6 +104,8 @@ export interface OperationDeps {
   operations: readonly AnyOperation[];
   /** In embedded mode only: the sandbox's faucet of each network (src/dev/, handed over by src/server.ts). */
   faucets?: ReadonlyMap<string, Faucet>;
+  /** In embedded mode only: the first network's demo sellers of upto and batch-settlement (src/dev/). */
+  demoSellers?: DemoSellers;
 }
 
 export interface OperationRequest<A extends AuthMode, I extends InputSchema> {

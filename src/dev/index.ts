@@ -15,6 +15,7 @@ import { startEmbeddedMongoThread } from "./embeddedStoreThread";
 export type { EmbeddedChain, EmbeddedKey } from "./embeddedChain";
 export type { EmbeddedMongo } from "./embeddedStore";
 export type { FaucetToken } from "./faucet";
+export { DemoSchemeSellers } from "./schemeSellers";
 
 /**
  * Starts the embedded chain of `network` on 127.0.0.1 (`port` 0: a free one): in a worker thread of its own

@@ -23,31 +23,16 @@ import { UptoEvmScheme as UptoFacilitatorScheme } from "@x402/evm/upto/facilitat
 import { UptoEvmScheme as UptoServerScheme } from "@x402/evm/upto/server";
 import { type Abi, createWalletClient, defineChain, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import type { DemoScheme, DemoSellerAnswer, DemoSellerRequest, DemoSellers } from "../api/operation";
+import type { ChainClient } from "../chain/client";
 import { networkOfChainId } from "../chain/networks";
-import type { Services } from "../services";
-
-export type DemoScheme = "upto" | "batch-settlement";
+import type { Config } from "../config";
 
 /** The demo sellers' payee: an address nobody holds the key of, the same in every sandbox. */
 export const SCHEME_PAYEE = getAddress(id("SpendGate sandbox seller: scheme payee").slice(0, 42));
 
-/** What a seller answers: the status, headers and body of its 402, its failed settlement, or its paid response. */
-export interface SchemeAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: unknown;
-}
-
-/** The request as the x402 HTTP server reads it. */
-export interface SchemeRequest {
-  method: string;
-  url: URL;
-  header: (name: string) => string | undefined;
-}
-
 /** A facilitator of the upto and batch-settlement schemes on the embedded chain, from a new key given 1,000 ETH. */
-async function demoFacilitator(s: Services): Promise<FacilitatorClient> {
-  const { config, chain } = s.ctx;
+async function demoFacilitator(config: Config, chain: ChainClient): Promise<FacilitatorClient> {
   const key = Wallet.createRandom();
   await chain.provider.send("hardhat_setBalance", [key.address, "0x3635C9ADC5DEA00000"]);
   const viemChain = defineChain({
@@ -90,17 +75,20 @@ async function demoFacilitator(s: Services): Promise<FacilitatorClient> {
 }
 
 /** The demo sellers of one service: one facilitator, one HTTP server per scheme and price (a handful in a sandbox). */
-export class DemoSchemeSellers {
+export class DemoSchemeSellers implements DemoSellers {
   private facilitator: Promise<FacilitatorClient> | null = null;
   private readonly servers = new Map<string, Promise<x402HTTPResourceServer>>();
 
-  constructor(private readonly s: Services) {}
+  constructor(
+    private readonly config: Config,
+    private readonly chain: ChainClient,
+  ) {}
 
   /**
    * Answers `req` as the `scheme` seller of `price` (USDC base units: upto's ceiling, batch-settlement's price per
    * request); `charge` is what an upto payment settles (at most the ceiling; default all of it).
    */
-  async handle(scheme: DemoScheme, price: bigint, req: SchemeRequest, charge?: bigint): Promise<SchemeAnswer> {
+  async handle(scheme: DemoScheme, price: bigint, req: DemoSellerRequest, charge?: bigint): Promise<DemoSellerAnswer> {
     const server = await this.server(scheme, price);
     const adapter: HTTPAdapter = {
       getHeader: req.header,
@@ -147,8 +135,8 @@ export class DemoSchemeSellers {
   }
 
   private async build(scheme: DemoScheme, price: bigint): Promise<x402HTTPResourceServer> {
-    const { config } = this.s.ctx;
-    this.facilitator ??= demoFacilitator(this.s).catch((err: unknown) => {
+    const { config } = this;
+    this.facilitator ??= demoFacilitator(config, this.chain).catch((err: unknown) => {
       this.facilitator = null;
       throw err;
     });

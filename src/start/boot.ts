@@ -11,8 +11,8 @@ import { Telemetry } from "../telemetry";
 import { VERSION } from "../version";
 import { webhookCollections } from "../webhooks/outbox";
 import { networkView, resolveConfig, type Config, type LoadedConfig } from "../config";
-import type { Faucet } from "../api/operation";
-import { sandboxFaucet, startSandboxChains, startSandboxStore, type EmbeddedChain, type EmbeddedMongo } from "../dev";
+import type { DemoSellers, Faucet } from "../api/operation";
+import { DemoSchemeSellers, sandboxFaucet, startSandboxChains, startSandboxStore, type EmbeddedChain, type EmbeddedMongo } from "../dev";
 import { connectStore, type Store } from "../store";
 
 export type { EmbeddedChain, EmbeddedMongo } from "../dev";
@@ -39,6 +39,8 @@ export interface BootedNetwork {
   embeddedChain?: EmbeddedChain;
   /** The dev faucet of its embedded chain, in embedded mode only. */
   faucet?: Faucet;
+  /** Its demo sellers of upto and batch-settlement, in embedded mode only. */
+  demoSellers?: DemoSellers;
 }
 
 export interface Booted {
@@ -137,7 +139,14 @@ export async function boot(loaded: LoadedConfig, opts: BootOptions, cleanup: Cle
     });
     cleanup.push(() => chain.destroy());
     const embeddedChain = embeddedChains?.[i];
-    return { name: n.name, config: view, chain, embeddedChain, faucet: embeddedChain ? sandboxFaucet(chain, view.wethAddress) : undefined };
+    return {
+      name: n.name,
+      config: view,
+      chain,
+      embeddedChain,
+      faucet: embeddedChain ? sandboxFaucet(chain, view.wethAddress) : undefined,
+      demoSellers: embeddedChain ? new DemoSchemeSellers(view, chain) : undefined,
+    };
   }) as [BootedNetwork, ...BootedNetwork[]];
   // A node of another chain would have every signature made for the wrong chain id: refused before anything starts.
   await Promise.all(networks.map((n) => checkChainId(n)));

@@ -31,6 +31,7 @@ export async function listen({ config, networks }: Booted, wired: Wired, logger:
     logger,
     webhooks: wired.webhooks.service,
     faucets: faucets.size ? faucets : undefined,
+    demoSellers: networks[0].demoSellers,
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));

@@ -4,7 +4,7 @@
  * `?delay=` (seconds before it answers: a slow seller). The service's own seller (x402/seller.ts) with these settings.
  * GET|POST /dev/seller/upto (`?ceiling=`, default 0.10, and `?charge=`, what is settled, default all of it) and
  * /dev/seller/batch-settlement (`?price=` per request, default 0.01): stock x402 sellers of those schemes
- * (src/dev/schemeSellers.ts).
+ * (src/dev/schemeSellers.ts, handed over by src/start/ as the faucet is).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { getAddress, id } from "ethers";
@@ -14,8 +14,7 @@ import { badRequest, notFound } from "../../errors";
 import { AgentIntel, PaymentChallenge } from "../../schemas/system";
 import type { NetworkServices } from "../../services/networks";
 import { AgentIntelSeller } from "../../x402/seller";
-import { DemoSchemeSellers, type DemoScheme } from "../../dev/schemeSellers";
-import { json, rawOperation } from "../../api/operation";
+import { type DemoScheme, json, rawOperation } from "../../api/operation";
 import { offerOf } from "./sell";
 
 export const DEV_SELLER_PATH = "/dev/seller/exact";
@@ -105,7 +104,6 @@ function amountOf(name: string, value: string): bigint {
 }
 
 const SchemeQuery = z.object({ ceiling: z.string().optional(), charge: z.string().optional(), price: z.string().optional() });
-const schemeSellers = new WeakMap<NetworkServices, DemoSchemeSellers>();
 
 export const DEV_SCHEME_SELLER_OPERATIONS = (["upto", "batch-settlement"] as const satisfies readonly DemoScheme[]).flatMap((scheme) =>
   (["GET", "POST"] as const).map((method) =>
@@ -126,18 +124,13 @@ export const DEV_SCHEME_SELLER_OPERATIONS = (["upto", "batch-settlement"] as con
         402: json("payment required, or the payment was refused", PaymentChallenge),
       },
       errors: ["bad_request", "not_found", "upstream_error"],
-      serve: async ({ input, ctx, deps: { s, networks } }) => {
-        if (!s.ctx.config.embeddedChain) throw notFound(`No ${method} /dev/seller/${scheme}: the demo seller is the sandbox's.`);
+      serve: async ({ input, ctx, deps: { s, demoSellers } }) => {
+        if (!demoSellers) throw notFound(`No ${method} /dev/seller/${scheme}: the demo seller is the sandbox's.`);
         const q = input.query;
         const price = scheme === "upto" ? amountOf("ceiling", q.ceiling ?? "0.10") : amountOf("price", q.price ?? "0.01");
         const charge = scheme === "upto" && q.charge !== undefined ? amountOf("charge", q.charge) : undefined;
         if (charge !== undefined && charge > price) throw badRequest("charge must be at most the ceiling.");
-        let sellers = schemeSellers.get(networks);
-        if (!sellers) {
-          sellers = new DemoSchemeSellers(networks.first);
-          schemeSellers.set(networks, sellers);
-        }
-        const answer = await sellers.handle(
+        const answer = await demoSellers.handle(
           scheme,
           price,
           { method, url: new URL(`${s.ctx.urls.base || ctx.origin}${ctx.url}`), header: (name) => ctx.get(name) || undefined },
