@@ -38,6 +38,10 @@ export const NOT_DRIVEN: Record<string, string> = {
   "POST /dev/faucet 404": "outside embedded mode only; this walk runs embedded",
   "GET /dev/seller/exact 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
   "POST /dev/seller/exact 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
+  "GET /dev/seller/upto 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
+  "POST /dev/seller/upto 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
+  "GET /dev/seller/batch-settlement 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
+  "POST /dev/seller/batch-settlement 404": "outside embedded mode only (this walk runs embedded): test/e2e/startProd.test.ts",
   "GET /dev/seller/exact 502": "a facilitator that fails: the seller of /sell/agent-intel, test/x402/sellRoute.test.ts",
   "POST /dev/seller/exact 502": "a facilitator that fails: the seller of /sell/agent-intel, test/x402/sellRoute.test.ts",
   "GET /metrics 401": "a wrong or missing METRICS_TOKEN (this walk sets none): test/api/metrics.test.ts",
@@ -205,11 +209,15 @@ export const drivers: ((c: DriveContext) => Promise<void>)[] = [
     observe(address, await call(address, { path: `/dev/explorer/address/0x${"12".repeat(20)}?network=solana` }), 400, "bad_request");
   },
 
-  // The sandbox's demo seller: a price it cannot ask (400).
+  // The sandbox's demo sellers: a price it cannot ask (400).
   async ({ ops, observe, call }) => {
     for (const method of ["GET", "POST"]) {
       const seller = find(ops, method, "/dev/seller/exact");
       observe(seller, await call(seller, { path: "/dev/seller/exact?price=0" }), 400, "bad_request");
+      for (const path of ["/dev/seller/upto?ceiling=0", "/dev/seller/batch-settlement?price=0"]) {
+        const other = find(ops, method, path.split("?")[0]);
+        observe(other, await call(other, { path }), 400, "bad_request");
+      }
     }
   },
 ];

@@ -123,7 +123,7 @@ export const DEV_SCHEME_SELLER_OPERATIONS = (["upto", "batch-settlement"] as con
         200: json("paid: the demo resource", z.object({ scheme: z.string(), paid: z.boolean(), note: z.string() })),
         402: json("payment required, or the payment was refused", PaymentChallenge),
       },
-      errors: ["bad_request", "not_found", "upstream_error"],
+      errors: ["bad_request", "not_found"],
       serve: async ({ input, ctx, deps: { s, demoSellers } }) => {
         if (!demoSellers) throw notFound(`No ${method} /dev/seller/${scheme}: the demo seller is the sandbox's.`);
         const q = input.query;
