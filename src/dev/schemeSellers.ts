@@ -31,20 +31,21 @@ import type { Config } from "../config";
 /** The demo sellers' payee: an address nobody holds the key of, the same in every sandbox. */
 export const SCHEME_PAYEE = getAddress(id("SpendGate sandbox seller: scheme payee").slice(0, 42));
 
-/** A facilitator of the upto and batch-settlement schemes on the embedded chain, from a new key given 1,000 ETH. */
-async function demoFacilitator(config: Config, chain: ChainClient): Promise<FacilitatorClient> {
-  const key = Wallet.createRandom();
-  await chain.provider.send("hardhat_setBalance", [key.address, "0x3635C9ADC5DEA00000"]);
+/**
+ * A stock facilitator's signer, as the x402 packages' documentation sets it up: @x402/evm's toFacilitatorEvmSigner on a
+ * plain viem wallet client for chain `chainId` at `rpcUrl`, sending from `privateKey` (which must hold ETH for gas).
+ */
+export function stockFacilitatorSigner(rpcUrl: string, chainId: number, privateKey: string) {
   const viemChain = defineChain({
-    id: config.chainId,
-    name: networkOfChainId(config.chainId)?.displayName ?? "sandbox",
+    id: chainId,
+    name: networkOfChainId(chainId)?.displayName ?? "sandbox",
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [config.rpcUrl] } },
+    rpcUrls: { default: { http: [rpcUrl] } },
   });
   const client = createWalletClient({
-    account: privateKeyToAccount(key.privateKey as `0x${string}`),
+    account: privateKeyToAccount(privateKey as `0x${string}`),
     chain: viemChain,
-    transport: http(config.rpcUrl, { retryCount: 0 }),
+    transport: http(rpcUrl, { retryCount: 0 }),
   }).extend(publicActions);
   const signer = toFacilitatorEvmSigner({
     address: client.account.address,
@@ -63,6 +64,14 @@ async function demoFacilitator(config: Config, chain: ChainClient): Promise<Faci
     waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
     getCode: (a) => client.getCode({ address: a.address }),
   });
+  return { signer, address: client.account.address };
+}
+
+/** A facilitator of the upto and batch-settlement schemes on the embedded chain, from a new key given 1,000 ETH. */
+async function demoFacilitator(config: Config, chain: ChainClient): Promise<FacilitatorClient> {
+  const key = Wallet.createRandom();
+  await chain.provider.send("hardhat_setBalance", [key.address, "0x3635C9ADC5DEA00000"]);
+  const { signer } = stockFacilitatorSigner(config.rpcUrl, config.chainId, key.privateKey);
   const network = `eip155:${config.chainId}` as const;
   const facilitator = new x402Facilitator();
   facilitator.register(network, new UptoFacilitatorScheme(signer));

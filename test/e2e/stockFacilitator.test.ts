@@ -11,7 +11,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import type { Facilitator } from "../../src/x402/facilitator";
 import { stackPerFile, randomOwner, type Stack } from "../helpers/stack";
 import { mintUsdc, startV1Seller, startV2Seller, usdcBalance } from "../helpers/sellers";
-import { stockFacilitatorSigner } from "../helpers/schemeSellers";
+import { stockFacilitatorSigner } from "../../src/dev/schemeSellers";
 
 const USDC = 1_000_000n;
 
@@ -19,7 +19,7 @@ const USDC = 1_000_000n;
 async function stockFacilitator(s: Stack): Promise<Facilitator> {
   const key = Wallet.createRandom();
   await s.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-  const { signer } = stockFacilitatorSigner(s.svc.config.rpcUrl, key.privateKey);
+  const { signer } = stockFacilitatorSigner(s.svc.config.rpcUrl, s.svc.config.chainId, key.privateKey);
   const facilitator = new x402Facilitator();
   registerExactEvmScheme(facilitator, { signer, networks: "eip155:8453" });
   return {

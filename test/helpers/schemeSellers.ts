@@ -19,6 +19,7 @@ import { UptoEvmScheme as UptoServerScheme } from "@x402/evm/upto/server";
 import { Wallet } from "ethers";
 import { createWalletClient, defineChain, http, publicActions, type Abi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { stockFacilitatorSigner } from "../../src/dev/schemeSellers";
 import { USDC_EXTRA, listen, sendJson } from "./sellerServer";
 import { settleX402Request } from "./sellerX402";
 
@@ -32,42 +33,6 @@ export interface StockFacilitator {
   receiverAuthorizer: `0x${string}`;
 }
 
-/**
- * A stock facilitator's signer, as the x402 packages' documentation sets it up: @x402/evm's toFacilitatorEvmSigner on a
- * plain viem wallet client for Base at `rpcUrl`, sending from `privateKey` (which must hold ETH for gas).
- */
-export function stockFacilitatorSigner(rpcUrl: string, privateKey: string) {
-  const chain = defineChain({
-    id: 8453,
-    name: "Base",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [rpcUrl] } },
-  });
-  const client = createWalletClient({
-    account: privateKeyToAccount(privateKey as `0x${string}`),
-    chain,
-    transport: http(rpcUrl, { retryCount: 0 }),
-  }).extend(publicActions);
-  const signer = toFacilitatorEvmSigner({
-    address: client.account.address,
-    readContract: (a) =>
-      client.readContract({
-        account: client.account,
-        address: a.address,
-        abi: a.abi as Abi,
-        functionName: a.functionName,
-        args: a.args ?? [],
-      }),
-    verifyTypedData: (a) => client.verifyTypedData(a as Parameters<typeof client.verifyTypedData>[0]),
-    writeContract: (a) =>
-      client.writeContract({ address: a.address, abi: a.abi as Abi, functionName: a.functionName, args: a.args, gas: a.gas }),
-    sendTransaction: (a) => client.sendTransaction({ to: a.to, data: a.data }),
-    waitForTransactionReceipt: (a) => client.waitForTransactionReceipt({ hash: a.hash }),
-    getCode: (a) => client.getCode({ address: a.address }),
-  });
-  return { signer, address: client.account.address };
-}
-
 /** stockSchemeFacilitator sending from a new key given 1,000 ETH on the in-process Hardhat network (served at `rpcUrl`). */
 export async function fundedStockSchemeFacilitator(rpcUrl: string): Promise<StockFacilitator> {
   const key = Wallet.createRandom();
@@ -77,7 +42,7 @@ export async function fundedStockSchemeFacilitator(rpcUrl: string): Promise<Stoc
 
 /** The stock facilitator with the upto, batch-settlement and exact EVM schemes, sending from its own funded key. */
 export function stockSchemeFacilitator(rpcUrl: string, privateKey: string): StockFacilitator {
-  const { signer, address } = stockFacilitatorSigner(rpcUrl, privateKey);
+  const { signer, address } = stockFacilitatorSigner(rpcUrl, 8453, privateKey);
   const authorizer = privateKeyToAccount(Wallet.createRandom().privateKey as `0x${string}`);
   const facilitator = new x402Facilitator();
   facilitator.register(NETWORK, new UptoFacilitatorScheme(signer));
