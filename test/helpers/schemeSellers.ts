@@ -9,7 +9,6 @@ import hre from "hardhat";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { x402HTTPResourceServer, x402ResourceServer, type FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme as ExactFacilitatorScheme } from "@x402/evm/exact/facilitator";
 import { ExactEvmScheme as ExactServerScheme } from "@x402/evm/exact/server";
 import { BatchSettlementEvmScheme as BatchFacilitatorScheme } from "@x402/evm/batch-settlement/facilitator";
@@ -17,7 +16,6 @@ import { BatchSettlementChannelManager, BatchSettlementEvmScheme as BatchServerS
 import { UptoEvmScheme as UptoFacilitatorScheme } from "@x402/evm/upto/facilitator";
 import { UptoEvmScheme as UptoServerScheme } from "@x402/evm/upto/server";
 import { Wallet } from "ethers";
-import { createWalletClient, defineChain, http, publicActions, type Abi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { stockFacilitatorSigner } from "../../src/dev/schemeSellers";
 import { USDC_EXTRA, listen, sendJson } from "./sellerServer";
