@@ -16,6 +16,8 @@ import {
   extractOffersFromPaymentRequired,
   extractReceiptFromResponse,
   findAcceptsObjectFromSignedOffer,
+  hashOfferTypedData,
+  hashReceiptTypedData,
   verifyOfferSignatureEIP712,
   verifyOfferSignatureJWS,
   verifyReceiptMatchesOffer,
@@ -23,6 +25,7 @@ import {
   verifyReceiptSignatureJWS,
 } from "@x402/extensions/offer-receipt";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { recoverDigestSigner } from "../chain/ecdsa";
 import { chainIdOfX402Network } from "../chain/networks";
 
 /** A seller's offer whose signature verified: who signed it (an address for EIP-712, the DID of a JWS key) and what. */
@@ -72,9 +75,23 @@ function selfContainedKid(jws: string): string {
   return kid;
 }
 
+/**
+ * An EIP-712 offer's or receipt's signer: the digest by the extension's own hash, the signer recovered natively
+ * (src/chain/ecdsa.ts); null when that path does not take the signature, and the extension's own verify then decides.
+ */
+function fastSigner(payload: unknown, hash: (p: never) => string, has: string, signature: string): string | null {
+  if (typeof payload !== "object" || payload === null || !(has in payload)) return null;
+  try {
+    return recoverDigestSigner(hash(payload as never), signature);
+  } catch {
+    return null; // a payload the typed data cannot hold: the extension's verify says so
+  }
+}
+
 async function verifyOffer(offer: SignedOffer): Promise<VerifiedOffer> {
   if (offer.format === "eip712") {
-    const { signer, payload } = await verifyOfferSignatureEIP712(offer);
+    const fast = fastSigner(offer.payload, hashOfferTypedData, "scheme", offer.signature);
+    const { signer, payload } = fast ? { signer: fast, payload: offer.payload } : await verifyOfferSignatureEIP712(offer);
     return { format: "eip712", signer, payload, signed: offer };
   }
   const signer = selfContainedKid(offer.signature);
@@ -134,7 +151,10 @@ export function offerFor(
 }
 
 async function verifyReceiptSignature(receipt: SignedReceipt): Promise<{ signer: string; payload: ReceiptPayload }> {
-  if (receipt.format === "eip712") return verifyReceiptSignatureEIP712(receipt);
+  if (receipt.format === "eip712") {
+    const fast = fastSigner(receipt.payload, hashReceiptTypedData, "payer", receipt.signature);
+    return fast ? { signer: fast, payload: receipt.payload } : verifyReceiptSignatureEIP712(receipt);
+  }
   const signer = selfContainedKid(receipt.signature);
   return { signer, payload: await verifyReceiptSignatureJWS(receipt) };
 }

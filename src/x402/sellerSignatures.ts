@@ -12,7 +12,9 @@ import {
   type SignedReceipt,
   createEIP712OfferReceiptIssuer,
 } from "@x402/extensions/offer-receipt";
-import { viemAccounts } from "../chain/viem";
+import { SigningKey } from "ethers";
+import { signDigest } from "../chain/ecdsa";
+import { viem, viemAccounts } from "../chain/viem";
 
 /** How long an offer is valid (its validUntil), and how long a signed set is reused before it is signed again. */
 const OFFER_VALIDITY_S = 300;
@@ -31,7 +33,11 @@ export class SellerSignatures {
   constructor(privateKey: `0x${string}`) {
     const account = viemAccounts.privateKeyToAccount(privateKey);
     this.address = account.address;
-    this.issuer = createEIP712OfferReceiptIssuer(`did:pkh:eip155:1:${account.address}`, (p) => account.signTypedData(p));
+    // What account.signTypedData signs, byte for byte (RFC 6979, low s, v 27 or 28), through the native binding.
+    const key = new SigningKey(privateKey);
+    this.issuer = createEIP712OfferReceiptIssuer(`did:pkh:eip155:1:${account.address}`, (p) =>
+      Promise.resolve(signDigest(key, viem.hashTypedData(p)).serialized as `0x${string}`),
+    );
   }
 
   /** Signed offers of `requirements` (v2 shapes, CAIP-2 networks) for `resourceUrl`, in their order. */

@@ -7,7 +7,8 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { OFFER_RECEIPT, type OfferReceiptIssuer } from "@x402/extensions/offer-receipt";
+import { OFFER_RECEIPT, type OfferReceiptIssuer, type EIP712SignedOffer, verifyOfferSignatureEIP712 } from "@x402/extensions/offer-receipt";
+import { nativeRecovering } from "../../src/chain/ecdsa";
 import { readOffers } from "../../src/x402/offerReceipt";
 import { pickQuote } from "../../src/x402/pick";
 import { freshIssuer } from "../helpers/sellerOfferReceipt";
@@ -90,6 +91,44 @@ describe("signed offers decide what is payable", () => {
       await required([r], issuer, [{ ...r, amount: "1000" }], URL, (o) => ({ ...o, payload: { ...(o.payload as object), amount: "1" } })),
     );
     expect(altered.quote?.offer?.signer).to.not.equal(signer);
+  });
+
+  it("recovers every EIP-712 offer's signer as the extension's own verify does, signatures bent every way included", async () => {
+    if (process.platform === "linux" && process.arch === "x64") expect(nativeRecovering, "the native binding recovers").to.equal(true);
+    const { issuer, signer } = freshIssuer("eip712");
+    const r = requirement();
+    const offer = (await issuer.issueOffer(URL, { acceptIndex: 0, ...r })) as EIP712SignedOffer;
+    const sig = offer.signature;
+    const n = BigInt("0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141");
+    const highS = (n - BigInt(`0x${sig.slice(66, 130)}`)).toString(16).padStart(64, "0");
+    const v = parseInt(sig.slice(130), 16);
+    const bent = [
+      sig,
+      sig.toUpperCase().replace(/^0X/, "0x"),
+      `${sig.slice(0, 130)}${(v - 27).toString(16).padStart(2, "0")}`, // v as 0 or 1
+      `${sig.slice(0, 66)}${highS}${v === 27 ? "1c" : "1b"}`, // the same signature with a high s
+      `${sig.slice(0, 130)}1d`, // v 29
+      `${sig.slice(0, 66)}${"0".repeat(64)}${sig.slice(130)}`, // s = 0
+      `0x${"ff".repeat(32)}${sig.slice(66)}`, // r over the order
+      sig.slice(0, 128), // short
+      `${sig}00`, // long
+    ];
+    for (const [i, signature] of bent.entries()) {
+      const bentOffer = { ...offer, signature };
+      const ours = await readOffers(
+        { x402Version: 2, resource: { url: URL }, accepts: [r], extensions: { [OFFER_RECEIPT]: { info: { offers: [bentOffer] } } } },
+        URL,
+      );
+      const theirs = await verifyOfferSignatureEIP712(bentOffer).then(
+        (v) => v.signer,
+        () => null,
+      );
+      expect(
+        ours.offers.map((o) => o.signer),
+        `signature ${i}`,
+      ).to.deep.equal(theirs === null ? [] : [theirs]);
+      if (i < 4) expect(theirs, `signature ${i}`).to.equal(signer);
+    }
   });
 
   it("a seller that signs nothing is paid as ever", async () => {
