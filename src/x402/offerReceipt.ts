@@ -16,8 +16,6 @@ import {
   extractOffersFromPaymentRequired,
   extractReceiptFromResponse,
   findAcceptsObjectFromSignedOffer,
-  hashOfferTypedData,
-  hashReceiptTypedData,
   verifyOfferSignatureEIP712,
   verifyOfferSignatureJWS,
   verifyReceiptMatchesOffer,
@@ -27,6 +25,7 @@ import {
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { recoverDigestSigner } from "../chain/ecdsa";
 import { chainIdOfX402Network } from "../chain/networks";
+import { offerDigest, receiptDigest } from "./offerReceiptDigest";
 
 /** A seller's offer whose signature verified: who signed it (an address for EIP-712, the DID of a JWS key) and what. */
 export interface VerifiedOffer {
@@ -76,21 +75,17 @@ function selfContainedKid(jws: string): string {
 }
 
 /**
- * An EIP-712 offer's or receipt's signer: the digest by the extension's own hash, the signer recovered natively
- * (src/chain/ecdsa.ts); null when that path does not take the signature, and the extension's own verify then decides.
+ * An EIP-712 offer's or receipt's signer: the digest as the extension hashes it (offerReceiptDigest.ts), the signer
+ * recovered natively (src/chain/ecdsa.ts); null when that path does not take the payload or the signature, and the
+ * extension's own verify then decides.
  */
-function fastSigner(payload: unknown, hash: (p: never) => string, has: string, signature: string): string | null {
-  if (typeof payload !== "object" || payload === null || !(has in payload)) return null;
-  try {
-    return recoverDigestSigner(hash(payload as never), signature);
-  } catch {
-    return null; // a payload the typed data cannot hold: the extension's verify says so
-  }
+function fastSigner(digest: string | null, signature: string): string | null {
+  return digest === null ? null : recoverDigestSigner(digest, signature);
 }
 
 async function verifyOffer(offer: SignedOffer): Promise<VerifiedOffer> {
   if (offer.format === "eip712") {
-    const fast = fastSigner(offer.payload, hashOfferTypedData, "scheme", offer.signature);
+    const fast = fastSigner(offerDigest(offer.payload), offer.signature);
     const { signer, payload } = fast ? { signer: fast, payload: offer.payload } : await verifyOfferSignatureEIP712(offer);
     return { format: "eip712", signer, payload, signed: offer };
   }
@@ -152,7 +147,7 @@ export function offerFor(
 
 async function verifyReceiptSignature(receipt: SignedReceipt): Promise<{ signer: string; payload: ReceiptPayload }> {
   if (receipt.format === "eip712") {
-    const fast = fastSigner(receipt.payload, hashReceiptTypedData, "payer", receipt.signature);
+    const fast = fastSigner(receiptDigest(receipt.payload), receipt.signature);
     return fast ? { signer: fast, payload: receipt.payload } : verifyReceiptSignatureEIP712(receipt);
   }
   const signer = selfContainedKid(receipt.signature);

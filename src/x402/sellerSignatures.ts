@@ -15,6 +15,7 @@ import {
 import { SigningKey } from "ethers";
 import { signDigest } from "../chain/ecdsa";
 import { viem, viemAccounts } from "../chain/viem";
+import { DIGESTED, offerDigest, receiptDigest } from "./offerReceiptDigest";
 
 /** How long an offer is valid (its validUntil), and how long a signed set is reused before it is signed again. */
 const OFFER_VALIDITY_S = 300;
@@ -23,6 +24,19 @@ const REUSE_MS = 60_000;
 /** The seller's signing key, derived from the service's encryption secret (a key of its own: docs/production.md). */
 export function sellerSigningKey(walletEncryptionKey: string): `0x${string}` {
   return `0x${createHash("sha256").update(`spendgate seller offers and receipts\n${walletEncryptionKey}`).digest("hex")}`;
+}
+
+/**
+ * What the issuer asks signed, hashed as viem's hashTypedData does: an offer's or a receipt's through the precomputed
+ * digests when its domain and types are the extension's own (offerReceiptDigest.ts), anything else through viem.
+ */
+function typedDataDigest(p: Parameters<typeof viem.hashTypedData>[0]): string {
+  const known = Object.hasOwn(DIGESTED, p.primaryType) ? DIGESTED[p.primaryType] : undefined;
+  const fast =
+    known && JSON.stringify(p.domain) === known.domain && JSON.stringify(p.types) === known.types
+      ? (p.primaryType === "Offer" ? offerDigest : receiptDigest)(p.message)
+      : null;
+  return fast ?? viem.hashTypedData(p);
 }
 
 export class SellerSignatures {
@@ -36,7 +50,7 @@ export class SellerSignatures {
     // What account.signTypedData signs, byte for byte (RFC 6979, low s, v 27 or 28), through the native binding.
     const key = new SigningKey(privateKey);
     this.issuer = createEIP712OfferReceiptIssuer(`did:pkh:eip155:1:${account.address}`, (p) =>
-      Promise.resolve(signDigest(key, viem.hashTypedData(p)).serialized as `0x${string}`),
+      Promise.resolve(signDigest(key, typedDataDigest(p)).serialized as `0x${string}`),
     );
   }
 

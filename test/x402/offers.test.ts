@@ -7,7 +7,16 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { OFFER_RECEIPT, type OfferReceiptIssuer, type EIP712SignedOffer, verifyOfferSignatureEIP712 } from "@x402/extensions/offer-receipt";
+import {
+  OFFER_RECEIPT,
+  type OfferReceiptIssuer,
+  type EIP712SignedOffer,
+  createEIP712OfferReceiptIssuer,
+  hashOfferTypedData,
+  hashReceiptTypedData,
+  verifyOfferSignatureEIP712,
+} from "@x402/extensions/offer-receipt";
+import { DIGESTED, offerDigest, receiptDigest } from "../../src/x402/offerReceiptDigest";
 import { nativeRecovering } from "../../src/chain/ecdsa";
 import { readOffers } from "../../src/x402/offerReceipt";
 import { pickQuote } from "../../src/x402/pick";
@@ -129,6 +138,53 @@ describe("signed offers decide what is payable", () => {
       ).to.deep.equal(theirs === null ? [] : [theirs]);
       if (i < 4) expect(theirs, `signature ${i}`).to.equal(signer);
     }
+  });
+
+  it("hashes offers and receipts as the extension does, and leaves to it every payload it does not type alike", async () => {
+    const strings = ["", "https://seller.example/r?q=ä", "exact", "eip155:8453", USDC, "😀".repeat(40), "\ud800 lone", "x".repeat(300)];
+    const numbers = [0, 1, 1_765_000_000, Number.MAX_SAFE_INTEGER];
+    for (const [i, a] of strings.entries()) {
+      const b = strings[(i + 3) % strings.length];
+      const n = numbers[i % numbers.length];
+      const offer = { version: n, resourceUrl: a, scheme: b, network: a, asset: b, payTo: a, amount: b, validUntil: numbers[(i + 1) % 4] };
+      const receipt = { version: 1, network: b, resourceUrl: a, payer: b, issuedAt: n, transaction: a };
+      expect(offerDigest(offer), `offer ${i}`).to.equal(hashOfferTypedData(offer));
+      expect(receiptDigest(receipt), `receipt ${i}`).to.equal(hashReceiptTypedData(receipt));
+      expect(receiptDigest({ ...receipt, issuedAt: BigInt(n) })).to.equal(hashReceiptTypedData(receipt));
+    }
+    const offer = {
+      version: 1,
+      resourceUrl: URL,
+      scheme: "exact",
+      network: "eip155:8453",
+      asset: USDC,
+      payTo: USDC,
+      amount: "1",
+      validUntil: 9,
+    };
+    for (const bent of [
+      { version: "1" },
+      { validUntil: -1 },
+      { validUntil: 1.5 },
+      { amount: 1 },
+      { scheme: undefined },
+      { version: 2 ** 60 },
+    ]) {
+      expect(offerDigest({ ...offer, ...bent }), JSON.stringify(bent)).to.equal(null);
+    }
+    expect(offerDigest(null)).to.equal(null);
+    // The seller's signer takes the precomputed digest only for the types and domain the extension's issuer signs.
+    const asked: { types: unknown; domain: unknown; primaryType: string }[] = [];
+    const capture = createEIP712OfferReceiptIssuer("did:pkh:eip155:1:0x0", (p) => {
+      asked.push(p);
+      return Promise.resolve(`0x${"00".repeat(65)}` as const);
+    });
+    await capture.issueOffer(URL, { acceptIndex: 0, ...requirement() });
+    await capture.issueReceipt(URL, USDC, "eip155:8453", "0x");
+    expect(asked.map((p) => [JSON.stringify(p.types), JSON.stringify(p.domain)])).to.deep.equal([
+      [DIGESTED.Offer.types, DIGESTED.Offer.domain],
+      [DIGESTED.Receipt.types, DIGESTED.Receipt.domain],
+    ]);
   });
 
   it("a seller that signs nothing is paid as ever", async () => {
