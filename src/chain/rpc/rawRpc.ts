@@ -116,7 +116,15 @@ export class RawRpc {
     const one = batch.length === 1;
     try {
       const { status, statusText, body } = await this.throttled(JSON.stringify(one ? batch[0].payload : batch.map((c) => c.payload)));
-      if (!one && refusedBatch(status, body)) {
+      // The body read once (a batch's answer is a hundred receipts at times): undefined when it is not JSON.
+      let answer: unknown;
+      let parsed = true;
+      try {
+        answer = JSON.parse(body);
+      } catch {
+        parsed = false;
+      }
+      if (!one && refusedBatch(status, parsed, answer)) {
         // A node or gateway without batches (some hosted RPCs): it ran none of them, so each is sent again, alone.
         this.batching = false;
         for (const c of batch) void this.post([c]);
@@ -128,15 +136,14 @@ export class RawRpc {
           info: { requestUrl: this.url.href, responseBody: body, responseStatus: `${status} ${statusText}` },
         });
       }
-      let answer: unknown;
-      try {
-        answer = JSON.parse(body);
-      } catch {
-        throw makeError("response body is not valid JSON", "UNSUPPORTED_OPERATION", { operation: "bodyJson", info: { body } });
+      if (!parsed) throw makeError("response body is not valid JSON", "UNSUPPORTED_OPERATION", { operation: "bodyJson", info: { body } });
+      const byId = new Map<unknown, JsonRpcResult | JsonRpcError>();
+      for (const r of (Array.isArray(answer) ? answer : [answer]) as ({ id?: unknown } | null)[]) {
+        // The first answer of an id, as a search from the start would find it.
+        if (r && typeof r === "object" && !byId.has(r.id)) byId.set(r.id, r as JsonRpcResult | JsonRpcError);
       }
-      const answers = (Array.isArray(answer) ? answer : [answer]) as ({ id?: unknown } | null)[];
       for (const { payload, resolve, reject } of batch) {
-        const resp = answers.find((r) => r?.id === payload.id) as JsonRpcResult | JsonRpcError | undefined;
+        const resp = byId.get(payload.id);
         if (!resp) reject(makeError("missing response for request", "BAD_DATA", { value: answer, info: { payload } }));
         else if ("error" in resp) {
           this.observer?.rpcError(payload.method, "node");
@@ -215,21 +222,12 @@ export class RawRpc {
  * Whether the node refused a batch as a whole, having run none of its calls: a client error status (4xx but 429,
  * which is retried), or a single JSON-RPC error answering no request (id null or absent) where an array was due.
  */
-function refusedBatch(status: number, body: string): boolean {
+function refusedBatch(status: number, parsed: boolean, answer: unknown): boolean {
   if (status >= 400 && status < 500 && status !== 429) return true;
-  if (status < 200 || status >= 300) return false;
-  try {
-    const answer = JSON.parse(body) as unknown;
-    return (
-      !Array.isArray(answer) &&
-      typeof answer === "object" &&
-      answer !== null &&
-      "error" in answer &&
-      (answer as { id?: unknown }).id == null
-    );
-  } catch {
-    return false;
-  }
+  if (status < 200 || status >= 300 || !parsed) return false;
+  return (
+    !Array.isArray(answer) && typeof answer === "object" && answer !== null && "error" in answer && (answer as { id?: unknown }).id == null
+  );
 }
 
 const quantity = (v: unknown): bigint | undefined => (typeof v === "string" && HEX.test(v) && v.length > 2 ? BigInt(v) : undefined);
