@@ -75,17 +75,33 @@ function selfContainedKid(jws: string): string {
 }
 
 /**
+ * Offers' signers recovered, by digest and signature (a pure function's answers: a seller sends the same signed offers
+ * for a minute or more), up to a bound, forgotten together when it is reached. A receipt is new every time: not kept.
+ */
+const signers = new Map<string, string>();
+const SIGNERS_MAX = 1_024;
+
+/**
  * An EIP-712 offer's or receipt's signer: the digest as the extension hashes it (offerReceiptDigest.ts), the signer
  * recovered natively (src/chain/ecdsa.ts); null when that path does not take the payload or the signature, and the
  * extension's own verify then decides.
  */
-function fastSigner(digest: string | null, signature: string): string | null {
-  return digest === null ? null : recoverDigestSigner(digest, signature);
+function fastSigner(digest: string | null, signature: string, keep: boolean): string | null {
+  if (digest === null) return null;
+  const key = `${digest}${signature}`;
+  const kept = keep ? signers.get(key) : undefined;
+  if (kept) return kept;
+  const signer = recoverDigestSigner(digest, signature);
+  if (signer && keep) {
+    if (signers.size >= SIGNERS_MAX) signers.clear();
+    signers.set(key, signer);
+  }
+  return signer;
 }
 
 async function verifyOffer(offer: SignedOffer): Promise<VerifiedOffer> {
   if (offer.format === "eip712") {
-    const fast = fastSigner(offerDigest(offer.payload), offer.signature);
+    const fast = fastSigner(offerDigest(offer.payload), offer.signature, true);
     const { signer, payload } = fast ? { signer: fast, payload: offer.payload } : await verifyOfferSignatureEIP712(offer);
     return { format: "eip712", signer, payload, signed: offer };
   }
@@ -147,7 +163,7 @@ export function offerFor(
 
 async function verifyReceiptSignature(receipt: SignedReceipt): Promise<{ signer: string; payload: ReceiptPayload }> {
   if (receipt.format === "eip712") {
-    const fast = fastSigner(receiptDigest(receipt.payload), receipt.signature);
+    const fast = fastSigner(receiptDigest(receipt.payload), receipt.signature, false);
     return fast ? { signer: fast, payload: receipt.payload } : verifyReceiptSignatureEIP712(receipt);
   }
   const signer = selfContainedKid(receipt.signature);

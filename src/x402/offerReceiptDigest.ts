@@ -34,6 +34,26 @@ const RECEIPT: Field[] = [
 ];
 
 const abi = AbiCoder.defaultAbiCoder();
+
+/**
+ * keccak256 of short strings seen again and again (a seller's resource URL, network, asset and payee; an agent's
+ * address): a pure function's answers, kept up to a bound and forgotten together when it is reached.
+ */
+const stringHashes = new Map<string, string>();
+const STRING_HASHES_MAX = 4_096;
+const STRING_HASHED_MAX_CHARS = 256;
+
+function stringHash(v: string): string {
+  const kept = stringHashes.get(v);
+  if (kept) return kept;
+  // UTF-8 as viem's toHex writes it (TextEncoder: a lone surrogate becomes U+FFFD, as in Buffer's encoding).
+  const h = keccak256(Buffer.from(v, "utf8")).slice(2);
+  if (v.length <= STRING_HASHED_MAX_CHARS) {
+    if (stringHashes.size >= STRING_HASHES_MAX) stringHashes.clear();
+    stringHashes.set(v, h);
+  }
+  return h;
+}
 const MAX_UINT256 = 1n << 256n;
 const typeString = (name: string, fields: Field[]) => `${name}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`;
 const domainSeparator = (name: string) =>
@@ -55,8 +75,7 @@ function digester(primaryType: string, domainName: string, fields: Field[]): (pa
       const v = o[f.name];
       if (f.type === "string") {
         if (typeof v !== "string") return null;
-        // UTF-8 as viem's toHex writes it (TextEncoder: a lone surrogate becomes U+FFFD, as in Buffer's encoding).
-        words += keccak256(Buffer.from(v, "utf8")).slice(2);
+        words += stringHash(v);
       } else {
         // A number (the payload's JSON) or a bigint (the typed data's message, as the issuer hands it to its signer).
         const ok = typeof v === "number" ? Number.isSafeInteger(v) && v >= 0 : typeof v === "bigint" && v >= 0n && v < MAX_UINT256;
