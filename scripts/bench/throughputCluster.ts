@@ -11,6 +11,8 @@
  * THROUGHPUT_PROFILE (on unless "0"): the first instance runs under --cpu-prof (its profile in a temp dir, read when the
  * cluster stops); each mode's window is then printed as the top 15 self-time functions and the CPU ms per approved
  * payment by payment step (scripts/bench/cpuProfile.ts). The /proc CPU figures include the profiler's own cost.
+ * THROUGHPUT_INSTANCE1_ARGS: more node flags for the first instance alone (say "--max-semi-space-size=32"), so that
+ * with THROUGHPUT_INSTANCES=2 the two instances compare a flag side by side in one run, on the same load.
  * THROUGHPUT_SELLER=apart: the seller (/sell/agent-intel) is one more SpendGate process that takes no payments, so the
  * paying instances' CPU is the service's own (by default, with one instance, it also serves the seller's verify/settle).
  */
@@ -35,6 +37,7 @@ const PAGE = 4096;
 const SPREAD = process.env.THROUGHPUT_SPREAD === "1";
 const PROFILE = process.env.THROUGHPUT_PROFILE !== "0";
 const SELLER_APART = process.env.THROUGHPUT_SELLER === "apart";
+const INSTANCE1_ARGS = (process.env.THROUGHPUT_INSTANCE1_ARGS ?? "").split(" ").filter(Boolean);
 /** Seconds each process's idle CPU is read for, before each mode's window. */
 const IDLE_S = Number(process.env.THROUGHPUT_IDLE_SECONDS ?? 3);
 const WARMUP_S = Number(process.env.THROUGHPUT_WARMUP_SECONDS ?? 30);
@@ -233,7 +236,8 @@ export async function throughputProcesses(o: ThroughputOptions, instanceCounts: 
     const cluster = await startCluster({
       instances: instances + (SELLER_APART ? 1 : 0),
       env: { SELL_PRICE: "0.01" },
-      instanceNodeArgs: (name) => (PROFILE && name === "instance-1" ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []),
+      instanceNodeArgs: (name) =>
+        name === "instance-1" ? [...INSTANCE1_ARGS, ...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [])] : [],
     });
     const windows: ProfileWindow[] = [];
     try {
