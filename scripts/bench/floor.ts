@@ -3,7 +3,8 @@
  * through the libraries the service uses, with nothing of SpendGate's own around them: a store command (the mongodb
  * driver against one CongoDB server in another process), a JSON-RPC call (undici, to a server in another process), an
  * incoming request (Koa with its router, body parser and a zod schema, sent from another process), a signature
- * (src/chain/ecdsa.ts) and an EIP-712 digest (ethers, prepared as src/wallets/provider.ts prepares it). Each is
+ * (src/chain/ecdsa.ts), an EIP-712 digest (ethers, prepared as src/wallets/provider.ts prepares it) and a signed
+ * offer's signer (its digest and the native recovery, src/x402/offerReceipt.ts without its cache). Each is
  * measured alone and warm, one at a time and 8 at once (the throughput bench keeps about 100 payments in flight), as
  * process CPU (user + system) per operation.
  *
@@ -22,22 +23,25 @@ import { z } from "zod";
 import { MongoClient } from "mongodb";
 import { Agent, request } from "undici";
 import { SigningKey, TypedDataEncoder, Wallet, concat, keccak256, randomBytes as ethersRandom } from "ethers";
-import { signDigest } from "../../src/chain/ecdsa";
+import { recoverDigestSigner, signDigest } from "../../src/chain/ecdsa";
+import { offerDigest } from "../../src/x402/offerReceiptDigest";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 
 const ROOT = join(__dirname, "..", "..");
 const N = Number(process.env.FLOOR_OPS ?? 3000);
 
 /** One exact payment's operations on the paying instance (11 store commands, 5 JSON-RPC calls, ...). */
+/** What one exact payment makes, as `npm run bench` counts it (the API key and webhook endpoints are cached for 1 s). */
 const PAYMENT = {
-  find: 3, // the API key, the agent; the owner's webhook endpoints after the answer
-  findAndModify: 3, // the agent's lock, the gas charge, the outcome
-  update: 5, // the entry, the lock's fence, the tx hash, the authorisation, the lock's release
-  rpc: 5, // 2 eth_call, eth_sendRawTransaction, 2 eth_getTransactionReceipt
+  find: 1, // the agent
+  findAndModify: 3, // the agent's lock, the entry, the gas charge
+  update: 4, // the lock's fence, the authorisation with its tx hash, the outcome, the lock's release
+  rpc: 4, // eth_call, eth_sendRawTransaction, 2 eth_getTransactionReceipt
   outgoing: 2, // the seller's 402 and the paid request
   incoming: 1, // POST /pay
   signature: 2, // the operator's authorisation transaction and the agent's transfer authorisation
   eip712: 2, // the transfer authorisation's digest and the transaction's (an RLP keccak, counted as one)
+  signerChecks: 2, // a seller that signs (as /sell/agent-intel does): its offer's signer and its receipt's
 };
 
 /** CPU ms (this process) per call of `f`, after a warm-up, with `conc` calls at a time. */
@@ -171,6 +175,13 @@ async function main(): Promise<void> {
     ),
   );
 
+  // A signed offer's (or receipt's) signer: its EIP-712 digest and the recovery (src/x402/offerReceipt.ts, uncached).
+  const offer = { version: 1, resourceUrl: url, scheme: "exact", network: "eip155:8453", asset: from, payTo: from, amount: "10000" };
+  const offerSignature = signDigest(key, offerDigest({ ...offer, validUntil: 0 })!).serialized;
+  await add("signer of a signed offer (digest + recovery)", (i) =>
+    recoverDigestSigner(offerDigest({ ...offer, amount: String(i), validUntil: i })!, offerSignature),
+  );
+
   console.log(`CPU of this process per operation, warm, ${N} operations each (ms):`);
   console.log(`${"".padEnd(46)}1 at a time   8 at a time`);
   for (const [label, one, eight] of rows) console.log(`${label.padEnd(46)}${one.toFixed(3).padStart(11)}${eight.toFixed(3).padStart(14)}`);
@@ -182,7 +193,8 @@ async function main(): Promise<void> {
     (PAYMENT.rpc + PAYMENT.outgoing) * at("JSON-RPC call out")[k] +
     PAYMENT.incoming * at("incoming request")[k] +
     PAYMENT.signature * at("secp256k1")[k] +
-    PAYMENT.eip712 * at("EIP-712")[k];
+    PAYMENT.eip712 * at("EIP-712")[k] +
+    PAYMENT.signerChecks * at("signer of a signed offer")[k];
   console.log(
     `one exact payment's operations (${Object.entries(PAYMENT)
       .map(([k, v]) => `${v} ${k}`)
