@@ -17,6 +17,8 @@ export const viemAccounts: ViemAccounts = require("viem/accounts");
 const { createWalletClient, defineChain, nonceManager, publicActions } = viem;
 const { privateKeyToAccount } = viemAccounts;
 
+import { SigningKey } from "ethers";
+import { signDigest } from "./ecdsa";
 import { MULTICALL3_ADDRESS, networkOfChainId } from "./networks";
 import { nodeHttpTransport } from "./rpc/rpcTransport";
 
@@ -49,11 +51,41 @@ function transportFor(rpcUrl: string, opts: TransportOptions = {}): HttpTranspor
 export type SignerClient = WalletClient<HttpTransport, Chain, PrivateKeyAccount> & PublicActions<HttpTransport, Chain>;
 
 /**
+ * viem's private-key account (with its nonce manager), whose signatures are made by src/chain/ecdsa.ts: the same bytes
+ * (viem signs with RFC 6979 and low s, no extra entropy), through libsecp256k1's binding where @noble/curves takes
+ * about 1 ms a signature in JavaScript (the facilitator signs every settlement it sends). test/chain/viemAccount.test.ts
+ * holds the two equal.
+ */
+export function nativeSigningAccount(privateKey: `0x${string}`): PrivateKeyAccount {
+  const account = privateKeyToAccount(privateKey, { nonceManager });
+  const key = new SigningKey(privateKey);
+  const hex = (digest: string) => signDigest(key, digest).serialized as `0x${string}`;
+  return {
+    ...account,
+    sign: ({ hash }) => Promise.resolve(hex(hash)),
+    signMessage: ({ message }) => Promise.resolve(hex(viem.hashMessage(message))),
+    signTypedData: (typedData) => Promise.resolve(hex(viem.hashTypedData(typedData as Parameters<typeof viem.hashTypedData>[0]))),
+    // As viem's signTransaction: the digest of the serialised transaction (an EIP-4844 one without its sidecars).
+    signTransaction: async (transaction, options) => {
+      const serializer = options?.serializer ?? viem.serializeTransaction;
+      const signable = transaction.type === "eip4844" ? { ...transaction, sidecars: false as const } : transaction;
+      const sig = signDigest(key, viem.keccak256(await serializer(signable)));
+      return serializer(transaction, {
+        r: sig.r as `0x${string}`,
+        s: sig.s as `0x${string}`,
+        v: sig.yParity ? 28n : 27n,
+        yParity: sig.yParity,
+      });
+    },
+  };
+}
+
+/**
  * A wallet client (with public actions) for a private key. The account uses viem's nonce manager, so concurrent
  * sends from one key get consecutive nonces.
  */
 export function walletClientFor(privateKey: string, rpcUrl: string, chainId: number, opts?: TransportOptions): SignerClient {
-  const account = privateKeyToAccount(privateKey as `0x${string}`, { nonceManager });
+  const account = nativeSigningAccount(privateKey as `0x${string}`);
   return createWalletClient({
     account,
     chain: viemChain(chainId, rpcUrl),
