@@ -54,6 +54,7 @@ function stringHash(v: string): string {
   }
   return h;
 }
+
 const MAX_UINT256 = 1n << 256n;
 const typeString = (name: string, fields: Field[]) => `${name}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`;
 const domainSeparator = (name: string) =>
