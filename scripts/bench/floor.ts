@@ -30,7 +30,6 @@ import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 const ROOT = join(__dirname, "..", "..");
 const N = Number(process.env.FLOOR_OPS ?? 3000);
 
-/** One exact payment's operations on the paying instance (11 store commands, 5 JSON-RPC calls, ...). */
 /** What one exact payment makes, as `npm run bench` counts it (the API key and webhook endpoints are cached for 1 s). */
 const PAYMENT = {
   find: 1, // the agent
