@@ -10,6 +10,8 @@ const COLUMNS: [string, (t: LedgerItem) => string | number | boolean | null][] =
   ["serviceUrl", (t) => t.serviceUrl],
   ["intent", (t) => t.intent],
   ["amount", (t) => t.amount],
+  // "maxAmount": a refusal before any price was known records the agent's ceiling, not a price (GET /ledger says so too).
+  ["amountIs", (t) => t.amountIs ?? "price"],
   ["currency", (t) => t.currency],
   ["status", (t) => t.status],
   ["reason", (t) => t.reason],
