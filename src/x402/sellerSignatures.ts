@@ -12,9 +12,9 @@ import {
   type SignedReceipt,
   createEIP712OfferReceiptIssuer,
 } from "@x402/extensions/offer-receipt";
-import { SigningKey } from "ethers";
+import { SigningKey, computeAddress } from "ethers";
 import { signDigest } from "../chain/ecdsa";
-import { viem, viemAccounts } from "../chain/viem";
+import { viem } from "../chain/viem";
 import { DIGESTED, offerDigest, receiptDigest } from "./offerReceiptDigest";
 
 /** How long an offer is valid (its validUntil), and how long a signed set is reused before it is signed again. */
@@ -45,11 +45,10 @@ export class SellerSignatures {
   private readonly offers = new Map<string, { at: number; offers: Promise<SignedOffer[]> }>();
 
   constructor(privateKey: `0x${string}`) {
-    const account = viemAccounts.privateKeyToAccount(privateKey);
-    this.address = account.address;
-    // What account.signTypedData signs, byte for byte (RFC 6979, low s, v 27 or 28), through the native binding.
+    // What viem's account.signTypedData signs, byte for byte (RFC 6979, low s, v 27 or 28), through the native binding.
     const key = new SigningKey(privateKey);
-    this.issuer = createEIP712OfferReceiptIssuer(`did:pkh:eip155:1:${account.address}`, (p) =>
+    this.address = computeAddress(key.publicKey);
+    this.issuer = createEIP712OfferReceiptIssuer(`did:pkh:eip155:1:${this.address}`, (p) =>
       Promise.resolve(signDigest(key, typedDataDigest(p)).serialized as `0x${string}`),
     );
   }
