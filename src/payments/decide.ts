@@ -87,6 +87,12 @@ export class PolicyDecisions {
     return { status: "admitted", policy, proof, cached };
   }
 
+  /** Whether this instance last read the agent's policy deployed and not paused (before its document says it is current). */
+  lastReadActive(agentAddress: string): boolean {
+    const policy = this.policies.lastRead(agentAddress);
+    return policy !== undefined && policy.deployed && !policy.paused;
+  }
+
   /**
    * Refuses (409) a payment for a policy whose operator this instance cannot act as, before anything is sent. A cached
    * policy is read again first: a stale copy never refuses what the chain would accept (and a stale copy that still

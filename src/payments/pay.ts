@@ -127,15 +127,24 @@ async function payHere(
   keyFence: Fence | undefined,
 ): Promise<PaymentResult | typeof NEEDS_LOCK> {
   const { ctx, decisions } = room;
+  // The seller's 402 is asked beside the agent's read, usually still under way, when the policy as this instance last
+  // read it was in force and not paused: an unpaid request, which signs and sends nothing, to a seller this instance
+  // pays the agent through an open channel (one the policy admitted). Its answer counts only once the read admits the
+  // payment, as below; otherwise it is dropped, and the agent's next payment asks only after its read (docs/schemes.md).
+  const asking = () => ctx.telemetry.step("quote", () => quote(room, { agent: { address: input.agentAddress }, ...sellerOf(input) }));
+  const early = decisions.lastReadActive(input.agentAddress) ? observed(asking()) : undefined;
   const { doc, at } = await read;
   if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
   // A document read before a wait in this process's queue is read again, as under the lock: a pause counts.
   const agent = performance.now() - at <= EARLY_ADMISSION_MS ? doc : ((await ctx.store.agents.findOne({ address: doc.address })) ?? doc);
   const pc = paymentContext(agent, input, merchant, idempotencyScope, { key: keyFence });
   const admission = await ctx.telemetry.step("admit", () => decisions.admit(agent, merchant, { fresh: false }));
-  if (admission.status !== "admitted") return NEEDS_LOCK;
+  if (admission.status !== "admitted") {
+    room.channelCopies.unlikely(agent.address, merchant);
+    return NEEDS_LOCK;
+  }
   await decisions.checkOperator(agent, admission.policy, admission.cached);
-  const quoted = await ctx.telemetry.step("quote", () => quote(room, pc));
+  const quoted = await (early ?? asking());
   if (quoted.kind === "refused") return quoted;
   const q = quoted.quote;
   if (q?.scheme !== "batch-settlement" || q.amount > toBaseUnits(input.maxAmount)) return NEEDS_LOCK;
@@ -155,17 +164,17 @@ function paymentContext(
   idempotencyScope: string | undefined,
   fences: PaymentContext["fences"],
 ): PaymentContext {
+  return { agent, idempotencyScope, merchant, intent: input.intent, ...sellerOf(input), fences };
+}
+
+/** The request the payment makes of its seller, as the payment's context carries it. */
+function sellerOf(input: PayRequest): Pick<PaymentContext, "serviceUrl" | "seller" | "schemes"> {
   // As URL parsing spells it (punycode host, no look-alike characters): what the owner reads is what is requested.
   const serviceUrl = new URL(input.serviceUrl).href;
   return {
-    agent,
-    idempotencyScope,
-    merchant,
     serviceUrl,
-    intent: input.intent,
     seller: { url: serviceUrl, method: input.method, body: input.method === "POST" ? input.body : undefined },
     ...(input.schemes ? { schemes: input.schemes } : {}),
-    fences,
   };
 }
 

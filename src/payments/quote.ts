@@ -73,7 +73,7 @@ export async function sellerQuote(
  */
 export async function quote(
   room: Room,
-  pc: PaymentContext,
+  pc: Pick<PaymentContext, "seller" | "schemes"> & { agent: { address: string } },
 ): Promise<{ kind: "quote"; quote: Quote | null; offers: SignedOffers; detail?: string } | Refused> {
   const q = await sellerQuote(room, pc.seller, pc.agent.address, pc.schemes);
   if (q.kind === "refused") return q;

@@ -173,6 +173,11 @@ export class PolicyService {
     return { policy, cached: false };
   }
 
+  /** The payment path's copy of the agent's policy, whatever its policySeq (undefined: none kept). */
+  lastRead(agentAddress: string): OnchainPolicy | undefined {
+    return this.paymentCache.get(agentAddress)?.policy;
+  }
+
   /** Drops the payment path's copy (a payment failed on-chain: the next one reads the policy again). */
   forget(agent: AgentDoc): void {
     this.paymentCache.delete(agent.address);

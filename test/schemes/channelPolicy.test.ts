@@ -84,6 +84,26 @@ describe("the policy binds channel payments", () => {
     expect(after.body.channel.depositTxHash).to.equal(null);
   });
 
+  it("a seller taken off the allowlist gets at most one unpaid request (the 402 asked beside the agent's read), then none", async () => {
+    const { a, seller, owner } = await agentAndSeller();
+    for (let i = 0; i < 2; i++) expect((await pay(a, seller.resource)).status).to.equal(200);
+    const next = { perTxLimit: "5", dailyBudget: "20", allowlist: ["localhost"], approvalThreshold: "2" };
+    const body = await s.policyBody(owner, a.agentAddress, next, s.now() + 1);
+    const updated = await s.api("POST", "/limits", { key: await ownerKey(s, owner), body });
+    expect(updated.status, JSON.stringify(updated.body)).to.equal(201);
+    const asked = seller.handlerMs.length;
+    const served = seller.served;
+    for (let i = 0; i < 3; i++) {
+      const refused = await pay(a, seller.resource);
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(422);
+      expect(refused.body.reason).to.equal("merchant_not_allowed");
+    }
+    expect(seller.served, "nothing paid").to.equal(served);
+    // The first payment after the change asked the seller's 402 before its read showed the new policy; the payments
+    // after it are refused before any request, as for any seller off the list.
+    expect(seller.handlerMs.length - asked, "unpaid requests to the seller").to.be.at.most(1);
+  });
+
   it("opens no channel to a payee the owner did not name", async () => {
     const named = Wallet.createRandom().address;
     const { a, seller } = await agentAndSeller({ allowlist: ["127.0.0.1"], payees: { "127.0.0.1": named } });

@@ -58,6 +58,11 @@ export class ChannelCopies {
     return this.open.has(pairOf(agentAddress, merchant));
   }
 
+  /** The agent's next payment to `merchant` is not taken for a voucher (its policy did not admit this one). */
+  unlikely(agentAddress: string, merchant: string): void {
+    this.open.delete(pairOf(agentAddress, merchant));
+  }
+
   private clear(): void {
     this.copies.clear();
     this.open.clear();
