@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { ChainClient } from "../chain/client";
+import { useFastKeccak } from "../chain/keccak";
 import type { NetworkName } from "../chain/networks";
 import { indexerLag } from "../indexer/indexer";
 import { Telemetry } from "../telemetry";
@@ -73,6 +74,8 @@ export function storeUnreachable(err: unknown, uri: string, embedded: boolean): 
 }
 
 export async function boot(loaded: LoadedConfig, opts: BootOptions, cleanup: Cleanup): Promise<Booted> {
+  // ethers' keccak-256 through the faster implementation, once it hashes known inputs as ethers' own does.
+  useFastKeccak();
   let embeddedChains: EmbeddedChain[] | undefined;
   if (loaded.embeddedChain) {
     const first = opts.embeddedChain;
