@@ -3,7 +3,6 @@ import {
   type BaseContract,
   type Interface,
   JsonRpcProvider,
-  keccak256,
   makeError,
   Network,
   Wallet,
@@ -14,6 +13,7 @@ import {
   isError,
 } from "ethers";
 import { MULTICALL3_ADDRESS } from "./addresses";
+import { keccakHex } from "./keccak";
 import { signCallTx } from "./rpc/callTx";
 import { type Bindings, type ReadCall, type ReadResults, addressOf, bind, decodeResult, encodeCall } from "./contracts";
 import type { MinedReceipt, RawRpc, RpcObserver } from "./rpc/rawRpc";
@@ -189,7 +189,7 @@ export class ChainClient {
         (await this.operator.signTransaction(
           await this.operator.populateTransaction(await contract.getFunction(method).populateTransaction(...args, { ...extra, ...o })),
         ));
-      const hash = keccak256(raw);
+      const hash = keccakHex(raw);
       await this.rpc.send("eth_sendRawTransaction", [raw]).catch((err: unknown) => {
         // A node may refuse a transaction it mined all the same (Hardhat answers a revert so): the hash tells.
         throw Object.assign(err as Error, { transactionHash: hash });

@@ -3,7 +3,8 @@
  * WalletProvider is the seam where a hosted custody API can replace the local provider.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { SigningKey, TypedDataEncoder, Wallet, concat, keccak256 } from "ethers";
+import { SigningKey, TypedDataEncoder, Wallet } from "ethers";
+import { keccakHex } from "../chain/keccak";
 import { signDigest } from "../chain/ecdsa";
 import { getAddress } from "../chain/rpc/checksum";
 import type { Collection } from "mongodb";
@@ -99,7 +100,7 @@ export class LocalWalletProvider implements WalletProvider {
         Promise.resolve().then(() => {
           const { EIP712Domain: _ignored, ...rest } = types as Record<string, { name: string; type: string }[]>;
           // What Wallet.signTypedData signs, less its ENS lookups (a name where an address belongs fails to encode).
-          const digest = keccak256(concat(["0x1901", domainHash(domain), encoderOf(rest).hash(message)]));
+          const digest = keccakHex(`0x1901${domainHash(domain).slice(2)}${encoderOf(rest).hash(message).slice(2)}`);
           return signDigest(key, digest).serialized as `0x${string}`;
         }),
     };

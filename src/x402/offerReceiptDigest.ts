@@ -7,6 +7,7 @@
  * holds the two equal).
  */
 import { AbiCoder, id, keccak256 } from "ethers";
+import { keccakHex } from "../chain/keccak";
 
 interface Field {
   name: string;
@@ -84,7 +85,7 @@ function digester(primaryType: string, domainName: string, fields: Field[]): (pa
         words += (v as number | bigint).toString(16).padStart(64, "0");
       }
     }
-    return keccak256(`${prefix}${keccak256(`0x${words}`).slice(2)}`);
+    return keccakHex(`${prefix}${keccakHex(`0x${words}`).slice(2)}`);
   };
 }
 

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { Transaction, TypedDataEncoder, Wallet, getAddress, id, keccak256 } from "ethers";
-import { fastKeccak, useFastKeccak } from "../../src/chain/keccak";
+import { fastKeccak, keccakHex, useFastKeccak } from "../../src/chain/keccak";
 
 const noble = (data: Uint8Array) => `0x${Buffer.from(keccak_256(data)).toString("hex")}`;
 
@@ -95,5 +95,19 @@ describe("ethers' keccak-256 through the keccak package, equal to @noble/hashes'
     tx.signature = wallet.signingKey.sign(tx.unsignedHash);
     expect(tx.from).to.equal(wallet.address);
     expect(tx.unsignedHash).to.equal(noble(Buffer.from(tx.unsignedSerialized.slice(2), "hex")));
+  });
+
+  it("keccakHex hashes what a hex string spells as ethers' keccak256 does, and refuses what ethers refuses", function () {
+    expect(keccakHex("0x")).to.equal("0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470");
+    for (let n = 0; n < 400; n += 7) {
+      const hex = `0x${randomBytes(n).toString("hex")}`;
+      expect(keccakHex(hex), `${n} bytes`).to.equal(noble(Buffer.from(hex.slice(2), "hex")));
+      expect(keccakHex(hex.toUpperCase().replace("0X", "0x")), `${n} bytes, upper case`).to.equal(keccakHex(hex));
+    }
+    // Node's decoder would stop at the bad pair and hash what came before it: these go to ethers, which throws.
+    for (const bad of ["0x123", "0xzz", "0x12zz34", "1234", "0x12 4", ""]) {
+      expect(() => keccakHex(bad), JSON.stringify(bad)).to.throw();
+      expect(() => keccak256(bad)).to.throw();
+    }
   });
 });

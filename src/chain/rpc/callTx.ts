@@ -3,7 +3,8 @@
  * then serialized once signed), without it running every field through getBigInt, toBeArray, hexlify and concat twice
  * and checksumming the target (about 0.5 ms of CPU per payment). test/chain/operatorSends.test.ts compares the bytes.
  */
-import { type BigNumberish, type SigningKey, getBigInt, keccak256 } from "ethers";
+import { type BigNumberish, type SigningKey, getBigInt } from "ethers";
+import { keccakHex } from "../keccak";
 import { signDigest } from "../ecdsa";
 import { getAddress } from "./checksum";
 
@@ -59,6 +60,6 @@ export function signCallTx(tx: CallTx, key: SigningKey): string {
     bytes(tx.data.slice(2).toLowerCase()),
     "c0", // access list
   ];
-  const sig = signDigest(key, keccak256(`0x02${list(fields)}`));
+  const sig = signDigest(key, keccakHex(`0x02${list(fields)}`));
   return `0x02${list([...fields, quantity(sig.yParity), quantity(sig.r), quantity(sig.s)])}`;
 }
