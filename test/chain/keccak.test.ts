@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { Transaction, TypedDataEncoder, Wallet, getAddress, id, keccak256 } from "ethers";
 import { fastKeccak, keccakHex, useFastKeccak } from "../../src/chain/keccak";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/typedData";
 
 const noble = (data: Uint8Array) => `0x${Buffer.from(keccak_256(data)).toString("hex")}`;
 
@@ -36,16 +37,7 @@ describe("ethers' keccak-256 through the keccak package, equal to @noble/hashes'
     }
     // EIP-712: a struct under a domain (EIP-3009's transfer), as @noble/hashes computes it field by field.
     const domain = { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" };
-    const types = {
-      TransferWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    };
+    const types = TRANSFER_WITH_AUTHORIZATION_TYPES;
     const message = {
       from: Wallet.createRandom().address,
       to: Wallet.createRandom().address,
