@@ -67,15 +67,18 @@ function fastAgrees(): boolean {
   return checked;
 }
 
+const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+
 /**
  * keccak-256 of the bytes `hex` spells ("0x" and pairs of hex digits), as "0x" and 64 hex digits: ethers' keccak256
  * less its parsing of the hex one character at a time (Node's decoder instead). Anything else goes to ethers, which
  * refuses it as before.
  */
 export function keccakHex(hex: string): string {
+  // Node's decoder stops at a pair that is not hex, and reads a character beyond Latin-1 by its low byte: only what
+  // ethers would read goes to it.
+  if (!HEX.test(hex)) return keccak256(hex);
   const bytes = Buffer.from(hex.slice(2), "hex");
-  // The decoder stops at the first pair that is not hex: a shorter result means the input was no hex string.
-  if (!hex.startsWith("0x") || bytes.length * 2 !== hex.length - 2) return keccak256(hex);
   const digest = fastAgrees() ? (fastKeccak as (data: Uint8Array) => Uint8Array)(bytes) : keccak_256(bytes);
   return `0x${Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString("hex")}`;
 }
@@ -88,7 +91,12 @@ let registered = false;
  */
 export function useFastKeccak(): boolean {
   if (!fastAgrees()) return false;
-  if (!registered) keccak256.register(fastKeccak as (data: Uint8Array) => Uint8Array);
+  if (registered) return true;
+  try {
+    keccak256.register(fastKeccak as (data: Uint8Array) => Uint8Array);
+  } catch {
+    return false; // ethers' keccak256 was locked by someone else: it keeps its own
+  }
   registered = true;
   return true;
 }

@@ -46,7 +46,7 @@ export function noPolicyError(agent: AgentDoc): AppError {
  */
 export function foreignOperatorError(agent: AgentDoc, operator: string, ours: string): AppError {
   return conflict(
-    `Agent ${agent.address}'s owner set another operator on-chain (${operator}): this service can no longer authorise its payments, and nothing was sent. Do not retry; to undo it, the owner signs SetOperator back to the service's operator ${ours} and relays it on the agent's contract (docs/owners.md, "How an owner approves": Operator).`,
+    `Agent ${agent.address}'s owner set another operator on-chain (${operator}): this service can no longer authorise its payments, and nothing was signed or paid. Do not retry; to undo it, the owner signs SetOperator back to the service's operator ${ours} and relays it on the agent's contract (docs/owners.md, "How an owner approves": Operator).`,
     { operator, serviceOperator: ours },
   );
 }
@@ -94,7 +94,8 @@ export class PolicyDecisions {
   }
 
   /**
-   * Refuses (409) a payment for a policy whose operator this instance cannot act as, before anything is sent. A cached
+   * Refuses (409) a payment for a policy whose operator this instance cannot act as, before anything is signed or paid
+   * (a voucher may have asked its seller's 402 beside the agent's read: pay.ts, payHere). A cached
    * policy is read again first: a stale copy never refuses what the chain would accept (and a stale copy that still
    * names this service leaves the contract's revert as the backstop).
    */
@@ -107,7 +108,7 @@ export class PolicyDecisions {
     if (byDefault?.toLowerCase() === policy.operator.toLowerCase()) {
       // Not the owner's doing: this instance's key is not (or no longer) in the service's own set.
       throw unavailable(
-        `This instance's operator key ${chain.operator.address} is not a member of the service's OperatorSet ${byDefault}; nothing was sent. Another instance can pay; its operators add the key with scripts/operators.ts.`,
+        `This instance's operator key ${chain.operator.address} is not a member of the service's OperatorSet ${byDefault}; nothing was signed or paid. Another instance can pay; its operators add the key with scripts/operators.ts.`,
       );
     }
     throw foreignOperatorError(agent, policy.operator, byDefault ?? chain.operator.address);

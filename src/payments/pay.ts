@@ -127,23 +127,32 @@ async function payHere(
   keyFence: Fence | undefined,
 ): Promise<PaymentResult | typeof NEEDS_LOCK> {
   const { ctx, decisions } = room;
-  // The seller's 402 is asked beside the agent's read, usually still under way, when the policy as this instance last
-  // read it was in force and not paused: an unpaid request, which signs and sends nothing, to a seller this instance
-  // pays the agent through an open channel (one the policy admitted). Its answer counts only once the read admits the
-  // payment, as below; otherwise it is dropped, and the agent's next payment asks only after its read (docs/schemes.md).
+  // The seller's 402 is asked beside the agent's read, usually still under way, when the agent's last payment to this
+  // seller here went through an open channel (so the policy admitted it) and the policy as this instance last read it
+  // was in force and not paused: an unpaid request, which signs and sends nothing. Its answer counts only once the read
+  // admits the payment and its operator, as below; otherwise it is dropped, and the agent's next payment to the seller
+  // asks only after its read, under the lock (docs/schemes.md).
   const asking = () => ctx.telemetry.step("quote", () => quote(room, { agent: { address: input.agentAddress }, ...sellerOf(input) }));
-  const early = decisions.lastReadActive(input.agentAddress) ? observed(asking()) : undefined;
-  const { doc, at } = await read;
-  if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
-  // A document read before a wait in this process's queue is read again, as under the lock: a pause counts.
-  const agent = performance.now() - at <= EARLY_ADMISSION_MS ? doc : ((await ctx.store.agents.findOne({ address: doc.address })) ?? doc);
-  const pc = paymentContext(agent, input, merchant, idempotencyScope, { key: keyFence });
-  const admission = await ctx.telemetry.step("admit", () => decisions.admit(agent, merchant, { fresh: false }));
+  const likely = room.channelCopies.likelyVoucher(input.agentAddress, merchant) && decisions.lastReadActive(input.agentAddress);
+  const early = likely ? observed(asking()) : undefined;
+  let agent: AgentDoc;
+  let admission: Admission;
+  try {
+    const { doc, at } = await read;
+    if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
+    // A document read before a wait in this process's queue is read again, as under the lock: a pause counts.
+    agent = performance.now() - at <= EARLY_ADMISSION_MS ? doc : ((await ctx.store.agents.findOne({ address: doc.address })) ?? doc);
+    admission = await ctx.telemetry.step("admit", () => decisions.admit(agent, merchant, { fresh: false }));
+    if (admission.status === "admitted") await decisions.checkOperator(agent, admission.policy, admission.cached);
+  } catch (err) {
+    room.channelCopies.unlikely(input.agentAddress, merchant);
+    throw err;
+  }
   if (admission.status !== "admitted") {
-    room.channelCopies.unlikely(agent.address, merchant);
+    room.channelCopies.unlikely(input.agentAddress, merchant);
     return NEEDS_LOCK;
   }
-  await decisions.checkOperator(agent, admission.policy, admission.cached);
+  const pc = paymentContext(agent, input, merchant, idempotencyScope, { key: keyFence });
   const quoted = await (early ?? asking());
   if (quoted.kind === "refused") return quoted;
   const q = quoted.quote;

@@ -96,8 +96,9 @@ describe("ethers' keccak-256 through the keccak package, equal to @noble/hashes'
       expect(keccakHex(hex), `${n} bytes`).to.equal(noble(Buffer.from(hex.slice(2), "hex")));
       expect(keccakHex(hex.toUpperCase().replace("0X", "0x")), `${n} bytes, upper case`).to.equal(keccakHex(hex));
     }
+    expect(keccakHex("0X12AB"), "ethers reads 0X too").to.equal(keccak256("0x12ab"));
     // Node's decoder would stop at the bad pair and hash what came before it: these go to ethers, which throws.
-    for (const bad of ["0x123", "0xzz", "0x12zz34", "1234", "0x12 4", ""]) {
+    for (const bad of ["0x123", "0xzz", "0x12zz34", "1234", "0x12 4", "", "0x\u0130\u0131", "0x١٢"]) {
       expect(() => keccakHex(bad), JSON.stringify(bad)).to.throw();
       expect(() => keccak256(bad)).to.throw();
     }
