@@ -47,7 +47,7 @@ export default defineConfig(
         { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_", ignoreRestSiblings: true },
       ],
       // The seller's Refusal is a value (an x402 error code and message) caught inside the seller and answered as a 402.
-      "@typescript-eslint/only-throw-error": ["error", { allow: [{ from: "file", name: "Refusal", path: "src/x402/seller.ts" }] }],
+      "@typescript-eslint/only-throw-error": ["error", { allow: [{ from: "file", name: "Refusal", path: "src/x402/sellerPayload.ts" }] }],
       // Callbacks handed to timers and event emitters here catch their own errors; returned promises elsewhere are checked.
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false } }],
       // The mongodb driver's types mark the (keys, options) form of createIndex deprecated; it is the documented form and

@@ -26,7 +26,8 @@ import hre from "hardhat";
 import { MULTICALL3_ADDRESS } from "../src/chain/addresses";
 import { networkOfChainId } from "../src/chain/networks";
 import { bind } from "../src/chain/contracts";
-import { deployFactory, verifyCommands } from "../src/chain/deploy";
+import { deployFactory } from "../src/chain/deploy";
+import { verifyCommands } from "../src/chain/deploymentRecord";
 
 async function main(): Promise<void> {
   const local = hre.network.name === "hardhat" || hre.network.name === "localhost";

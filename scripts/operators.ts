@@ -8,7 +8,7 @@
 import hre from "hardhat";
 import { getAddress, isAddress } from "ethers";
 import { join } from "node:path";
-import { readDeploymentRecord } from "../src/chain/deploy";
+import { readDeploymentRecord } from "../src/chain/deploymentRecord";
 
 async function main(): Promise<void> {
   const record = readDeploymentRecord(join(hre.config.paths.root, "deployments"), hre.network.name);

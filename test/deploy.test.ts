@@ -4,15 +4,8 @@ import { Contract, Wallet, getAddress, keccak256, toUtf8Bytes } from "ethers";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  DeploymentChainMismatchError,
-  deployFactory,
-  factoryArgs,
-  readDeploymentRecord,
-  verifyCommands,
-  type DeploymentRecord,
-  swapConfigOf,
-} from "../src/chain/deploy";
+import { deployFactory, factoryArgs, swapConfigOf } from "../src/chain/deploy";
+import { DeploymentChainMismatchError, readDeploymentRecord, verifyCommands, type DeploymentRecord } from "../src/chain/deploymentRecord";
 import { DETERMINISTIC_DEPLOYER, USDC_ADDRESSES } from "../src/chain/addresses";
 
 const { ethers } = hre;

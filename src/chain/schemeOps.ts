@@ -4,7 +4,7 @@
  * views the service reads. Receipts are decoded into what the payment's steps need.
  */
 import type { TransactionReceipt } from "ethers";
-import type { ChannelConfigFields } from "../store/documents";
+import type { ChannelConfigFields } from "../store/channelDocuments";
 import type { ChainClient } from "./client";
 import { bind, parseEvent } from "./contracts";
 import { decodeRevert } from "./errors";

@@ -1,6 +1,7 @@
 /** Reads of the batch-settlement channels collection that more than the payment's room needs, and the policy mark. */
 import type { Collection } from "mongodb";
-import type { ChannelDoc, PaymentDoc } from "./documents";
+import type { PaymentDoc } from "./documents";
+import type { ChannelDoc } from "./channelDocuments";
 import type { Store } from "./index";
 
 /**

@@ -6,7 +6,6 @@ import type {
   ApiKeyDoc,
   ApprovalDoc,
   ChainEventDoc,
-  ChannelDoc,
   IdempotencyDoc,
   IndexerStateDoc,
   PaymentDoc,
@@ -16,6 +15,7 @@ import type {
   UsedSignatureDoc,
   WalletKeyDoc,
 } from "./documents";
+import type { ChannelDoc } from "./channelDocuments";
 
 export interface Store {
   client: MongoClient;

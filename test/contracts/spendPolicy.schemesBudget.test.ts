@@ -1,4 +1,4 @@
-import type { ChannelConfigFields } from "../../src/store/documents";
+import type { ChannelConfigFields } from "../../src/store/channelDocuments";
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";

@@ -4,7 +4,7 @@
  * settle, cooperative refunds with their nonce, and the payer's timed withdrawal; for EOA payers and an ERC-1271
  * payer whose vouchers are signed through the wallet (payerAuthorizer = 0).
  */
-import type { ChannelConfigFields } from "../../src/store/documents";
+import type { ChannelConfigFields } from "../../src/store/channelDocuments";
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";

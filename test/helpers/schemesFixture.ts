@@ -13,7 +13,7 @@ import { hashTypedData, type TypedDataDefinition } from "viem";
 import type { ClientEvmSigner } from "@x402/evm";
 import type { PaymentRequirements } from "@x402/core/types";
 import { walletSignature } from "../../src/chain/typedData";
-import type { ChannelConfigFields } from "../../src/store/documents";
+import type { ChannelConfigFields } from "../../src/store/channelDocuments";
 import { computeChannelId, createBatchSettlementEIP3009DepositPayload, signVoucher } from "@x402/evm/batch-settlement/client";
 import { placeX402SchemeContracts } from "../../src/dev/x402Schemes";
 import { signClaimBatch, signRefund } from "./x402SchemeContracts";

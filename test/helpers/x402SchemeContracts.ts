@@ -6,7 +6,7 @@
 import hre from "hardhat";
 import { TypedDataEncoder, type Signer, type TypedDataField } from "ethers";
 import { placeX402SchemeContracts, X402_SCHEME_ADDRESSES } from "../../src/dev/x402Schemes";
-import type { ChannelConfigFields } from "../../src/store/documents";
+import type { ChannelConfigFields } from "../../src/store/channelDocuments";
 
 const { ethers } = hre;
 export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";

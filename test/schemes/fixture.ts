@@ -8,7 +8,7 @@ import { Wallet } from "ethers";
 import { auditFromLogs } from "../../src/audit/audit";
 import { fetchLedger, ledgerDisagreements } from "../../src/audit/ledgerAudit";
 import { chargedWith, unsettledEntries } from "../../src/store/channels";
-import type { ChannelDoc } from "../../src/store/documents";
+import type { ChannelDoc } from "../../src/store/channelDocuments";
 import { mintUsdc } from "../helpers/sellers";
 import { stockSchemeFacilitator, type StockFacilitator } from "../helpers/schemeSellers";
 import { type ApiResponse, randomOwner, stackPerFile, type Stack } from "../helpers/stack";

@@ -14,7 +14,7 @@
  */
 import { AppError } from "../../errors";
 import { payeeAllowed } from "../../policy/allowlist";
-import type { ChannelDoc } from "../../store/documents";
+import type { ChannelDoc } from "../../store/channelDocuments";
 import { channelOf } from "./channelPayment";
 import type { Quote } from "../../x402/pick";
 import { schemeSigner } from "./schemeSigner";

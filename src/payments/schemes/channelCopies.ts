@@ -7,7 +7,7 @@
  * write, is dropped, and the payment reads the channel from the store and starts again, with nothing signed or sent.
  * Writers here drop the copy too, so the common case costs no such retry.
  */
-import type { ChannelDoc } from "../../store/documents";
+import type { ChannelDoc } from "../../store/channelDocuments";
 
 const MAX_COPIES = 10_000;
 

@@ -3,7 +3,7 @@
  * channel's document: each a compare-and-set on its version, the channel as written kept as this instance's copy.
  */
 import { AppError, appError } from "../../errors";
-import type { ChannelDoc, ChannelVoucher } from "../../store/documents";
+import type { ChannelDoc, ChannelVoucher } from "../../store/channelDocuments";
 import type { Quote } from "../../x402/pick";
 import type { AgentSigner } from "../../wallets/provider";
 import type { PaymentContext, Room } from "../context";

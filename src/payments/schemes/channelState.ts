@@ -7,7 +7,8 @@
  */
 import { Interface } from "ethers";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
-import type { ChannelDoc, PaymentDoc } from "../../store/documents";
+import type { PaymentDoc } from "../../store/documents";
+import type { ChannelDoc } from "../../store/channelDocuments";
 import { type SellerResponse, readPaymentRequired } from "../../x402/buyer";
 import { type Room, finish } from "../context";
 

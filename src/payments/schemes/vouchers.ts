@@ -17,7 +17,8 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { conflict, transient } from "../../errors";
 import { chargedWith, unsettledEntries } from "../../store/channels";
-import type { ChannelDoc, ChannelVoucher, PaymentDoc } from "../../store/documents";
+import type { PaymentDoc } from "../../store/documents";
+import type { ChannelDoc, ChannelVoucher } from "../../store/channelDocuments";
 import { type PaymentContext, type Room, lease, recordOutcome } from "../context";
 import { ledgerEntry } from "../phases";
 
