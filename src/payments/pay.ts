@@ -129,7 +129,7 @@ async function payHere(
   const { ctx, decisions } = room;
   // The seller's 402 is asked beside the agent's read, usually still under way, when the agent's last payment to this
   // seller here went through an open channel (so the policy admitted it) and the policy as this instance last read it
-  // was in force and not paused: an unpaid request, which signs and sends nothing. Its answer counts only once the read
+  // was in force and not paused: an unpaid request, which signs and pays nothing. Its answer counts only once the read
   // admits the payment and its operator, as below; otherwise it is dropped, and the agent's next payment to the seller
   // asks only after its read, under the lock (docs/schemes.md).
   const asking = () => ctx.telemetry.step("quote", () => quote(room, { agent: { address: input.agentAddress }, ...sellerOf(input) }));

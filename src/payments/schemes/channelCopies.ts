@@ -58,7 +58,10 @@ export class ChannelCopies {
     return this.open.has(pairOf(agentAddress, merchant));
   }
 
-  /** The agent's next payment to `merchant` is not taken for a voucher (its policy did not admit this one). */
+  /**
+   * The agent's next payment to `merchant` is not taken for a voucher: this one was not admitted (its policy or its
+   * operator refused it, or its read failed), so the next asks the seller only after its own read (pay.ts, payHere).
+   */
   unlikely(agentAddress: string, merchant: string): void {
     this.open.delete(pairOf(agentAddress, merchant));
   }
