@@ -60,43 +60,33 @@ function agrees(fn: (data: Uint8Array) => Uint8Array): boolean {
   }
 }
 
-let checked: boolean | undefined;
-/** Whether the fast keccak-256 agrees with @noble/hashes on every known input (checked once). */
-function fastAgrees(): boolean {
-  if (checked === undefined) checked = fastKeccak !== null && agrees(fastKeccak);
-  return checked;
-}
-
 const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 /**
  * keccak-256 of the bytes `hex` spells ("0x" and pairs of hex digits), as "0x" and 64 hex digits: ethers' keccak256
- * less its parsing of the hex one character at a time (Node's decoder instead). Anything else goes to ethers, which
- * refuses it as before.
+ * (the fast one once registered) less its parsing of the hex one character at a time (Node's decoder instead).
+ * Anything else goes to ethers as it is, which reads or refuses it as before.
  */
 export function keccakHex(hex: string): string {
   // Node's decoder stops at a pair that is not hex, and reads a character beyond Latin-1 by its low byte: only what
   // ethers would read goes to it.
-  if (!HEX.test(hex)) return keccak256(hex);
-  const bytes = Buffer.from(hex.slice(2), "hex");
-  const digest = fastAgrees() ? (fastKeccak as (data: Uint8Array) => Uint8Array)(bytes) : keccak_256(bytes);
-  return `0x${Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString("hex")}`;
+  return keccak256(HEX.test(hex) ? Buffer.from(hex.slice(2), "hex") : hex);
 }
 
-let registered = false;
+let registered: boolean | undefined;
 
 /**
  * Registers the fast keccak-256 as ethers' (once), when it agrees with @noble/hashes on every known input. Whether
  * ethers now uses it.
  */
 export function useFastKeccak(): boolean {
-  if (!fastAgrees()) return false;
-  if (registered) return true;
+  if (registered !== undefined) return registered;
+  registered = false;
+  if (fastKeccak === null || !agrees(fastKeccak)) return false;
   try {
-    keccak256.register(fastKeccak as (data: Uint8Array) => Uint8Array);
+    keccak256.register(fastKeccak);
   } catch {
     return false; // ethers' keccak256 was locked by someone else: it keeps its own
   }
-  registered = true;
-  return true;
+  return (registered = true);
 }
