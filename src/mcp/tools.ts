@@ -7,6 +7,7 @@ import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { appErrorOf, badRequest, forbidden, formatIssues, notFound } from "../errors";
+import type { AgentSource } from "../payments";
 import type { PayAnswer, PayRequest } from "../schemas/payments";
 import type { Services } from "../services";
 import type { Principal } from "../principal";
@@ -34,6 +35,8 @@ export interface ToolCaller {
   address: string;
   /** Its document, read once when a tool needs more than the address. */
   agent: () => Promise<AgentDoc>;
+  /** Its document as a payment takes it (payOnce): read already, or a function that reads it. */
+  payer: () => AgentSource;
 }
 
 export interface ToolContext extends ToolCaller {
@@ -126,13 +129,14 @@ export const TOOLS: AnyToolDef[] = [
     input: PayToolInput,
     output: PayOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: async ({ s, agent, principal, address }, input) => {
+    run: async ({ s, payer, principal, address }, input) => {
       // Paying is the agent's, as on POST /pay: an owner key at /mcp reads, it does not pay.
       if (principal.role !== "agent") throw forbidden("Only an agent pays: use the agent's own key (owners approve, deny and set limits).");
       const { idempotencyKey, ...fields } = input;
-      // The agent's own key: its document is read beside the payment's first store step (as on POST /pay).
+      // The agent's own key: its document is read beside the payment's first store step, or once its turn comes (as on
+      // POST /pay).
       const request: PayRequest = { agentAddress: address, ...fields };
-      return payAnswer(await s.payments.payOnce(principal, agent(), request, idempotencyKey));
+      return payAnswer(await s.payments.payOnce(principal, payer(), request, idempotencyKey));
     },
   }),
   tool({

@@ -17,7 +17,7 @@ import { closeChannel, listChannels, withdrawChannel } from "./schemes/close";
 import { PolicyDecisions } from "./decide";
 import { IdempotencyService } from "./idempotency";
 import { outcomeOf } from "./outcomes";
-import { payOnce } from "./pay";
+import { type AgentSource, payOnce } from "./pay";
 import { PaymentLedger } from "./phases";
 import { quote, sellerQuote } from "./quote";
 import { awaitQuiet, recover } from "./recover";
@@ -64,7 +64,7 @@ export class PaymentService {
     return this.room.idempotency;
   }
 
-  payOnce(principal: Principal, agent: AgentDoc | Promise<AgentDoc>, input: PayRequest, key?: string) {
+  payOnce(principal: Principal, agent: AgentSource, input: PayRequest, key?: string) {
     return payOnce(this.room, principal, agent, input, key);
   }
 
@@ -125,3 +125,4 @@ export class PaymentService {
 
 export { MAX_PENDING_APPROVALS } from "./pending";
 export { merchantOf } from "./context";
+export type { AgentSource } from "./pay";

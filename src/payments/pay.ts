@@ -37,19 +37,14 @@ import { type SwapCheck, swapForPayment } from "./swap";
 export async function payOnce(
   room: Room,
   principal: Principal,
-  /** `input.agentAddress`'s document, read by the caller just now, or its read under way (pay). */
-  agent: AgentDoc | Promise<AgentDoc>,
+  /** `input.agentAddress`'s document: read by the caller just now, its read under way, or a function that reads it. */
+  agent: AgentSource,
   input: PayRequest,
   key?: string,
 ): Promise<PayAnswer & { replayed: boolean }> {
-  // When the document was read: now for one the caller read, or when its read under way ends (timed from here, so a
-  // wait for the Idempotency-Key counts); how long ago that is once the lock is held decides whether its policy mark
-  // may admit the payment (pay). A read that fails is answered by the run that awaits it (none when the key replays).
-  const read = observed(
-    agent instanceof Promise
-      ? agent.then((doc) => ({ doc, at: performance.now() }))
-      : Promise.resolve({ doc: agent, at: performance.now() }),
-  );
+  // A payment of the agent that runs or waits here already is waited for, and a document read before that wait would
+  // be read again after it (pay): a document only this payment's turn may read is then read once its turn comes.
+  const read = agentReader(agent, typeof agent === "function" && room.ctx.agentLock.busy(input.agentAddress));
   const attempt = async (scope?: string, keyFence?: Fence): Promise<PayAnswer> => {
     try {
       return answerOf(await pay(room, read, input, scope, keyFence));
@@ -65,19 +60,48 @@ export async function payOnce(
   return key ? room.idempotency.run(idempotencyCaller(principal), key, input, run) : { ...(await run()), replayed: false };
 }
 
+/**
+ * The paying agent's document: read already, its read under way, or a function that reads it when called (each call a
+ * new read, checked as the caller checks it).
+ */
+export type AgentSource = AgentDoc | Promise<AgentDoc> | (() => Promise<AgentDoc>);
+
 /** The agent's document as a request read it, and when (performance.now()). */
 export interface AgentRead {
   doc: AgentDoc;
   at: number;
 }
 
+/** Reads the agent's document once: the first call starts the read, unless it began already. */
+export interface AgentReader {
+  (): Promise<AgentRead>;
+  /** Whether the read has begun. */
+  started(): boolean;
+}
+
 /**
- * One payment of the agent `input.agentAddress`, under its agent lock. `read` is its document as the request read it,
- * possibly still under way: it then runs beside the lock's acquisition.
+ * The agent's document of `source` as a payment reads it: started at once, or with `defer`, only when first asked for.
+ * A read that fails is answered by the run that awaits it (none when an Idempotency-Key replays its answer).
+ */
+function agentReader(source: AgentSource, defer: boolean): AgentReader {
+  let reading: Promise<AgentRead> | undefined;
+  const begin = async (): Promise<AgentRead> => {
+    const doc = await (typeof source === "function" ? source() : source);
+    // How long ago the read ended, once the lock is held, decides whether its policy mark may admit the payment (pay).
+    return { doc, at: performance.now() };
+  };
+  const read = Object.assign(() => (reading ??= observed(begin())), { started: () => reading !== undefined });
+  if (!defer) void read();
+  return read;
+}
+
+/**
+ * One payment of the agent `input.agentAddress`, under its agent lock. `read` reads its document as the request reads
+ * it, once (agentReader): usually under way already, beside the lock's acquisition.
  */
 export async function pay(
   room: Room,
-  read: Promise<AgentRead>,
+  read: AgentReader,
   input: PayRequest,
   idempotencyScope?: string,
   keyFence?: Fence,
@@ -100,14 +124,17 @@ export async function pay(
   const recent = (at: number) => performance.now() - at <= EARLY_ADMISSION_MS;
   const admitting = room.ctx.agentLock.busy(input.agentAddress)
     ? undefined
-    : observed(read.then(({ doc, at }) => (recent(at) ? room.decisions.admit(doc, merchant, { fresh: false }) : undefined)));
+    : observed(read().then(({ doc, at }) => (recent(at) ? room.decisions.admit(doc, merchant, { fresh: false }) : undefined)));
   return room.ctx.agentLock.run(input.agentAddress, async (lock) => {
-    const { doc, at } = await read;
+    // A document not read yet (agentReader's deferred read) is read now, under the lock: it is not read again, but
+    // after a take-over, whose wait for the payments in flight comes after it.
+    const underLock = !read.started();
+    const { doc, at } = await read();
     if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
     if (lock.tookOver) await awaitQuiet(room, doc.address);
     // Only when the document was recent at its arrival too: then `admitting` is that document's admission.
     const early = admitting && !lock.tookOver && recent(at) ? (admitting as Promise<Admission>) : undefined;
-    const current = early ? doc : ((await room.ctx.store.agents.findOne({ address: doc.address })) ?? doc);
+    const current = early || (underLock && !lock.tookOver) ? doc : ((await room.ctx.store.agents.findOne({ address: doc.address })) ?? doc);
     return payLocked(
       room,
       paymentContext(current, input, merchant, idempotencyScope, { lock, key: keyFence }),
@@ -120,7 +147,7 @@ export async function pay(
 /** A voucher without the agent's lock (pay), or NEEDS_LOCK with nothing written or sent. */
 async function payHere(
   room: Room,
-  read: Promise<AgentRead>,
+  read: AgentReader,
   input: PayRequest,
   merchant: string,
   idempotencyScope: string | undefined,
@@ -138,7 +165,7 @@ async function payHere(
   let agent: AgentDoc;
   let admission: Admission;
   try {
-    const { doc, at } = await read;
+    const { doc, at } = await read();
     if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
     // A document read before a wait in this process's queue is read again, as under the lock: a pause counts.
     agent = performance.now() - at <= EARLY_ADMISSION_MS ? doc : ((await ctx.store.agents.findOne({ address: doc.address })) ?? doc);

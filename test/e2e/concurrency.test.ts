@@ -70,4 +70,59 @@ describe("POST /pay under concurrency and retries", () => {
     expect(results.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
     for (const a of agents) expect(await spentToday(s, a.policyContract)).to.equal(USDC);
   });
+
+  it("payments queued behind another of their agent read its document once, once their turn comes: a pause relayed meanwhile stops them", async () => {
+    // The last test of the file: the indexer stops, so that only the payments read the agent's document.
+    await s.svc.indexer.stop();
+    const owner = randomOwner();
+    const a = await s.onboard(owner, { allowlist: ["127.0.0.1"] });
+    await mintUsdc(s, a.agentAddress, 5n * USDC);
+    const { services, store } = s.svc;
+    const lock = services.ctx.agentLock;
+    // Reads of the agent's document, and payments reaching its lock, counted as this service makes them.
+    const [findOne, run] = [store.agents.findOne.bind(store.agents), lock.run.bind(lock)];
+    let [reads, queued] = [0, 0];
+    Object.assign(store.agents, {
+      findOne: (...args: Parameters<typeof findOne>) => {
+        if ((args[0] as { address?: string } | undefined)?.address === a.agentAddress) reads++;
+        return findOne(...args);
+      },
+    });
+    Object.assign(lock, {
+      run: (...args: Parameters<typeof run>) => {
+        if (args[0] === a.agentAddress) queued++;
+        return run(...args);
+      },
+    });
+    try {
+      // Another payment of the agent runs here (its lock held): these three wait for it.
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((r) => (release = r));
+      let locked: () => void = () => undefined;
+      const holding = new Promise<void>((r) => (locked = r));
+      const running = lock.run(a.agentAddress, async () => {
+        locked();
+        await held;
+      });
+      await holding;
+      const paying = [0, 1, 2].map((i) => s.api("POST", "/pay", { key: a.apiKey, body: payBody(a.agentAddress, `queued ${i}`) }));
+      for (const deadline = Date.now() + 10_000; queued < 4 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 5));
+      expect(queued, "payments waiting for the agent's lock").to.equal(4);
+      // The owner pauses the agent while they wait (the kill switch waits for no payment).
+      const timestamp = s.now();
+      const { signature, epoch } = await s.signPause(owner, a.agentAddress, true, timestamp);
+      const doc = (await findOne({ address: a.agentAddress }))!;
+      await services.controls.setPaused(doc, { paused: true, epoch, humanSignature: signature, timestamp });
+      release();
+      await running;
+      const results = await Promise.all(paying);
+      for (const r of results) expect(r.body.reason, JSON.stringify(r.body)).to.equal("policy_paused");
+      // Each read it once, after its wait (it read it twice: on arrival, and again once its turn came).
+      expect(reads, "reads of the agent's document by the queued payments").to.equal(3);
+    } finally {
+      Object.assign(store.agents, { findOne });
+      Object.assign(lock, { run });
+    }
+    expect(await spentToday(s, a.policyContract)).to.equal(0n);
+  });
 });

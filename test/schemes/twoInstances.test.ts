@@ -161,7 +161,9 @@ describe("a channel paid through two instances", () => {
       "policy_paused",
     );
     expect(seller.served).to.equal(served);
-    const late = await pay(A.svc.services.payments.room, Promise.resolve({ doc: readBefore, at: performance.now() - 60_000 }), request);
+    // A document read a minute ago (the reader's read began, and ended, then).
+    const stale = Object.assign(() => Promise.resolve({ doc: readBefore, at: performance.now() - 60_000 }), { started: () => true });
+    const late = await pay(A.svc.services.payments.room, stale, request);
     expect(late.kind === "blocked" && late.outcome.reason, JSON.stringify(late)).to.equal("policy_paused");
     const refused = await payVia(A);
     expect(refused.status, JSON.stringify(refused.body)).to.equal(422);

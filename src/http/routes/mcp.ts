@@ -47,11 +47,13 @@ async function callerOf(
   if (principal.role === "agent" && principal.agentAddress === address && networks.all.length === 1) {
     const s = networks.first;
     let doc: Promise<AgentDoc> | undefined;
-    const agent = () => (doc ??= s.agents.authorize(principal, address).then((a) => (networks.of(a), a)));
-    return { caller: { principal, address, agent }, s };
+    const read = () => s.agents.authorize(principal, address).then((a) => (networks.of(a), a));
+    const agent = () => (doc ??= read());
+    // A payment reads it itself, when it pays (payOnce), unless a tool of the same message read it already.
+    return { caller: { principal, address, agent, payer: () => doc ?? read }, s };
   }
   const { agent: doc, s } = await networks.authorize(principal, address);
-  return { caller: { principal, address: doc.address, agent: () => Promise.resolve(doc) }, s };
+  return { caller: { principal, address: doc.address, agent: () => Promise.resolve(doc), payer: () => doc }, s };
 }
 
 /**

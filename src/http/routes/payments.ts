@@ -78,12 +78,13 @@ export const PAY_OPERATION = operation({
     if (principal.role !== "agent" && !input.body.agentAddress) throw badRequest("agentAddress is required with this key.");
     const body = { ...input.body, agentAddress: input.body.agentAddress ?? (principal.role === "agent" ? principal.agentAddress : "") };
     // With one network, an agent key naming its own agent pays without waiting for its document: read beside the
-    // payment's first store step (its Idempotency-Key, or its agent lock), and checked as ever (its network too). Any
-    // other caller, and any agent of a service of several networks, is read first: its network's services pay.
+    // payment's first store step (its Idempotency-Key, or its agent lock), or once its turn comes when another payment
+    // of the agent runs here (payOnce), and checked as ever (its network too). Any other caller, and any agent of a
+    // service of several networks, is read first: its network's services pay.
     const own = principal?.role === "agent" && principal.agentAddress === body.agentAddress;
     if (own && networks.all.length === 1) {
       const s = networks.first;
-      const agent = s.agents.authorize(principal, body.agentAddress).then((a) => (networks.of(a), a));
+      const agent = () => s.agents.authorize(principal, body.agentAddress).then((a) => (networks.of(a), a));
       return payReply(await s.payments.payOnce(principal, agent, body, key));
     }
     const { agent, s } = await networks.authorize(principal, body.agentAddress);
