@@ -4,9 +4,10 @@
  * agent and owner.
  */
 import { createHmac, hkdfSync, randomBytes } from "node:crypto";
-import type { Collection } from "mongodb";
-import { onKeysRevoked, revokeLiveKeys } from "../store/apiKeys";
+import { KEYS_REVOKED, onKeysRevoked, revokeLiveKeys } from "../store/apiKeys";
+import { ChangeMark } from "../store/changeMarks";
 import type { Principal } from "../principal";
+import type { Store } from "../store";
 import type { ApiKeyDoc } from "../store/documents";
 
 const hashKeys = new Map<string, Buffer>();
@@ -37,17 +38,22 @@ interface CachedKey {
   expiresAt: number | null;
   /** When this lookup read the store, ms. */
   readAt: number;
+  /** The revocation mark's epoch when it did (ChangeMark). */
+  epoch: number;
 }
 
 /**
  * The longest a remembered lookup may stand in for the store's for a payment (docs/contracts.md, "A revoked API key"): a key revoked on
  * another instance stops paying within it (at once on the instance that revoked it), whatever API_KEY_CACHE_MS says.
+ * Past it, a lookup stands for a payment while the store's revocation mark, read at most that long ago, has not moved
+ * since the lookup (store/changeMarks.ts): one read a second for every key, instead of one a key.
  */
 export const PAYING_KEY_MEMORY_MS = 1_000;
 
 /**
  * What a lookup is for: `fresh` reads the store; `read` may be answered by a lookup made here within `cacheMs` (a
- * request that changes nothing); `pay` by one within PAYING_KEY_MEMORY_MS as well (a payment).
+ * request that changes nothing); `pay` by one within PAYING_KEY_MEMORY_MS as well, or one the revocation mark says no
+ * revocation came after since (a payment).
  */
 export type KeyUse = "fresh" | "read" | "pay";
 
@@ -68,17 +74,24 @@ export class KeyService {
   private generation = 0;
   private readonly cacheMs: number;
   private readonly now: () => number;
+  /** Every instance's revocations (store/changeMarks.ts): what a payment's lookup past PAYING_KEY_MEMORY_MS stands on. */
+  private readonly revocations: ChangeMark;
 
   constructor(
-    private readonly keys: Collection<ApiKeyDoc>,
+    private readonly store: Pick<Store, "apiKeys" | "collection">,
     /** WALLET_ENCRYPTION_KEY: the secret key hashes are made under. */
     private readonly hashSecret: string,
     opts: KeyCacheOptions = {},
   ) {
     this.cacheMs = opts.cacheMs ?? 0;
     this.now = opts.clock ?? Date.now;
+    this.revocations = new ChangeMark(store, KEYS_REVOKED, PAYING_KEY_MEMORY_MS, this.now);
     // Whatever revokes a key in this process (a rotation here, a hand-over the indexer applies): forgotten at once.
-    onKeysRevoked(keys, () => this.forgetAll());
+    onKeysRevoked(store.apiKeys, () => this.forgetAll());
+  }
+
+  private get keys() {
+    return this.store.apiKeys;
   }
 
   /** Issues a key and returns it in clear: the only time it exists outside the caller. */
@@ -95,7 +108,7 @@ export class KeyService {
   async revokeAll(who: { agentAddress: string } | { ownerAddress: string }): Promise<number> {
     this.forgetAll();
     try {
-      return await revokeLiveKeys(this.keys, who);
+      return await revokeLiveKeys(this.store, who);
     } finally {
       // Lookups that read the store while the update ran may have seen the key live.
       this.forgetAll();
@@ -118,11 +131,17 @@ export class KeyService {
       const hit = this.cache.get(hash);
       const now = this.now();
       const memory = use === "pay" ? Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) : this.cacheMs;
-      if (hit && now - hit.readAt < memory && (hit.expiresAt === null || hit.expiresAt > now)) {
-        return { principal: hit.principal, remembered: true, age: now - hit.readAt };
+      if (hit && (hit.expiresAt === null || hit.expiresAt > now)) {
+        if (now - hit.readAt < memory) return { principal: hit.principal, remembered: true, age: now - hit.readAt };
+        // A payment past that: while no key was revoked anywhere since the lookup (the mark read at most
+        // PAYING_KEY_MEMORY_MS ago); its age is then the mark's.
+        const confirmed = use === "pay" && this.cacheMs > 0 ? await this.revocations.confirmed(hit.epoch) : null;
+        if (confirmed !== null && this.cache.get(hash) === hit) {
+          return { principal: hit.principal, remembered: true, age: Math.max(0, this.now() - Math.max(confirmed, hit.readAt)) };
+        }
       }
     }
-    const [generation, readAt] = [this.generation, this.now()];
+    const [generation, readAt, epoch] = [this.generation, this.now(), this.revocations.current()];
     const doc = await this.keys.findOne({ hash });
     const principal = doc && !doc.revokedAt ? principalOf(doc) : null;
     const expiresAt = doc?.expiresAt ? doc.expiresAt.getTime() : null;
@@ -132,7 +151,7 @@ export class KeyService {
     }
     if (this.cacheMs > 0 && generation === this.generation) {
       this.cache.delete(hash); // re-inserted last: the oldest lookups are the first forgotten
-      this.cache.set(hash, { principal, expiresAt, readAt });
+      this.cache.set(hash, { principal, expiresAt, readAt, epoch });
       if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
     }
     return { principal, remembered: false, age: 0 };

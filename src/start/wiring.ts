@@ -63,7 +63,7 @@ export async function wire(
     urls,
     store,
     wallets: new LocalWalletProvider(store.walletKeys, walletKey),
-    keys: new KeyService(store.apiKeys, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs, clock }),
+    keys: new KeyService(store, config.walletEncryptionKey, { cacheMs: config.apiKeyCacheMs, clock }),
     gas: new GasMeter(store, config),
     activationSecret: createHash("sha256").update(`spendgate activation codes\n${walletKey}`).digest(),
     agentLock: new DistributedMutex(leases, "agent", config.lockLeaseMs),

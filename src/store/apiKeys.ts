@@ -1,6 +1,11 @@
 /** The one write that revokes API keys (KeyService.revokeAll, and a hand-over in store/owners.ts). */
 import type { Collection } from "mongodb";
+import { moveMark } from "./changeMarks";
 import type { ApiKeyDoc } from "./documents";
+import type { Store } from "./index";
+
+/** The change mark every revocation moves (store/changeMarks.ts): other instances' remembered lookups stop paying. */
+export const KEYS_REVOKED = "apiKeys.revoked";
 
 /** Per keys collection, those told of every revocation written through it in this process. */
 const revocationListeners = new WeakMap<Collection<ApiKeyDoc>, Set<() => void>>();
@@ -16,12 +21,17 @@ export function onKeysRevoked(keys: Collection<ApiKeyDoc>, listener: () => void)
   listeners.add(listener);
 }
 
-/** Revokes every live key of an agent, or of an owner (only those issued before `issuedBefore`, if given); how many. */
+/**
+ * Revokes every live key of an agent, or of an owner (only those issued before `issuedBefore`, if given); how many.
+ * Then moves the revocation mark, even when nothing was left to revoke: a revocation done again after its writer
+ * stopped between the two writes moves it all the same.
+ */
 export async function revokeLiveKeys(
-  keys: Collection<ApiKeyDoc>,
+  store: Pick<Store, "apiKeys" | "collection">,
   who: { agentAddress: string } | { ownerAddress: string },
   issuedBefore?: Date,
 ): Promise<number> {
+  const keys = store.apiKeys;
   const filter =
     "agentAddress" in who
       ? { role: "agent" as const, agentAddress: who.agentAddress }
@@ -30,6 +40,7 @@ export async function revokeLiveKeys(
     { ...filter, ...(issuedBefore ? { createdAt: { $lt: issuedBefore } } : {}), revokedAt: { $exists: false } },
     { $set: { revokedAt: new Date() } },
   );
+  await moveMark(store, KEYS_REVOKED);
   if (r.modifiedCount > 0) for (const told of revocationListeners.get(keys) ?? []) told();
   return r.modifiedCount;
 }

@@ -93,6 +93,8 @@ const INDEXES: Record<string, { key: Record<string, 1 | -1>; unique?: boolean; e
   gasUsage: [{ key: { ownerAddress: 1, day: 1 }, unique: true }],
   leases: [{ key: { name: 1 }, unique: true }, { key: { holder: 1 } }],
   policyChanges: [{ key: { agentAddress: 1 }, unique: true }],
+  // Moved after every change of a kind that instances remember (src/store/changeMarks.ts).
+  changeMarks: [{ key: { name: 1 }, unique: true }],
   // The facilitator's settlements broadcast and not yet confirmed (src/x402/pendingSettlements.ts), gone when expired.
   pendingSettlements: [
     { key: { key: 1 }, unique: true },

@@ -15,7 +15,7 @@ export async function reassignAgentOwner(store: Store, agentAddress: string, own
   const startedAt = new Date();
   const agent = await store.agents.findOne({ address: agentAddress }, { projection: { ownerAddress: 1 } });
   const changes = agent !== null && agent.ownerAddress !== ownerAddress;
-  if (changes) await revokeLiveKeys(store.apiKeys, { agentAddress }, startedAt);
+  if (changes) await revokeLiveKeys(store, { agentAddress }, startedAt);
   await store.agents.updateOne({ address: agentAddress }, { $set: { ownerAddress, linkedAt: new Date() } });
   await new LedgerWriter(store.payments).reassignOwner(agentAddress, ownerAddress);
   await store.approvals.updateMany({ agentAddress }, { $set: { ownerAddress } });

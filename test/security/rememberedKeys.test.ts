@@ -8,6 +8,7 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import { KeyService, PAYING_KEY_MEMORY_MS, hashKey } from "../../src/services/keys";
+import type { Store } from "../../src/store";
 import { mintUsdc } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
 import { randomOwner, type ApiResponse, type Stack } from "../helpers/stack";
@@ -95,7 +96,8 @@ describe("key lookups remembered for reads, and a rotated key", () => {
   describe("KeyService's memory", () => {
     let now = Date.now();
     const clock = () => now;
-    const keysOf = (cacheMs: number) => new KeyService(t.a.svc.store.apiKeys, t.a.svc.config.walletEncryptionKey, { cacheMs, clock });
+    const keysOf = (cacheMs: number, store: Pick<Store, "apiKeys" | "collection"> = t.a.svc.store) =>
+      new KeyService(store, t.a.svc.config.walletEncryptionKey, { cacheMs, clock });
     const newAgent = () => `0x${randomBytes(20).toString("hex")}`;
 
     it("answers reads from memory for cacheMs after a read of the store, and never what is not a read", async () => {
@@ -118,7 +120,7 @@ describe("key lookups remembered for reads, and a rotated key", () => {
       expect(await keys.lookup(key, "read")).to.equal(null);
     });
 
-    it("answers a payment from memory for at most PAYING_KEY_MEMORY_MS after a read of the store, whatever cacheMs", async () => {
+    it("answers a payment from its own memory for at most PAYING_KEY_MEMORY_MS after a read of the store, whatever cacheMs", async () => {
       const keys = keysOf(60_000);
       const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
       expect((await keys.lookup(key, "pay"))?.remembered).to.equal(false);
@@ -132,6 +134,75 @@ describe("key lookups remembered for reads, and a rotated key", () => {
       await short.lookup(key, "fresh");
       now += 300;
       expect((await short.lookup(key, "pay"))?.remembered).to.equal(false);
+    });
+
+    it("past PAYING_KEY_MEMORY_MS, a payment's lookup stands while the revocation mark has not moved: one read of it for every key", async () => {
+      // The store as this service has it, with reads of the mark counted.
+      const { store } = t.a.svc;
+      const marks = store.collection("changeMarks");
+      const findOne = marks.findOne.bind(marks);
+      let markReads = 0;
+      Object.assign(marks, { findOne: (...args: Parameters<typeof findOne>) => (markReads++, findOne(...args)) });
+      const counted = { apiKeys: store.apiKeys, collection: (name: string) => (name === "changeMarks" ? marks : store.collection(name)) };
+      const keys = keysOf(60_000, counted as Pick<Store, "apiKeys" | "collection">);
+      const [k1, k2] = [
+        await keys.issue({ role: "agent", agentAddress: newAgent() }),
+        await keys.issue({ role: "agent", agentAddress: newAgent() }),
+      ];
+      {
+        expect((await keys.lookup(k1, "pay"))?.remembered).to.equal(false);
+        expect((await keys.lookup(k2, "pay"))?.remembered).to.equal(false);
+        // The first read of the mark cannot tell what came before it: those lookups are read again.
+        now += PAYING_KEY_MEMORY_MS;
+        expect((await keys.lookup(k1, "pay"))?.remembered).to.equal(false);
+        expect((await keys.lookup(k2, "pay"))?.remembered).to.equal(false);
+        expect(markReads).to.equal(1);
+        for (let i = 0; i < 3; i++) {
+          now += PAYING_KEY_MEMORY_MS;
+          // One read of the mark (waited for: the last began a second ago) answers for both keys.
+          expect(await keys.lookup(k1, "pay")).to.include({ remembered: true, age: 0 });
+          expect(await keys.lookup(k2, "pay")).to.include({ remembered: true, age: 0 });
+          expect(markReads).to.equal(2 + i);
+        }
+        // Half a second on, the mark is read again without waiting for it; the lookup still stands on the last read.
+        now += PAYING_KEY_MEMORY_MS / 2;
+        expect(await keys.lookup(k1, "pay")).to.include({ remembered: true, age: PAYING_KEY_MEMORY_MS / 2 });
+        expect(markReads).to.equal(5);
+      }
+    });
+
+    it("a key revoked by another instance stops paying here within PAYING_KEY_MEMORY_MS of the revocation, remembered or not", async () => {
+      // Instance B's store client: a revocation there is not one this process's KeyService hears of.
+      const [here, there] = [keysOf(60_000), keysOf(60_000, t.b.svc.store)];
+      const agentAddress = newAgent();
+      const key = await here.issue({ role: "agent", agentAddress });
+      await here.lookup(key, "pay");
+      now += PAYING_KEY_MEMORY_MS;
+      await here.lookup(key, "pay"); // the mark's first read
+      now += PAYING_KEY_MEMORY_MS;
+      expect(await here.lookup(key, "pay")).to.include({ remembered: true, age: 0 });
+      expect(await there.revokeAll({ agentAddress })).to.equal(1);
+      // Less than half a second after the mark was last read, the memory answers on that read...
+      now += PAYING_KEY_MEMORY_MS / 2 - 1;
+      expect((await here.lookup(key, "pay"))?.remembered).to.equal(true);
+      // ...and a second after it, the payment waits for a new read, which finds the mark moved.
+      now += PAYING_KEY_MEMORY_MS / 2 + 1;
+      expect(await here.lookup(key, "pay"), "the mark moved: read from the store").to.equal(null);
+      // Reads keep their own memory (cacheMs), as before: only payments stand on the mark.
+      now += PAYING_KEY_MEMORY_MS;
+      expect(await here.lookup(key, "pay")).to.equal(null);
+    });
+
+    it("a revocation done again moves the mark, though nothing is left to revoke (its writer stopped before moving it)", async () => {
+      const keys = keysOf(60_000);
+      const agentAddress = newAgent();
+      await keys.issue({ role: "agent", agentAddress });
+      const marks = t.a.svc.store.collection<{ name: string; seq: number }>("changeMarks");
+      const seq = async () => (await marks.findOne({ name: "apiKeys.revoked" }))?.seq ?? 0;
+      const before = await seq();
+      expect(await keys.revokeAll({ agentAddress })).to.equal(1);
+      expect(await keys.revokeAll({ agentAddress })).to.equal(0);
+      expect(await seq()).to.equal(before + 2);
     });
 
     it("forgets every key at once when it revokes any, a lookup that raced the revocation included", async () => {
