@@ -112,7 +112,7 @@ export class WebhookService {
       disabledAt: null,
     };
     await this.outbox.c.endpoints.insertOne(doc);
-    this.outbox.forgetSubscriptions();
+    await this.outbox.endpointsChanged();
     return { ...endpointView(doc), secret };
   }
 
@@ -129,7 +129,7 @@ export class WebhookService {
     if (e.status === "active") {
       const now = new Date();
       await this.outbox.c.endpoints.updateOne({ endpointId, status: "active" }, { $set: { status: "disabled", disabledAt: now } });
-      this.outbox.forgetSubscriptions();
+      await this.outbox.endpointsChanged();
       await this.outbox.c.deliveries.updateMany(
         { endpointId, status: "pending" },
         { $set: { status: "cancelled", lastError: "endpoint_disabled" } },

@@ -7,6 +7,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Collection } from "mongodb";
 import type { Logger } from "pino";
 import type { Store } from "../store";
+import { ChangeMark, moveMark } from "../store/changeMarks";
 import { TEST_EVENT_TYPE } from "../schemas/webhooks";
 import { WEBHOOK_COLLECTIONS, type WebhookDeliveryDoc, type WebhookEndpointDoc, type WebhookEventDoc } from "./documents";
 
@@ -61,27 +62,35 @@ export async function ensureWebhookIndexes(store: Store): Promise<void> {
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
 /**
- * How long subscribed() answers from its memory of an owner's endpoints. It only spares a payment's alert the read of
- * the owner's endpoints when nobody listens: an event is always queued against the endpoints read at that moment
- * (emit), and one this memory skipped (an endpoint created on another instance within it) is told by the catch-up
- * sweep (catchUpAlerts, every 30 s). An endpoint created or disabled here is seen at once.
+ * How long subscribed() answers from its memory of an owner's endpoints on its own; past it, while the store's
+ * endpoint mark (moved by every creation and disabling, read at most this long ago: store/changeMarks.ts) says no
+ * endpoint changed since. It only spares a payment's alert the read of the owner's endpoints when nobody listens: an
+ * event is always queued against the endpoints read at that moment (emit), and one this memory skipped (an endpoint
+ * created on another instance within it) is told by the catch-up sweep (catchUpAlerts, every 30 s). An endpoint
+ * created or disabled here is seen at once.
  */
 const SUBSCRIBED_MEMORY_MS = 1_000;
+/** The change mark every endpoint creation and disabling moves. */
+const ENDPOINTS_CHANGED = "webhookEndpoints.changed";
 const SUBSCRIBED_OWNERS = 10_000;
 
 export class WebhookOutbox {
   readonly c: WebhookCollections;
   private readonly listeners = new Set<() => void>();
   private readonly pending = new Set<Promise<void>>();
-  private readonly subscriptions = new Map<string, { events: Set<string>; readAt: number }>();
+  private readonly subscriptions = new Map<string, { events: Set<string>; readAt: number; epoch: number }>();
   /** Moves when an endpoint changes here: a read that began before it is not remembered. */
   private generation = 0;
+  /** Endpoints created or disabled by any instance (store/changeMarks.ts). */
+  private readonly changes: ChangeMark;
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
   ) {
     this.c = webhookCollections(store);
+    this.changes = new ChangeMark(store, ENDPOINTS_CHANGED, SUBSCRIBED_MEMORY_MS, now);
   }
 
   /** Called after each enqueue (the worker's wake-up: a new event goes out at once, not at the next poll). */
@@ -172,25 +181,31 @@ export class WebhookOutbox {
 
   /**
    * The event types the owner's active endpoints subscribe to (empty: nobody listens, nothing to prepare), as read at
-   * most SUBSCRIBED_MEMORY_MS ago.
+   * most SUBSCRIBED_MEMORY_MS ago, or since when no endpoint was created or disabled anywhere.
    */
   async subscribed(ownerAddress: string): Promise<Set<string>> {
     const known = this.subscriptions.get(ownerAddress);
-    if (known && Date.now() - known.readAt < SUBSCRIBED_MEMORY_MS) return known.events;
-    const [generation, readAt] = [this.generation, Date.now()];
+    if (known && this.now() - known.readAt < SUBSCRIBED_MEMORY_MS) return known.events;
+    if (known && (await this.changes.confirmed(known.epoch)) !== null && this.subscriptions.get(ownerAddress) === known)
+      return known.events;
+    const [generation, readAt, epoch] = [this.generation, this.now(), this.changes.current()];
     const endpoints = await this.c.endpoints.find({ ownerAddress, status: "active" }, { projection: { events: 1 } }).toArray();
     const events = new Set(endpoints.flatMap((e) => e.events));
     if (generation === this.generation) {
       if (this.subscriptions.size >= SUBSCRIBED_OWNERS) this.subscriptions.clear();
-      this.subscriptions.set(ownerAddress, { events, readAt });
+      this.subscriptions.set(ownerAddress, { events, readAt, epoch });
     }
     return events;
   }
 
-  /** An endpoint was created or disabled here: subscribed() reads the endpoints again. */
-  forgetSubscriptions(): void {
+  /**
+   * An endpoint was created or disabled here (written already): subscribed() reads the endpoints again, here at once,
+   * on the other instances within SUBSCRIBED_MEMORY_MS (the mark moves).
+   */
+  async endpointsChanged(): Promise<void> {
     this.generation++;
     this.subscriptions.clear();
+    await moveMark(this.store, ENDPOINTS_CHANGED);
   }
 
   /**
