@@ -85,7 +85,8 @@ export class KeyService {
   ) {
     this.cacheMs = opts.cacheMs ?? 0;
     this.now = opts.clock ?? Date.now;
-    this.revocations = new ChangeMark(store, KEYS_REVOKED, PAYING_KEY_MEMORY_MS, this.now);
+    // Read at most as long ago as a lookup may stand on its own: a shorter cacheMs bounds payments as before.
+    this.revocations = new ChangeMark(store, KEYS_REVOKED, Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) || PAYING_KEY_MEMORY_MS, this.now);
     // Whatever revokes a key in this process (a rotation here, a hand-over the indexer applies): forgotten at once.
     onKeysRevoked(store.apiKeys, () => this.forgetAll());
   }
