@@ -170,7 +170,7 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
   API_KEY_CACHE_MS: {
     default: "`1000`",
     meaning:
-      "how long an instance answers reads (`GET /ledger`, `/ledger/:id`, `/limits`, `/approvals`, and the read-only MCP tools) from a key lookup it made, without reading the key again, and payments (`POST /pay`, MCP `pay`) for 1 s, then while no key was revoked anywhere since (the store's revocation mark, read at most once a second: docs/contracts.md); `0` reads it every time. A revoked key is refused at once on the instance that revoked it, and on every instance by anything else that changes something; other instances may still answer its payments for up to 1 s, its reads for this long",
+      "how long an instance answers reads (`GET /ledger`, `/ledger/:id`, `/limits`, `/approvals`, and the read-only MCP tools) from a key lookup it made, without reading the key again, and payments (`POST /pay`, MCP `pay`) for at most 1 s of it, then, for up to 10 s, while no key was revoked anywhere since (the store's revocation mark, read again once its last read is that old: docs/contracts.md); `0` reads it every time. A revoked key is refused at once on the instance that revoked it, and on every instance by anything else that changes something; other instances may still answer its payments for up to 1 s, its reads for this long",
   },
   PAYMENT_LEASE_MS: {
     default: "`180000`",

@@ -24,9 +24,9 @@ export function bearerToken(header: string): string | null {
 /**
  * What a remembered key lookup may answer (KeyService.lookup): reads an agent or owner polls, which reveal no secret
  * and change nothing but housekeeping any poll does (GET /approvals expires approvals past their time); a payment, on
- * a lookup at most PAYING_KEY_MEMORY_MS old (a key revoked elsewhere stops paying within it); and /mcp, which reads
- * the key again for any message but one of a read-only tool on this service's own data or a payment within that time
- * (routes/mcp.ts).
+ * a lookup at most PAYING_KEY_MEMORY_MS old or one the revocation mark stands for (a key revoked elsewhere stops
+ * paying within PAYING_KEY_MEMORY_MS); and /mcp, which reads the key again for any message but one of a read-only tool
+ * on this service's own data or a payment as POST /pay's lookup would stand for it (routes/mcp.ts).
  */
 export function remembersKey(method: string, path: string): KeyUse {
   if (method === "POST") return path === "/pay" ? "pay" : path === "/mcp" ? "read" : "fresh";

@@ -46,9 +46,16 @@ interface CachedKey {
  * The longest a remembered lookup may stand in for the store's for a payment (docs/contracts.md, "A revoked API key"): a key revoked on
  * another instance stops paying within it (at once on the instance that revoked it), whatever API_KEY_CACHE_MS says.
  * Past it, a lookup stands for a payment while the store's revocation mark, read at most that long ago, has not moved
- * since the lookup (store/changeMarks.ts): one read a second for every key, instead of one a key.
+ * since the lookup (store/changeMarks.ts): one read of the mark for every key, instead of one read a key.
  */
 export const PAYING_KEY_MEMORY_MS = 1_000;
+
+/**
+ * The longest a lookup stands for payments on the revocation mark, from its own read: a key revoked by a write that did
+ * not move the mark (by hand in the database, or by an instance that stopped between the revocation and the mark's
+ * move) stops paying within it.
+ */
+export const PAYING_KEY_LONGEST_MS = 10_000;
 
 /**
  * What a lookup is for: `fresh` reads the store; `read` may be answered by a lookup made here within `cacheMs` (a
@@ -86,7 +93,11 @@ export class KeyService {
     this.cacheMs = opts.cacheMs ?? 0;
     this.now = opts.clock ?? Date.now;
     // Read at most as long ago as a lookup may stand on its own: a shorter cacheMs bounds payments as before.
-    this.revocations = new ChangeMark(store, KEYS_REVOKED, Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) || PAYING_KEY_MEMORY_MS, this.now);
+    this.revocations = new ChangeMark(store, KEYS_REVOKED, {
+      maxAgeMs: Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) || PAYING_KEY_MEMORY_MS,
+      longestMs: PAYING_KEY_LONGEST_MS,
+      now: this.now,
+    });
     // Whatever revokes a key in this process (a rotation here, a hand-over the indexer applies): forgotten at once.
     onKeysRevoked(store.apiKeys, () => this.forgetAll());
   }
@@ -133,10 +144,11 @@ export class KeyService {
       const now = this.now();
       const memory = use === "pay" ? Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) : this.cacheMs;
       if (hit && (hit.expiresAt === null || hit.expiresAt > now)) {
-        if (now - hit.readAt < memory) return { principal: hit.principal, remembered: true, age: now - hit.readAt };
+        // (A clock that went back since the lookup makes it too old.)
+        if (now >= hit.readAt && now - hit.readAt < memory) return { principal: hit.principal, remembered: true, age: now - hit.readAt };
         // A payment past that: while no key was revoked anywhere since the lookup (the mark read at most
-        // PAYING_KEY_MEMORY_MS ago); its age is then the mark's.
-        const confirmed = use === "pay" && this.cacheMs > 0 ? await this.revocations.confirmed(hit.epoch) : null;
+        // PAYING_KEY_MEMORY_MS ago), for at most PAYING_KEY_LONGEST_MS; its age is then the mark's.
+        const confirmed = use === "pay" && this.cacheMs > 0 ? await this.revocations.confirmed(hit.epoch, hit.readAt) : null;
         if (confirmed !== null && this.cache.get(hash) === hit) {
           return { principal: hit.principal, remembered: true, age: Math.max(0, this.now() - Math.max(confirmed, hit.readAt)) };
         }

@@ -40,6 +40,8 @@ export async function revokeLiveKeys(
     { ...filter, ...(issuedBefore ? { createdAt: { $lt: issuedBefore } } : {}), revokedAt: { $exists: false } },
     { $set: { revokedAt: new Date() } },
   );
+  // A mark the store would not move fails the call (done again, it moves it; a hand-over the indexer applies again),
+  // and other instances' memories of the keys stand for at most PAYING_KEY_LONGEST_MS meanwhile (services/keys.ts).
   await moveMark(store, KEYS_REVOKED);
   if (r.modifiedCount > 0) for (const told of revocationListeners.get(keys) ?? []) told();
   return r.modifiedCount;

@@ -9,8 +9,12 @@
  * read began moves the mark after it, so the first read of the mark to begin after that finds it moved, and the memory
  * stops standing once that read ends. A memory stands only while the last read of the mark that ended began less than
  * `maxAgeMs` ago, and a use later than that waits for a new one: so by `maxAgeMs` after a change, no memory made before
- * it stands. Nothing here reads a clock of another machine. What the mark cannot see is a change whose writer stopped
- * between its write and the mark's: its caller saw it fail, and doing it again moves the mark (moveMark always moves).
+ * it stands. Nothing here reads a clock of another machine, and an age this machine's clock makes negative (it went
+ * back) counts as too old.
+ *
+ * What the mark cannot see is a change written without moving it: by hand in the database, or by an instance that
+ * stopped (or lost the store) between its write and the mark's. Doing the change again moves the mark (moveMark always
+ * moves), and no memory stands on the mark longer than `longestMs` after its own read, whatever the mark says.
  */
 import type { Collection } from "mongodb";
 import type { Store } from "./index";
@@ -35,7 +39,7 @@ export async function moveMark(store: Pick<Store, "collection">, name: string): 
 
 /** One instance's reads of mark `name` (see above). */
 export class ChangeMark {
-  /** Moves whenever a read of the mark finds it moved (or it is forgotten here): memories made before stop standing. */
+  /** Moves whenever a read of the mark finds it moved: memories made before stop standing. */
   private epoch = 0;
   /** The mark as the last read found it; null before the first. */
   private seen: number | null = null;
@@ -47,10 +51,22 @@ export class ChangeMark {
   constructor(
     store: Pick<Store, "collection">,
     private readonly name: string,
-    private readonly maxAgeMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly o: {
+      /** How long ago the mark's last read may have begun for a memory to stand on it. */
+      maxAgeMs: number;
+      /**
+       * The longest a memory stands on the mark at all, from its own read: a change written without moving the mark
+       * (by hand in the database, or by an instance that stopped between its two writes) is seen within it.
+       */
+      longestMs: number;
+      now?: () => number;
+    },
   ) {
     this.docs = changeMarks(store);
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
   }
 
   /** The epoch a memory whose read begins now belongs to. */
@@ -58,24 +74,21 @@ export class ChangeMark {
     return this.epoch;
   }
 
-  /** Every memory made so far stops standing (a change made here: its writer also moves the mark for the others). */
-  forget(): void {
-    this.epoch++;
-  }
-
   /**
-   * When the mark was last found where it was when a memory of `epoch` was made, if less than maxAgeMs ago (this.now()
-   * time); null when that memory does not stand. Reads the mark first when its last read began maxAgeMs ago or more,
-   * and starts a read without waiting for it from half that on.
+   * When the mark was last found where it was when a memory of `epoch`, read at `madeAt` (this.now() time), was made,
+   * if less than maxAgeMs ago; null when that memory does not stand (the mark moved since, it is longestMs old, or the
+   * clock went back past either). Waits for a read of the mark when its last one is too old, and starts one without
+   * waiting from half maxAgeMs on.
    */
-  async confirmed(epoch: number): Promise<number | null> {
-    if (epoch !== this.epoch) return null;
-    const age = this.now() - this.confirmedAt;
-    if (age >= this.maxAgeMs / 2) {
-      const read = this.read();
-      if (age >= this.maxAgeMs) await read;
-    }
-    return epoch === this.epoch && this.now() - this.confirmedAt < this.maxAgeMs ? this.confirmedAt : null;
+  async confirmed(epoch: number, madeAt: number): Promise<number | null> {
+    const within = (now: number, since: number, limit: number) => now >= since && now - since < limit;
+    const stands = (now: number) =>
+      epoch === this.epoch && within(now, madeAt, this.o.longestMs) && within(now, this.confirmedAt, this.o.maxAgeMs);
+    const now = this.now();
+    if (epoch !== this.epoch || !within(now, madeAt, this.o.longestMs)) return null;
+    if (!within(now, this.confirmedAt, this.o.maxAgeMs)) await this.read();
+    else if (now - this.confirmedAt >= this.o.maxAgeMs / 2) void this.read();
+    return stands(this.now()) ? this.confirmedAt : null;
   }
 
   /** Reads the mark (one read at a time; a failed read confirms nothing). */
@@ -90,7 +103,8 @@ export class ChangeMark {
           this.seen = seq;
           this.epoch++;
         }
-        this.confirmedAt = Math.max(this.confirmedAt, startedAt);
+        // Reads run one at a time, so this is the latest start (earlier than the last one only if the clock went back).
+        this.confirmedAt = startedAt;
       } catch {
         // Nothing confirmed: the memories stop standing when their time is up, and the store answers instead.
       } finally {

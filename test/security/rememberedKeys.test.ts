@@ -1,13 +1,14 @@
 /**
- * An instance remembers a key lookup for API_KEY_CACHE_MS for reads, and for at most PAYING_KEY_MEMORY_MS (1 s) for
- * payments (KeyService.lookup, auth.ts remembersKey). A stolen agent key that the owner rotates on one instance stops
- * paying there at once and everywhere within that second: what may outlive the rotation on another instance longer is
- * reads. Here B remembers lookups for a minute, so that window is certain to be open while the test runs, and its
- * clock is moved past the paying second.
+ * An instance remembers a key lookup for API_KEY_CACHE_MS for reads, and for payments for PAYING_KEY_MEMORY_MS (1 s),
+ * then while the store's revocation mark, read at most that long ago, has not moved (KeyService.lookup, auth.ts
+ * remembersKey, store/changeMarks.ts). A stolen agent key that the owner rotates on one instance stops paying there at
+ * once and everywhere within a second: what may outlive the rotation on another instance longer is reads. Here B
+ * remembers lookups for a minute, so that window is certain to be open while the test runs, and its clock is moved past
+ * the paying second.
  */
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
-import { KeyService, PAYING_KEY_MEMORY_MS, hashKey } from "../../src/services/keys";
+import { KeyService, PAYING_KEY_LONGEST_MS, PAYING_KEY_MEMORY_MS, hashKey } from "../../src/services/keys";
 import type { Store } from "../../src/store";
 import { mintUsdc } from "../helpers/sellers";
 import { ownerKey } from "../helpers/owner";
@@ -54,6 +55,14 @@ describe("key lookups remembered for reads, and a rotated key", () => {
     const client = await mcpClient(b.url, agentHeaders(agent));
     expect((await callTool(client, "list_transactions", { limit: 5 })).isError).to.not.equal(true);
 
+    // B has read the revocation mark, and found it still, while its payments stood on its memory of the key: a second
+    // on, a payment's lookup reads the mark (its first read: the key is read again), another second on, it stands on
+    // the mark. (Bodies refused after the key: nothing is paid.)
+    for (const skew of [PAYING_KEY_MEMORY_MS, 2 * PAYING_KEY_MEMORY_MS]) {
+      t.skew = skew;
+      expectErrorShape(await b.api("POST", "/pay", { key: agent.apiKey, body: {} }), 400, "bad_request");
+    }
+
     const rotated = await a.api("POST", `/agents/${agent.agentAddress}/key`, { key: await ownerKey(a, owner) });
     expect(rotated.status, JSON.stringify(rotated.body)).to.equal(201);
     const fresh = { agentAddress: agent.agentAddress, apiKey: rotated.body.apiKey as string };
@@ -62,8 +71,8 @@ describe("key lookups remembered for reads, and a rotated key", () => {
     expectErrorShape(await a.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey }), 401, "unauthorized");
     expectErrorShape(await mcpPost(a, agent, call(1, "list_transactions")), 401, "unauthorized");
 
-    // A second later on B's clock (B's memory of the key is that old now)...
-    t.skew = PAYING_KEY_MEMORY_MS;
+    // A second later on B's clock (B's memory of the key and its last read of the mark are that old now)...
+    t.skew = 3 * PAYING_KEY_MEMORY_MS;
     // ...B still answers reads from its memory of the key...
     expect((await b.api("GET", `/ledger?address=${agent.agentAddress}`, { key: agent.apiKey })).status).to.equal(200);
     const read = await mcpPost(b, agent, call(2, "list_transactions", { limit: 5 }));
@@ -194,6 +203,29 @@ describe("key lookups remembered for reads, and a rotated key", () => {
         expect(await here.lookup(key, "pay"), "the mark moved: read from the store").to.equal(null);
       });
     }
+
+    it("a key revoked without moving the mark (by hand in the store) stops paying within PAYING_KEY_LONGEST_MS of its lookup; so does a clock that goes back", async () => {
+      const keys = keysOf(60_000);
+      const key = await keys.issue({ role: "agent", agentAddress: newAgent() });
+      await keys.lookup(key, "pay");
+      now += PAYING_KEY_MEMORY_MS;
+      await keys.lookup(key, "pay"); // the mark's first read: read again
+      const readAt = now;
+      await t.a.svc.store.apiKeys.updateOne(
+        { hash: hashKey(key, t.a.svc.config.walletEncryptionKey) },
+        { $set: { revokedAt: new Date() } },
+      );
+      for (now = readAt + PAYING_KEY_MEMORY_MS; now < readAt + PAYING_KEY_LONGEST_MS; now += PAYING_KEY_MEMORY_MS) {
+        expect((await keys.lookup(key, "pay"))?.remembered, "standing on the mark").to.equal(true);
+      }
+      now = readAt + PAYING_KEY_LONGEST_MS;
+      expect(await keys.lookup(key, "pay"), "read from the store again").to.equal(null);
+
+      const other = await keys.issue({ role: "agent", agentAddress: newAgent() });
+      await keys.lookup(other, "pay");
+      now -= 60_000; // the clock is stepped back: the lookup is from the future
+      expect((await keys.lookup(other, "pay"))?.remembered).to.equal(false);
+    });
 
     it("a revocation done again moves the mark, though nothing is left to revoke (its writer stopped before moving it)", async () => {
       const keys = keysOf(60_000);

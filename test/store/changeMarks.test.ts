@@ -3,6 +3,7 @@
  * clock the test moves: a memory stands past its own age only while the mark, read at most maxAgeMs ago, has not moved.
  */
 import { expect } from "chai";
+import { type Document, MongoClient } from "mongodb";
 import pino from "pino";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../../src/dev/embeddedStore";
 import { connectStore, type Store } from "../../src/store";
@@ -26,38 +27,73 @@ describe("change marks: memories that stand while nothing of their kind changed"
     await mongo?.stop();
   });
 
+  const markOn = (store: Pick<Store, "collection">, name: string, longestMs = 60_000) =>
+    new ChangeMark(store, name, { maxAgeMs: 1_000, longestMs, now: clock });
+
   it("a memory stands within maxAgeMs of a read of the mark that found it unmoved; a move seen stops every earlier one", async () => {
-    const mark = new ChangeMark(here, "test.a", 1_000, clock);
+    const mark = markOn(here, "test.a");
     const made = mark.current();
     const first = now;
     // The first read cannot tell what came before it: a memory made before stops standing.
-    expect(await mark.confirmed(made)).to.equal(null);
+    expect(await mark.confirmed(made, now)).to.equal(null);
     const after = mark.current();
-    expect(await mark.confirmed(after)).to.equal(first);
+    const madeAt = now;
+    expect(await mark.confirmed(after, madeAt)).to.equal(first);
     // A second on, the use waits for a new read, which finds the mark where it was.
     now += 1_000;
     const second = now;
-    expect(await mark.confirmed(after)).to.equal(second);
+    expect(await mark.confirmed(after, madeAt)).to.equal(second);
     now += 499;
-    expect(await mark.confirmed(after)).to.equal(second, "no read needed yet");
+    expect(await mark.confirmed(after, madeAt)).to.equal(second, "no read needed yet");
     // Another instance moves it: a second after the last read, the use waits for a new one, which finds it moved.
     await moveMark(there, "test.a");
     now += 501;
-    expect(await mark.confirmed(after)).to.equal(null);
-    expect(await mark.confirmed(mark.current())).to.equal(now, "a memory made after the move stands");
+    expect(await mark.confirmed(after, madeAt)).to.equal(null);
+    expect(await mark.confirmed(mark.current(), now)).to.equal(now, "a memory made after the move stands");
   });
 
-  it("a mark that cannot be read confirms nothing, and a memory then stands only on its own age", async () => {
-    const mark = new ChangeMark(here, "test.b", 1_000, clock);
-    now += 2_000;
-    await mark.confirmed(mark.current());
-    const made = mark.current();
-    now += 1_000;
-    expect(await mark.confirmed(made)).to.equal(now);
-    const closed = await connectStore(mongo.uri, "marks");
-    const dead = new ChangeMark(closed, "test.b", 1_000, clock);
-    await closed.close();
-    expect(await dead.confirmed(dead.current())).to.equal(null);
+  it("a mark that cannot be read confirms nothing: a memory stands until maxAgeMs after the last read that could", async () => {
+    // A store of its own, stopped halfway, and a client that gives up on it at once.
+    const own = await startEmbeddedMongo();
+    const client = new MongoClient(own.uri, { serverSelectionTimeoutMS: 200, serverMonitoringMode: "poll" });
+    try {
+      const mark = markOn({ collection: <T extends Document>(name: string) => client.db("marks").collection<T>(name) }, "test.b");
+      await mark.confirmed(mark.current(), now);
+      const [made, madeAt] = [mark.current(), now];
+      now += 1_000;
+      const last = now;
+      expect(await mark.confirmed(made, madeAt)).to.equal(last);
+      await own.stop();
+      now += 999; // a read starts, and fails
+      expect(await mark.confirmed(made, madeAt)).to.equal(last);
+      now += 1;
+      expect(await mark.confirmed(made, madeAt), "no read since could confirm it").to.equal(null);
+    } finally {
+      await client.close();
+      await own.stop().catch(() => undefined);
+    }
+  });
+
+  it("a clock that goes back makes a memory and the mark's last read too old, and a memory stands longestMs at most", async () => {
+    const mark = markOn(here, "test.c", 5_000);
+    await mark.confirmed(mark.current(), now);
+    const [made, madeAt] = [mark.current(), now];
+    expect(await mark.confirmed(made, madeAt)).to.equal(now);
+    await moveMark(there, "test.c");
+    now -= 60_000; // stepped back: the memory is from the future
+    expect(await mark.confirmed(made, madeAt)).to.equal(null);
+    // A memory made after the step, in the mark's epoch as it was: the last read is from the future, so the use waits
+    // for a new one, which finds the mark moved.
+    expect(await mark.confirmed(made, now)).to.equal(null);
+    const [later, laterAt] = [mark.current(), now];
+    expect(await mark.confirmed(later, laterAt)).to.equal(now);
+    // Nothing moves it from here on; the memory stands on it for longestMs after its own read, no longer.
+    for (let t = 1_000; t < 5_000; t += 1_000) {
+      now = laterAt + t;
+      expect(await mark.confirmed(later, laterAt)).to.equal(now);
+    }
+    now = laterAt + 5_000;
+    expect(await mark.confirmed(later, laterAt)).to.equal(null);
   });
 
   it("an endpoint created on another instance is heard here within a second, and one read of the mark a second stands for every owner", async () => {

@@ -49,11 +49,13 @@ async function callerOf(
     let doc: Promise<AgentDoc> | undefined;
     const read = () => s.agents.authorize(principal, address).then((a) => (networks.of(a), a));
     const agent = () => (doc ??= read());
-    // A payment reads it itself, when it pays (payOnce), unless a tool of the same message read it already.
-    return { caller: { principal, address, agent, payer: () => doc ?? read }, s };
+    // A payment reads it itself, when it pays (payOnce): a read by an earlier tool of the same message may be old by then.
+    return { caller: { principal, address, agent, payer: () => read }, s };
   }
   const { agent: doc, s } = await networks.authorize(principal, address);
-  return { caller: { principal, address: doc.address, agent: () => Promise.resolve(doc), payer: () => doc }, s };
+  // A payment reads it again (checked the same way) when it pays: the message's body may have taken long to arrive.
+  const payer = () => () => s.agents.authorize(principal, doc.address);
+  return { caller: { principal, address: doc.address, agent: () => Promise.resolve(doc), payer }, s };
 }
 
 /**
@@ -164,14 +166,16 @@ export const MCP_OPERATIONS = [
         messages = messages.filter((m) => !namesCancelled(m));
         message = messages;
       }
-      // A key lookup remembered for reads stands only for messages that change nothing, and for payments while it is at
-      // most PAYING_KEY_MEMORY_MS old (a key revoked on another instance stops paying within it); anything else reads
-      // the key again. A key's role and agent never change: the caller stands once the key is found live.
+      // A key lookup remembered for reads stands only for messages that change nothing, and for payments as POST /pay's
+      // does: while it is at most PAYING_KEY_MEMORY_MS old, or the revocation mark says no key was revoked since (a key
+      // revoked on another instance stops paying within PAYING_KEY_MEMORY_MS); anything else reads the key again. A
+      // key's role and agent never change: the caller stands once the key is found live.
       const paysOrReads = (m: unknown) => changesNothing(m) || toolOf(m) === "pay";
       const recent = (ctx.state.principalAge ?? Number.POSITIVE_INFINITY) < PAYING_KEY_MEMORY_MS;
       if (ctx.state.principalRemembered && !messages.every(changesNothing) && !(recent && messages.every(paysOrReads))) {
         const token = bearerToken(ctx.get("Authorization"));
-        if (!token || !(await s.ctx.keys.resolve(token))) throw unauthorized(UNKNOWN_KEY);
+        const found = token && (await (messages.every(paysOrReads) ? s.ctx.keys.lookup(token, "pay") : s.ctx.keys.resolve(token)));
+        if (!found) throw unauthorized(UNKNOWN_KEY);
       }
 
       // A server that answers an initialize keeps that client's capabilities: it serves that request only. Any message
