@@ -5,9 +5,11 @@
  * kill switch, withdrawals and hand-overs are never refused: they protect the owner), so nobody drains the operator.
  *
  * The check before a payment reads the owner's total as the store last answered it here (a read, or this instance's
- * own charge, which answers the new total) when that answer is at most USAGE_FRESH_MS old: a busy owner's payments
- * then check without a store read. What other instances charged since that answer can go past the allowance by at
- * most what they charge in USAGE_FRESH_MS, once; it is the operator's gas, and the next check sees it.
+ * own charge, which answers the new total) when that answer is at most USAGE_FRESH_MS old, or USAGE_HEADROOM_MS while
+ * it leaves more than half the allowance: a busy owner's payments then check without a store read. What other
+ * instances charged since that answer can go past the allowance by at most what they charge in USAGE_FRESH_MS, or by
+ * what they charge beyond half the allowance in USAGE_HEADROOM_MS, once; it is the operator's gas, and the next check
+ * sees it.
  */
 import type { TransactionReceipt } from "ethers";
 import type { Config } from "../config";
@@ -34,19 +36,23 @@ export function costOf(receipt: Pick<TransactionReceipt, "gasUsed" | "gasPrice">
 
 /** How old the store's last answer of an owner's total may be for the check before a payment (see above). */
 const USAGE_FRESH_MS = 1_000;
+/** How old it may be while it leaves more than half the allowance (see above). */
+const USAGE_HEADROOM_MS = 10_000;
 
 export class GasMeter {
-  /** Per owner, the day's total as the store last answered it here, and when (performance.now()). */
+  /** Per owner, the day's total as the store last answered it here, and when (this.now()). */
   private readonly known = new Map<string, { day: string; costGwei: number; at: number }>();
 
   constructor(
     private readonly store: Store,
     private readonly config: Pick<Config, "ownerGasAllowanceGwei">,
+    /** A monotonic clock, ms. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   private remember(ownerAddress: string, day: string, costGwei: number): void {
     if (this.known.size >= 10_000) this.known.clear();
-    this.known.set(ownerAddress, { day, costGwei, at: performance.now() });
+    this.known.set(ownerAddress, { day, costGwei, at: this.now() });
   }
 
   private get usageDocs() {
@@ -75,7 +81,11 @@ export class GasMeter {
   async check(ownerAddress: string | null): Promise<void> {
     if (!ownerAddress) return;
     const k = this.known.get(ownerAddress);
-    if (k && k.day === today() && performance.now() - k.at <= USAGE_FRESH_MS && k.costGwei < this.config.ownerGasAllowanceGwei) return;
+    const allowance = this.config.ownerGasAllowanceGwei;
+    if (k && k.day === today() && k.costGwei < allowance) {
+      const age = this.now() - k.at;
+      if (age <= USAGE_FRESH_MS || (age <= USAGE_HEADROOM_MS && k.costGwei * 2 < allowance)) return;
+    }
     const u = await this.usage(ownerAddress);
     if (u.costGwei < u.allowanceGwei) return;
     const now = new Date();

@@ -81,4 +81,32 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     expect(refused).to.include({ code: "gas_allowance_exceeded", status: 429 });
     expect((await a.usage(owner)).transactions).to.equal(2);
   });
+
+  it("a check stands on a total up to 10 s old while it leaves more than half the allowance, 1 s otherwise", async () => {
+    const config = { ownerGasAllowanceGwei: 1_000 };
+    let now = 0;
+    const [a, b] = [new GasMeter(s.svc.store, config, () => now), new GasMeter(s.svc.store, config)];
+    const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
+    const refusal = (p: Promise<void>) =>
+      p.then(
+        () => null,
+        (err: unknown) => err,
+      );
+    // A read 0; B then charges the whole allowance and more (faster than any relay could: half of it within 10 s).
+    const first = randomOwner().address;
+    await a.check(first);
+    await b.charge(first, receipt(1_500));
+    now = 10_000;
+    expect(await refusal(a.check(first)), "stands on its answer of 0").to.equal(null);
+    now = 10_001;
+    expect(await refusal(a.check(first))).to.include({ code: "gas_allowance_exceeded" });
+    // A's own charge answers 600, more than half: a second later, it reads the total again.
+    const second = randomOwner().address;
+    await a.charge(second, receipt(600));
+    await b.charge(second, receipt(500));
+    now += 1_000;
+    expect(await refusal(a.check(second)), "stands on its answer of 600").to.equal(null);
+    now += 1;
+    expect(await refusal(a.check(second))).to.include({ code: "gas_allowance_exceeded" });
+  });
 });
