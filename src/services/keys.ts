@@ -5,7 +5,7 @@
  */
 import { createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { KEYS_REVOKED, onKeysRevoked, revokeLiveKeys } from "../store/apiKeys";
-import { ChangeMark } from "../store/changeMarks";
+import { ChangeMark, within } from "../store/changeMarks";
 import type { Principal } from "../principal";
 import type { Store } from "../store";
 import type { ApiKeyDoc } from "../store/documents";
@@ -80,6 +80,8 @@ export class KeyService {
   /** Moves on every revocation here: a lookup that began before one is not remembered. */
   private generation = 0;
   private readonly cacheMs: number;
+  /** How long a payment stands on a lookup's own read: PAYING_KEY_MEMORY_MS, or cacheMs when shorter. */
+  private readonly payingMs: number;
   private readonly now: () => number;
   /** Every instance's revocations (store/changeMarks.ts): what a payment's lookup past PAYING_KEY_MEMORY_MS stands on. */
   private readonly revocations: ChangeMark;
@@ -91,10 +93,11 @@ export class KeyService {
     opts: KeyCacheOptions = {},
   ) {
     this.cacheMs = opts.cacheMs ?? 0;
+    this.payingMs = Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS);
     this.now = opts.clock ?? Date.now;
     // Read at most as long ago as a lookup may stand on its own: a shorter cacheMs bounds payments as before.
     this.revocations = new ChangeMark(store, KEYS_REVOKED, {
-      maxAgeMs: Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) || PAYING_KEY_MEMORY_MS,
+      maxAgeMs: this.payingMs || PAYING_KEY_MEMORY_MS,
       longestMs: PAYING_KEY_LONGEST_MS,
       now: this.now,
     });
@@ -142,10 +145,10 @@ export class KeyService {
     if (use !== "fresh") {
       const hit = this.cache.get(hash);
       const now = this.now();
-      const memory = use === "pay" ? Math.min(this.cacheMs, PAYING_KEY_MEMORY_MS) : this.cacheMs;
+      const memory = use === "pay" ? this.payingMs : this.cacheMs;
       if (hit && (hit.expiresAt === null || hit.expiresAt > now)) {
         // (A clock that went back since the lookup makes it too old.)
-        if (now >= hit.readAt && now - hit.readAt < memory) return { principal: hit.principal, remembered: true, age: now - hit.readAt };
+        if (within(now, hit.readAt, memory)) return { principal: hit.principal, remembered: true, age: now - hit.readAt };
         // A payment past that: while no key was revoked anywhere since the lookup (the mark read at most
         // PAYING_KEY_MEMORY_MS ago), for at most PAYING_KEY_LONGEST_MS; its age is then the mark's.
         const confirmed = use === "pay" && this.cacheMs > 0 ? await this.revocations.confirmed(hit.epoch, hit.readAt) : null;

@@ -25,7 +25,12 @@ export interface ChangeMarkDoc {
   updatedAt: Date;
 }
 
-export const CHANGE_MARKS = "changeMarks";
+const CHANGE_MARKS = "changeMarks";
+
+/** Whether `since` is at most `limitMs` before `now` (exclusive): a time after `now` (a clock that went back) is not. */
+export function within(now: number, since: number, limitMs: number): boolean {
+  return now >= since && now - since < limitMs;
+}
 
 /** The marks' collection of `store`. */
 export function changeMarks(store: Pick<Store, "collection">): Collection<ChangeMarkDoc> {
@@ -81,7 +86,6 @@ export class ChangeMark {
    * waiting from half maxAgeMs on.
    */
   async confirmed(epoch: number, madeAt: number): Promise<number | null> {
-    const within = (now: number, since: number, limit: number) => now >= since && now - since < limit;
     const stands = (now: number) =>
       epoch === this.epoch && within(now, madeAt, this.o.longestMs) && within(now, this.confirmedAt, this.o.maxAgeMs);
     const now = this.now();

@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Collection } from "mongodb";
 import type { Logger } from "pino";
 import type { Store } from "../store";
-import { ChangeMark, moveMark } from "../store/changeMarks";
+import { ChangeMark, moveMark, within } from "../store/changeMarks";
 import { TEST_EVENT_TYPE } from "../schemas/webhooks";
 import { WEBHOOK_COLLECTIONS, type WebhookDeliveryDoc, type WebhookEndpointDoc, type WebhookEventDoc } from "./documents";
 
@@ -188,8 +188,7 @@ export class WebhookOutbox {
    */
   async subscribed(ownerAddress: string): Promise<Set<string>> {
     const known = this.subscriptions.get(ownerAddress);
-    const now = this.now();
-    if (known && now >= known.readAt && now - known.readAt < SUBSCRIBED_MEMORY_MS) return known.events;
+    if (known && within(this.now(), known.readAt, SUBSCRIBED_MEMORY_MS)) return known.events;
     if (known && (await this.changes.confirmed(known.epoch, known.readAt)) !== null && this.subscriptions.get(ownerAddress) === known)
       return known.events;
     const [generation, readAt, epoch] = [this.generation, this.now(), this.changes.current()];
