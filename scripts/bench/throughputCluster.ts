@@ -235,7 +235,10 @@ export async function throughputProcesses(o: ThroughputOptions, instanceCounts: 
     const profDir = PROFILE ? mkdtempSync(join(tmpdir(), "spendgate-prof-")) : "";
     const cluster = await startCluster({
       instances: instances + (SELLER_APART ? 1 : 0),
-      env: { SELL_PRICE: "0.01" },
+      // The operator's gas allowance per owner (1e7 gwei by default against a chain of its own) stops each agent here (one
+      // owner each, some 80,000 gas a payment at this chain's 1 gwei) after about 120 payments a day: with 10 agents, or
+      // longer windows, the bench measured 429s. At Base's gas prices (hundredths of a gwei) it lasts thousands.
+      env: { SELL_PRICE: "0.01", OWNER_GAS_ALLOWANCE_GWEI: "1e12" },
       instanceNodeArgs: (name) =>
         name === "instance-1" ? [...INSTANCE1_ARGS, ...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [])] : [],
     });
