@@ -6,7 +6,8 @@
  *
  * The check before a payment reads the owner's total as the store last answered it here (a read, or this instance's
  * own charge, which answers the new total) when that answer is at most USAGE_FRESH_MS old, or USAGE_HEADROOM_MS while
- * it leaves more than half the allowance: a busy owner's payments then check without a store read. What other
+ * it leaves more than half the allowance: a busy owner's payments then check without a store read. An answer's age
+ * counts from when its command was sent, and a late answer never replaces a newer total (remember). What other
  * instances charged since that answer can go past the allowance by at most what they charge in USAGE_FRESH_MS, or by
  * what they charge beyond half the allowance in USAGE_HEADROOM_MS, once; it is the operator's gas, and the next check
  * sees it.
@@ -50,9 +51,19 @@ export class GasMeter {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  private remember(ownerAddress: string, day: string, costGwei: number): void {
-    if (this.known.size >= 10_000) this.known.clear();
-    this.known.set(ownerAddress, { day, costGwei, at: this.now() });
+  /**
+   * Remembers the day's total as a store command answered it, `at` the time the command was sent (this.now()): the
+   * total then was at most its answer. A day's total only grows, so an answer that arrives after a newer one (a read
+   * sent before this instance's own charge, answered after it) never lowers it nor makes it look younger: of the two,
+   * the higher total and the later start are kept, and the total at that start was at most that total still.
+   */
+  private remember(ownerAddress: string, day: string, costGwei: number, at: number): void {
+    const k = this.known.get(ownerAddress);
+    if (k && k.day === day) {
+      costGwei = Math.max(costGwei, k.costGwei);
+      at = Math.max(at, k.at);
+    } else if (this.known.size >= 10_000) this.known.clear();
+    this.known.set(ownerAddress, { day, costGwei, at });
   }
 
   private get usageDocs() {
@@ -62,9 +73,10 @@ export class GasMeter {
   /** Today's operator gas for an owner's agents, and what is left of the allowance. */
   async usage(ownerAddress: string) {
     const day = today();
+    const sent = this.now();
     const doc = await this.usageDocs.findOne({ ownerAddress, day });
     const costGwei = doc?.costGwei ?? 0;
-    this.remember(ownerAddress, day, costGwei);
+    this.remember(ownerAddress, day, costGwei, sent);
     const allowanceGwei = this.config.ownerGasAllowanceGwei;
     return {
       ownerAddress,
@@ -84,7 +96,8 @@ export class GasMeter {
     const allowance = this.config.ownerGasAllowanceGwei;
     if (k && k.day === today() && k.costGwei < allowance) {
       const age = this.now() - k.at;
-      if (age <= USAGE_FRESH_MS || (age <= USAGE_HEADROOM_MS && k.costGwei * 2 < allowance)) return;
+      // A negative age (an injected clock that went back) is not young: the total is read again.
+      if (age >= 0 && (age <= USAGE_FRESH_MS || (age <= USAGE_HEADROOM_MS && k.costGwei * 2 < allowance))) return;
     }
     const u = await this.usage(ownerAddress);
     if (u.costGwei < u.allowanceGwei) return;
@@ -106,6 +119,7 @@ export class GasMeter {
     if (!ownerAddress || !receipt) return;
     const { gasUsed, costGwei } = costOf(receipt);
     const day = today();
+    const sent = this.now();
     const after = await this.usageDocs
       .findOneAndUpdate(
         { ownerAddress, day },
@@ -114,7 +128,7 @@ export class GasMeter {
       )
       .catch(() => null);
     // The new total, other instances' charges included: the next check before a payment needs no read.
-    if (after) this.remember(ownerAddress, day, after.costGwei);
+    if (after) this.remember(ownerAddress, day, after.costGwei, sent);
     else this.known.delete(ownerAddress);
   }
 }

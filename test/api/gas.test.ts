@@ -3,7 +3,8 @@ import { fundedFacilitator, mintUsdc, startV2Seller, type TestSeller } from "../
 import { ownerKey } from "../helpers/owner";
 import { randomOwner, startStack, type Stack } from "../helpers/stack";
 import { expectErrorShape } from "../helpers/store";
-import { GasMeter } from "../../src/services/gas";
+import { GasMeter, type GasUsageDoc } from "../../src/services/gas";
+import type { Store } from "../../src/store";
 
 const POLICY = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
 
@@ -108,5 +109,77 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     expect(await refusal(a.check(second)), "stands on its answer of 600").to.equal(null);
     now += 1;
     expect(await refusal(a.check(second))).to.include({ code: "gas_allowance_exceeded" });
+    // Exactly half is not more than half: 1 s at most.
+    const third = randomOwner().address;
+    await a.charge(third, receipt(500));
+    await b.charge(third, receipt(600));
+    now += 1_001;
+    expect(await refusal(a.check(third))).to.include({ code: "gas_allowance_exceeded" });
+  });
+
+  it("an answer that arrives late never lowers the total the check stands on, nor dates it from its arrival", async () => {
+    const config = { ownerGasAllowanceGwei: 1_000 };
+    let now = 0;
+    const b = new GasMeter(s.svc.store, config);
+    const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
+    const refusal = (p: Promise<void>) =>
+      p.then(
+        () => null,
+        (err: unknown) => err,
+      );
+    /**
+     * A meter on the real store whose gasUsage reads are answered late: each read runs at once, and its answer is held
+     * until release() (an answer slow on the wire). `read` resolves once the store has answered.
+     */
+    const lateAnswers = () => {
+      let release!: () => void;
+      let answered!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const read = new Promise<void>((r) => (answered = r));
+      const store = {
+        collection: (name: string) => {
+          const docs = s.svc.store.collection<GasUsageDoc>(name);
+          return new Proxy(docs, {
+            get(target, prop) {
+              if (prop === "findOne")
+                return async (...args: Parameters<typeof docs.findOne>) => {
+                  const doc = await target.findOne(...args);
+                  answered();
+                  await gate;
+                  return doc;
+                };
+              const value: unknown = Reflect.get(target, prop, target);
+              return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+            },
+          });
+        },
+      } as unknown as Store;
+      return { meter: new GasMeter(store, config, () => now), read, release };
+    };
+
+    // A read of 0 answered after the meter's own charge answered 600 (more than half): 600 stands, 1 s at most.
+    const first = randomOwner().address;
+    const late = lateAnswers();
+    const reading = late.meter.usage(first);
+    await late.read;
+    await late.meter.charge(first, receipt(600));
+    late.release();
+    await reading;
+    await b.charge(first, receipt(500));
+    now = 5_000;
+    expect(await refusal(late.meter.check(first)), "stood on the late answer of 0").to.include({ code: "gas_allowance_exceeded" });
+
+    // A read sent at 0 and answered at 9 s is 10 s old at 10 s, not 1 s.
+    now = 0;
+    const second = randomOwner().address;
+    const slow = lateAnswers();
+    const checking = slow.meter.check(second);
+    await slow.read;
+    now = 9_000;
+    slow.release();
+    await checking;
+    await b.charge(second, receipt(1_500));
+    now = 10_001;
+    expect(await refusal(slow.meter.check(second)), "dated the answer from its arrival").to.include({ code: "gas_allowance_exceeded" });
   });
 });
