@@ -7,6 +7,14 @@ import { GasMeter, type GasUsageDoc } from "../../src/services/gas";
 import type { Store } from "../../src/store";
 
 const POLICY = { perTxLimit: "5", dailyBudget: "20", approvalThreshold: "3", allowlist: ["127.0.0.1"] };
+/** A mined transaction's receipt that cost `gwei`. */
+const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
+/** The error a check threw, or null when it let the transaction through. */
+const refusal = (p: Promise<void>) =>
+  p.then(
+    () => null,
+    (err: unknown) => err,
+  );
 
 describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", () => {
   let s: Stack;
@@ -71,15 +79,10 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     const owner = randomOwner().address;
     const config = { ownerGasAllowanceGwei: 1_000 };
     const [a, b] = [new GasMeter(s.svc.store, config), new GasMeter(s.svc.store, config)];
-    const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
     await a.check(owner); // nothing spent: A knows 0
     await b.charge(owner, receipt(1_500)); // B spends past the allowance
     await a.charge(owner, receipt(1)); // A's own charge answers 1,501
-    const refused = await a.check(owner).then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(refused).to.include({ code: "gas_allowance_exceeded", status: 429 });
+    expect(await refusal(a.check(owner))).to.include({ code: "gas_allowance_exceeded", status: 429 });
     expect((await a.usage(owner)).transactions).to.equal(2);
   });
 
@@ -87,12 +90,6 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     const config = { ownerGasAllowanceGwei: 1_000 };
     let now = 0;
     const [a, b] = [new GasMeter(s.svc.store, config, () => now), new GasMeter(s.svc.store, config)];
-    const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
-    const refusal = (p: Promise<void>) =>
-      p.then(
-        () => null,
-        (err: unknown) => err,
-      );
     // A read 0; B then charges the whole allowance and more (faster than any relay could: half of it within 10 s).
     const first = randomOwner().address;
     await a.check(first);
@@ -121,12 +118,6 @@ describe("operator gas per owner: OWNER_GAS_ALLOWANCE_GWEI and GET /owner/gas", 
     const config = { ownerGasAllowanceGwei: 1_000 };
     let now = 0;
     const b = new GasMeter(s.svc.store, config);
-    const receipt = (gwei: number) => ({ gasUsed: BigInt(gwei), gasPrice: 1_000_000_000n });
-    const refusal = (p: Promise<void>) =>
-      p.then(
-        () => null,
-        (err: unknown) => err,
-      );
     /**
      * A meter on the real store whose gasUsage reads are answered late: each read runs at once, and its answer is held
      * until release() (an answer slow on the wire). `read` resolves once the store has answered.
