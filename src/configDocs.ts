@@ -135,7 +135,7 @@ export const CONFIG_DOCS: Record<EnvKey, ConfigDoc> = {
   OWNER_GAS_ALLOWANCE_GWEI: {
     default: "`1e7` (0.01 ETH; `1e12` embedded)",
     meaning:
-      "operator gas the agents of one owner may cost per UTC day; past it, deploys, policy updates, authorisations and on-chain blocked records for them answer 429 `gas_allowance_exceeded` (pauses, withdrawals and hand-overs never); `GET /owner/gas` shows the figures. Each relayed transaction is checked before it is sent and charged once mined, so the last one goes past it by its own cost. With several instances, one may also go past it by what the others charged in the 1 s before its check, or by what they charged beyond half of it in the 10 s before (the check stands on the total its instance last read or charged, dated from when that read or charge was sent: at most 1 s old, or 10 s while that total leaves more than half the allowance)",
+      "operator gas the agents of one owner may cost per UTC day; past it, deploys, policy updates, authorisations and on-chain blocked records for them answer 429 `gas_allowance_exceeded` (pauses, withdrawals and hand-overs never); `GET /owner/gas` shows the figures. Each relayed transaction is checked before it is sent and charged once mined, so the last one goes past it by its own cost. With several instances, one may also go past it by what the others charged in the 1 s before its check, or by what they charged beyond half of it in the 10 s before (the check stands on the total its instance last read or charged, dated from when that read or charge was sent: less than 1 s old, or 10 s while that total leaves more than half the allowance)",
   },
   OWNER_ALLOWLIST: {
     default: "unset",

@@ -5,7 +5,7 @@
  * kill switch, withdrawals and hand-overs are never refused: they protect the owner), so nobody drains the operator.
  *
  * The check before a payment reads the owner's total as the store last answered it here (a read, or this instance's
- * own charge, which answers the new total) when that answer is at most USAGE_FRESH_MS old, or USAGE_HEADROOM_MS while
+ * own charge, which answers the new total) when that answer is less than USAGE_FRESH_MS old, or USAGE_HEADROOM_MS while
  * it leaves more than half the allowance: a busy owner's payments then check without a store read. An answer's age
  * counts from when its command was sent, and a late answer never replaces a newer total (remember). What other
  * instances charged since that answer can go past the allowance by at most what they charge in USAGE_FRESH_MS, or by
@@ -16,6 +16,7 @@ import type { TransactionReceipt } from "ethers";
 import type { Config } from "../config";
 import { appError } from "../errors";
 import type { Store } from "../store";
+import { within } from "../store/changeMarks";
 
 export interface GasUsageDoc {
   ownerAddress: string;
@@ -95,9 +96,9 @@ export class GasMeter {
     const k = this.known.get(ownerAddress);
     const allowance = this.config.ownerGasAllowanceGwei;
     if (k && k.day === today() && k.costGwei < allowance) {
-      const age = this.now() - k.at;
-      // A negative age (an injected clock that went back) is not young: the total is read again.
-      if (age >= 0 && (age <= USAGE_FRESH_MS || (age <= USAGE_HEADROOM_MS && k.costGwei * 2 < allowance))) return;
+      // (An injected clock that went back makes it too old: the total is read again.)
+      const now = this.now();
+      if (within(now, k.at, USAGE_FRESH_MS) || (within(now, k.at, USAGE_HEADROOM_MS) && k.costGwei * 2 < allowance)) return;
     }
     const u = await this.usage(ownerAddress);
     if (u.costGwei < u.allowanceGwei) return;
