@@ -11,6 +11,9 @@
  * partition from the database) from waking up and carrying on. So each acquisition gets a fencing token, `fence` (the
  * lease's generation, increased on every acquisition), and the work that commits to spending checks it (HeldLease.hold)
  * after writing down what it is about to do: see src/payments/authorize.ts (begin) for why that closes the window.
+ * A lease handed to the next task of its process (DistributedMutex) keeps its token and fence: the task before it can
+ * commit nothing more all the same, as its hold is refused here once it ended, and another instance's acquisition
+ * moves both.
  */
 import { randomBytes } from "node:crypto";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -48,6 +51,13 @@ export interface HeldLease extends Fence {
   fence: number;
   /** Taken from a holder whose lease had run out: that holder may still be working (stalled, not dead). */
   tookOver: boolean;
+}
+
+/** A lease a finished task handed to the next task of its process (withLease), and until when it is held. */
+export interface KeptLease {
+  lease: HeldLease;
+  /** When it runs out (the holder's clock), as its last acquisition or renewal that answered set it: no later. */
+  until: number;
 }
 
 const FREE = new Date(0);
@@ -156,27 +166,46 @@ export class Leases {
 
   /**
    * Runs `task` while holding `name`, waiting (backing off) for it; renews the lease every third of `ttlMs` while the
-   * task runs and frees it after.
+   * task runs and frees it after. A task's lease commits nothing (its hold answers false) once the task ended.
    */
   async withLease<T>(
     name: string,
     ttlMs: number,
     task: (lease: HeldLease) => Promise<T>,
     /**
-     * `token`: the acquisition to take the lease again with (one handed over by the task before, still this holder's
-     * unless it ran out); `keep`: asked when the task ends, whether the lease stays held (handed to the next task).
+     * `kept`: the lease the task before handed over (still this holder's unless another instance took it since): taken
+     * as it is, with no store command, while two thirds of `ttlMs` are left of it (so its first renewal, a third of
+     * `ttlMs` into the task, comes in time), and taken again with its token otherwise. `keep`: asked when the task ends,
+     * whether the lease stays held (handed to the next task).
      */
-    handOver: { token?: string; keep?: (lease: HeldLease) => boolean } = {},
+    handOver: { kept?: KeptLease; keep?: (kept: KeptLease) => boolean } = {},
   ): Promise<T> {
+    const { kept } = handOver;
     let lease: HeldLease | null = null;
-    const token = handOver.token;
-    for (let delay = WAIT_FIRST_MS; !(lease = await this.acquire(name, ttlMs, token)); delay = Math.min(delay * 2, WAIT_MAX_MS)) {
-      await new Promise((r) => setTimeout(r, delay));
+    let until = 0;
+    if (kept && kept.until - this.clock() >= (ttlMs * 2) / 3) {
+      // No other task of this process ran under it since; another instance that took it since moved its token and fence.
+      lease = { ...kept.lease, tookOver: false };
+      until = kept.until;
     }
-    const held = lease;
+    for (let delay = WAIT_FIRST_MS; !lease; delay = Math.min(delay * 2, WAIT_MAX_MS)) {
+      const at = this.clock();
+      lease = await this.acquire(name, ttlMs, kept?.lease.token);
+      if (lease) until = at + ttlMs;
+      else await new Promise((r) => setTimeout(r, delay));
+    }
+    const acquired = lease;
+    let live = true;
+    const held: HeldLease = { ...acquired, hold: async (txnId, replaces) => live && (await acquired.hold(txnId, replaces)) };
     const heartbeat = setInterval(
       () => {
-        this.renew(name, held.token, ttlMs).catch(() => undefined);
+        const at = this.clock();
+        this.renew(name, held.token, ttlMs).then(
+          (renewed) => {
+            if (renewed) until = Math.max(until, at + ttlMs);
+          },
+          () => undefined,
+        );
       },
       Math.max(50, Math.floor(ttlMs / 3)),
     );
@@ -184,8 +213,9 @@ export class Leases {
     try {
       return await task(held);
     } finally {
+      live = false;
       clearInterval(heartbeat);
-      if (!handOver.keep?.(held)) {
+      if (!handOver.keep?.({ lease: acquired, until })) {
         // Freed in the next turn of the event loop: a caller answered from the task (DistributedMutex.run) has its
         // answer written first, and this write's encoding does not delay it.
         const freeing = nextTurn().then(() => this.release(name, held.token).catch(() => undefined));
@@ -204,8 +234,8 @@ export class DistributedMutex {
   private readonly local = new KeyedMutex();
   /** Tasks per key waiting in this process for the one running. */
   private readonly queued = new Map<string, number>();
-  /** Per key, the lease a finished task handed to the next one here (its token), and how many handed it on in a row. */
-  private readonly kept = new Map<string, { token: string; turns: number }>();
+  /** Per key, the lease a finished task handed to the next one here, and how many handed it on in a row. */
+  private readonly kept = new Map<string, KeptLease & { turns: number }>();
 
   constructor(
     private readonly leases: Leases,
@@ -222,8 +252,9 @@ export class DistributedMutex {
    * Runs `task` holding the key, and answers with its result as soon as it ends: the lease is freed after that (the
    * next task for the key in this process still waits for it), so a caller's answer does not wait for one more store
    * round trip. When another task for the key waits here, the lease is handed to it instead of freed and taken again:
-   * it takes it with the same token (a new fence all the same, so every task's fence is its own), one store round trip
-   * instead of two. At most HAND_OVERS times in a row, so another instance waiting for the key gets its turn.
+   * it runs under it with no store command (withLease: its token and fence, while enough of it is left), where a free
+   * and a new acquisition would take two. At most HAND_OVERS times in a row, so another instance waiting for the key
+   * gets its turn.
    */
   run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
     this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
@@ -236,9 +267,9 @@ export class DistributedMutex {
           const handed = this.kept.get(key);
           this.kept.delete(key);
           const turns = handed ? handed.turns + 1 : 0;
-          const keep = (lease: HeldLease) => {
+          const keep = (kept: KeptLease) => {
             if (!this.queued.has(key) || turns >= HAND_OVERS) return false;
-            this.kept.set(key, { token: lease.token, turns });
+            this.kept.set(key, { ...kept, turns });
             return true;
           };
           return this.leases.withLease(
@@ -249,7 +280,7 @@ export class DistributedMutex {
               done.then(resolve, reject);
               return done;
             },
-            { token: handed?.token, keep },
+            { kept: handed, keep },
           );
         })
         // The outcome went to the caller already (a task's failure, or a lease never taken, below).

@@ -17,10 +17,20 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
     await mongo?.stop();
   });
 
-  /** Leases of instance `holder` that count their releases. */
-  function leasesOf(holder: string): Leases & { releases: number } {
-    const l = new Leases(store, holder) as Leases & { releases: number };
+  /** Leases of instance `holder` (on `clock`) that count their acquisitions and releases. */
+  function leasesOf(
+    holder: string,
+    clock?: () => number,
+    deadHolders?: () => readonly string[],
+  ): Leases & { acquisitions: number; releases: number } {
+    const l = new Leases(store, holder, clock, deadHolders) as Leases & { acquisitions: number; releases: number };
+    l.acquisitions = 0;
     l.releases = 0;
+    const acquire = l.acquire.bind(l);
+    l.acquire = (name, ttlMs, token) => {
+      l.acquisitions++;
+      return acquire(name, ttlMs, token);
+    };
     const release = l.release.bind(l);
     l.release = (name, token) => {
       l.releases++;
@@ -29,7 +39,7 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
     return l;
   }
 
-  it("runs queued tasks one at a time, each with its own fence (the one before cannot commit any more), and frees the lease once", async function () {
+  it("runs queued tasks one at a time under one acquisition (the task before cannot commit any more) and frees the lease once", async function () {
     const a = leasesOf("instance-a");
     const mutex = new DistributedMutex(a, "agent", 5_000);
     const seen: HeldLease[] = [];
@@ -38,7 +48,7 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
       expect(++running).to.equal(1);
       seen.push(lease);
       if (i > 0) {
-        // The lease the task before ran under no longer commits anything: its fence is behind.
+        // The lease the task before ran under no longer commits anything, though it is the same acquisition.
         expect(await seen[i - 1].hold(`txn_${i - 1}`)).to.equal(false);
       }
       expect(await lease.hold(`txn_${i}`)).to.equal(true);
@@ -47,18 +57,58 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
       return i;
     };
     expect(await Promise.all([0, 1, 2].map((i) => mutex.run("0xAgent", task(i))))).to.deep.equal([0, 1, 2]);
-    expect(seen.map((l) => l.fence)).to.deep.equal([seen[0].fence, seen[0].fence + 1, seen[0].fence + 2]);
-    expect(seen.every((l) => l.token === seen[0].token && !l.tookOver)).to.equal(true);
-    // Handed on twice, freed once, after the last (after its answer).
+    expect(seen.every((l) => l.token === seen[0].token && l.fence === seen[0].fence && !l.tookOver)).to.equal(true);
+    // Taken once, handed on twice with no store command, freed once, after the last (after its answer).
+    expect(a.acquisitions).to.equal(1);
     await mutex.settled();
     expect(a.releases).to.equal(1);
     expect(await a.holderOf("agent:0xagent")).to.equal(null);
     // A task that comes alone afterwards takes the lease afresh.
     const alone = await mutex.run("0xAgent", (lease) => Promise.resolve(lease));
     expect(alone.token).to.not.equal(seen[0].token);
-    expect(alone.fence).to.equal(seen[2].fence + 1);
+    expect(alone.fence).to.equal(seen[0].fence + 1);
     await mutex.settled();
     expect(a.releases).to.equal(2);
+  });
+
+  it("takes a handed lease again when less than two thirds of it are left, so it is renewed in time", async function () {
+    let now = Date.now();
+    const a = leasesOf("instance-a", () => now);
+    const mutex = new DistributedMutex(a, "agent", 3_000);
+    const seen: HeldLease[] = [];
+    const task = (advance: number) => async (lease: HeldLease) => {
+      seen.push(lease);
+      expect(await lease.hold("txn")).to.equal(true);
+      now += advance;
+    };
+    // 999 ms used of 3,000: the next runs as handed; 1,001 ms more: taken again, with the same token and a new fence.
+    await Promise.all([mutex.run("0xSlow", task(999)), mutex.run("0xSlow", task(1_001)), mutex.run("0xSlow", task(0))]);
+    expect(a.acquisitions).to.equal(2);
+    expect(seen.map((l) => l.fence)).to.deep.equal([seen[0].fence, seen[0].fence, seen[0].fence + 1]);
+    expect(seen.every((l) => l.token === seen[0].token)).to.equal(true);
+    await mutex.settled();
+  });
+
+  it("a handed lease another instance took meanwhile (this one judged dead) commits nothing", async function () {
+    const a = leasesOf("instance-a");
+    const b = leasesOf("instance-b", Date.now, () => ["instance-a"]);
+    const mutex = new DistributedMutex(a, "agent", 5_000);
+    let taken: HeldLease | null = null;
+    const first = mutex.run("0xStalled", async (lease) => {
+      expect(await lease.hold("txn_0")).to.equal(true);
+      // Meanwhile instance b judges a dead (its heartbeat went stale) and takes its lease at once.
+      taken = await b.acquire("agent:0xstalled", 5_000);
+    });
+    const second = mutex.run("0xStalled", (lease) => lease.hold("txn_1"));
+    await first;
+    expect(taken).to.not.equal(null);
+    expect(taken!.tookOver).to.equal(true);
+    expect(await second).to.equal(false);
+    expect(await taken!.hold("txn_b")).to.equal(true);
+    expect(a.acquisitions).to.equal(1);
+    await mutex.settled();
+    // a's free after the second task does not free b's lease.
+    expect(await a.holderOf("agent:0xstalled")).to.equal("instance-b");
   });
 
   it("hands over within one instance only: a task of another instance never runs beside them, and gets its turn", async function () {
