@@ -13,6 +13,7 @@
  * sees it.
  */
 import type { TransactionReceipt } from "ethers";
+import type { Collection } from "mongodb";
 import type { Config } from "../config";
 import { appError } from "../errors";
 import type { Store } from "../store";
@@ -45,12 +46,16 @@ export class GasMeter {
   /** Per owner, the day's total as the store last answered it here, and when (this.now()). */
   private readonly known = new Map<string, { day: string; costGwei: number; at: number }>();
 
+  private readonly usageDocs: Collection<GasUsageDoc>;
+
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly config: Pick<Config, "ownerGasAllowanceGwei">,
     /** A monotonic clock, ms. */
     private readonly now: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.usageDocs = store.collection<GasUsageDoc>("gasUsage");
+  }
 
   /**
    * Remembers the day's total as a store command answered it, `at` the time the command was sent (this.now()): the
@@ -65,10 +70,6 @@ export class GasMeter {
       at = Math.max(at, k.at);
     } else if (this.known.size >= 10_000) this.known.clear();
     this.known.set(ownerAddress, { day, costGwei, at });
-  }
-
-  private get usageDocs() {
-    return this.store.collection<GasUsageDoc>("gasUsage");
   }
 
   /** Today's operator gas for an owner's agents, and what is left of the allowance. */
