@@ -125,23 +125,30 @@ export async function pay(
   const admitting = room.ctx.agentLock.busy(input.agentAddress)
     ? undefined
     : observed(read().then(({ doc, at }) => (recent(at) ? room.decisions.admit(doc, merchant, { fresh: false }) : undefined)));
-  return room.ctx.agentLock.run(input.agentAddress, async (lock) => {
-    // A document not read yet (agentReader's deferred read) is read now, under the lock: it is not read again, but
-    // after a take-over, whose wait for the payments in flight comes after it.
-    const underLock = !read.started();
-    const { doc, at } = await read();
-    if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
-    if (lock.tookOver) await awaitQuiet(room, doc.address);
-    // Only when the document was recent at its arrival too: then `admitting` is that document's admission.
-    const early = admitting && !lock.tookOver && recent(at) ? (admitting as Promise<Admission>) : undefined;
-    const current = early || (underLock && !lock.tookOver) ? doc : ((await room.ctx.store.agents.findOne({ address: doc.address })) ?? doc);
-    return payLocked(
-      room,
-      paymentContext(current, input, merchant, idempotencyScope, { lock, key: keyFence }),
-      toBaseUnits(input.maxAmount),
-      early,
-    );
-  });
+  // Fenced: what this task sends goes out only after its commit held the lock's fence (authorize.ts begin), so a lock
+  // handed over from the agent's payment before runs with no store command of its own (DistributedMutex.run).
+  return room.ctx.agentLock.run(
+    input.agentAddress,
+    async (lock) => {
+      // A document not read yet (agentReader's deferred read) is read now, under the lock: it is not read again, but
+      // after a take-over, whose wait for the payments in flight comes after it.
+      const underLock = !read.started();
+      const { doc, at } = await read();
+      if (doc.address !== input.agentAddress) throw new Error(`the agent read (${doc.address}) is not the payer (${input.agentAddress})`);
+      if (lock.tookOver) await awaitQuiet(room, doc.address);
+      // Only when the document was recent at its arrival too: then `admitting` is that document's admission.
+      const early = admitting && !lock.tookOver && recent(at) ? (admitting as Promise<Admission>) : undefined;
+      const current =
+        early || (underLock && !lock.tookOver) ? doc : ((await room.ctx.store.agents.findOne({ address: doc.address })) ?? doc);
+      return payLocked(
+        room,
+        paymentContext(current, input, merchant, idempotencyScope, { lock, key: keyFence }),
+        toBaseUnits(input.maxAmount),
+        early,
+      );
+    },
+    { fenced: true },
+  );
 }
 
 /** A voucher without the agent's lock (pay), or NEEDS_LOCK with nothing written or sent. */

@@ -24,7 +24,8 @@ export async function requestApproval(room: Room, pc: PaymentContext, quote: Quo
   const txnId = newTxnId();
   ctx.telemetry.annotate(txnId);
   const now = new Date();
-  // Counted under the agent's lock (payments of one agent are serialised across instances): the cap holds.
+  // Counted under the agent's lock (payments of one agent are serialised across instances), whose fence is checked once
+  // the request is written (below): the cap holds.
   const open = await ctx.store.approvals.countDocuments({
     agentAddress: pc.agent.address,
     $or: [{ status: "pending", expiresAt: { $gt: now } }, { status: "approving" }],
@@ -70,6 +71,15 @@ export async function requestApproval(room: Room, pc: PaymentContext, quote: Quo
       now,
     ),
   );
+  // Written, then the lock's fence checked, as a payment's commit (authorize.ts begin): an instance that took the lock
+  // over meanwhile either counts this request or finds it undone.
+  const lock = pc.fences?.lock;
+  if (lock && !(await lock.hold(txnId))) {
+    await ctx.store.approvals.deleteOne({ approvalId, status: "pending" });
+    await room.ledger.undoRequested(txnId);
+    await key?.letGo?.(txnId).catch(() => undefined);
+    throw new LeaseLostError();
+  }
   approval.ownerAddress = await followAgentOwner(ctx.store, approval);
   ctx.webhooks.later(() => alertApproval(ctx, "approval.requested", approval));
   const amount = fromBaseUnits(quote.amount);

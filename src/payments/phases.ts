@@ -183,6 +183,11 @@ export class PaymentLedger {
     else await this.payments.updateOne(unsent, { $set: { status: "pending", phase: "quoted", paymentId: null } });
   }
 
+  /** Undoes the entry of an approval request whose lock was lost once it was written, while it still waits (pending.ts). */
+  async undoRequested(txnId: string): Promise<void> {
+    await this.payments.deleteOne({ txnId, phase: "quoted", status: "pending" });
+  }
+
   /** Drops the entries an earlier run under an Idempotency-Key wrote and never committed (nothing was sent for them). */
   async dropUncommitted(idempotencyScope: string): Promise<void> {
     await this.payments.deleteMany({ idempotencyScope, phase: "authorizing", authorizeTxHash: null });

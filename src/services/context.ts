@@ -44,7 +44,8 @@ export interface ServiceContext {
   activationSecret: Buffer;
   /** Serialises work per agent (payments, policy changes) across instances; different agents run in parallel. */
   agentLock: {
-    run<T>(key: string, task: (lock: HeldLease) => Promise<T>): Promise<T>;
+    /** `fenced`: every effect of the task that needs the lock goes through its hold (DistributedMutex.run). */
+    run<T>(key: string, task: (lock: HeldLease) => Promise<T>, opts?: { fenced?: boolean }): Promise<T>;
     /** In this process's queue for `key` only, without the lease (a voucher: DistributedMutex.runHere). */
     runHere<T>(key: string, task: () => Promise<T>): Promise<T>;
     busy(key: string): boolean;

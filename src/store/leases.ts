@@ -11,9 +11,9 @@
  * partition from the database) from waking up and carrying on. So each acquisition gets a fencing token, `fence` (the
  * lease's generation, increased on every acquisition), and the work that commits to spending checks it (HeldLease.hold)
  * after writing down what it is about to do: see src/payments/authorize.ts (begin) for why that closes the window.
- * A lease handed to the next task of its process (DistributedMutex) keeps its token and fence: the task before it can
- * commit nothing more all the same, as its hold is refused here once it ended, and another instance's acquisition
- * moves both.
+ * A lease handed to the next task of its process (DistributedMutex) keeps its token; a fenced task runs under its fence
+ * too, with no store command: the task before it can commit nothing more all the same, as its hold is refused here
+ * once it ended, and another instance's acquisition moves both.
  */
 import { randomBytes } from "node:crypto";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -56,7 +56,10 @@ export interface HeldLease extends Fence {
 /** A lease a finished task handed to the next task of its process (withLease), and until when it is held. */
 export interface KeptLease {
   lease: HeldLease;
-  /** When it runs out (the holder's clock), as its last acquisition or renewal that answered set it: no later. */
+  /**
+   * When it runs out by the holder's monotonic clock (Leases.elapsed), as its last acquisition or renewal that
+   * answered set it (no later); 0 when a renewal found it gone.
+   */
   until: number;
 }
 
@@ -71,16 +74,25 @@ export class Leases {
   /** Frees under way: withLease frees a lease just after its task ended. */
   private readonly freeing = new Set<Promise<void>>();
 
+  /** The clock leases are measured with (injected by tests to play a stalled instance). */
+  readonly clock: () => number;
+  /**
+   * The clock a holder measures what is left of its own lease with (withLease): a monotonic one, which a wall clock
+   * stepped back cannot stretch; the injected clock when there is one.
+   */
+  private readonly elapsed: () => number;
+
   constructor(
     store: Store,
     /** This instance's id (INSTANCE_ID). */
     readonly holder: string,
-    /** The clock leases are measured with (injected by tests to play a stalled instance). */
-    readonly clock: () => number = Date.now,
+    clock?: () => number,
     /** Instances whose heartbeat is stale (heartbeats.ts): their leases are taken at once, expired or not. */
     readonly deadHolders: () => readonly string[] = () => [],
   ) {
     this.docs = store.collection<LeaseDoc>("leases");
+    this.clock = clock ?? Date.now;
+    this.elapsed = clock ?? (() => performance.now());
   }
 
   /** Takes `name` for `ttlMs` if it is free, expired or this holder's; answers the acquisition's token, or null. */
@@ -173,39 +185,48 @@ export class Leases {
     ttlMs: number,
     task: (lease: HeldLease) => Promise<T>,
     /**
-     * `kept`: the lease the task before handed over (still this holder's unless another instance took it since): taken
-     * as it is, with no store command, while two thirds of `ttlMs` are left of it (so its first renewal, a third of
-     * `ttlMs` into the task, comes in time), and taken again with its token otherwise. `keep`: asked when the task ends,
-     * whether the lease stays held (handed to the next task).
+     * `kept`: the lease the task before handed over, taken again with its token (still this holder's unless another
+     * instance took it since). With `fenced` (a task whose every effect that needs the lease goes through its hold), it
+     * is run under as it is, with no store command, while two thirds of `ttlMs` are left of it: its first renewal, a
+     * third of `ttlMs` into the task, comes in time, and another instance that took it meanwhile (this one judged dead)
+     * moved its token and fence, so the task's hold answers false. `keep`: asked when the task ends, whether the lease
+     * stays held (handed to the next task).
      */
-    handOver: { kept?: KeptLease; keep?: (kept: KeptLease) => boolean } = {},
+    handOver: { kept?: KeptLease; fenced?: boolean; keep?: (kept: KeptLease) => boolean } = {},
   ): Promise<T> {
     const { kept } = handOver;
     let lease: HeldLease | null = null;
     let until = 0;
-    if (kept && kept.until - this.clock() >= (ttlMs * 2) / 3) {
-      // No other task of this process ran under it since; another instance that took it since moved its token and fence.
+    if (kept && handOver.fenced && kept.until - this.elapsed() >= (ttlMs * 2) / 3) {
       lease = { ...kept.lease, tookOver: false };
       until = kept.until;
     }
     for (let delay = WAIT_FIRST_MS; !lease; delay = Math.min(delay * 2, WAIT_MAX_MS)) {
-      const at = this.clock();
+      const at = this.elapsed();
       lease = await this.acquire(name, ttlMs, kept?.lease.token);
       if (lease) until = at + ttlMs;
       else await new Promise((r) => setTimeout(r, delay));
     }
     const acquired = lease;
     let live = true;
-    const held: HeldLease = { ...acquired, hold: async (txnId, replaces) => live && (await acquired.hold(txnId, replaces)) };
+    const held: HeldLease = {
+      ...acquired,
+      hold: async (txnId, replaces) => live && (await acquired.hold(txnId, replaces)) && live,
+    };
+    // One renewal at a time, so their answers come in the order they were applied: `until` is the last one's.
+    let renewing = false;
     const heartbeat = setInterval(
       () => {
-        const at = this.clock();
-        this.renew(name, held.token, ttlMs).then(
-          (renewed) => {
-            if (renewed) until = Math.max(until, at + ttlMs);
-          },
-          () => undefined,
-        );
+        if (renewing) return;
+        renewing = true;
+        const at = this.elapsed();
+        this.renew(name, held.token, ttlMs)
+          .then(
+            // A renewal that found the lease gone: it is not handed over as held.
+            (renewed) => void (until = renewed ? Math.max(until, at + ttlMs) : 0),
+            () => undefined,
+          )
+          .finally(() => (renewing = false));
       },
       Math.max(50, Math.floor(ttlMs / 3)),
     );
@@ -252,11 +273,13 @@ export class DistributedMutex {
    * Runs `task` holding the key, and answers with its result as soon as it ends: the lease is freed after that (the
    * next task for the key in this process still waits for it), so a caller's answer does not wait for one more store
    * round trip. When another task for the key waits here, the lease is handed to it instead of freed and taken again:
-   * it runs under it with no store command (withLease: its token and fence, while enough of it is left), where a free
-   * and a new acquisition would take two. At most HAND_OVERS times in a row, so another instance waiting for the key
-   * gets its turn.
+   * it takes it again with the same token (a free and an acquisition would take two round trips), or, when `fenced`,
+   * runs under it with no store command (withLease). At most HAND_OVERS times in a row, so another instance waiting for
+   * the key gets its turn. `fenced`: every effect of the task that needs the key's lease goes through its hold (a
+   * payment's commit, src/payments/authorize.ts): a task that relies on the lease alone to keep other instances out
+   * checks it in the store before it starts.
    */
-  run<T>(key: string, task: (lease: HeldLease) => Promise<T>): Promise<T> {
+  run<T>(key: string, task: (lease: HeldLease) => Promise<T>, opts: { fenced?: boolean } = {}): Promise<T> {
     this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
     return new Promise<T>((resolve, reject) => {
       this.local
@@ -280,7 +303,7 @@ export class DistributedMutex {
               done.then(resolve, reject);
               return done;
             },
-            { kept: handed, keep },
+            { kept: handed, fenced: opts.fenced, keep },
           );
         })
         // The outcome went to the caller already (a task's failure, or a lease never taken, below).

@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Leases } from "../../src/store/leases";
 import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency";
+import { MAX_PENDING_APPROVALS } from "../../src/payments/pending";
 import type { PaymentDoc } from "../../src/store/documents";
 import { randomOwner, type Stack } from "../helpers/stack";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
@@ -193,6 +194,44 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const late = await first;
     expect(await a.svc.store.approvals.countDocuments({ agentAddress: ag.agentAddress }), "approvals").to.equal(1);
     expect(late.status, JSON.stringify(late.body)).to.equal(409);
+  });
+
+  it("A stalled holding the agent's lock asks for an approval after B took the lock over: A's request is undone, B's counts", async () => {
+    const ag = await agent("0.5");
+    // 19 requests wait for the owner already: one more fills the queue (MAX_PENDING_APPROVALS).
+    const now = new Date();
+    await a.svc.store.approvals.insertMany(
+      Array.from({ length: MAX_PENDING_APPROVALS - 1 }, (_, i) => ({
+        ...{ approvalId: `apr_full_${i}`, txnId: `txn_full_${i}`, agentAddress: ag.agentAddress, ownerAddress: null },
+        ...{ merchant: "127.0.0.1", serviceUrl: `${gate.url}/full`, method: "GET" as const, amount: "1000000", maxAmount: "1000000" },
+        ...{
+          intent: "full",
+          status: "pending" as const,
+          requestedAt: now,
+          resolvedAt: null,
+          expiresAt: new Date(now.getTime() + 3_600_000),
+        },
+      })),
+    );
+    const stalledA = gate.hold("/q1", false);
+    const first = pay(a, ag, "/q1");
+    const resumeA = await stalledA; // A holds the agent's lock and waits on the seller's quote
+    pair.skew = 2 * LEASE_MS;
+    const stalledB = gate.hold("/q2", false);
+    const second = pay(b, ag, "/q2");
+    const resumeB = await stalledB; // B took the lock over and waits on its quote
+    resumeA();
+    const late = await first;
+    expect(late.status, JSON.stringify(late.body)).to.equal(409);
+    resumeB();
+    const held = await second;
+    expect(held.status, JSON.stringify(held.body)).to.equal(202);
+    const waiting = await a.svc.store.approvals.find({ agentAddress: ag.agentAddress, status: "pending" }).toArray();
+    expect(waiting, "the queue's cap").to.have.length(MAX_PENDING_APPROVALS);
+    expect(waiting.map((w) => w.intent))
+      .to.include("/q2")
+      .and.not.include("/q1");
+    expect(await a.svc.store.payments.findOne({ agentAddress: ag.agentAddress, intent: "/q1" }), "A's entry").to.equal(null);
   });
 
   it("A stalled holding the agent's lock wakes while B's payment is in flight: A stops before paying", async () => {

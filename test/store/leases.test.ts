@@ -39,7 +39,7 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
     return l;
   }
 
-  it("runs queued tasks one at a time under one acquisition (the task before cannot commit any more) and frees the lease once", async function () {
+  it("runs queued fenced tasks one at a time under one acquisition (the task before cannot commit any more) and frees the lease once", async function () {
     const a = leasesOf("instance-a");
     const mutex = new DistributedMutex(a, "agent", 5_000);
     const seen: HeldLease[] = [];
@@ -56,7 +56,7 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
       running--;
       return i;
     };
-    expect(await Promise.all([0, 1, 2].map((i) => mutex.run("0xAgent", task(i))))).to.deep.equal([0, 1, 2]);
+    expect(await Promise.all([0, 1, 2].map((i) => mutex.run("0xAgent", task(i), { fenced: true })))).to.deep.equal([0, 1, 2]);
     expect(seen.every((l) => l.token === seen[0].token && l.fence === seen[0].fence && !l.tookOver)).to.equal(true);
     // Taken once, handed on twice with no store command, freed once, after the last (after its answer).
     expect(a.acquisitions).to.equal(1);
@@ -81,25 +81,99 @@ describe("DistributedMutex: a key's lease handed to the next task in the process
       expect(await lease.hold("txn")).to.equal(true);
       now += advance;
     };
-    // 999 ms used of 3,000: the next runs as handed; 1,001 ms more: taken again, with the same token and a new fence.
-    await Promise.all([mutex.run("0xSlow", task(999)), mutex.run("0xSlow", task(1_001)), mutex.run("0xSlow", task(0))]);
+    const run = (advance: number) => mutex.run("0xSlow", task(advance), { fenced: true });
+    // 999 ms used of 3,000: the next runs as handed. 2 ms more (1,999 left): taken again, same token, a new fence.
+    await Promise.all([run(999), run(2), run(0)]);
     expect(a.acquisitions).to.equal(2);
     expect(seen.map((l) => l.fence)).to.deep.equal([seen[0].fence, seen[0].fence, seen[0].fence + 1]);
     expect(seen.every((l) => l.token === seen[0].token)).to.equal(true);
     await mutex.settled();
   });
 
-  it("a handed lease another instance took meanwhile (this one judged dead) commits nothing", async function () {
+  it("counts a renewal that answered, and not one that found the lease gone", async function () {
+    this.timeout(10_000);
+    /** Two fenced tasks on a lease of 3,000 ms (renewed every 1,000 ms of real time); the first uses 1,500 ms of it. */
+    const twoTasks = async (lose: boolean) => {
+      let now = Date.now();
+      const a = leasesOf("instance-a", () => now);
+      const mutex = new DistributedMutex(a, "agent", 3_000);
+      const first = mutex.run(
+        "0xRenewed",
+        async (lease) => {
+          expect(await lease.hold("txn_0")).to.equal(true);
+          // Freed meanwhile (a restart under the same id), or not.
+          if (lose) await new Leases(store, "instance-a").releaseAllOf();
+          now += 1_500; // only a renewal leaves two thirds of it
+          await new Promise((r) => setTimeout(r, 1_150)); // one renewal answers
+        },
+        { fenced: true },
+      );
+      const second = mutex.run("0xRenewed", (lease) => lease.hold("txn_1"), { fenced: true });
+      await first;
+      expect(await second).to.equal(true);
+      await mutex.settled();
+      return a.acquisitions;
+    };
+    expect(await twoTasks(false)).to.equal(1);
+    expect(await twoTasks(true)).to.equal(2);
+  });
+
+  it("checks a handed lease in the store before a task that is not fenced: it never runs beside another instance's", async function () {
+    /** a's next task starts after `other` took the key (a judged dead, or a restart under a's id): it waits for it. */
+    const overlapAfter = async (other: Leases) => {
+      const mutexA = new DistributedMutex(leasesOf("instance-a"), "agent", 5_000);
+      const mutexB = new DistributedMutex(other, "agent", 5_000);
+      let bRunning = false;
+      let overlap = false;
+      let open: () => void = () => undefined;
+      const gate = new Promise<void>((r) => (open = r));
+      let bStarted: () => void = () => undefined;
+      const started = new Promise<void>((r) => (bStarted = r));
+      let bDone: Promise<void> = Promise.resolve();
+      const first = mutexA.run("0xTaken", async () => {
+        bDone = mutexB.run("0xTaken", async () => {
+          bRunning = true;
+          bStarted();
+          await gate;
+          bRunning = false;
+        });
+        await started;
+      });
+      const second = mutexA.run("0xTaken", () => {
+        overlap ||= bRunning;
+        return Promise.resolve();
+      });
+      await first;
+      setTimeout(open, 100);
+      await Promise.all([second, bDone]);
+      await Promise.all([mutexA.settled(), mutexB.settled()]);
+      return overlap;
+    };
+    expect(await overlapAfter(leasesOf("instance-b", undefined, () => ["instance-a"]))).to.equal(false);
+    const restarted = leasesOf("instance-a");
+    const acquire = restarted.acquire.bind(restarted);
+    restarted.acquire = async (name, ttlMs, token) => {
+      await restarted.releaseAllOf(); // the new process frees its predecessor's leases at boot
+      return acquire(name, ttlMs, token);
+    };
+    expect(await overlapAfter(restarted)).to.equal(false);
+  });
+
+  it("a fenced task under a handed lease another instance took meanwhile (this one judged dead) commits nothing", async function () {
     const a = leasesOf("instance-a");
     const b = leasesOf("instance-b", Date.now, () => ["instance-a"]);
     const mutex = new DistributedMutex(a, "agent", 5_000);
     let taken: HeldLease | null = null;
-    const first = mutex.run("0xStalled", async (lease) => {
-      expect(await lease.hold("txn_0")).to.equal(true);
-      // Meanwhile instance b judges a dead (its heartbeat went stale) and takes its lease at once.
-      taken = await b.acquire("agent:0xstalled", 5_000);
-    });
-    const second = mutex.run("0xStalled", (lease) => lease.hold("txn_1"));
+    const first = mutex.run(
+      "0xStalled",
+      async (lease) => {
+        expect(await lease.hold("txn_0")).to.equal(true);
+        // Meanwhile instance b judges a dead (its heartbeat went stale) and takes its lease at once.
+        taken = await b.acquire("agent:0xstalled", 5_000);
+      },
+      { fenced: true },
+    );
+    const second = mutex.run("0xStalled", (lease) => lease.hold("txn_1"), { fenced: true });
     await first;
     expect(taken).to.not.equal(null);
     expect(taken!.tookOver).to.equal(true);
