@@ -2,7 +2,7 @@
  * What every step of a payment gets: the room (the service's context and the payment's own collaborators), and the
  * payment context of one request (its agent, merchant, seller request and the leases it runs under).
  */
-import { badRequest } from "../errors";
+import { LeaseLostError, badRequest } from "../errors";
 import { normalizeHost } from "../policy/allowlist";
 import type { PolicyOps } from "../chain/policyOps";
 import type { SchemeOps } from "../chain/schemeOps";
@@ -54,6 +54,15 @@ export interface PaymentContext {
   schemes?: readonly PaymentScheme[];
   /** The agent lock and the Idempotency-Key the payment runs under: it commits to both before paying (authorize.ts). */
   fences?: { lock?: Fence; key?: Fence };
+}
+
+/**
+ * Checks that the agent's lock `pc` runs under is still this run's, before an effect of the payment that does not wait
+ * for its commit (a refusal's on-chain record, a ceiling a crash left open): LeaseLostError, with nothing done, when
+ * another instance took it over (a lock handed over in this process is not checked in the store otherwise).
+ */
+export async function stillLocked(pc: PaymentContext, what: string): Promise<void> {
+  if (pc.fences?.lock && !(await pc.fences.lock.hold(what))) throw new LeaseLostError();
 }
 
 /** The fences a payment holds before paying: the agent's lock and its Idempotency-Key. */

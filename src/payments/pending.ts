@@ -72,10 +72,10 @@ export async function requestApproval(room: Room, pc: PaymentContext, quote: Quo
     ),
   );
   // Written, then the lock's fence checked, as a payment's commit (authorize.ts begin): an instance that took the lock
-  // over meanwhile either counts this request or finds it undone.
+  // over meanwhile either counts this request or finds it undone. Undone only while it still waits untouched: one the
+  // owner claimed or decided meanwhile (listed from the moment it was written) stands, and is answered as requested.
   const lock = pc.fences?.lock;
-  if (lock && !(await lock.hold(txnId))) {
-    await ctx.store.approvals.deleteOne({ approvalId, status: "pending" });
+  if (lock && !(await lock.hold(txnId)) && (await ctx.store.approvals.deleteOne({ approvalId, status: "pending" })).deletedCount === 1) {
     await room.ledger.undoRequested(txnId);
     await key?.letGo?.(txnId).catch(() => undefined);
     throw new LeaseLostError();

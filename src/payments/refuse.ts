@@ -10,7 +10,7 @@ import { ANY_PAYEE, type AllowlistProof } from "../policy/allowlist";
 import type { PayBlocked } from "../schemas/payments";
 import type { PaymentDoc } from "../store/documents";
 import { alertPaymentDone } from "../services/alerts";
-import { type PaymentContext, type Room, ledgerBase } from "./context";
+import { type PaymentContext, type Room, ledgerBase, stillLocked } from "./context";
 import { blockMessage, blockedOutcome, newTxnId } from "./outcomes";
 import { ledgerEntry } from "./phases";
 import type { Blocked } from "./result";
@@ -115,6 +115,8 @@ async function recordOnchain(room: Room, pc: PaymentContext, refusal: Refusal, p
   // record authorised after all is released below at once).
   const payTo = refusal.payTo ?? (proof.payee !== ANY_PAYEE ? proof.payee : BLOCKED_RECORD_PAY_TO);
   const transfer = { payTo, amount: refusal.amount, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300) };
+  // The hourly cap and the identical refusal were read under the agent's lock: still this run's before the record goes.
+  await stillLocked(pc, paymentId);
   let result;
   try {
     result = await ctx.telemetry.step("authorize", () => ops.authorize(pc.agent.policyAddress, paymentId, pc.merchant, proof, transfer));

@@ -6,6 +6,7 @@
  * stops renewing.
  */
 import { expect } from "chai";
+import { Wallet } from "ethers";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Leases } from "../../src/store/leases";
@@ -13,8 +14,11 @@ import { idempotencyScope, requestHashOf } from "../../src/payments/idempotency"
 import { MAX_PENDING_APPROVALS } from "../../src/payments/pending";
 import type { PaymentDoc } from "../../src/store/documents";
 import { randomOwner, type Stack } from "../helpers/stack";
+import { ownerKey } from "../helpers/owner";
+import { approvalDecision } from "../helpers/payments";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
+import { startUptoSeller, stockSchemeFacilitator } from "../helpers/schemeSellers";
 
 const USDC = 1_000_000n;
 const LEASE_MS = 5_000;
@@ -232,6 +236,111 @@ describe("fencing: an instance that stalled past its leases never pays after ano
       .to.include("/q2")
       .and.not.include("/q1");
     expect(await a.svc.store.payments.findOne({ agentAddress: ag.agentAddress, intent: "/q1" }), "A's entry").to.equal(null);
+  });
+
+  it("A's approval request, which the owner claimed through B before A's undo: it stands, with its entry, answered pending", async () => {
+    const owner = randomOwner();
+    const ag = await a.onboard(owner, { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "0.5", allowlist: ["127.0.0.1"] });
+    await mintUsdc(a, ag.agentAddress, 10n * USDC);
+    const ownerApiKey = await ownerKey(b, owner);
+    const stalledA = gate.hold("/u1", false);
+    const first = pay(a, ag, "/u1");
+    const resumeA = await stalledA; // A holds the agent's lock and waits on the seller's quote
+    pair.skew = 2 * LEASE_MS;
+    const stalledB = gate.hold("/u2", false);
+    const second = pay(b, ag, "/u2");
+    const resumeB = await stalledB; // B took the lock over and waits on its quote
+    // Right before A's undo (its hold failed), the owner, who sees A's request listed, approves it through B: B claims it
+    // and asks the seller again (held here), as an approval does before its entry moves.
+    const approvals = a.svc.store.approvals;
+    const deleteOne = approvals.deleteOne.bind(approvals);
+    let approving: ReturnType<Stack["api"]> | undefined;
+    let resumeApproval: () => void = () => undefined;
+    approvals.deleteOne = async (filter: { approvalId?: string }, ...rest: []) => {
+      if (filter?.approvalId && !approving) {
+        const requote = gate.hold("/u1", false);
+        const item = { id: filter.approvalId, agentAddress: ag.agentAddress, merchant: "127.0.0.1", amount: "1" };
+        const body = await approvalDecision(b, owner, item, "approve");
+        approving = b.api("POST", `/approvals/${item.id}/approve`, { key: ownerApiKey, body });
+        resumeB();
+        resumeApproval = await requote;
+      }
+      return deleteOne(filter, ...rest);
+    };
+    try {
+      resumeA();
+      const late = await first;
+      expect(late.status, JSON.stringify(late.body)).to.equal(202);
+      const mine = (await a.svc.store.approvals.findOne({ agentAddress: ag.agentAddress, intent: "/u1" }))!;
+      expect(mine.approvalId).to.equal(late.body.approvalId);
+      expect(mine.status).to.equal("approving");
+      expect(await a.svc.store.payments.findOne({ txnId: mine.txnId }), "its entry").to.not.equal(null);
+      resumeApproval();
+      const approved = await approving!;
+      expect(approved.status, JSON.stringify(approved.body)).to.equal(200);
+      expect((await second).status).to.equal(202);
+      expect(await a.svc.store.payments.findOne({ txnId: mine.txnId })).to.include({ status: "approved" });
+    } finally {
+      approvals.deleteOne = deleteOne;
+    }
+  });
+
+  it("A stalled holding the agent's lock, its payment refused by the policy: after B took the lock over, A records nothing", async () => {
+    const ag = await a.onboard(randomOwner(), { perTxLimit: "0.5", dailyBudget: "20", approvalThreshold: "1", allowlist: ["127.0.0.1"] });
+    await mintUsdc(a, ag.agentAddress, 10n * USDC);
+    const stalled = gate.hold("/r1", false);
+    const first = pay(a, ag, "/r1");
+    const resumeA = await stalled; // A holds the agent's lock and waits on the seller's quote (1 USDC, over its limit)
+    pair.skew = 2 * LEASE_MS;
+    // B's payment under the lock it took: refused too, for a reason never recorded on-chain (above the caller's maxAmount).
+    const second = await b.api("POST", "/pay", {
+      key: ag.apiKey,
+      body: { agentAddress: ag.agentAddress, serviceUrl: `${gate.url}/r2`, maxAmount: "0.5", intent: "/r2" },
+    });
+    expect(second.body.reason, JSON.stringify(second.body)).to.equal("max_amount_exceeded");
+    resumeA();
+    const late = await first;
+    expect(late.status, JSON.stringify(late.body)).to.equal(409);
+    const docs = await a.svc.store.payments.find({ agentAddress: ag.agentAddress }).toArray();
+    expect(docs.map((d) => [d.intent, d.status, d.txHash])).to.deep.equal([["/r2", "blocked", null]]);
+  });
+
+  it("A stalled holding the agent's lock meets the upto ceiling B has in flight: A leaves it alone, B's payment goes through", async () => {
+    const key = Wallet.createRandom();
+    await a.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
+    const upto = await startUptoSeller({
+      facilitator: stockSchemeFacilitator(a.svc.config.rpcUrl, key.privateKey).client,
+      usdc: a.svc.config.usdcAddress,
+      ceiling: 400_000n,
+    });
+    const uptoGate = await startGate(upto.resource);
+    try {
+      upto.setUsage(150_000n);
+      const ag = await agent();
+      const payUpto = (s: Stack, path: string) =>
+        s.api("POST", "/pay", {
+          key: ag.apiKey,
+          body: { agentAddress: ag.agentAddress, serviceUrl: `${uptoGate.url}${path}`, maxAmount: "1", intent: path },
+        });
+      const stalled = uptoGate.hold("/x1", false);
+      const first = payUpto(a, "/x1");
+      const resumeA = await stalled; // A holds the agent's lock and waits on the seller's quote
+      pair.skew = 2 * LEASE_MS;
+      const inFlight = uptoGate.hold("/x2", true);
+      const second = payUpto(b, "/x2");
+      const settleB = await inFlight; // B's ceiling is authorised on-chain and its paid request at the seller
+      resumeA();
+      const late = await first;
+      expect(late.status, JSON.stringify(late.body)).to.equal(409);
+      settleB();
+      const paid = await second;
+      expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
+      expect(paid.body).to.include({ scheme: "upto", amount: "0.15" });
+      expect(await usdcBalance(a, upto.payTo)).to.equal(150_000n);
+    } finally {
+      await uptoGate.close();
+      await upto.close();
+    }
   });
 
   it("A stalled holding the agent's lock wakes while B's payment is in flight: A stops before paying", async () => {

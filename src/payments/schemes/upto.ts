@@ -17,7 +17,7 @@ import { readSettlement } from "../../x402/buyer";
 import type { Quote } from "../../x402/pick";
 import { type SignedCeiling, signCeiling } from "./uptoPayment";
 import { authorize, begin, blockedOnchain, markAuthorized } from "../authorize";
-import { type PaymentContext, type Room, fencesOf, finish, ledgerBase } from "../context";
+import { type PaymentContext, type Room, fencesOf, finish, ledgerBase, stillLocked } from "../context";
 import { newTxnId } from "../outcomes";
 import { voidUnsent } from "../release";
 import { type PaymentResult, refused } from "../result";
@@ -42,6 +42,8 @@ export async function payUpto(room: Room, pc: PaymentContext, input: UptoInput):
   // A ceiling a crash left open would make the wallet refuse this one: finished first (its entry by recovery).
   const open = await room.schemes.openCeiling(pc.agent.address);
   if (!/^0x0{64}$/.test(open)) {
+    // Only while the lock is still this run's: otherwise the open ceiling may be another instance's payment in flight.
+    await stillLocked(pc, open);
     const left = await ctx.store.payments.findOne({ agentAddress: pc.agent.address, paymentId: open });
     if (left && left.phase !== "done") await resolveUpto(room, left);
     else await room.schemes.creditCeiling(pc.agent.address, open);
