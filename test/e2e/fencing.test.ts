@@ -123,6 +123,21 @@ describe("fencing: an instance that stalled past its leases never pays after ano
       body: { agentAddress: ag.agentAddress, serviceUrl: `${gate.url}${path}`, maxAmount: "1", intent: path },
     });
 
+  /**
+   * A pays `pathA` and stalls at the seller's quote, holding the agent's lock; B takes the lock over (A's lease looks run
+   * out to it) paying `pathB`, and waits at its own quote. Each goes on when its resume is called.
+   */
+  async function bothAtQuotes(ag: { agentAddress: string; apiKey: string }, pathA: string, pathB: string) {
+    const stalledA = gate.hold(pathA, false);
+    const first = pay(a, ag, pathA);
+    const resumeA = await stalledA;
+    pair.skew = 2 * LEASE_MS;
+    const stalledB = gate.hold(pathB, false);
+    const second = pay(b, ag, pathB);
+    const resumeB = await stalledB;
+    return { first, second, resumeA, resumeB };
+  }
+
   it("leases: every acquisition raises the fence; a take-over is marked, and the old holder's hold fails", async () => {
     let now = Date.now();
     const one = new Leases(a.svc.store, "one", () => now);
@@ -217,13 +232,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
         },
       })),
     );
-    const stalledA = gate.hold("/q1", false);
-    const first = pay(a, ag, "/q1");
-    const resumeA = await stalledA; // A holds the agent's lock and waits on the seller's quote
-    pair.skew = 2 * LEASE_MS;
-    const stalledB = gate.hold("/q2", false);
-    const second = pay(b, ag, "/q2");
-    const resumeB = await stalledB; // B took the lock over and waits on its quote
+    const { first, second, resumeA, resumeB } = await bothAtQuotes(ag, "/q1", "/q2");
     resumeA();
     const late = await first;
     expect(late.status, JSON.stringify(late.body)).to.equal(409);
@@ -243,13 +252,7 @@ describe("fencing: an instance that stalled past its leases never pays after ano
     const ag = await a.onboard(owner, { perTxLimit: "1", dailyBudget: "20", approvalThreshold: "0.5", allowlist: ["127.0.0.1"] });
     await mintUsdc(a, ag.agentAddress, 10n * USDC);
     const ownerApiKey = await ownerKey(b, owner);
-    const stalledA = gate.hold("/u1", false);
-    const first = pay(a, ag, "/u1");
-    const resumeA = await stalledA; // A holds the agent's lock and waits on the seller's quote
-    pair.skew = 2 * LEASE_MS;
-    const stalledB = gate.hold("/u2", false);
-    const second = pay(b, ag, "/u2");
-    const resumeB = await stalledB; // B took the lock over and waits on its quote
+    const { first, second, resumeA, resumeB } = await bothAtQuotes(ag, "/u1", "/u2");
     // Right before A's undo (its hold failed), the owner, who sees A's request listed, approves it through B: B claims it
     // and asks the seller again (held here), as an approval does before its entry moves.
     const approvals = a.svc.store.approvals;
