@@ -6,7 +6,6 @@
  * stops renewing.
  */
 import { expect } from "chai";
-import { Wallet } from "ethers";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Leases } from "../../src/store/leases";
@@ -18,7 +17,7 @@ import { ownerKey } from "../helpers/owner";
 import { approvalDecision } from "../helpers/payments";
 import { startTwoInstances, type TwoInstances } from "../helpers/twoInstances";
 import { fundedFacilitator, mintUsdc, startV2Seller, usdcBalance, type TestSeller } from "../helpers/sellers";
-import { startUptoSeller, stockSchemeFacilitator } from "../helpers/schemeSellers";
+import { fundedStockSchemeFacilitator, startUptoSeller } from "../helpers/schemeSellers";
 
 const USDC = 1_000_000n;
 const LEASE_MS = 5_000;
@@ -309,13 +308,8 @@ describe("fencing: an instance that stalled past its leases never pays after ano
   });
 
   it("A stalled holding the agent's lock meets the upto ceiling B has in flight: A leaves it alone, B's payment goes through", async () => {
-    const key = Wallet.createRandom();
-    await a.svc.chain.provider.send("hardhat_setBalance", [key.address, `0x${(10n ** 21n).toString(16)}`]);
-    const upto = await startUptoSeller({
-      facilitator: stockSchemeFacilitator(a.svc.config.rpcUrl, key.privateKey).client,
-      usdc: a.svc.config.usdcAddress,
-      ceiling: 400_000n,
-    });
+    const facilitator = await fundedStockSchemeFacilitator(a.svc.config.rpcUrl);
+    const upto = await startUptoSeller({ facilitator: facilitator.client, usdc: a.svc.config.usdcAddress, ceiling: 400_000n });
     const uptoGate = await startGate(upto.resource);
     try {
       upto.setUsage(150_000n);
